@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# dev.sh — one-command set-up for a fresh Debian 12 machine: installs the Debian packages the
+# build needs (when missing), configures and builds, then runs the main job or the tests.
+#   ./dev.sh tune [tessera-tune args...]   build, then tune (default: f32 GEMM 1024^3 on the best backend)
+#   ./dev.sh test                          build, then the whole test suite, then the ASan+UBSan build's
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(gcc pkg-config meson ninja-build libglib2.0-dev libjson-glib-dev libsqlite3-dev
+          libopenblas-dev)
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "dev.sh: installing ${missing[*]}" >&2
+    local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+build() {  # build DIR [meson options...]
+  local dir=$1; shift
+  [ -f "$dir/build.ninja" ] || meson setup "$dir" "$@" >/dev/null
+  meson compile -C "$dir" >/dev/null
+}
+
+cmd=${1:-}; shift || true
+case "$cmd" in
+  tune)
+    install_missing
+    build build
+    exec ./build/tools/tessera-tune "${@:-gemm}" ${1:+} $( [ $# -eq 0 ] && echo "--shape M=1024,N=1024,K=1024 --dtype f32 --backend auto" )
+    ;;
+  test)
+    install_missing
+    build build
+    meson test -C build --print-errorlogs
+    # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+    build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      meson test -C build-asan --print-errorlogs
+    ;;
+  *)
+    echo "usage: ./dev.sh tune [tessera-tune args...] | ./dev.sh test" >&2
+    exit 2
+    ;;
+esac

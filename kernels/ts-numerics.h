@@ -1,0 +1,55 @@
+/* ts-numerics.h — host-side numerics shared by every op: dtype conversions, random inputs,
+ * output poisoning, reference implementations accumulating in f64, and the relative-error check
+ * that decides whether a kernel's output is right.
+ *
+ * Layouts are row-major. Storage dtypes handled on the host: f32, bf16, f16 (16-bit types are
+ * passed as uint16_t bit patterns), f64.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+#include "ts-ir.h"
+
+G_BEGIN_DECLS
+
+/* Round-to-nearest-even conversions; NaN stays NaN, overflow rounds to Inf, f16 subnormals kept. */
+float ts_bf16_to_f32(uint16_t bits);
+uint16_t ts_f32_to_bf16(float value);
+float ts_f16_to_f32(uint16_t bits);
+uint16_t ts_f32_to_f16(float value);
+
+gsize ts_numerics_elem_size(TsDtype dtype); /* bytes per element for f64/f32/bf16/f16, else 0 */
+/* Element i of a buffer of the given storage dtype, as double. */
+double ts_numerics_get(TsDtype dtype, const void *buf, gsize i);
+void ts_numerics_set(TsDtype dtype, void *buf, gsize i, double value);
+
+/* Fresh uniform random values in [lo, hi) rounded to the dtype; never all zeros. */
+void ts_numerics_fill_random(TsDtype dtype, void *buf, gsize n, GRand *rng, double lo, double hi);
+/* Every element becomes a quiet NaN, so an element the kernel never writes fails verification. */
+void ts_numerics_poison(TsDtype dtype, void *buf, gsize n);
+
+/* References: inputs in their storage dtype, products and sums in f64, outputs as double. */
+void ts_ref_gemm(TsDtype dtype, const void *a, const void *b, double *c, gint64 m, gint64 n,
+                 gint64 k);                                             /* C = A[M,K] B[K,N] */
+void ts_ref_saxpy(TsDtype dtype, double alpha, const void *x, const void *y, double *z,
+                  gint64 n);                                            /* z = alpha*x + y */
+void ts_ref_reduce_sum(TsDtype dtype, const void *x, double *y, gint64 rows, gint64 cols);
+                                                                         /* y[r] = sum_c x[r,c] */
+void ts_ref_softmax(TsDtype dtype, const void *x, double *y, gint64 rows, gint64 cols);
+void ts_ref_layernorm(TsDtype dtype, const void *x, const void *gamma, const void *beta,
+                      double eps, double *y, gint64 rows, gint64 cols);
+void ts_ref_rmsnorm(TsDtype dtype, const void *x, const void *gamma, double eps, double *y,
+                    gint64 rows, gint64 cols);
+
+/* ||out - ref||_2 / ||ref||_2 over n elements (out in its storage dtype). Any non-finite output
+ * element makes the result +Inf and is counted in *n_nonfinite (may be NULL). When ||ref|| is 0
+ * the absolute norm ||out|| is returned. */
+double ts_numerics_rel_error(TsDtype dtype, const void *out, const double *ref, gsize n,
+                             gsize *n_nonfinite);
+/* The bound for an op's output: f32 1e-5 (1e-4 for gemm, whose sums are long), bf16 1e-2,
+ * f16 1e-3; other dtypes 1e-2. */
+double ts_numerics_tolerance(TsDtype dtype, const char *op);
+
+G_END_DECLS

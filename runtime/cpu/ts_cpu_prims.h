@@ -1,0 +1,1 @@
+/* ts_cpu_prims.h — placeholder */

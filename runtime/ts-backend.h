@@ -1,0 +1,108 @@
+/* ts-backend.h — the device abstraction every target implements (cpu now; cuda and replay
+ * later): describe the device, compile generated source into a loadable module (with an
+ * artifact cache keyed by the source hash), allocate and copy memory, launch, and time.
+ *
+ * Kernel ABI shared by all targets. A generated kernel's entry point receives its buffers, then
+ * its integer parameters (shape dims in the op's declared order), then its floating-point
+ * parameters (alpha, eps ...):
+ *   C target:    void entry(void *const *bufs, const int64_t *ints, const double *floats);
+ *   CUDA target: kernel parameters are the same three arrays passed by value pointer.
+ * Errors are TS_BACKEND_ERROR, messages name the call that failed and what to do.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define TS_BACKEND_ERROR (ts_backend_error_quark())
+GQuark ts_backend_error_quark(void);
+
+typedef enum {
+  TS_BACKEND_ERROR_UNAVAILABLE, /* no such backend / no device ("no CUDA device") */
+  TS_BACKEND_ERROR_COMPILE,     /* message carries the compiler's own diagnostics */
+  TS_BACKEND_ERROR_LOAD,        /* dlopen / module load / missing entry symbol */
+  TS_BACKEND_ERROR_MEMORY,      /* allocation or copy failed */
+  TS_BACKEND_ERROR_LAUNCH,      /* launch or execution failed */
+  TS_BACKEND_ERROR_IO,          /* cache directory, temp files */
+} TsBackendError;
+
+typedef enum { TS_LANG_C, TS_LANG_CUDA } TsSourceLang;
+
+typedef struct {
+  TsSourceLang lang;
+  const char *text;  /* the whole translation unit */
+  const char *entry; /* exported entry symbol */
+} TsSource;
+
+typedef struct {
+  char *backend;        /* "cpu" */
+  char *name;           /* "AMD EPYC 7B13" */
+  char *arch;           /* "x86_64+avx2+fma+f16c", "sm_90a" */
+  guint compute_units;  /* online cores, or SMs */
+  guint64 memory_bytes; /* host RAM, or device memory */
+  guint64 l1_bytes;     /* per core / per SM (data) */
+  guint64 l2_bytes;     /* per core on CPUs, whole chip on GPUs */
+  guint64 l3_bytes;     /* 0 when absent */
+  guint64 smem_per_block; /* largest shared-memory block (GPU); 0 on the CPU */
+  guint vector_bits;    /* widest float SIMD register: 128, 256, 512 */
+  char *toolchain;      /* "gcc 12.2.0", "nvrtc 13.0" — part of every cache key */
+} TsDeviceInfo;
+
+typedef struct _TsBackend TsBackend;
+typedef struct _TsModule TsModule;
+typedef struct _TsBuffer TsBuffer;
+
+typedef struct {
+  TsBuffer *const *buffers;
+  guint n_buffers;
+  const gint64 *ints;
+  guint n_ints;
+  const double *floats;
+  guint n_floats;
+  guint grid[3], block[3]; /* CUDA launch shape; ignored by the CPU backend */
+  guint smem_bytes;        /* dynamic shared memory; ignored by the CPU backend */
+} TsLaunch;
+
+/* "cpu", or "auto" for the best available backend. Unknown names list the known ones. */
+TsBackend *ts_backend_open(const char *name, GError **error);
+void ts_backend_free(TsBackend *backend);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsBackend, ts_backend_free)
+/* Names of the backends compiled in, NULL-terminated, static. */
+const char *const *ts_backend_names(void);
+
+const TsDeviceInfo *ts_backend_describe(TsBackend *backend);
+const char *ts_backend_name(TsBackend *backend);
+
+/* Artifact cache root: $XDG_CACHE_HOME/tessera/artifacts by default. Must be called before the
+ * first compile to take effect. */
+void ts_backend_set_cache_dir(TsBackend *backend, const char *dir);
+const char *ts_backend_get_cache_dir(TsBackend *backend);
+
+/* Compiles (or finds in the artifact cache) and loads a module. Compile failures are
+ * TS_BACKEND_ERROR_COMPILE with the compiler's diagnostics in the message. */
+TsModule *ts_backend_compile(TsBackend *backend, const TsSource *source, GError **error);
+void ts_module_free(TsModule *module);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsModule, ts_module_free)
+gboolean ts_module_from_cache(const TsModule *module); /* TRUE when no compile happened */
+const char *ts_module_hash(const TsModule *module);    /* cache key, hex */
+const char *ts_module_log(const TsModule *module);     /* compiler warnings / link log, or "" */
+double ts_module_compile_ms(const TsModule *module);   /* 0 when from cache */
+
+TsBuffer *ts_backend_alloc(TsBackend *backend, gsize bytes, GError **error);
+void ts_backend_buffer_free(TsBackend *backend, TsBuffer *buffer);
+gsize ts_buffer_size(const TsBuffer *buffer);
+gboolean ts_backend_upload(TsBackend *backend, TsBuffer *dst, const void *src, gsize bytes,
+                           GError **error);
+gboolean ts_backend_download(TsBackend *backend, void *dst, const TsBuffer *src, gsize bytes,
+                             GError **error);
+
+/* Runs the module's entry once and waits for it. */
+gboolean ts_backend_launch(TsBackend *backend, TsModule *module, const TsLaunch *launch,
+                           GError **error);
+/* Runs n_warmup untimed launches, then n_samples timed ones; samples_ns[i] is the duration of
+ * launch i in nanoseconds (CPU: monotonic clock around the call; GPU: kernel records). */
+gboolean ts_backend_time(TsBackend *backend, TsModule *module, const TsLaunch *launch,
+                         guint n_warmup, guint n_samples, double *samples_ns, GError **error);
+
+G_END_DECLS
