@@ -1,1 +1,443 @@
-/* placeholder: filled in by its module's work */
+/* ts-tile.c — Tile IR construction and its printer (the Tile IR stage of the lowering
+ * inspector). The tree is built by each op's lowering in kernels/ and read by the emitters. */
+#include "ts-tile.h"
+
+const char *
+ts_mem_space_name(TsMemSpace space)
+{
+  switch (space) {
+  case TS_MEM_GLOBAL: return "global";
+  case TS_MEM_SHARED: return "shared";
+  case TS_MEM_REGISTER: return "register";
+  }
+  return "?";
+}
+
+static void
+buffer_free(TsTileBuffer *buffer)
+{
+  if (buffer == NULL)
+    return;
+  g_free(buffer->name);
+  g_free(buffer->size);
+  g_free(buffer->layout);
+  g_free(buffer);
+}
+
+static TsTileBuffer *
+buffer_new(const char *name, TsMemSpace space, TsDtype dtype, const char *size,
+           gboolean per_worker, const char *layout)
+{
+  TsTileBuffer *b = g_new0(TsTileBuffer, 1);
+  b->name = g_strdup(name);
+  b->space = space;
+  b->dtype = dtype;
+  b->size = g_strdup(size);
+  b->per_worker = per_worker;
+  b->layout = g_strdup(layout);
+  return b;
+}
+
+static void
+view_free(TsTileView *view)
+{
+  if (view == NULL)
+    return;
+  g_free(view->name);
+  g_free(view->buffer);
+  g_free(view->offset);
+  g_free(view);
+}
+
+TsTileKernel *
+ts_tile_kernel_new(const char *name, const char *op, const TsDtypePolicy *dtype)
+{
+  TsTileKernel *k = g_new0(TsTileKernel, 1);
+  k->name = g_strdup(name);
+  k->op = g_strdup(op);
+  k->dtype = *dtype;
+  k->params = g_ptr_array_new_with_free_func((GDestroyNotify)buffer_free);
+  k->int_params = g_ptr_array_new_with_free_func(g_free);
+  k->float_params = g_ptr_array_new_with_free_func(g_free);
+  k->defines = g_ptr_array_new_with_free_func(g_free);
+  k->body = ts_tile_block_new();
+  return k;
+}
+
+void
+ts_tile_kernel_free(TsTileKernel *kernel)
+{
+  if (kernel == NULL)
+    return;
+  g_free(kernel->name);
+  g_free(kernel->op);
+  g_ptr_array_unref(kernel->params);
+  g_ptr_array_unref(kernel->int_params);
+  g_ptr_array_unref(kernel->float_params);
+  g_ptr_array_unref(kernel->defines);
+  ts_tile_node_free(kernel->body);
+  g_free(kernel);
+}
+
+void
+ts_tile_kernel_add_param(TsTileKernel *kernel, const char *name, TsDtype dtype, const char *size)
+{
+  g_ptr_array_add(kernel->params,
+                  buffer_new(name, TS_MEM_GLOBAL, dtype, size, FALSE, "row-major"));
+}
+
+void
+ts_tile_kernel_add_int_param(TsTileKernel *kernel, const char *name)
+{
+  g_ptr_array_add(kernel->int_params, g_strdup(name));
+}
+
+void
+ts_tile_kernel_add_float_param(TsTileKernel *kernel, const char *name)
+{
+  g_ptr_array_add(kernel->float_params, g_strdup(name));
+}
+
+void
+ts_tile_kernel_define(TsTileKernel *kernel, const char *name, gint64 value)
+{
+  g_ptr_array_add(kernel->defines, g_strdup_printf("%s=%" G_GINT64_FORMAT, name, value));
+}
+
+static const TsTileBuffer *
+find_in_tree(const TsTileNode *node, const char *name)
+{
+  if (node->op == TS_TILE_ALLOC && g_strcmp0(node->buffer->name, name) == 0)
+    return node->buffer;
+  for (guint i = 0; node->children && i < node->children->len; i++) {
+    const TsTileBuffer *b = find_in_tree(g_ptr_array_index(node->children, i), name);
+    if (b)
+      return b;
+  }
+  return NULL;
+}
+
+const TsTileBuffer *
+ts_tile_kernel_find_buffer(const TsTileKernel *kernel, const char *name)
+{
+  for (guint i = 0; i < kernel->params->len; i++) {
+    const TsTileBuffer *b = g_ptr_array_index(kernel->params, i);
+    if (g_strcmp0(b->name, name) == 0)
+      return b;
+  }
+  return find_in_tree(kernel->body, name);
+}
+
+static TsTileNode *
+node_new(TsTileNode *parent, TsTileOp op)
+{
+  TsTileNode *n = g_new0(TsTileNode, 1);
+  n->op = op;
+  n->args = g_ptr_array_new_with_free_func(g_free);
+  if (parent != NULL) {
+    g_assert(parent->children != NULL);
+    g_ptr_array_add(parent->children, n);
+  }
+  return n;
+}
+
+static void
+node_add_children(TsTileNode *n)
+{
+  n->children = g_ptr_array_new_with_free_func((GDestroyNotify)ts_tile_node_free);
+}
+
+TsTileNode *
+ts_tile_block_new(void)
+{
+  TsTileNode *n = node_new(NULL, TS_TILE_BLOCK);
+  node_add_children(n);
+  return n;
+}
+
+void
+ts_tile_node_free(TsTileNode *node)
+{
+  if (node == NULL)
+    return;
+  g_free(node->var);
+  g_free(node->var2);
+  g_free(node->lo);
+  g_free(node->hi);
+  g_free(node->step);
+  g_free(node->expr);
+  g_free(node->dst);
+  g_clear_pointer(&node->args, g_ptr_array_unref);
+  g_clear_pointer(&node->views, g_ptr_array_unref);
+  g_clear_pointer(&node->children, g_ptr_array_unref);
+  buffer_free(node->buffer);
+  g_free(node);
+}
+
+TsTileNode *
+ts_tile_parallel(TsTileNode *parent, gint64 threads)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_PARALLEL);
+  node_add_children(n);
+  n->ints[0] = threads;
+  return n;
+}
+
+TsTileNode *
+ts_tile_for(TsTileNode *parent, const char *var, const char *lo, const char *hi, const char *step,
+            TsForKind kind)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_FOR);
+  node_add_children(n);
+  n->var = g_strdup(var);
+  n->lo = g_strdup(lo);
+  n->hi = g_strdup(hi);
+  n->step = g_strdup(step);
+  n->for_kind = kind;
+  return n;
+}
+
+TsTileNode *
+ts_tile_let(TsTileNode *parent, const char *var, TsDtype dtype, const char *expr)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_LET);
+  n->var = g_strdup(var);
+  n->dtype = dtype;
+  n->expr = g_strdup(expr);
+  return n;
+}
+
+TsTileNode *
+ts_tile_alloc(TsTileNode *parent, TsTileKernel *kernel, const char *name, TsMemSpace space,
+              TsDtype dtype, const char *size, gboolean per_worker, const char *layout)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_ALLOC);
+  n->buffer = buffer_new(name, space, dtype, size, per_worker, layout);
+  return n;
+}
+
+static void
+add_args(TsTileNode *n, const char *const *args, guint n_args)
+{
+  for (guint i = 0; i < n_args; i++)
+    g_ptr_array_add(n->args, g_strdup(args[i]));
+}
+
+TsTileNode *
+ts_tile_pack(TsTileNode *parent, int operand, gint64 panel, const char *src, const char *ld,
+             const char *rows, const char *cols, const char *dst)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_PACK);
+  n->ints[0] = operand;
+  n->ints[1] = panel;
+  const char *args[] = {src, ld, rows, cols, dst};
+  add_args(n, args, G_N_ELEMENTS(args));
+  return n;
+}
+
+TsTileNode *
+ts_tile_mma(TsTileNode *parent, gint64 mr, gint64 nr, gint64 vector, gint64 unroll, const char *c,
+            const char *ldc, const char *a, const char *b, const char *kc, const char *accumulate,
+            const char *mr_valid, const char *nr_valid)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_MMA);
+  n->ints[0] = mr;
+  n->ints[1] = nr;
+  n->ints[2] = vector;
+  n->ints[3] = unroll;
+  const char *args[] = {c, ldc, a, b, kc, accumulate, mr_valid, nr_valid};
+  add_args(n, args, G_N_ELEMENTS(args));
+  return n;
+}
+
+static void
+node_add_views(TsTileNode *n)
+{
+  n->views = g_ptr_array_new_with_free_func((GDestroyNotify)view_free);
+}
+
+TsTileNode *
+ts_tile_reduce(TsTileNode *parent, const char *var, const char *op, const char *expr,
+               const char *n_cols)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_REDUCE);
+  node_add_views(n);
+  n->var = g_strdup(var);
+  n->step = g_strdup(op);
+  n->expr = g_strdup(expr);
+  n->hi = g_strdup(n_cols);
+  return n;
+}
+
+TsTileNode *
+ts_tile_softmax_online(TsTileNode *parent, const char *m, const char *l, const char *x,
+                       const char *n_cols)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_SOFTMAX_ONLINE);
+  node_add_views(n);
+  n->var = g_strdup(m);
+  n->var2 = g_strdup(l);
+  n->expr = g_strdup(x);
+  n->hi = g_strdup(n_cols);
+  return n;
+}
+
+TsTileNode *
+ts_tile_map(TsTileNode *parent, const char *dst, const char *expr, const char *n_cols)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_MAP);
+  node_add_views(n);
+  n->dst = g_strdup(dst);
+  n->expr = g_strdup(expr);
+  n->hi = g_strdup(n_cols);
+  return n;
+}
+
+TsTileNode *
+ts_tile_convert(TsTileNode *parent, const char *src, const char *dst, const char *n_elems)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_CONVERT);
+  const char *args[] = {src, dst, n_elems};
+  add_args(n, args, G_N_ELEMENTS(args));
+  return n;
+}
+
+TsTileNode *
+ts_tile_barrier(TsTileNode *parent)
+{
+  return node_new(parent, TS_TILE_BARRIER);
+}
+
+void
+ts_tile_node_add_view(TsTileNode *node, const char *name, const char *buffer, const char *offset)
+{
+  g_return_if_fail(node->views != NULL);
+  TsTileView *v = g_new0(TsTileView, 1);
+  v->name = g_strdup(name);
+  v->buffer = g_strdup(buffer);
+  v->offset = g_strdup(offset);
+  g_ptr_array_add(node->views, v);
+}
+
+/* ---- printer ---- */
+
+static const char *
+arg(const TsTileNode *n, guint i)
+{
+  return g_ptr_array_index(n->args, i);
+}
+
+static void
+print_views(GString *out, const TsTileNode *n)
+{
+  if (n->views == NULL || n->views->len == 0)
+    return;
+  g_string_append(out, "  with ");
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    g_string_append_printf(out, "%s%s = %s[%s:]", i ? ", " : "", v->name, v->buffer, v->offset);
+  }
+}
+
+static void print_node(GString *out, const TsTileNode *n, int depth);
+
+static void
+print_children(GString *out, const TsTileNode *n, int depth)
+{
+  for (guint i = 0; i < n->children->len; i++)
+    print_node(out, g_ptr_array_index(n->children, i), depth);
+}
+
+static void
+print_node(GString *out, const TsTileNode *n, int depth)
+{
+  if (n->op == TS_TILE_BLOCK) {
+    print_children(out, n, depth);
+    return;
+  }
+  g_string_append_printf(out, "%*s", depth * 2, "");
+  switch (n->op) {
+  case TS_TILE_BLOCK:
+    break;
+  case TS_TILE_PARALLEL:
+    g_string_append_printf(out, "tile.parallel threads=%" G_GINT64_FORMAT ":\n", n->ints[0]);
+    print_children(out, n, depth + 1);
+    return;
+  case TS_TILE_FOR:
+    g_string_append_printf(out, "for %s in tile.range(%s, %s, %s)%s:\n", n->var, n->lo, n->hi,
+                           n->step,
+                           n->for_kind == TS_FOR_PARALLEL ? " parallel"
+                           : n->for_kind == TS_FOR_UNROLL ? " unroll"
+                                                          : "");
+    print_children(out, n, depth + 1);
+    return;
+  case TS_TILE_LET:
+    g_string_append_printf(out, "let %s: %s = %s", n->var,
+                           n->dtype == TS_DTYPE_INT32 ? "index" : ts_dtype_name(n->dtype), n->expr);
+    break;
+  case TS_TILE_ALLOC:
+    g_string_append_printf(out, "%s = tile.alloc(%s %s[%s], %s%s)", n->buffer->name,
+                           ts_mem_space_name(n->buffer->space), ts_dtype_name(n->buffer->dtype),
+                           n->buffer->size, n->buffer->layout,
+                           n->buffer->per_worker ? ", per-worker" : "");
+    break;
+  case TS_TILE_PACK:
+    g_string_append_printf(out,
+                           "tile.pack_%s(%s, ld=%s, rows=%s, cols=%s) -> %s  panel(%s=%" G_GINT64_FORMAT ")",
+                           n->ints[0] == 0 ? "a" : "b", arg(n, 0), arg(n, 1), arg(n, 2), arg(n, 3),
+                           arg(n, 4), n->ints[0] == 0 ? "MR" : "NR", n->ints[1]);
+    break;
+  case TS_TILE_MMA:
+    g_string_append_printf(out,
+                           "tile.mma(%s, ldc=%s) %s= %s . %s  k=%s valid=%sx%s micro=%" G_GINT64_FORMAT
+                           "x%" G_GINT64_FORMAT " vector=%" G_GINT64_FORMAT " unroll=%" G_GINT64_FORMAT,
+                           arg(n, 0), arg(n, 1), g_strcmp0(arg(n, 5), "0") == 0 ? "" : "(+)",
+                           arg(n, 2), arg(n, 3), arg(n, 4), arg(n, 6), arg(n, 7), n->ints[0],
+                           n->ints[1], n->ints[2], n->ints[3]);
+    if (g_strcmp0(arg(n, 5), "0") != 0 && g_strcmp0(arg(n, 5), "1") != 0)
+      g_string_append_printf(out, " accumulate_if=(%s)", arg(n, 5));
+    break;
+  case TS_TILE_REDUCE:
+    g_string_append_printf(out, "%s = tile.reduce_%s(%s, j < %s)", n->var, n->step, n->expr, n->hi);
+    print_views(out, n);
+    break;
+  case TS_TILE_SOFTMAX_ONLINE:
+    g_string_append_printf(out, "(%s, %s) = tile.softmax_online(%s, j < %s)", n->var, n->var2,
+                           n->expr, n->hi);
+    print_views(out, n);
+    break;
+  case TS_TILE_MAP:
+    g_string_append_printf(out, "%s = tile.map(%s, j < %s)", n->dst, n->expr, n->hi);
+    print_views(out, n);
+    break;
+  case TS_TILE_CONVERT:
+    g_string_append_printf(out, "tile.convert(%s -> %s, n=%s)", arg(n, 0), arg(n, 1), arg(n, 2));
+    break;
+  case TS_TILE_BARRIER:
+    g_string_append(out, "tile.barrier()");
+    break;
+  }
+  g_string_append_c(out, '\n');
+}
+
+char *
+ts_tile_kernel_to_string(const TsTileKernel *kernel)
+{
+  GString *out = g_string_new(NULL);
+  g_autofree char *dt = ts_dtype_policy_to_string(&kernel->dtype);
+  g_string_append_printf(out, "tile.kernel %s  # op %s, %s\n", kernel->name, kernel->op, dt);
+  for (guint i = 0; i < kernel->defines->len; i++)
+    g_string_append_printf(out, "  const %s\n", (char *)g_ptr_array_index(kernel->defines, i));
+  for (guint i = 0; i < kernel->params->len; i++) {
+    const TsTileBuffer *b = g_ptr_array_index(kernel->params, i);
+    g_string_append_printf(out, "  param %s: global %s[%s]\n", b->name, ts_dtype_name(b->dtype),
+                           b->size);
+  }
+  for (guint i = 0; i < kernel->int_params->len; i++)
+    g_string_append_printf(out, "  param %s: index\n", (char *)g_ptr_array_index(kernel->int_params, i));
+  for (guint i = 0; i < kernel->float_params->len; i++)
+    g_string_append_printf(out, "  param %s: f32\n", (char *)g_ptr_array_index(kernel->float_params, i));
+  g_string_append(out, "body:\n");
+  print_node(out, kernel->body, 1);
+  return g_string_free(out, FALSE);
+}

@@ -1,1 +1,443 @@
-/* placeholder: filled in by its module's work */
+/* ts-op.c — the op catalog and workloads: validation of op/shape/dtype, the Graph IR of a
+ * workload, its schedule spaces and points, and lowering to target source. */
+#include "ts-op-private.h"
+
+#include "ts-emit.h"
+
+#include <string.h>
+
+G_DEFINE_QUARK(ts-op-error-quark, ts_op_error)
+
+static const TsOpDef *const catalog[] = {
+  &ts__op_gemm,
+  &ts__op_saxpy,
+  &ts__op_reduce_sum,
+  &ts__op_softmax_safe,
+  &ts__op_layernorm_safe,
+  &ts__op_rmsnorm_safe,
+};
+
+guint
+ts_op_count(void)
+{
+  return G_N_ELEMENTS(catalog);
+}
+
+const TsOpDef *
+ts_op_nth(guint i)
+{
+  return i < G_N_ELEMENTS(catalog) ? catalog[i] : NULL;
+}
+
+const TsOpDef *
+ts_op_lookup(const char *name)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(catalog); i++)
+    if (g_strcmp0(catalog[i]->name, name) == 0)
+      return catalog[i];
+  return NULL;
+}
+
+const char *
+ts_op_name(const TsOpDef *op)
+{
+  return op->name;
+}
+
+const char *
+ts_op_summary(const TsOpDef *op)
+{
+  return op->summary;
+}
+
+const char *
+ts_op_default_space(const TsOpDef *op, const char *backend)
+{
+  if (g_strcmp0(backend, "cpu") == 0)
+    return op->cpu_space;
+  return NULL;
+}
+
+char *
+ts_op_dims(const TsOpDef *op)
+{
+  return g_strdup(op->dims);
+}
+
+static char *
+known_ops(void)
+{
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(catalog); i++)
+    g_string_append_printf(s, "%s%s", i ? ", " : "", catalog[i]->name);
+  return g_string_free(s, FALSE);
+}
+
+static TsTensorType *
+arg_type(const TsOpArg *arg, const TsDtypePolicy *dtype, GError **error)
+{
+  g_autofree char *dt = ts_dtype_policy_to_string(dtype);
+  g_autofree char *text = g_strdup_printf("Tensor[%s, %s]", arg->sig, dt);
+  return ts_tensor_type_parse(text, error);
+}
+
+static gboolean
+check_dtype(const TsOpDef *op, const TsDtypePolicy *dt, GError **error)
+{
+  if (dt->storage != TS_DTYPE_F32 && dt->storage != TS_DTYPE_BF16 && dt->storage != TS_DTYPE_F16) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
+                "%s: dtype %s is not supported (supported: f32, bf16, f16)", op->name,
+                ts_dtype_name(dt->storage));
+    return FALSE;
+  }
+  if (dt->accum != TS_DTYPE_INVALID && dt->accum != TS_DTYPE_F32) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
+                "%s: @accum(%s) is not supported; kernels accumulate in f32 (@accum(f32))",
+                op->name, ts_dtype_name(dt->accum));
+    return FALSE;
+  }
+  const char *unsupported = dt->loss_scale != 0.0 ? "@loss_scale"
+                            : dt->stochastic_round ? "@stochastic_round"
+                            : dt->saturate         ? "@saturate"
+                                                   : NULL;
+  if (unsupported) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
+                "%s: policy %s is not supported by its kernels yet (supported: @accum(f32))",
+                op->name, unsupported);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+check_dims(const TsOpDef *op, const TsShape *shape, GError **error)
+{
+  g_auto(GStrv) dims = g_strsplit(op->dims, ",", -1);
+  for (guint i = 0; dims[i]; i++)
+    if (ts_shape_get(shape, dims[i]) < 0) {
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
+                  "%s: --shape lacks dim '%s' (the op needs %s, e.g. %s=1024)", op->name, dims[i],
+                  op->dims, dims[i]);
+      return FALSE;
+    }
+  for (guint i = 0; i < ts_shape_n_dims(shape); i++) {
+    const char *name = ts_shape_dim_name(shape, i);
+    if (!g_strv_contains((const char *const *)dims, name)) {
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
+                  "%s: --shape has dim '%s' the op does not use (its dims are %s)", op->name,
+                  name, op->dims);
+      return FALSE;
+    }
+    /* Buffers are indexed with int64 products; 2^31 per dim keeps M*K far from overflow. */
+    if (ts_shape_dim_size(shape, i) > G_MAXINT32) {
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
+                  "%s: dim %s=%" G_GINT64_FORMAT " is too large (at most %d)", op->name, name,
+                  ts_shape_dim_size(shape, i), G_MAXINT32);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gint64
+type_numel(const TsTensorType *type, const TsShape *shape)
+{
+  gint64 n = 1;
+  for (guint d = 0; d < type->rank; d++) {
+    gint64 s = ts_dim_resolve(&type->dims[d], shape);
+    if (s < 0 || __builtin_mul_overflow(n, s, &n))
+      return -1;
+  }
+  return n;
+}
+
+TsOpInstance *
+ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtype_text,
+                   GError **error)
+{
+  const TsOpDef *op = ts_op_lookup(op_name);
+  if (op == NULL) {
+    g_autofree char *known = known_ops();
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_UNKNOWN_OP, "unknown op '%s' (known ops: %s)",
+                op_name, known);
+    return NULL;
+  }
+  g_autoptr(TsShape) shape = ts_shape_parse(shape_text, error);
+  if (shape == NULL) {
+    g_prefix_error(error, "%s: --shape: ", op->name);
+    return NULL;
+  }
+  TsDtypePolicy dt;
+  if (!ts_dtype_policy_parse(dtype_text, &dt, error)) {
+    g_prefix_error(error, "%s: --dtype: ", op->name);
+    return NULL;
+  }
+  if (!check_dtype(op, &dt, error) || !check_dims(op, shape, error))
+    return NULL;
+
+  /* Shape inference through the op's signature: binds every dim and types the output. */
+  g_autoptr(GPtrArray) sigs = g_ptr_array_new_with_free_func((GDestroyNotify)ts_tensor_type_free);
+  const char *names[TS_OP_MAX_ARGS];
+  for (guint i = 0; i < op->n_inputs; i++) {
+    TsTensorType *t = arg_type(&op->inputs[i], &dt, error);
+    if (t == NULL)
+      return NULL;
+    g_ptr_array_add(sigs, t);
+    names[i] = op->inputs[i].name;
+  }
+  g_autoptr(TsTensorType) out_sig = arg_type(&op->output, &dt, error);
+  if (out_sig == NULL)
+    return NULL;
+  g_autoptr(TsTensorType) out_type =
+    ts_ir_infer((const TsTensorType *const *)sigs->pdata, (const TsTensorType *const *)sigs->pdata,
+                names, op->n_inputs, out_sig, shape, error);
+  if (out_type == NULL)
+    return NULL;
+
+  TsOpInstance *inst = g_new0(TsOpInstance, 1);
+  inst->op = op;
+  inst->shape = g_steal_pointer(&shape);
+  inst->dtype = dt;
+  inst->graph = ts_graph_new(op->name);
+  for (guint i = 0; i < op->n_inputs; i++) {
+    ts_graph_add_input(inst->graph, names[i], g_ptr_array_index(sigs, i));
+    inst->numel[i] = type_numel(g_ptr_array_index(sigs, i), inst->shape);
+  }
+  inst->numel[op->n_inputs] = type_numel(out_type, inst->shape);
+  g_autoptr(GString) attrs = g_string_new(NULL);
+  for (guint i = 0; i < op->n_floats; i++)
+    g_string_append_printf(attrs, "%s%s=%g", i ? ", " : "", op->float_names[i], op->float_values[i]);
+  ts_graph_add_node(inst->graph, op->name, names, op->n_inputs, op->output.name, out_type,
+                    attrs->len ? attrs->str : NULL);
+  return inst;
+}
+
+void
+ts_op_instance_free(TsOpInstance *inst)
+{
+  if (inst == NULL)
+    return;
+  ts_shape_free(inst->shape);
+  ts_graph_free(inst->graph);
+  for (guint i = 0; i < TS_OP_MAX_ARGS; i++)
+    g_free(inst->inputs[i]);
+  g_free(inst->ref);
+  g_free(inst);
+}
+
+const TsOpDef *
+ts_op_instance_op(const TsOpInstance *inst)
+{
+  return inst->op;
+}
+
+const TsShape *
+ts_op_instance_shape(const TsOpInstance *inst)
+{
+  return inst->shape;
+}
+
+const TsDtypePolicy *
+ts_op_instance_dtype(const TsOpInstance *inst)
+{
+  return &inst->dtype;
+}
+
+gint64
+ts__op_instance_numel(const TsOpInstance *inst, guint arg)
+{
+  g_assert(arg <= inst->op->n_inputs);
+  return inst->numel[arg];
+}
+
+double
+ts__op_instance_float(const TsOpInstance *inst, guint i)
+{
+  g_assert(i < inst->op->n_floats);
+  return inst->op->float_values[i];
+}
+
+char *
+ts_op_instance_describe(const TsOpInstance *inst)
+{
+  g_autofree char *shape = ts_shape_to_string(inst->shape);
+  g_autofree char *dt = ts_dtype_policy_to_string(&inst->dtype);
+  return g_strdup_printf("%s %s %s", inst->op->name, shape, dt);
+}
+
+double
+ts_op_instance_flops(const TsOpInstance *inst)
+{
+  return inst->op->flops(inst->shape);
+}
+
+double
+ts_op_instance_bytes(const TsOpInstance *inst)
+{
+  return inst->op->bytes(inst->shape, ts_dtype_bits(inst->dtype.storage) / 8.0);
+}
+
+TsSchedEnv *
+ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
+{
+  TsSchedEnv *env = ts_sched_env_new();
+  for (guint i = 0; i < ts_shape_n_dims(inst->shape); i++)
+    ts_sched_env_set(env, ts_shape_dim_name(inst->shape, i), ts_shape_dim_size(inst->shape, i));
+  if (device) {
+    ts_sched_env_set(env, "cores", device->compute_units);
+    ts_sched_env_set(env, "l1_bytes", (gint64)device->l1_bytes);
+    ts_sched_env_set(env, "l2_bytes", (gint64)device->l2_bytes);
+    ts_sched_env_set(env, "smem_bytes", (gint64)device->smem_per_block);
+  }
+  return env;
+}
+
+static const char *
+space_for(const TsOpDef *op, const char *backend, GError **error)
+{
+  const char *text = ts_op_default_space(op, backend);
+  if (text == NULL)
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_TARGET, "%s: no kernels for the %s backend yet",
+                op->name, backend);
+  return text;
+}
+
+TsSchedSpace *
+ts_op_instance_space(const TsOpInstance *inst, const char *backend, const char *space_text,
+                     GError **error)
+{
+  const char *def = space_for(inst->op, backend, error);
+  if (def == NULL)
+    return NULL;
+  g_autoptr(TsSchedSpace) base = ts_sched_space_parse(def, error);
+  g_assert(base != NULL); /* the catalog's own spaces are tested */
+  if (space_text == NULL)
+    return g_steal_pointer(&base);
+  g_autoptr(TsSchedSpace) space = ts_sched_space_parse(space_text, error);
+  if (space == NULL)
+    return NULL;
+  /* A user's space may leave knobs out: they keep the default point's value. */
+  g_autoptr(TsSchedPoint) defaults = ts_sched_point_parse(inst->op->cpu_default, NULL);
+  for (guint i = 0; i < ts_sched_space_n_knobs(space); i++) {
+    const char *name = ts_sched_space_knob_name(space, i);
+    if (ts_sched_space_knob_index(base, name) < 0) {
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                  "%s: the space has knob '%s', which %s kernels do not use", inst->op->name,
+                  name, backend);
+      return NULL;
+    }
+  }
+  for (guint i = 0; i < ts_sched_point_n_knobs(defaults); i++) {
+    const char *name = ts_sched_point_knob_name(defaults, i);
+    if (ts_sched_space_knob_index(space, name) < 0) {
+      TsSchedValue v = ts_sched_point_knob_value(defaults, i);
+      ts_sched_space_set_knob(space, name, &v, 1);
+    }
+  }
+  for (guint i = 0; i < ts_sched_space_n_constraints(base); i++) {
+    g_autofree char *c = ts_sched_space_constraint_to_string(base, i);
+    if (!ts_sched_space_add_constraint(space, c, error))
+      return NULL;
+  }
+  return g_steal_pointer(&space);
+}
+
+TsSchedPoint *
+ts_op_instance_complete_point(const TsOpInstance *inst, const char *backend,
+                              const TsSchedPoint *point, GError **error)
+{
+  const char *def = space_for(inst->op, backend, error);
+  if (def == NULL)
+    return NULL;
+  g_autoptr(TsSchedSpace) space = ts_sched_space_parse(def, error);
+  g_autoptr(TsSchedPoint) full = ts_sched_point_parse(inst->op->cpu_default, error);
+  g_assert(space != NULL && full != NULL);
+  for (guint i = 0; point && i < ts_sched_point_n_knobs(point); i++) {
+    const char *name = ts_sched_point_knob_name(point, i);
+    TsSchedValue v = ts_sched_point_knob_value(point, i);
+    if (ts_sched_space_knob_index(space, name) < 0) {
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                  "%s: schedule knob '%s' is not used by %s kernels", inst->op->name, name,
+                  backend);
+      return NULL;
+    }
+    if (v.kind == TS_SCHED_STR)
+      ts_sched_point_set_str(full, name, v.s);
+    else
+      ts_sched_point_set_int(full, name, v.i);
+  }
+  g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, NULL);
+  g_autofree char *pt = ts_sched_point_to_string(full);
+  for (guint c = 0; c < ts_sched_space_n_constraints(space); c++) {
+    /* Each constraint alone, as a one-point space, so the message names the one that fails. */
+    g_autofree char *text = ts_sched_space_constraint_to_string(space, c);
+    g_autofree char *probe_text = g_strdup_printf("%s.where(%s)", pt, text);
+    g_autoptr(TsSchedSpace) probe = ts_sched_space_parse(probe_text, error);
+    gboolean valid = FALSE;
+    if (probe == NULL || !ts_sched_space_check(probe, env, full, &valid, error))
+      return NULL;
+    if (!valid) {
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                  "%s: schedule %s violates the constraint '%s'", inst->op->name, pt, text);
+      return NULL;
+    }
+  }
+  return g_steal_pointer(&full);
+}
+
+TsGraph *
+ts_op_instance_graph(const TsOpInstance *inst)
+{
+  return inst->graph;
+}
+
+void
+ts__op_declare_params(const TsOpInstance *inst, TsTileKernel *kernel)
+{
+  const TsOpDef *op = inst->op;
+  for (guint i = 0; i <= op->n_inputs; i++) {
+    const TsOpArg *a = i < op->n_inputs ? &op->inputs[i] : &op->output;
+    g_autofree char *size = g_strdup_printf("%" G_GINT64_FORMAT, inst->numel[i]);
+    ts_tile_kernel_add_param(kernel, a->name, inst->dtype.storage, size);
+  }
+  g_auto(GStrv) dims = g_strsplit(op->dims, ",", -1);
+  for (guint i = 0; dims[i]; i++)
+    ts_tile_kernel_add_int_param(kernel, dims[i]);
+  for (guint i = 0; i < op->n_floats; i++)
+    ts_tile_kernel_add_float_param(kernel, op->float_names[i]);
+}
+
+TsTileKernel *
+ts_op_lower(const TsOpInstance *inst, const char *backend, const TsSchedPoint *point,
+            GError **error)
+{
+  if (space_for(inst->op, backend, error) == NULL)
+    return NULL;
+  g_autofree char *name = g_strdup_printf("%s_%s_%s", inst->op->name,
+                                          ts_dtype_name(inst->dtype.storage),
+                                          ts_sched_point_hash(point));
+  g_autoptr(TsTileKernel) kernel = ts_tile_kernel_new(name, inst->op->name, &inst->dtype);
+  ts__op_declare_params(inst, kernel);
+  if (!inst->op->lower_cpu(inst, point, kernel, error))
+    return NULL;
+  return g_steal_pointer(&kernel);
+}
+
+char *
+ts_op_emit(const TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, char **entry,
+           GError **error)
+{
+  const char *be = ts_backend_name(backend);
+  g_autoptr(TsTileKernel) kernel = ts_op_lower(inst, be, point, error);
+  if (kernel == NULL)
+    return NULL;
+  g_autofree char *pt = ts_sched_point_to_string(point);
+  g_autofree char *what = ts_op_instance_describe(inst);
+  g_autofree char *banner = g_strdup_printf("Tessera %s: %s\n * schedule %s", TS_OP_EMIT_VERSION,
+                                            what, pt);
+  g_autofree char *sym = g_strdup_printf("ts_%s", kernel->name);
+  char *src = ts_emit_c(kernel, sym, banner, error);
+  if (src && entry)
+    *entry = g_steal_pointer(&sym);
+  return src;
+}

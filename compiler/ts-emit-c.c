@@ -1,0 +1,541 @@
+/* ts-emit-c.c — the C emitter: Tile IR → one C translation unit for the CPU backend.
+ *
+ * The generated code is deliberately short: loops, OpenMP work sharing for `parallel` nodes,
+ * and calls into ts_cpu_prims.h (packing, MR×NR micro-kernels, vector row helpers), with the
+ * schedule's numbers as compile-time constants so the compiler can fully specialise them. */
+#include "ts-emit.h"
+
+#include <string.h>
+
+G_DEFINE_QUARK(ts-emit-error-quark, ts_emit_error)
+
+typedef struct {
+  const TsTileKernel *kernel;
+  GString *out;
+  GString *ukrs;       /* micro-kernel instantiations, emitted before the entry */
+  GHashTable *ukr_set; /* names already instantiated */
+  int depth;
+  gint64 team;         /* threads of the innermost parallel region, 0 outside */
+  GError **error;
+  gboolean failed;
+} Emitter;
+
+static void
+line(Emitter *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static void
+line(Emitter *e, const char *fmt, ...)
+{
+  va_list ap;
+  g_string_append_printf(e->out, "%*s", e->depth * 2, "");
+  va_start(ap, fmt);
+  g_string_append_vprintf(e->out, fmt, ap);
+  va_end(ap);
+  g_string_append_c(e->out, '\n');
+}
+
+static void
+fail(Emitter *e, TsEmitError code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+static void
+fail(Emitter *e, TsEmitError code, const char *fmt, ...)
+{
+  if (e->failed)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error_literal(e->error, TS_EMIT_ERROR, code, msg);
+  e->failed = TRUE;
+}
+
+/* Storage type of a dtype in generated C: 16-bit floats travel as their bit patterns. */
+static const char *
+c_type(TsDtype dtype)
+{
+  switch (dtype) {
+  case TS_DTYPE_F64: return "double";
+  case TS_DTYPE_F32: return "float";
+  case TS_DTYPE_BF16:
+  case TS_DTYPE_F16: return "uint16_t";
+  case TS_DTYPE_INT32: return "int32_t";
+  case TS_DTYPE_INT8: return "int8_t";
+  default: return NULL;
+  }
+}
+
+/* Suffix of the prims' per-dtype functions (ts_pack_a_panel_bf16, ts_vf_load_f16 ...). */
+static const char *
+prim_suffix(TsDtype dtype)
+{
+  switch (dtype) {
+  case TS_DTYPE_F32: return "f32";
+  case TS_DTYPE_BF16: return "bf16";
+  case TS_DTYPE_F16: return "f16";
+  default: return NULL;
+  }
+}
+
+/* The leading identifier of a pointer expression such as "A + ic*K + pc". */
+static char *
+leading_ident(const char *expr)
+{
+  const char *p = expr;
+  while (*p == ' ' || *p == '(')
+    p++;
+  const char *start = p;
+  while (g_ascii_isalnum(*p) || *p == '_')
+    p++;
+  return g_strndup(start, p - start);
+}
+
+static const TsTileBuffer *
+buffer_of(Emitter *e, const char *expr)
+{
+  g_autofree char *name = leading_ident(expr);
+  const TsTileBuffer *b = ts_tile_kernel_find_buffer(e->kernel, name);
+  if (b == NULL)
+    fail(e, TS_EMIT_ERROR_INVALID, "tile IR: '%s' refers to unknown buffer '%s'", expr, name);
+  return b;
+}
+
+static const char *
+suffix_of(Emitter *e, const char *expr)
+{
+  const TsTileBuffer *b = buffer_of(e, expr);
+  if (b == NULL)
+    return "f32";
+  const char *s = prim_suffix(b->dtype);
+  if (s == NULL) {
+    fail(e, TS_EMIT_ERROR_UNSUPPORTED, "C target: dtype %s of buffer '%s' is not supported",
+         ts_dtype_name(b->dtype), b->name);
+    return "f32";
+  }
+  return s;
+}
+
+/* Float expressions: math functions become the prims' vector or scalar versions. */
+static char *
+rewrite_float_expr(const char *expr, gboolean vector)
+{
+  static const struct {
+    const char *name, *vec, *scalar;
+  } fns[] = {
+    {"exp", "ts_vf_exp", "ts_exp_f32"},
+    {"sqrt", "ts_vf_sqrt", "sqrtf"},
+    {"max", "ts_vf_max", "fmaxf"},
+  };
+  GString *out = g_string_new(NULL);
+  const char *p = expr;
+  while (*p) {
+    if (g_ascii_isalpha(*p) || *p == '_') {
+      const char *start = p;
+      while (g_ascii_isalnum(*p) || *p == '_')
+        p++;
+      g_autofree char *id = g_strndup(start, p - start);
+      const char *repl = id;
+      for (guint i = 0; i < G_N_ELEMENTS(fns); i++)
+        if (strcmp(id, fns[i].name) == 0 && *p == '(')
+          repl = vector ? fns[i].vec : fns[i].scalar;
+      g_string_append(out, repl);
+    } else {
+      g_string_append_c(out, *p++);
+    }
+  }
+  return g_string_free(out, FALSE);
+}
+
+static gboolean
+expr_mentions(const char *expr, const char *name)
+{
+  gsize len = strlen(name);
+  for (const char *p = strstr(expr, name); p; p = strstr(p + 1, name)) {
+    gboolean left = p == expr || !(g_ascii_isalnum(p[-1]) || p[-1] == '_');
+    gboolean right = !(g_ascii_isalnum(p[len]) || p[len] == '_');
+    if (left && right)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* Declares the views read by expr at column j, as vectors or scalars. */
+static void
+emit_view_loads_at(Emitter *e, const TsTileNode *n, const char *expr, const char *skip,
+                   gboolean vector, const char *col)
+{
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    if (g_strcmp0(v->name, skip) == 0 || !expr_mentions(expr, v->name))
+      continue;
+    const char *sfx = suffix_of(e, v->buffer);
+    if (vector)
+      line(e, "const ts_vf %s = ts_vf_load_%s(%s + (%s) + %s);", v->name, sfx, v->buffer,
+           v->offset, col);
+    else if (strcmp(sfx, "f32") == 0)
+      line(e, "const float %s = %s[(%s) + %s];", v->name, v->buffer, v->offset, col);
+    else
+      line(e, "const float %s = ts_cpu_%s_to_f32(%s[(%s) + %s]);", v->name, sfx, v->buffer,
+           v->offset, col);
+  }
+}
+
+static void
+emit_view_loads(Emitter *e, const TsTileNode *n, const char *expr, const char *skip,
+                gboolean vector)
+{
+  emit_view_loads_at(e, n, expr, skip, vector, "j");
+}
+
+static const TsTileView *
+find_view(const TsTileNode *n, const char *name)
+{
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    if (g_strcmp0(v->name, name) == 0)
+      return v;
+  }
+  return NULL;
+}
+
+static void emit_node(Emitter *e, const TsTileNode *n);
+
+static void
+emit_body(Emitter *e, const TsTileNode *n)
+{
+  /* Allocations live until the end of the statement list that declared them. */
+  g_autoptr(GPtrArray) allocs = g_ptr_array_new();
+  for (guint i = 0; i < n->children->len && !e->failed; i++) {
+    const TsTileNode *c = g_ptr_array_index(n->children, i);
+    emit_node(e, c);
+    if (c->op == TS_TILE_ALLOC && c->buffer->space != TS_MEM_REGISTER)
+      g_ptr_array_add(allocs, c->buffer->name);
+  }
+  for (guint i = allocs->len; i > 0; i--)
+    line(e, "ts_cpu_free(%s);", (char *)g_ptr_array_index(allocs, i - 1));
+}
+
+static const char *
+arg(const TsTileNode *n, guint i)
+{
+  return g_ptr_array_index(n->args, i);
+}
+
+static void
+emit_pack(Emitter *e, const TsTileNode *n)
+{
+  /* args: src, ld, rows, cols, dst. A panels: rows = valid rows (<= MR), cols = kc;
+   * B panels: rows = kc, cols = valid columns (<= NR). */
+  line(e, "ts_pack_%s_panel_%s(%s, %s, %s, %s, %" G_GINT64_FORMAT ", %s);",
+       n->ints[0] == 0 ? "a" : "b", suffix_of(e, arg(n, 0)), arg(n, 0), arg(n, 1), arg(n, 2),
+       arg(n, 3), n->ints[1], arg(n, 4));
+}
+
+static void
+emit_mma(Emitter *e, const TsTileNode *n)
+{
+  g_autofree char *name = g_strdup_printf("ts_ukr_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                                          "_v%" G_GINT64_FORMAT "_u%" G_GINT64_FORMAT,
+                                          n->ints[0], n->ints[1], n->ints[2], n->ints[3]);
+  if (n->ints[1] % n->ints[2] != 0) {
+    fail(e, TS_EMIT_ERROR_UNSUPPORTED,
+         "C target: micro-tile width NR=%" G_GINT64_FORMAT " is not a multiple of vector=%" G_GINT64_FORMAT,
+         n->ints[1], n->ints[2]);
+    return;
+  }
+  if (!g_hash_table_contains(e->ukr_set, name)) {
+    g_hash_table_add(e->ukr_set, g_strdup(name));
+    g_string_append_printf(e->ukrs,
+                           "TS_DEFINE_UKR_F32(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                           ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ")\n",
+                           name, n->ints[0], n->ints[1], n->ints[2], n->ints[3]);
+  }
+  /* args: C, ldc, A panel, B panel, kc, accumulate, mr, nr */
+  line(e, "%s(%s, %s, %s, %s, %s, %s, %s, %s);", name, arg(n, 4), arg(n, 2), arg(n, 3), arg(n, 0),
+       arg(n, 1), arg(n, 5), arg(n, 6), arg(n, 7));
+}
+
+static void
+emit_reduce(Emitter *e, const TsTileNode *n)
+{
+  gboolean is_max = g_strcmp0(n->step, "max") == 0;
+  if (!is_max && g_strcmp0(n->step, "sum") != 0) {
+    fail(e, TS_EMIT_ERROR_UNSUPPORTED, "C target: reduction '%s' (only sum and max)", n->step);
+    return;
+  }
+  g_autofree char *vexpr = rewrite_float_expr(n->expr, TRUE);
+  g_autofree char *sexpr = rewrite_float_expr(n->expr, FALSE);
+  const char *init = is_max ? "-INFINITY" : "0.0f";
+  line(e, "float %s;", n->var);
+  line(e, "{");
+  e->depth++;
+  /* Two independent vector accumulators hide the FMA/add latency of one dependent chain. */
+  line(e, "ts_vf acc0 = ts_vf_splat(%s), acc1 = ts_vf_splat(%s);", init, init);
+  line(e, "int64_t j = 0;");
+  line(e, "for (; j + 2 * TS_VEC <= (%s); j += 2 * TS_VEC) {", n->hi);
+  e->depth++;
+  line(e, "{");
+  e->depth++;
+  emit_view_loads(e, n, n->expr, NULL, TRUE);
+  line(e, is_max ? "acc0 = ts_vf_max(acc0, %s);" : "acc0 = acc0 + (%s);", vexpr);
+  e->depth--;
+  line(e, "}");
+  line(e, "{");
+  e->depth++;
+  emit_view_loads_at(e, n, n->expr, NULL, TRUE, "j + TS_VEC");
+  line(e, is_max ? "acc1 = ts_vf_max(acc1, %s);" : "acc1 = acc1 + (%s);", vexpr);
+  e->depth--;
+  line(e, "}");
+  e->depth--;
+  line(e, "}");
+  line(e, "for (; j + TS_VEC <= (%s); j += TS_VEC) {", n->hi);
+  e->depth++;
+  emit_view_loads(e, n, n->expr, NULL, TRUE);
+  line(e, is_max ? "acc0 = ts_vf_max(acc0, %s);" : "acc0 = acc0 + (%s);", vexpr);
+  e->depth--;
+  line(e, "}");
+  line(e, is_max ? "float acc = ts_vf_hmax(ts_vf_max(acc0, acc1));"
+                 : "float acc = ts_vf_hsum(acc0 + acc1);");
+  line(e, "for (; j < (%s); j++) {", n->hi);
+  e->depth++;
+  emit_view_loads(e, n, n->expr, NULL, FALSE);
+  line(e, is_max ? "acc = fmaxf(acc, %s);" : "acc += %s;", sexpr);
+  e->depth--;
+  line(e, "}");
+  line(e, "%s = acc;", n->var);
+  e->depth--;
+  line(e, "}");
+}
+
+static void
+emit_softmax_online(Emitter *e, const TsTileNode *n)
+{
+  g_autofree char *vexpr = rewrite_float_expr(n->expr, TRUE);
+  g_autofree char *sexpr = rewrite_float_expr(n->expr, FALSE);
+  line(e, "float %s, %s;", n->var, n->var2);
+  line(e, "{");
+  e->depth++;
+  /* Per-lane running max and sum rescaled whenever the max grows (Milakov & Gimelshein). */
+  line(e, "ts_vf mv = ts_vf_splat(-INFINITY), lv = ts_vf_splat(0.0f);");
+  line(e, "int64_t j = 0;");
+  line(e, "for (; j + TS_VEC <= (%s); j += TS_VEC) {", n->hi);
+  e->depth++;
+  emit_view_loads(e, n, n->expr, NULL, TRUE);
+  line(e, "const ts_vf v = %s;", vexpr);
+  line(e, "const ts_vf mn = ts_vf_max(mv, v);");
+  line(e, "lv = lv * ts_vf_exp(mv - mn) + ts_vf_exp(v - mn);");
+  line(e, "mv = mn;");
+  e->depth--;
+  line(e, "}");
+  line(e, "float ms = ts_vf_hmax(mv), ls = 0.0f;");
+  line(e, "if (j > 0)");
+  line(e, "  ls = ts_vf_hsum(lv * ts_vf_exp(mv - ms));");
+  line(e, "for (; j < (%s); j++) {", n->hi);
+  e->depth++;
+  emit_view_loads(e, n, n->expr, NULL, FALSE);
+  line(e, "const float v = %s;", sexpr);
+  line(e, "const float mn = fmaxf(ms, v);");
+  line(e, "ls = (ls == 0.0f ? 0.0f : ls * ts_exp_f32(ms - mn)) + ts_exp_f32(v - mn);");
+  line(e, "ms = mn;");
+  e->depth--;
+  line(e, "}");
+  line(e, "%s = ms;", n->var);
+  line(e, "%s = ls;", n->var2);
+  e->depth--;
+  line(e, "}");
+}
+
+static void
+emit_map(Emitter *e, const TsTileNode *n)
+{
+  const TsTileView *dst = find_view(n, n->dst);
+  if (dst == NULL) {
+    fail(e, TS_EMIT_ERROR_INVALID, "tile IR: map destination '%s' is not a view", n->dst);
+    return;
+  }
+  const char *sfx = suffix_of(e, dst->buffer);
+  g_autofree char *vexpr = rewrite_float_expr(n->expr, TRUE);
+  g_autofree char *sexpr = rewrite_float_expr(n->expr, FALSE);
+  line(e, "{");
+  e->depth++;
+  line(e, "int64_t j = 0;");
+  line(e, "for (; j + TS_VEC <= (%s); j += TS_VEC) {", n->hi);
+  e->depth++;
+  emit_view_loads(e, n, n->expr, n->dst, TRUE);
+  gboolean reads = FALSE;
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    reads |= v != dst && expr_mentions(n->expr, v->name);
+  }
+  /* A map of scalars only still needs a vector-typed value (GCC widens scalar operands). */
+  line(e, reads ? "ts_vf_store_%s(%s + (%s) + j, %s);"
+                : "ts_vf_store_%s(%s + (%s) + j, ts_vf_splat(0.0f) + (%s));",
+       sfx, dst->buffer, dst->offset, vexpr);
+  e->depth--;
+  line(e, "}");
+  line(e, "for (; j < (%s); j++) {", n->hi);
+  e->depth++;
+  emit_view_loads(e, n, n->expr, n->dst, FALSE);
+  if (strcmp(sfx, "f32") == 0)
+    line(e, "%s[(%s) + j] = %s;", dst->buffer, dst->offset, sexpr);
+  else
+    line(e, "%s[(%s) + j] = ts_cpu_f32_to_%s(%s);", dst->buffer, dst->offset, sfx, sexpr);
+  e->depth--;
+  line(e, "}");
+  e->depth--;
+  line(e, "}");
+}
+
+static void
+emit_node(Emitter *e, const TsTileNode *n)
+{
+  if (e->failed)
+    return;
+  switch (n->op) {
+  case TS_TILE_BLOCK:
+    emit_body(e, n);
+    break;
+  case TS_TILE_PARALLEL: {
+    gint64 outer = e->team;
+    if (n->ints[0] > 1)
+      line(e, "#pragma omp parallel num_threads(%" G_GINT64_FORMAT ")", n->ints[0]);
+    line(e, "{");
+    e->depth++;
+    e->team = n->ints[0];
+    emit_body(e, n);
+    e->team = outer;
+    e->depth--;
+    line(e, "}");
+    break;
+  }
+  case TS_TILE_FOR:
+    if (n->for_kind == TS_FOR_PARALLEL && e->team > 1)
+      line(e, "#pragma omp for schedule(static)");
+    else if (n->for_kind == TS_FOR_UNROLL)
+      line(e, "#pragma GCC unroll 8");
+    line(e, "for (int64_t %s = %s; %s < (%s); %s += %s) {", n->var, n->lo, n->var, n->hi, n->var,
+         n->step);
+    e->depth++;
+    emit_body(e, n);
+    e->depth--;
+    line(e, "}");
+    break;
+  case TS_TILE_LET:
+    if (n->dtype == TS_DTYPE_INT32) {
+      line(e, "const int64_t %s = %s;", n->var, n->expr);
+    } else {
+      g_autofree char *s = rewrite_float_expr(n->expr, FALSE);
+      line(e, "const float %s = %s;", n->var, s);
+    }
+    break;
+  case TS_TILE_ALLOC: {
+    const char *t = c_type(n->buffer->dtype);
+    if (t == NULL) {
+      fail(e, TS_EMIT_ERROR_UNSUPPORTED, "C target: cannot allocate %s buffer '%s'",
+           ts_dtype_name(n->buffer->dtype), n->buffer->name);
+      break;
+    }
+    if (n->buffer->space == TS_MEM_REGISTER)
+      line(e, "%s %s[%s] __attribute__((aligned(64)));", t, n->buffer->name, n->buffer->size);
+    else
+      line(e, "%s *restrict %s = (%s *)ts_cpu_alloc(sizeof(%s) * (size_t)(%s));", t,
+           n->buffer->name, t, t, n->buffer->size);
+    break;
+  }
+  case TS_TILE_PACK:
+    emit_pack(e, n);
+    break;
+  case TS_TILE_MMA:
+    emit_mma(e, n);
+    break;
+  case TS_TILE_REDUCE:
+    emit_reduce(e, n);
+    break;
+  case TS_TILE_SOFTMAX_ONLINE:
+    emit_softmax_online(e, n);
+    break;
+  case TS_TILE_MAP:
+    emit_map(e, n);
+    break;
+  case TS_TILE_CONVERT: {
+    const TsTileBuffer *dst = buffer_of(e, arg(n, 1));
+    if (dst && dst->dtype != TS_DTYPE_F32)
+      line(e, "ts_store_f32_as_%s(%s, %s, %s);", suffix_of(e, arg(n, 1)), arg(n, 0), arg(n, 1),
+           arg(n, 2));
+    else
+      line(e, "memcpy(%s, %s, sizeof(float) * (size_t)(%s));", arg(n, 1), arg(n, 0), arg(n, 2));
+    break;
+  }
+  case TS_TILE_BARRIER:
+    if (e->team > 1)
+      line(e, "#pragma omp barrier");
+    break;
+  }
+}
+
+char *
+ts_emit_c(const TsTileKernel *kernel, const char *entry, const char *banner, GError **error)
+{
+  g_return_val_if_fail(kernel != NULL && entry != NULL, NULL);
+  Emitter e = {
+    .kernel = kernel,
+    .out = g_string_new(NULL),
+    .ukrs = g_string_new(NULL),
+    .ukr_set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
+    .depth = 1,
+    .error = error,
+  };
+
+  for (guint i = 0; i < kernel->params->len; i++) {
+    const TsTileBuffer *b = g_ptr_array_index(kernel->params, i);
+    const char *t = c_type(b->dtype);
+    if (t == NULL) {
+      fail(&e, TS_EMIT_ERROR_UNSUPPORTED, "C target: dtype %s of '%s' is not supported",
+           ts_dtype_name(b->dtype), b->name);
+      break;
+    }
+    line(&e, "%s *restrict %s = (%s *)bufs[%u];", t, b->name, t, i);
+  }
+  for (guint i = 0; i < kernel->int_params->len; i++)
+    line(&e, "const int64_t %s = ints[%u];", (char *)g_ptr_array_index(kernel->int_params, i), i);
+  for (guint i = 0; i < kernel->float_params->len; i++)
+    line(&e, "const float %s = (float)floats[%u];",
+         (char *)g_ptr_array_index(kernel->float_params, i), i);
+  line(&e, "(void)bufs; (void)ints; (void)floats;");
+  emit_node(&e, kernel->body);
+
+  g_hash_table_unref(e.ukr_set);
+  if (e.failed) {
+    g_string_free(e.out, TRUE);
+    g_string_free(e.ukrs, TRUE);
+    return NULL;
+  }
+
+  GString *src = g_string_new(NULL);
+  g_string_append_printf(src, "/* %s */\n", banner ? banner : kernel->name);
+  g_string_append(src, "#include <stdint.h>\n#include <string.h>\n#include <math.h>\n");
+  for (guint i = 0; i < kernel->defines->len; i++) {
+    g_auto(GStrv) kv = g_strsplit(g_ptr_array_index(kernel->defines, i), "=", 2);
+    if (g_strcmp0(kv[0], "VEC") == 0)
+      g_string_append_printf(src, "#define TS_VEC %s\n", kv[1]);
+  }
+  g_string_append(src, "#include \"ts_cpu_prims.h\"\n\n");
+  g_string_append(src, "#define min(a, b) ((a) < (b) ? (a) : (b))\n"
+                       "#define max(a, b) ((a) > (b) ? (a) : (b))\n");
+  for (guint i = 0; i < kernel->defines->len; i++) {
+    g_auto(GStrv) kv = g_strsplit(g_ptr_array_index(kernel->defines, i), "=", 2);
+    g_string_append_printf(src, "#define %s %s\n", kv[0], kv[1]);
+  }
+  g_string_append_c(src, '\n');
+  g_string_append(src, e.ukrs->str);
+  g_string_append_printf(src,
+                         "\n__attribute__((visibility(\"default\")))\n"
+                         "void %s(void *const *bufs, const int64_t *ints, const double *floats);\n"
+                         "void\n%s(void *const *bufs, const int64_t *ints, const double *floats)\n{\n",
+                         entry, entry);
+  g_string_append(src, e.out->str);
+  g_string_append(src, "}\n");
+  g_string_free(e.out, TRUE);
+  g_string_free(e.ukrs, TRUE);
+  return g_string_free(src, FALSE);
+}

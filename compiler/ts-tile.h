@@ -1,0 +1,148 @@
+/* ts-tile.h — Tile IR: what one schedule point of one op does, in tiles rather than threads.
+ *
+ * A kernel is a tree of statements over named buffers in three memory spaces (seed 003):
+ * global (the op's tensors), shared (CPU: packed cache-resident panels; GPU: shared memory)
+ * and register (CPU: the micro-tile; GPU: fragments). Index and extent arguments are plain
+ * integer expressions in C syntax over loop variables, shape dims and schedule constants, so
+ * both the C and the CUDA emitters print them verbatim.
+ *
+ * Statements:
+ *   parallel threads=T { ... }           a team of T workers (CPU threads / GPU CTAs)
+ *   for v in range(lo, hi, step) { ... } serial, or `parallel` (work shared by the team),
+ *                                        or `unroll`
+ *   let v = expr                         an integer or float scalar
+ *   alloc B                              declares a shared/register buffer
+ *   pack A|B src[row, col] rows x cols -> dst[offset] panel(P)
+ *                                        copies a tile into the packed panel layout the mma
+ *                                        expects, converting to the compute dtype
+ *   mma C[row, col] (+)= A_panel · B_panel  k=kc  micro=MRxNR vector=V unroll=U
+ *   reduce v = op(expr) over j < n        row reduction (sum|max) of an elementwise expression
+ *   softmax_online (m, l) = x over j < n  one-pass running max and rescaled sum (online softmax)
+ *   map dst[j] = expr over j < n          elementwise map and store
+ *   convert src -> dst n                 dtype conversion of a finished tile
+ *   barrier                              team barrier
+ * Views name a row of a buffer: `x = X[i*N]` means x[j] is X[i*N + j].
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "ts-ir.h"
+
+G_BEGIN_DECLS
+
+typedef enum { TS_MEM_GLOBAL, TS_MEM_SHARED, TS_MEM_REGISTER } TsMemSpace;
+
+typedef enum {
+  TS_TILE_BLOCK, /* a sequence of statements (kernel body, loop body) */
+  TS_TILE_PARALLEL,
+  TS_TILE_FOR,
+  TS_TILE_LET,
+  TS_TILE_ALLOC,
+  TS_TILE_PACK,
+  TS_TILE_MMA,
+  TS_TILE_REDUCE,
+  TS_TILE_SOFTMAX_ONLINE,
+  TS_TILE_MAP,
+  TS_TILE_CONVERT,
+  TS_TILE_BARRIER,
+} TsTileOp;
+
+typedef enum {
+  TS_FOR_SERIAL,
+  TS_FOR_PARALLEL, /* iterations shared among the enclosing team */
+  TS_FOR_UNROLL,
+} TsForKind;
+
+typedef struct {
+  char *name;
+  TsMemSpace space;
+  TsDtype dtype;
+  char *size;          /* element count, an expression */
+  gboolean per_worker; /* one copy per worker of the team (CPU thread-private) */
+  char *layout;        /* "row-major", "panel(MR=6)", ... for the printer */
+} TsTileBuffer;
+
+/* A row view: name[j] is buffer[offset + j] (offset an expression; buffer global/shared). */
+typedef struct {
+  char *name;
+  char *buffer;
+  char *offset;
+} TsTileView;
+
+typedef struct _TsTileNode TsTileNode;
+struct _TsTileNode {
+  TsTileOp op;
+  char *var;      /* FOR loop var, LET name, REDUCE result, SOFTMAX m */
+  char *var2;     /* SOFTMAX l */
+  char *lo, *hi, *step; /* FOR range; REDUCE/MAP/SOFTMAX use hi as the column count */
+  char *expr;     /* LET / REDUCE / MAP expression; REDUCE op in `step` ("sum"|"max") */
+  char *dst;      /* MAP destination view; PACK/MMA/CONVERT destination buffer[offset] */
+  TsForKind for_kind;
+  TsDtype dtype;  /* LET scalar type (f32 or int via TS_DTYPE_INT32 meaning int64 index) */
+  gint64 ints[6]; /* op-specific constants: PACK {operand(0=A,1=B), panel}, MMA {MR, NR, V,
+                     unroll}, PARALLEL {threads} */
+  GPtrArray *args;     /* char*: op-specific operands (PACK: src, rows, cols, ld, dst;
+                          MMA: C, ldc, A, B, kc, accumulate, mr, nr) */
+  GPtrArray *views;    /* TsTileView*: REDUCE/MAP/SOFTMAX inputs */
+  GPtrArray *children; /* TsTileNode*: BLOCK/PARALLEL/FOR bodies */
+  TsTileBuffer *buffer; /* ALLOC */
+};
+
+/* A kernel: its parameters (the op's global tensors, integer dims and float params in ABI
+ * order) and its body. */
+typedef struct {
+  char *name;
+  char *op;
+  TsDtypePolicy dtype;
+  GPtrArray *params;      /* TsTileBuffer*: global buffers in ABI order */
+  GPtrArray *int_params;  /* char*: dims in ABI order ("M", "N", "K") */
+  GPtrArray *float_params; /* char*: ("alpha", "eps") */
+  GPtrArray *defines;     /* char*: "NAME=VALUE" schedule constants, printed as a header */
+  TsTileNode *body;       /* TS_TILE_BLOCK */
+} TsTileKernel;
+
+TsTileKernel *ts_tile_kernel_new(const char *name, const char *op, const TsDtypePolicy *dtype);
+void ts_tile_kernel_free(TsTileKernel *kernel);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTileKernel, ts_tile_kernel_free)
+void ts_tile_kernel_add_param(TsTileKernel *kernel, const char *name, TsDtype dtype,
+                              const char *size);
+void ts_tile_kernel_add_int_param(TsTileKernel *kernel, const char *name);
+void ts_tile_kernel_add_float_param(TsTileKernel *kernel, const char *name);
+void ts_tile_kernel_define(TsTileKernel *kernel, const char *name, gint64 value);
+const TsTileBuffer *ts_tile_kernel_find_buffer(const TsTileKernel *kernel, const char *name);
+
+/* Node constructors. Each appends the new node to `parent` (a BLOCK, PARALLEL or FOR) when
+ * parent is non-NULL and returns it (owned by the parent). Strings are copied. */
+TsTileNode *ts_tile_block_new(void);
+void ts_tile_node_free(TsTileNode *node);
+TsTileNode *ts_tile_parallel(TsTileNode *parent, gint64 threads);
+TsTileNode *ts_tile_for(TsTileNode *parent, const char *var, const char *lo, const char *hi,
+                        const char *step, TsForKind kind);
+TsTileNode *ts_tile_let(TsTileNode *parent, const char *var, TsDtype dtype, const char *expr);
+TsTileNode *ts_tile_alloc(TsTileNode *parent, TsTileKernel *kernel, const char *name,
+                          TsMemSpace space, TsDtype dtype, const char *size, gboolean per_worker,
+                          const char *layout);
+/* operand 0 = A (MR-row panels), 1 = B (NR-column panels). src_dtype is the global's storage. */
+TsTileNode *ts_tile_pack(TsTileNode *parent, int operand, gint64 panel, const char *src,
+                         const char *ld, const char *rows, const char *cols, const char *dst);
+TsTileNode *ts_tile_mma(TsTileNode *parent, gint64 mr, gint64 nr, gint64 vector, gint64 unroll,
+                        const char *c, const char *ldc, const char *a, const char *b,
+                        const char *kc, const char *accumulate, const char *mr_valid,
+                        const char *nr_valid);
+TsTileNode *ts_tile_reduce(TsTileNode *parent, const char *var, const char *op,
+                           const char *expr, const char *n);
+TsTileNode *ts_tile_softmax_online(TsTileNode *parent, const char *m, const char *l,
+                                   const char *x, const char *n);
+TsTileNode *ts_tile_map(TsTileNode *parent, const char *dst, const char *expr, const char *n);
+TsTileNode *ts_tile_convert(TsTileNode *parent, const char *src, const char *dst, const char *n);
+TsTileNode *ts_tile_barrier(TsTileNode *parent);
+/* Adds a row view to a REDUCE, SOFTMAX_ONLINE or MAP node. */
+void ts_tile_node_add_view(TsTileNode *node, const char *name, const char *buffer,
+                           const char *offset);
+
+/* The printer: the Tile IR stage of the lowering inspector. */
+char *ts_tile_kernel_to_string(const TsTileKernel *kernel);
+const char *ts_mem_space_name(TsMemSpace space);
+
+G_END_DECLS

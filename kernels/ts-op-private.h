@@ -1,0 +1,60 @@
+/* ts-op-private.h — the op definition record behind the catalog (kernels/ only). */
+#pragma once
+
+#include "ts-op.h"
+
+#define TS_OP_MAX_ARGS 4
+
+typedef struct {
+  const char *name; /* buffer name in generated code (upper case: views use lower case) */
+  const char *sig;  /* dims of the tensor template: "\"M\",\"K\"" */
+  double lo, hi;    /* range of random inputs */
+} TsOpArg;
+
+struct _TsOpDef {
+  const char *name;
+  const char *summary;
+  guint n_inputs;
+  TsOpArg inputs[TS_OP_MAX_ARGS];
+  TsOpArg output;
+  const char *dims;        /* ABI order of the integer parameters: "M,N,K" */
+  guint n_floats;
+  const char *float_names[2];
+  double float_values[2];
+  const char *cpu_space;   /* default space on the CPU, with the op's constraints */
+  const char *cpu_default; /* default point: fills the knobs a user's point leaves out */
+  double (*flops)(const TsShape *shape);
+  double (*bytes)(const TsShape *shape, double elem_bytes);
+  /* f64 reference: inputs in storage dtype, output as doubles. */
+  void (*reference)(const TsOpInstance *inst, void *const *inputs, double *out);
+  gboolean (*lower_cpu)(const TsOpInstance *inst, const TsSchedPoint *point,
+                        TsTileKernel *kernel, GError **error);
+};
+
+struct _TsOpInstance {
+  const TsOpDef *op;
+  TsShape *shape;
+  TsDtypePolicy dtype;
+  TsGraph *graph;
+  gint64 numel[TS_OP_MAX_ARGS + 1]; /* inputs, then the output */
+  /* Host inputs and the reference output for data_seed, computed once: an f64 reference of a
+   * 2048^3 gemm takes seconds, and every candidate of a tune is checked against it. */
+  gboolean have_data;
+  guint64 data_seed;
+  void *inputs[TS_OP_MAX_ARGS];
+  double *ref;
+};
+
+/* Catalog entries, one per file. */
+extern const TsOpDef ts__op_gemm;
+extern const TsOpDef ts__op_saxpy;
+extern const TsOpDef ts__op_reduce_sum;
+extern const TsOpDef ts__op_softmax_safe;
+extern const TsOpDef ts__op_layernorm_safe;
+extern const TsOpDef ts__op_rmsnorm_safe;
+
+/* Element counts of the op's buffers at the instance's shape (inputs then output). */
+gint64 ts__op_instance_numel(const TsOpInstance *inst, guint arg);
+double ts__op_instance_float(const TsOpInstance *inst, guint i);
+/* Declares the kernel's params (buffers, dims, floats) in ABI order. */
+void ts__op_declare_params(const TsOpInstance *inst, TsTileKernel *kernel);

@@ -1,0 +1,218 @@
+/* ts-op-run.c — one trial of the spine: emit → compile → fresh random inputs and a poisoned
+ * output → run → verify against the f64 reference → time. Failures of the candidate become
+ * statuses with the text a user needs (compiler diagnostics, the measured error). */
+#include "ts-op-private.h"
+
+#include "ts-numerics.h"
+
+#include <math.h>
+
+void
+ts_run_options_init(TsRunOptions *o)
+{
+  *o = (TsRunOptions){
+    .seed = 1,
+    .verify = TRUE,
+    .n_warmup = 2,
+    .min_samples = 5,
+    .max_samples = 50,
+    .target_ms = 300.0,
+  };
+}
+
+const char *
+ts_trial_status_name(TsTrialStatus status)
+{
+  static const char *const names[] = {"ok", "compile_error", "runtime_error", "timeout",
+                                      "wrong_result"};
+  return (guint)status < G_N_ELEMENTS(names) ? names[status] : "unknown";
+}
+
+void
+ts_trial_result_free(TsTrialResult *r)
+{
+  if (r == NULL)
+    return;
+  g_free(r->message);
+  g_free(r->artifact);
+  if (r->samples_ns)
+    g_array_unref(r->samples_ns);
+  g_free(r);
+}
+
+static void
+prepare_data(TsOpInstance *inst, guint64 seed)
+{
+  if (inst->have_data && inst->data_seed == seed)
+    return;
+  const TsOpDef *op = inst->op;
+  TsDtype dt = inst->dtype.storage;
+  gsize elem = ts_numerics_elem_size(dt);
+  g_autoptr(GRand) rng = g_rand_new_with_seed((guint32)(seed ^ (seed >> 32)));
+  for (guint i = 0; i < op->n_inputs; i++) {
+    g_free(inst->inputs[i]);
+    inst->inputs[i] = g_malloc(elem * (gsize)inst->numel[i]);
+    ts_numerics_fill_random(dt, inst->inputs[i], (gsize)inst->numel[i], rng, op->inputs[i].lo,
+                            op->inputs[i].hi);
+  }
+  g_free(inst->ref);
+  inst->ref = g_new(double, inst->numel[op->n_inputs]);
+  op->reference(inst, inst->inputs, inst->ref);
+  inst->have_data = TRUE;
+  inst->data_seed = seed;
+}
+
+static int
+cmp_double(gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void
+summarise(TsOpInstance *inst, TsTrialResult *r)
+{
+  GArray *s = r->samples_ns;
+  g_autofree double *sorted = g_memdup2(s->data, sizeof(double) * s->len);
+  qsort(sorted, s->len, sizeof(double), cmp_double);
+  r->min_ns = sorted[0];
+  r->max_ns = sorted[s->len - 1];
+  r->median_ns = s->len % 2 ? sorted[s->len / 2]
+                            : 0.5 * (sorted[s->len / 2 - 1] + sorted[s->len / 2]);
+  r->gflops = ts_op_instance_flops(inst) / r->median_ns;
+  r->gbps = ts_op_instance_bytes(inst) / r->median_ns;
+}
+
+typedef struct {
+  TsBackend *backend;
+  TsBuffer *bufs[TS_OP_MAX_ARGS + 1];
+  guint n;
+} Buffers;
+
+static void
+buffers_clear(Buffers *b)
+{
+  for (guint i = 0; i < b->n; i++)
+    ts_backend_buffer_free(b->backend, b->bufs[i]);
+  b->n = 0;
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Buffers, buffers_clear)
+
+TsTrialResult *
+ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, const char *entry,
+                 const TsRunOptions *options, GError **error)
+{
+  TsRunOptions defaults;
+  if (options == NULL) {
+    ts_run_options_init(&defaults);
+    options = &defaults;
+  }
+  const TsOpDef *op = inst->op;
+  TsDtype dt = inst->dtype.storage;
+  gsize elem = ts_numerics_elem_size(dt);
+  g_autoptr(TsTrialResult) r = g_new0(TsTrialResult, 1);
+  r->samples_ns = g_array_new(FALSE, FALSE, sizeof(double));
+  r->message = g_strdup("");
+  r->tolerance = ts_numerics_tolerance(dt, op->name);
+
+  TsSource src = {.lang = TS_LANG_C, .text = source, .entry = entry};
+  g_autoptr(GError) cerr = NULL;
+  g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &cerr);
+  if (module == NULL) {
+    if (!g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE) &&
+        !g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD)) {
+      g_propagate_error(error, g_steal_pointer(&cerr));
+      return NULL;
+    }
+    r->status = TS_TRIAL_COMPILE_ERROR;
+    g_free(r->message);
+    r->message = g_strdup(cerr->message);
+    return g_steal_pointer(&r);
+  }
+  r->cache_hit = ts_module_from_cache(module);
+  r->compile_ms = ts_module_compile_ms(module);
+  r->artifact = g_strdup(ts_module_hash(module));
+
+  prepare_data(inst, options->seed);
+  g_auto(Buffers) bufs = {.backend = backend};
+  for (guint i = 0; i <= op->n_inputs; i++) {
+    TsBuffer *b = ts_backend_alloc(backend, elem * (gsize)inst->numel[i], error);
+    if (b == NULL)
+      return NULL;
+    bufs.bufs[bufs.n++] = b;
+    if (i < op->n_inputs &&
+        !ts_backend_upload(backend, b, inst->inputs[i], elem * (gsize)inst->numel[i], error))
+      return NULL;
+  }
+  gsize n_out = (gsize)inst->numel[op->n_inputs];
+  g_autofree void *out = g_malloc(elem * n_out);
+  /* Poison: an element the kernel never writes stays NaN and fails the check. */
+  ts_numerics_poison(dt, out, n_out);
+  if (!ts_backend_upload(backend, bufs.bufs[op->n_inputs], out, elem * n_out, error))
+    return NULL;
+
+  g_auto(GStrv) dims = g_strsplit(op->dims, ",", -1);
+  gint64 ints[4] = {0};
+  guint n_ints = 0;
+  for (; dims[n_ints]; n_ints++)
+    ints[n_ints] = ts_shape_get(inst->shape, dims[n_ints]);
+  TsLaunch launch = {
+    .buffers = bufs.bufs,
+    .n_buffers = op->n_inputs + 1,
+    .ints = ints,
+    .n_ints = n_ints,
+    .floats = op->float_values,
+    .n_floats = op->n_floats,
+  };
+  g_autoptr(GError) lerr = NULL;
+  if (!ts_backend_launch(backend, module, &launch, &lerr)) {
+    r->status = TS_TRIAL_RUNTIME_ERROR;
+    g_free(r->message);
+    r->message = g_strdup(lerr->message);
+    return g_steal_pointer(&r);
+  }
+  if (options->verify) {
+    if (!ts_backend_download(backend, out, bufs.bufs[op->n_inputs], elem * n_out, error))
+      return NULL;
+    gsize nonfinite = 0;
+    r->rel_error = ts_numerics_rel_error(dt, out, inst->ref, n_out, &nonfinite);
+    if (!(r->rel_error <= r->tolerance)) {
+      r->status = TS_TRIAL_WRONG_RESULT;
+      g_free(r->message);
+      if (nonfinite)
+        r->message = g_strdup_printf("%" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT
+                                     " output elements are NaN/Inf (unwritten or overflowed)",
+                                     nonfinite, n_out);
+      else
+        r->message = g_strdup_printf("relative error %.3g exceeds the %s bound %.0e", r->rel_error,
+                                     ts_dtype_name(dt), r->tolerance);
+      return g_steal_pointer(&r);
+    }
+  }
+
+  /* Warm up, estimate one run, then take enough samples for about target_ms of kernel time. */
+  double first = 0;
+  if (!ts_backend_time(backend, module, &launch, options->n_warmup, 1, &first, error))
+    return NULL;
+  guint n = options->max_samples;
+  if (first > 0)
+    n = (guint)CLAMP(options->target_ms * 1e6 / first, options->min_samples, options->max_samples);
+  g_array_set_size(r->samples_ns, n);
+  if (!ts_backend_time(backend, module, &launch, 0, n, &g_array_index(r->samples_ns, double, 0),
+                       error))
+    return NULL;
+  summarise(inst, r);
+  r->status = TS_TRIAL_OK;
+  return g_steal_pointer(&r);
+}
+
+TsTrialResult *
+ts_op_run(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+          const TsRunOptions *options, GError **error)
+{
+  g_autofree char *entry = NULL;
+  g_autofree char *src = ts_op_emit(inst, backend, point, &entry, error);
+  if (src == NULL)
+    return NULL;
+  return ts_op_run_source(inst, backend, src, entry, options, error);
+}

@@ -1,0 +1,131 @@
+/* ts-op.h — the op library and the trial spine.
+ *
+ * An op declares its signature (tensor templates with symbolic dims), the dims and float
+ * parameters its kernels take, the dtypes it accepts, its default schedule space per target,
+ * FLOP and byte counts, a reference with f64 accumulation, and a lowering from a schedule point
+ * to Tile IR. A workload (TsOpInstance) is an op at one shape and dtype policy.
+ *
+ * ts_op_run() is one trial: lower → emit → compile → fresh random inputs, poisoned outputs →
+ * run → verify against the reference → time. Failures of the candidate itself (compile error,
+ * wrong result) are statuses in the result, not GErrors: the tuner records and goes on.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "ts-backend.h"
+#include "ts-ir.h"
+#include "ts-sched.h"
+#include "ts-tile.h"
+
+G_BEGIN_DECLS
+
+/* Version of the kernel generators (lowerings + emitters + primitive libraries): part of every
+ * schedule-cache key, bumped whenever generated code for the same point can change speed. */
+#define TS_OP_EMIT_VERSION "tessera-kgen-1"
+
+#define TS_OP_ERROR (ts_op_error_quark())
+GQuark ts_op_error_quark(void);
+
+typedef enum {
+  TS_OP_ERROR_UNKNOWN_OP,
+  TS_OP_ERROR_DTYPE,    /* dtype or policy the op does not support */
+  TS_OP_ERROR_SHAPE,    /* missing, extra or invalid dims */
+  TS_OP_ERROR_SCHEDULE, /* a point that violates the op's constraints, or an unknown knob */
+  TS_OP_ERROR_TARGET,   /* no lowering for this backend */
+} TsOpError;
+
+typedef struct _TsOpDef TsOpDef;
+typedef struct _TsOpInstance TsOpInstance;
+
+/* The catalog, in declaration order. */
+guint ts_op_count(void);
+const TsOpDef *ts_op_nth(guint i);
+const TsOpDef *ts_op_lookup(const char *name); /* NULL if unknown */
+const char *ts_op_name(const TsOpDef *op);
+const char *ts_op_summary(const TsOpDef *op);
+/* Default space for a backend ("cpu"), including the op's constraints. NULL if none. */
+const char *ts_op_default_space(const TsOpDef *op, const char *backend);
+/* Comma-separated dims the op needs ("M,N,K"). */
+char *ts_op_dims(const TsOpDef *op);
+
+/* A workload: op + shape + dtype policy. Validates everything a user can get wrong, with
+ * messages naming the op, the dim or the dtype. */
+TsOpInstance *ts_op_instance_new(const char *op, const char *shape, const char *dtype,
+                                 GError **error);
+void ts_op_instance_free(TsOpInstance *inst);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsOpInstance, ts_op_instance_free)
+const TsOpDef *ts_op_instance_op(const TsOpInstance *inst);
+const TsShape *ts_op_instance_shape(const TsOpInstance *inst);
+const TsDtypePolicy *ts_op_instance_dtype(const TsOpInstance *inst);
+/* Canonical key text "gemm M=1024,N=1024,K=1024 f32". */
+char *ts_op_instance_describe(const TsOpInstance *inst);
+double ts_op_instance_flops(const TsOpInstance *inst);
+double ts_op_instance_bytes(const TsOpInstance *inst);
+/* The environment a space's constraints see: shape dims plus device limits. */
+TsSchedEnv *ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device);
+
+/* The op's default space for the backend, parsed; or `space_text` when non-NULL (the op's
+ * constraints are added to it either way). */
+TsSchedSpace *ts_op_instance_space(const TsOpInstance *inst, const char *backend,
+                                   const char *space_text, GError **error);
+/* A user's point completed with the default point's knobs it lacks, checked against the op's
+ * constraints (unknown knobs and violations are TS_OP_ERROR_SCHEDULE naming them). */
+TsSchedPoint *ts_op_instance_complete_point(const TsOpInstance *inst, const char *backend,
+                                            const TsSchedPoint *point, GError **error);
+
+/* Lowering inspector stages. */
+TsGraph *ts_op_instance_graph(const TsOpInstance *inst);
+TsTileKernel *ts_op_lower(const TsOpInstance *inst, const char *backend,
+                          const TsSchedPoint *point, GError **error);
+/* Target source for a complete point; the entry symbol is written to *entry. */
+char *ts_op_emit(const TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+                 char **entry, GError **error);
+
+typedef enum {
+  TS_TRIAL_OK,
+  TS_TRIAL_COMPILE_ERROR,
+  TS_TRIAL_RUNTIME_ERROR,
+  TS_TRIAL_TIMEOUT,
+  TS_TRIAL_WRONG_RESULT,
+} TsTrialStatus;
+
+const char *ts_trial_status_name(TsTrialStatus status); /* "ok", "compile_error", ... */
+
+typedef struct {
+  guint64 seed;       /* input data; the same seed gives the same inputs */
+  gboolean verify;    /* default TRUE */
+  guint n_warmup;     /* default 2 */
+  guint min_samples;  /* default 5 */
+  guint max_samples;  /* default 50 */
+  double target_ms;   /* stop sampling once this much kernel time is measured; default 300 */
+} TsRunOptions;
+
+void ts_run_options_init(TsRunOptions *options);
+
+typedef struct {
+  TsTrialStatus status;
+  char *message;     /* compiler diagnostics, error text, or "" */
+  double rel_error;  /* ||out - ref|| / ||ref||, when verified */
+  double tolerance;
+  GArray *samples_ns; /* double */
+  double median_ns, min_ns, max_ns;
+  double gflops, gbps; /* from the median */
+  double compile_ms;
+  gboolean cache_hit;
+  char *artifact;    /* module hash */
+} TsTrialResult;
+
+void ts_trial_result_free(TsTrialResult *result);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTrialResult, ts_trial_result_free)
+
+/* One trial of a complete point (see ts_op_instance_complete_point). GError only for failures
+ * of the machinery (allocation, unsupported target), never of the candidate. */
+TsTrialResult *ts_op_run(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+                         const TsRunOptions *options, GError **error);
+/* The same with source the caller supplies (test hooks: a deliberately wrong kernel, or code
+ * that does not compile). */
+TsTrialResult *ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source,
+                                const char *entry, const TsRunOptions *options, GError **error);
+
+G_END_DECLS
