@@ -325,6 +325,112 @@ test_time(Fixture *f, gconstpointer data)
   ts_backend_buffer_free(f->backend, bufs[1]);
 }
 
+/* Several compilers racing on one key (a parallel tuner, or two tuners sharing a cache): each
+ * builds privately and renames, so every one succeeds and all agree on the artifact. */
+typedef struct {
+  const char *cache_dir;
+  char *hash;
+  GError *error;
+} RaceArgs;
+
+static gpointer
+race_thread(gpointer data)
+{
+  RaceArgs *args = data;
+  g_autoptr(TsBackend) backend = ts_backend_open("cpu", &args->error);
+  if (backend == NULL)
+    return NULL;
+  ts_backend_set_cache_dir(backend, args->cache_dir);
+  TsSource src = { TS_LANG_C, saxpy_src, "ts_kernel" };
+  g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &args->error);
+  if (module != NULL)
+    args->hash = g_strdup(ts_module_hash(module));
+  return NULL;
+}
+
+static void
+test_concurrent_compile(Fixture *f, gconstpointer data)
+{
+  RaceArgs args[4] = { 0 };
+  GThread *threads[G_N_ELEMENTS(args)];
+  for (guint i = 0; i < G_N_ELEMENTS(args); i++) {
+    args[i].cache_dir = f->cache_dir;
+    threads[i] = g_thread_new("race", race_thread, &args[i]);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(args); i++) {
+    g_thread_join(threads[i]);
+    g_assert_no_error(args[i].error);
+    g_assert_cmpstr(args[i].hash, ==, args[0].hash);
+  }
+  g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "ts_kernel");
+  g_assert_true(ts_module_from_cache(module));
+  g_assert_cmpstr(ts_module_hash(module), ==, args[0].hash);
+  run_saxpy(f, module);
+  for (guint i = 0; i < G_N_ELEMENTS(args); i++)
+    g_free(args[i].hash);
+
+  /* Nothing but the artifact is left behind: no temp files in the cache. */
+  g_autoptr(GDir) dir = g_dir_open(f->cache_dir, 0, NULL);
+  guint n = 0;
+  while (g_dir_read_name(dir) != NULL)
+    n++;
+  g_assert_cmpuint(n, ==, 1);
+}
+
+/* The build directory is under $TMPDIR; a cache on another file system (tmpfs here) cannot be
+ * reached by rename alone. */
+static void
+test_cache_other_fs(Fixture *f, gconstpointer data)
+{
+  if (!g_file_test("/dev/shm", G_FILE_TEST_IS_DIR)) {
+    g_test_skip("no /dev/shm");
+    return;
+  }
+  g_autofree char *dir = g_build_filename("/dev/shm", "ts-test-backend-XXXXXX", NULL);
+  if (g_mkdtemp(dir) == NULL) {
+    g_test_skip("/dev/shm is not writable");
+    return;
+  }
+  ts_backend_set_cache_dir(f->backend, dir);
+  {
+    g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "ts_kernel");
+    run_saxpy(f, module);
+    g_autoptr(TsModule) again = compile_ok(f, saxpy_src, "ts_kernel");
+    g_assert_true(ts_module_from_cache(again));
+  }
+  remove_tree(dir);
+}
+
+/* A missing compiler is not a failure to open (the backend still allocates and runs loaded
+ * modules), but every compile says which compiler it could not run and how to choose one. */
+static void
+test_missing_compiler(void)
+{
+  /* TS_CC is read at open. The child runs only this test, so its setenv() happens before any
+   * thread exists (earlier tests here have started GLib's worker thread). */
+  if (!g_test_subprocess()) {
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+    g_test_trap_assert_passed();
+    return;
+  }
+  g_setenv("TS_CC", "/nonexistent/ts-no-such-cc", TRUE);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsBackend) backend = ts_backend_open("cpu", &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(ts_backend_describe(backend)->toolchain, ==, "unknown");
+
+  g_autofree char *cache = g_dir_make_tmp("ts-test-backend-XXXXXX", &error);
+  g_assert_no_error(error);
+  ts_backend_set_cache_dir(backend, cache);
+  TsSource src = { TS_LANG_C, "void ts_kernel(void) {}\n", "ts_kernel" };
+  TsModule *module = ts_backend_compile(backend, &src, &error);
+  g_assert_null(module);
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE);
+  g_assert_nonnull(strstr(error->message, "ts-no-such-cc"));
+  g_assert_nonnull(strstr(error->message, "TS_CC"));
+  remove_tree(cache);
+}
+
 static void
 test_describe(Fixture *f, gconstpointer data)
 {
@@ -389,7 +495,10 @@ main(int argc, char **argv)
   ADD("/backend/cpu/alignment", test_alignment);
   ADD("/backend/cpu/time", test_time);
   ADD("/backend/cpu/describe", test_describe);
+  ADD("/backend/cpu/concurrent-compile", test_concurrent_compile);
+  ADD("/backend/cpu/cache-other-fs", test_cache_other_fs);
 #undef ADD
   g_test_add_func("/backend/registry", test_registry);
+  g_test_add_func("/backend/cpu/missing-compiler", test_missing_compiler);
   return g_test_run();
 }
