@@ -420,10 +420,8 @@ ts__run_capture(const char *const *argv, const char *cwd, const char *const *env
   if (proc == NULL)
     return FALSE;
   g_autoptr(GBytes) out = NULL;
+  /* Also waits for the process to exit, so the exit status below is final. */
   if (!g_subprocess_communicate(proc, NULL, NULL, &out, NULL, error))
-    return FALSE;
-  /* communicate() returns once the pipe closes; the process may still be exiting. */
-  if (!g_subprocess_wait(proc, NULL, error))
     return FALSE;
   gsize len = 0;
   const char *data = out != NULL ? g_bytes_get_data(out, &len) : NULL;
