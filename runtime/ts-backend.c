@@ -1,1 +1,448 @@
-/* placeholder: filled in by its module's work */
+/* ts-backend.c — the front of the backend layer: the registry of implementations, dispatch
+ * through their vtables (ts-backend-private.h), and everything all targets share so each one
+ * only talks to its device: argument and bounds checks, artifact keys, the artifact cache with
+ * corrupt-entry recovery, compile timing, the error quark and a few helpers.
+ */
+#include "config.h"
+
+#include "ts-backend-private.h"
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+G_DEFINE_QUARK(ts-backend-error-quark, ts_backend_error)
+
+/* ------------------------------------------------------------------------------------------ */
+/* Registry */
+
+/* The order is the preference of "auto". A CUDA backend goes first once it exists (guarded by
+ * its meson option, e.g. `#if TS_HAVE_CUDA &ts__backend_cuda_class, #endif`): its open()
+ * dlopens libcuda and fails with UNAVAILABLE on machines without a driver or device, so "auto"
+ * falls through to the CPU, which is always there. */
+static const TsBackendClass *const registry[] = {
+  &ts__backend_cpu_class,
+};
+
+const char *const *
+ts_backend_names(void)
+{
+  static const char *names[G_N_ELEMENTS(registry) + 1];
+  static gsize init = 0;
+  if (g_once_init_enter(&init)) {
+    for (gsize i = 0; i < G_N_ELEMENTS(registry); i++)
+      names[i] = registry[i]->name;
+    names[G_N_ELEMENTS(registry)] = NULL;
+    g_once_init_leave(&init, 1);
+  }
+  return names;
+}
+
+static TsBackend *
+open_class(const TsBackendClass *klass, GError **error)
+{
+  TsBackend *backend = klass->open(error);
+  if (backend == NULL)
+    return NULL;
+  g_assert(backend->klass == klass);
+  g_autofree char *dir = ts__artifact_cache_default_dir();
+  backend->cache = ts__artifact_cache_new(dir);
+  return backend;
+}
+
+TsBackend *
+ts_backend_open(const char *name, GError **error)
+{
+  g_return_val_if_fail(name != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  if (strcmp(name, "auto") == 0) {
+    g_autoptr(GString) reasons = g_string_new(NULL);
+    for (gsize i = 0; i < G_N_ELEMENTS(registry); i++) {
+      g_autoptr(GError) local = NULL;
+      TsBackend *backend = open_class(registry[i], &local);
+      if (backend != NULL)
+        return backend;
+      g_string_append_printf(reasons, "%s%s: %s", reasons->len ? "; " : "", registry[i]->name,
+                             local->message);
+    }
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNAVAILABLE,
+                "no backend is available (%s)", reasons->str);
+    return NULL;
+  }
+
+  for (gsize i = 0; i < G_N_ELEMENTS(registry); i++)
+    if (strcmp(name, registry[i]->name) == 0)
+      return open_class(registry[i], error);
+
+  g_autofree char *known = g_strjoinv(", ", (char **)ts_backend_names());
+  g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNAVAILABLE,
+              "unknown backend '%s'; known backends: auto, %s", name, known);
+  return NULL;
+}
+
+void
+ts__device_info_clear(TsDeviceInfo *info)
+{
+  if (info == NULL)
+    return;
+  g_clear_pointer(&info->backend, g_free);
+  g_clear_pointer(&info->name, g_free);
+  g_clear_pointer(&info->arch, g_free);
+  g_clear_pointer(&info->toolchain, g_free);
+}
+
+void
+ts_backend_free(TsBackend *backend)
+{
+  if (backend == NULL)
+    return;
+  ts__device_info_clear(&backend->info);
+  g_clear_pointer(&backend->cache, ts__artifact_cache_free);
+  backend->klass->close(backend);
+}
+
+const TsDeviceInfo *
+ts_backend_describe(TsBackend *backend)
+{
+  g_return_val_if_fail(backend != NULL, NULL);
+  return &backend->info;
+}
+
+const char *
+ts_backend_name(TsBackend *backend)
+{
+  g_return_val_if_fail(backend != NULL, NULL);
+  return backend->klass->name;
+}
+
+void
+ts_backend_set_cache_dir(TsBackend *backend, const char *dir)
+{
+  g_return_if_fail(backend != NULL);
+  g_autofree char *owned = dir != NULL ? g_strdup(dir) : ts__artifact_cache_default_dir();
+  ts__artifact_cache_free(backend->cache);
+  backend->cache = ts__artifact_cache_new(owned);
+}
+
+const char *
+ts_backend_get_cache_dir(TsBackend *backend)
+{
+  g_return_val_if_fail(backend != NULL, NULL);
+  return ts__artifact_cache_dir(backend->cache);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Compile: key, cache, recovery */
+
+/* Everything that decides the artifact's bytes. The version tag lets a change of this scheme
+ * (or of the kernel ABI) retire old entries without anyone cleaning the cache. */
+static char *
+artifact_key(TsBackend *backend, const TsSource *source)
+{
+  g_autoptr(GChecksum) checksum = g_checksum_new(G_CHECKSUM_SHA256);
+  ts__checksum_field(checksum, "tessera-artifact-v1", -1);
+  ts__checksum_field(checksum, backend->klass->name, -1);
+  ts__checksum_field(checksum, backend->info.toolchain, -1);
+  guint32 lang = (guint32)source->lang;
+  ts__checksum_field(checksum, &lang, sizeof lang);
+  backend->klass->hash_inputs(backend, source, checksum);
+  ts__checksum_field(checksum, source->text, -1);
+  return g_strdup(g_checksum_get_string(checksum));
+}
+
+static TsModule *
+finish_module(TsModule *module, TsBackend *backend, const char *key, char *log,
+              double compile_ms, gboolean from_cache)
+{
+  module->backend = backend;
+  module->hash = g_strdup(key);
+  module->log = log != NULL ? log : g_strdup("");
+  module->compile_ms = compile_ms;
+  module->from_cache = from_cache;
+  return module;
+}
+
+/* Builds the artifact in a private directory, then moves it into the cache. */
+static char *
+build_artifact(TsBackend *backend, const TsSource *source, const char *key, char **log,
+               double *compile_ms, GError **error)
+{
+  g_autoptr(GError) local = NULL;
+  g_autofree char *workdir = g_dir_make_tmp("tessera-build-XXXXXX", &local);
+  if (workdir == NULL) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO,
+                "cannot create a build directory under '%s': %s", g_get_tmp_dir(),
+                local->message);
+    return NULL;
+  }
+  g_autofree char *out_name = g_strconcat("out", backend->klass->artifact_suffix, NULL);
+  g_autofree char *out_path = g_build_filename(workdir, out_name, NULL);
+
+  gint64 t0 = g_get_monotonic_time();
+  gboolean ok = backend->klass->compile(backend, source, workdir, out_path, log, error);
+  *compile_ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
+
+  char *final_path = NULL;
+  if (ok)
+    final_path = ts__artifact_cache_commit(backend->cache, key,
+                                           backend->klass->artifact_suffix, out_path, error);
+  ts__remove_flat_dir(workdir);
+  return final_path;
+}
+
+TsModule *
+ts_backend_compile(TsBackend *backend, const TsSource *source, GError **error)
+{
+  g_return_val_if_fail(backend != NULL, NULL);
+  g_return_val_if_fail(source != NULL && source->text != NULL && source->entry != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  const TsBackendClass *klass = backend->klass;
+  if (!ts__artifact_cache_ensure(backend->cache, error))
+    return NULL;
+  g_autofree char *key = artifact_key(backend, source);
+
+  g_autofree char *cached = ts__artifact_cache_lookup(backend->cache, key, klass->artifact_suffix);
+  if (cached != NULL) {
+    gboolean bad = FALSE;
+    g_autoptr(GError) local = NULL;
+    TsModule *module = klass->load(backend, cached, source->entry, &bad, &local);
+    if (module != NULL)
+      return finish_module(module, backend, key, NULL, 0.0, TRUE);
+    if (!bad) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return NULL;
+    }
+    /* Truncated by a crash, or foreign bytes: drop it and rebuild once. */
+    g_debug("%s; rebuilding it", local->message);
+    ts__artifact_cache_evict(backend->cache, key, klass->artifact_suffix);
+  }
+
+  char *log = NULL;
+  double compile_ms = 0.0;
+  g_autofree char *path = build_artifact(backend, source, key, &log, &compile_ms, error);
+  if (path == NULL) {
+    g_free(log);
+    return NULL;
+  }
+  gboolean bad = FALSE;
+  TsModule *module = klass->load(backend, path, source->entry, &bad, error);
+  if (module == NULL) {
+    /* A fresh artifact that does not load would fail the same way next time from the cache;
+     * drop it so the next attempt reports the real problem from a fresh build. */
+    if (bad)
+      ts__artifact_cache_evict(backend->cache, key, klass->artifact_suffix);
+    g_free(log);
+    return NULL;
+  }
+  return finish_module(module, backend, key, log, compile_ms, FALSE);
+}
+
+void
+ts_module_free(TsModule *module)
+{
+  if (module == NULL)
+    return;
+  g_clear_pointer(&module->hash, g_free);
+  g_clear_pointer(&module->log, g_free);
+  module->backend->klass->module_free(module);
+}
+
+gboolean
+ts_module_from_cache(const TsModule *module)
+{
+  g_return_val_if_fail(module != NULL, FALSE);
+  return module->from_cache;
+}
+
+const char *
+ts_module_hash(const TsModule *module)
+{
+  g_return_val_if_fail(module != NULL, NULL);
+  return module->hash;
+}
+
+const char *
+ts_module_log(const TsModule *module)
+{
+  g_return_val_if_fail(module != NULL, NULL);
+  return module->log;
+}
+
+double
+ts_module_compile_ms(const TsModule *module)
+{
+  g_return_val_if_fail(module != NULL, 0.0);
+  return module->compile_ms;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Memory */
+
+TsBuffer *
+ts_backend_alloc(TsBackend *backend, gsize bytes, GError **error)
+{
+  g_return_val_if_fail(backend != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  TsBuffer *buffer = backend->klass->alloc(backend, bytes, error);
+  g_assert(buffer == NULL || (buffer->backend == backend && buffer->size == bytes));
+  return buffer;
+}
+
+void
+ts_backend_buffer_free(TsBackend *backend, TsBuffer *buffer)
+{
+  if (buffer == NULL)
+    return;
+  g_return_if_fail(backend == NULL || buffer->backend == backend);
+  buffer->backend->klass->buffer_free(buffer->backend, buffer);
+}
+
+gsize
+ts_buffer_size(const TsBuffer *buffer)
+{
+  g_return_val_if_fail(buffer != NULL, 0);
+  return buffer->size;
+}
+
+static gboolean
+check_copy(const char *what, const TsBuffer *buffer, gsize bytes, GError **error)
+{
+  if (bytes <= buffer->size)
+    return TRUE;
+  g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_MEMORY,
+              "%s of %" G_GSIZE_FORMAT " bytes does not fit a buffer of %" G_GSIZE_FORMAT
+              " bytes; allocate a larger buffer or copy fewer bytes",
+              what, bytes, buffer->size);
+  return FALSE;
+}
+
+gboolean
+ts_backend_upload(TsBackend *backend, TsBuffer *dst, const void *src, gsize bytes,
+                  GError **error)
+{
+  g_return_val_if_fail(backend != NULL && dst != NULL, FALSE);
+  g_return_val_if_fail(dst->backend == backend, FALSE);
+  g_return_val_if_fail(src != NULL || bytes == 0, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  if (!check_copy("upload", dst, bytes, error))
+    return FALSE;
+  return bytes == 0 || backend->klass->upload(backend, dst, src, bytes, error);
+}
+
+gboolean
+ts_backend_download(TsBackend *backend, void *dst, const TsBuffer *src, gsize bytes,
+                    GError **error)
+{
+  g_return_val_if_fail(backend != NULL && src != NULL, FALSE);
+  g_return_val_if_fail(src->backend == backend, FALSE);
+  g_return_val_if_fail(dst != NULL || bytes == 0, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  if (!check_copy("download", src, bytes, error))
+    return FALSE;
+  return bytes == 0 || backend->klass->download(backend, dst, src, bytes, error);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Launch and time */
+
+/* Launch descriptions come from generated code and the tuner, so their mistakes are errors the
+ * caller can report, not assertions. */
+static gboolean
+check_launch(TsBackend *backend, const TsLaunch *launch, GError **error)
+{
+  if ((launch->n_buffers > 0 && launch->buffers == NULL) ||
+      (launch->n_ints > 0 && launch->ints == NULL) ||
+      (launch->n_floats > 0 && launch->floats == NULL)) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH,
+                "launch: a count is non-zero but its array is NULL (buffers %u, ints %u, "
+                "floats %u)",
+                launch->n_buffers, launch->n_ints, launch->n_floats);
+    return FALSE;
+  }
+  for (guint i = 0; i < launch->n_buffers; i++) {
+    if (launch->buffers[i] == NULL) {
+      g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH,
+                  "launch: buffer %u is NULL", i);
+      return FALSE;
+    }
+    if (launch->buffers[i]->backend != backend) {
+      g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH,
+                  "launch: buffer %u belongs to another backend", i);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+gboolean
+ts_backend_launch(TsBackend *backend, TsModule *module, const TsLaunch *launch, GError **error)
+{
+  g_return_val_if_fail(backend != NULL && module != NULL && launch != NULL, FALSE);
+  g_return_val_if_fail(module->backend == backend, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  if (!check_launch(backend, launch, error))
+    return FALSE;
+  return backend->klass->launch(backend, module, launch, error);
+}
+
+gboolean
+ts_backend_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_warmup,
+                guint n_samples, double *samples_ns, GError **error)
+{
+  g_return_val_if_fail(backend != NULL && module != NULL && launch != NULL, FALSE);
+  g_return_val_if_fail(module->backend == backend, FALSE);
+  g_return_val_if_fail(samples_ns != NULL || n_samples == 0, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  if (!check_launch(backend, launch, error))
+    return FALSE;
+  return backend->klass->time(backend, module, launch, n_warmup, n_samples, samples_ns, error);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Helpers for implementations */
+
+gboolean
+ts__run_capture(const char *const *argv, const char *cwd, const char *const *env_override,
+                char **output, int *exit_status, GError **error)
+{
+  g_autoptr(GSubprocessLauncher) launcher =
+    g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_MERGE);
+  if (cwd != NULL)
+    g_subprocess_launcher_set_cwd(launcher, cwd);
+  for (const char *const *e = env_override; e != NULL && *e != NULL; e++) {
+    g_auto(GStrv) kv = g_strsplit(*e, "=", 2);
+    if (kv[0] != NULL && kv[1] != NULL)
+      g_subprocess_launcher_setenv(launcher, kv[0], kv[1], TRUE);
+  }
+  g_autoptr(GSubprocess) proc = g_subprocess_launcher_spawnv(launcher, argv, error);
+  if (proc == NULL)
+    return FALSE;
+  g_autoptr(GBytes) out = NULL;
+  /* Also waits for the process to exit, so the exit status below is final. */
+  if (!g_subprocess_communicate(proc, NULL, NULL, &out, NULL, error))
+    return FALSE;
+  gsize len = 0;
+  const char *data = out != NULL ? g_bytes_get_data(out, &len) : NULL;
+  /* Diagnostics quote source lines, which may hold any bytes; messages must be UTF-8. */
+  *output = data != NULL ? g_utf8_make_valid(data, (gssize)len) : g_strdup("");
+  *exit_status = g_subprocess_get_if_exited(proc) ? g_subprocess_get_exit_status(proc) : -1;
+  return TRUE;
+}
+
+void
+ts__remove_flat_dir(const char *dir)
+{
+  if (dir == NULL)
+    return;
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  if (d != NULL) {
+    const char *name;
+    while ((name = g_dir_read_name(d)) != NULL) {
+      g_autofree char *path = g_build_filename(dir, name, NULL);
+      g_unlink(path);
+    }
+  }
+  g_rmdir(dir);
+}

@@ -74,8 +74,9 @@ const char *const *ts_backend_names(void);
 const TsDeviceInfo *ts_backend_describe(TsBackend *backend);
 const char *ts_backend_name(TsBackend *backend);
 
-/* Artifact cache root: $XDG_CACHE_HOME/tessera/artifacts by default. Must be called before the
- * first compile to take effect. */
+/* Artifact cache root: $XDG_CACHE_HOME/tessera/artifacts by default; NULL restores it. Takes
+ * effect from the next compile. The directory is created on first use; one that cannot be is
+ * TS_BACKEND_ERROR_IO from ts_backend_compile, naming the path. */
 void ts_backend_set_cache_dir(TsBackend *backend, const char *dir);
 const char *ts_backend_get_cache_dir(TsBackend *backend);
 

@@ -1,0 +1,528 @@
+/* ts-backend-cpu.c — the "cpu" backend: describes the host, compiles generated C with the
+ * system compiler ($TS_CC, else cc) into a shared object that is dlopen'ed, allocates aligned
+ * host memory and times kernels with the monotonic clock. The shared parts (cache, keys,
+ * checks) live in ts-backend.c; this file only talks to the host and its compiler.
+ */
+#include "config.h"
+
+#include "ts-backend-private.h"
+#include "ts-runtime-resources.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
+/* The kernel ABI (ts-backend.h). */
+typedef void (*TsCpuEntry)(void *const *bufs, const int64_t *ints, const double *floats);
+G_STATIC_ASSERT(sizeof(gint64) == sizeof(int64_t));
+
+#define PRIMS_RESOURCE "/org/tessera/runtime/cpu/ts_cpu_prims.h"
+#define PRIMS_NAME "ts_cpu_prims.h"
+
+/* 64 bytes: one cache line on every x86-64 and most aarch64 cores, and the width of an AVX-512
+ * register, so aligned vector loads never split a line. */
+#define BUFFER_ALIGN 64
+
+/* Fixed flags; -march=native makes the artifact host-specific, so the host's model name and
+ * arch string go into the cache key as well (hash_inputs). */
+static const char *const cc_flags[] = {
+  "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=gnu17", "-ffp-contract=fast",
+};
+
+typedef struct {
+  TsBackend base;
+  char **cc_argv;     /* $TS_CC split like a shell would ("ccache gcc" works), or {"cc"} */
+  char *cc_name;      /* how messages call the compiler: "cc" */
+  char *version_line; /* first line of `cc --version`, part of the cache key */
+  GBytes *prims;      /* the embedded tile-primitive header */
+} TsCpuBackend;
+
+typedef struct {
+  TsModule base;
+  void *handle;
+  TsCpuEntry entry;
+} TsCpuModule;
+
+typedef struct {
+  TsBuffer base;
+  void *data;
+} TsCpuBuffer;
+
+/* ------------------------------------------------------------------------------------------ */
+/* describe */
+
+static char *
+cpu_model_name(void)
+{
+  g_autofree char *text = NULL;
+  if (g_file_get_contents("/proc/cpuinfo", &text, NULL, NULL)) {
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (char **l = lines; *l != NULL; l++) {
+      /* x86 says "model name"; some aarch64 kernels only say "Hardware". */
+      if (g_str_has_prefix(*l, "model name") || g_str_has_prefix(*l, "Hardware")) {
+        const char *colon = strchr(*l, ':');
+        if (colon != NULL && colon[1] != '\0')
+          return g_strstrip(g_strdup(colon + 1));
+      }
+    }
+  }
+  return g_strdup("unknown");
+}
+
+/* "48K", "1M", "32768" → bytes. */
+static guint64
+parse_cache_size(const char *text)
+{
+  char *end = NULL;
+  guint64 value = g_ascii_strtoull(text, &end, 10);
+  if (end != NULL && (*end == 'K' || *end == 'k'))
+    value *= 1024;
+  else if (end != NULL && (*end == 'M' || *end == 'm'))
+    value *= 1024 * 1024;
+  return value;
+}
+
+static guint64
+sysfs_cache_size(int want_level)
+{
+  const char *base = "/sys/devices/system/cpu/cpu0/cache";
+  g_autoptr(GDir) dir = g_dir_open(base, 0, NULL);
+  if (dir == NULL)
+    return 0;
+  const char *name;
+  while ((name = g_dir_read_name(dir)) != NULL) {
+    if (!g_str_has_prefix(name, "index"))
+      continue;
+    g_autofree char *level_path = g_build_filename(base, name, "level", NULL);
+    g_autofree char *type_path = g_build_filename(base, name, "type", NULL);
+    g_autofree char *size_path = g_build_filename(base, name, "size", NULL);
+    g_autofree char *level = NULL, *type = NULL, *size = NULL;
+    if (!g_file_get_contents(level_path, &level, NULL, NULL) ||
+        !g_file_get_contents(type_path, &type, NULL, NULL) ||
+        !g_file_get_contents(size_path, &size, NULL, NULL))
+      continue;
+    if (atoi(level) != want_level || g_str_has_prefix(type, "Instruction"))
+      continue;
+    return parse_cache_size(g_strstrip(size));
+  }
+  return 0;
+}
+
+static guint64
+cache_size(int level)
+{
+  long value = -1;
+  switch (level) {
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  case 1: value = sysconf(_SC_LEVEL1_DCACHE_SIZE); break;
+  case 2: value = sysconf(_SC_LEVEL2_CACHE_SIZE); break;
+  case 3: value = sysconf(_SC_LEVEL3_CACHE_SIZE); break;
+#endif
+  default: break;
+  }
+  /* glibc answers 0 on many aarch64 hosts and in some containers; sysfs usually knows. */
+  return value > 0 ? (guint64)value : sysfs_cache_size(level);
+}
+
+static char *
+host_arch(guint *vector_bits)
+{
+  struct utsname u;
+  g_autoptr(GString) arch = g_string_new(uname(&u) == 0 ? u.machine : "unknown");
+  *vector_bits = 0; /* unknown ISA: marked, not guessed */
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  *vector_bits = 128; /* SSE2 is the x86-64 baseline */
+  if (__builtin_cpu_supports("avx2"))
+    g_string_append(arch, "+avx2");
+  if (__builtin_cpu_supports("fma"))
+    g_string_append(arch, "+fma");
+  if (__builtin_cpu_supports("f16c"))
+    g_string_append(arch, "+f16c");
+  if (__builtin_cpu_supports("avx512f"))
+    g_string_append(arch, "+avx512f");
+  if (__builtin_cpu_supports("avx512bw"))
+    g_string_append(arch, "+avx512bw");
+  if (__builtin_cpu_supports("avx512vl"))
+    g_string_append(arch, "+avx512vl");
+  if (__builtin_cpu_supports("avx"))
+    *vector_bits = 256;
+  if (__builtin_cpu_supports("avx512f"))
+    *vector_bits = 512;
+#elif defined(__aarch64__)
+  g_string_append(arch, "+neon"); /* mandatory in ARMv8-A */
+  *vector_bits = 128;
+#if defined(__linux__) && defined(HWCAP_SVE)
+  if (getauxval(AT_HWCAP) & HWCAP_SVE)
+    g_string_append(arch, "+sve");
+#endif
+#endif
+  return g_string_free(g_steal_pointer(&arch), FALSE);
+}
+
+/* "gcc 12.2.0" / "clang 16.0.6": the family from `cc --version` (its first line names the
+ * vendor, or just "cc" for gcc; clang's always says "clang"), the version from
+ * -dumpfullversion (gcc's full x.y.z; clang falls back to -dumpversion). */
+static char *
+toolchain_identity(TsCpuBackend *self)
+{
+  g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+  g_strv_builder_addv(b, (const char **)self->cc_argv);
+  g_strv_builder_add(b, "--version");
+  g_auto(GStrv) argv = g_strv_builder_end(b);
+  g_autofree char *out = NULL;
+  int status = -1;
+  if (!ts__run_capture((const char *const *)argv, NULL, NULL, &out, &status, NULL) ||
+      status != 0)
+    return g_strdup("unknown");
+  g_auto(GStrv) lines = g_strsplit(out, "\n", 2);
+  self->version_line = g_strdup(g_strstrip(lines[0]));
+  const char *family = strstr(out, "clang") != NULL ? "clang"
+                       : (strstr(out, "Free Software Foundation") != NULL || strstr(out, "gcc"))
+                         ? "gcc"
+                         : self->cc_name;
+
+  g_autofree char *version = NULL;
+  const char *probes[] = { "-dumpfullversion", "-dumpversion" };
+  for (gsize i = 0; i < G_N_ELEMENTS(probes) && version == NULL; i++) {
+    g_autoptr(GStrvBuilder) pb = g_strv_builder_new();
+    g_strv_builder_addv(pb, (const char **)self->cc_argv);
+    g_strv_builder_add(pb, probes[i]);
+    g_auto(GStrv) pargv = g_strv_builder_end(pb);
+    g_autofree char *v = NULL;
+    if (ts__run_capture((const char *const *)pargv, NULL, NULL, &v, &status, NULL) &&
+        status == 0 && *g_strstrip(v) != '\0' && strchr(v, '\n') == NULL)
+      version = g_steal_pointer(&v);
+  }
+  if (version == NULL)
+    return g_strdup(self->version_line);
+  return g_strdup_printf("%s %s", family, version);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* open / close */
+
+static TsBackend *
+cpu_open(GError **error)
+{
+  g_autoptr(GBytes) prims = g_resource_lookup_data(ts_runtime_get_resource(), PRIMS_RESOURCE,
+                                                   G_RESOURCE_LOOKUP_FLAGS_NONE, error);
+  if (prims == NULL)
+    return NULL; /* a build mistake, not a host property */
+
+  TsCpuBackend *self = g_new0(TsCpuBackend, 1);
+  self->base.klass = &ts__backend_cpu_class;
+  self->prims = g_steal_pointer(&prims);
+
+  const char *env_cc = g_getenv("TS_CC");
+  if (env_cc != NULL && *env_cc != '\0' && !g_shell_parse_argv(env_cc, NULL, &self->cc_argv, NULL))
+    g_clear_pointer(&self->cc_argv, g_strfreev);
+  if (self->cc_argv == NULL) {
+    self->cc_argv = g_new0(char *, 2);
+    self->cc_argv[0] = g_strdup("cc");
+  }
+  self->cc_name = g_strjoinv(" ", self->cc_argv);
+
+  TsDeviceInfo *info = &self->base.info;
+  info->backend = g_strdup("cpu");
+  info->name = cpu_model_name();
+  info->arch = host_arch(&info->vector_bits);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  info->compute_units = cores > 0 ? (guint)cores : 1;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  info->memory_bytes = pages > 0 && page > 0 ? (guint64)pages * (guint64)page : 0;
+  info->l1_bytes = cache_size(1);
+  info->l2_bytes = cache_size(2);
+  info->l3_bytes = cache_size(3);
+  info->smem_per_block = 0;
+  info->toolchain = toolchain_identity(self);
+  return &self->base;
+}
+
+static void
+cpu_close(TsBackend *backend)
+{
+  TsCpuBackend *self = (TsCpuBackend *)backend;
+  g_strfreev(self->cc_argv);
+  g_free(self->cc_name);
+  g_free(self->version_line);
+  g_clear_pointer(&self->prims, g_bytes_unref);
+  g_free(self);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* compile / load */
+
+static void
+cpu_hash_inputs(TsBackend *backend, const TsSource *source, GChecksum *checksum)
+{
+  TsCpuBackend *self = (TsCpuBackend *)backend;
+  for (char **a = self->cc_argv; *a != NULL; a++)
+    ts__checksum_field(checksum, *a, -1);
+  ts__checksum_field(checksum, self->version_line, -1);
+  for (gsize i = 0; i < G_N_ELEMENTS(cc_flags); i++)
+    ts__checksum_field(checksum, cc_flags[i], -1);
+  ts__checksum_field(checksum, backend->info.name, -1);
+  ts__checksum_field(checksum, backend->info.arch, -1);
+  gsize len = 0;
+  const void *data = g_bytes_get_data(self->prims, &len);
+  ts__checksum_field(checksum, data, (gssize)len);
+}
+
+static gboolean
+write_file(const char *dir, const char *name, const void *data, gsize len, GError **error)
+{
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  g_autoptr(GError) local = NULL;
+  if (g_file_set_contents(path, data, (gssize)len, &local))
+    return TRUE;
+  g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO, "cannot write '%s': %s", path,
+              local->message);
+  return FALSE;
+}
+
+static gboolean
+cpu_compile(TsBackend *backend, const TsSource *source, const char *workdir,
+            const char *out_path, char **log, GError **error)
+{
+  TsCpuBackend *self = (TsCpuBackend *)backend;
+  if (source->lang != TS_LANG_C) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE,
+                "the cpu backend compiles C sources only; emit the C target for it");
+    return FALSE;
+  }
+  gsize prims_len = 0;
+  const void *prims = g_bytes_get_data(self->prims, &prims_len);
+  if (!write_file(workdir, "src.c", source->text, strlen(source->text), error) ||
+      !write_file(workdir, PRIMS_NAME, prims, prims_len, error))
+    return FALSE;
+
+  g_autofree char *include = g_strconcat("-I", workdir, NULL);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  for (char **a = self->cc_argv; *a != NULL; a++)
+    g_ptr_array_add(argv, *a);
+  for (gsize i = 0; i < G_N_ELEMENTS(cc_flags); i++)
+    g_ptr_array_add(argv, (gpointer)cc_flags[i]);
+  g_ptr_array_add(argv, include);
+  g_ptr_array_add(argv, "-o");
+  g_ptr_array_add(argv, (gpointer)out_path);
+  g_ptr_array_add(argv, "src.c");
+  g_ptr_array_add(argv, NULL);
+
+  /* LC_ALL=C: diagnostics in English with ASCII quotes, so the tuner and the DB can classify
+   * them and the same error reads the same on every machine. */
+  static const char *const env[] = { "LC_ALL=C", NULL };
+  g_autofree char *output = NULL;
+  int status = -1;
+  g_autoptr(GError) local = NULL;
+  if (!ts__run_capture((const char *const *)argv->pdata, workdir, env, &output, &status,
+                       &local)) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE,
+                "cannot run the C compiler '%s': %s; install one or set TS_CC", self->cc_name,
+                local->message);
+    return FALSE;
+  }
+  if (status != 0) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE, "%s failed (exit %d):\n%s",
+                self->cc_name, status, output);
+    return FALSE;
+  }
+  *log = g_steal_pointer(&output);
+  return TRUE;
+}
+
+/* A kernel built with -fopenmp pulls the OpenMP runtime in with it, and that runtime keeps a
+ * pool of parked worker threads. If dlclose() of the last kernel unloaded the runtime too, those
+ * threads would wake up in unmapped code and crash the process. So once a runtime is loaded we
+ * mark it RTLD_NODELETE (RTLD_NOLOAD: never loads anything itself); kernels still unload. */
+static void
+pin_openmp_runtime(void)
+{
+  static const char *const runtimes[] = { "libgomp.so.1", "libomp.so.5", "libomp.so",
+                                          "libiomp5.so" };
+  for (gsize i = 0; i < G_N_ELEMENTS(runtimes); i++) {
+    void *h = dlopen(runtimes[i], RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    if (h != NULL)
+      dlclose(h); /* drops our reference; NODELETE keeps it mapped */
+  }
+}
+
+static TsModule *
+cpu_load(TsBackend *backend, const char *path, const char *entry, gboolean *bad_artifact,
+         GError **error)
+{
+  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) {
+    const char *why = dlerror();
+    *bad_artifact = TRUE;
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD, "cannot load '%s': %s", path,
+                why != NULL ? why : "unknown dlopen error");
+    return NULL;
+  }
+  pin_openmp_runtime();
+  dlerror();
+  void *sym = dlsym(handle, entry);
+  if (sym == NULL) {
+    dlclose(handle);
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD,
+                "entry symbol '%s' not found in the compiled module; the source must define "
+                "a non-static function '%s'",
+                entry, entry);
+    return NULL;
+  }
+  TsCpuModule *module = g_new0(TsCpuModule, 1);
+  module->handle = handle;
+  /* POSIX guarantees data and function pointers convert through dlsym's void *. */
+  *(void **)&module->entry = sym;
+  return &module->base;
+}
+
+static void
+cpu_module_free(TsModule *module)
+{
+  TsCpuModule *self = (TsCpuModule *)module;
+  if (self->handle != NULL)
+    dlclose(self->handle);
+  g_free(self);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* memory */
+
+static TsBuffer *
+cpu_alloc(TsBackend *backend, gsize bytes, GError **error)
+{
+  /* Refuse what the host cannot hold instead of letting the allocator overcommit (or ASan
+   * abort) on a size computed from a bad shape. */
+  if (backend->info.memory_bytes > 0 && bytes > backend->info.memory_bytes) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_MEMORY,
+                "cannot allocate %" G_GSIZE_FORMAT " bytes: the host has %" G_GUINT64_FORMAT
+                " bytes of RAM",
+                bytes, backend->info.memory_bytes);
+    return NULL;
+  }
+  void *data = NULL;
+  int rc = posix_memalign(&data, BUFFER_ALIGN, bytes > 0 ? bytes : BUFFER_ALIGN);
+  if (rc != 0) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_MEMORY,
+                "cannot allocate %" G_GSIZE_FORMAT " bytes: %s", bytes, g_strerror(rc));
+    return NULL;
+  }
+  TsCpuBuffer *buffer = g_new0(TsCpuBuffer, 1);
+  buffer->base.backend = backend;
+  buffer->base.size = bytes;
+  buffer->data = data;
+  return &buffer->base;
+}
+
+static void
+cpu_buffer_free(TsBackend *backend, TsBuffer *buffer)
+{
+  TsCpuBuffer *self = (TsCpuBuffer *)buffer;
+  free(self->data);
+  g_free(self);
+}
+
+static gboolean
+cpu_upload(TsBackend *backend, TsBuffer *dst, const void *src, gsize bytes, GError **error)
+{
+  memcpy(((TsCpuBuffer *)dst)->data, src, bytes);
+  return TRUE;
+}
+
+static gboolean
+cpu_download(TsBackend *backend, void *dst, const TsBuffer *src, gsize bytes, GError **error)
+{
+  memcpy(dst, ((const TsCpuBuffer *)src)->data, bytes);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* launch / time */
+
+/* Up to 16 buffers live on the stack; more go to the heap (no op has that many yet). */
+typedef struct {
+  void *stack[16];
+  void **ptrs;
+} BufferPtrs;
+
+static void *const *
+collect_ptrs(BufferPtrs *p, const TsLaunch *launch)
+{
+  p->ptrs = launch->n_buffers <= G_N_ELEMENTS(p->stack) ? p->stack
+                                                        : g_new(void *, launch->n_buffers);
+  for (guint i = 0; i < launch->n_buffers; i++)
+    p->ptrs[i] = ((TsCpuBuffer *)launch->buffers[i])->data;
+  return p->ptrs;
+}
+
+static void
+release_ptrs(BufferPtrs *p)
+{
+  if (p->ptrs != p->stack)
+    g_free(p->ptrs);
+}
+
+static gboolean
+cpu_launch(TsBackend *backend, TsModule *module, const TsLaunch *launch, GError **error)
+{
+  BufferPtrs p;
+  void *const *bufs = collect_ptrs(&p, launch);
+  ((TsCpuModule *)module)->entry(bufs, (const int64_t *)(const void *)launch->ints,
+                                 launch->floats);
+  release_ptrs(&p);
+  return TRUE;
+}
+
+static gint64
+now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (gint64)ts.tv_sec * G_GINT64_CONSTANT(1000000000) + ts.tv_nsec;
+}
+
+/* The pointer array is built once so the timed region holds only the call. */
+static gboolean
+cpu_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_warmup,
+         guint n_samples, double *samples_ns, GError **error)
+{
+  TsCpuEntry entry = ((TsCpuModule *)module)->entry;
+  BufferPtrs p;
+  void *const *bufs = collect_ptrs(&p, launch);
+  const int64_t *ints = (const int64_t *)(const void *)launch->ints;
+  for (guint i = 0; i < n_warmup; i++)
+    entry(bufs, ints, launch->floats);
+  for (guint i = 0; i < n_samples; i++) {
+    gint64 t0 = now_ns();
+    entry(bufs, ints, launch->floats);
+    samples_ns[i] = (double)(now_ns() - t0);
+  }
+  release_ptrs(&p);
+  return TRUE;
+}
+
+const TsBackendClass ts__backend_cpu_class = {
+  .name = "cpu",
+  .artifact_suffix = ".so",
+  .open = cpu_open,
+  .close = cpu_close,
+  .hash_inputs = cpu_hash_inputs,
+  .compile = cpu_compile,
+  .load = cpu_load,
+  .module_free = cpu_module_free,
+  .alloc = cpu_alloc,
+  .buffer_free = cpu_buffer_free,
+  .upload = cpu_upload,
+  .download = cpu_download,
+  .launch = cpu_launch,
+  .time = cpu_time,
+};

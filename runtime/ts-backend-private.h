@@ -1,0 +1,103 @@
+/* ts-backend-private.h — what a backend implementation sees: the vtable (TsBackendClass) and
+ * the base structs it embeds as first members. ts-backend.c owns everything all targets share
+ * (argument checks, bounds checks, the artifact cache and its keys, corrupt-artifact recovery,
+ * compile timing), so an implementation only talks to its device. Never installed.
+ *
+ * Adding a backend (nvtop's shape): define one `const TsBackendClass ts__backend_<name>_class`
+ * and list it in the registry table in ts-backend.c, in the order "auto" should try it. A
+ * backend whose vendor library is dlopen'ed (CUDA: libcuda, libnvrtc, libcupti) reports a
+ * missing library or device from open() as TS_BACKEND_ERROR_UNAVAILABLE; "auto" then moves on.
+ */
+#pragma once
+
+#include "ts-artifact-cache.h"
+#include "ts-backend.h"
+
+G_BEGIN_DECLS
+
+typedef struct _TsBackendClass TsBackendClass;
+
+/* Base of every backend object. open() allocates the implementation's struct (TsBackend first),
+ * fills klass and info; ts-backend.c sets cache. */
+struct _TsBackend {
+  const TsBackendClass *klass;
+  TsDeviceInfo info;      /* strings owned; freed by ts-backend.c */
+  TsArtifactCache *cache; /* owned by ts-backend.c */
+};
+
+/* Base of every module. load() allocates the implementation's struct (TsModule first);
+ * ts-backend.c fills and frees the base fields. A module must not outlive its backend. */
+struct _TsModule {
+  TsBackend *backend;
+  char *hash;        /* cache key, hex SHA-256 */
+  char *log;         /* compiler warnings, never NULL once returned */
+  double compile_ms; /* 0 on a cache hit */
+  gboolean from_cache;
+};
+
+/* Base of every buffer. alloc() allocates the implementation's struct (TsBuffer first) and sets
+ * both fields; ts-backend.c has already checked every copy against size. */
+struct _TsBuffer {
+  TsBackend *backend;
+  gsize size;
+};
+
+struct _TsBackendClass {
+  const char *name;            /* "cpu", "cuda": what ts_backend_open() takes */
+  const char *artifact_suffix; /* ".so", ".cubin": cache entries are <key><suffix> */
+
+  /* Opens the device and describes it. TS_BACKEND_ERROR_UNAVAILABLE when there is none. */
+  TsBackend *(*open)(GError **error);
+  /* Releases what open() acquired and frees the struct (base fields are already freed). */
+  void (*close)(TsBackend *backend);
+
+  /* Feeds the checksum everything besides the source text and info.toolchain that changes the
+   * artifact: compiler path and version line, flags, target arch, prelude headers. */
+  void (*hash_inputs)(TsBackend *backend, const TsSource *source, GChecksum *checksum);
+  /* Builds source into the artifact at out_path, working inside workdir (a fresh private
+   * directory, removed afterwards). *log receives warnings on success (may stay NULL). Failure:
+   * TS_BACKEND_ERROR_COMPILE carrying the compiler's diagnostics verbatim. */
+  gboolean (*compile)(TsBackend *backend, const TsSource *source, const char *workdir,
+                      const char *out_path, char **log, GError **error);
+  /* Loads the artifact at path and resolves entry. On failure sets *bad_artifact when the file
+   * itself is unusable (truncated, foreign), so the cache drops it and rebuilds once; a missing
+   * entry symbol is not a bad artifact. */
+  TsModule *(*load)(TsBackend *backend, const char *path, const char *entry,
+                    gboolean *bad_artifact, GError **error);
+  /* Unloads and frees the struct (base fields are already freed). */
+  void (*module_free)(TsModule *module);
+
+  TsBuffer *(*alloc)(TsBackend *backend, gsize bytes, GError **error);
+  void (*buffer_free)(TsBackend *backend, TsBuffer *buffer);
+  /* bytes <= buffer size is already checked. */
+  gboolean (*upload)(TsBackend *backend, TsBuffer *dst, const void *src, gsize bytes,
+                     GError **error);
+  gboolean (*download)(TsBackend *backend, void *dst, const TsBuffer *src, gsize bytes,
+                       GError **error);
+
+  /* The launch is already checked: every buffer non-NULL and of this backend, arrays present. */
+  gboolean (*launch)(TsBackend *backend, TsModule *module, const TsLaunch *launch,
+                     GError **error);
+  /* Each backend times the way its device allows (host clock around a synchronous call on the
+   * CPU; kernel records or events on a GPU, never a host clock around an async launch). */
+  gboolean (*time)(TsBackend *backend, TsModule *module, const TsLaunch *launch,
+                   guint n_warmup, guint n_samples, double *samples_ns, GError **error);
+};
+
+/* Registered implementations. */
+extern const TsBackendClass ts__backend_cpu_class;
+
+/* Shared helpers for implementations. */
+
+/* Runs argv (in cwd when non-NULL) with stdout and stderr merged into *output (valid UTF-8,
+ * never NULL on success). Returns FALSE only when it could not be started; *exit_status is the
+ * exit code, or -1 when killed by a signal. env_override: NULL-terminated "NAME=value" pairs. */
+gboolean ts__run_capture(const char *const *argv, const char *cwd,
+                         const char *const *env_override, char **output, int *exit_status,
+                         GError **error);
+/* Removes a directory and the plain files in it (build dirs are flat). NULL is fine. */
+void ts__remove_flat_dir(const char *dir);
+/* Frees the strings inside info (not info itself). */
+void ts__device_info_clear(TsDeviceInfo *info);
+
+G_END_DECLS

@@ -1,0 +1,504 @@
+/* test-backend.c — unit tests of the backend layer through its public API, on the cpu backend:
+ * compile/launch, compiler diagnostics, the artifact cache (hits, keys, corrupt entries, bad
+ * directories), load errors, memory bounds, timing, describe, and the registry.
+ * Every test compiles into its own temporary cache directory, removed afterwards.
+ */
+#include "config.h"
+
+#include "ts-backend.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+typedef struct {
+  TsBackend *backend;
+  char *cache_dir;
+} Fixture;
+
+static void
+remove_tree(const char *path)
+{
+  if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
+    g_autoptr(GDir) dir = g_dir_open(path, 0, NULL);
+    const char *name;
+    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+      g_autofree char *child = g_build_filename(path, name, NULL);
+      remove_tree(child);
+    }
+    g_rmdir(path);
+  } else {
+    g_unlink(path);
+  }
+}
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  f->cache_dir = g_dir_make_tmp("ts-test-backend-XXXXXX", &error);
+  g_assert_no_error(error);
+  f->backend = ts_backend_open("cpu", &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(f->backend);
+  ts_backend_set_cache_dir(f->backend, f->cache_dir);
+  g_assert_cmpstr(ts_backend_get_cache_dir(f->backend), ==, f->cache_dir);
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+  g_clear_pointer(&f->backend, ts_backend_free);
+  remove_tree(f->cache_dir);
+  g_free(f->cache_dir);
+}
+
+/* out[i] = alpha * in[i] + ints[1], for i < ints[0]; parallel, so -fopenmp is exercised. */
+static const char saxpy_src[] =
+  "#include <stdint.h>\n"
+  "#include \"ts_cpu_prims.h\"\n"
+  "void ts_kernel(void *const *bufs, const int64_t *ints, const double *floats) {\n"
+  "  const float *in = bufs[0];\n"
+  "  float *out = bufs[1];\n"
+  "  #pragma omp parallel for\n"
+  "  for (int64_t i = 0; i < ints[0]; i++)\n"
+  "    out[i] = (float)floats[0] * in[i] + (float)ints[1];\n"
+  "}\n";
+
+static TsModule *
+compile_ok(Fixture *f, const char *text, const char *entry)
+{
+  g_autoptr(GError) error = NULL;
+  TsSource src = { TS_LANG_C, text, entry };
+  TsModule *module = ts_backend_compile(f->backend, &src, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(module);
+  return module;
+}
+
+static void
+run_saxpy(Fixture *f, TsModule *module)
+{
+  enum { N = 1000 };
+  g_autoptr(GError) error = NULL;
+  float in[N], out[N];
+  for (int i = 0; i < N; i++) {
+    in[i] = (float)i;
+    out[i] = -1.0f;
+  }
+  TsBuffer *bufs[2] = {
+    ts_backend_alloc(f->backend, sizeof in, &error),
+    ts_backend_alloc(f->backend, sizeof out, &error),
+  };
+  g_assert_no_error(error);
+  g_assert_cmpuint(ts_buffer_size(bufs[0]), ==, sizeof in);
+  g_assert_true(ts_backend_upload(f->backend, bufs[0], in, sizeof in, &error));
+  g_assert_true(ts_backend_upload(f->backend, bufs[1], out, sizeof out, &error));
+  gint64 ints[2] = { N, 3 };
+  double floats[1] = { 2.0 };
+  TsLaunch launch = { .buffers = bufs, .n_buffers = 2, .ints = ints, .n_ints = 2,
+                      .floats = floats, .n_floats = 1 };
+  g_assert_true(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_no_error(error);
+  g_assert_true(ts_backend_download(f->backend, out, bufs[1], sizeof out, &error));
+  g_assert_no_error(error);
+  for (int i = 0; i < N; i++)
+    g_assert_cmpfloat(out[i], ==, 2.0f * (float)i + 3.0f);
+  ts_backend_buffer_free(f->backend, bufs[0]);
+  ts_backend_buffer_free(f->backend, bufs[1]);
+}
+
+static void
+test_compile_launch(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "ts_kernel");
+  g_assert_false(ts_module_from_cache(module));
+  g_assert_cmpfloat(ts_module_compile_ms(module), >, 0.0);
+  g_assert_cmpuint(strlen(ts_module_hash(module)), ==, 64);
+  g_assert_nonnull(ts_module_log(module));
+  run_saxpy(f, module);
+
+  /* The artifact sits in the cache under its key. */
+  g_autofree char *name = g_strconcat(ts_module_hash(module), ".so", NULL);
+  g_autofree char *path = g_build_filename(f->cache_dir, name, NULL);
+  g_assert_true(g_file_test(path, G_FILE_TEST_IS_REGULAR));
+}
+
+static void
+test_compile_error(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  TsSource src = { TS_LANG_C,
+                   "void ts_kernel(void *const *b, const long *i, const double *f) {\n"
+                   "  undeclared_thing_42 = 1;\n"
+                   "}\n",
+                   "ts_kernel" };
+  TsModule *module = ts_backend_compile(f->backend, &src, &error);
+  g_assert_null(module);
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE);
+  g_assert_true(g_str_has_prefix(error->message, "cc failed (exit ") ||
+                g_getenv("TS_CC") != NULL);
+  g_assert_nonnull(strstr(error->message, "error:"));
+  g_assert_nonnull(strstr(error->message, "undeclared_thing_42"));
+  g_assert_nonnull(strstr(error->message, "src.c:2"));
+}
+
+static void
+test_warnings_logged(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TsModule) module =
+    compile_ok(f, "#warning \"look at me\"\nvoid ts_kernel(void) {}\n", "ts_kernel");
+  g_assert_nonnull(strstr(ts_module_log(module), "look at me"));
+}
+
+static void
+test_cache_hit(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TsModule) first = compile_ok(f, saxpy_src, "ts_kernel");
+  g_autoptr(TsModule) second = compile_ok(f, saxpy_src, "ts_kernel");
+  g_assert_false(ts_module_from_cache(first));
+  g_assert_true(ts_module_from_cache(second));
+  g_assert_cmpfloat(ts_module_compile_ms(second), ==, 0.0);
+  g_assert_cmpstr(ts_module_log(second), ==, "");
+  g_assert_cmpstr(ts_module_hash(first), ==, ts_module_hash(second));
+  run_saxpy(f, second);
+
+  /* A fresh backend on the same directory (another process, in effect) hits too. */
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsBackend) other = ts_backend_open("cpu", &error);
+  g_assert_no_error(error);
+  ts_backend_set_cache_dir(other, f->cache_dir);
+  TsSource src = { TS_LANG_C, saxpy_src, "ts_kernel" };
+  g_autoptr(TsModule) third = ts_backend_compile(other, &src, &error);
+  g_assert_no_error(error);
+  g_assert_true(ts_module_from_cache(third));
+  g_assert_cmpstr(ts_module_hash(third), ==, ts_module_hash(first));
+}
+
+static void
+test_changed_source(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TsModule) a = compile_ok(f, "void ts_kernel(void) {}\n", "ts_kernel");
+  g_autoptr(TsModule) b = compile_ok(f, "void ts_kernel(void) { }\n", "ts_kernel");
+  g_assert_false(ts_module_from_cache(b));
+  g_assert_cmpstr(ts_module_hash(a), !=, ts_module_hash(b));
+}
+
+static void
+test_missing_entry(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  TsSource src = { TS_LANG_C, "void present(void) {}\n", "absent_entry_7" };
+  TsModule *module = ts_backend_compile(f->backend, &src, &error);
+  g_assert_null(module);
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD);
+  g_assert_nonnull(strstr(error->message, "absent_entry_7"));
+
+  /* The artifact is fine, so the second attempt fails the same way from the cache. */
+  g_clear_error(&error);
+  module = ts_backend_compile(f->backend, &src, &error);
+  g_assert_null(module);
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD);
+  g_assert_nonnull(strstr(error->message, "absent_entry_7"));
+}
+
+static void
+test_corrupt_artifact(Fixture *f, gconstpointer data)
+{
+  g_autofree char *hash = NULL;
+  {
+    g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "ts_kernel");
+    hash = g_strdup(ts_module_hash(module));
+  }
+  /* A crash mid-write elsewhere, or a disk error: garbage where the .so was. */
+  g_autofree char *name = g_strconcat(hash, ".so", NULL);
+  g_autofree char *path = g_build_filename(f->cache_dir, name, NULL);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(g_file_set_contents(path, "not an ELF file", -1, &error));
+
+  g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "ts_kernel");
+  g_assert_false(ts_module_from_cache(module));
+  g_assert_cmpstr(ts_module_hash(module), ==, hash);
+  run_saxpy(f, module);
+}
+
+static void
+test_bad_cache_dir(Fixture *f, gconstpointer data)
+{
+  /* A path below a regular file cannot be created, even by root. */
+  g_autofree char *file = g_build_filename(f->cache_dir, "plain-file", NULL);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(g_file_set_contents(file, "x", -1, &error));
+  g_autofree char *dir = g_build_filename(file, "artifacts", NULL);
+  ts_backend_set_cache_dir(f->backend, dir);
+  TsSource src = { TS_LANG_C, "void ts_kernel(void) {}\n", "ts_kernel" };
+  TsModule *module = ts_backend_compile(f->backend, &src, &error);
+  g_assert_null(module);
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, dir));
+}
+
+static void
+test_memory_bounds(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  TsBuffer *buf = ts_backend_alloc(f->backend, 100, &error);
+  g_assert_no_error(error);
+  char bytes[200] = { 0 };
+  g_assert_false(ts_backend_upload(f->backend, buf, bytes, 101, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_MEMORY);
+  g_clear_error(&error);
+  g_assert_false(ts_backend_download(f->backend, bytes, buf, 200, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_MEMORY);
+  g_clear_error(&error);
+  g_assert_true(ts_backend_upload(f->backend, buf, bytes, 100, &error));
+  g_assert_no_error(error);
+  ts_backend_buffer_free(f->backend, buf);
+
+  /* More than the host has is refused up front. */
+  const TsDeviceInfo *info = ts_backend_describe(f->backend);
+  if (info->memory_bytes > 0 && info->memory_bytes < G_MAXSIZE) {
+    buf = ts_backend_alloc(f->backend, (gsize)info->memory_bytes + 1, &error);
+    g_assert_null(buf);
+    g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_MEMORY);
+    g_clear_error(&error);
+  }
+
+  /* Destructors accept NULL. */
+  ts_backend_buffer_free(f->backend, NULL);
+  ts_backend_buffer_free(NULL, NULL);
+  ts_module_free(NULL);
+  ts_backend_free(NULL);
+}
+
+static void
+test_alignment(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TsModule) module = compile_ok(
+    f,
+    "#include <stdint.h>\n"
+    "void ts_kernel(void *const *bufs, const int64_t *ints, const double *floats) {\n"
+    "  int64_t *out = bufs[1];\n"
+    "  out[0] = (int64_t)((uintptr_t)bufs[0] % 64);\n"
+    "}\n",
+    "ts_kernel");
+  g_autoptr(GError) error = NULL;
+  TsBuffer *bufs[2] = { ts_backend_alloc(f->backend, 3, &error),
+                        ts_backend_alloc(f->backend, 8, &error) };
+  g_assert_no_error(error);
+  TsLaunch launch = { .buffers = bufs, .n_buffers = 2 };
+  g_assert_true(ts_backend_launch(f->backend, module, &launch, &error));
+  gint64 rem = -1;
+  g_assert_true(ts_backend_download(f->backend, &rem, bufs[1], sizeof rem, &error));
+  g_assert_cmpint(rem, ==, 0);
+  ts_backend_buffer_free(f->backend, bufs[0]);
+  ts_backend_buffer_free(f->backend, bufs[1]);
+}
+
+static void
+test_time(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "ts_kernel");
+  g_autoptr(GError) error = NULL;
+  TsBuffer *bufs[2] = { ts_backend_alloc(f->backend, 4096 * 4, &error),
+                        ts_backend_alloc(f->backend, 4096 * 4, &error) };
+  g_assert_no_error(error);
+  gint64 ints[2] = { 4096, 0 };
+  double floats[1] = { 1.0 };
+  TsLaunch launch = { .buffers = bufs, .n_buffers = 2, .ints = ints, .n_ints = 2,
+                      .floats = floats, .n_floats = 1 };
+  double samples[7];
+  for (guint i = 0; i < G_N_ELEMENTS(samples); i++)
+    samples[i] = -1.0;
+  g_assert_true(ts_backend_time(f->backend, module, &launch, 2, G_N_ELEMENTS(samples), samples,
+                                &error));
+  g_assert_no_error(error);
+  for (guint i = 0; i < G_N_ELEMENTS(samples); i++)
+    g_assert_cmpfloat(samples[i], >, 0.0);
+
+  /* A NULL buffer is reported, not dereferenced. */
+  TsBuffer *holes[2] = { bufs[0], NULL };
+  launch.buffers = holes;
+  g_assert_false(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH);
+  ts_backend_buffer_free(f->backend, bufs[0]);
+  ts_backend_buffer_free(f->backend, bufs[1]);
+}
+
+/* Several compilers racing on one key (a parallel tuner, or two tuners sharing a cache): each
+ * builds privately and renames, so every one succeeds and all agree on the artifact. */
+typedef struct {
+  const char *cache_dir;
+  char *hash;
+  GError *error;
+} RaceArgs;
+
+static gpointer
+race_thread(gpointer data)
+{
+  RaceArgs *args = data;
+  g_autoptr(TsBackend) backend = ts_backend_open("cpu", &args->error);
+  if (backend == NULL)
+    return NULL;
+  ts_backend_set_cache_dir(backend, args->cache_dir);
+  TsSource src = { TS_LANG_C, saxpy_src, "ts_kernel" };
+  g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &args->error);
+  if (module != NULL)
+    args->hash = g_strdup(ts_module_hash(module));
+  return NULL;
+}
+
+static void
+test_concurrent_compile(Fixture *f, gconstpointer data)
+{
+  RaceArgs args[4] = { 0 };
+  GThread *threads[G_N_ELEMENTS(args)];
+  for (guint i = 0; i < G_N_ELEMENTS(args); i++) {
+    args[i].cache_dir = f->cache_dir;
+    threads[i] = g_thread_new("race", race_thread, &args[i]);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(args); i++) {
+    g_thread_join(threads[i]);
+    g_assert_no_error(args[i].error);
+    g_assert_cmpstr(args[i].hash, ==, args[0].hash);
+  }
+  g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "ts_kernel");
+  g_assert_true(ts_module_from_cache(module));
+  g_assert_cmpstr(ts_module_hash(module), ==, args[0].hash);
+  run_saxpy(f, module);
+  for (guint i = 0; i < G_N_ELEMENTS(args); i++)
+    g_free(args[i].hash);
+
+  /* Nothing but the artifact is left behind: no temp files in the cache. */
+  g_autoptr(GDir) dir = g_dir_open(f->cache_dir, 0, NULL);
+  guint n = 0;
+  while (g_dir_read_name(dir) != NULL)
+    n++;
+  g_assert_cmpuint(n, ==, 1);
+}
+
+/* The build directory is under $TMPDIR; a cache on another file system (tmpfs here) cannot be
+ * reached by rename alone. */
+static void
+test_cache_other_fs(Fixture *f, gconstpointer data)
+{
+  if (!g_file_test("/dev/shm", G_FILE_TEST_IS_DIR)) {
+    g_test_skip("no /dev/shm");
+    return;
+  }
+  g_autofree char *dir = g_build_filename("/dev/shm", "ts-test-backend-XXXXXX", NULL);
+  if (g_mkdtemp(dir) == NULL) {
+    g_test_skip("/dev/shm is not writable");
+    return;
+  }
+  ts_backend_set_cache_dir(f->backend, dir);
+  {
+    g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "ts_kernel");
+    run_saxpy(f, module);
+    g_autoptr(TsModule) again = compile_ok(f, saxpy_src, "ts_kernel");
+    g_assert_true(ts_module_from_cache(again));
+  }
+  remove_tree(dir);
+}
+
+/* A missing compiler is not a failure to open (the backend still allocates and runs loaded
+ * modules), but every compile says which compiler it could not run and how to choose one. */
+static void
+test_missing_compiler(void)
+{
+  /* TS_CC is read at open. The child runs only this test, so its setenv() happens before any
+   * thread exists (earlier tests here have started GLib's worker thread). */
+  if (!g_test_subprocess()) {
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+    g_test_trap_assert_passed();
+    return;
+  }
+  g_setenv("TS_CC", "/nonexistent/ts-no-such-cc", TRUE);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsBackend) backend = ts_backend_open("cpu", &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(ts_backend_describe(backend)->toolchain, ==, "unknown");
+
+  g_autofree char *cache = g_dir_make_tmp("ts-test-backend-XXXXXX", &error);
+  g_assert_no_error(error);
+  ts_backend_set_cache_dir(backend, cache);
+  TsSource src = { TS_LANG_C, "void ts_kernel(void) {}\n", "ts_kernel" };
+  TsModule *module = ts_backend_compile(backend, &src, &error);
+  g_assert_null(module);
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE);
+  g_assert_nonnull(strstr(error->message, "ts-no-such-cc"));
+  g_assert_nonnull(strstr(error->message, "TS_CC"));
+  remove_tree(cache);
+}
+
+static void
+test_describe(Fixture *f, gconstpointer data)
+{
+  const TsDeviceInfo *info = ts_backend_describe(f->backend);
+  g_assert_cmpstr(info->backend, ==, "cpu");
+  g_assert_cmpstr(ts_backend_name(f->backend), ==, "cpu");
+  g_assert_cmpuint(info->compute_units, >=, 1);
+  g_assert_cmpuint(info->memory_bytes, >, 0);
+  g_assert_nonnull(info->name);
+  g_assert_cmpstr(info->name, !=, "");
+  g_assert_nonnull(info->toolchain);
+  g_assert_cmpstr(info->toolchain, !=, "");
+  struct utsname u;
+  g_assert_cmpint(uname(&u), ==, 0);
+  g_assert_true(g_str_has_prefix(info->arch, u.machine));
+  g_assert_cmpuint(info->smem_per_block, ==, 0);
+#if defined(__x86_64__) || defined(__aarch64__)
+  g_assert_cmpuint(info->vector_bits, >=, 128);
+#endif
+  g_test_message("%s | %s | %s | %u cores | L1 %" G_GUINT64_FORMAT " L2 %" G_GUINT64_FORMAT
+                 " L3 %" G_GUINT64_FORMAT " | %u-bit vectors",
+                 info->name, info->arch, info->toolchain, info->compute_units, info->l1_bytes,
+                 info->l2_bytes, info->l3_bytes, info->vector_bits);
+}
+
+static void
+test_registry(void)
+{
+  const char *const *names = ts_backend_names();
+  g_assert_true(g_strv_contains(names, "cpu"));
+
+  g_autoptr(GError) error = NULL;
+  TsBackend *backend = ts_backend_open("no-such-device", &error);
+  g_assert_null(backend);
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNAVAILABLE);
+  g_assert_nonnull(strstr(error->message, "no-such-device"));
+  g_assert_nonnull(strstr(error->message, "cpu"));
+  g_clear_error(&error);
+
+  g_autoptr(TsBackend) best = ts_backend_open("auto", &error);
+  g_assert_no_error(error);
+  g_assert_true(g_strv_contains(names, ts_backend_name(best)));
+  g_autofree char *want = g_build_filename(g_get_user_cache_dir(), "tessera", "artifacts", NULL);
+  g_assert_cmpstr(ts_backend_get_cache_dir(best), ==, want);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+#define ADD(path, fn) \
+  g_test_add(path, Fixture, NULL, fixture_set_up, fn, fixture_tear_down)
+  ADD("/backend/cpu/compile-launch", test_compile_launch);
+  ADD("/backend/cpu/compile-error", test_compile_error);
+  ADD("/backend/cpu/warnings-logged", test_warnings_logged);
+  ADD("/backend/cpu/cache-hit", test_cache_hit);
+  ADD("/backend/cpu/changed-source", test_changed_source);
+  ADD("/backend/cpu/missing-entry", test_missing_entry);
+  ADD("/backend/cpu/corrupt-artifact", test_corrupt_artifact);
+  ADD("/backend/cpu/bad-cache-dir", test_bad_cache_dir);
+  ADD("/backend/cpu/memory-bounds", test_memory_bounds);
+  ADD("/backend/cpu/alignment", test_alignment);
+  ADD("/backend/cpu/time", test_time);
+  ADD("/backend/cpu/describe", test_describe);
+  ADD("/backend/cpu/concurrent-compile", test_concurrent_compile);
+  ADD("/backend/cpu/cache-other-fs", test_cache_other_fs);
+#undef ADD
+  g_test_add_func("/backend/registry", test_registry);
+  g_test_add_func("/backend/cpu/missing-compiler", test_missing_compiler);
+  return g_test_run();
+}
