@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# test-cli.sh — end-to-end checks of the tessera-tune binary: the lowering inspector's stages,
+# one verified run, and the exit codes and messages of bad input. Prints TAP-style lines and
+# fails on the first broken expectation.
+set -u
+TT=$1
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
+n=0
+fail() { echo "not ok $n - $*"; exit 1; }
+ok() { n=$((n+1)); echo "ok $n - $*"; }
+
+# expect CODE PATTERN -- ARGS...: exit code and a regex on stdout+stderr.
+expect() {
+  local code=$1 pat=$2; shift 3
+  local out rc
+  out=$("$TT" "$@" 2>&1); rc=$?
+  n=$((n+1))
+  [ "$rc" -eq "$code" ] || { echo "$out" | head -20; echo "not ok $n - exit $rc, wanted $code: $*"; exit 1; }
+  echo "$out" | grep -Eq -- "$pat" || { echo "$out" | head -20; echo "not ok $n - no /$pat/ in output of: $*"; exit 1; }
+  echo "ok $n - $*"
+}
+
+expect 0 '^== graph ==' -- lower gemm --shape M=64,N=64,K=64 --dtype 'bf16 @accum(f32)' --stage graph
+expect 0 'Tensor\["M","K", bf16 @accum\(f32\)\]' -- lower gemm --shape M=64,N=64,K=64 --dtype 'bf16 @accum(f32)' --stage graph
+expect 0 'point: block\(m=48,n=1024,k=128\)' -- lower gemm --shape M=64,N=64,K=64 --schedule 'block(m=48,n=1024,k=128)' --stage schedule
+expect 0 'valid at M=64' -- lower gemm --shape M=64,N=64,K=64 --stage schedule
+expect 0 'tile.mma' -- lower gemm --shape M=64,N=64,K=64 --stage tile
+expect 0 'tile.softmax_online' -- lower softmax_safe --shape M=8,N=64 --stage tile
+expect 0 'TS_DEFINE_UKR_F32' -- lower gemm --shape M=64,N=64,K=64 --stage target
+expect 0 '== target \(C\) ==' -- lower layernorm_safe --shape M=8,N=64 --dtype f16
+expect 0 'status +ok' -- run saxpy --shape N=10000 --backend cpu
+expect 0 '"status": "ok"' -- run rmsnorm_safe --shape M=16,N=100 --dtype bf16 --json
+expect 0 'gemm' -- ops
+expect 0 '^cpu ' -- devices
+expect 0 'lower OP' -- --help
+expect 0 'Exit status' -- lower --help
+
+expect 2 "unknown op 'gem'" -- lower gem --shape M=1
+expect 2 "lacks dim 'K'" -- lower gemm --shape M=64,N=64
+expect 2 'bf17' -- run gemm --shape M=64,N=64,K=64 --dtype bf17
+expect 2 'schedule:1:' -- lower gemm --shape M=64,N=64,K=64 --schedule 'block(m=64,n=64'
+expect 2 "'wraps'" -- lower gemm --shape M=64,N=64,K=64 --schedule 'block(m=48).wraps(4)'
+expect 2 'violates the constraint' -- run gemm --shape M=64,N=64,K=64 --schedule 'micro(m=6,n=12)'
+expect 2 "unknown --stage" -- lower gemm --shape M=64,N=64,K=64 --stage tiles
+expect 2 'unknown command' -- frobnicate
+expect 3 'auto, cpu|known' -- run saxpy --shape N=64 --backend tpu
+
+echo "1..$n"
