@@ -161,6 +161,8 @@ ts__ir_dim_canonical(const char *name)
   if (name == NULL)
     return NULL;
   g_auto(GStrv) factors = g_strsplit(name, "*", -1);
+  if (factors[0] == NULL) /* "" splits into no factors at all */
+    return NULL;
   GString *out = g_string_new(NULL);
   for (guint i = 0; factors[i] != NULL; i++) {
     char *f = g_strstrip(factors[i]);

@@ -199,6 +199,7 @@ static const struct {
     {"missing dtype", KIND_TYPE, "Tensor[\"M\",\"K\"]", TS_IR_ERROR_PARSE, "]", 1, "missing dtype"},
     {"unterminated string", KIND_TYPE, "Tensor[\"M, f32]", TS_IR_ERROR_PARSE, "\"M, f32]", 1,
      "unterminated"},
+    {"empty dim name", KIND_TYPE, "Tensor[\"\", f32]", TS_IR_ERROR_PARSE, "\"\"", 1, "dim name"},
     {"bad dim name", KIND_TYPE, "Tensor[\"B+H\", f32]", TS_IR_ERROR_PARSE, "\"B+H\"", 1, "B*H"},
     {"too many dims", KIND_TYPE, "Tensor[1,2,3,4,5,6,7, f32]", TS_IR_ERROR_RANK, "7", 1,
      "at most 6"},
@@ -271,6 +272,44 @@ test_errors(gconstpointer data)
   }
   if (error_cases[i].also != NULL)
     g_assert_nonnull(strstr(error->message, error_cases[i].also));
+}
+
+/* Every proper prefix of a valid type is invalid: each must fail cleanly with a one-line message
+ * (and, under ASan, without reading past the end). */
+static void
+test_prefixes_fail_cleanly(void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(type_cases); i++) {
+    const char *text = type_cases[i].text;
+    for (gsize len = 0; len < strlen(text); len++) {
+      g_autofree char *prefix = g_strndup(text, len);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(TsTensorType) t = ts_tensor_type_parse(prefix, &error);
+      g_assert_null(t);
+      g_assert_nonnull(error);
+      g_assert_null(strchr(error->message, '\n'));
+      g_assert_true(strstr(error->message, "column") != NULL ||
+                    strstr(error->message, "empty input") != NULL);
+    }
+  }
+}
+
+static void
+test_tensor_type_new(void)
+{
+  const char *names[] = {"M", "1024", "B * H"};
+  TsDtypePolicy p = {.storage = TS_DTYPE_BF16, .accum = TS_DTYPE_F32};
+  g_autoptr(TsTensorType) t = ts_tensor_type_new(3, names, &p);
+  g_assert_cmpstr(t->dims[0].name, ==, "M");
+  g_assert_cmpint(t->dims[0].size, ==, -1);
+  g_assert_null(t->dims[1].name);
+  g_assert_cmpint(t->dims[1].size, ==, 1024);
+  g_assert_cmpstr(t->dims[2].name, ==, "B*H");
+  g_autofree char *s = ts_tensor_type_to_string(t);
+  g_autoptr(TsTensorType) parsed = ts_tensor_type_parse(s, NULL);
+  g_assert_true(ts_tensor_type_equal(t, parsed));
+  g_autoptr(TsTensorType) other = ts_tensor_type_parse("Tensor[\"M\",1024,\"B*H\", bf16]", NULL);
+  g_assert_false(ts_tensor_type_equal(t, other)); /* policy differs */
 }
 
 /* ---- shapes ---- */
@@ -560,6 +599,8 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/ir/dtype/names", test_dtype_names);
   g_test_add_func("/ir/tensor-type/round-trip", test_tensor_type_round_trip);
+  g_test_add_func("/ir/tensor-type/prefixes", test_prefixes_fail_cleanly);
+  g_test_add_func("/ir/tensor-type/new", test_tensor_type_new);
   g_test_add_func("/ir/policy/round-trip", test_policy_round_trip);
   g_test_add_func("/ir/policy/loss-scale-exact", test_policy_loss_scale_exact);
   for (guint i = 0; i < G_N_ELEMENTS(error_cases); i++) {
