@@ -59,7 +59,8 @@ typedef struct {
  * Errors: unknown dtype or policy (naming the token), a repeated policy, loss_scale <= 0. */
 gboolean ts_dtype_policy_parse(const char *text, TsDtypePolicy *out, GError **error);
 /* Canonical text: storage, then @accum, @loss_scale, @stochastic_round, @saturate in that order.
- * loss_scale printed with "%.17g" but always containing a '.' (128.0). Free with g_free. */
+ * loss_scale printed with the shortest "%.Ng" (N <= 17) that reads back exactly, always containing
+ * a '.' (128.0). Free with g_free. */
 char *ts_dtype_policy_to_string(const TsDtypePolicy *policy);
 /* The dtype arithmetic happens in: accum if set, else storage. */
 TsDtype ts_dtype_policy_compute(const TsDtypePolicy *policy);
@@ -81,10 +82,14 @@ typedef struct {
 /* Tensor["M","K", bf16 @accum(f32)]: dims are quoted names or integer literals, then the dtype
  * with policies. Errors name the token and column. */
 TsTensorType *ts_tensor_type_parse(const char *text, GError **error);
+/* names[i] is a dim name ("M", "B*H") or a decimal literal ("1024"), which becomes a literal dim. */
 TsTensorType *ts_tensor_type_new(guint rank, const char *const *names, const TsDtypePolicy *dtype);
 TsTensorType *ts_tensor_type_copy(const TsTensorType *type);
 void ts_tensor_type_free(TsTensorType *type);
 char *ts_tensor_type_to_string(const TsTensorType *type); /* print -> parse is the identity */
+/* Same rank, dim names (literal sizes for unnamed dims) and dtype policy; resolved sizes of named
+ * dims are not compared. Two NULLs are equal. */
+gboolean ts_tensor_type_equal(const TsTensorType *a, const TsTensorType *b);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTensorType, ts_tensor_type_free)
 
 /* Named dim bindings, in insertion order. */
@@ -151,5 +156,11 @@ char *ts_graph_to_string(const TsGraph *graph, const TsShape *shape);
 TsTensorType *ts_ir_infer(const TsTensorType *const *sig_inputs, const TsTensorType *const *inputs,
                           const char *const *arg_names, guint n_inputs,
                           const TsTensorType *sig_output, TsShape *shape, GError **error);
+/* ts_ir_infer with the op's name in messages ("argument 'B' of gemm has rank 3, expected 2").
+ * op may be NULL. */
+TsTensorType *ts_ir_infer_op(const char *op, const TsTensorType *const *sig_inputs,
+                             const TsTensorType *const *inputs, const char *const *arg_names,
+                             guint n_inputs, const TsTensorType *sig_output, TsShape *shape,
+                             GError **error);
 
 G_END_DECLS

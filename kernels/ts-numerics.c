@@ -1,1 +1,340 @@
-/* placeholder: filled in by its module's work */
+/* ts-numerics.c — host-side numerics: bf16/f16 conversions (round-to-nearest-even, done with
+ * integer bit manipulation so the result does not depend on the host FPU or compiler flags),
+ * random inputs, NaN poisoning, f64-accumulating references and the relative-error check.
+ */
+#include "ts-numerics.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint32_t
+f32_bits(float f)
+{
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static float
+bits_f32(uint32_t u)
+{
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+float
+ts_bf16_to_f32(uint16_t bits)
+{
+  return bits_f32((uint32_t)bits << 16);
+}
+
+uint16_t
+ts_f32_to_bf16(float value)
+{
+  uint32_t u = f32_bits(value);
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
+    /* NaN: keep the payload's top bits; if they are all zero the result would read as Inf, so
+     * set the quiet bit instead. */
+    uint16_t h = (uint16_t)(u >> 16);
+    return (h & 0x7f) != 0 ? h : (uint16_t)(h | 0x40);
+  }
+  /* Adding 0x7fff plus the lsb of the kept half rounds to nearest, ties to even; a carry out of
+   * the largest finite value lands exactly on Inf, which is the right overflow result. */
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+float
+ts_f16_to_f32(uint16_t bits)
+{
+  uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
+  uint32_t exp = (bits >> 10) & 0x1fu;
+  uint32_t mant = bits & 0x3ffu;
+  if (exp == 0x1f) /* Inf or NaN, payload kept */
+    return bits_f32(sign | 0x7f800000u | (mant << 13));
+  if (exp != 0)
+    return bits_f32(sign | ((exp + 127 - 15) << 23) | (mant << 13));
+  /* Zero or subnormal: mant * 2^-24 is exact in f32. */
+  float v = ldexpf((float)mant, -24);
+  return sign ? -v : v;
+}
+
+uint16_t
+ts_f32_to_f16(float value)
+{
+  uint32_t u = f32_bits(value);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  uint32_t a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) {
+    if (a == 0x7f800000u)
+      return sign | 0x7c00u;
+    uint16_t m = (uint16_t)((a >> 13) & 0x3ffu);
+    return sign | 0x7c00u | (m != 0 ? m : 0x200u);
+  }
+  int e32 = (int)(a >> 23);
+  uint32_t m32 = (a & 0x7fffffu) | (e32 != 0 ? 0x800000u : 0);
+  int e16 = e32 - 127 + 15;
+  if (e16 >= 31)
+    return sign | 0x7c00u;
+  uint32_t r;
+  int shift;
+  if (e16 <= 0) {
+    /* Subnormal result: the value is m32 * 2^(e32-150) and we need it in units of 2^-24, so the
+     * shift is 126 - e32 (>= 14 here); 25 and beyond leaves less than half an ulp. */
+    shift = 126 - e32;
+    if (shift > 24)
+      return sign;
+    r = m32 >> shift;
+  } else {
+    shift = 13;
+    r = ((uint32_t)e16 << 10) | ((m32 & 0x7fffffu) >> 13);
+  }
+  uint32_t rem = m32 & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  /* Ties to even; a carry into the exponent field is the correct next binade (or Inf). */
+  if (rem > half || (rem == half && (r & 1u)))
+    r++;
+  return sign | (uint16_t)r;
+}
+
+gsize
+ts_numerics_elem_size(TsDtype dtype)
+{
+  switch (dtype) {
+  case TS_DTYPE_F64:
+    return 8;
+  case TS_DTYPE_F32:
+    return 4;
+  case TS_DTYPE_BF16:
+  case TS_DTYPE_F16:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+double
+ts_numerics_get(TsDtype dtype, const void *buf, gsize i)
+{
+  g_return_val_if_fail(buf != NULL, NAN);
+  switch (dtype) {
+  case TS_DTYPE_F64:
+    return ((const double *)buf)[i];
+  case TS_DTYPE_F32:
+    return ((const float *)buf)[i];
+  case TS_DTYPE_BF16:
+    return ts_bf16_to_f32(((const uint16_t *)buf)[i]);
+  case TS_DTYPE_F16:
+    return ts_f16_to_f32(((const uint16_t *)buf)[i]);
+  default:
+    g_return_val_if_reached(NAN);
+  }
+}
+
+void
+ts_numerics_set(TsDtype dtype, void *buf, gsize i, double value)
+{
+  g_return_if_fail(buf != NULL);
+  /* 16-bit types round from f32: double -> f32 -> f16 can double-round, but only on values
+   * within 2^-29 relative of a tie, far below every tolerance used here. */
+  switch (dtype) {
+  case TS_DTYPE_F64:
+    ((double *)buf)[i] = value;
+    break;
+  case TS_DTYPE_F32:
+    ((float *)buf)[i] = (float)value;
+    break;
+  case TS_DTYPE_BF16:
+    ((uint16_t *)buf)[i] = ts_f32_to_bf16((float)value);
+    break;
+  case TS_DTYPE_F16:
+    ((uint16_t *)buf)[i] = ts_f32_to_f16((float)value);
+    break;
+  default:
+    g_return_if_reached();
+  }
+}
+
+void
+ts_numerics_fill_random(TsDtype dtype, void *buf, gsize n, GRand *rng, double lo, double hi)
+{
+  g_return_if_fail(buf != NULL || n == 0);
+  g_return_if_fail(rng != NULL);
+  g_return_if_fail(ts_numerics_elem_size(dtype) != 0);
+  gboolean any_nonzero = FALSE;
+  for (gsize i = 0; i < n; i++) {
+    ts_numerics_set(dtype, buf, i, lo + (hi - lo) * g_rand_double(rng));
+    any_nonzero = any_nonzero || ts_numerics_get(dtype, buf, i) != 0.0;
+  }
+  /* An all-zero input makes every kernel look right (0 * anything = 0), so never hand one out. */
+  if (n > 0 && !any_nonzero) {
+    double v = lo + 0.75 * (hi - lo);
+    ts_numerics_set(dtype, buf, 0, v);
+    if (ts_numerics_get(dtype, buf, 0) == 0.0)
+      ts_numerics_set(dtype, buf, 0, 1.0);
+  }
+}
+
+void
+ts_numerics_poison(TsDtype dtype, void *buf, gsize n)
+{
+  g_return_if_fail(buf != NULL || n == 0);
+  g_return_if_fail(ts_numerics_elem_size(dtype) != 0);
+  for (gsize i = 0; i < n; i++)
+    ts_numerics_set(dtype, buf, i, NAN);
+}
+
+#define AT(buf, i) ts_numerics_get(dtype, (buf), (gsize)(i))
+
+void
+ts_ref_gemm(TsDtype dtype, const void *a, const void *b, double *c, gint64 m, gint64 n, gint64 k)
+{
+  g_return_if_fail(a != NULL && b != NULL && c != NULL);
+  g_return_if_fail(m >= 0 && n >= 0 && k >= 0);
+  for (gint64 i = 0; i < m; i++)
+    for (gint64 j = 0; j < n; j++) {
+      double acc = 0.0;
+      for (gint64 p = 0; p < k; p++)
+        acc += AT(a, i * k + p) * AT(b, p * n + j);
+      c[i * n + j] = acc;
+    }
+}
+
+void
+ts_ref_saxpy(TsDtype dtype, double alpha, const void *x, const void *y, double *z, gint64 n)
+{
+  g_return_if_fail(x != NULL && y != NULL && z != NULL && n >= 0);
+  for (gint64 i = 0; i < n; i++)
+    z[i] = alpha * AT(x, i) + AT(y, i);
+}
+
+void
+ts_ref_reduce_sum(TsDtype dtype, const void *x, double *y, gint64 rows, gint64 cols)
+{
+  g_return_if_fail(x != NULL && y != NULL && rows >= 0 && cols >= 0);
+  for (gint64 r = 0; r < rows; r++) {
+    double acc = 0.0;
+    for (gint64 c = 0; c < cols; c++)
+      acc += AT(x, r * cols + c);
+    y[r] = acc;
+  }
+}
+
+void
+ts_ref_softmax(TsDtype dtype, const void *x, double *y, gint64 rows, gint64 cols)
+{
+  g_return_if_fail(x != NULL && y != NULL && rows >= 0 && cols >= 0);
+  for (gint64 r = 0; r < rows; r++) {
+    const gint64 base = r * cols;
+    double max = -INFINITY;
+    for (gint64 c = 0; c < cols; c++)
+      max = fmax(max, AT(x, base + c));
+    /* Subtracting the row max keeps every exp() in (0, 1], so rows of large logits (1000, 1001)
+     * do not overflow to Inf/Inf = NaN. */
+    double sum = 0.0;
+    for (gint64 c = 0; c < cols; c++) {
+      y[base + c] = exp(AT(x, base + c) - max);
+      sum += y[base + c];
+    }
+    for (gint64 c = 0; c < cols; c++)
+      y[base + c] /= sum;
+  }
+}
+
+/* gamma/beta may be NULL, meaning 1 and 0. */
+void
+ts_ref_layernorm(TsDtype dtype, const void *x, const void *gamma, const void *beta, double eps,
+                 double *y, gint64 rows, gint64 cols)
+{
+  g_return_if_fail(x != NULL && y != NULL && rows >= 0 && cols > 0);
+  for (gint64 r = 0; r < rows; r++) {
+    const gint64 base = r * cols;
+    double mean = 0.0;
+    for (gint64 c = 0; c < cols; c++)
+      mean += AT(x, base + c);
+    mean /= (double)cols;
+    /* Two passes: E[(x-mean)^2] rather than E[x^2]-mean^2, which cancels catastrophically when
+     * |mean| >> stddev (a row of 1e4 +- 1 loses every digit of its variance in f32). */
+    double var = 0.0;
+    for (gint64 c = 0; c < cols; c++) {
+      double d = AT(x, base + c) - mean;
+      var += d * d;
+    }
+    var /= (double)cols;
+    double inv = 1.0 / sqrt(var + eps);
+    for (gint64 c = 0; c < cols; c++) {
+      double g = gamma != NULL ? AT(gamma, c) : 1.0;
+      double b = beta != NULL ? AT(beta, c) : 0.0;
+      y[base + c] = (AT(x, base + c) - mean) * inv * g + b;
+    }
+  }
+}
+
+/* gamma may be NULL, meaning 1. */
+void
+ts_ref_rmsnorm(TsDtype dtype, const void *x, const void *gamma, double eps, double *y, gint64 rows,
+               gint64 cols)
+{
+  g_return_if_fail(x != NULL && y != NULL && rows >= 0 && cols > 0);
+  for (gint64 r = 0; r < rows; r++) {
+    const gint64 base = r * cols;
+    double ss = 0.0;
+    for (gint64 c = 0; c < cols; c++) {
+      double v = AT(x, base + c);
+      ss += v * v;
+    }
+    double inv = 1.0 / sqrt(ss / (double)cols + eps);
+    for (gint64 c = 0; c < cols; c++)
+      y[base + c] = AT(x, base + c) * inv * (gamma != NULL ? AT(gamma, c) : 1.0);
+  }
+}
+
+double
+ts_numerics_rel_error(TsDtype dtype, const void *out, const double *ref, gsize n,
+                      gsize *n_nonfinite)
+{
+  if (n_nonfinite != NULL)
+    *n_nonfinite = 0;
+  g_return_val_if_fail(out != NULL || n == 0, INFINITY);
+  g_return_val_if_fail(ref != NULL || n == 0, INFINITY);
+  g_return_val_if_fail(ts_numerics_elem_size(dtype) != 0, INFINITY);
+  gsize bad = 0;
+  double diff2 = 0.0, ref2 = 0.0, out2 = 0.0;
+  for (gsize i = 0; i < n; i++) {
+    double o = ts_numerics_get(dtype, out, i);
+    if (!isfinite(o)) {
+      bad++;
+      continue;
+    }
+    double d = o - ref[i];
+    diff2 += d * d;
+    ref2 += ref[i] * ref[i];
+    out2 += o * o;
+  }
+  if (n_nonfinite != NULL)
+    *n_nonfinite = bad;
+  if (bad > 0)
+    return INFINITY;
+  /* A non-finite reference cannot vouch for anything: fail rather than return NaN, which
+   * compares false against every tolerance and could read as a pass to a careless caller. */
+  if (!isfinite(diff2) || !isfinite(ref2))
+    return INFINITY;
+  if (ref2 == 0.0)
+    return sqrt(out2);
+  return sqrt(diff2) / sqrt(ref2);
+}
+
+double
+ts_numerics_tolerance(TsDtype dtype, const char *op)
+{
+  switch (dtype) {
+  case TS_DTYPE_F32:
+    return g_strcmp0(op, "gemm") == 0 ? 1e-4 : 1e-5;
+  case TS_DTYPE_BF16:
+    return 1e-2;
+  case TS_DTYPE_F16:
+    return 1e-3;
+  default:
+    return 1e-2;
+  }
+}
