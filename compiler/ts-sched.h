@@ -31,9 +31,9 @@
  * dict form; knobs in the order first declared; constraints re-printed with minimal parentheses.
  * parse(print(s)) equals s structurally, and print(parse(print(s))) == print(s).
  *
- * Errors (TS_SCHED_ERROR) report "line L, column C: message" followed by the source line and a
- * caret under the column, e.g.
- *   schedule:1:24: unknown knob 'wraps'; did you mean 'warps'?
+ * Errors (TS_SCHED_ERROR) report "schedule:LINE:COLUMN: message" (1-based, columns in bytes)
+ * followed by the source line and a caret under the column, e.g.
+ *   schedule:1:19: unknown knob 'wraps'; did you mean 'warps'?
  *     block(m=[64,128]).wraps([4,8])
  *                       ^
  */
