@@ -190,7 +190,14 @@ apply_method(Ctx *c, TsSchedSpace *space, const TsSchedMethod *m, const TsTok *n
     fail(c, name, TS_SCHED_ERROR_PARSE, error, "%s() needs a value", name->text);
     return FALSE;
   }
+  if (args->len > m->n) {
+    Arg *a = g_ptr_array_index(args, m->n);
+    fail(c, a->kw ? a->kw : a->at, TS_SCHED_ERROR_PARSE, error, "%s() takes at most %u argument%s",
+         name->text, m->n, m->n == 1 ? "" : "s");
+    return FALSE;
+  }
   GArray *slot[3] = {NULL, NULL, NULL};
+  guint order[3];
   guint positional = 0;
   gboolean seen_kw = FALSE;
   for (guint i = 0; i < args->len; i++) {
@@ -228,10 +235,11 @@ apply_method(Ctx *c, TsSchedSpace *space, const TsSchedMethod *m, const TsTok *n
       }
     }
     slot[k] = a->values;
+    order[i] = k;
   }
-  for (guint k = 0; k < m->n; k++)
-    if (slot[k])
-      ts__sched_space_set_knob_array(space, m->knob[k], g_array_ref(slot[k]));
+  /* Knobs are added in the order written: that order is the index order. */
+  for (guint i = 0; i < args->len; i++)
+    ts__sched_space_set_knob_array(space, m->knob[order[i]], g_array_ref(slot[order[i]]));
   return TRUE;
 }
 
