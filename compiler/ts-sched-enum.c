@@ -132,6 +132,24 @@ ts_sched_space_count_valid(const TsSchedSpace *space, const TsSchedEnv *env, gui
         plan->idx[d]++;
         continue;
       }
+      if (d == (int)plan->n - 1) {
+        /* The leaf level is where the time goes: a tight loop over its values. */
+        const gint64 *vals = plan->vals[d];
+        for (guint i = plan->idx[d]; i < plan->radix[d]; i++) {
+          plan->idx[d] = i;
+          plan->slots[d] = vals[i];
+          int ok = ts__sched_plan_check_depth(plan, d, error);
+          if (ok < 0)
+            return FALSE;
+          if (__builtin_add_overflow(total, (guint64)ok, &total)) {
+            g_set_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EVAL,
+                        "schedule: the number of valid points overflows 64 bits");
+            return FALSE;
+          }
+        }
+        plan->idx[d] = plan->radix[d];
+        continue;
+      }
       ts__sched_plan_bind(plan, (guint)d, plan->idx[d]);
       int ok = ts__sched_plan_check_depth(plan, d, error);
       if (ok < 0)

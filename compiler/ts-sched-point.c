@@ -84,6 +84,13 @@ ts__sched_point_append(TsSchedPoint *point, const char *name, TsSchedValue v)
   g_array_append_val(point->knobs, nk);
 }
 
+void
+ts__sched_point_push_interned(TsSchedPoint *point, const char *name, TsSchedValue v)
+{
+  PKnob nk = {name, v};
+  g_array_append_val(point->knobs, nk);
+}
+
 static int
 canon_cmp(gconstpointer pa, gconstpointer pb)
 {

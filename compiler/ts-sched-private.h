@@ -215,6 +215,9 @@ void ts__sched_print_knobs(GString *s, const TsKnobView *knobs, guint n);
 /* ---- points ---- */
 TsSchedPoint *ts__sched_point_new_sized(guint n);
 void ts__sched_point_append(TsSchedPoint *point, const char *name, TsSchedValue v);
+/* Appends a knob the point does not have yet; name and string value already interned (the
+ * enumeration hot path: no lookup, no interning lock). */
+void ts__sched_point_push_interned(TsSchedPoint *point, const char *name, TsSchedValue v);
 /* NULL when the point lacks the knob. */
 const TsSchedValue *ts__sched_point_lookup(const TsSchedPoint *point, const char *name);
 

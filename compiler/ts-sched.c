@@ -373,7 +373,7 @@ ts_sched_space_point_at(const TsSchedSpace *space, guint64 index)
   TsSchedPoint *p = ts__sched_point_new_sized(n);
   for (guint i = 0; i < n; i++) {
     const TsKnob *k = g_ptr_array_index(space->knobs, i);
-    ts__sched_point_append(p, k->name, g_array_index(k->values, TsSchedValue, digit[i]));
+    ts__sched_point_push_interned(p, k->name, g_array_index(k->values, TsSchedValue, digit[i]));
   }
   return p;
 }
