@@ -134,9 +134,11 @@ compile(Compiler *c, const TsExpr *e, TsSchedKind *kind, GError **error)
     code_at(c, jump)->target = (gint32)c->prog->code->len;
     return TRUE;
   }
-  gint32 op = e->kind == TS_EX_NEG ? C_NEG : e->kind == TS_EX_NOT ? C_NOT
-            : e->kind == TS_EX_MIN ? C_MIN : e->kind == TS_EX_MAX ? C_MAX
-            : C_BIN + (gint32)e->op;
+  gint32 op = e->kind == TS_EX_NEG   ? C_NEG
+              : e->kind == TS_EX_NOT ? C_NOT
+              : e->kind == TS_EX_MIN ? C_MIN
+              : e->kind == TS_EX_MAX ? C_MAX
+                                     : C_BIN + (gint32)e->op;
   guint len = c->prog->code->len - start;
   if (len == (e->b ? 2u : 1u) && code_at(c, start)->op == C_CONST &&
       code_at(c, c->prog->code->len - 1)->op == C_CONST) {

@@ -10,9 +10,10 @@ const char *
 ts__sched_op_text(TsExOp op)
 {
   static const char *const text[] = {
-    [TS_OP_MUL] = "*", [TS_OP_DIV] = "/", [TS_OP_MOD] = "%",  [TS_OP_ADD] = "+", [TS_OP_SUB] = "-",
-    [TS_OP_LT] = "<",  [TS_OP_LE] = "<=", [TS_OP_GT] = ">",   [TS_OP_GE] = ">=", [TS_OP_EQ] = "==",
-    [TS_OP_NE] = "!=", [TS_OP_AND] = "&&", [TS_OP_OR] = "||",
+      [TS_OP_MUL] = "*", [TS_OP_DIV] = "/", [TS_OP_MOD] = "%", [TS_OP_ADD] = "+",
+      [TS_OP_SUB] = "-", [TS_OP_LT] = "<",  [TS_OP_LE] = "<=", [TS_OP_GT] = ">",
+      [TS_OP_GE] = ">=", [TS_OP_EQ] = "==", [TS_OP_NE] = "!=", [TS_OP_AND] = "&&",
+      [TS_OP_OR] = "||",
   };
   return text[op];
 }
@@ -209,13 +210,18 @@ binop_here(const TsParser *p, int prec)
   const TsTok *t = ts__sched_peek(p, 0);
   switch (prec) {
   case 6:
-    return t->kind == TS_TOK_STAR ? TS_OP_MUL : t->kind == TS_TOK_SLASH ? TS_OP_DIV
-         : t->kind == TS_TOK_PERCENT ? TS_OP_MOD : -1;
+    return t->kind == TS_TOK_STAR      ? TS_OP_MUL
+           : t->kind == TS_TOK_SLASH   ? TS_OP_DIV
+           : t->kind == TS_TOK_PERCENT ? TS_OP_MOD
+                                       : -1;
   case 5:
     return t->kind == TS_TOK_PLUS ? TS_OP_ADD : t->kind == TS_TOK_MINUS ? TS_OP_SUB : -1;
   case 4:
-    return t->kind == TS_TOK_LT ? TS_OP_LT : t->kind == TS_TOK_LE ? TS_OP_LE
-         : t->kind == TS_TOK_GT ? TS_OP_GT : t->kind == TS_TOK_GE ? TS_OP_GE : -1;
+    return t->kind == TS_TOK_LT   ? TS_OP_LT
+           : t->kind == TS_TOK_LE ? TS_OP_LE
+           : t->kind == TS_TOK_GT ? TS_OP_GT
+           : t->kind == TS_TOK_GE ? TS_OP_GE
+                                  : -1;
   case 3:
     return t->kind == TS_TOK_EQ ? TS_OP_EQ : t->kind == TS_TOK_NE ? TS_OP_NE : -1;
   case 2:
@@ -355,9 +361,11 @@ check(const CheckCtx *c, const TsExpr *e, TsSchedKind *kind, gboolean *is_const,
     if (ka == TS_SCHED_STR)
       return TRUE;
   } else if (ka == TS_SCHED_STR || kb == TS_SCHED_STR) {
-    const char *what = e->kind == TS_EX_NEG ? "-" : e->kind == TS_EX_NOT ? "!"
-                     : e->kind == TS_EX_MIN ? "min" : e->kind == TS_EX_MAX ? "max"
-                     : ts__sched_op_text(e->op);
+    const char *what = e->kind == TS_EX_NEG   ? "-"
+                       : e->kind == TS_EX_NOT ? "!"
+                       : e->kind == TS_EX_MIN ? "min"
+                       : e->kind == TS_EX_MAX ? "max"
+                                              : ts__sched_op_text(e->op);
     ts__sched_error_at(error, TS_SCHED_ERROR_TYPE, c->src, e->line, e->col,
                        "string operand of '%s' (strings only compare with == and !=)", what);
     return FALSE;

@@ -5,19 +5,23 @@
 
 #include <string.h>
 
-G_DEFINE_QUARK(ts-sched-error-quark, ts_sched_error)
+GQuark
+ts_sched_error_quark(void)
+{
+  return g_quark_from_static_string("ts-sched-error-quark");
+}
 
 /* Canonical method order: this order is also the canonical knob order of points, so that a
  * point's text (and so its hash) does not depend on how it was written. */
 const TsSchedMethod ts__sched_methods[] = {
-  {"block", 3, {"BM", "BN", "BK"}, {"m", "n", "k"}},
-  {"micro", 2, {"MR", "NR"}, {"m", "n"}},
-  {"warps", 1, {"warps"}, {NULL}},
-  {"stages", 1, {"stages"}, {NULL}},
-  {"vector", 1, {"vector"}, {NULL}},
-  {"swizzle", 1, {"swizzle"}, {NULL}},
-  {"threads", 1, {"threads"}, {NULL}},
-  {"unroll", 1, {"unroll"}, {NULL}},
+    {"block", 3, {"BM", "BN", "BK"}, {"m", "n", "k"}},
+    {"micro", 2, {"MR", "NR"}, {"m", "n"}},
+    {"warps", 1, {"warps"}, {NULL}},
+    {"stages", 1, {"stages"}, {NULL}},
+    {"vector", 1, {"vector"}, {NULL}},
+    {"swizzle", 1, {"swizzle"}, {NULL}},
+    {"threads", 1, {"threads"}, {NULL}},
+    {"unroll", 1, {"unroll"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 
@@ -165,8 +169,8 @@ ts__sched_lex(TsParser *p, const char *src, GError **error)
       gboolean big = FALSE;
       while (g_ascii_isdigit(*s)) {
         /* 2^63 itself is allowed so that the most negative int64 can be written. */
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (guint64)(*s - '0'), &v) ||
-            v > (guint64)G_MAXINT64 + 1)
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (guint64)(*s - '0'), &v) || v > (guint64)G_MAXINT64 + 1)
           big = TRUE;
         s++;
       }
@@ -205,12 +209,12 @@ ts__sched_lex(TsParser *p, const char *src, GError **error)
         const char *text;
         TsTokKind kind;
       } punct[] = {
-        {"<=", TS_TOK_LE},     {">=", TS_TOK_GE},     {"==", TS_TOK_EQ},     {"!=", TS_TOK_NE},
-        {"&&", TS_TOK_ANDAND}, {"||", TS_TOK_OROR},   {"(", TS_TOK_LPAREN},  {")", TS_TOK_RPAREN},
-        {"[", TS_TOK_LBRACK},  {"]", TS_TOK_RBRACK},  {",", TS_TOK_COMMA},   {".", TS_TOK_DOT},
-        {"=", TS_TOK_ASSIGN},  {";", TS_TOK_SEMI},    {"+", TS_TOK_PLUS},    {"-", TS_TOK_MINUS},
-        {"*", TS_TOK_STAR},    {"/", TS_TOK_SLASH},   {"%", TS_TOK_PERCENT}, {"<", TS_TOK_LT},
-        {">", TS_TOK_GT},      {"!", TS_TOK_BANG},
+          {"<=", TS_TOK_LE},     {">=", TS_TOK_GE},    {"==", TS_TOK_EQ},     {"!=", TS_TOK_NE},
+          {"&&", TS_TOK_ANDAND}, {"||", TS_TOK_OROR},  {"(", TS_TOK_LPAREN},  {")", TS_TOK_RPAREN},
+          {"[", TS_TOK_LBRACK},  {"]", TS_TOK_RBRACK}, {",", TS_TOK_COMMA},   {".", TS_TOK_DOT},
+          {"=", TS_TOK_ASSIGN},  {";", TS_TOK_SEMI},   {"+", TS_TOK_PLUS},    {"-", TS_TOK_MINUS},
+          {"*", TS_TOK_STAR},    {"/", TS_TOK_SLASH},  {"%", TS_TOK_PERCENT}, {"<", TS_TOK_LT},
+          {">", TS_TOK_GT},      {"!", TS_TOK_BANG},
       };
       guint k;
       for (k = 0; k < G_N_ELEMENTS(punct); k++)
@@ -218,8 +222,8 @@ ts__sched_lex(TsParser *p, const char *src, GError **error)
           break;
       if (k == G_N_ELEMENTS(punct)) {
         if ((guchar)c < 0x20 || (guchar)c >= 0x7f)
-          ts__sched_error_at(error, TS_SCHED_ERROR_PARSE, src, line, col,
-                             "unexpected byte 0x%02x", (guchar)c);
+          ts__sched_error_at(error, TS_SCHED_ERROR_PARSE, src, line, col, "unexpected byte 0x%02x",
+                             (guchar)c);
         else
           ts__sched_error_at(error, TS_SCHED_ERROR_PARSE, src, line, col,
                              "unexpected character '%c'", c);
@@ -260,12 +264,12 @@ const char *
 ts__sched_tok_describe(const TsTok *t, char *buf, gsize size)
 {
   static const char *const names[] = {
-    [TS_TOK_LPAREN] = "(",  [TS_TOK_RPAREN] = ")",  [TS_TOK_LBRACK] = "[",  [TS_TOK_RBRACK] = "]",
-    [TS_TOK_COMMA] = ",",   [TS_TOK_DOT] = ".",     [TS_TOK_ASSIGN] = "=",  [TS_TOK_SEMI] = ";",
-    [TS_TOK_PLUS] = "+",    [TS_TOK_MINUS] = "-",   [TS_TOK_STAR] = "*",    [TS_TOK_SLASH] = "/",
-    [TS_TOK_PERCENT] = "%", [TS_TOK_LT] = "<",      [TS_TOK_LE] = "<=",     [TS_TOK_GT] = ">",
-    [TS_TOK_GE] = ">=",     [TS_TOK_EQ] = "==",     [TS_TOK_NE] = "!=",     [TS_TOK_ANDAND] = "&&",
-    [TS_TOK_OROR] = "||",   [TS_TOK_BANG] = "!",
+      [TS_TOK_LPAREN] = "(",  [TS_TOK_RPAREN] = ")", [TS_TOK_LBRACK] = "[", [TS_TOK_RBRACK] = "]",
+      [TS_TOK_COMMA] = ",",   [TS_TOK_DOT] = ".",    [TS_TOK_ASSIGN] = "=", [TS_TOK_SEMI] = ";",
+      [TS_TOK_PLUS] = "+",    [TS_TOK_MINUS] = "-",  [TS_TOK_STAR] = "*",   [TS_TOK_SLASH] = "/",
+      [TS_TOK_PERCENT] = "%", [TS_TOK_LT] = "<",     [TS_TOK_LE] = "<=",    [TS_TOK_GT] = ">",
+      [TS_TOK_GE] = ">=",     [TS_TOK_EQ] = "==",    [TS_TOK_NE] = "!=",    [TS_TOK_ANDAND] = "&&",
+      [TS_TOK_OROR] = "||",   [TS_TOK_BANG] = "!",
   };
   switch (t->kind) {
   case TS_TOK_EOF:

@@ -25,9 +25,8 @@ arg_free(gpointer data)
   g_free(a);
 }
 
-static void
-fail(Ctx *c, const TsTok *t, TsSchedError code, GError **error, const char *fmt, ...)
-  G_GNUC_PRINTF(5, 6);
+static void fail(Ctx *c, const TsTok *t, TsSchedError code, GError **error, const char *fmt, ...)
+    G_GNUC_PRINTF(5, 6);
 
 static void
 fail(Ctx *c, const TsTok *t, TsSchedError code, GError **error, const char *fmt, ...)
@@ -222,7 +221,8 @@ apply_method(Ctx *c, TsSchedSpace *space, const TsSchedMethod *m, const TsTok *n
       if (k == m->n) {
         GString *known = g_string_new(NULL);
         for (guint j = 0; j < m->n && m->arg[j]; j++)
-          g_string_append_printf(known, "%s%s", j ? (j + 1 == m->n ? " or " : ", ") : "", m->arg[j]);
+          g_string_append_printf(known, "%s%s", j ? (j + 1 == m->n ? " or " : ", ") : "",
+                                 m->arg[j]);
         fail(c, a->kw, TS_SCHED_ERROR_UNKNOWN_KNOB, error, "unknown argument '%s' of %s()%s%s",
              a->kw->text, m->method, known->len ? "; expected " : " (it takes one value list)",
              known->str);

@@ -225,14 +225,14 @@ const TsSchedValue *ts__sched_point_lookup(const TsSchedPoint *point, const char
 typedef struct _TsSchedPlan TsSchedPlan;
 struct _TsSchedPlan {
   const TsSchedSpace *space;
-  guint n;          /* knobs */
-  guint *radix;     /* values per knob */
-  gint64 **vals;    /* per knob: ints, or interned string pointers cast to gint64 */
-  GPtrArray **at;   /* at[d + 1]: programs checked once knob d is bound (at[0]: env only) */
-  int last_depth;   /* deepest knob any constraint reads, -1 if none */
-  guint64 *suffix;  /* suffix[d]: product of radix[d..n-1], saturating at G_MAXUINT64 */
-  gint64 *slots;    /* current knob values */
-  guint *idx;       /* current value indices */
+  guint n;         /* knobs */
+  guint *radix;    /* values per knob */
+  gint64 **vals;   /* per knob: ints, or interned string pointers cast to gint64 */
+  GPtrArray **at;  /* at[d + 1]: programs checked once knob d is bound (at[0]: env only) */
+  int last_depth;  /* deepest knob any constraint reads, -1 if none */
+  guint64 *suffix; /* suffix[d]: product of radix[d..n-1], saturating at G_MAXUINT64 */
+  gint64 *slots;   /* current knob values */
+  guint *idx;      /* current value indices */
 };
 
 TsSchedPlan *ts__sched_plan_new(const TsSchedSpace *space, const TsSchedEnv *env, GError **error);

@@ -30,7 +30,8 @@ void
 ts_sched_env_set(TsSchedEnv *env, const char *name, gint64 value)
 {
   g_return_if_fail(env && name);
-  g_hash_table_replace(env->values, (gpointer)g_intern_string(name), g_memdup2(&value, sizeof value));
+  g_hash_table_replace(env->values, (gpointer)g_intern_string(name),
+                       g_memdup2(&value, sizeof value));
 }
 
 gboolean

@@ -56,50 +56,50 @@ static const struct {
   const char *input;
   const char *printed; /* expected canonical text, or NULL to check the round trip only */
 } round_trips[] = {
-  {"block(m=[64,128], n=[64,128], k=[64]).warps([4,8]).stages([2,3]).vector([4,8])",
-   "block(m=[64,128], n=[64,128], k=64).warps([4,8]).stages([2,3]).vector([4,8])"},
-  {"space=dict(BM=[128,256], stages=[2,3])", "block(m=[128,256]).stages([2,3])"},
-  {"dict(BM=[64,128], BN=[64,96,128], BD=[64,128], warps=[4,8], stages=[2,3], vector=[4,8])",
-   "dict(BM=[64,128], BN=[64,96,128], BD=[64,128], warps=[4,8], stages=[2,3], vector=[4,8])"},
-  {"dict(BLOCK_M=[64, 128], BLOCK_N=[64, 128], num_warps=[4, 8], num_stages=[2, 3])", NULL},
-  {"block(m=[64,128], n=[64,96,128], k=[64]).warps([4,8]).stages([2,3])\n"
-   "  .vector([4,8]).swizzle([\"none\",\"xor\"])",
-   "block(m=[64,128], n=[64,96,128], k=64).warps([4,8]).stages([2,3]).vector([4,8])"
-   ".swizzle([\"none\",\"xor\"])"},
-  {"block(m=128,n=128,k=64).warps(8).stages(3)", "block(m=128, n=128, k=64).warps(8).stages(3)"},
-  {"block(128, 64).micro(m=[4,8], n=[4,8]).threads([128,256]).unroll([1,2,4])",
-   "block(m=128, n=64).micro(m=[4,8], n=[4,8]).threads([128,256]).unroll([1,2,4])"},
-  {"block(n=[64,128], m=[32,64])", "block(n=[64,128], m=[32,64])"},
-  {"warps([4,8]).block(m=64).stages(2)", "warps([4,8]).block(m=64).stages(2)"},
-  /* stages between two block knobs: chained form would reorder knobs, so dict form. */
-  {"dict(BM=[1,2], stages=[2,3], BN=[4,8])", "dict(BM=[1,2], stages=[2,3], BN=[4,8])"},
-  {"block(m=[64,128], k=[32,64]).stages([2,3,4])\n"
-   "  .where(BM*BK*stages*2 <= 232448, M % BM == 0)",
-   "block(m=[64,128], k=[32,64]).stages([2,3,4]).where(BM * BK * stages * 2 <= 232448, "
-   "M % BM == 0)"},
-  {"block(m=[64,128]).vector([2,4,8]).swizzle([\"none\",\"xor\"])"
-   ".where(swizzle != \"xor\" || vector >= 4, (BM + 1) * 2 - -3 > 0 and not (BM == 3))",
-   "block(m=[64,128]).vector([2,4,8]).swizzle([\"none\",\"xor\"]).where(swizzle != \"xor\" || "
-   "vector >= 4, (BM + 1) * 2 - -3 > 0 && !(BM == 3))"},
-  {"dict(a=[1,2]).where(a - (a - 1) > 0, (a - a) - 1 < 0, a / (2 * a) == 0, -(a + 1) < 0, "
-   "!!a, min(a, max(1, a % 2)) >= 1, a < 2 == 1, a || a && a, (a || a) && a)",
-   "dict(a=[1,2]).where(a - (a - 1) > 0, a - a - 1 < 0, a / (2 * a) == 0, -(a + 1) < 0, !!a, "
-   "min(a, max(1, a % 2)) >= 1, a < 2 == 1, a || a && a, (a || a) && a)"},
-  {"dict(x=[-9223372036854775808, 9223372036854775807, 0]).where(x > -9223372036854775808)",
-   NULL},
-  {"dict(s=[\"a\\\"b\", \"c\\\\d\"], t=1)", "dict(s=[\"a\\\"b\",\"c\\\\d\"], t=1)"},
-  {"# a comment line\nblock(m=[64,128]) # trailing comment\n  .warps([4,8])",
-   "block(m=[64,128]).warps([4,8])"},
-  {"base = block(m=128,n=128,k=64).warps(8).stages(3)\nbase.with_block(64,64).with_warps(4)",
-   "block(m=64, n=64, k=64).warps(4).stages(3)"},
-  {"base = block(m=128,n=128,k=64).warps(8); small = base.with_block(64, 64, 32); "
-   "small.warps([2,4]).where(BM * BN >= 4096)",
-   "block(m=64, n=64, k=32).warps([2,4]).where(BM * BN >= 4096)"},
-  {"a = dict(x=[1,2,3])\nb = a.where(x > 1)\nb.unroll([1,2])",
-   "dict(x=[1,2,3], unroll=[1,2]).where(x > 1)"},
-  {"block(m=64).warps(4).warps([8,16])", "block(m=64).warps([8,16])"},
-  {"dict()", "dict()"},
-  {"block(m=[64,128],).warps([4,8,],)", "block(m=[64,128]).warps([4,8])"},
+    {"block(m=[64,128], n=[64,128], k=[64]).warps([4,8]).stages([2,3]).vector([4,8])",
+     "block(m=[64,128], n=[64,128], k=64).warps([4,8]).stages([2,3]).vector([4,8])"},
+    {"space=dict(BM=[128,256], stages=[2,3])", "block(m=[128,256]).stages([2,3])"},
+    {"dict(BM=[64,128], BN=[64,96,128], BD=[64,128], warps=[4,8], stages=[2,3], vector=[4,8])",
+     "dict(BM=[64,128], BN=[64,96,128], BD=[64,128], warps=[4,8], stages=[2,3], vector=[4,8])"},
+    {"dict(BLOCK_M=[64, 128], BLOCK_N=[64, 128], num_warps=[4, 8], num_stages=[2, 3])", NULL},
+    {"block(m=[64,128], n=[64,96,128], k=[64]).warps([4,8]).stages([2,3])\n"
+     "  .vector([4,8]).swizzle([\"none\",\"xor\"])",
+     "block(m=[64,128], n=[64,96,128], k=64).warps([4,8]).stages([2,3]).vector([4,8])"
+     ".swizzle([\"none\",\"xor\"])"},
+    {"block(m=128,n=128,k=64).warps(8).stages(3)", "block(m=128, n=128, k=64).warps(8).stages(3)"},
+    {"block(128, 64).micro(m=[4,8], n=[4,8]).threads([128,256]).unroll([1,2,4])",
+     "block(m=128, n=64).micro(m=[4,8], n=[4,8]).threads([128,256]).unroll([1,2,4])"},
+    {"block(n=[64,128], m=[32,64])", "block(n=[64,128], m=[32,64])"},
+    {"warps([4,8]).block(m=64).stages(2)", "warps([4,8]).block(m=64).stages(2)"},
+    /* stages between two block knobs: chained form would reorder knobs, so dict form. */
+    {"dict(BM=[1,2], stages=[2,3], BN=[4,8])", "dict(BM=[1,2], stages=[2,3], BN=[4,8])"},
+    {"block(m=[64,128], k=[32,64]).stages([2,3,4])\n"
+     "  .where(BM*BK*stages*2 <= 232448, M % BM == 0)",
+     "block(m=[64,128], k=[32,64]).stages([2,3,4]).where(BM * BK * stages * 2 <= 232448, "
+     "M % BM == 0)"},
+    {"block(m=[64,128]).vector([2,4,8]).swizzle([\"none\",\"xor\"])"
+     ".where(swizzle != \"xor\" || vector >= 4, (BM + 1) * 2 - -3 > 0 and not (BM == 3))",
+     "block(m=[64,128]).vector([2,4,8]).swizzle([\"none\",\"xor\"]).where(swizzle != \"xor\" || "
+     "vector >= 4, (BM + 1) * 2 - -3 > 0 && !(BM == 3))"},
+    {"dict(a=[1,2]).where(a - (a - 1) > 0, (a - a) - 1 < 0, a / (2 * a) == 0, -(a + 1) < 0, "
+     "!!a, min(a, max(1, a % 2)) >= 1, a < 2 == 1, a || a && a, (a || a) && a)",
+     "dict(a=[1,2]).where(a - (a - 1) > 0, a - a - 1 < 0, a / (2 * a) == 0, -(a + 1) < 0, !!a, "
+     "min(a, max(1, a % 2)) >= 1, a < 2 == 1, a || a && a, (a || a) && a)"},
+    {"dict(x=[-9223372036854775808, 9223372036854775807, 0]).where(x > -9223372036854775808)",
+     NULL},
+    {"dict(s=[\"a\\\"b\", \"c\\\\d\"], t=1)", "dict(s=[\"a\\\"b\",\"c\\\\d\"], t=1)"},
+    {"# a comment line\nblock(m=[64,128]) # trailing comment\n  .warps([4,8])",
+     "block(m=[64,128]).warps([4,8])"},
+    {"base = block(m=128,n=128,k=64).warps(8).stages(3)\nbase.with_block(64,64).with_warps(4)",
+     "block(m=64, n=64, k=64).warps(4).stages(3)"},
+    {"base = block(m=128,n=128,k=64).warps(8); small = base.with_block(64, 64, 32); "
+     "small.warps([2,4]).where(BM * BN >= 4096)",
+     "block(m=64, n=64, k=32).warps([2,4]).where(BM * BN >= 4096)"},
+    {"a = dict(x=[1,2,3])\nb = a.where(x > 1)\nb.unroll([1,2])",
+     "dict(x=[1,2,3], unroll=[1,2]).where(x > 1)"},
+    {"block(m=64).warps(4).warps([8,16])", "block(m=64).warps([8,16])"},
+    {"dict()", "dict()"},
+    {"block(m=[64,128],).warps([4,8,],)", "block(m=[64,128]).warps([4,8])"},
 };
 
 static void
@@ -124,55 +124,55 @@ static const struct {
   int line, col;
   const char *substring;
 } parse_errors[] = {
-  {"block(m=[64,128]", TS_SCHED_ERROR_PARSE, 1, 17, "unbalanced parentheses"},
-  {"block(m=[64,128)", TS_SCHED_ERROR_PARSE, 1, 16, "unbalanced brackets"},
-  {"block(m=[64,128]))", TS_SCHED_ERROR_PARSE, 1, 18, "unbalanced parentheses"},
-  {"warps([4,8", TS_SCHED_ERROR_PARSE, 1, 11, "unbalanced brackets"},
-  {"block(m=[64,\n  128).warps(4)", TS_SCHED_ERROR_PARSE, 2, 6, "unbalanced brackets"},
-  {"block(m=64).where((BM > 1)", TS_SCHED_ERROR_PARSE, 1, 27, "unbalanced"},
-  {"block(m=[])", TS_SCHED_ERROR_PARSE, 1, 9, "empty list"},
-  {"block(m=[64]).wraps([4,8])", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 15, "did you mean 'warps'?"},
-  {"block(m=[64]).stagse([2])", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 15, "did you mean 'stages'?"},
-  {"block(m=64).with_wraps(4)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 13, "did you mean 'with_warps'?"},
-  {"blok(m=64)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 1, "did you mean 'block'?"},
-  {"block(m=64).frobnicate(3)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 13, "unknown knob 'frobnicate'"},
-  {"base = block(m=64)\nbase.wraps(4)", TS_SCHED_ERROR_UNKNOWN_KNOB, 2, 6, "'warps'"},
-  {"block(q=64)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 7, "unknown argument 'q' of block()"},
-  {"micro(m=4, k=4)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 12, "unknown argument 'k' of micro()"},
-  {"dict(a=[1,\"x\"])", TS_SCHED_ERROR_TYPE, 1, 11, "mixes integers and strings"},
-  {"swizzle([\"xor\", 4])", TS_SCHED_ERROR_TYPE, 1, 17, "mixes integers and strings"},
-  {"warps([4,8,4])", TS_SCHED_ERROR_PARSE, 1, 12, "duplicate value 4"},
-  {"swizzle([\"a\",\"a\"])", TS_SCHED_ERROR_PARSE, 1, 14, "duplicate value \"a\""},
-  {"dict(a=99999999999999999999)", TS_SCHED_ERROR_PARSE, 1, 8, "number too large"},
-  {"block(m=9223372036854775808)", TS_SCHED_ERROR_PARSE, 1, 9, "number too large"},
-  {"block(m=64).where(BM < 9223372036854775808)", TS_SCHED_ERROR_PARSE, 1, 24, "too large"},
-  {"block(m=64) x", TS_SCHED_ERROR_PARSE, 1, 13, "trailing garbage"},
-  {"block(m=64).warps(4) stages(2)", TS_SCHED_ERROR_PARSE, 1, 22, "trailing garbage"},
-  {"dict(BM=[1], BN=[2], BM=[3])", TS_SCHED_ERROR_PARSE, 1, 22, "duplicate key 'BM'"},
-  {"block(m=1, m=2)", TS_SCHED_ERROR_PARSE, 1, 12, "given twice"},
-  {"dict(64)", TS_SCHED_ERROR_PARSE, 1, 6, "name=values"},
-  {"block(m=64).where(BM / 0 > 1)", TS_SCHED_ERROR_EVAL, 1, 22, "division by zero"},
-  {"block(m=64).where(BM % (2 - 2) == 0)", TS_SCHED_ERROR_EVAL, 1, 22, "division by zero"},
-  {"block(m=64).where(BM < 9223372036854775807 + 1)", TS_SCHED_ERROR_EVAL, 1, 44, "overflow"},
-  {"block(m=64).where(BM < -(-9223372036854775808))", TS_SCHED_ERROR_EVAL, 1, 24, "overflow"},
-  {"block(m=64).where(swizzle + 1 > 0).swizzle(\"xor\")", TS_SCHED_ERROR_TYPE, 1, 27,
-   "string operand of '+'"},
-  {"block(m=64).where(BM == \"x\")", TS_SCHED_ERROR_TYPE, 1, 22, "compare a string"},
-  {"block(m=64).where(\"x\")", TS_SCHED_ERROR_TYPE, 1, 19, "not a string"},
-  {"warps(4).where(BM >)", TS_SCHED_ERROR_PARSE, 1, 20, "expected a number"},
-  {"warps(4).where(foo(3) > 1)", TS_SCHED_ERROR_PARSE, 1, 16, "unknown function 'foo'"},
-  {"", TS_SCHED_ERROR_PARSE, 1, 1, "empty schedule"},
-  {"  # only a comment\n", TS_SCHED_ERROR_PARSE, 2, 1, "empty schedule"},
-  {"warps(\"abc)", TS_SCHED_ERROR_PARSE, 1, 7, "unterminated string"},
-  {"base.with_warps(4)", TS_SCHED_ERROR_PARSE, 1, 1, "unknown schedule 'base'"},
-  {"bse = warps(4)\nbase.with_warps(8)", TS_SCHED_ERROR_PARSE, 2, 1, "did you mean 'bse'?"},
-  {"block(m=64) @", TS_SCHED_ERROR_PARSE, 1, 13, "unexpected character '@'"},
-  {"warps(4x)", TS_SCHED_ERROR_PARSE, 1, 8, "after a number"},
-  {"warps()", TS_SCHED_ERROR_PARSE, 1, 1, "needs a value"},
-  {"warps(4, 8)", TS_SCHED_ERROR_PARSE, 1, 10, "at most 1 argument"},
-  {"block(m=4, 8)", TS_SCHED_ERROR_PARSE, 1, 12, "positional argument after"},
-  {"warps(m=4)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 7, "unknown argument 'm' of warps()"},
-  {"= warps(4)", TS_SCHED_ERROR_PARSE, 1, 1, "expected a schedule"},
+    {"block(m=[64,128]", TS_SCHED_ERROR_PARSE, 1, 17, "unbalanced parentheses"},
+    {"block(m=[64,128)", TS_SCHED_ERROR_PARSE, 1, 16, "unbalanced brackets"},
+    {"block(m=[64,128]))", TS_SCHED_ERROR_PARSE, 1, 18, "unbalanced parentheses"},
+    {"warps([4,8", TS_SCHED_ERROR_PARSE, 1, 11, "unbalanced brackets"},
+    {"block(m=[64,\n  128).warps(4)", TS_SCHED_ERROR_PARSE, 2, 6, "unbalanced brackets"},
+    {"block(m=64).where((BM > 1)", TS_SCHED_ERROR_PARSE, 1, 27, "unbalanced"},
+    {"block(m=[])", TS_SCHED_ERROR_PARSE, 1, 9, "empty list"},
+    {"block(m=[64]).wraps([4,8])", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 15, "did you mean 'warps'?"},
+    {"block(m=[64]).stagse([2])", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 15, "did you mean 'stages'?"},
+    {"block(m=64).with_wraps(4)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 13, "did you mean 'with_warps'?"},
+    {"blok(m=64)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 1, "did you mean 'block'?"},
+    {"block(m=64).frobnicate(3)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 13, "unknown knob 'frobnicate'"},
+    {"base = block(m=64)\nbase.wraps(4)", TS_SCHED_ERROR_UNKNOWN_KNOB, 2, 6, "'warps'"},
+    {"block(q=64)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 7, "unknown argument 'q' of block()"},
+    {"micro(m=4, k=4)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 12, "unknown argument 'k' of micro()"},
+    {"dict(a=[1,\"x\"])", TS_SCHED_ERROR_TYPE, 1, 11, "mixes integers and strings"},
+    {"swizzle([\"xor\", 4])", TS_SCHED_ERROR_TYPE, 1, 17, "mixes integers and strings"},
+    {"warps([4,8,4])", TS_SCHED_ERROR_PARSE, 1, 12, "duplicate value 4"},
+    {"swizzle([\"a\",\"a\"])", TS_SCHED_ERROR_PARSE, 1, 14, "duplicate value \"a\""},
+    {"dict(a=99999999999999999999)", TS_SCHED_ERROR_PARSE, 1, 8, "number too large"},
+    {"block(m=9223372036854775808)", TS_SCHED_ERROR_PARSE, 1, 9, "number too large"},
+    {"block(m=64).where(BM < 9223372036854775808)", TS_SCHED_ERROR_PARSE, 1, 24, "too large"},
+    {"block(m=64) x", TS_SCHED_ERROR_PARSE, 1, 13, "trailing garbage"},
+    {"block(m=64).warps(4) stages(2)", TS_SCHED_ERROR_PARSE, 1, 22, "trailing garbage"},
+    {"dict(BM=[1], BN=[2], BM=[3])", TS_SCHED_ERROR_PARSE, 1, 22, "duplicate key 'BM'"},
+    {"block(m=1, m=2)", TS_SCHED_ERROR_PARSE, 1, 12, "given twice"},
+    {"dict(64)", TS_SCHED_ERROR_PARSE, 1, 6, "name=values"},
+    {"block(m=64).where(BM / 0 > 1)", TS_SCHED_ERROR_EVAL, 1, 22, "division by zero"},
+    {"block(m=64).where(BM % (2 - 2) == 0)", TS_SCHED_ERROR_EVAL, 1, 22, "division by zero"},
+    {"block(m=64).where(BM < 9223372036854775807 + 1)", TS_SCHED_ERROR_EVAL, 1, 44, "overflow"},
+    {"block(m=64).where(BM < -(-9223372036854775808))", TS_SCHED_ERROR_EVAL, 1, 24, "overflow"},
+    {"block(m=64).where(swizzle + 1 > 0).swizzle(\"xor\")", TS_SCHED_ERROR_TYPE, 1, 27,
+     "string operand of '+'"},
+    {"block(m=64).where(BM == \"x\")", TS_SCHED_ERROR_TYPE, 1, 22, "compare a string"},
+    {"block(m=64).where(\"x\")", TS_SCHED_ERROR_TYPE, 1, 19, "not a string"},
+    {"warps(4).where(BM >)", TS_SCHED_ERROR_PARSE, 1, 20, "expected a number"},
+    {"warps(4).where(foo(3) > 1)", TS_SCHED_ERROR_PARSE, 1, 16, "unknown function 'foo'"},
+    {"", TS_SCHED_ERROR_PARSE, 1, 1, "empty schedule"},
+    {"  # only a comment\n", TS_SCHED_ERROR_PARSE, 2, 1, "empty schedule"},
+    {"warps(\"abc)", TS_SCHED_ERROR_PARSE, 1, 7, "unterminated string"},
+    {"base.with_warps(4)", TS_SCHED_ERROR_PARSE, 1, 1, "unknown schedule 'base'"},
+    {"bse = warps(4)\nbase.with_warps(8)", TS_SCHED_ERROR_PARSE, 2, 1, "did you mean 'bse'?"},
+    {"block(m=64) @", TS_SCHED_ERROR_PARSE, 1, 13, "unexpected character '@'"},
+    {"warps(4x)", TS_SCHED_ERROR_PARSE, 1, 8, "after a number"},
+    {"warps()", TS_SCHED_ERROR_PARSE, 1, 1, "needs a value"},
+    {"warps(4, 8)", TS_SCHED_ERROR_PARSE, 1, 10, "at most 1 argument"},
+    {"block(m=4, 8)", TS_SCHED_ERROR_PARSE, 1, 12, "positional argument after"},
+    {"warps(m=4)", TS_SCHED_ERROR_UNKNOWN_KNOB, 1, 7, "unknown argument 'm' of warps()"},
+    {"= warps(4)", TS_SCHED_ERROR_PARSE, 1, 1, "expected a schedule"},
 };
 
 /* The message is "schedule:L:C: ...", then the source line, then a caret under column C. */
@@ -207,7 +207,7 @@ test_caret_source_line(void)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(TsSchedSpace) s =
-    ts_sched_space_parse("a = block(m=64)\na.warps(4)\n  .wraps([4,8])", &error);
+      ts_sched_space_parse("a = block(m=64)\na.warps(4)\n  .wraps([4,8])", &error);
   g_assert_null(s);
   g_assert_cmpstr(error->message, ==,
                   "schedule:3:4: unknown knob 'wraps'; did you mean 'warps'?\n"
@@ -221,15 +221,15 @@ static const struct {
   TsSchedError code;
   const char *substring;
 } eval_errors[] = {
-  {"block(m=[0,64]).where(M % BM == 0)", TS_SCHED_ERROR_EVAL,
-   "division by zero in constraint 'M % BM == 0' at point block(m=0)"},
-  {"block(m=[64,0]).where(M / BM > 1)", TS_SCHED_ERROR_EVAL, "division by zero"},
-  {"block(m=[1,2]).where(BM * 9223372036854775807 > 0)", TS_SCHED_ERROR_EVAL,
-   "integer overflow in constraint 'BM * 9223372036854775807 > 0' at point block(m=2)"},
-  {"block(m=[1,2]).where(BM + HUGE > 0)", TS_SCHED_ERROR_EVAL, "integer overflow"},
-  {"dict(x=[-9223372036854775808]).where(-x > 0)", TS_SCHED_ERROR_EVAL, "integer overflow"},
-  {"dict(x=[-9223372036854775808]).where(x / -1 > 0)", TS_SCHED_ERROR_EVAL, "integer overflow"},
-  {"block(m=[64]).where(Q > 1)", TS_SCHED_ERROR_EVAL, "unknown name 'Q'"},
+    {"block(m=[0,64]).where(M % BM == 0)", TS_SCHED_ERROR_EVAL,
+     "division by zero in constraint 'M % BM == 0' at point block(m=0)"},
+    {"block(m=[64,0]).where(M / BM > 1)", TS_SCHED_ERROR_EVAL, "division by zero"},
+    {"block(m=[1,2]).where(BM * 9223372036854775807 > 0)", TS_SCHED_ERROR_EVAL,
+     "integer overflow in constraint 'BM * 9223372036854775807 > 0' at point block(m=2)"},
+    {"block(m=[1,2]).where(BM + HUGE > 0)", TS_SCHED_ERROR_EVAL, "integer overflow"},
+    {"dict(x=[-9223372036854775808]).where(-x > 0)", TS_SCHED_ERROR_EVAL, "integer overflow"},
+    {"dict(x=[-9223372036854775808]).where(x / -1 > 0)", TS_SCHED_ERROR_EVAL, "integer overflow"},
+    {"block(m=[64]).where(Q > 1)", TS_SCHED_ERROR_EVAL, "unknown name 'Q'"},
 };
 
 static TsSchedEnv *
@@ -444,7 +444,8 @@ test_enumeration_brute_force(void)
 static void
 test_env_constraints(void)
 {
-  g_autoptr(TsSchedSpace) s = parse_ok("block(m=[64,128,256]).where(M >= 4096, BM <= smem_bytes / 1000)");
+  g_autoptr(TsSchedSpace) s =
+      parse_ok("block(m=[64,128,256]).where(M >= 4096, BM <= smem_bytes / 1000)");
   g_autoptr(TsSchedEnv) env = test_env();
   guint64 count;
   g_assert_true(ts_sched_space_count_valid(s, env, &count, NULL));
@@ -500,12 +501,12 @@ static void
 test_count_ten_million(void)
 {
   g_autoptr(TsSchedSpace) s = parse_ok(
-    "block(m=[16,32,48,64,96,128,160,192,224,256], n=[16,32,48,64,96,128,160,192,224,256],\n"
-    "      k=[8,16,24,32,40,48,56,64,96,128])\n"
-    "  .warps([1,2,3,4,5,6,7,8,12,16]).stages([1,2,3,4,5,6,7,8,9,10])\n"
-    "  .vector([1,2,3,4,5,6,7,8,12,16]).unroll([1,2,3,4,5,6,7,8,9,10])\n"
-    "  .where(M % BM == 0, N % BN == 0, (BM + BN) * BK * stages * 2 <= smem_bytes,\n"
-    "         BM * BN / (warps * 32) >= vector * unroll, K % (BK * unroll) == 0 || unroll == 1)");
+      "block(m=[16,32,48,64,96,128,160,192,224,256], n=[16,32,48,64,96,128,160,192,224,256],\n"
+      "      k=[8,16,24,32,40,48,56,64,96,128])\n"
+      "  .warps([1,2,3,4,5,6,7,8,12,16]).stages([1,2,3,4,5,6,7,8,9,10])\n"
+      "  .vector([1,2,3,4,5,6,7,8,12,16]).unroll([1,2,3,4,5,6,7,8,9,10])\n"
+      "  .where(M % BM == 0, N % BN == 0, (BM + BN) * BK * stages * 2 <= smem_bytes,\n"
+      "         BM * BN / (warps * 32) >= vector * unroll, K % (BK * unroll) == 0 || unroll == 1)");
   g_autoptr(TsSchedEnv) env = test_env();
   guint64 size;
   g_assert_true(ts_sched_space_size(s, &size));
@@ -556,8 +557,8 @@ static void
 test_sample_determinism(void)
 {
   g_autoptr(TsSchedSpace) s = parse_ok(
-    "block(m=[32,64,128,256], n=[32,64,128,256], k=[16,32,64]).warps([2,4,8]).stages([2,3,4])"
-    ".where(BM * BN / (warps * 32) >= 16)");
+      "block(m=[32,64,128,256], n=[32,64,128,256], k=[16,32,64]).warps([2,4,8]).stages([2,3,4])"
+      ".where(BM * BN / (warps * 32) >= 16)");
   g_autoptr(GRand) r1 = g_rand_new_with_seed(99);
   g_autoptr(GRand) r2 = g_rand_new_with_seed(99);
   g_autoptr(GRand) r3 = g_rand_new_with_seed(100);
@@ -625,9 +626,9 @@ test_sample_uniform(void)
 static void
 test_sample_low_acceptance(void)
 {
-  g_autoptr(TsSchedSpace) s = parse_ok(
-    "dict(a=[1,2,3,4,5,6,7,8,9,10], b=[1,2,3,4,5,6,7,8,9,10], c=[1,2,3,4,5,6,7,8,9,10])"
-    ".where(a == b, b == c, a % 3 == 0)");
+  g_autoptr(TsSchedSpace) s =
+      parse_ok("dict(a=[1,2,3,4,5,6,7,8,9,10], b=[1,2,3,4,5,6,7,8,9,10], c=[1,2,3,4,5,6,7,8,9,10])"
+               ".where(a == b, b == c, a % 3 == 0)");
   g_autoptr(GRand) rng = g_rand_new_with_seed(5);
   g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) all = ts_sched_space_sample(s, NULL, 10, rng, &error);
@@ -661,11 +662,11 @@ static void
 test_hash(void)
 {
   static const char *const same[] = {
-    "block(m=128,n=128,k=64).warps(8).stages(3).swizzle(\"xor\")",
-    "dict(swizzle=[\"xor\"], stages=3, warps=[8], BK=64, BN=128, BM=128)",
-    "stages(3).swizzle(\"xor\").block(k=64, n=128, m=128).warps(8)",
-    "base = block(m=64,n=64,k=64).warps(4).stages(3).swizzle(\"none\")\n"
-    "base.with_block(128, 128).with_warps(8).swizzle(\"xor\")",
+      "block(m=128,n=128,k=64).warps(8).stages(3).swizzle(\"xor\")",
+      "dict(swizzle=[\"xor\"], stages=3, warps=[8], BK=64, BN=128, BM=128)",
+      "stages(3).swizzle(\"xor\").block(k=64, n=128, m=128).warps(8)",
+      "base = block(m=64,n=64,k=64).warps(4).stages(3).swizzle(\"none\")\n"
+      "base.with_block(128, 128).with_warps(8).swizzle(\"xor\")",
   };
   g_autoptr(TsSchedPoint) first = point_ok(same[0]);
   g_autofree char *canon = ts_sched_point_to_string(first);
@@ -685,9 +686,9 @@ test_hash(void)
   }
 
   /* Every point of a space hashes differently, and differs from the point above. */
-  g_autoptr(TsSchedSpace) s = parse_ok(
-    "block(m=[64,128], n=[64,128], k=[32,64]).warps([4,8]).stages(3)"
-    ".swizzle([\"none\",\"xor\"]).threads([128,256])");
+  g_autoptr(TsSchedSpace) s =
+      parse_ok("block(m=[64,128], n=[64,128], k=[32,64]).warps([4,8]).stages(3)"
+               ".swizzle([\"none\",\"xor\"]).threads([128,256])");
   g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_hash_table_add(seen, g_strdup(h));
   guint64 size;
@@ -786,17 +787,16 @@ test_check_point(void)
 static void
 test_inheritance(void)
 {
-  g_autoptr(TsSchedSpace) s = parse_ok(
-    "base = block(m=128, n=128, k=64).warps(8).stages(3)\n"
-    "small = base.with_block(64, 64)\n"
-    "lean = base.with_warps(4)\n"
-    "small.with_warps([2,4]).stages([2,3]); lean");
+  g_autoptr(TsSchedSpace) s = parse_ok("base = block(m=128, n=128, k=64).warps(8).stages(3)\n"
+                                       "small = base.with_block(64, 64)\n"
+                                       "lean = base.with_warps(4)\n"
+                                       "small.with_warps([2,4]).stages([2,3]); lean");
   g_autofree char *t = ts_sched_space_to_string(s);
   g_assert_cmpstr(t, ==, "block(m=128, n=128, k=64).warps(4).stages(3)");
 
   g_autoptr(TsSchedSpace) s2 = parse_ok(
-    "base = block(m=128, n=128, k=64).warps(8).stages(3)\nsmall = base.with_block(64, 64)\n"
-    "small.with_warps([2,4]).stages([2,3])\n");
+      "base = block(m=128, n=128, k=64).warps(8).stages(3)\nsmall = base.with_block(64, 64)\n"
+      "small.with_warps([2,4]).stages([2,3])\n");
   g_autofree char *t2 = ts_sched_space_to_string(s2);
   g_assert_cmpstr(t2, ==, "block(m=64, n=64, k=64).warps([2,4]).stages([2,3])");
 
@@ -830,7 +830,8 @@ test_set_knob_and_constraint(void)
   g_assert_true(ts_sched_space_value(s, 2, 1).s == g_intern_string("xor"));
 
   g_autoptr(GError) error = NULL;
-  g_assert_true(ts_sched_space_add_constraint(s, "warps * 32 <= BM * 4 or swizzle == \"none\"", &error));
+  g_assert_true(
+      ts_sched_space_add_constraint(s, "warps * 32 <= BM * 4 or swizzle == \"none\"", &error));
   g_assert_no_error(error);
   g_autofree char *c0 = ts_sched_space_constraint_to_string(s, 0);
   g_assert_cmpstr(c0, ==, "warps * 32 <= BM * 4 || swizzle == \"none\"");
