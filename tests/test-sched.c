@@ -3,6 +3,7 @@
  * uniform by chi-square), hashing, points and inheritance. */
 #include "ts-sched.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static TsSchedSpace *
@@ -860,6 +861,67 @@ test_set_knob_and_constraint(void)
   g_assert_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_TYPE);
 }
 
+/* Every prefix and many single-byte mutations of the round-trip inputs either parse (and then
+ * round-trip) or fail with a located message whose caret line fits its column. */
+static void
+test_parse_robustness(void)
+{
+  static const char bytes[] = "()[],.=;+-*/%<>!&|\"#\n\t 09azAZ_\x80";
+  g_autoptr(GRand) r = g_rand_new_with_seed(11);
+  guint ok = 0, failed = 0;
+  for (guint i = 0; i < G_N_ELEMENTS(round_trips); i++) {
+    const char *src = round_trips[i].input;
+    gsize len = strlen(src);
+    for (gsize cut = 0; cut <= len + 40; cut++) {
+      g_autofree char *text = g_strndup(src, MIN(cut, len));
+      if (cut > len) { /* mutate one byte of the whole input */
+        g_free(text);
+        text = g_strdup(src);
+        text[g_rand_int_range(r, 0, (gint32)len)] =
+            bytes[g_rand_int_range(r, 0, (gint32)sizeof bytes - 1)];
+      }
+      g_autoptr(GError) error = NULL;
+      g_autoptr(TsSchedSpace) s = ts_sched_space_parse(text, &error);
+      if (s) {
+        ok++;
+        assert_round_trip(s);
+        continue;
+      }
+      failed++;
+      g_assert_nonnull(error);
+      int line = 0, col = 0;
+      g_assert_cmpint(sscanf(error->message, "schedule:%d:%d:", &line, &col), ==, 2);
+      g_assert_cmpint(line, >=, 1);
+      g_assert_cmpint(col, >=, 1);
+      assert_located(error, line, col);
+    }
+  }
+  g_assert_cmpuint(ok, >, 0);
+  g_assert_cmpuint(failed, >, 100);
+}
+
+static void
+test_empty_space(void)
+{
+  g_autoptr(TsSchedSpace) s = parse_ok("dict()");
+  guint64 size, count;
+  g_assert_true(ts_sched_space_size(s, &size));
+  g_assert_cmpuint(size, ==, 1);
+  g_assert_true(ts_sched_space_count_valid(s, NULL, &count, NULL));
+  g_assert_cmpuint(count, ==, 1);
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(s, NULL);
+  TsSchedPoint *p = NULL;
+  g_assert_true(ts_sched_iter_next(it, &p, NULL));
+  g_assert_cmpuint(ts_sched_point_n_knobs(p), ==, 0);
+  g_autofree char *text = ts_sched_point_to_string(p);
+  g_assert_cmpstr(text, ==, "dict()");
+  ts_sched_point_free(p);
+  g_assert_false(ts_sched_iter_next(it, &p, NULL));
+  g_autoptr(GRand) rng = g_rand_new_with_seed(2);
+  g_autoptr(GPtrArray) one = ts_sched_space_sample(s, NULL, 4, rng, NULL);
+  g_assert_cmpuint(one->len, ==, 1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -877,6 +939,8 @@ main(int argc, char **argv)
   g_test_add_func("/sched/sample-low-acceptance", test_sample_low_acceptance);
   g_test_add_func("/sched/hash", test_hash);
   g_test_add_func("/sched/point-api", test_point_api);
+  g_test_add_func("/sched/parse-robustness", test_parse_robustness);
+  g_test_add_func("/sched/empty-space", test_empty_space);
   g_test_add_func("/sched/check-point", test_check_point);
   g_test_add_func("/sched/inheritance", test_inheritance);
   g_test_add_func("/sched/set-knob-and-constraint", test_set_knob_and_constraint);
