@@ -109,8 +109,11 @@ ts_sched_point_to_string(const TsSchedPoint *point)
 {
   g_return_val_if_fail(point != NULL, NULL);
   guint n = point->knobs->len;
-  g_autofree PKnob *sorted = g_memdup2(point->knobs->data, sizeof(PKnob) * MAX(n, 1));
-  qsort(sorted, n, sizeof(PKnob), canon_cmp);
+  g_autofree PKnob *sorted = g_new(PKnob, MAX(n, 1));
+  if (n) {
+    memcpy(sorted, point->knobs->data, sizeof(PKnob) * n);
+    qsort(sorted, n, sizeof(PKnob), canon_cmp);
+  }
   g_autofree TsKnobView *views = g_new0(TsKnobView, MAX(n, 1));
   for (guint i = 0; i < n; i++)
     views[i] = (TsKnobView){sorted[i].name, &sorted[i].v, 1};
