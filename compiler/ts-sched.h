@@ -29,7 +29,7 @@
  * literals, min(a,b), max(a,b). Precedence and associativity are C's: `not` is the unary `!`
  * and binds tighter than comparisons (`not a == b` is `(!a) == b`); && and || short-circuit.
  * Names refer to knobs or to environment values (shape dims M,N,K, device limits such as
- * smem_bytes) given at enumeration time. Overflow and division by zero are errors naming the
+ * smem_bytes) given at enumeration time; a knob shadows an environment value of its name. Overflow and division by zero are errors naming the
  * constraint and the point, never a silent wrap. Checked at parse time: string misuse
  * (TS_SCHED_ERROR_TYPE; strings only compare with == and !=), a divisor that is the constant 0
  * and overflow in constant sub-expressions (TS_SCHED_ERROR_EVAL). Checked once when enumeration,
@@ -128,7 +128,9 @@ gboolean ts_sched_space_check(const TsSchedSpace *space, const TsSchedEnv *env,
 gboolean ts_sched_space_index_of(const TsSchedSpace *space, const TsSchedPoint *point,
                                  guint64 *index);
 
-/* Lazy enumeration of the valid points in index order. */
+/* Lazy enumeration of the valid points in index order. The iterator copies the space and
+ * resolves env names when created, so neither need outlive it; a compile error (unknown name,
+ * type) is reported by the first ts_sched_iter_next(). */
 typedef struct _TsSchedIter TsSchedIter;
 TsSchedIter *ts_sched_iter_new(const TsSchedSpace *space, const TsSchedEnv *env);
 /* Returns TRUE and a new point in *point, or FALSE at the end (error unset) or on error. */
@@ -139,7 +141,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsSchedIter, ts_sched_iter_free)
 /* n distinct valid points drawn uniformly at random among the valid ones (fewer if the space
  * has fewer). Deterministic for a given rng state. Rejection sampling on the index space, with
  * a fall back to enumerating the valid set when acceptance is low. Returns a GPtrArray of
- * TsSchedPoint* owning its elements; TS_SCHED_ERROR_EMPTY when no point is valid. */
+ * TsSchedPoint* owning its elements; TS_SCHED_ERROR_EMPTY when no point is valid (n == 0 gives
+ * an empty array). Digits are drawn per knob, so spaces whose size overflows 64 bits sample
+ * too. */
 GPtrArray *ts_sched_space_sample(const TsSchedSpace *space, const TsSchedEnv *env, guint n,
                                  GRand *rng, GError **error);
 
