@@ -207,12 +207,7 @@ apply_method(Ctx *c, TsSchedSpace *space, const TsSchedMethod *m, const TsTok *n
         fail(c, a->at, TS_SCHED_ERROR_PARSE, error, "positional argument after a keyword argument");
         return FALSE;
       }
-      if (positional >= m->n) {
-        fail(c, a->at, TS_SCHED_ERROR_PARSE, error, "%s() takes at most %u argument%s", name->text,
-             m->n, m->n == 1 ? "" : "s");
-        return FALSE;
-      }
-      k = positional++;
+      k = positional++; /* < m->n: longer lists were refused above */
     } else {
       seen_kw = TRUE;
       for (k = 0; k < m->n; k++)
