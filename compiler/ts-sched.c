@@ -123,11 +123,10 @@ ts__sched_print_knobs(GString *s, const TsKnobView *knobs, guint n)
     int m = ts__sched_knob_method(knobs[i].name, &arg);
     const TsSchedMethod *meth = &ts__sched_methods[m];
     g_string_append_printf(s, "%s%s(", i ? "." : "", meth->method);
-    for (guint j = i; j < n && ts__sched_knob_method(knobs[j].name, &arg) == m; j++, i++) {
+    for (guint first = i; i < n && ts__sched_knob_method(knobs[i].name, &arg) == m; i++) {
       if (meth->arg[0])
-        g_string_append_printf(s, "%s%s=", j > 0 && s->str[s->len - 1] != '(' ? ", " : "",
-                               meth->arg[arg]);
-      append_values(s, &knobs[j]);
+        g_string_append_printf(s, "%s%s=", i > first ? ", " : "", meth->arg[arg]);
+      append_values(s, &knobs[i]);
     }
     g_string_append_c(s, ')');
   }
