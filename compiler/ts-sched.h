@@ -12,8 +12,11 @@
  *   inheritance   base = block(m=128,n=128,k=64).warps(8).stages(3)
  *                 base.with_block(64,64).with_warps(4)
  *                 (statements separated by newlines or ';'; the last one is the result;
- *                 with_X(...) replaces the knobs of method X; with_block takes m, n[, k]
- *                 positionally; any chained method may also be repeated to override.)
+ *                 with_X(...) replaces the knobs of method X that it names and keeps the
+ *                 others (with_block(64,64) keeps BK); with_block takes m, n[, k]
+ *                 positionally; any chained method may also be repeated to override. A line
+ *                 starting with '.' continues the previous statement. A replaced knob keeps its
+ *                 position; a new knob goes last.)
  *
  * Knobs. Chained methods map onto canonical knob names; the dict form takes any identifier:
  *   block(m,n,k) -> BM BN BK     micro(m,n) -> MR NR     warps -> warps    stages -> stages
@@ -23,17 +26,29 @@
  *
  * Constraint expressions: int64 arithmetic + - * / % (C semantics, / truncates), comparisons
  * < <= > >= == !=, logical && || ! (also `and`, `or`, `not`), parentheses, integer and string
- * literals, min(a,b), max(a,b). Names refer to knobs or to environment values (shape dims M,N,K,
- * device limits such as smem_bytes) given at enumeration time. Overflow and division by zero are
- * errors naming the constraint and the point, never a silent wrap.
+ * literals, min(a,b), max(a,b). Precedence and associativity are C's: `not` is the unary `!`
+ * and binds tighter than comparisons (`not a == b` is `(!a) == b`); && and || short-circuit.
+ * Names refer to knobs or to environment values (shape dims M,N,K, device limits such as
+ * smem_bytes) given at enumeration time; a knob shadows an environment value of its name. Overflow and division by zero are errors naming the
+ * constraint and the point, never a silent wrap. Checked at parse time: string misuse
+ * (TS_SCHED_ERROR_TYPE; strings only compare with == and !=), a divisor that is the constant 0
+ * and overflow in constant sub-expressions (TS_SCHED_ERROR_EVAL). Checked once when enumeration,
+ * counting, sampling or check starts: every name is a knob or in the environment
+ * (TS_SCHED_ERROR_EVAL naming it).
  *
- * Printing is canonical: the chained form when every knob belongs to a chained method, else the
- * dict form; knobs in the order first declared; constraints re-printed with minimal parentheses.
- * parse(print(s)) equals s structurally, and print(parse(print(s))) == print(s).
+ * Printing is canonical: the chained form when every knob belongs to a chained method and each
+ * method's knobs are adjacent, else the dict form; knobs in the order first declared (that order
+ * is the index order); a one-value list prints as a scalar; constraints re-printed with minimal
+ * parentheses, all in one trailing .where(). parse(print(s)) equals s structurally, and
+ * print(parse(print(s))) == print(s).
  *
- * Errors (TS_SCHED_ERROR) report "line L, column C: message" followed by the source line and a
- * caret under the column, e.g.
- *   schedule:1:24: unknown knob 'wraps'; did you mean 'warps'?
+ * Points print in canonical knob order instead — the chained methods in the order block, micro,
+ * warps, stages, vector, swizzle, threads, unroll (m, n, k inside), then other knobs by name —
+ * so a point's text and hash do not depend on how it was written or which space produced it.
+ *
+ * Errors (TS_SCHED_ERROR) report "schedule:LINE:COLUMN: message" (1-based, columns in bytes)
+ * followed by the source line and a caret under the column, e.g.
+ *   schedule:1:19: unknown knob 'wraps'; did you mean 'warps'?
  *     block(m=[64,128]).wraps([4,8])
  *                       ^
  */
@@ -113,7 +128,9 @@ gboolean ts_sched_space_check(const TsSchedSpace *space, const TsSchedEnv *env,
 gboolean ts_sched_space_index_of(const TsSchedSpace *space, const TsSchedPoint *point,
                                  guint64 *index);
 
-/* Lazy enumeration of the valid points in index order. */
+/* Lazy enumeration of the valid points in index order. The iterator copies the space and
+ * resolves env names when created, so neither need outlive it; a compile error (unknown name,
+ * type) is reported by the first ts_sched_iter_next(). */
 typedef struct _TsSchedIter TsSchedIter;
 TsSchedIter *ts_sched_iter_new(const TsSchedSpace *space, const TsSchedEnv *env);
 /* Returns TRUE and a new point in *point, or FALSE at the end (error unset) or on error. */
@@ -124,7 +141,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsSchedIter, ts_sched_iter_free)
 /* n distinct valid points drawn uniformly at random among the valid ones (fewer if the space
  * has fewer). Deterministic for a given rng state. Rejection sampling on the index space, with
  * a fall back to enumerating the valid set when acceptance is low. Returns a GPtrArray of
- * TsSchedPoint* owning its elements; TS_SCHED_ERROR_EMPTY when no point is valid. */
+ * TsSchedPoint* owning its elements; TS_SCHED_ERROR_EMPTY when no point is valid (n == 0 gives
+ * an empty array). Digits are drawn per knob, so spaces whose size overflows 64 bits sample
+ * too. */
 GPtrArray *ts_sched_space_sample(const TsSchedSpace *space, const TsSchedEnv *env, guint n,
                                  GRand *rng, GError **error);
 

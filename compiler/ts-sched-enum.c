@@ -1,0 +1,281 @@
+/* ts-sched-enum.c — walking the valid points without materialising the space: the lazy
+ * iterator, counting, and uniform sampling. All three share one depth-first cursor over the
+ * mixed-radix digits that prunes a subtree as soon as a constraint bound at its depth fails. */
+#include "ts-sched-private.h"
+
+struct _TsSchedIter {
+  TsSchedSpace *space; /* own copy: the caller's space may change or go away */
+  TsSchedPlan *plan;
+  GError *plan_error; /* compile error, reported by the first next() */
+  int d;
+  enum { ITER_FRESH, ITER_RUNNING, ITER_DONE } state;
+};
+
+/* Moves the cursor to the next valid full assignment (knobs >= 1): 1 found, 0 exhausted,
+ * -1 error. With resume FALSE it starts from digit 0 at depth *d == 0. */
+static int
+dfs_next(TsSchedPlan *plan, int *d, gboolean resume, GError **error)
+{
+  int last = (int)plan->n - 1;
+  if (resume) {
+    *d = last;
+    plan->idx[last]++;
+  }
+  for (;;) {
+    int k = *d;
+    if (plan->idx[k] >= plan->radix[k]) {
+      if (k == 0)
+        return 0;
+      (*d)--;
+      plan->idx[k - 1]++;
+      continue;
+    }
+    ts__sched_plan_bind(plan, (guint)k, plan->idx[k]);
+    int r = ts__sched_plan_check_depth(plan, k, error);
+    if (r < 0)
+      return -1;
+    if (r == 0) {
+      plan->idx[k]++;
+      continue;
+    }
+    if (k == last)
+      return 1;
+    (*d)++;
+    plan->idx[k + 1] = 0;
+  }
+}
+
+TsSchedIter *
+ts_sched_iter_new(const TsSchedSpace *space, const TsSchedEnv *env)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  TsSchedIter *it = g_new0(TsSchedIter, 1);
+  it->space = ts_sched_space_copy(space);
+  /* Names are resolved here, once, against env; env need not outlive the iterator. */
+  it->plan = ts__sched_plan_new(it->space, env, &it->plan_error);
+  return it;
+}
+
+void
+ts_sched_iter_free(TsSchedIter *iter)
+{
+  if (!iter)
+    return;
+  ts__sched_plan_free(iter->plan);
+  g_clear_error(&iter->plan_error);
+  ts_sched_space_free(iter->space);
+  g_free(iter);
+}
+
+gboolean
+ts_sched_iter_next(TsSchedIter *iter, TsSchedPoint **point, GError **error)
+{
+  g_return_val_if_fail(iter != NULL && point != NULL, FALSE);
+  *point = NULL;
+  if (iter->state == ITER_DONE)
+    return FALSE;
+  if (!iter->plan) {
+    iter->state = ITER_DONE;
+    g_propagate_error(error, g_steal_pointer(&iter->plan_error));
+    return FALSE;
+  }
+  TsSchedPlan *plan = iter->plan;
+  gboolean resume = iter->state == ITER_RUNNING;
+  if (!resume) {
+    iter->state = ITER_RUNNING;
+    int r = ts__sched_plan_check_depth(plan, -1, error);
+    if (r <= 0 || plan->n == 0) {
+      iter->state = ITER_DONE;
+      if (r > 0) /* no knobs: the single empty point */
+        *point = ts__sched_plan_point(plan, 0);
+      return r > 0;
+    }
+    iter->d = 0;
+    plan->idx[0] = 0;
+  }
+  int r = dfs_next(plan, &iter->d, resume, error);
+  if (r <= 0) {
+    iter->state = ITER_DONE;
+    return FALSE;
+  }
+  *point = ts__sched_plan_point(plan, plan->n);
+  return TRUE;
+}
+
+gboolean
+ts_sched_space_count_valid(const TsSchedSpace *space, const TsSchedEnv *env, guint64 *count,
+                           GError **error)
+{
+  g_return_val_if_fail(space != NULL, FALSE);
+  g_autoptr(TsSchedPlan) plan = ts__sched_plan_new(space, env, error);
+  if (!plan)
+    return FALSE;
+  guint64 total = 0;
+  int r = ts__sched_plan_check_depth(plan, -1, error);
+  if (r < 0)
+    return FALSE;
+  if (r > 0 && plan->last_depth < 0) {
+    total = plan->suffix[0];
+    if (total == G_MAXUINT64 && !ts_sched_space_size(space, NULL)) {
+      g_set_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EVAL,
+                  "schedule: the number of valid points overflows 64 bits");
+      return FALSE;
+    }
+  } else if (r > 0) {
+    int d = 0;
+    plan->idx[0] = 0;
+    for (;;) {
+      if (plan->idx[d] >= plan->radix[d]) {
+        if (d == 0)
+          break;
+        d--;
+        plan->idx[d]++;
+        continue;
+      }
+      if (d == (int)plan->n - 1) {
+        /* The leaf level is where the time goes: a tight loop over its values. */
+        const gint64 *vals = plan->vals[d];
+        for (guint i = plan->idx[d]; i < plan->radix[d]; i++) {
+          plan->idx[d] = i;
+          plan->slots[d] = vals[i];
+          int ok = ts__sched_plan_check_depth(plan, d, error);
+          if (ok < 0)
+            return FALSE;
+          if (__builtin_add_overflow(total, (guint64)ok, &total)) {
+            g_set_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EVAL,
+                        "schedule: the number of valid points overflows 64 bits");
+            return FALSE;
+          }
+        }
+        plan->idx[d] = plan->radix[d];
+        continue;
+      }
+      ts__sched_plan_bind(plan, (guint)d, plan->idx[d]);
+      int ok = ts__sched_plan_check_depth(plan, d, error);
+      if (ok < 0)
+        return FALSE;
+      if (ok > 0 && d >= plan->last_depth) {
+        /* No constraint reads a deeper knob: the whole subtree is valid, count it at once. */
+        if (plan->suffix[d + 1] == G_MAXUINT64 ||
+            __builtin_add_overflow(total, plan->suffix[d + 1], &total)) {
+          g_set_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EVAL,
+                      "schedule: the number of valid points overflows 64 bits");
+          return FALSE;
+        }
+      } else if (ok > 0) {
+        d++;
+        plan->idx[d] = 0;
+        continue;
+      }
+      plan->idx[d]++;
+    }
+  }
+  if (count)
+    *count = total;
+  return TRUE;
+}
+
+static char *
+digits_key(const TsSchedPlan *plan)
+{
+  GString *s = g_string_sized_new(plan->n * 3);
+  for (guint d = 0; d < plan->n; d++)
+    g_string_append_printf(s, "%u,", plan->idx[d]);
+  return g_string_free(s, FALSE);
+}
+
+static guint64
+rand64(GRand *rng)
+{
+  return (guint64)g_rand_int(rng) << 32 | g_rand_int(rng);
+}
+
+/* Uniform m-subset of the valid points not yet in seen (reservoir sampling over the lazy
+ * enumeration), appended to out in random order. */
+static gboolean
+sample_by_enumeration(TsSchedPlan *plan, GHashTable *seen, guint m, GRand *rng, GPtrArray *out,
+                      GError **error)
+{
+  g_autoptr(GPtrArray) res = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
+  guint64 t = 0;
+  int d = 0;
+  plan->idx[0] = 0;
+  gboolean resume = FALSE;
+  int r;
+  while ((r = dfs_next(plan, &d, resume, error)) > 0) {
+    resume = TRUE;
+    g_autofree char *key = digits_key(plan);
+    if (g_hash_table_contains(seen, key))
+      continue;
+    t++;
+    if (res->len < m) {
+      g_ptr_array_add(res, ts__sched_plan_point(plan, plan->n));
+    } else {
+      guint64 j = rand64(rng) % t; /* bias below 2^-40 for any realistic t */
+      if (j < m) {
+        ts_sched_point_free(res->pdata[j]);
+        res->pdata[j] = ts__sched_plan_point(plan, plan->n);
+      }
+    }
+  }
+  if (r < 0)
+    return FALSE;
+  /* Reservoir order is not uniform; a Fisher-Yates shuffle makes the sequence so. */
+  for (guint i = res->len; i > 1; i--) {
+    guint j = (guint)g_rand_int_range(rng, 0, (gint32)i);
+    gpointer tmp = res->pdata[i - 1];
+    res->pdata[i - 1] = res->pdata[j];
+    res->pdata[j] = tmp;
+  }
+  for (guint i = 0; i < res->len; i++)
+    g_ptr_array_add(out, g_steal_pointer(&res->pdata[i]));
+  return TRUE;
+}
+
+GPtrArray *
+ts_sched_space_sample(const TsSchedSpace *space, const TsSchedEnv *env, guint n, GRand *rng,
+                      GError **error)
+{
+  g_return_val_if_fail(space != NULL && rng != NULL, NULL);
+  g_autoptr(TsSchedPlan) plan = ts__sched_plan_new(space, env, error);
+  if (!plan)
+    return NULL;
+  g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
+  int r = ts__sched_plan_check_depth(plan, -1, error);
+  if (r < 0)
+    return NULL;
+  if (r > 0 && plan->n == 0 && n > 0)
+    g_ptr_array_add(out, ts__sched_plan_point(plan, 0));
+  if (r > 0 && plan->n > 0 && n > 0) {
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    guint64 attempts = 0, accepted = 0;
+    /* Rejection is exact (each accepted draw is uniform over the valid points not yet drawn);
+     * stop once fewer than 1 in 20 draws is accepted — enumeration is then cheaper. Low
+     * acceptance also covers asking for more points than exist (duplicates are rejections). */
+    while (out->len < n && !(attempts >= 64 && accepted * 20 < attempts)) {
+      attempts++;
+      for (guint d = 0; d < plan->n; d++)
+        ts__sched_plan_bind(plan, d, (guint)g_rand_int_range(rng, 0, (gint32)plan->radix[d]));
+      int ok = 1;
+      for (guint d = 0; d < plan->n && ok > 0; d++)
+        ok = ts__sched_plan_check_depth(plan, (int)d, error);
+      if (ok < 0)
+        return NULL;
+      if (ok == 0)
+        continue;
+      char *key = digits_key(plan);
+      if (!g_hash_table_add(seen, key))
+        continue;
+      accepted++;
+      g_ptr_array_add(out, ts__sched_plan_point(plan, plan->n));
+    }
+    if (out->len < n && !sample_by_enumeration(plan, seen, n - out->len, rng, out, error))
+      return NULL;
+  }
+  if (out->len == 0 && n > 0) {
+    g_set_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EMPTY,
+                "schedule: no point of the space satisfies the constraints");
+    return NULL;
+  }
+  return g_steal_pointer(&out);
+}

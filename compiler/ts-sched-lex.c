@@ -1,0 +1,292 @@
+/* ts-sched-lex.c — Schedule IR tokens, the located error messages every stage reports
+ * ("schedule:L:C: message", the source line, a caret), did-you-mean suggestions, and the
+ * method catalog shared by the parser and the printers. */
+#include "ts-sched-private.h"
+
+#include <string.h>
+
+GQuark
+ts_sched_error_quark(void)
+{
+  return g_quark_from_static_string("ts-sched-error-quark");
+}
+
+/* Canonical method order: this order is also the canonical knob order of points, so that a
+ * point's text (and so its hash) does not depend on how it was written. */
+const TsSchedMethod ts__sched_methods[] = {
+    {"block", 3, {"BM", "BN", "BK"}, {"m", "n", "k"}},
+    {"micro", 2, {"MR", "NR"}, {"m", "n"}},
+    {"warps", 1, {"warps"}, {NULL}},
+    {"stages", 1, {"stages"}, {NULL}},
+    {"vector", 1, {"vector"}, {NULL}},
+    {"swizzle", 1, {"swizzle"}, {NULL}},
+    {"threads", 1, {"threads"}, {NULL}},
+    {"unroll", 1, {"unroll"}, {NULL}},
+};
+const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
+
+int
+ts__sched_method_find(const char *name)
+{
+  for (guint m = 0; m < ts__sched_n_methods; m++)
+    if (strcmp(ts__sched_methods[m].method, name) == 0)
+      return (int)m;
+  return -1;
+}
+
+int
+ts__sched_knob_method(const char *knob, guint *arg)
+{
+  for (guint m = 0; m < ts__sched_n_methods; m++)
+    for (guint a = 0; a < ts__sched_methods[m].n; a++)
+      if (strcmp(ts__sched_methods[m].knob[a], knob) == 0) {
+        if (arg)
+          *arg = a;
+        return (int)m;
+      }
+  return -1;
+}
+
+void
+ts__sched_error_at(GError **error, TsSchedError code, const char *src, int line, int col,
+                   const char *fmt, ...)
+{
+  if (!error)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+
+  /* Find the source line so the caret can sit under the column. */
+  const char *p = src ? src : "";
+  for (int l = 1; l < line && *p; p++)
+    if (*p == '\n')
+      l++;
+  const char *end = strchr(p, '\n');
+  gsize len = end ? (gsize)(end - p) : strlen(p);
+
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "schedule:%d:%d: %s\n  ", line, col, msg);
+  g_string_append_len(s, p, (gssize)len);
+  g_string_append(s, "\n  ");
+  /* Copy tabs so the caret lines up however the terminal expands them. */
+  for (int c = 1; c < col; c++)
+    g_string_append_c(s, (gsize)(c - 1) < len && p[c - 1] == '\t' ? '\t' : ' ');
+  g_string_append_c(s, '^');
+  g_set_error_literal(error, TS_SCHED_ERROR, code, s->str);
+  g_string_free(s, TRUE);
+}
+
+guint
+ts__sched_edit_distance(const char *a, const char *b)
+{
+  gsize la = strlen(a), lb = strlen(b);
+  g_autofree guint *row = g_new(guint, lb + 1);
+  for (gsize j = 0; j <= lb; j++)
+    row[j] = (guint)j;
+  for (gsize i = 1; i <= la; i++) {
+    guint diag = row[0];
+    row[0] = (guint)i;
+    for (gsize j = 1; j <= lb; j++) {
+      guint up = row[j];
+      guint best = diag + (a[i - 1] != b[j - 1]);
+      best = MIN(best, up + 1);
+      best = MIN(best, row[j - 1] + 1);
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
+const char *
+ts__sched_suggest(const char *word, const char *const *candidates, guint n)
+{
+  const char *best = NULL;
+  guint best_d = G_MAXUINT;
+  /* Two edits catch most typos; more than a third of the word suggests something unrelated. */
+  guint limit = MIN(2u, MAX(1u, (guint)strlen(word) / 3 + 1));
+  for (guint i = 0; i < n; i++) {
+    guint d = ts__sched_edit_distance(word, candidates[i]);
+    if (d < best_d) {
+      best_d = d;
+      best = candidates[i];
+    }
+  }
+  return best_d <= limit ? best : NULL;
+}
+
+static void
+push(TsParser *p, TsTokKind kind, int line, int col, gboolean nl)
+{
+  TsTok t = {.kind = kind, .line = line, .col = col, .nl_before = nl};
+  g_array_append_val(p->toks, t);
+}
+
+gboolean
+ts__sched_lex(TsParser *p, const char *src, GError **error)
+{
+  p->src = src;
+  p->toks = g_array_new(FALSE, TRUE, sizeof(TsTok));
+  p->pos = 0;
+  const char *s = src, *line_start = src;
+  int line = 1;
+  gboolean nl = FALSE;
+
+  for (;;) {
+    char c = *s;
+    int col = (int)(s - line_start) + 1;
+    if (c == '\n') {
+      s++;
+      line++;
+      line_start = s;
+      nl = TRUE;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      s++;
+      continue;
+    }
+    if (c == '#') {
+      while (*s && *s != '\n')
+        s++;
+      continue;
+    }
+    if (c == '\0') {
+      push(p, TS_TOK_EOF, line, col, nl);
+      return TRUE;
+    }
+    if (g_ascii_isalpha(c) || c == '_') {
+      const char *b = s;
+      while (g_ascii_isalnum(*s) || *s == '_')
+        s++;
+      g_autofree char *word = g_strndup(b, (gsize)(s - b));
+      push(p, TS_TOK_IDENT, line, col, nl);
+      g_array_index(p->toks, TsTok, p->toks->len - 1).text = g_intern_string(word);
+    } else if (g_ascii_isdigit(c)) {
+      guint64 v = 0;
+      gboolean big = FALSE;
+      while (g_ascii_isdigit(*s)) {
+        /* 2^63 itself is allowed so that the most negative int64 can be written. */
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (guint64)(*s - '0'), &v) || v > (guint64)G_MAXINT64 + 1)
+          big = TRUE;
+        s++;
+      }
+      if (big) {
+        ts__sched_error_at(error, TS_SCHED_ERROR_PARSE, src, line, col,
+                           "number too large (integers are 64-bit, at most %" G_GINT64_FORMAT ")",
+                           G_MAXINT64);
+        return FALSE;
+      }
+      if (g_ascii_isalpha(*s) || *s == '_') {
+        ts__sched_error_at(error, TS_SCHED_ERROR_PARSE, src, line, (int)(s - line_start) + 1,
+                           "unexpected '%c' after a number", *s);
+        return FALSE;
+      }
+      push(p, TS_TOK_INT, line, col, nl);
+      g_array_index(p->toks, TsTok, p->toks->len - 1).mag = v;
+    } else if (c == '"') {
+      GString *str = g_string_new(NULL);
+      s++;
+      while (*s && *s != '"' && *s != '\n') {
+        if (*s == '\\' && (s[1] == '"' || s[1] == '\\'))
+          s++;
+        g_string_append_c(str, *s++);
+      }
+      if (*s != '"') {
+        g_string_free(str, TRUE);
+        ts__sched_error_at(error, TS_SCHED_ERROR_PARSE, src, line, col, "unterminated string");
+        return FALSE;
+      }
+      s++;
+      push(p, TS_TOK_STR, line, col, nl);
+      g_array_index(p->toks, TsTok, p->toks->len - 1).text = g_intern_string(str->str);
+      g_string_free(str, TRUE);
+    } else {
+      static const struct {
+        const char *text;
+        TsTokKind kind;
+      } punct[] = {
+          {"<=", TS_TOK_LE},     {">=", TS_TOK_GE},    {"==", TS_TOK_EQ},     {"!=", TS_TOK_NE},
+          {"&&", TS_TOK_ANDAND}, {"||", TS_TOK_OROR},  {"(", TS_TOK_LPAREN},  {")", TS_TOK_RPAREN},
+          {"[", TS_TOK_LBRACK},  {"]", TS_TOK_RBRACK}, {",", TS_TOK_COMMA},   {".", TS_TOK_DOT},
+          {"=", TS_TOK_ASSIGN},  {";", TS_TOK_SEMI},   {"+", TS_TOK_PLUS},    {"-", TS_TOK_MINUS},
+          {"*", TS_TOK_STAR},    {"/", TS_TOK_SLASH},  {"%", TS_TOK_PERCENT}, {"<", TS_TOK_LT},
+          {">", TS_TOK_GT},      {"!", TS_TOK_BANG},
+      };
+      guint k;
+      for (k = 0; k < G_N_ELEMENTS(punct); k++)
+        if (strncmp(s, punct[k].text, strlen(punct[k].text)) == 0)
+          break;
+      if (k == G_N_ELEMENTS(punct)) {
+        if ((guchar)c < 0x20 || (guchar)c >= 0x7f)
+          ts__sched_error_at(error, TS_SCHED_ERROR_PARSE, src, line, col, "unexpected byte 0x%02x",
+                             (guchar)c);
+        else
+          ts__sched_error_at(error, TS_SCHED_ERROR_PARSE, src, line, col,
+                             "unexpected character '%c'", c);
+        return FALSE;
+      }
+      push(p, punct[k].kind, line, col, nl);
+      s += strlen(punct[k].text);
+    }
+    nl = FALSE;
+  }
+}
+
+void
+ts__sched_parser_clear(TsParser *p)
+{
+  if (p->toks)
+    g_array_unref(p->toks);
+  p->toks = NULL;
+}
+
+const TsTok *
+ts__sched_peek(const TsParser *p, guint ahead)
+{
+  guint i = MIN(p->pos + ahead, p->toks->len - 1);
+  return &g_array_index(p->toks, TsTok, i);
+}
+
+const TsTok *
+ts__sched_next(TsParser *p)
+{
+  const TsTok *t = ts__sched_peek(p, 0);
+  if (p->pos < p->toks->len - 1)
+    p->pos++;
+  return t;
+}
+
+const char *
+ts__sched_tok_describe(const TsTok *t, char *buf, gsize size)
+{
+  static const char *const names[] = {
+      [TS_TOK_LPAREN] = "(",  [TS_TOK_RPAREN] = ")", [TS_TOK_LBRACK] = "[", [TS_TOK_RBRACK] = "]",
+      [TS_TOK_COMMA] = ",",   [TS_TOK_DOT] = ".",    [TS_TOK_ASSIGN] = "=", [TS_TOK_SEMI] = ";",
+      [TS_TOK_PLUS] = "+",    [TS_TOK_MINUS] = "-",  [TS_TOK_STAR] = "*",   [TS_TOK_SLASH] = "/",
+      [TS_TOK_PERCENT] = "%", [TS_TOK_LT] = "<",     [TS_TOK_LE] = "<=",    [TS_TOK_GT] = ">",
+      [TS_TOK_GE] = ">=",     [TS_TOK_EQ] = "==",    [TS_TOK_NE] = "!=",    [TS_TOK_ANDAND] = "&&",
+      [TS_TOK_OROR] = "||",   [TS_TOK_BANG] = "!",
+  };
+  switch (t->kind) {
+  case TS_TOK_EOF:
+    g_strlcpy(buf, "end of input", size);
+    break;
+  case TS_TOK_IDENT:
+    g_snprintf(buf, size, "'%s'", t->text);
+    break;
+  case TS_TOK_INT:
+    g_snprintf(buf, size, "%" G_GUINT64_FORMAT, t->mag);
+    break;
+  case TS_TOK_STR:
+    g_snprintf(buf, size, "\"%s\"", t->text);
+    break;
+  default:
+    g_snprintf(buf, size, "'%s'", names[t->kind]);
+    break;
+  }
+  return buf;
+}
