@@ -224,11 +224,21 @@ arg(const TsTileNode *n, guint i)
 static void
 emit_pack(Emitter *e, const TsTileNode *n)
 {
-  /* args: src, ld, rows, cols, dst. A panels: rows = valid rows (<= MR), cols = kc;
-   * B panels: rows = kc, cols = valid columns (<= NR). */
-  line(e, "ts_pack_%s_panel_%s(%s, %s, %s, %s, %" G_GINT64_FORMAT ", %s);",
+  /* args: src, ld, rows, cols, dst. A blocks: rows x kc in MR-row panels; B blocks: kc x cols
+   * in NR-column panels. With a reuse key (var) the pack is skipped while the key is the one
+   * the worker's buffer already holds. */
+  if (n->var)
+    line(e, "if (%s_tag != (%s)) {", arg(n, 4), n->var);
+  if (n->var)
+    e->depth++;
+  line(e, "ts_pack_%s_block_%s(%s, %s, %s, %s, %" G_GINT64_FORMAT ", %s);",
        n->ints[0] == 0 ? "a" : "b", suffix_of(e, arg(n, 0)), arg(n, 0), arg(n, 1), arg(n, 2),
        arg(n, 3), n->ints[1], arg(n, 4));
+  if (n->var) {
+    line(e, "%s_tag = (%s);", arg(n, 4), n->var);
+    e->depth--;
+    line(e, "}");
+  }
 }
 
 static void
@@ -247,7 +257,7 @@ emit_mma(Emitter *e, const TsTileNode *n)
     g_hash_table_add(e->ukr_set, g_strdup(name));
     g_string_append_printf(e->ukrs,
                            "TS_DEFINE_UKR_F32(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-                           ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ")\n",
+                           ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ");\n",
                            name, n->ints[0], n->ints[1], n->ints[2], n->ints[3]);
   }
   /* args: C, ldc, A panel, B panel, kc, accumulate, mr, nr */
@@ -440,6 +450,9 @@ emit_node(Emitter *e, const TsTileNode *n)
     else
       line(e, "%s *restrict %s = (%s *)ts_cpu_alloc(sizeof(%s) * (size_t)(%s));", t,
            n->buffer->name, t, t, n->buffer->size);
+    if (n->buffer->per_worker && n->buffer->space == TS_MEM_SHARED)
+      line(e, "int64_t %s_tag = -1; /* what the buffer holds, for packs with a reuse key */ "
+              "(void)%s_tag;", n->buffer->name, n->buffer->name);
     break;
   }
   case TS_TILE_PACK:

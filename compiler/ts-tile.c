@@ -235,6 +235,14 @@ ts_tile_pack(TsTileNode *parent, int operand, gint64 panel, const char *src, con
   return n;
 }
 
+void
+ts_tile_pack_set_reuse_key(TsTileNode *pack, const char *key)
+{
+  g_return_if_fail(pack->op == TS_TILE_PACK);
+  g_free(pack->var);
+  pack->var = g_strdup(key);
+}
+
 TsTileNode *
 ts_tile_mma(TsTileNode *parent, gint64 mr, gint64 nr, gint64 vector, gint64 unroll, const char *c,
             const char *ldc, const char *a, const char *b, const char *kc, const char *accumulate,
@@ -386,6 +394,8 @@ print_node(GString *out, const TsTileNode *n, int depth)
                            "tile.pack_%s(%s, ld=%s, rows=%s, cols=%s) -> %s  panel(%s=%" G_GINT64_FORMAT ")",
                            n->ints[0] == 0 ? "a" : "b", arg(n, 0), arg(n, 1), arg(n, 2), arg(n, 3),
                            arg(n, 4), n->ints[0] == 0 ? "MR" : "NR", n->ints[1]);
+    if (n->var)
+      g_string_append_printf(out, " reuse_key=(%s)", n->var);
     break;
   case TS_TILE_MMA:
     g_string_append_printf(out,

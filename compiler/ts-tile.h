@@ -12,9 +12,10 @@
  *                                        or `unroll`
  *   let v = expr                         an integer or float scalar
  *   alloc B                              declares a shared/register buffer
- *   pack A|B src[row, col] rows x cols -> dst[offset] panel(P)
+ *   pack A|B src rows x cols -> dst panel(P) [reuse_key=k]
  *                                        copies a tile into the packed panel layout the mma
- *                                        expects, converting to the compute dtype
+ *                                        expects, converting to the compute dtype; skipped
+ *                                        while the worker's dst already holds block k
  *   mma C[row, col] (+)= A_panel · B_panel  k=kc  micro=MRxNR vector=V unroll=U
  *   reduce v = op(expr) over j < n        row reduction (sum|max) of an elementwise expression
  *   softmax_online (m, l) = x over j < n  one-pass running max and rescaled sum (online softmax)
@@ -73,7 +74,7 @@ typedef struct {
 typedef struct _TsTileNode TsTileNode;
 struct _TsTileNode {
   TsTileOp op;
-  char *var;      /* FOR loop var, LET name, REDUCE result, SOFTMAX m */
+  char *var;      /* FOR loop var, LET name, REDUCE result, SOFTMAX m, PACK reuse key */
   char *var2;     /* SOFTMAX l */
   char *lo, *hi, *step; /* FOR range; REDUCE/MAP/SOFTMAX use hi as the column count */
   char *expr;     /* LET / REDUCE / MAP expression; REDUCE op in `step` ("sum"|"max") */
@@ -123,9 +124,13 @@ TsTileNode *ts_tile_let(TsTileNode *parent, const char *var, TsDtype dtype, cons
 TsTileNode *ts_tile_alloc(TsTileNode *parent, TsTileKernel *kernel, const char *name,
                           TsMemSpace space, TsDtype dtype, const char *size, gboolean per_worker,
                           const char *layout);
-/* operand 0 = A (MR-row panels), 1 = B (NR-column panels). src_dtype is the global's storage. */
+/* Packs a rows x cols block of src (row stride ld) into panels: operand 0 = A (MR-row
+ * panels), 1 = B (NR-column panels), converting to f32. */
 TsTileNode *ts_tile_pack(TsTileNode *parent, int operand, gint64 panel, const char *src,
                          const char *ld, const char *rows, const char *cols, const char *dst);
+/* Skip the pack while the per-worker destination already holds the block named by key (an
+ * integer expression): the software-cache reuse of a packed tile across loop iterations. */
+void ts_tile_pack_set_reuse_key(TsTileNode *pack, const char *key);
 TsTileNode *ts_tile_mma(TsTileNode *parent, gint64 mr, gint64 nr, gint64 vector, gint64 unroll,
                         const char *c, const char *ldc, const char *a, const char *b,
                         const char *kc, const char *accumulate, const char *mr_valid,

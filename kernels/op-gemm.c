@@ -68,16 +68,24 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   ts_tile_alloc(par, k, "Ap", TS_MEM_SHARED, TS_DTYPE_F32, "BK * (BM + MR)", TRUE, "panel(MR)");
   TsTileNode *jc = ts_tile_for(par, "jc", "0", "N", "BN", TS_FOR_SERIAL);
   ts_tile_let(jc, "nc", TS_DTYPE_INT32, "min(BN, N - jc)");
+  ts_tile_let(jc, "n_jr", TS_DTYPE_INT32, "(nc + NR - 1) / NR");
   TsTileNode *pc = ts_tile_for(jc, "pc", "0", "K", "BK", TS_FOR_SERIAL);
   ts_tile_let(pc, "kc", TS_DTYPE_INT32, "min(BK, K - pc)");
-  TsTileNode *jp = ts_tile_for(pc, "jp", "0", "nc", "NR", TS_FOR_PARALLEL);
-  ts_tile_pack(jp, 1, NR, "B + pc * N + jc + jp", "N", "kc", "min(NR, nc - jp)", "Bp + jp * kc");
-  TsTileNode *ic = ts_tile_for(pc, "ic", "0", "M", "BM", TS_FOR_PARALLEL);
-  ts_tile_let(ic, "mc", TS_DTYPE_INT32, "min(BM, M - ic)");
-  TsTileNode *ip = ts_tile_for(ic, "ip", "0", "mc", "MR", TS_FOR_SERIAL);
-  ts_tile_pack(ip, 0, MR, "A + (ic + ip) * K + pc", "K", "min(MR, mc - ip)", "kc", "Ap + ip * kc");
-  TsTileNode *jr = ts_tile_for(ic, "jr", "0", "nc", "NR", TS_FOR_SERIAL);
-  TsTileNode *ir = ts_tile_for(jr, "ir", "0", "mc", "MR", TS_FOR_SERIAL);
+  /* The team packs the B block together; the loop's end is the barrier before its use. */
+  TsTileNode *jp = ts_tile_for(pc, "jp", "0", "n_jr", "1", TS_FOR_PARALLEL);
+  ts_tile_pack(jp, 1, NR, "B + pc * N + jc + jp * NR", "N", "kc", "min(NR, nc - jp * NR)",
+               "Bp + jp * NR * kc");
+  /* The ic x jr tiles are one flattened range split evenly: a parallel ic loop alone leaves a
+   * thread idle whenever M / BM is not a multiple of the team (1024 / 96 = 10.7 blocks). Each
+   * worker packs an A block once, when its slice first reaches it. */
+  ts_tile_let(pc, "n_ic", TS_DTYPE_INT32, "(M + BM - 1) / BM");
+  TsTileNode *t = ts_tile_for(pc, "t", "0", "n_ic * n_jr", "1", TS_FOR_PARALLEL);
+  ts_tile_let(t, "ic", TS_DTYPE_INT32, "t / n_jr * BM");
+  ts_tile_let(t, "jr", TS_DTYPE_INT32, "t % n_jr * NR");
+  ts_tile_let(t, "mc", TS_DTYPE_INT32, "min(BM, M - ic)");
+  TsTileNode *pa = ts_tile_pack(t, 0, MR, "A + ic * K + pc", "K", "mc", "kc", "Ap");
+  ts_tile_pack_set_reuse_key(pa, "pc * M + ic");
+  TsTileNode *ir = ts_tile_for(t, "ir", "0", "mc", "MR", TS_FOR_SERIAL);
   g_autofree char *c = g_strdup_printf("%s + (ic + ir) * N + jc + jr", cd);
   ts_tile_mma(ir, MR, NR, V, U, c, "N", "Ap + ir * kc", "Bp + jr * kc", "kc", "pc > 0",
               "min(MR, mc - ir)", "min(NR, nc - jr)");
@@ -98,11 +106,13 @@ const TsOpDef ts__op_gemm = {
   .dims = "M,N,K",
   /* 6x16 with 8-float vectors is the AVX2 classic: 12 accumulators + 2 B vectors + 1
    * broadcast fit the 16 ymm registers. */
-  .cpu_space = "block(m=[48,96,144], n=[1024,2048,4096], k=[128,256,384])"
-               ".micro(m=[4,6,8], n=[8,16,24]).vector([4,8]).unroll([1,4]).threads([1,2])"
+  .cpu_space = "block(m=[72,96,144], n=[2040,4080], k=[128,256,384])"
+               ".micro(m=[4,6,8], n=[8,16,24]).vector([4,8]).unroll([4,8]).threads([1,2])"
                ".where(NR % vector == 0, BM % MR == 0, BN % NR == 0,"
                " MR * NR / vector <= 16)",
-  .cpu_default = "block(m=96,n=2048,k=256).micro(m=6,n=16).vector(8).unroll(4).threads(2)",
+  /* MC=144: the 144x256 packed A block is 144 KiB of the 512 KiB L2; NC=4080 keeps the 4 MiB
+   * B block well inside the L3 and is a multiple of 8, 16 and 24. */
+  .cpu_default = "block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8).threads(2)",
   .flops = gemm_flops,
   .bytes = gemm_bytes,
   .reference = gemm_reference,
