@@ -28,7 +28,7 @@
 #define TS_NR 16
 #endif
 #ifndef TS_UNROLL
-#define TS_UNROLL 4
+#define TS_UNROLL 8 /* k steps per loop trip; measured 0.88-0.99x OpenBLAS vs 0.76-0.84x with 4 */
 #endif
 #ifndef TS_BK
 #define TS_BK 256 /* KC: a 256x16 B panel is 16 KiB, half of L1d, next to the 6 KiB A panel */
