@@ -466,14 +466,28 @@ ts_store_f32_as_f16(const float *src, uint16_t *dst, int64_t n)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Row vectors: TS_VEC floats (4 = SSE, 8 = AVX; define it before including, default 8)        */
+/* Row vectors: TS_VEC floats (4 = SSE, 8 = AVX; define it before including; default 8 with   */
+/* AVX, else 4)                                                                               */
 /* ------------------------------------------------------------------------------------------ */
 
 #ifndef TS_VEC
+#ifdef __AVX__
 #define TS_VEC 8
+#else
+#define TS_VEC 4
+#endif
 #endif
 #if TS_VEC != 4 && TS_VEC != 8
 #error "TS_VEC must be 4 or 8"
+#endif
+#if TS_VEC == 8 && !defined(__AVX__)
+/* 32-byte vectors without AVX are emulated with SSE pairs and passed differently from what an
+ * AVX build would do. Every function taking ts_vf is static inline, so no such value ever
+ * crosses a translation unit and the ABI warning (raised at the includer's call sites, hence
+ * not popped) is noise. GCC still prints one "note: the ABI for passing parameters with 32-byte
+ * alignment has changed in GCC 4.6" that no pragma silences; it is not a warning, and generated
+ * code never asks for TS_VEC 8 without AVX. */
+#pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
 typedef float ts_vf __attribute__((vector_size(TS_VEC * sizeof(float))));
