@@ -5,8 +5,8 @@
  * Each configuration (MR, NR, V, UNROLL, KC, MC, NC) is compiled at run time exactly as the
  * runtime compiles generated code (cc -O3 -march=native -fPIC -shared -fopenmp -std=gnu17
  * -ffp-contract=fast, TS_* given with -D) and dlopen'ed, so what is measured is what the tuner
- * would measure. Each of --reps rounds runs ours then OpenBLAS (after one warm-up each); the
- * ratio column is the median of the per-round ratios (see time_pair for why).
+ * would measure. Medians of --reps runs after a warm-up, ours then OpenBLAS for each size and
+ * thread count (see time_pair for why blocks and not alternation).
  *
  *   prims-gemm                                  default config, 512/1024/2048 cubed, 1 and 2 threads
  *   prims-gemm -c MR=8,NR=8,KC=384              one or more configs (-c repeats)
@@ -34,18 +34,14 @@ typedef void (*GemmEntry)(void *const *bufs, const int64_t *ints, const double *
  * covers the alternatives that fit 16 ymm registers (6x16, 4x24, 8x8) plus a few that do not. */
 static const char *const default_config = "MR=6,NR=16,V=8,UNROLL=8,KC=256,MC=144,NC=4080";
 static const char *const sweep_configs[] = {
-  "MR=6,NR=16,V=8,UNROLL=4,KC=256,MC=144,NC=4080",
-  "MR=6,NR=16,V=8,UNROLL=4,KC=320,MC=120,NC=4080",
-  "MR=6,NR=16,V=8,UNROLL=4,KC=384,MC=96,NC=4080",
-  "MR=6,NR=16,V=8,UNROLL=4,KC=256,MC=96,NC=4080",
-  "MR=6,NR=16,V=8,UNROLL=4,KC=256,MC=72,NC=4080",
-  "MR=6,NR=16,V=8,UNROLL=4,KC=512,MC=72,NC=4080",
-  "MR=6,NR=16,V=8,UNROLL=2,KC=256,MC=144,NC=4080",
   "MR=6,NR=16,V=8,UNROLL=8,KC=256,MC=144,NC=4080",
-  "MR=6,NR=16,V=8,UNROLL=4,KC=256,MC=144,NC=1024",
-  "MR=4,NR=24,V=8,UNROLL=4,KC=256,MC=128,NC=4080",
-  "MR=8,NR=8,V=8,UNROLL=4,KC=256,MC=128,NC=4080",
-  "MR=4,NR=16,V=8,UNROLL=4,KC=256,MC=128,NC=4080",
+  "MR=6,NR=16,V=8,UNROLL=4,KC=256,MC=144,NC=4080",
+  "MR=6,NR=16,V=8,UNROLL=8,KC=384,MC=96,NC=4080",
+  "MR=6,NR=16,V=8,UNROLL=8,KC=256,MC=72,NC=4080",
+  "MR=6,NR=16,V=8,UNROLL=8,KC=512,MC=120,NC=4080",
+  "MR=6,NR=16,V=8,UNROLL=8,KC=256,MC=144,NC=1024",
+  "MR=4,NR=24,V=8,UNROLL=8,KC=256,MC=128,NC=4080",
+  "MR=8,NR=8,V=8,UNROLL=8,KC=256,MC=128,NC=4080",
   "MR=8,NR=16,V=8,UNROLL=4,KC=256,MC=128,NC=4080",
   "MR=6,NR=8,V=4,UNROLL=4,KC=256,MC=144,NC=4080",
 };
@@ -167,32 +163,35 @@ run_openblas(Problem *p)
               p->ref, n);
 }
 
-/* Paired timing: round r runs ours once, then OpenBLAS once (back to back: OpenBLAS's
- * workers sleep at once, see main). This VM's throughput drifts by up to 2x over seconds
- * (shared physical cores), so only measurements taken close together are compared: the ratio
- * reported is the median of the per-round ratios; GFLOP/s are the medians of each side. */
+/* Block timing: 200 ms pause, one warm-up and `reps` timed runs of ours, then the same for
+ * OpenBLAS; medians of each side. Rounds alternating the two libraries were tried and rejected:
+ * on 2 cores each runtime's idle workers (libgomp spins, OpenBLAS spin-yields ~0.1 s) steal a
+ * core from the other, and both 2-thread rates fell by up to 3x. The pause lets them sleep.
+ * This VM's throughput also drifts over seconds (shared physical cores), so run the bench twice
+ * before trusting a difference under ~15%. */
 static void
 time_pair(GemmEntry entry, Problem *p, int threads, int reps, double *t_ours, double *t_blas,
           double *ratio)
 {
-  double to[64], tb[64], tr[64];
-  openblas_set_num_threads(threads);
-  run_ours(entry, p); /* warm-up: page faults, thread pools */
-  run_openblas(p);
+  double to[64], tb[64];
+  g_usleep(200000);
+  run_ours(entry, p); /* warm-up: page faults, thread pool */
   for (int r = 0; r < reps; r++) {
-    /* no pause: measured on the 2-vCPU VM, a 10 ms sleep let the idle vCPU drop out and cut
-     * 2-thread 1024^3 throughput by ~3x for both sides */
     double t0 = now_s();
     run_ours(entry, p);
     to[r] = now_s() - t0;
-    t0 = now_s();
+  }
+  g_usleep(200000);
+  openblas_set_num_threads(threads);
+  run_openblas(p);
+  for (int r = 0; r < reps; r++) {
+    double t0 = now_s();
     run_openblas(p);
     tb[r] = now_s() - t0;
-    tr[r] = tb[r] / to[r];
   }
   *t_ours = median(to, reps);
   *t_blas = median(tb, reps);
-  *ratio = median(tr, reps);
+  *ratio = *t_blas / *t_ours;
 }
 
 /* max |ours - openblas| / max |openblas| */
@@ -249,14 +248,6 @@ parse_int_list(const char *s)
 int
 main(int argc, char **argv)
 {
-  /* OpenBLAS workers spin ~2^28 cycles (0.1 s) after each call before sleeping, which on two
-   * cores would steal one from our next run; 2^4 makes them sleep at once. The variable is read
-   * when libopenblas initialises, so set it and re-exec once. Costs OpenBLAS one wake-up
-   * (~10 us) per call: < 1% even at 512^3. */
-  if (!g_getenv("OPENBLAS_THREAD_TIMEOUT")) {
-    g_setenv("OPENBLAS_THREAD_TIMEOUT", "4", TRUE);
-    execv("/proc/self/exe", argv);
-  }
   g_autofree char *sizes_s = NULL, *threads_s = NULL;
   g_auto(GStrv) configs = NULL;
   gboolean sweep = FALSE;
