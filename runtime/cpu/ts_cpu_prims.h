@@ -1,1 +1,667 @@
-/* ts_cpu_prims.h — placeholder */
+/* ts_cpu_prims.h — the tile-primitive library that Tessera's generated C code #includes.
+ *
+ * Generated kernels are short loop nests; the work happens here: a BLIS-style GEMM (register
+ * micro-kernels instantiated per schedule point by TS_DEFINE_UKR_F32, panel/block packing with
+ * bf16/f16 -> f32 conversion), output conversion, 64-byte aligned scratch allocation, and
+ * row-vector helpers (ts_vf_*) for elementwise and reduction ops.
+ *
+ * Header-only, everything static (inline), C17 / gnu17, GCC and clang. SIMD is written with GCC
+ * vector extensions so one source serves SSE (TS_VEC 4) and AVX2 (TS_VEC 8) and the compiler
+ * does register allocation; intrinsics appear only where vector extensions cannot express the
+ * operation (F16C conversions, sqrt), each with a portable fallback. The runtime compiles with
+ *   cc -O3 -march=native -fPIC -shared -fopenmp -std=gnu17 -ffp-contract=fast
+ * and no -ffast-math, so `acc += a * b` becomes one FMA and IEEE semantics (NaN, Inf, signed
+ * zero) otherwise hold; nothing here relies on reassociation.
+ *
+ * Layouts: row-major matrices with explicit leading dimensions; 16-bit dtypes are uint16_t bit
+ * patterns (bf16 = top half of an f32; f16 = IEEE binary16).
+ */
+#ifndef TS_CPU_PRIMS_H
+#define TS_CPU_PRIMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#define TS_CPU_PRIMS_VERSION 1
+
+/* ------------------------------------------------------------------------------------------ */
+/* Small integer helpers                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+static inline int64_t
+ts_min_i64(int64_t a, int64_t b)
+{
+  return a < b ? a : b;
+}
+
+static inline int64_t
+ts_max_i64(int64_t a, int64_t b)
+{
+  return a > b ? a : b;
+}
+
+/* Smallest multiple of m that is >= x (x >= 0, m > 0). */
+static inline int64_t
+ts_round_up_i64(int64_t x, int64_t m)
+{
+  return (x + m - 1) / m * m;
+}
+
+static inline int64_t
+ts_ceil_div_i64(int64_t x, int64_t m)
+{
+  return (x + m - 1) / m;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Aligned scratch                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* 64 bytes = one cache line on x86 and the widest vector (AVX-512) we may ever load aligned.
+ * Packed panels start on a line so the micro-kernel's B loads never split lines. Returns NULL
+ * on failure; ts_cpu_alloc(0) returns a valid (one-line) block. */
+static inline void *
+ts_cpu_alloc(size_t bytes)
+{
+  size_t n = bytes == 0 ? 64 : (bytes + 63) & ~(size_t)63; /* aligned_alloc wants a multiple */
+  if (n < bytes)
+    return NULL; /* overflow */
+  return aligned_alloc(64, n);
+}
+
+static inline void
+ts_cpu_free(void *p)
+{
+  free(p);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Scalar dtype conversions (names prefixed ts_cpu_ so they never clash with the host library's */
+/* ts_bf16_to_f32 & co. in kernels/ts-numerics.h). Round-to-nearest-even, NaN stays NaN,         */
+/* overflow -> Inf, f16 subnormals exact.                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+static inline uint32_t
+ts_cpu_f32_bits(float f)
+{
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static inline float
+ts_cpu_bits_f32(uint32_t u)
+{
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static inline float
+ts_cpu_bf16_to_f32(uint16_t h)
+{
+  return ts_cpu_bits_f32((uint32_t)h << 16);
+}
+
+static inline uint16_t
+ts_cpu_f32_to_bf16(float f)
+{
+  uint32_t u = ts_cpu_f32_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN, sign and payload top bits kept */
+  /* RNE: add 0x7fff plus the lsb of the kept part; a carry into the exponent is the correct
+   * rounding up (and overflows to Inf at the top). */
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+static inline float
+ts_cpu_f16_to_f32(uint16_t h)
+{
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t man = h & 0x3ffu;
+  if (exp == 0x1f) /* Inf / NaN: payload shifted into the f32 mantissa */
+    return ts_cpu_bits_f32(sign | 0x7f800000u | (man << 13));
+  if (exp != 0) /* normal: rebias 15 -> 127 */
+    return ts_cpu_bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+  /* zero / subnormal: man * 2^-24 is exact in f32 */
+  float v = (float)man * 0x1p-24f;
+  return sign ? -v : v;
+}
+
+static inline uint16_t
+ts_cpu_f32_to_f16(float f)
+{
+  uint32_t u = ts_cpu_f32_bits(f);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) /* NaN: quiet, keep top payload bits */
+    return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) /* >= 65520 (half-way above 65504) rounds to Inf; Inf stays Inf */
+    return (uint16_t)(sign | 0x7c00u);
+  if (a >= 0x38800000u) { /* >= 2^-14: normal f16 */
+    uint32_t r = a - (112u << 23);  /* rebias 127 -> 15 */
+    r += 0xfffu + ((r >> 13) & 1u); /* RNE on the 13 dropped bits */
+    return (uint16_t)(sign | (r >> 13));
+  }
+  if (a < 0x33000000u) /* < 2^-25: rounds to zero (2^-25 itself is a tie -> even = 0) */
+    return sign;
+  /* subnormal f16: value = m * 2^-24 with m < 1024; shift the full 24-bit significand. */
+  uint32_t e = a >> 23;                   /* 102 .. 112 */
+  uint32_t m = (a & 0x7fffffu) | 0x800000u; /* 1.f * 2^23 */
+  uint32_t shift = 126u - e;              /* 14 .. 24 bits dropped */
+  uint32_t q = m >> shift;
+  uint32_t rem = m & ((1u << shift) - 1u);
+  uint32_t half = 1u << (shift - 1u);
+  if (rem > half || (rem == half && (q & 1u)))
+    q++;
+  return (uint16_t)(sign | q);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Scalar exp, the same algorithm as ts_vf_exp lane by lane                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/* exp(x) = 2^n * exp(r), n = round(x / ln2), r = x - n ln2 in [-0.347, 0.347].
+ * - n is rounded with the 1.5*2^23 trick (no float->int conversion: no UB on NaN, no
+ *   dependence on the rounding-mode-free cvt instructions).
+ * - ln2 is split Cody-Waite style (0.693359375 has 9 significant bits, so n*C1 is exact for
+ *   |n| <= 2^14) which keeps r accurate with or without FMA contraction.
+ * - exp(r) is the degree-7 Taylor polynomial: truncation error r^8/8! <= 5.2e-9 relative, far
+ *   below float rounding (6e-8), so the result is within ~1.5 ulp (measured max rel. error is
+ *   reported by tests/test-cpu-prims.c; the bound we test is 2e-7).
+ * - 2^n is applied as two factors 2^(n/2) * 2^(n - n/2): each is a normal float for
+ *   n in [-159, 128], so results that underflow to subnormals round correctly and x >= 88.73
+ *   reaches Inf. x is clamped to [-110, 89] first: exp(-110) < 2^-150 -> 0, exp(89) > FLT_MAX
+ *   -> Inf. Comparisons with NaN are false so NaN passes the clamps and the polynomial keeps it. */
+#define TS_EXP_LO -110.0f
+#define TS_EXP_HI 89.0f
+#define TS_EXP_LOG2E 1.44269504088896341f
+#define TS_EXP_C1 0.693359375f
+#define TS_EXP_C2 -2.12194440e-4f
+#define TS_EXP_ROUND 12582912.0f /* 1.5 * 2^23 */
+#define TS_EXP_P2 (1.0f / 2.0f)
+#define TS_EXP_P3 (1.0f / 6.0f)
+#define TS_EXP_P4 (1.0f / 24.0f)
+#define TS_EXP_P5 (1.0f / 120.0f)
+#define TS_EXP_P6 (1.0f / 720.0f)
+#define TS_EXP_P7 (1.0f / 5040.0f)
+
+static inline float
+ts_exp_f32(float x)
+{
+  x = x < TS_EXP_LO ? TS_EXP_LO : x;
+  x = x > TS_EXP_HI ? TS_EXP_HI : x;
+  float t = x * TS_EXP_LOG2E + TS_EXP_ROUND;
+  float n = t - TS_EXP_ROUND;
+  int32_t ni = (int32_t)(ts_cpu_f32_bits(t) - ts_cpu_f32_bits(TS_EXP_ROUND));
+  float r = x - n * TS_EXP_C1;
+  r = r - n * TS_EXP_C2;
+  float p = TS_EXP_P7;
+  p = p * r + TS_EXP_P6;
+  p = p * r + TS_EXP_P5;
+  p = p * r + TS_EXP_P4;
+  p = p * r + TS_EXP_P3;
+  p = p * r + TS_EXP_P2;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  int32_t n1 = ni / 2; /* |ni| <= 159: two normal factors */
+  int32_t n2 = ni - n1;
+  float s1 = ts_cpu_bits_f32((uint32_t)(n1 + 127) << 23);
+  float s2 = ts_cpu_bits_f32((uint32_t)(n2 + 127) << 23);
+  return p * s1 * s2;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* GEMM micro-kernel                                                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+/* TS_DEFINE_UKR_F32(name, MR, NR, V, UNROLL) defines
+ *   static void name(int64_t kc, const float *restrict Ap, const float *restrict Bp,
+ *                    float *restrict C, int64_t ldc, int accumulate, int64_t mr, int64_t nr);
+ * C[0..mr) x [0..nr) (row-major, row stride ldc) = (accumulate ? C : 0) + Ap * Bp, where Ap is one
+ * packed MR-row panel (Ap[k*MR + i], from ts_pack_a_panel_*) and Bp one packed NR-column panel
+ * (Bp[k*NR + j], from ts_pack_b_panel_*), both kc deep. Bp must be aligned to V floats (packed
+ * buffers from ts_cpu_alloc are, since NR % V == 0); Ap and C need no alignment.
+ *
+ * Shape: the MR x NR tile lives in MR * NR/V vector accumulators for the whole k loop; each k
+ * step loads NR/V vectors of B, broadcasts MR scalars of A and issues MR * NR/V FMAs. On AVX2
+ * (16 ymm registers) the accumulators + NR/V B vectors + 1 broadcast must fit in 16: 6x16 uses
+ * 12 + 2 + 1 = 15 and does 12 FMAs per 2 loads + 6 broadcasts, enough to keep Zen 3's two FMA
+ * pipes (4-cycle latency -> 8 independent chains needed, we have 12) busy. 4x24 (12+3+1) and
+ * 8x8 (8+1+1) also fit; 8x16 (16 acc) and 6x32 spill and are left for the tuner to find slow.
+ *
+ * Edges (mr < MR or nr < NR) compute the full tile into a local buffer and copy the valid part;
+ * the packed panels are zero-padded so the extra lanes are harmless. */
+#ifndef TS_UKR_PREFETCH_C
+#define TS_UKR_PREFETCH_C 1 /* touch the C tile's lines before the k loop so the stores hit */
+#endif
+
+#define TS_UKR_STEP_(MR_, NR_, V_, vt_, acc_, Ap_, Bp_)                                           \
+  do {                                                                                         \
+    vt_ b_[(NR_) / (V_)];                                                                      \
+    _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / (V_); j_++) b_[j_] =                 \
+        *(const vt_ *)((Bp_) + j_ * (V_));                                                     \
+    _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                                \
+    {                                                                                          \
+      vt_ a_ = -(vt_){0} + (Ap_)[i_]; /* -0 + x == x: folds to a broadcast */                                                           \
+      _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / (V_); j_++) acc_[i_][j_] +=        \
+          a_ * b_[j_];                                                                         \
+    }                                                                                          \
+  } while (0)
+
+#define TS_DEFINE_UKR_F32(name, MR_, NR_, V_, UNROLL_)                                           \
+  _Static_assert((NR_) % (V_) == 0, #name ": NR must be a multiple of V");                   \
+  _Static_assert((MR_) > 0 && (UNROLL_) > 0, #name ": MR and UNROLL must be positive");      \
+  __attribute__((unused)) static void name(int64_t kc, const float *restrict Ap,              \
+                                           const float *restrict Bp, float *restrict C,       \
+                                           int64_t ldc, int accumulate, int64_t mr, int64_t nr) \
+  {                                                                                            \
+    typedef float vt_ __attribute__((vector_size((V_) * sizeof(float))));                      \
+    typedef float vtu_ __attribute__((vector_size((V_) * sizeof(float)), aligned(4)));          \
+    vt_ acc_[MR_][(NR_) / (V_)];                                                               \
+    _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                                \
+    {                                                                                          \
+      _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / (V_); j_++) acc_[i_][j_] =         \
+          (vt_){0};                                                                            \
+    }                                                                                          \
+    if (TS_UKR_PREFETCH_C && mr == (MR_) && nr == (NR_)) {                                     \
+      _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                              \
+      {                                                                                        \
+        __builtin_prefetch(C + i_ * ldc, 1, 3);                                                \
+        __builtin_prefetch(C + i_ * ldc + (NR_) - 1, 1, 3);                                    \
+      }                                                                                        \
+    }                                                                                          \
+    int64_t k_ = 0;                                                                            \
+    for (; k_ + (UNROLL_) <= kc; k_ += (UNROLL_)) {                                            \
+      _Pragma("GCC unroll 16") for (int u_ = 0; u_ < (UNROLL_); u_++)                          \
+          TS_UKR_STEP_(MR_, NR_, V_, vt_, acc_, Ap + (k_ + u_) * (MR_), Bp + (k_ + u_) * (NR_)); \
+    }                                                                                          \
+    for (; k_ < kc; k_++)                                                                      \
+      TS_UKR_STEP_(MR_, NR_, V_, vt_, acc_, Ap + k_ * (MR_), Bp + k_ * (NR_));                 \
+    if (mr == (MR_) && nr == (NR_)) {                                                          \
+      _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                              \
+      {                                                                                        \
+        _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / (V_); j_++)                      \
+        {                                                                                      \
+          vtu_ *c_ = (vtu_ *)(C + i_ * ldc + j_ * (V_));                                       \
+          *c_ = accumulate ? *c_ + acc_[i_][j_] : acc_[i_][j_];                                \
+        }                                                                                      \
+      }                                                                                        \
+    } else {                                                                                   \
+      float t_[(MR_) * (NR_)];                                                                 \
+      memcpy(t_, acc_, sizeof t_);                                                             \
+      for (int64_t i_ = 0; i_ < mr; i_++)                                                      \
+        for (int64_t j_ = 0; j_ < nr; j_++)                                                    \
+          C[i_ * ldc + j_] = accumulate ? C[i_ * ldc + j_] + t_[i_ * (NR_) + j_]               \
+                                        : t_[i_ * (NR_) + j_];                                 \
+    }                                                                                          \
+  }                                                                                            \
+  _Static_assert(1, "swallow the semicolon")
+
+/* ------------------------------------------------------------------------------------------ */
+/* Packing                                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/* One A panel: rows [0, mr_valid) x cols [0, kc) of A (row stride lda) -> Ap[k*MR + i], rows
+ * mr_valid..MR-1 zero. Reading MR rows side by side keeps MR sequential streams, which the
+ * hardware prefetchers follow (MR <= 16 streams). The element conversion is the only thing that
+ * differs between dtypes, so one macro writes all three. */
+#define TS_PACK_A_PANEL_BODY_(LOAD)                                                            \
+  do {                                                                                         \
+    if (mr_valid == MR) {                                                                      \
+      for (int64_t k = 0; k < kc; k++)                                                         \
+        for (int64_t i = 0; i < MR; i++)                                                       \
+          Ap[k * MR + i] = LOAD(A[i * lda + k]);                                               \
+    } else {                                                                                   \
+      for (int64_t k = 0; k < kc; k++) {                                                       \
+        for (int64_t i = 0; i < mr_valid; i++)                                                 \
+          Ap[k * MR + i] = LOAD(A[i * lda + k]);                                               \
+        for (int64_t i = mr_valid; i < MR; i++)                                                \
+          Ap[k * MR + i] = 0.0f;                                                               \
+      }                                                                                        \
+    }                                                                                          \
+  } while (0)
+
+#define TS_LOAD_F32_(x) (x)
+
+static inline void
+ts_pack_a_panel_f32(const float *A, int64_t lda, int64_t mr_valid, int64_t kc, int64_t MR,
+                    float *restrict Ap)
+{
+  TS_PACK_A_PANEL_BODY_(TS_LOAD_F32_);
+}
+
+static inline void
+ts_pack_a_panel_bf16(const uint16_t *A, int64_t lda, int64_t mr_valid, int64_t kc, int64_t MR,
+                     float *restrict Ap)
+{
+  TS_PACK_A_PANEL_BODY_(ts_cpu_bf16_to_f32);
+}
+
+/* f16 -> f32 row by row: F16C converts 8 contiguous values per instruction, the scattered
+ * stores (stride MR) are cheap next to the scalar bit-twiddling fallback. */
+static inline void
+ts_cvt_f16_to_f32_n(const uint16_t *src, float *restrict dst, int64_t n)
+{
+  int64_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+#endif
+  for (; i < n; i++)
+    dst[i] = ts_cpu_f16_to_f32(src[i]);
+}
+
+static inline void
+ts_pack_a_panel_f16(const uint16_t *A, int64_t lda, int64_t mr_valid, int64_t kc, int64_t MR,
+                    float *restrict Ap)
+{
+#ifdef __F16C__
+  float row[256];
+  for (int64_t k0 = 0; k0 < kc; k0 += 256) {
+    int64_t kn = ts_min_i64(256, kc - k0);
+    for (int64_t i = 0; i < MR; i++) {
+      if (i < mr_valid) {
+        ts_cvt_f16_to_f32_n(A + i * lda + k0, row, kn);
+        for (int64_t k = 0; k < kn; k++)
+          Ap[(k0 + k) * MR + i] = row[k];
+      } else {
+        for (int64_t k = 0; k < kn; k++)
+          Ap[(k0 + k) * MR + i] = 0.0f;
+      }
+    }
+  }
+#else
+  TS_PACK_A_PANEL_BODY_(ts_cpu_f16_to_f32);
+#endif
+}
+
+/* One B panel: rows [0, kc) x cols [0, nr_valid) of B (row stride ldb) -> Bp[k*NR + j], cols
+ * nr_valid..NR-1 zero. Each k is a contiguous copy of NR values. */
+static inline void
+ts_pack_b_panel_f32(const float *B, int64_t ldb, int64_t kc, int64_t nr_valid, int64_t NR,
+                    float *restrict Bp)
+{
+  for (int64_t k = 0; k < kc; k++) {
+    memcpy(Bp + k * NR, B + k * ldb, (size_t)nr_valid * sizeof(float));
+    for (int64_t j = nr_valid; j < NR; j++)
+      Bp[k * NR + j] = 0.0f;
+  }
+}
+
+static inline void
+ts_pack_b_panel_bf16(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nr_valid, int64_t NR,
+                     float *restrict Bp)
+{
+  for (int64_t k = 0; k < kc; k++) {
+    for (int64_t j = 0; j < nr_valid; j++)
+      Bp[k * NR + j] = ts_cpu_bf16_to_f32(B[k * ldb + j]);
+    for (int64_t j = nr_valid; j < NR; j++)
+      Bp[k * NR + j] = 0.0f;
+  }
+}
+
+static inline void
+ts_pack_b_panel_f16(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nr_valid, int64_t NR,
+                    float *restrict Bp)
+{
+  for (int64_t k = 0; k < kc; k++) {
+    ts_cvt_f16_to_f32_n(B + k * ldb, Bp + k * NR, nr_valid);
+    for (int64_t j = nr_valid; j < NR; j++)
+      Bp[k * NR + j] = 0.0f;
+  }
+}
+
+/* Whole blocks: an mc x kc block of A becomes ceil(mc/MR) panels, panel p at Ap + p*MR*kc; a
+ * kc x nc block of B becomes ceil(nc/NR) panels, panel p at Bp + p*NR*kc. Buffers need
+ * round_up(mc, MR) * kc and kc * round_up(nc, NR) floats. */
+#define TS_DEFINE_PACK_BLOCKS_(SUFFIX, T)                                                      \
+  static inline void ts_pack_a_block_##SUFFIX(const T *A, int64_t lda, int64_t mc, int64_t kc,  \
+                                              int64_t MR, float *restrict Ap)                  \
+  {                                                                                            \
+    for (int64_t i = 0; i < mc; i += MR)                                                       \
+      ts_pack_a_panel_##SUFFIX(A + i * lda, lda, ts_min_i64(MR, mc - i), kc, MR, Ap + i * kc); \
+  }                                                                                            \
+  static inline void ts_pack_b_block_##SUFFIX(const T *B, int64_t ldb, int64_t kc, int64_t nc,  \
+                                              int64_t NR, float *restrict Bp)                  \
+  {                                                                                            \
+    for (int64_t j = 0; j < nc; j += NR)                                                       \
+      ts_pack_b_panel_##SUFFIX(B + j, ldb, kc, ts_min_i64(NR, nc - j), NR, Bp + j * kc);       \
+  }                                                                                            \
+  _Static_assert(1, "swallow the semicolon")
+
+TS_DEFINE_PACK_BLOCKS_(f32, float);
+TS_DEFINE_PACK_BLOCKS_(bf16, uint16_t);
+TS_DEFINE_PACK_BLOCKS_(f16, uint16_t);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Output conversion                                                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+static inline void
+ts_store_f32_as_bf16(const float *src, uint16_t *dst, int64_t n)
+{
+  for (int64_t i = 0; i < n; i++)
+    dst[i] = ts_cpu_f32_to_bf16(src[i]);
+}
+
+static inline void
+ts_store_f32_as_f16(const float *src, uint16_t *dst, int64_t n)
+{
+  int64_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8) /* imm 0 = round to nearest even, exceptions as MXCSR says */
+    _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), 0));
+#endif
+  for (; i < n; i++)
+    dst[i] = ts_cpu_f32_to_f16(src[i]);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Row vectors: TS_VEC floats (4 = SSE, 8 = AVX; define it before including; default 8 with   */
+/* AVX, else 4)                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+#ifndef TS_VEC
+#ifdef __AVX__
+#define TS_VEC 8
+#else
+#define TS_VEC 4
+#endif
+#endif
+#if TS_VEC != 4 && TS_VEC != 8
+#error "TS_VEC must be 4 or 8"
+#endif
+#if TS_VEC == 8 && !defined(__AVX__)
+/* 32-byte vectors without AVX are emulated with SSE pairs and passed differently from what an
+ * AVX build would do. Every function taking ts_vf is static inline, so no such value ever
+ * crosses a translation unit and the ABI warning (raised at the includer's call sites, hence
+ * not popped) is noise. GCC still prints one "note: the ABI for passing parameters with 32-byte
+ * alignment has changed in GCC 4.6" that no pragma silences; it is not a warning, and generated
+ * code never asks for TS_VEC 8 without AVX. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+typedef float ts_vf __attribute__((vector_size(TS_VEC * sizeof(float))));
+typedef int32_t ts_vi __attribute__((vector_size(TS_VEC * sizeof(int32_t))));
+typedef uint32_t ts_vu __attribute__((vector_size(TS_VEC * sizeof(uint32_t))));
+typedef uint16_t ts_vh __attribute__((vector_size(TS_VEC * sizeof(uint16_t))));
+
+static inline ts_vf
+ts_vf_splat(float x)
+{
+  /* -0.0f + x is x for every x (+0 + x would turn -0 into +0), so the compiler may fold the add
+   * away and emit a plain broadcast. */
+  return -(ts_vf){0} + x;
+}
+
+static inline ts_vf
+ts_vf_load_f32(const void *p)
+{
+  ts_vf v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static inline void
+ts_vf_store_f32(void *p, ts_vf v)
+{
+  memcpy(p, &v, sizeof v);
+}
+
+static inline ts_vf
+ts_vf_load_bf16(const void *p)
+{
+  ts_vh h;
+  memcpy(&h, p, sizeof h);
+  ts_vu u = __builtin_convertvector(h, ts_vu) << 16;
+  return (ts_vf)u;
+}
+
+static inline void
+ts_vf_store_bf16(void *p, ts_vf v)
+{
+  ts_vu u = (ts_vu)v;
+  ts_vu r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  ts_vu q = (u >> 16) | 0x40u;
+  ts_vu nan = (ts_vu)((u & 0x7fffffffu) > 0x7f800000u); /* all-ones where NaN */
+  ts_vh h = __builtin_convertvector((nan & q) | (~nan & r), ts_vh);
+  memcpy(p, &h, sizeof h);
+}
+
+static inline ts_vf
+ts_vf_load_f16(const void *p)
+{
+#if defined(__F16C__) && TS_VEC == 8
+  return (ts_vf)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+#elif defined(__F16C__) && TS_VEC == 4
+  return (ts_vf)_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)p));
+#else
+  uint16_t h[TS_VEC];
+  ts_vf v;
+  memcpy(h, p, sizeof h);
+  for (int i = 0; i < TS_VEC; i++)
+    v[i] = ts_cpu_f16_to_f32(h[i]);
+  return v;
+#endif
+}
+
+static inline void
+ts_vf_store_f16(void *p, ts_vf v)
+{
+#if defined(__F16C__) && TS_VEC == 8
+  _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph((__m256)v, 0));
+#elif defined(__F16C__) && TS_VEC == 4
+  _mm_storel_epi64((__m128i *)p, _mm_cvtps_ph((__m128)v, 0));
+#else
+  uint16_t h[TS_VEC];
+  for (int i = 0; i < TS_VEC; i++)
+    h[i] = ts_cpu_f32_to_f16(v[i]);
+  memcpy(p, h, sizeof h);
+#endif
+}
+
+/* Lane select without the vector ?: (GCC accepts it only in C++): m is all-ones / all-zeros. */
+static inline ts_vf
+ts_vf_select_(ts_vi m, ts_vf a, ts_vf b)
+{
+  return (ts_vf)((m & (ts_vi)a) | (~m & (ts_vi)b));
+}
+
+/* a > b ? a : b per lane, i.e. MAXPS: when either is NaN the result is b. */
+static inline ts_vf
+ts_vf_max(ts_vf a, ts_vf b)
+{
+  return ts_vf_select_((ts_vi)(a > b), a, b);
+}
+
+static inline ts_vf
+ts_vf_min(ts_vf a, ts_vf b)
+{
+  return ts_vf_select_((ts_vi)(a < b), a, b);
+}
+
+/* Horizontal sum as a fixed pairwise tree (lane i + lane i+V/2 first): deterministic order,
+ * error grows with log2(V) rather than V. */
+static inline float
+ts_vf_hsum(ts_vf v)
+{
+#if TS_VEC == 8
+  return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+#else
+  return (v[0] + v[2]) + (v[1] + v[3]);
+#endif
+}
+
+static inline float
+ts_vf_hmax(ts_vf v)
+{
+  float m = v[0];
+  for (int i = 1; i < TS_VEC; i++)
+    m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+static inline ts_vf
+ts_vf_sqrt(ts_vf v)
+{
+#if defined(__AVX__) && TS_VEC == 8
+  return (ts_vf)_mm256_sqrt_ps((__m256)v);
+#elif defined(__SSE__) && TS_VEC == 4
+  return (ts_vf)_mm_sqrt_ps((__m128)v);
+#elif defined(__SSE__) && TS_VEC == 8
+  ts_vf r;
+  __m128 lo, hi;
+  memcpy(&lo, &v, sizeof lo);
+  memcpy(&hi, (const float *)&v + 4, sizeof hi);
+  lo = _mm_sqrt_ps(lo);
+  hi = _mm_sqrt_ps(hi);
+  memcpy(&r, &lo, sizeof lo);
+  memcpy((float *)&r + 4, &hi, sizeof hi);
+  return r;
+#else
+  ts_vf r;
+  for (int i = 0; i < TS_VEC; i++)
+    r[i] = __builtin_sqrtf(v[i]);
+  return r;
+#endif
+}
+
+/* Lane-wise ts_exp_f32 (same constants, same operation order: results are bit-identical). */
+static inline ts_vf
+ts_vf_exp(ts_vf x)
+{
+  const ts_vf lo = ts_vf_splat(TS_EXP_LO), hi = ts_vf_splat(TS_EXP_HI);
+  const ts_vf round = ts_vf_splat(TS_EXP_ROUND);
+  x = ts_vf_select_((ts_vi)(x < lo), lo, x);
+  x = ts_vf_select_((ts_vi)(x > hi), hi, x);
+  ts_vf t = x * TS_EXP_LOG2E + round;
+  ts_vf n = t - round;
+  ts_vi ni = (ts_vi)t - (ts_vi)round;
+  ts_vf r = x - n * TS_EXP_C1;
+  r = r - n * TS_EXP_C2;
+  ts_vf p = ts_vf_splat(TS_EXP_P7);
+  p = p * r + TS_EXP_P6;
+  p = p * r + TS_EXP_P5;
+  p = p * r + TS_EXP_P4;
+  p = p * r + TS_EXP_P3;
+  p = p * r + TS_EXP_P2;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  /* ni / 2 truncating toward zero, as the scalar version's C division does. */
+  ts_vi n1 = (ni + (ts_vi)((ts_vu)ni >> 31)) >> 1;
+  ts_vi n2 = ni - n1;
+  ts_vf s1 = (ts_vf)((n1 + 127) << 23);
+  ts_vf s2 = (ts_vf)((n2 + 127) << 23);
+  return p * s1 * s2;
+}
+
+#endif /* TS_CPU_PRIMS_H */

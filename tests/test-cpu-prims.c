@@ -1,0 +1,594 @@
+/* test-cpu-prims.c — tests of runtime/cpu/ts_cpu_prims.h, the tile-primitive library generated C
+ * code includes: every micro-kernel shape against an f64 GEMM (edges, accumulate on/off),
+ * packing with bf16/f16 conversion, the scalar and vector dtype conversions (exhaustive round-
+ * to-nearest-even checks), the row-vector helpers (exp accuracy over a sweep, hsum/hmax, sqrt,
+ * loads/stores), and the f32 GEMM example driver (tests/data/gemm_f32_example.c, the shape the
+ * emitter generates) on odd shapes and thread counts against a naive f64 GEMM.
+ *
+ * The example is #included three times with different TS_* values; its two symbols (the entry
+ * and the micro-kernel `ukr`) are renamed by macros around each include.
+ */
+#define TS_VEC 8
+#include "ts_cpu_prims.h"
+
+#include <glib.h>
+#include <math.h>
+
+/* ---- the example driver, three configurations ---------------------------------------------- */
+
+/* 1: the defaults (6x16 AVX2, 2 threads) */
+#define ts_gemm_example gemm_default
+#define ukr ukr_default
+#include "data/gemm_f32_example.c"
+#undef ts_gemm_example
+#undef ukr
+#undef TS_VEC
+#undef TS_MR
+#undef TS_NR
+#undef TS_UNROLL
+#undef TS_BK
+#undef TS_BM
+#undef TS_BN
+#undef TS_THREADS
+
+/* 2: SSE-width 4x8, tiny blocks so every loop level has several trips and ragged edges;
+ * 3 threads on 2 cores (more threads than B panels in some blocks). */
+#define ts_gemm_example gemm_small
+#define ukr ukr_small
+#define TS_VEC 4
+#define TS_MR 4
+#define TS_NR 8
+#define TS_UNROLL 3
+#define TS_BK 7
+#define TS_BM 10
+#define TS_BN 24
+#define TS_THREADS 3
+#include "data/gemm_f32_example.c"
+#undef ts_gemm_example
+#undef ukr
+#undef TS_VEC
+#undef TS_MR
+#undef TS_NR
+#undef TS_UNROLL
+#undef TS_BK
+#undef TS_BM
+#undef TS_BN
+#undef TS_THREADS
+
+/* 3: 8x24, one thread, blocks that are not multiples of the micro-tile. */
+#define ts_gemm_example gemm_wide
+#define ukr ukr_wide
+#define TS_VEC 8
+#define TS_MR 8
+#define TS_NR 24
+#define TS_UNROLL 2
+#define TS_BK 33
+#define TS_BM 20
+#define TS_BN 50
+#define TS_THREADS 1
+#include "data/gemm_f32_example.c"
+#undef ts_gemm_example
+#undef ukr
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+
+static void
+fill_random(float *x, size_t n, GRand *rng)
+{
+  for (size_t i = 0; i < n; i++)
+    x[i] = (float)g_rand_double_range(rng, -1.0, 1.0);
+}
+
+/* Checks c (row stride ldc) against the f64 product of a[m,k] (lda) and b[k,n] (ldb) plus
+ * c0 when given: |c - ref| <= 1e-5 * sum_k |a||b| + 1e-30, an f32 accumulation bound. */
+static void
+check_gemm(const float *c, int64_t ldc, const float *c0, const float *a, int64_t lda,
+           const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, const char *what)
+{
+  for (int64_t i = 0; i < m; i++) {
+    for (int64_t j = 0; j < n; j++) {
+      double ref = c0 ? c0[i * ldc + j] : 0.0, mag = c0 ? fabs(c0[i * ldc + j]) : 0.0;
+      for (int64_t p = 0; p < k; p++) {
+        ref += (double)a[i * lda + p] * b[p * ldb + j];
+        mag += fabs((double)a[i * lda + p] * b[p * ldb + j]);
+      }
+      double got = c[i * ldc + j];
+      if (!(fabs(got - ref) <= 1e-5 * mag + 1e-30))
+        g_error("%s: C[%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "] = %.9g, expected %.9g", what,
+                i, j, got, ref);
+    }
+  }
+}
+
+/* ---- micro-kernels ----------------------------------------------------------------------------- */
+
+TS_DEFINE_UKR_F32(ukr_4x8_v4, 4, 8, 4, 1);
+TS_DEFINE_UKR_F32(ukr_4x8_v8, 4, 8, 8, 4);
+TS_DEFINE_UKR_F32(ukr_4x16_v4, 4, 16, 4, 2);
+TS_DEFINE_UKR_F32(ukr_4x16_v8, 4, 16, 8, 4);
+TS_DEFINE_UKR_F32(ukr_4x24_v4, 4, 24, 4, 3);
+TS_DEFINE_UKR_F32(ukr_4x24_v8, 4, 24, 8, 4);
+TS_DEFINE_UKR_F32(ukr_4x32_v4, 4, 32, 4, 1);
+TS_DEFINE_UKR_F32(ukr_4x32_v8, 4, 32, 8, 2);
+TS_DEFINE_UKR_F32(ukr_6x8_v4, 6, 8, 4, 4);
+TS_DEFINE_UKR_F32(ukr_6x8_v8, 6, 8, 8, 1);
+TS_DEFINE_UKR_F32(ukr_6x16_v4, 6, 16, 4, 4);
+TS_DEFINE_UKR_F32(ukr_6x16_v8, 6, 16, 8, 8);
+TS_DEFINE_UKR_F32(ukr_6x24_v4, 6, 24, 4, 2);
+TS_DEFINE_UKR_F32(ukr_6x24_v8, 6, 24, 8, 3);
+TS_DEFINE_UKR_F32(ukr_6x32_v4, 6, 32, 4, 1);
+TS_DEFINE_UKR_F32(ukr_6x32_v8, 6, 32, 8, 4);
+TS_DEFINE_UKR_F32(ukr_8x8_v4, 8, 8, 4, 2);
+TS_DEFINE_UKR_F32(ukr_8x8_v8, 8, 8, 8, 4);
+TS_DEFINE_UKR_F32(ukr_8x16_v4, 8, 16, 4, 4);
+TS_DEFINE_UKR_F32(ukr_8x16_v8, 8, 16, 8, 2);
+TS_DEFINE_UKR_F32(ukr_8x24_v4, 8, 24, 4, 1);
+TS_DEFINE_UKR_F32(ukr_8x24_v8, 8, 24, 8, 4);
+TS_DEFINE_UKR_F32(ukr_8x32_v4, 8, 32, 4, 2);
+TS_DEFINE_UKR_F32(ukr_8x32_v8, 8, 32, 8, 8);
+
+typedef void (*UkrFn)(int64_t, const float *restrict, const float *restrict, float *restrict,
+                      int64_t, int, int64_t, int64_t);
+typedef struct {
+  const char *name;
+  UkrFn fn;
+  int64_t mr, nr;
+} Ukr;
+
+#define UKR(M, N, V) {"ukr_" #M "x" #N "_v" #V, ukr_##M##x##N##_v##V, M, N}
+static const Ukr ukrs[] = {
+  UKR(4, 8, 4),  UKR(4, 8, 8),  UKR(4, 16, 4), UKR(4, 16, 8), UKR(4, 24, 4), UKR(4, 24, 8),
+  UKR(4, 32, 4), UKR(4, 32, 8), UKR(6, 8, 4),  UKR(6, 8, 8),  UKR(6, 16, 4), UKR(6, 16, 8),
+  UKR(6, 24, 4), UKR(6, 24, 8), UKR(6, 32, 4), UKR(6, 32, 8), UKR(8, 8, 4),  UKR(8, 8, 8),
+  UKR(8, 16, 4), UKR(8, 16, 8), UKR(8, 24, 4), UKR(8, 24, 8), UKR(8, 32, 4), UKR(8, 32, 8),
+};
+
+static void
+test_ukr_shapes(void)
+{
+  GRand *rng = g_rand_new_with_seed(1);
+  for (guint u = 0; u < G_N_ELEMENTS(ukrs); u++) {
+    const Ukr *uk = &ukrs[u];
+    const int64_t kcs[] = {1, 5, 17, 64};
+    for (guint ki = 0; ki < G_N_ELEMENTS(kcs); ki++) {
+      int64_t kc = kcs[ki];
+      const int64_t mrs[] = {uk->mr, uk->mr - 1, 1}, nrs[] = {uk->nr, uk->nr - 3, 1};
+      for (guint mi = 0; mi < 3; mi++) {
+        for (guint ni = 0; ni < 3; ni++) {
+          int64_t mr = mrs[mi], nr = nrs[ni], ldc = nr + 5;
+          /* A: mr x kc (lda = kc + 2), B: kc x nr (ldb = nr + 1), packed with zero padding */
+          int64_t lda = kc + 2, ldb = nr + 1;
+          float *a = g_new(float, mr * lda), *b = g_new(float, kc * ldb);
+          float *ap = ts_cpu_alloc(sizeof(float) * (size_t)(uk->mr * kc));
+          float *bp = ts_cpu_alloc(sizeof(float) * (size_t)(uk->nr * kc));
+          float *c = g_new(float, mr * ldc), *c0 = g_new(float, mr * ldc);
+          fill_random(a, (size_t)(mr * lda), rng);
+          fill_random(b, (size_t)(kc * ldb), rng);
+          ts_pack_a_panel_f32(a, lda, mr, kc, uk->mr, ap);
+          ts_pack_b_panel_f32(b, ldb, kc, nr, uk->nr, bp);
+          for (int acc = 0; acc <= 1; acc++) {
+            fill_random(c0, (size_t)(mr * ldc), rng);
+            memcpy(c, c0, sizeof(float) * (size_t)(mr * ldc));
+            uk->fn(kc, ap, bp, c, ldc, acc, mr, nr);
+            g_autofree char *what = g_strdup_printf("%s kc=%" G_GINT64_FORMAT " mr=%"
+                                                    G_GINT64_FORMAT " nr=%" G_GINT64_FORMAT
+                                                    " acc=%d", uk->name, kc, mr, nr, acc);
+            check_gemm(c, ldc, acc ? c0 : NULL, a, lda, b, ldb, mr, nr, kc, what);
+            /* the padding columns of each C row (ldc - nr) are never written */
+            for (int64_t i = 0; i < mr; i++)
+              for (int64_t j = nr; j < ldc; j++)
+                g_assert_cmpfloat(c[i * ldc + j], ==, c0[i * ldc + j]);
+          }
+          g_free(a);
+          g_free(b);
+          g_free(c);
+          g_free(c0);
+          ts_cpu_free(ap);
+          ts_cpu_free(bp);
+        }
+      }
+    }
+  }
+  g_rand_free(rng);
+}
+
+/* ---- packing ----------------------------------------------------------------------------------- */
+
+static void
+test_pack(void)
+{
+  GRand *rng = g_rand_new_with_seed(2);
+  const int64_t M = 11, K = 13, N = 19, MR = 6, NR = 8, lda = K + 3, ldb = N + 2;
+  float *a = g_new(float, M * lda), *b = g_new(float, K * ldb);
+  uint16_t *a16 = g_new(uint16_t, M * lda), *b16 = g_new(uint16_t, K * ldb);
+  fill_random(a, (size_t)(M * lda), rng);
+  fill_random(b, (size_t)(K * ldb), rng);
+  const int64_t ap_n = ts_round_up_i64(M, MR) * K, bp_n = K * ts_round_up_i64(N, NR);
+  float *ap = ts_cpu_alloc(sizeof(float) * (size_t)ap_n);
+  float *bp = ts_cpu_alloc(sizeof(float) * (size_t)bp_n);
+
+  for (int dt = 0; dt < 3; dt++) { /* f32, bf16, f16 */
+    /* exact expectations: the 16-bit inputs are what the f32 values round to */
+    float *ea = g_new(float, M * lda), *eb = g_new(float, K * ldb);
+    for (int64_t i = 0; i < M * lda; i++) {
+      a16[i] = dt == 1 ? ts_cpu_f32_to_bf16(a[i]) : ts_cpu_f32_to_f16(a[i]);
+      ea[i] = dt == 0 ? a[i] : dt == 1 ? ts_cpu_bf16_to_f32(a16[i]) : ts_cpu_f16_to_f32(a16[i]);
+    }
+    for (int64_t i = 0; i < K * ldb; i++) {
+      b16[i] = dt == 1 ? ts_cpu_f32_to_bf16(b[i]) : ts_cpu_f32_to_f16(b[i]);
+      eb[i] = dt == 0 ? b[i] : dt == 1 ? ts_cpu_bf16_to_f32(b16[i]) : ts_cpu_f16_to_f32(b16[i]);
+    }
+    for (int64_t i = 0; i < ap_n; i++)
+      ap[i] = NAN;
+    for (int64_t i = 0; i < bp_n; i++)
+      bp[i] = NAN;
+    if (dt == 0) {
+      ts_pack_a_block_f32(a, lda, M, K, MR, ap);
+      ts_pack_b_block_f32(b, ldb, K, N, NR, bp);
+    } else if (dt == 1) {
+      ts_pack_a_block_bf16(a16, lda, M, K, MR, ap);
+      ts_pack_b_block_bf16(b16, ldb, K, N, NR, bp);
+    } else {
+      ts_pack_a_block_f16(a16, lda, M, K, MR, ap);
+      ts_pack_b_block_f16(b16, ldb, K, N, NR, bp);
+    }
+    for (int64_t p = 0; p < ts_ceil_div_i64(M, MR); p++)
+      for (int64_t k = 0; k < K; k++)
+        for (int64_t i = 0; i < MR; i++) {
+          int64_t row = p * MR + i;
+          float want = row < M ? ea[row * lda + k] : 0.0f;
+          g_assert_cmpfloat(ap[p * MR * K + k * MR + i], ==, want);
+        }
+    for (int64_t p = 0; p < ts_ceil_div_i64(N, NR); p++)
+      for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < NR; j++) {
+          int64_t col = p * NR + j;
+          float want = col < N ? eb[k * ldb + col] : 0.0f;
+          g_assert_cmpfloat(bp[p * NR * K + k * NR + j], ==, want);
+        }
+    /* the per-panel packers agree with the per-block ones on a ragged panel */
+    float *one = ts_cpu_alloc(sizeof(float) * (size_t)(MR * K));
+    if (dt == 0)
+      ts_pack_a_panel_f32(a + MR * lda, lda, M - MR, K, MR, one);
+    else if (dt == 1)
+      ts_pack_a_panel_bf16(a16 + MR * lda, lda, M - MR, K, MR, one);
+    else
+      ts_pack_a_panel_f16(a16 + MR * lda, lda, M - MR, K, MR, one);
+    g_assert_cmpmem(one, sizeof(float) * (size_t)(MR * K), ap + MR * K,
+                    sizeof(float) * (size_t)(MR * K));
+    ts_cpu_free(one);
+    g_free(ea);
+    g_free(eb);
+  }
+  /* the f16 A packer's 256-column chunking */
+  {
+    const int64_t kc = 600, mr = 3;
+    uint16_t *h = g_new(uint16_t, mr * kc);
+    float *p = ts_cpu_alloc(sizeof(float) * (size_t)(4 * kc));
+    for (int64_t i = 0; i < mr * kc; i++)
+      h[i] = ts_cpu_f32_to_f16((float)g_rand_double_range(rng, -4, 4));
+    ts_pack_a_panel_f16(h, kc, mr, kc, 4, p);
+    for (int64_t k = 0; k < kc; k++)
+      for (int64_t i = 0; i < 4; i++)
+        g_assert_cmpfloat(p[k * 4 + i], ==, i < mr ? ts_cpu_f16_to_f32(h[i * kc + k]) : 0.0f);
+    g_free(h);
+    ts_cpu_free(p);
+  }
+  g_free(a);
+  g_free(b);
+  g_free(a16);
+  g_free(b16);
+  ts_cpu_free(ap);
+  ts_cpu_free(bp);
+  g_rand_free(rng);
+}
+
+/* ---- dtype conversions ---------------------------------------------------------------------- */
+
+static float
+next_up(float x)
+{
+  return nextafterf(x, INFINITY);
+}
+
+static float
+next_down(float x)
+{
+  return nextafterf(x, -INFINITY);
+}
+
+static void
+test_f16_scalar(void)
+{
+  /* every f16 pattern survives f16 -> f32 -> f16 (NaNs stay NaN) */
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    float f = ts_cpu_f16_to_f32((uint16_t)h);
+    uint16_t back = ts_cpu_f32_to_f16(f);
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+      g_assert_true(isnan(f) && (back & 0x7c00) == 0x7c00 && (back & 0x3ff));
+    else
+      g_assert_cmpuint(back, ==, h);
+  }
+  /* subnormals and exponents decoded exactly */
+  g_assert_cmpfloat(ts_cpu_f16_to_f32(0x0001), ==, 0x1p-24f);
+  g_assert_cmpfloat(ts_cpu_f16_to_f32(0x03ff), ==, 1023 * 0x1p-24f);
+  g_assert_cmpfloat(ts_cpu_f16_to_f32(0x3c00), ==, 1.0f);
+  g_assert_cmpfloat(ts_cpu_f16_to_f32(0x7bff), ==, 65504.0f);
+  g_assert_true(signbit(ts_cpu_f16_to_f32(0x8000)));
+  /* round to nearest even at every midpoint between consecutive positive finite f16 values
+   * (h, h+1), including the subnormal range and the overflow threshold 65520 */
+  for (uint32_t h = 0; h < 0x7c00; h++) {
+    double lo = ts_cpu_f16_to_f32((uint16_t)h);
+    double hi = h + 1 == 0x7c00 ? 65536.0 : ts_cpu_f16_to_f32((uint16_t)(h + 1));
+    float mid = (float)((lo + hi) / 2); /* exact: 12 significant bits */
+    uint16_t even = (h & 1) ? (uint16_t)(h + 1) : (uint16_t)h;
+    g_assert_cmpuint(ts_cpu_f32_to_f16(mid), ==, even);
+    g_assert_cmpuint(ts_cpu_f32_to_f16(next_down(mid)), ==, h);
+    g_assert_cmpuint(ts_cpu_f32_to_f16(next_up(mid)), ==, h + 1);
+    g_assert_cmpuint(ts_cpu_f32_to_f16(-next_up(mid)), ==, 0x8000 | (h + 1));
+  }
+  g_assert_cmpuint(ts_cpu_f32_to_f16(1e10f), ==, 0x7c00);
+  g_assert_cmpuint(ts_cpu_f32_to_f16(-INFINITY), ==, 0xfc00);
+  g_assert_cmpuint(ts_cpu_f32_to_f16(1e-30f), ==, 0);
+  g_assert_true((ts_cpu_f32_to_f16(NAN) & 0x7fff) > 0x7c00);
+}
+
+static void
+test_bf16_scalar(void)
+{
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    float f = ts_cpu_bf16_to_f32((uint16_t)h);
+    uint16_t back = ts_cpu_f32_to_bf16(f);
+    if (isnan(f))
+      g_assert_true(isnan(ts_cpu_bf16_to_f32(back)));
+    else
+      g_assert_cmpuint(back, ==, h);
+    /* midpoint to the next pattern up (same sign): ties to even, neighbours to the nearest */
+    if ((h & 0x7fff) < 0x7f7f) {
+      uint32_t mid = ((uint32_t)h << 16) | 0x8000u;
+      uint16_t even = (h & 1) ? (uint16_t)(h + 1) : (uint16_t)h;
+      g_assert_cmpuint(ts_cpu_f32_to_bf16(ts_cpu_bits_f32(mid)), ==, even);
+      g_assert_cmpuint(ts_cpu_f32_to_bf16(ts_cpu_bits_f32(mid - 1)), ==, h);
+      g_assert_cmpuint(ts_cpu_f32_to_bf16(ts_cpu_bits_f32(mid + 1)), ==, h + 1);
+    }
+  }
+  g_assert_cmpuint(ts_cpu_f32_to_bf16(3.4e38f), ==, 0x7f80); /* rounds past the max: Inf */
+  g_assert_true(isnan(ts_cpu_bf16_to_f32(ts_cpu_f32_to_bf16(ts_cpu_bits_f32(0x7f800001u)))));
+}
+
+/* Values that exercise every conversion path: random over many binades, specials, ties. */
+static float *
+conversion_inputs(size_t *n_out)
+{
+  GRand *rng = g_rand_new_with_seed(3);
+  size_t n = 4099; /* not a multiple of 8: exercises the scalar tails */
+  float *x = g_new(float, n);
+  const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65520.0f, 65519.996f, 0x1p-24f,
+                            0x1p-25f, 0x1.8p-25f, 0x1p-14f, INFINITY, -INFINITY, NAN, 3.4e38f,
+                            1.00390625f, 1.01171875f, 1e-40f};
+  for (size_t i = 0; i < n; i++) {
+    if (i < G_N_ELEMENTS(specials))
+      x[i] = specials[i];
+    else
+      x[i] = (float)(g_rand_double_range(rng, -1, 1) * exp2(g_rand_int_range(rng, -30, 20)));
+  }
+  g_rand_free(rng);
+  *n_out = n;
+  return x;
+}
+
+static void
+test_store_convert(void)
+{
+  size_t n;
+  float *x = conversion_inputs(&n);
+  uint16_t *h = g_new(uint16_t, n), *b = g_new(uint16_t, n);
+  ts_store_f32_as_f16(x, h, (int64_t)n);
+  ts_store_f32_as_bf16(x, b, (int64_t)n);
+  for (size_t i = 0; i < n; i++) {
+    if (isnan(x[i])) {
+      g_assert_true(isnan(ts_cpu_f16_to_f32(h[i])) && isnan(ts_cpu_bf16_to_f32(b[i])));
+      continue;
+    }
+    g_assert_cmpuint(h[i], ==, ts_cpu_f32_to_f16(x[i]));
+    g_assert_cmpuint(b[i], ==, ts_cpu_f32_to_bf16(x[i]));
+  }
+  g_free(x);
+  g_free(h);
+  g_free(b);
+}
+
+/* ---- row vectors --------------------------------------------------------------------------- */
+
+static void
+test_vec_load_store(void)
+{
+  size_t n;
+  float *x = conversion_inputs(&n);
+  /* unaligned on purpose: +1 element */
+  uint16_t *h = g_new0(uint16_t, n + 1), *b = g_new0(uint16_t, n + 1);
+  float *f = g_new0(float, n + 1);
+  for (size_t i = 0; i + TS_VEC <= n; i += TS_VEC) {
+    ts_vf v = ts_vf_load_f32(x + i);
+    ts_vf_store_f32(f + 1 + i, v);
+    ts_vf_store_f16(h + 1 + i, v);
+    ts_vf_store_bf16(b + 1 + i, v);
+    ts_vf vh = ts_vf_load_f16(h + 1 + i), vb = ts_vf_load_bf16(b + 1 + i);
+    for (int l = 0; l < TS_VEC; l++) {
+      float xi = x[i + (size_t)l];
+      if (isnan(xi)) {
+        g_assert_true(isnan(vh[l]) && isnan(vb[l]) && isnan(f[1 + i + (size_t)l]));
+        continue;
+      }
+      g_assert_cmpmem(&f[1 + i + (size_t)l], 4, &xi, 4);
+      g_assert_cmpuint(h[1 + i + (size_t)l], ==, ts_cpu_f32_to_f16(xi));
+      g_assert_cmpuint(b[1 + i + (size_t)l], ==, ts_cpu_f32_to_bf16(xi));
+      g_assert_cmpfloat(vh[l], ==, ts_cpu_f16_to_f32(ts_cpu_f32_to_f16(xi)));
+      g_assert_cmpfloat(vb[l], ==, ts_cpu_bf16_to_f32(ts_cpu_f32_to_bf16(xi)));
+    }
+  }
+  g_free(x);
+  g_free(h);
+  g_free(b);
+  g_free(f);
+}
+
+static void
+test_vec_reduce(void)
+{
+  float x[TS_VEC];
+  for (int i = 0; i < TS_VEC; i++)
+    x[i] = (float)(i * 3 % 7) - 2.5f; /* small integers + .5: sums exact */
+  ts_vf v = ts_vf_load_f32(x);
+  float sum = 0, mx = -INFINITY;
+  for (int i = 0; i < TS_VEC; i++) {
+    sum += x[i];
+    mx = fmaxf(mx, x[i]);
+  }
+  g_assert_cmpfloat(ts_vf_hsum(v), ==, sum);
+  g_assert_cmpfloat(ts_vf_hmax(v), ==, mx);
+  g_assert_cmpfloat(ts_vf_hmax(ts_vf_splat(-INFINITY)), ==, -INFINITY);
+  g_assert_cmpfloat(ts_vf_hsum(ts_vf_splat(0.25f)), ==, 0.25f * TS_VEC);
+  /* -0.0 splat keeps its sign (the splat is a broadcast, not 0 + x) */
+  g_assert_true(signbit(ts_vf_splat(-0.0f)[TS_VEC - 1]));
+
+  ts_vf a = ts_vf_load_f32(x), b = ts_vf_splat(0.0f);
+  ts_vf m = ts_vf_max(a, b), n = ts_vf_min(a, b), s = ts_vf_sqrt(ts_vf_max(a, b));
+  for (int i = 0; i < TS_VEC; i++) {
+    g_assert_cmpfloat(m[i], ==, fmaxf(x[i], 0.0f));
+    g_assert_cmpfloat(n[i], ==, fminf(x[i], 0.0f));
+    g_assert_cmpfloat(s[i], ==, sqrtf(fmaxf(x[i], 0.0f)));
+  }
+  g_assert_true(isnan(ts_vf_sqrt(ts_vf_splat(-1.0f))[0]));
+}
+
+static void
+test_vec_exp(void)
+{
+  /* relative error against libm's double exp over [-87, 88], 2e-7 bound; vector and scalar
+   * bit-identical */
+  double max_rel = 0;
+  float worst = 0;
+  const int64_t steps = 1 << 21;
+  for (int64_t i = 0; i < steps; i += TS_VEC) {
+    float xs[TS_VEC];
+    for (int l = 0; l < TS_VEC; l++)
+      xs[l] = -87.0f + (float)(175.0 * (double)(i + l) / (double)steps);
+    ts_vf y = ts_vf_exp(ts_vf_load_f32(xs));
+    for (int l = 0; l < TS_VEC; l++) {
+      double ref = exp((double)xs[l]);
+      double rel = fabs((double)y[l] - ref) / ref;
+      if (rel > max_rel) {
+        max_rel = rel;
+        worst = xs[l];
+      }
+      float ys = ts_exp_f32(xs[l]);
+      g_assert_cmpmem(&ys, 4, &((float *)&y)[l], 4);
+    }
+  }
+  g_test_message("ts_vf_exp: max relative error %.3g at x = %.9g", max_rel, (double)worst);
+  g_assert_cmpfloat(max_rel, <=, 2e-7);
+  /* small |x| near 0, where exp(x) - 1 is tiny */
+  for (float x = -1e-3f; x <= 1e-3f; x += 1.3e-6f)
+    g_assert_cmpfloat(fabs(ts_exp_f32(x) - exp((double)x)) / exp((double)x), <=, 2e-7);
+  /* subnormal results: absolute error within one subnormal ulp-ish (2^-149) + relative part */
+  for (float x = -103.0f; x < -87.0f; x += 0.01f) {
+    double ref = exp((double)x);
+    g_assert_cmpfloat(fabs(ts_exp_f32(x) - ref), <=, 2e-7 * ref + 0x1p-149);
+  }
+  g_assert_cmpfloat(ts_exp_f32(0.0f), ==, 1.0f);
+  g_assert_cmpfloat(ts_exp_f32(-INFINITY), ==, 0.0f);
+  g_assert_cmpfloat(ts_exp_f32(-1000.0f), ==, 0.0f);
+  g_assert_cmpfloat(ts_exp_f32(-110.0f), ==, 0.0f);
+  g_assert_cmpfloat(ts_exp_f32(INFINITY), ==, INFINITY);
+  g_assert_cmpfloat(ts_exp_f32(89.0f), ==, INFINITY);
+  g_assert_true(isfinite(ts_exp_f32(88.7f)));
+  g_assert_true(isnan(ts_exp_f32(NAN)));
+  ts_vf sp = ts_vf_exp(ts_vf_splat(-INFINITY));
+  g_assert_cmpfloat(sp[0], ==, 0.0f);
+  g_assert_true(isnan(ts_vf_exp(ts_vf_splat(NAN))[TS_VEC - 1]));
+  g_assert_cmpfloat(ts_vf_exp(ts_vf_splat(INFINITY))[1], ==, INFINITY);
+}
+
+static void
+test_alloc(void)
+{
+  const size_t sizes[] = {0, 1, 63, 64, 65, 1000, 1 << 20};
+  for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+    void *p = ts_cpu_alloc(sizes[i]);
+    g_assert_nonnull(p);
+    g_assert_cmpuint((uintptr_t)p % 64, ==, 0);
+    memset(p, 0xab, sizes[i]);
+    ts_cpu_free(p);
+  }
+  g_assert_null(ts_cpu_alloc(SIZE_MAX - 10));
+}
+
+/* ---- the example driver ------------------------------------------------------------------ */
+
+typedef void (*GemmEntry)(void *const *, const int64_t *, const double *);
+
+static void
+run_example(GemmEntry entry, const char *name)
+{
+  static const int64_t shapes[][3] = {
+    {1, 1, 1},   {1, 37, 5},   {29, 1, 3},    {7, 13, 5},     {37, 29, 300},
+    {50, 8, 16}, {6, 16, 256}, {130, 67, 517}, {200, 301, 40}, {97, 530, 33},
+  };
+  GRand *rng = g_rand_new_with_seed(4);
+  for (guint s = 0; s < G_N_ELEMENTS(shapes); s++) {
+    int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+    float *a = g_new(float, m * k), *b = g_new(float, k * n), *c = g_new(float, m * n);
+    fill_random(a, (size_t)(m * k), rng);
+    fill_random(b, (size_t)(k * n), rng);
+    for (int64_t i = 0; i < m * n; i++)
+      c[i] = NAN; /* every element must be written (accumulate=0 on the first K block) */
+    void *bufs[3] = {a, b, c};
+    int64_t ints[3] = {m, n, k};
+    entry(bufs, ints, NULL);
+    g_autofree char *what = g_strdup_printf("%s M=%" G_GINT64_FORMAT " N=%" G_GINT64_FORMAT
+                                            " K=%" G_GINT64_FORMAT, name, m, n, k);
+    check_gemm(c, n, NULL, a, k, b, n, m, n, k, what);
+    g_free(a);
+    g_free(b);
+    g_free(c);
+  }
+  g_rand_free(rng);
+}
+
+static void
+test_example_default(void)
+{
+  run_example(gemm_default, "default 6x16 v8, 2 threads");
+}
+
+static void
+test_example_small(void)
+{
+  run_example(gemm_small, "4x8 v4, KC=7 MC=10 NC=24, 3 threads");
+}
+
+static void
+test_example_wide(void)
+{
+  run_example(gemm_wide, "8x24 v8, KC=33 MC=20 NC=50, 1 thread");
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/cpu-prims/ukr/shapes", test_ukr_shapes);
+  g_test_add_func("/cpu-prims/pack", test_pack);
+  g_test_add_func("/cpu-prims/convert/f16-scalar", test_f16_scalar);
+  g_test_add_func("/cpu-prims/convert/bf16-scalar", test_bf16_scalar);
+  g_test_add_func("/cpu-prims/convert/store", test_store_convert);
+  g_test_add_func("/cpu-prims/vec/load-store", test_vec_load_store);
+  g_test_add_func("/cpu-prims/vec/reduce", test_vec_reduce);
+  g_test_add_func("/cpu-prims/vec/exp", test_vec_exp);
+  g_test_add_func("/cpu-prims/alloc", test_alloc);
+  g_test_add_func("/cpu-prims/example/default", test_example_default);
+  g_test_add_func("/cpu-prims/example/small", test_example_small);
+  g_test_add_func("/cpu-prims/example/wide", test_example_wide);
+  return g_test_run();
+}
