@@ -106,12 +106,12 @@ const TsOpDef ts__op_gemm = {
   .dims = "M,N,K",
   /* 6x16 with 8-float vectors is the AVX2 classic: 12 accumulators + 2 B vectors + 1
    * broadcast fit the 16 ymm registers. */
-  .cpu_space = "block(m=[72,96,144], n=[2040,4080], k=[128,256,384])"
+  .cpu_space = "block(m=[72,96,144], n=[2016,4080], k=[128,256,384])"
                ".micro(m=[4,6,8], n=[8,16,24]).vector([4,8]).unroll([4,8]).threads([1,2])"
                ".where(NR % vector == 0, BM % MR == 0, BN % NR == 0,"
                " MR * NR / vector <= 16)",
   /* MC=144: the 144x256 packed A block is 144 KiB of the 512 KiB L2; NC=4080 keeps the 4 MiB
-   * B block well inside the L3 and is a multiple of 8, 16 and 24. */
+   * B block well inside the L3 and is a multiple of 8, 16 and 24 (as is 2016). */
   .cpu_default = "block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8).threads(2)",
   .flops = gemm_flops,
   .bytes = gemm_bytes,

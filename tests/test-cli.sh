@@ -22,7 +22,7 @@ expect() {
 
 expect 0 '^== graph ==' -- lower gemm --shape M=64,N=64,K=64 --dtype 'bf16 @accum(f32)' --stage graph
 expect 0 'Tensor\["M","K", bf16 @accum\(f32\)\]' -- lower gemm --shape M=64,N=64,K=64 --dtype 'bf16 @accum(f32)' --stage graph
-expect 0 'point: block\(m=72, n=2040, k=128\)' -- lower gemm --shape M=64,N=64,K=64 --schedule 'block(m=72,n=2040,k=128)' --stage schedule
+expect 0 'point: block\(m=72, n=2016, k=128\)' -- lower gemm --shape M=64,N=64,K=64 --schedule 'block(m=72,n=2016,k=128)' --stage schedule
 expect 0 'valid at M=64' -- lower gemm --shape M=64,N=64,K=64 --stage schedule
 expect 0 'tile.mma' -- lower gemm --shape M=64,N=64,K=64 --stage tile
 expect 0 'tile.softmax_online' -- lower softmax_safe --shape M=8,N=64 --stage tile
