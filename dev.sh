@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dev.sh — one-command set-up for a fresh Debian 12 machine: installs the Debian packages the
 # build needs (when missing), configures and builds, then runs the main job or the tests.
-#   ./dev.sh tune [tessera-tune args...]   build, then tune (default: f32 GEMM 1024^3 on the best backend)
+#   ./dev.sh tune [tessera-tune args...]   build, then the main job (default: f32 GEMM 1024^3, best backend)
 #   ./dev.sh test                          build, then the whole test suite, then the ASan+UBSan build's
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -33,7 +33,9 @@ case "$cmd" in
   tune)
     install_missing
     build build
-    exec ./build/tools/tessera-tune "${@:-gemm}" ${1:+} $( [ $# -eq 0 ] && echo "--shape M=1024,N=1024,K=1024 --dtype f32 --backend auto" )
+    # The main job: the default f32 GEMM workload on the best backend found.
+    [ $# -gt 0 ] || set -- run gemm --shape M=1024,N=1024,K=1024 --dtype f32 --backend auto
+    exec ./build/tools/tessera-tune "$@"
     ;;
   test)
     install_missing

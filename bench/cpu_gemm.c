@@ -18,8 +18,8 @@
 /* The sweep: the register tiles that fit AVX2's 16 registers, cache blocks around the L2
  * (512 KiB: KC*MC*4 bytes of packed A) and the L3. */
 static const char *DEFAULT_SPACE =
-  "block(m=[72,96,144], n=[2048,4096], k=[256,384]).micro(m=[6], n=[16]).vector([8])"
-  ".unroll([4])";
+  "block(m=[72,144], n=[2016,4080], k=[256,384]).micro(m=[6], n=[16]).vector([8])"
+  ".unroll([4,8])";
 
 static double
 now_ns(void)
