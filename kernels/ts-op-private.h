@@ -14,6 +14,7 @@ typedef struct {
 struct _TsOpDef {
   const char *name;
   const char *summary;
+  gboolean hidden; /* test-only: found only when TESSERA_TEST_OPS=1 */
   guint n_inputs;
   TsOpArg inputs[TS_OP_MAX_ARGS];
   TsOpArg output;
@@ -29,6 +30,9 @@ struct _TsOpDef {
   void (*reference)(const TsOpInstance *inst, void *const *inputs, double *out);
   gboolean (*lower_cpu)(const TsOpInstance *inst, const TsSchedPoint *point,
                         TsTileKernel *kernel, GError **error);
+  /* Test ops only: C source written directly instead of lowered through Tile IR. */
+  char *(*emit_cpu_source)(const TsOpInstance *inst, const TsSchedPoint *point,
+                           const char *entry, GError **error);
 };
 
 struct _TsOpInstance {
@@ -52,6 +56,7 @@ extern const TsOpDef ts__op_reduce_sum;
 extern const TsOpDef ts__op_softmax_safe;
 extern const TsOpDef ts__op_layernorm_safe;
 extern const TsOpDef ts__op_rmsnorm_safe;
+extern const TsOpDef ts__op_test_fault;
 
 /* Element counts of the op's buffers at the instance's shape (inputs then output). */
 gint64 ts__op_instance_numel(const TsOpInstance *inst, guint arg);

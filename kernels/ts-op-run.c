@@ -17,6 +17,7 @@ ts_run_options_init(TsRunOptions *o)
     .min_samples = 5,
     .max_samples = 50,
     .target_ms = 300.0,
+    .rel_spread = 0.02,
   };
 }
 
@@ -67,6 +68,17 @@ cmp_double(gconstpointer a, gconstpointer b)
 {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* (q3 - q1) / median of the samples. */
+static double
+spread_of(GArray *samples)
+{
+  g_autofree double *v = g_memdup2(samples->data, sizeof(double) * samples->len);
+  qsort(v, samples->len, sizeof(double), cmp_double);
+  guint n = samples->len;
+  double med = v[n / 2];
+  return med > 0 ? (v[(3 * n) / 4] - v[n / 4]) / med : 0.0;
 }
 
 static void
@@ -190,17 +202,31 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
     }
   }
 
-  /* Warm up, estimate one run, then take enough samples for about target_ms of kernel time. */
+  /* Warm up, estimate one run, then sample in rounds until the spread is small (interquartile
+   * range within rel_spread of the median) or a cap is hit: a fixed count either wastes time
+   * on quiet kernels or under-samples noisy ones. */
   double first = 0;
   if (!ts_backend_time(backend, module, &launch, options->n_warmup, 1, &first, error))
     return NULL;
-  guint n = options->max_samples;
-  if (first > 0)
-    n = (guint)CLAMP(options->target_ms * 1e6 / first, options->min_samples, options->max_samples);
-  g_array_set_size(r->samples_ns, n);
-  if (!ts_backend_time(backend, module, &launch, 0, n, &g_array_index(r->samples_ns, double, 0),
-                       error))
-    return NULL;
+  guint round = options->min_samples;
+  double budget_ns = options->target_ms * 1e6;
+  double spent = 0;
+  while (r->samples_ns->len < options->max_samples) {
+    guint n = MIN(round, options->max_samples - r->samples_ns->len);
+    guint at = r->samples_ns->len;
+    g_array_set_size(r->samples_ns, at + n);
+    double *dst = &g_array_index(r->samples_ns, double, at);
+    if (!ts_backend_time(backend, module, &launch, 0, n, dst, error))
+      return NULL;
+    for (guint i = 0; i < n; i++)
+      spent += dst[i];
+    if (r->samples_ns->len < options->min_samples)
+      continue;
+    if (spent >= budget_ns && spread_of(r->samples_ns) <= options->rel_spread)
+      break;
+    if (spent >= 10 * budget_ns)
+      break; /* noisy machine: stop anyway and let the stored spread say so */
+  }
   summarise(inst, r);
   r->status = TS_TRIAL_OK;
   return g_steal_pointer(&r);

@@ -15,25 +15,36 @@ static const TsOpDef *const catalog[] = {
   &ts__op_softmax_safe,
   &ts__op_layernorm_safe,
   &ts__op_rmsnorm_safe,
+  &ts__op_test_fault,
 };
 
+static gboolean
+visible(const TsOpDef *op)
+{
+  return !op->hidden || g_strcmp0(g_getenv("TESSERA_TEST_OPS"), "1") == 0;
+}
+
+/* Hidden (test) ops come last in the catalog, so counting visible ones is enough. */
 guint
 ts_op_count(void)
 {
-  return G_N_ELEMENTS(catalog);
+  guint n = 0;
+  for (guint i = 0; i < G_N_ELEMENTS(catalog); i++)
+    n += visible(catalog[i]);
+  return n;
 }
 
 const TsOpDef *
 ts_op_nth(guint i)
 {
-  return i < G_N_ELEMENTS(catalog) ? catalog[i] : NULL;
+  return i < ts_op_count() ? catalog[i] : NULL;
 }
 
 const TsOpDef *
 ts_op_lookup(const char *name)
 {
   for (guint i = 0; i < G_N_ELEMENTS(catalog); i++)
-    if (g_strcmp0(catalog[i]->name, name) == 0)
+    if (g_strcmp0(catalog[i]->name, name) == 0 && visible(catalog[i]))
       return catalog[i];
   return NULL;
 }
@@ -68,7 +79,7 @@ static char *
 known_ops(void)
 {
   GString *s = g_string_new(NULL);
-  for (guint i = 0; i < G_N_ELEMENTS(catalog); i++)
+  for (guint i = 0; i < ts_op_count(); i++)
     g_string_append_printf(s, "%s%s", i ? ", " : "", catalog[i]->name);
   return g_string_free(s, FALSE);
 }
@@ -418,6 +429,11 @@ ts_op_lower(const TsOpInstance *inst, const char *backend, const TsSchedPoint *p
                                           ts_sched_point_hash(point));
   g_autoptr(TsTileKernel) kernel = ts_tile_kernel_new(name, inst->op->name, &inst->dtype);
   ts__op_declare_params(inst, kernel);
+  if (inst->op->lower_cpu == NULL) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_TARGET, "%s: written directly in C, no Tile IR",
+                inst->op->name);
+    return NULL;
+  }
   if (!inst->op->lower_cpu(inst, point, kernel, error))
     return NULL;
   return g_steal_pointer(&kernel);
@@ -428,15 +444,24 @@ ts_op_emit(const TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *poi
            GError **error)
 {
   const char *be = ts_backend_name(backend);
-  g_autoptr(TsTileKernel) kernel = ts_op_lower(inst, be, point, error);
-  if (kernel == NULL)
-    return NULL;
-  g_autofree char *pt = ts_sched_point_to_string(point);
-  g_autofree char *what = ts_op_instance_describe(inst);
-  g_autofree char *banner = g_strdup_printf("Tessera %s: %s\n * schedule %s", TS_OP_EMIT_VERSION,
-                                            what, pt);
-  g_autofree char *sym = g_strdup_printf("ts_%s", kernel->name);
-  char *src = ts_emit_c(kernel, sym, banner, error);
+  g_autofree char *sym = g_strdup_printf("ts_%s_%s_%s", inst->op->name,
+                                         ts_dtype_name(inst->dtype.storage),
+                                         ts_sched_point_hash(point));
+  char *src = NULL;
+  if (inst->op->emit_cpu_source != NULL) {
+    if (space_for(inst->op, be, error) == NULL)
+      return NULL;
+    src = inst->op->emit_cpu_source(inst, point, sym, error);
+  } else {
+    g_autoptr(TsTileKernel) kernel = ts_op_lower(inst, be, point, error);
+    if (kernel == NULL)
+      return NULL;
+    g_autofree char *pt = ts_sched_point_to_string(point);
+    g_autofree char *what = ts_op_instance_describe(inst);
+    g_autofree char *banner = g_strdup_printf("Tessera %s: %s\n * schedule %s",
+                                              TS_OP_EMIT_VERSION, what, pt);
+    src = ts_emit_c(kernel, sym, banner, error);
+  }
   if (src && entry)
     *entry = g_steal_pointer(&sym);
   return src;

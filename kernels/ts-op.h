@@ -98,7 +98,9 @@ typedef struct {
   guint n_warmup;     /* default 2 */
   guint min_samples;  /* default 5 */
   guint max_samples;  /* default 50 */
-  double target_ms;   /* stop sampling once this much kernel time is measured; default 300 */
+  double target_ms;   /* sample at least this much kernel time; default 300 */
+  double rel_spread;  /* ... and until (q3 - q1) / median <= this (default 0.02), or 10x
+                         target_ms, or max_samples */
 } TsRunOptions;
 
 void ts_run_options_init(TsRunOptions *options);
