@@ -81,8 +81,17 @@ spread_of(GArray *samples)
   return med > 0 ? (v[(3 * n) / 4] - v[n / 4]) / med : 0.0;
 }
 
-static void
-summarise(TsOpInstance *inst, TsTrialResult *r)
+TsTrialResult *
+ts_trial_result_new(void)
+{
+  TsTrialResult *r = g_new0(TsTrialResult, 1);
+  r->samples_ns = g_array_new(FALSE, FALSE, sizeof(double));
+  r->message = g_strdup("");
+  return r;
+}
+
+void
+ts_trial_result_summarise(TsTrialResult *r, const TsOpInstance *inst)
 {
   GArray *s = r->samples_ns;
   g_autofree double *sorted = g_memdup2(s->data, sizeof(double) * s->len);
@@ -122,9 +131,7 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
   const TsOpDef *op = inst->op;
   TsDtype dt = inst->dtype.storage;
   gsize elem = ts_numerics_elem_size(dt);
-  g_autoptr(TsTrialResult) r = g_new0(TsTrialResult, 1);
-  r->samples_ns = g_array_new(FALSE, FALSE, sizeof(double));
-  r->message = g_strdup("");
+  g_autoptr(TsTrialResult) r = ts_trial_result_new();
   r->tolerance = ts_numerics_tolerance(dt, op->name);
 
   TsSource src = {.lang = TS_LANG_C, .text = source, .entry = entry};
@@ -227,7 +234,7 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
     if (spent >= 10 * budget_ns)
       break; /* noisy machine: stop anyway and let the stored spread say so */
   }
-  summarise(inst, r);
+  ts_trial_result_summarise(r, inst);
   r->status = TS_TRIAL_OK;
   return g_steal_pointer(&r);
 }

@@ -396,6 +396,24 @@ ts_op_instance_complete_point(const TsOpInstance *inst, const char *backend,
   return g_steal_pointer(&full);
 }
 
+char *
+ts_op_instance_prune_reason(const TsOpInstance *inst, const TsSchedPoint *point,
+                            const TsDeviceInfo *device)
+{
+  if (device == NULL)
+    return NULL;
+  gint64 v = ts_sched_point_get_int(point, "vector", 0);
+  if (v > 0 && device->vector_bits > 0 && (guint64)v * 32 > device->vector_bits)
+    return g_strdup_printf("vector(%" G_GINT64_FORMAT ") needs %" G_GINT64_FORMAT
+                           "-bit SIMD registers; %s has %u-bit", v, v * 32, device->name,
+                           device->vector_bits);
+  gint64 t = ts_sched_point_get_int(point, "threads", 0);
+  if (t > 0 && device->compute_units > 0 && (guint64)t > device->compute_units)
+    return g_strdup_printf("threads(%" G_GINT64_FORMAT ") exceeds the %u cores of %s", t,
+                           device->compute_units, device->name);
+  return NULL;
+}
+
 TsGraph *
 ts_op_instance_graph(const TsOpInstance *inst)
 {

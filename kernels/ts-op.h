@@ -74,6 +74,12 @@ TsSchedSpace *ts_op_instance_space(const TsOpInstance *inst, const char *backend
 TsSchedPoint *ts_op_instance_complete_point(const TsOpInstance *inst, const char *backend,
                                             const TsSchedPoint *point, GError **error);
 
+/* Why a complete point cannot run well on the device, judged from static resources before
+ * anything is compiled (a vector wider than the SIMD registers, more threads than cores), or
+ * NULL when it fits. */
+char *ts_op_instance_prune_reason(const TsOpInstance *inst, const TsSchedPoint *point,
+                                  const TsDeviceInfo *device);
+
 /* Lowering inspector stages. */
 TsGraph *ts_op_instance_graph(const TsOpInstance *inst);
 TsTileKernel *ts_op_lower(const TsOpInstance *inst, const char *backend,
@@ -119,6 +125,10 @@ typedef struct {
 } TsTrialResult;
 
 void ts_trial_result_free(TsTrialResult *result);
+/* A result with no samples yet (status ok, empty message). */
+TsTrialResult *ts_trial_result_new(void);
+/* Fills median/min/max and the rates from samples_ns (non-empty). */
+void ts_trial_result_summarise(TsTrialResult *result, const TsOpInstance *inst);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTrialResult, ts_trial_result_free)
 
 /* One trial of a complete point (see ts_op_instance_complete_point). GError only for failures

@@ -1,15 +1,9 @@
-/* tessera-tune — the command-line front of the workbench.
- *
- *   tessera-tune lower OP --shape ... --dtype ... [--schedule P] [--stage S]   lowering inspector
- *   tessera-tune run OP --shape ... --dtype ... [--schedule P]                 one verified trial
- *   tessera-tune ops                                                           the op catalog
- *   tessera-tune devices                                                       backends and devices
- *
- * Exit codes: 0 success; 1 the candidate failed (compile error, wrong result); 2 bad usage or
- * input (unknown op, malformed shape/dtype/schedule); 3 machinery failure (no device, I/O). */
+/* tessera-tune — the command-line front of the workbench: option parsing shared by every
+ * subcommand, the dispatcher, and the commands that need no schedule cache (lower, run, ops,
+ * devices). Tuning and the cache commands live in tt-tune.c and tt-cache.c. */
 #include "config.h"
 
-#include <glib.h>
+#include <gio/gio.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,27 +12,16 @@
 #include "ts-backend.h"
 #include "ts-emit.h"
 #include "ts-op.h"
+#include "ts-tune-worker.h"
+#include "tt-cli.h"
 
-enum { EXIT_OK = 0, EXIT_CANDIDATE = 1, EXIT_USAGE = 2, EXIT_MACHINE = 3 };
+const char *const TT_EXIT_HELP =
+  "Exit status: 0 success; 1 no candidate succeeded (compile error, crash, timeout, wrong "
+  "result);\n2 bad usage or input (unknown op, malformed shape, dtype, schedule, space or "
+  "file); 3 no usable\ndevice, or a schedule-cache or I/O failure.";
 
-static const char *EXIT_HELP =
-  "Exit status: 0 success; 1 the candidate failed (compile error, runtime error, wrong "
-  "result);\n2 bad usage or input (unknown op, malformed shape, dtype or schedule); 3 no "
-  "usable device or an I/O failure.";
-
-typedef struct {
-  char *shape;
-  char *dtype;
-  char *schedule;
-  char *space;
-  char *backend;
-  char *stage;
-  gint64 seed;
-  gboolean json;
-} Args;
-
-static void
-args_clear(Args *a)
+void
+tt_args_clear(TtArgs *a)
 {
   g_free(a->shape);
   g_free(a->dtype);
@@ -46,54 +29,141 @@ args_clear(Args *a)
   g_free(a->space);
   g_free(a->backend);
   g_free(a->stage);
+  g_free(a->db);
+  g_free(a->strategy);
+  g_free(a->output);
 }
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Args, args_clear)
 
-static int
-fail(const char *prog, int code, GError *error)
+int
+tt_fail(int code, const GError *error)
 {
-  g_printerr("%s: %s\n", prog, error->message);
+  g_printerr("tessera-tune: %s\n", error->message);
   return code;
 }
 
-static int
-usage_error(GOptionContext *ctx, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static int
-usage_error(GOptionContext *ctx, const char *fmt, ...)
+int
+tt_usage(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
   g_printerr("tessera-tune: %s\nRun with --help for usage.\n", msg);
-  return EXIT_USAGE;
+  return TT_EXIT_USAGE;
 }
 
-static int
-error_code(const GError *error)
+int
+tt_error_code(const GError *error)
 {
   if (error->domain == TS_BACKEND_ERROR)
-    return error->code == TS_BACKEND_ERROR_COMPILE ? EXIT_CANDIDATE : EXIT_MACHINE;
-  return EXIT_USAGE;
+    return error->code == TS_BACKEND_ERROR_COMPILE ? TT_EXIT_CANDIDATE : TT_EXIT_MACHINE;
+  if (error->domain == TS_DB_ERROR)
+    return error->code == TS_DB_ERROR_IMPORT || error->code == TS_DB_ERROR_INVALID
+             ? TT_EXIT_USAGE
+             : TT_EXIT_MACHINE;
+  if (error->domain == G_IO_ERROR || error->domain == G_FILE_ERROR)
+    return TT_EXIT_MACHINE;
+  return TT_EXIT_USAGE;
 }
 
-/* Parses the workload options shared by lower and run. */
-static TsOpInstance *
-workload(const char *op, const Args *a, GError **error)
+gboolean
+tt_parse(const char *name, const char *params, const char *summary, guint opts, TtArgs *a,
+         int *argc, char ***argv)
+{
+  GOptionEntry all[] = {
+    {"shape", 0, 0, G_OPTION_ARG_STRING, &a->shape, "Dims, e.g. M=1024,N=1024,K=1024", "DIMS"},
+    {"dtype", 0, 0, G_OPTION_ARG_STRING, &a->dtype,
+     "Storage dtype with policies, e.g. 'bf16 @accum(f32)' (default f32)", "DTYPE"},
+    {"schedule", 0, 0, G_OPTION_ARG_STRING, &a->schedule,
+     "Schedule point; knobs left out take the op's defaults", "POINT"},
+    {"space", 0, 0, G_OPTION_ARG_STRING, &a->space,
+     "Schedule space (default: the op's); knobs left out keep their default value", "SPACE"},
+    {"backend", 0, 0, G_OPTION_ARG_STRING, &a->backend, "cpu or auto (default auto)", "NAME"},
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &a->seed, "Seed of the search and the inputs (default 1)",
+     "N"},
+    {"json", 0, 0, G_OPTION_ARG_NONE, &a->json, "Print the result as JSON", NULL},
+    {"stage", 0, 0, G_OPTION_ARG_STRING, &a->stage,
+     "graph, schedule, tile, target or all (default all)", "STAGE"},
+    {"db", 0, 0, G_OPTION_ARG_FILENAME, &a->db,
+     "Schedule cache (default $XDG_CACHE_HOME/tessera/schedules.db)", "PATH"},
+    {"strategy", 0, 0, G_OPTION_ARG_STRING, &a->strategy,
+     "exhaustive, random, annealing or evolutionary (default random)", "NAME"},
+    {"budget", 0, 0, G_OPTION_ARG_INT, &a->budget,
+     "Evaluations to spend (default 50; 0 with --budget-ms: time only)", "N"},
+    {"budget-ms", 0, 0, G_OPTION_ARG_DOUBLE, &a->budget_ms, "Wall-clock budget in ms", "MS"},
+    {"timeout", 0, 0, G_OPTION_ARG_DOUBLE, &a->timeout_s,
+     "Seconds a candidate may run before it is killed (default 60)", "S"},
+    {"top", 0, 0, G_OPTION_ARG_INT, &a->top, "Rows of the final table (default 5)", "N"},
+    {"nearest", 0, 0, G_OPTION_ARG_NONE, &a->nearest,
+     "When the shape was never tuned, answer with the nearest tuned shape's best", NULL},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output, "Write to FILE instead of stdout",
+     "FILE"},
+    {"limit", 0, 0, G_OPTION_ARG_INT, &a->limit, "Show at most N trials (default all)", "N"},
+  };
+  static const guint masks[] = {
+    TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
+    TT_OPT_JSON,     TT_OPT_STAGE,    TT_OPT_DB,       TT_OPT_TUNE,  TT_OPT_TUNE,    TT_OPT_TUNE,
+    TT_OPT_TUNE,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
+  };
+  G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
+  GOptionEntry chosen[G_N_ELEMENTS(all) + 1];
+  guint n = 0;
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    if (opts & masks[i])
+      chosen[n++] = all[i];
+  chosen[n] = (GOptionEntry){NULL};
+
+  g_autofree char *p = g_strdup_printf("%s %s", name, params);
+  g_autoptr(GOptionContext) ctx = g_option_context_new(p);
+  g_option_context_set_summary(ctx, summary);
+  g_option_context_set_description(ctx, TT_EXIT_HELP);
+  g_option_context_add_main_entries(ctx, chosen, NULL);
+  g_autoptr(GError) error = NULL;
+  if (!g_option_context_parse(ctx, argc, argv, &error)) {
+    tt_usage("%s", error->message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+TsOpInstance *
+tt_workload(const char *op, const TtArgs *a, GError **error)
 {
   if (a->shape == NULL) {
     const TsOpDef *def = ts_op_lookup(op);
     g_autofree char *dims = def ? ts_op_dims(def) : NULL;
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE, "--shape is required%s%s%s",
-                dims ? " (" : "", dims ? dims : "", dims ? ", e.g. --shape M=1024,...)" : "");
+    if (dims)
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
+                  "--shape is required (%s needs %s, e.g. --shape %s)", op, dims,
+                  g_str_equal(dims, "M,N,K") ? "M=1024,N=1024,K=1024" : "M=1024,N=1024");
+    else
+      return ts_op_instance_new(op, "", "f32", error); /* reports the unknown op */
     return NULL;
   }
   return ts_op_instance_new(op, a->shape, a->dtype ? a->dtype : "f32", error);
 }
 
+TsBackend *
+tt_backend(const TtArgs *a, GError **error)
+{
+  return ts_backend_open(a->backend ? a->backend : "auto", error);
+}
+
+TsDb *
+tt_db(const TtArgs *a, TsDbOpenFlags flags, GError **error)
+{
+  return ts_db_open(a->db, flags, error);
+}
+
+char *
+tt_self_exe(void)
+{
+  char *exe = g_file_read_link("/proc/self/exe", NULL);
+  return exe ? exe : g_strdup("tessera-tune");
+}
+
 static TsSchedPoint *
-chosen_point(TsOpInstance *inst, const char *backend, const Args *a, GError **error)
+chosen_point(TsOpInstance *inst, const char *backend, const TtArgs *a, GError **error)
 {
   g_autoptr(TsSchedPoint) user = NULL;
   if (a->schedule) {
@@ -102,37 +172,6 @@ chosen_point(TsOpInstance *inst, const char *backend, const Args *a, GError **er
       return NULL;
   }
   return ts_op_instance_complete_point(inst, backend, user, error);
-}
-
-static GOptionContext *
-subcommand_context(const char *name, const char *summary, Args *a, gboolean with_stage)
-{
-  GOptionEntry common[] = {
-    {"shape", 0, 0, G_OPTION_ARG_STRING, &a->shape, "Dims, e.g. M=1024,N=1024,K=1024", "DIMS"},
-    {"dtype", 0, 0, G_OPTION_ARG_STRING, &a->dtype,
-     "Storage dtype with policies, e.g. 'bf16 @accum(f32)' (default f32)", "DTYPE"},
-    {"schedule", 0, 0, G_OPTION_ARG_STRING, &a->schedule,
-     "Schedule point; knobs left out take the op's defaults", "POINT"},
-    {"space", 0, 0, G_OPTION_ARG_STRING, &a->space,
-     "Schedule space shown by --stage schedule (default: the op's)", "SPACE"},
-    {"backend", 0, 0, G_OPTION_ARG_STRING, &a->backend, "cpu or auto (default auto)", "NAME"},
-    {"seed", 0, 0, G_OPTION_ARG_INT64, &a->seed, "Seed of the random inputs (default 1)", "N"},
-    {"json", 0, 0, G_OPTION_ARG_NONE, &a->json, "Print the result as JSON", NULL},
-    {NULL},
-  };
-  GOptionEntry stage[] = {
-    {"stage", 0, 0, G_OPTION_ARG_STRING, &a->stage,
-     "graph, schedule, tile, target or all (default all)", "STAGE"},
-    {NULL},
-  };
-  g_autofree char *param = g_strdup_printf("%s OP", name);
-  GOptionContext *ctx = g_option_context_new(param);
-  g_option_context_set_summary(ctx, summary);
-  g_option_context_set_description(ctx, EXIT_HELP);
-  g_option_context_add_main_entries(ctx, common, NULL);
-  if (with_stage)
-    g_option_context_add_main_entries(ctx, stage, NULL);
-  return ctx;
 }
 
 static void
@@ -144,30 +183,30 @@ print_stage(const char *title, const char *text)
 static int
 cmd_lower(int argc, char **argv)
 {
-  g_auto(Args) a = {0};
-  g_autoptr(GOptionContext) ctx =
-    subcommand_context("lower", "Print the lowering of an op at a schedule point, stage by stage:\n"
-                                "Graph IR, Schedule IR (space and point), Tile IR, Target source.",
-                       &a, TRUE);
+  g_auto(TtArgs) a = {0};
+  if (!tt_parse("lower", "OP",
+                "Print the lowering of an op at a schedule point, stage by stage:\n"
+                "Graph IR, Schedule IR (space and point), Tile IR, Target source.",
+                TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_SPACE | TT_OPT_BACKEND | TT_OPT_STAGE,
+                &a, &argc, &argv))
+    return TT_EXIT_USAGE;
   g_autoptr(GError) error = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error))
-    return usage_error(ctx, "%s", error->message);
   if (argc != 2)
-    return usage_error(ctx, "lower takes one OP (see 'tessera-tune ops')");
+    return tt_usage("lower takes one OP (see 'tessera-tune ops')");
   const char *stage = a.stage ? a.stage : "all";
   static const char *const stages[] = {"graph", "schedule", "tile", "target", "all", NULL};
   if (!g_strv_contains(stages, stage))
-    return usage_error(ctx, "unknown --stage '%s' (graph, schedule, tile, target, all)", stage);
+    return tt_usage("unknown --stage '%s' (graph, schedule, tile, target, all)", stage);
   gboolean all = strcmp(stage, "all") == 0;
 
-  g_autoptr(TsOpInstance) inst = workload(argv[1], &a, &error);
+  g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
   if (inst == NULL)
-    return fail("tessera-tune", EXIT_USAGE, error);
+    return tt_fail(TT_EXIT_USAGE, error);
   /* Lowering needs no device: the CPU target is always there to lower for. */
   const char *backend_name = a.backend && strcmp(a.backend, "auto") != 0 ? a.backend : "cpu";
   g_autoptr(TsSchedPoint) point = chosen_point(inst, backend_name, &a, &error);
   if (point == NULL)
-    return fail("tessera-tune", EXIT_USAGE, error);
+    return tt_fail(TT_EXIT_USAGE, error);
 
   if (all || strcmp(stage, "graph") == 0) {
     g_autofree char *g = ts_graph_to_string(ts_op_instance_graph(inst), ts_op_instance_shape(inst));
@@ -176,12 +215,12 @@ cmd_lower(int argc, char **argv)
   if (all || strcmp(stage, "schedule") == 0) {
     g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, backend_name, a.space, &error);
     if (space == NULL)
-      return fail("tessera-tune", EXIT_USAGE, error);
+      return tt_fail(TT_EXIT_USAGE, error);
     g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, NULL);
     guint64 total = 0, valid = 0;
     gboolean fits = ts_sched_space_size(space, &total);
     if (!ts_sched_space_count_valid(space, env, &valid, &error))
-      return fail("tessera-tune", EXIT_USAGE, error);
+      return tt_fail(TT_EXIT_USAGE, error);
     g_autofree char *sp = ts_sched_space_to_string(space);
     g_autofree char *pt = ts_sched_point_to_string(point);
     g_autofree char *text = g_strdup_printf(
@@ -193,7 +232,7 @@ cmd_lower(int argc, char **argv)
   if (all || strcmp(stage, "tile") == 0 || strcmp(stage, "target") == 0) {
     g_autoptr(TsTileKernel) kernel = ts_op_lower(inst, backend_name, point, &error);
     if (kernel == NULL)
-      return fail("tessera-tune", EXIT_USAGE, error);
+      return tt_fail(TT_EXIT_USAGE, error);
     if (all || strcmp(stage, "tile") == 0) {
       g_autofree char *t = ts_tile_kernel_to_string(kernel);
       print_stage("tile", t);
@@ -202,11 +241,11 @@ cmd_lower(int argc, char **argv)
       g_autofree char *entry = g_strdup_printf("ts_%s", kernel->name);
       g_autofree char *src = ts_emit_c(kernel, entry, kernel->name, &error);
       if (src == NULL)
-        return fail("tessera-tune", EXIT_USAGE, error);
+        return tt_fail(TT_EXIT_USAGE, error);
       print_stage("target (C)", src);
     }
   }
-  return EXIT_OK;
+  return TT_EXIT_OK;
 }
 
 static void
@@ -229,29 +268,29 @@ print_result_json(const TsOpInstance *inst, const TsSchedPoint *point, const TsT
 static int
 cmd_run(int argc, char **argv)
 {
-  g_auto(Args) a = {.seed = 1};
-  g_autoptr(GOptionContext) ctx = subcommand_context(
-    "run", "Compile, verify and time one schedule point of an op on a backend.", &a, FALSE);
+  g_auto(TtArgs) a = {.seed = 1};
+  if (!tt_parse("run", "OP", "Compile, verify and time one schedule point of an op on a backend.",
+                TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_BACKEND | TT_OPT_SEED | TT_OPT_JSON, &a,
+                &argc, &argv))
+    return TT_EXIT_USAGE;
   g_autoptr(GError) error = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error))
-    return usage_error(ctx, "%s", error->message);
   if (argc != 2)
-    return usage_error(ctx, "run takes one OP (see 'tessera-tune ops')");
-  g_autoptr(TsOpInstance) inst = workload(argv[1], &a, &error);
+    return tt_usage("run takes one OP (see 'tessera-tune ops')");
+  g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
   if (inst == NULL)
-    return fail("tessera-tune", EXIT_USAGE, error);
-  g_autoptr(TsBackend) backend = ts_backend_open(a.backend ? a.backend : "auto", &error);
+    return tt_fail(TT_EXIT_USAGE, error);
+  g_autoptr(TsBackend) backend = tt_backend(&a, &error);
   if (backend == NULL)
-    return fail("tessera-tune", EXIT_MACHINE, error);
+    return tt_fail(TT_EXIT_MACHINE, error);
   g_autoptr(TsSchedPoint) point = chosen_point(inst, ts_backend_name(backend), &a, &error);
   if (point == NULL)
-    return fail("tessera-tune", EXIT_USAGE, error);
+    return tt_fail(TT_EXIT_USAGE, error);
   TsRunOptions opt;
   ts_run_options_init(&opt);
   opt.seed = (guint64)a.seed;
   g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, &error);
   if (r == NULL)
-    return fail("tessera-tune", error_code(error), error);
+    return tt_fail(tt_error_code(error), error);
   if (a.json) {
     print_result_json(inst, point, r);
   } else {
@@ -272,7 +311,7 @@ cmd_run(int argc, char **argv)
     else
       g_print("%s\n", r->message);
   }
-  return r->status == TS_TRIAL_OK ? EXIT_OK : EXIT_CANDIDATE;
+  return r->status == TS_TRIAL_OK ? TT_EXIT_OK : TT_EXIT_CANDIDATE;
 }
 
 static int
@@ -284,13 +323,13 @@ cmd_ops(void)
     g_print("%-15s dims %-6s %s\n", ts_op_name(op), dims, ts_op_summary(op));
     g_print("%-15s cpu space: %s\n", "", ts_op_default_space(op, "cpu"));
   }
-  return EXIT_OK;
+  return TT_EXIT_OK;
 }
 
 static int
 cmd_devices(void)
 {
-  int status = EXIT_OK;
+  int status = TT_EXIT_OK;
   for (const char *const *n = ts_backend_names(); *n; n++) {
     g_autoptr(GError) error = NULL;
     g_autoptr(TsBackend) b = ts_backend_open(*n, &error);
@@ -311,14 +350,20 @@ cmd_devices(void)
 static void
 print_usage(void)
 {
-  g_print("Usage: tessera-tune COMMAND [OPTIONS]\n\n"
+  g_print("Usage: tessera-tune OP --shape DIMS [--dtype DTYPE] [OPTIONS]   (same as 'tune OP')\n"
+          "       tessera-tune COMMAND [OPTIONS]\n\n"
           "Commands:\n"
+          "  tune OP     explore OP's schedule space and store every trial and the best schedule\n"
+          "  lookup OP   the cached best schedule of a workload (--nearest for untuned shapes)\n"
+          "  show OP     the stored trials of a workload, best first\n"
+          "  export      write trials and best schedules as JSON\n"
+          "  import FILE merge an exported JSON file into the schedule cache\n"
           "  lower OP    print Graph, Schedule, Tile and Target IR of a schedule point\n"
           "  run OP      compile, verify and time one schedule point\n"
           "  ops         list the ops, their dims and default spaces\n"
           "  devices     list the backends and their devices\n\n"
           "'tessera-tune COMMAND --help' documents each command.\n%s\n",
-          EXIT_HELP);
+          TT_EXIT_HELP);
 }
 
 int
@@ -328,18 +373,31 @@ main(int argc, char **argv)
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
       strcmp(argv[1], "help") == 0) {
     print_usage();
-    return argc < 2 ? EXIT_USAGE : EXIT_OK;
+    return argc < 2 ? TT_EXIT_USAGE : TT_EXIT_OK;
   }
+  static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+  } commands[] = {
+    {"tune", tt_cmd_tune},     {"lookup", tt_cmd_lookup}, {"show", tt_cmd_show},
+    {"export", tt_cmd_export}, {"import", tt_cmd_import}, {"lower", cmd_lower},
+    {"run", cmd_run},
+  };
   const char *cmd = argv[1];
-  if (strcmp(cmd, "lower") == 0)
-    return cmd_lower(argc - 1, argv + 1);
-  if (strcmp(cmd, "run") == 0)
-    return cmd_run(argc - 1, argv + 1);
+  for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+    if (strcmp(cmd, commands[i].name) == 0)
+      return commands[i].fn(argc - 1, argv + 1);
   if (strcmp(cmd, "ops") == 0)
     return cmd_ops();
   if (strcmp(cmd, "devices") == 0)
     return cmd_devices();
-  g_printerr("tessera-tune: unknown command '%s'\n", cmd);
-  print_usage();
-  return EXIT_USAGE;
+  /* Internal: the isolated process that runs candidates for the tuner (ts-tune-worker.h). */
+  if (strcmp(cmd, "worker") == 0)
+    return ts_tune_worker_main(0, 1);
+  /* `tessera-tune gemm --shape ...` is `tessera-tune tune gemm --shape ...`. */
+  if (ts_op_lookup(cmd) != NULL)
+    return tt_cmd_tune(argc, argv);
+  g_printerr("tessera-tune: unknown command or op '%s' (see 'tessera-tune --help' and "
+             "'tessera-tune ops')\n", cmd);
+  return TT_EXIT_USAGE;
 }

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""test-tune.py — end-to-end tests of `tessera-tune tune` and the cache commands on the CPU,
+through the real binary and a real SQLite file: exhaustive tuning and lookup, faulty candidates
+(crash, abort, hang, wrong answer, compile error), kill -9 and resume, four tuners on one
+database, export/import, and the bad-input errors. Prints TAP."""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+TT = sys.argv[1]
+TMP = tempfile.mkdtemp(prefix="tessera-tune-test-")
+ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"), TESSERA_TEST_OPS="1")
+# Artifacts are content-addressed: share them with the other tests' runs to save compiles.
+count = 0
+
+
+def ok(cond, what):
+    global count
+    count += 1
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (count, what), flush=True)
+    if not cond:
+        print("1..%d" % count)
+        sys.exit(1)
+
+
+def tt(*args, check=None, timeout=600):
+    p = subprocess.run([TT, *args], env=ENV, capture_output=True, text=True, timeout=timeout)
+    if check is not None and p.returncode != check:
+        print("# exit %d from %s\n# stdout: %s\n# stderr: %s" % (p.returncode, args, p.stdout[-2000:],
+                                                               p.stderr[-2000:]))
+    return p
+
+
+def db_rows(db, sql, *params):
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+GEMM = ["gemm", "--shape", "M=40,N=36,K=20"]
+SPACE = ("block(m=[12,24], n=[32], k=[8,16]).micro(m=[4,6], n=[8,16]).vector([8])"
+         ".unroll([2]).threads([1])")
+
+# 1. Exhaustive tune of a small space: every valid point stored, best = min over stored, lookup.
+db1 = os.path.join(TMP, "one.db")
+p = tt("tune", *GEMM, "--space", SPACE, "--strategy", "exhaustive", "--budget", "100",
+       "--db", db1, "--json", check=0)
+ok(p.returncode == 0, "exhaustive tune exits 0")
+summary = json.loads(p.stdout)
+ok(summary["exhausted"] and summary["measured"] == summary["valid_points"] == 16,
+   "exhaustive measures every valid point (%s)" % summary["measured"])
+rows = db_rows(db1, "SELECT id, median_ns FROM trial WHERE status = 'ok'")
+ok(len(rows) == 16, "16 verified trials stored")
+best = db_rows(db1, "SELECT trial_id FROM best")
+ok(len(best) == 1, "one best row")
+fastest = min(r[1] for r in rows)
+best_median = [r[1] for r in rows if r[0] == best[0][0]][0]
+# The best changes only when faster beyond noise, so it is the fastest or tied with it.
+ok(best_median <= fastest * 1.10, "best (%.0f ns) is the fastest within noise (%.0f ns)"
+   % (best_median, fastest))
+p = tt("lookup", *GEMM, "--db", db1, "--json", check=0)
+look = json.loads(p.stdout)
+ok(look["trial"] == best[0][0] and look["exact"], "lookup returns the stored best")
+p = tt("lookup", "gemm", "--shape", "M=80,N=36,K=20", "--db", db1, "--nearest", "--json", check=0)
+near = json.loads(p.stdout)
+ok(not near["exact"] and near["shape"] == "M=40,N=36,K=20", "lookup --nearest borrows from M=40")
+p = tt("lookup", "gemm", "--shape", "M=80,N=36,K=20", "--db", db1)
+ok(p.returncode == 1 and "--nearest" in p.stderr, "lookup of an untuned shape says so")
+
+# Resume: a second run measures nothing again.
+p = tt("tune", *GEMM, "--space", SPACE, "--strategy", "exhaustive", "--budget", "100",
+       "--db", db1, "--json", check=0)
+again = json.loads(p.stdout)
+ok(again["measured"] == 0 and again["resumed"] == 16, "a re-run resumes and measures nothing")
+p = tt("show", *GEMM, "--db", db1, "--json", check=0)
+ok(len(json.loads(p.stdout)) == 16, "show lists every trial")
+
+# 2. Faulty candidates are recorded with the right status and the tune completes.
+db2 = os.path.join(TMP, "faults.db")
+p = tt("tune", "test_fault", "--shape", "N=1000", "--strategy", "exhaustive", "--timeout", "3",
+       "--budget", "20", "--db", db2, check=0)
+ok(p.returncode == 0, "a tune with crashing, hanging and wrong candidates completes")
+status = dict(db_rows(db2, "SELECT schedule, status FROM trial"))
+want = {"ok": "ok", "slow": "ok", "wrong": "wrong_result", "segv": "runtime_error",
+        "abort": "runtime_error", "hang": "timeout", "nocompile": "compile_error"}
+for mode, st in want.items():
+    got = status.get('dict(mode="%s")' % mode)
+    ok(got == st, "mode %s recorded as %s (got %s)" % (mode, st, got))
+msg = db_rows(db2, "SELECT error_text FROM trial WHERE schedule = 'dict(mode=\"segv\")'")[0][0]
+# Under AddressSanitizer the worker's own handler turns the signal into an exit status.
+ok("signal 11" in msg or "exited with status" in msg, "the crash is explained: %s" % msg)
+best = db_rows(db2, "SELECT t.schedule FROM best b JOIN trial t ON t.id = b.trial_id")
+ok(best and best[0][0] in ('dict(mode="ok")', 'dict(mode="slow")'), "only a verified trial is best")
+
+# 3. kill -9 mid-run, then a re-run: integrity, nothing lost, nothing measured twice.
+db3 = os.path.join(TMP, "kill.db")
+BIG = ("block(m=[12,24,36], n=[32,64], k=[8,16]).micro(m=[4,6], n=[8,16]).vector([8])"
+       ".unroll([1,2]).threads([1])")
+proc = subprocess.Popen([TT, "tune", *GEMM, "--space", BIG, "--strategy", "random",
+                         "--budget", "200", "--db", db3], env=ENV, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+deadline = time.time() + 120
+stored_before = 0
+while time.time() < deadline:
+    time.sleep(0.5)
+    if os.path.exists(db3):
+        try:
+            stored_before = db_rows(db3, "SELECT count(*) FROM trial")[0][0]
+        except sqlite3.Error:
+            continue
+    if stored_before >= 5:
+        break
+proc.send_signal(signal.SIGKILL)
+proc.wait()
+ok(stored_before >= 5, "the tuner stored %d trials before kill -9" % stored_before)
+ok(db_rows(db3, "PRAGMA integrity_check")[0][0] == "ok", "integrity_check ok after kill -9")
+kept = set(r[0] for r in db_rows(db3, "SELECT hash FROM trial"))
+ok(len(kept) >= stored_before, "no committed trial lost (%d >= %d)" % (len(kept), stored_before))
+p = tt("tune", *GEMM, "--space", BIG, "--strategy", "random", "--budget", "10", "--db", db3,
+       "--json", check=0)
+res = json.loads(p.stdout)
+ok(res["resumed"] == len(kept), "the re-run resumed the %d stored trials" % len(kept))
+hashes = [r[0] for r in db_rows(db3, "SELECT hash FROM trial")]
+ok(len(hashes) == len(set(hashes)) == len(kept) + res["measured"],
+   "no point measured twice (%d rows, %d distinct)" % (len(hashes), len(set(hashes))))
+
+# 4. Four tuners at once on one database: two workloads, two processes each.
+db4 = os.path.join(TMP, "four.db")
+SMALL = ("block(m=[12,24], n=[32,64], k=[8,16]).micro(m=[4], n=[8,16]).vector([8])"
+         ".unroll([2]).threads([1])")
+jobs = []
+for shape, seed in (("M=40,N=36,K=20", "1"), ("M=40,N=36,K=20", "2"),
+                    ("M=24,N=24,K=24", "3"), ("M=24,N=24,K=24", "4")):
+    jobs.append(subprocess.Popen([TT, "tune", "gemm", "--shape", shape, "--space", SMALL,
+                                  "--strategy", "random", "--seed", seed, "--budget", "8",
+                                  "--db", db4, "--json"], env=ENV, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True))
+outs = [j.communicate(timeout=600) for j in jobs]
+codes = [j.returncode for j in jobs]
+ok(codes == [0, 0, 0, 0], "four concurrent tuners exit 0 (%s)" % codes)
+ok(not any("locked" in e or "busy" in e.lower() for _, e in outs), "no 'database is locked'")
+measured = [json.loads(o)["measured"] for o, _ in outs]
+rows = db_rows(db4, "SELECT w.shape, count(*) FROM trial t JOIN workload w ON w.id = t.workload_id"
+                    " GROUP BY w.shape")
+per_shape = dict(rows)
+ok(all(per_shape.get(s, 0) >= 8 for s in ("M=40,N=36,K=20", "M=24,N=24,K=24")),
+   "every workload has its trials (%s; processes measured %s)" % (per_shape, measured))
+ok(db_rows(db4, "PRAGMA integrity_check")[0][0] == "ok", "integrity ok after concurrent tuners")
+
+# 5. Export and import round trip into a fresh database.
+exp = os.path.join(TMP, "export.json")
+tt("export", "--db", db1, "--output", exp, check=0)
+db5 = os.path.join(TMP, "imported.db")
+p = tt("import", exp, "--db", db5, check=0)
+ok(p.returncode == 0 and "16 trials added" in p.stdout, "import adds the 16 trials")
+p = tt("import", exp, "--db", db5, check=0)
+ok("0 trials added" in p.stdout, "importing twice adds nothing")
+
+# 6. Bad input: one line naming the problem, exit 2 (3 for the machinery), no row lost.
+with open(os.path.join(TMP, "bad.json"), "w") as f:
+    f.write("{not json")
+bad = [
+    (("tune", "gem", "--shape", "M=1", "--db", db1), 2, "unknown op 'gem'"),
+    (("tune", "gemm", "--shape", "M=8,N=8,K=8", "--dtype", "bf17", "--db", db1), 2, "bf17"),
+    (("tune", "gemm", "--shape", "M=8,N=8", "--db", db1), 2, "lacks dim 'K'"),
+    (("tune", *GEMM, "--space", "block(m=[12,24]", "--db", db1), 2, "schedule:1:"),
+    (("tune", *GEMM, "--space", "block(m=[7]).micro(m=[4])", "--db", db1), 2, "no point"),
+    (("tune", *GEMM, "--strategy", "greedy", "--db", db1), 2, "greedy"),
+    (("tune", *GEMM, "--db", TMP), 3, TMP),
+    (("import", os.path.join(TMP, "bad.json"), "--db", db1), 2, "bad.json"),
+]
+for args, code, needle in bad:
+    p = tt(*args)
+    ok(p.returncode == code and needle in p.stderr,
+       "%s -> exit %d naming %r (got %d: %s)" % (" ".join(args[:2]), code, needle, p.returncode,
+                                                 p.stderr.strip()[:200]))
+notdb = os.path.join(TMP, "notdb.db")
+with open(notdb, "w") as f:
+    f.write("this is not a database" * 100)
+p = tt("tune", *GEMM, "--db", notdb)
+ok(p.returncode == 3 and "not a database" in p.stderr, "a file that is not SQLite is refused")
+ok(len(db_rows(db1, "SELECT id FROM trial")) == 16, "no stored row lost after the bad inputs")
+
+print("1..%d" % count)

@@ -1,0 +1,184 @@
+/* tt-cache.c — the schedule-cache commands: lookup (what a program would get), show (a
+ * workload's trials, best first), export and import (caches shipped as JSON artifacts). */
+#include <math.h>
+#include <stdio.h>
+
+#include "ts-tune.h"
+#include "tt-cli.h"
+
+int
+tt_cmd_lookup(int argc, char **argv)
+{
+  g_auto(TtArgs) a = {0};
+  if (!tt_parse("lookup", "OP",
+                "Print the cached best schedule of a workload on this machine's device and\n"
+                "toolchain. With --nearest, a shape never tuned gets the best schedule of the\n"
+                "nearest tuned shape of the same op and dtype, marked as such.",
+                TT_OPT_WORKLOAD | TT_OPT_BACKEND | TT_OPT_DB | TT_OPT_NEAREST | TT_OPT_JSON, &a,
+                &argc, &argv))
+    return TT_EXIT_USAGE;
+  if (argc != 2)
+    return tt_usage("lookup takes one OP");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
+  if (inst == NULL)
+    return tt_fail(TT_EXIT_USAGE, error);
+  g_autoptr(TsBackend) backend = tt_backend(&a, &error);
+  if (backend == NULL)
+    return tt_fail(TT_EXIT_MACHINE, error);
+  g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_READ_ONLY, &error);
+  if (db == NULL)
+    return tt_fail(tt_error_code(error), error);
+  TsDbKey key;
+  g_autofree char *shape = NULL, *dtype = NULL;
+  ts_tune_lookup_key(inst, backend, &key, &shape, &dtype);
+  g_auto(TsDbLookupResult) r = {0};
+  gboolean found = a.nearest ? ts_db_lookup_nearest(db, &key, &r, &error)
+                             : ts_db_lookup(db, &key, &r, &error);
+  if (!found) {
+    if (g_error_matches(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND)) {
+      g_printerr("tessera-tune: %s%s\n", error->message,
+                 a.nearest ? "" : " (try --nearest, or tune it)");
+      return TT_EXIT_CANDIDATE;
+    }
+    return tt_fail(tt_error_code(error), error);
+  }
+  if (a.json) {
+    g_autofree char *sc = g_strescape(r.schedule, NULL);
+    g_print("{\"schedule\": \"%s\", \"median_ns\": %.1f, \"trial\": %" G_GINT64_FORMAT
+            ", \"exact\": %s, \"shape\": \"%s\", \"distance\": %.4g}\n",
+            sc, r.median_ns, r.trial_id, r.exact ? "true" : "false", r.shape, r.distance);
+  } else {
+    g_print("%s\n", r.schedule);
+    g_autofree char *origin =
+      r.exact ? g_strdup("tuned for this shape")
+              : g_strdup_printf("borrowed from the nearest tuned shape %s (distance %.3g)",
+                                r.shape, r.distance);
+    g_print("# %.4f ms, trial %" G_GINT64_FORMAT ", %s\n", r.median_ns / 1e6, r.trial_id, origin);
+  }
+  return TT_EXIT_OK;
+}
+
+int
+tt_cmd_show(int argc, char **argv)
+{
+  g_auto(TtArgs) a = {0};
+  if (!tt_parse("show", "OP", "List the stored trials of a workload, best first.",
+                TT_OPT_WORKLOAD | TT_OPT_BACKEND | TT_OPT_DB | TT_OPT_LIMIT | TT_OPT_JSON, &a,
+                &argc, &argv))
+    return TT_EXIT_USAGE;
+  if (argc != 2)
+    return tt_usage("show takes one OP");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
+  if (inst == NULL)
+    return tt_fail(TT_EXIT_USAGE, error);
+  g_autoptr(TsBackend) backend = tt_backend(&a, &error);
+  if (backend == NULL)
+    return tt_fail(TT_EXIT_MACHINE, error);
+  g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_DEFAULT, &error);
+  if (db == NULL)
+    return tt_fail(tt_error_code(error), error);
+  gint64 w, d, t;
+  if (!ts_tune_key_ids(db, inst, backend, &w, &d, &t, &error))
+    return tt_fail(tt_error_code(error), error);
+  g_autoptr(GPtrArray) trials = ts_db_list_trials(db, w, d, t, TS_DB_ORDER_BEST_FIRST, &error);
+  if (trials == NULL)
+    return tt_fail(tt_error_code(error), error);
+  guint n = a.limit > 0 ? MIN((guint)a.limit, trials->len) : trials->len;
+  double flops = ts_op_instance_flops(inst);
+  if (a.json)
+    g_print("[");
+  else
+    g_print("%6s  %-13s %11s %10s %8s  %-12s %s\n", "trial", "status", "median ms", "GFLOP/s",
+            "samples", "strategy", "schedule");
+  for (guint i = 0; i < n; i++) {
+    const TsDbTrial *tr = g_ptr_array_index(trials, i);
+    gboolean ok = tr->status == TS_DB_TRIAL_OK;
+    if (a.json) {
+      g_autofree char *sc = g_strescape(tr->schedule, NULL);
+      g_autofree char *er = g_strescape(tr->error_text ? tr->error_text : "", NULL);
+      g_print("%s{\"trial\": %" G_GINT64_FORMAT ", \"status\": \"%s\", \"median_ns\": %.1f, "
+              "\"schedule\": \"%s\", \"error\": \"%s\"}",
+              i ? ", " : "", tr->id, ts_db_trial_status_name(tr->status),
+              ok ? tr->median_ns : -1.0, sc, er);
+    } else if (ok) {
+      g_print("%6" G_GINT64_FORMAT "  %-13s %11.4f %10.2f %8u  %-12s %s\n", tr->id, "ok",
+              tr->median_ns / 1e6, flops / tr->median_ns,
+              tr->samples_ns ? tr->samples_ns->len : 0, tr->strategy ? tr->strategy : "-",
+              tr->schedule);
+    } else {
+      g_print("%6" G_GINT64_FORMAT "  %-13s %11s %10s %8s  %-12s %s\n", tr->id,
+              ts_db_trial_status_name(tr->status), "-", "-", "-",
+              tr->strategy ? tr->strategy : "-", tr->schedule);
+    }
+  }
+  if (a.json)
+    g_print("]\n");
+  else if (trials->len == 0)
+    g_print("(no trials stored for this workload on this device and toolchain)\n");
+  return TT_EXIT_OK;
+}
+
+int
+tt_cmd_export(int argc, char **argv)
+{
+  g_auto(TtArgs) a = {0};
+  if (!tt_parse("export", "[OP]",
+                "Write the trials and best schedules of one workload (OP with --shape and\n"
+                "--dtype), or of every workload, as a JSON document that 'import' merges.",
+                TT_OPT_WORKLOAD | TT_OPT_BACKEND | TT_OPT_DB | TT_OPT_OUTPUT, &a, &argc, &argv))
+    return TT_EXIT_USAGE;
+  if (argc > 2)
+    return tt_usage("export takes at most one OP");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_DEFAULT, &error);
+  if (db == NULL)
+    return tt_fail(tt_error_code(error), error);
+  gint64 workload = 0;
+  if (argc == 2) {
+    g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
+    if (inst == NULL)
+      return tt_fail(TT_EXIT_USAGE, error);
+    g_autofree char *shape = ts_shape_to_string(ts_op_instance_shape(inst));
+    g_autofree char *dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(inst));
+    workload = ts_db_ensure_workload(db, argv[1], shape, dtype, &error);
+    if (workload == 0)
+      return tt_fail(tt_error_code(error), error);
+  }
+  if (a.output) {
+    if (!ts_db_export_file(db, workload, a.output, &error))
+      return tt_fail(tt_error_code(error), error);
+    return TT_EXIT_OK;
+  }
+  g_autofree char *json = ts_db_export_json(db, workload, &error);
+  if (json == NULL)
+    return tt_fail(tt_error_code(error), error);
+  g_print("%s\n", json);
+  return TT_EXIT_OK;
+}
+
+int
+tt_cmd_import(int argc, char **argv)
+{
+  g_auto(TtArgs) a = {0};
+  if (!tt_parse("import", "FILE",
+                "Merge an exported JSON document into the schedule cache. Importing the same\n"
+                "file twice adds nothing; a malformed file changes nothing.",
+                TT_OPT_DB, &a, &argc, &argv))
+    return TT_EXIT_USAGE;
+  if (argc != 2)
+    return tt_usage("import takes one FILE");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_DEFAULT, &error);
+  if (db == NULL)
+    return tt_fail(tt_error_code(error), error);
+  TsDbImportStats st = {0};
+  if (!ts_db_import_file(db, argv[1], &st, &error))
+    return tt_fail(tt_error_code(error), error);
+  g_print("imported %s: %u trials added, %u already present; %u workloads, %u devices, "
+          "%u toolchains added; %u best schedules changed\n",
+          argv[1], st.trials_added, st.trials_existing, st.workloads_added, st.devices_added,
+          st.toolchains_added, st.best_changed);
+  return TT_EXIT_OK;
+}

@@ -1,0 +1,62 @@
+/* tt-cli.h — what the tessera-tune subcommands share: the option set, the exit codes, and the
+ * helpers that turn options into a workload, a backend and a schedule cache. */
+#pragma once
+
+#include <glib.h>
+
+#include "ts-backend.h"
+#include "ts-db.h"
+#include "ts-op.h"
+
+enum { TT_EXIT_OK = 0, TT_EXIT_CANDIDATE = 1, TT_EXIT_USAGE = 2, TT_EXIT_MACHINE = 3 };
+
+extern const char *const TT_EXIT_HELP;
+
+/* Which options a subcommand takes. */
+enum {
+  TT_OPT_WORKLOAD = 1 << 0, /* --shape --dtype */
+  TT_OPT_SCHEDULE = 1 << 1, /* --schedule */
+  TT_OPT_SPACE = 1 << 2,    /* --space */
+  TT_OPT_BACKEND = 1 << 3,  /* --backend */
+  TT_OPT_SEED = 1 << 4,     /* --seed */
+  TT_OPT_JSON = 1 << 5,     /* --json */
+  TT_OPT_STAGE = 1 << 6,    /* --stage */
+  TT_OPT_DB = 1 << 7,       /* --db */
+  TT_OPT_TUNE = 1 << 8,     /* --strategy --budget --budget-ms --timeout --top */
+  TT_OPT_NEAREST = 1 << 9,  /* --nearest */
+  TT_OPT_OUTPUT = 1 << 10,  /* --output */
+  TT_OPT_LIMIT = 1 << 11,   /* --limit */
+};
+
+typedef struct {
+  char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output;
+  gint64 seed;
+  gboolean json, nearest;
+  gint budget, limit, top;
+  double budget_ms, timeout_s;
+} TtArgs;
+
+void tt_args_clear(TtArgs *a);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TtArgs, tt_args_clear)
+
+/* Parses argv (argv[0] is the subcommand) into a; on failure prints the message and returns
+ * FALSE. On success argc/argv keep the positional arguments. */
+gboolean tt_parse(const char *name, const char *params, const char *summary, guint options,
+                  TtArgs *a, int *argc, char ***argv);
+
+int tt_fail(int code, const GError *error);
+int tt_usage(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+/* Exit code for an error from any layer. */
+int tt_error_code(const GError *error);
+
+TsOpInstance *tt_workload(const char *op, const TtArgs *a, GError **error);
+TsBackend *tt_backend(const TtArgs *a, GError **error);
+TsDb *tt_db(const TtArgs *a, TsDbOpenFlags flags, GError **error);
+/* The absolute path of the running binary (the tuner re-executes it as its worker). */
+char *tt_self_exe(void);
+
+int tt_cmd_tune(int argc, char **argv);
+int tt_cmd_lookup(int argc, char **argv);
+int tt_cmd_show(int argc, char **argv);
+int tt_cmd_export(int argc, char **argv);
+int tt_cmd_import(int argc, char **argv);

@@ -1,0 +1,174 @@
+/* tt-tune.c — `tessera-tune tune OP`: runs the tuning driver with a progress display (a bar on
+ * a terminal, one line per trial otherwise) and ends with the table of the best candidates. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ts-tune.h"
+#include "tt-cli.h"
+
+typedef struct {
+  gboolean tty;
+  gboolean quiet; /* --json: keep stdout for the document */
+  guint budget;
+} Display;
+
+static void
+on_progress(const TsTuneProgress *p, gpointer data)
+{
+  Display *d = data;
+  if (d->quiet)
+    return;
+  g_autofree char *best = isfinite(p->best_ns) ? g_strdup_printf("%.4f ms", p->best_ns / 1e6)
+                                               : g_strdup("-");
+  if (d->tty) {
+    int width = 24;
+    int filled = d->budget ? (int)MIN(width, (double)p->index / d->budget * width) : 0;
+    g_autofree char *bar = g_strnfill(filled, '#');
+    g_autofree char *rest = g_strnfill(width - filled, '.');
+    g_autofree char *of = d->budget ? g_strdup_printf("/%u", d->budget) : g_strdup("");
+    g_print("\r\033[K[%s%s] %u%s  best %s  failed %u  %.1f s", bar, rest, p->index, of, best,
+            p->n_failed, p->elapsed_ms / 1e3);
+    fflush(stdout);
+    return;
+  }
+  const char *status = p->pruned ? "pruned" : ts_trial_status_name(p->status);
+  if (p->status == TS_TRIAL_OK && !p->pruned)
+    g_print("trial %u  %-13s %10.4f ms %9.2f GFLOP/s  %s\n", p->index, status, p->median_ns / 1e6,
+            p->gflops, p->schedule);
+  else {
+    g_autofree char *first = g_strdup(p->message ? p->message : "");
+    char *nl = strchr(first, '\n');
+    if (nl)
+      *nl = '\0';
+    g_print("trial %u  %-13s %s  (%s)\n", p->index, status, p->schedule, first);
+  }
+}
+
+static void
+print_table(GPtrArray *trials, TsOpInstance *inst, guint top)
+{
+  g_print("\n%4s  %-13s %11s %11s %10s  %s\n", "rank", "status", "median ms", "GFLOP/s", "GB/s",
+          "schedule");
+  double flops = ts_op_instance_flops(inst), bytes = ts_op_instance_bytes(inst);
+  for (guint i = 0; i < MIN(top, trials->len); i++) {
+    const TsDbTrial *t = g_ptr_array_index(trials, i);
+    if (t->status == TS_DB_TRIAL_OK)
+      g_print("%4u  %-13s %11.4f %11.2f %10.2f  %s\n", i + 1, ts_db_trial_status_name(t->status),
+              t->median_ns / 1e6, flops / t->median_ns, bytes / t->median_ns, t->schedule);
+    else
+      g_print("%4u  %-13s %11s %11s %10s  %s\n", i + 1, ts_db_trial_status_name(t->status), "-",
+              "-", "-", t->schedule);
+  }
+  /* The fraction of the device's measured peak comes with the ceilings microbenchmarks
+   * (tessera-tune devices --measure, profiler); none are stored yet, so none is claimed. */
+}
+
+static void
+print_json(const TsTuneSummary *s, GPtrArray *trials, TsOpInstance *inst, guint top)
+{
+  g_autofree char *what = ts_op_instance_describe(inst);
+  g_autofree char *w = g_strescape(what, NULL);
+  g_autofree char *b = g_strescape(s->best_schedule ? s->best_schedule : "", NULL);
+  g_print("{\"workload\": \"%s\", \"best\": {\"trial\": %" G_GINT64_FORMAT
+          ", \"schedule\": \"%s\", \"median_ns\": %.1f}, \"valid_points\": %" G_GUINT64_FORMAT
+          ", \"resumed\": %u, \"measured\": %u, \"ok\": %u, \"failed\": %u, \"pruned\": %u, "
+          "\"exhausted\": %s, \"elapsed_ms\": %.1f, \"top\": [",
+          w, s->best_trial_id, b, s->best_trial_id ? s->best_median_ns : 0.0, s->n_valid,
+          s->n_resumed, s->n_measured, s->n_ok, s->n_failed, s->n_pruned,
+          s->exhausted ? "true" : "false", s->elapsed_ms);
+  for (guint i = 0; i < MIN(top, trials->len); i++) {
+    const TsDbTrial *t = g_ptr_array_index(trials, i);
+    g_autofree char *sc = g_strescape(t->schedule, NULL);
+    g_print("%s{\"trial\": %" G_GINT64_FORMAT ", \"status\": \"%s\", \"median_ns\": %.1f, "
+            "\"schedule\": \"%s\"}",
+            i ? ", " : "", t->id, ts_db_trial_status_name(t->status),
+            isfinite(t->median_ns) ? t->median_ns : -1.0, sc);
+  }
+  g_print("]}\n");
+}
+
+int
+tt_cmd_tune(int argc, char **argv)
+{
+  g_auto(TtArgs) a = {.seed = 1, .budget = -1, .timeout_s = 60, .top = 5};
+  if (!tt_parse("tune", "OP",
+                "Explore OP's schedule space under a budget: every candidate is compiled, run in\n"
+                "an isolated worker, verified against the reference and timed; every trial and\n"
+                "the best schedule go to the schedule cache. A re-run resumes: stored points are\n"
+                "never measured again.",
+                TT_OPT_WORKLOAD | TT_OPT_SPACE | TT_OPT_BACKEND | TT_OPT_SEED | TT_OPT_JSON |
+                  TT_OPT_DB | TT_OPT_TUNE,
+                &a, &argc, &argv))
+    return TT_EXIT_USAGE;
+  if (argc != 2)
+    return tt_usage("tune takes one OP (see 'tessera-tune ops')");
+  if (a.budget < -1 || a.budget_ms < 0 || a.timeout_s <= 0)
+    return tt_usage("--budget, --budget-ms and --timeout must be positive");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
+  if (inst == NULL)
+    return tt_fail(TT_EXIT_USAGE, error);
+  g_autoptr(TsBackend) backend = tt_backend(&a, &error);
+  if (backend == NULL)
+    return tt_fail(TT_EXIT_MACHINE, error);
+  g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_DEFAULT, &error);
+  if (db == NULL)
+    return tt_fail(tt_error_code(error), error);
+
+  TsTuneConfig cfg;
+  ts_tune_config_init(&cfg);
+  g_autofree char *exe = tt_self_exe();
+  cfg.inst = inst;
+  cfg.backend = backend;
+  cfg.db = db;
+  cfg.space = a.space;
+  if (a.strategy)
+    cfg.strategy = a.strategy;
+  cfg.seed = (guint64)a.seed;
+  cfg.run.seed = (guint64)a.seed;
+  /* --budget-ms alone means time is the only limit. */
+  cfg.budget_evals = a.budget >= 0 ? (guint)a.budget : a.budget_ms > 0 ? 0 : cfg.budget_evals;
+  cfg.budget_ms = a.budget_ms;
+  cfg.worker_exe = exe;
+  cfg.timeout_s = a.timeout_s;
+  Display d = {.tty = isatty(STDOUT_FILENO), .quiet = a.json, .budget = cfg.budget_evals};
+  cfg.progress = on_progress;
+  cfg.progress_data = &d;
+
+  if (!a.json) {
+    g_autofree char *what = ts_op_instance_describe(inst);
+    g_autofree char *budget = cfg.budget_evals ? g_strdup_printf("%u evaluations", cfg.budget_evals)
+                                               : g_strdup_printf("%.0f ms", cfg.budget_ms);
+    g_print("tuning %s on %s (%s), strategy %s, budget %s\n", what, ts_backend_name(backend),
+            ts_backend_describe(backend)->name, cfg.strategy, budget);
+    g_print("cache %s\n", ts_db_path(db));
+  }
+  g_auto(TsTuneSummary) sum = {0};
+  if (!ts_tune_run(&cfg, &sum, &error)) {
+    if (d.tty && !a.json)
+      g_print("\n");
+    return tt_fail(tt_error_code(error), error);
+  }
+  if (d.tty && !a.json)
+    g_print("\n");
+  g_autoptr(GPtrArray) trials = ts_db_list_trials(db, sum.workload_id, sum.device_id,
+                                                  sum.toolchain_id, TS_DB_ORDER_BEST_FIRST, &error);
+  if (trials == NULL)
+    return tt_fail(TT_EXIT_MACHINE, error);
+  if (a.json) {
+    print_json(&sum, trials, inst, (guint)MAX(a.top, 0));
+  } else {
+    g_print("%u measured (%u ok, %u failed), %u pruned, %u resumed from the cache; %" G_GUINT64_FORMAT
+            " valid points%s; %.1f s\n",
+            sum.n_measured, sum.n_ok, sum.n_failed, sum.n_pruned, sum.n_resumed, sum.n_valid,
+            sum.exhausted ? ", all explored" : "", sum.elapsed_ms / 1e3);
+    print_table(trials, inst, (guint)MAX(a.top, 0));
+    if (sum.best_trial_id)
+      g_print("\nbest: %s  (%.4f ms)\n", sum.best_schedule, sum.best_median_ns / 1e6);
+    else
+      g_print("\nno candidate verified: nothing cached as best\n");
+  }
+  return sum.best_trial_id ? TT_EXIT_OK : TT_EXIT_CANDIDATE;
+}

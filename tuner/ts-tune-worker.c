@@ -1,0 +1,376 @@
+/* ts-tune-worker.c — both ends of the worker protocol: the loop inside `tessera-tune worker`
+ * and the parent that feeds it one candidate at a time, with a timeout, and restarts it after
+ * a crash. One JSON object per line each way. */
+#include "ts-tune-worker.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+#include <gio/gunixinputstream.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ts-tune-strategy.h"
+
+/* ---- wire format ---- */
+
+static char *
+request_to_json(const TsTuneRequest *q)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+#define STR(k, v)                                                                                 \
+  do {                                                                                            \
+    json_builder_set_member_name(b, k);                                                           \
+    if (v)                                                                                        \
+      json_builder_add_string_value(b, v);                                                        \
+    else                                                                                          \
+      json_builder_add_null_value(b);                                                             \
+  } while (0)
+#define NUM(k, v)                                                                                 \
+  do {                                                                                            \
+    json_builder_set_member_name(b, k);                                                           \
+    json_builder_add_double_value(b, v);                                                          \
+  } while (0)
+  STR("op", q->op);
+  STR("shape", q->shape);
+  STR("dtype", q->dtype);
+  STR("schedule", q->schedule);
+  STR("backend", q->backend);
+  STR("cache_dir", q->cache_dir);
+  NUM("seed", (double)q->options.seed);
+  NUM("verify", q->options.verify);
+  NUM("n_warmup", q->options.n_warmup);
+  NUM("min_samples", q->options.min_samples);
+  NUM("max_samples", q->options.max_samples);
+  NUM("target_ms", q->options.target_ms);
+  NUM("rel_spread", q->options.rel_spread);
+  json_builder_end_object(b);
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  return json_to_string(root, FALSE);
+}
+
+static char *
+result_to_json(const TsTrialResult *r, const char *refused)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  if (refused) {
+    STR("refused", refused);
+  } else {
+    STR("status", ts_trial_status_name(r->status));
+    STR("message", r->message);
+    STR("artifact", r->artifact);
+    NUM("rel_error", isfinite(r->rel_error) ? r->rel_error : -1.0);
+    NUM("tolerance", r->tolerance);
+    NUM("compile_ms", r->compile_ms);
+    NUM("cache_hit", r->cache_hit);
+    json_builder_set_member_name(b, "samples_ns");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < r->samples_ns->len; i++)
+      json_builder_add_double_value(b, g_array_index(r->samples_ns, double, i));
+    json_builder_end_array(b);
+  }
+  json_builder_end_object(b);
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  return json_to_string(root, FALSE);
+}
+
+static TsTrialStatus
+status_from_name(const char *name)
+{
+  for (int s = TS_TRIAL_OK; s <= TS_TRIAL_WRONG_RESULT; s++)
+    if (g_strcmp0(ts_trial_status_name(s), name) == 0)
+      return s;
+  return TS_TRIAL_RUNTIME_ERROR;
+}
+
+/* ---- worker side ---- */
+
+static gboolean
+write_line(int fd, const char *text)
+{
+  g_autofree char *line = g_strconcat(text, "\n", NULL);
+  gsize len = strlen(line), off = 0;
+  while (off < len) {
+    ssize_t n = write(fd, line + off, len - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return FALSE;
+    off += n;
+  }
+  return TRUE;
+}
+
+/* Reads one '\n'-terminated line; waits at most timeout_ms (< 0: forever). Returns NULL on
+ * EOF; *timed_out tells a timeout apart. */
+static char *
+read_line(int fd, GString *buf, int timeout_ms, gboolean *timed_out)
+{
+  gint64 deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  *timed_out = FALSE;
+  for (;;) {
+    char *nl = memchr(buf->str, '\n', buf->len);
+    if (nl) {
+      char *line = g_strndup(buf->str, nl - buf->str);
+      g_string_erase(buf, 0, nl - buf->str + 1);
+      return line;
+    }
+    int wait = -1;
+    if (deadline >= 0) {
+      gint64 left = deadline - g_get_monotonic_time();
+      if (left <= 0) {
+        *timed_out = TRUE;
+        return NULL;
+      }
+      wait = (int)MIN(left / 1000 + 1, G_MAXINT);
+    }
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int rc = poll(&p, 1, wait);
+    if (rc < 0 && errno == EINTR)
+      continue;
+    if (rc == 0)
+      continue; /* the deadline check above decides */
+    char chunk[4096];
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return NULL;
+    g_string_append_len(buf, chunk, n);
+  }
+}
+
+typedef struct {
+  GHashTable *instances; /* "op|shape|dtype" -> TsOpInstance */
+  GHashTable *backends;  /* name -> TsBackend */
+} WorkerState;
+
+static char *
+serve(WorkerState *st, const char *line)
+{
+  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autoptr(GError) error = NULL;
+  if (!json_parser_load_from_data(parser, line, -1, &error))
+    return result_to_json(NULL, error->message);
+  JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+  const char *op = json_object_get_string_member_with_default(o, "op", "");
+  const char *shape = json_object_get_string_member_with_default(o, "shape", "");
+  const char *dtype = json_object_get_string_member_with_default(o, "dtype", "f32");
+  const char *schedule = json_object_get_string_member_with_default(o, "schedule", "");
+  const char *backend_name = json_object_get_string_member_with_default(o, "backend", "cpu");
+  const char *cache_dir = NULL;
+  if (json_object_has_member(o, "cache_dir") && !json_object_get_null_member(o, "cache_dir"))
+    cache_dir = json_object_get_string_member(o, "cache_dir");
+
+  g_autofree char *key = g_strdup_printf("%s|%s|%s", op, shape, dtype);
+  TsOpInstance *inst = g_hash_table_lookup(st->instances, key);
+  if (inst == NULL) {
+    inst = ts_op_instance_new(op, shape, dtype, &error);
+    if (inst == NULL)
+      return result_to_json(NULL, error->message);
+    g_hash_table_insert(st->instances, g_strdup(key), inst);
+  }
+  TsBackend *backend = g_hash_table_lookup(st->backends, backend_name);
+  if (backend == NULL) {
+    backend = ts_backend_open(backend_name, &error);
+    if (backend == NULL)
+      return result_to_json(NULL, error->message);
+    g_hash_table_insert(st->backends, g_strdup(backend_name), backend);
+  }
+  ts_backend_set_cache_dir(backend, cache_dir);
+  g_autoptr(TsSchedPoint) point = ts_sched_point_parse(schedule, &error);
+  if (point == NULL)
+    return result_to_json(NULL, error->message);
+
+  TsRunOptions opt;
+  ts_run_options_init(&opt);
+  opt.seed = (guint64)json_object_get_double_member_with_default(o, "seed", 1);
+  opt.verify = json_object_get_double_member_with_default(o, "verify", 1) != 0;
+  opt.n_warmup = (guint)json_object_get_double_member_with_default(o, "n_warmup", opt.n_warmup);
+  opt.min_samples =
+    (guint)json_object_get_double_member_with_default(o, "min_samples", opt.min_samples);
+  opt.max_samples =
+    (guint)json_object_get_double_member_with_default(o, "max_samples", opt.max_samples);
+  opt.target_ms = json_object_get_double_member_with_default(o, "target_ms", opt.target_ms);
+  opt.rel_spread = json_object_get_double_member_with_default(o, "rel_spread", opt.rel_spread);
+  g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, &error);
+  if (r == NULL)
+    return result_to_json(NULL, error->message);
+  return result_to_json(r, NULL);
+}
+
+int
+ts_tune_worker_main(int in_fd, int out_fd)
+{
+  WorkerState st = {
+    .instances = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                       (GDestroyNotify)ts_op_instance_free),
+    .backends = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                      (GDestroyNotify)ts_backend_free),
+  };
+  g_autoptr(GString) buf = g_string_new(NULL);
+  int status = 0;
+  for (;;) {
+    gboolean timed_out;
+    g_autofree char *line = read_line(in_fd, buf, -1, &timed_out);
+    if (line == NULL)
+      break;
+    g_autofree char *reply = serve(&st, line);
+    if (!write_line(out_fd, reply)) {
+      status = 1;
+      break;
+    }
+  }
+  g_hash_table_unref(st.instances);
+  g_hash_table_unref(st.backends);
+  return status;
+}
+
+/* ---- parent side ---- */
+
+struct _TsTuneWorker {
+  char *exe;
+  GSubprocess *proc;
+  GOutputStream *in;
+  int out_fd;
+  GString *buf;
+};
+
+TsTuneWorker *
+ts_tune_worker_new(const char *exe)
+{
+  TsTuneWorker *w = g_new0(TsTuneWorker, 1);
+  w->exe = g_strdup(exe);
+  w->buf = g_string_new(NULL);
+  w->out_fd = -1;
+  return w;
+}
+
+static void
+worker_stop(TsTuneWorker *w, gboolean kill)
+{
+  if (w->proc == NULL)
+    return;
+  if (kill)
+    g_subprocess_force_exit(w->proc);
+  g_output_stream_close(w->in, NULL, NULL);
+  g_subprocess_wait(w->proc, NULL, NULL);
+  g_clear_object(&w->proc);
+  w->in = NULL;
+  w->out_fd = -1;
+  g_string_truncate(w->buf, 0);
+}
+
+void
+ts_tune_worker_free(TsTuneWorker *w)
+{
+  if (w == NULL)
+    return;
+  worker_stop(w, FALSE);
+  g_free(w->exe);
+  g_string_free(w->buf, TRUE);
+  g_free(w);
+}
+
+GPid
+ts_tune_worker_pid(const TsTuneWorker *w)
+{
+  if (w == NULL || w->proc == NULL)
+    return 0;
+  const char *id = g_subprocess_get_identifier(w->proc);
+  return id ? (GPid)g_ascii_strtoll(id, NULL, 10) : 0;
+}
+
+static gboolean
+worker_start(TsTuneWorker *w, GError **error)
+{
+  if (w->proc)
+    return TRUE;
+  /* A worker that died must not kill the tuner through SIGPIPE on the next request. */
+  signal(SIGPIPE, SIG_IGN);
+  w->proc = g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, error,
+                             w->exe, "worker", NULL);
+  if (w->proc == NULL) {
+    g_prefix_error(error, "cannot start the candidate worker '%s worker': ", w->exe);
+    return FALSE;
+  }
+  w->in = g_subprocess_get_stdin_pipe(w->proc);
+  w->out_fd = g_unix_input_stream_get_fd(G_UNIX_INPUT_STREAM(g_subprocess_get_stdout_pipe(w->proc)));
+  return TRUE;
+}
+
+static TsTrialResult *
+parse_result(const char *line, GError **error)
+{
+  g_autoptr(JsonParser) parser = json_parser_new();
+  if (!json_parser_load_from_data(parser, line, -1, error))
+    return NULL;
+  JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+  if (json_object_has_member(o, "refused")) {
+    g_set_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_FAILED, "%s",
+                json_object_get_string_member(o, "refused"));
+    return NULL;
+  }
+  TsTrialResult *r = ts_trial_result_new();
+  r->status = status_from_name(json_object_get_string_member_with_default(o, "status", ""));
+  g_free(r->message);
+  r->message = g_strdup(json_object_get_string_member_with_default(o, "message", ""));
+  if (json_object_has_member(o, "artifact") && !json_object_get_null_member(o, "artifact"))
+    r->artifact = g_strdup(json_object_get_string_member_with_default(o, "artifact", NULL));
+  r->rel_error = json_object_get_double_member_with_default(o, "rel_error", -1);
+  if (r->rel_error < 0)
+    r->rel_error = INFINITY;
+  r->tolerance = json_object_get_double_member_with_default(o, "tolerance", 0);
+  r->compile_ms = json_object_get_double_member_with_default(o, "compile_ms", 0);
+  r->cache_hit = json_object_get_double_member_with_default(o, "cache_hit", 0) != 0;
+  JsonArray *a = json_object_get_array_member(o, "samples_ns");
+  for (guint i = 0; a && i < json_array_get_length(a); i++) {
+    double v = json_array_get_double_element(a, i);
+    g_array_append_val(r->samples_ns, v);
+  }
+  return r;
+}
+
+TsTrialResult *
+ts_tune_worker_run(TsTuneWorker *w, const TsTuneRequest *q, double timeout_s, GError **error)
+{
+  if (!worker_start(w, error))
+    return NULL;
+  g_autofree char *req = request_to_json(q);
+  g_autofree char *line = g_strconcat(req, "\n", NULL);
+  gboolean sent = g_output_stream_write_all(w->in, line, strlen(line), NULL, NULL, NULL) &&
+                  g_output_stream_flush(w->in, NULL, NULL);
+  gboolean timed_out = FALSE;
+  g_autofree char *reply = NULL;
+  if (sent)
+    reply = read_line(w->out_fd, w->buf, (int)(timeout_s * 1000), &timed_out);
+  if (reply != NULL)
+    return parse_result(reply, error);
+
+  TsTrialResult *r = ts_trial_result_new();
+  g_free(r->message);
+  if (timed_out) {
+    worker_stop(w, TRUE);
+    r->status = TS_TRIAL_TIMEOUT;
+    r->message = g_strdup_printf("no result within %.1f s; the worker was killed", timeout_s);
+    return r;
+  }
+  /* EOF: the candidate took the worker down. */
+  g_subprocess_wait(w->proc, NULL, NULL);
+  r->status = TS_TRIAL_RUNTIME_ERROR;
+  if (g_subprocess_get_if_signaled(w->proc)) {
+    int sig = g_subprocess_get_term_sig(w->proc);
+    r->message = g_strdup_printf("the candidate crashed the worker: signal %d (%s)", sig,
+                                 g_strsignal(sig));
+  } else {
+    r->message = g_strdup_printf("the worker exited with status %d during the candidate",
+                                 g_subprocess_get_exit_status(w->proc));
+  }
+  worker_stop(w, FALSE);
+  return r;
+}

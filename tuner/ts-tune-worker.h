@@ -1,0 +1,47 @@
+/* ts-tune-worker.h — candidates run in a worker process, so one that crashes (SIGSEGV, abort)
+ * or hangs takes the worker down, not the tuner.
+ *
+ * The worker is `tessera-tune worker`: it reads one JSON request per line on stdin (workload,
+ * schedule point, seed, sampling options), runs the trial with ts_op_run() (artifacts come
+ * from the shared cache the parent has already filled), and writes one JSON result per line on
+ * stdout. It keeps workloads, inputs and references across requests, so a tune pays for the
+ * f64 reference once. The parent side restarts the worker after a crash or a timeout.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "ts-op.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const char *op;
+  const char *shape;
+  const char *dtype;
+  const char *schedule; /* complete point, canonical text */
+  const char *backend;
+  const char *cache_dir; /* artifact cache, or NULL for the default */
+  TsRunOptions options;
+} TsTuneRequest;
+
+/* The worker's main loop on the given descriptors; returns the process exit status. */
+int ts_tune_worker_main(int in_fd, int out_fd);
+
+typedef struct _TsTuneWorker TsTuneWorker;
+
+/* exe: a binary whose `exe worker` runs ts_tune_worker_main (tessera-tune). Started lazily. */
+TsTuneWorker *ts_tune_worker_new(const char *exe);
+void ts_tune_worker_free(TsTuneWorker *worker);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTuneWorker, ts_tune_worker_free)
+
+/* One trial in the worker. A crash becomes TS_TRIAL_RUNTIME_ERROR naming the signal, no answer
+ * within timeout_s becomes TS_TRIAL_TIMEOUT (the worker is killed); both restart the worker on
+ * the next call. GError only when no worker can be started or the request is refused (bad
+ * workload: the message says why). */
+TsTrialResult *ts_tune_worker_run(TsTuneWorker *worker, const TsTuneRequest *request,
+                                  double timeout_s, GError **error);
+/* Process id of the running worker, 0 when none (tests kill it). */
+GPid ts_tune_worker_pid(const TsTuneWorker *worker);
+
+G_END_DECLS

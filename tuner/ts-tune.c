@@ -1,0 +1,418 @@
+/* ts-tune.c — the tuning loop: propose a batch, prune what cannot fit the device, compile the
+ * batch in parallel, then measure its candidates one at a time in the worker, storing each
+ * trial in its own transaction the moment it is known.
+ *
+ * Compiles and measurements do not overlap: on a 2-core machine measured with threads(2) there
+ * is no free core, and a compile beside a measurement would skew exactly the numbers the tuner
+ * ranks by. The batch's compiles use every core instead, then the cores are quiet for timing. */
+#include "ts-tune.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ts-tune-stats.h"
+#include "ts-tune-worker.h"
+
+G_DEFINE_QUARK(ts-tune-error-quark, ts_tune_error)
+
+/* Replace the best only when faster with p below this (one-sided Mann–Whitney). */
+#define BEST_ALPHA 0.01
+
+void
+ts_tune_config_init(TsTuneConfig *c)
+{
+  *c = (TsTuneConfig){
+    .strategy = "random",
+    .seed = 1,
+    .budget_evals = 50,
+    .timeout_s = 60.0,
+  };
+  ts_run_options_init(&c->run);
+}
+
+void
+ts_tune_summary_clear(TsTuneSummary *s)
+{
+  g_clear_pointer(&s->best_schedule, g_free);
+  memset(s, 0, sizeof *s);
+}
+
+void
+ts_tune_lookup_key(TsOpInstance *inst, TsBackend *backend, TsDbKey *key, char **shape,
+                   char **dtype)
+{
+  const TsDeviceInfo *d = ts_backend_describe(backend);
+  *shape = ts_shape_to_string(ts_op_instance_shape(inst));
+  *dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(inst));
+  *key = (TsDbKey){
+    .op = ts_op_name(ts_op_instance_op(inst)),
+    .shape = *shape,
+    .dtype = *dtype,
+    .device_arch = d->arch,
+    .device_name = d->name,
+    .toolchain = d->toolchain,
+    .kgen_version = TS_OP_EMIT_VERSION,
+  };
+}
+
+gboolean
+ts_tune_key_ids(TsDb *db, TsOpInstance *inst, TsBackend *backend, gint64 *workload_id,
+                gint64 *device_id, gint64 *toolchain_id, GError **error)
+{
+  const TsDeviceInfo *d = ts_backend_describe(backend);
+  TsDbDevice dev = {
+    .backend = d->backend,
+    .name = d->name,
+    .arch = d->arch,
+    .compute_units = d->compute_units,
+    .memory_bytes = d->memory_bytes,
+    .l1_bytes = d->l1_bytes,
+    .l2_bytes = d->l2_bytes,
+    .l3_bytes = d->l3_bytes,
+    .smem_per_block = d->smem_per_block,
+    .vector_bits = d->vector_bits,
+  };
+  g_autofree char *shape = ts_shape_to_string(ts_op_instance_shape(inst));
+  g_autofree char *dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(inst));
+  *device_id = ts_db_ensure_device(db, &dev, error);
+  if (*device_id == 0)
+    return FALSE;
+  *toolchain_id = ts_db_ensure_toolchain(db, d->toolchain, TS_OP_EMIT_VERSION, error);
+  if (*toolchain_id == 0)
+    return FALSE;
+  *workload_id = ts_db_ensure_workload(db, ts_op_name(ts_op_instance_op(inst)), shape, dtype,
+                                       error);
+  return *workload_id != 0;
+}
+
+/* ---- parallel compilation of a batch ---- */
+
+typedef struct {
+  const TsTuneConfig *cfg;
+  TsSchedPoint *point;
+  char *source;
+  char *entry;
+  char *compile_error; /* compiler diagnostics, or the emit error */
+  double compile_ms;
+  gboolean infra_failed; /* the machinery failed (I/O), not the candidate */
+} Candidate;
+
+static void
+candidate_free(Candidate *c)
+{
+  ts_sched_point_free(c->point);
+  g_free(c->source);
+  g_free(c->entry);
+  g_free(c->compile_error);
+  g_free(c);
+}
+
+static void
+compile_one(gpointer data, gpointer user_data)
+{
+  Candidate *c = data;
+  g_autoptr(GError) error = NULL;
+  c->source = ts_op_emit(c->cfg->inst, c->cfg->backend, c->point, &c->entry, &error);
+  if (c->source == NULL) {
+    c->compile_error = g_strdup(error->message);
+    return;
+  }
+  TsSource src = {.lang = TS_LANG_C, .text = c->source, .entry = c->entry};
+  /* Filling the artifact cache is the point; the worker loads the module itself. */
+  g_autoptr(TsModule) m = ts_backend_compile(c->cfg->backend, &src, &error);
+  if (m == NULL) {
+    c->compile_error = g_strdup(error->message);
+    c->infra_failed = !g_error_matches(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE) &&
+                      !g_error_matches(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD);
+    return;
+  }
+  c->compile_ms = ts_module_compile_ms(m);
+}
+
+static void
+compile_batch(GPtrArray *cands, guint threads)
+{
+  GThreadPool *pool = g_thread_pool_new(compile_one, NULL, (int)MAX(threads, 1), TRUE, NULL);
+  for (guint i = 0; i < cands->len; i++)
+    g_thread_pool_push(pool, g_ptr_array_index(cands, i), NULL);
+  g_thread_pool_free(pool, FALSE, TRUE);
+}
+
+/* ---- the loop ---- */
+
+typedef struct {
+  const TsTuneConfig *cfg;
+  TsTuneSummary *sum;
+  TsTuneStrategy *strategy;
+  TsTuneWorker *worker;
+  gint64 t0;
+  guint index;
+  char *shape, *dtype;
+  const char *backend_name;
+  const char *cache_dir;
+} Loop;
+
+static double
+elapsed_ms(const Loop *l)
+{
+  return (g_get_monotonic_time() - l->t0) / 1000.0;
+}
+
+static gboolean
+out_of_budget(const Loop *l)
+{
+  const TsTuneConfig *c = l->cfg;
+  if (c->budget_evals && l->sum->n_measured + l->sum->n_pruned >= c->budget_evals)
+    return TRUE;
+  return c->budget_ms > 0 && elapsed_ms(l) >= c->budget_ms;
+}
+
+static void
+report(Loop *l, const TsSchedPoint *point, TsTrialStatus status, gboolean pruned,
+       const char *message, double median_ns)
+{
+  if (l->cfg->progress == NULL)
+    return;
+  g_autofree char *text = ts_sched_point_to_string(point);
+  TsTuneProgress p = {
+    .index = l->index,
+    .schedule = text,
+    .hash = ts_sched_point_hash(point),
+    .status = status,
+    .pruned = pruned,
+    .message = message,
+    .median_ns = median_ns,
+    .gflops = median_ns > 0 ? ts_op_instance_flops(l->cfg->inst) / median_ns : NAN,
+    .best_ns = l->sum->best_trial_id ? l->sum->best_median_ns : NAN,
+    .n_failed = l->sum->n_failed,
+    .elapsed_ms = elapsed_ms(l),
+  };
+  l->cfg->progress(&p, l->cfg->progress_data);
+}
+
+/* Makes trial the key's best if it beats the stored best beyond noise (the stored best is read
+ * again: another process may have improved it meanwhile). */
+static gboolean
+maybe_promote(Loop *l, const TsDbTrial *trial, GError **error)
+{
+  TsTuneSummary *s = l->sum;
+  g_autoptr(GError) nf = NULL;
+  g_autoptr(TsDbTrial) best = ts_db_get_best(l->cfg->db, s->workload_id, s->device_id,
+                                             s->toolchain_id, &nf);
+  gboolean promote = best == NULL;
+  if (best && best->id != trial->id && best->samples_ns && trial->samples_ns)
+    promote = ts_stats_faster((double *)trial->samples_ns->data, trial->samples_ns->len,
+                              (double *)best->samples_ns->data, best->samples_ns->len, BEST_ALPHA);
+  if (promote) {
+    if (!ts_db_set_best(l->cfg->db, s->workload_id, s->device_id, s->toolchain_id, trial->id,
+                        error))
+      return FALSE;
+    s->best_trial_id = trial->id;
+    s->best_median_ns = trial->median_ns;
+    g_free(s->best_schedule);
+    s->best_schedule = g_strdup(trial->schedule);
+  } else if (best) {
+    s->best_trial_id = best->id;
+    s->best_median_ns = best->median_ns;
+    g_free(s->best_schedule);
+    s->best_schedule = g_strdup(best->schedule);
+  }
+  return TRUE;
+}
+
+static gboolean
+store(Loop *l, const TsSchedPoint *point, const TsTrialResult *r, const char *error_text,
+      double compile_ms, GError **error)
+{
+  TsTuneSummary *s = l->sum;
+  g_autoptr(TsDbTrial) t = ts_db_trial_new();
+  t->workload_id = s->workload_id;
+  t->device_id = s->device_id;
+  t->toolchain_id = s->toolchain_id;
+  t->run_id = s->run_id;
+  t->schedule = ts_sched_point_to_string(point);
+  t->hash = g_strdup(ts_sched_point_hash(point));
+  t->status = (TsDbTrialStatus)(r ? r->status : TS_TRIAL_COMPILE_ERROR);
+  t->strategy = g_strdup(ts_tune_strategy_name(l->strategy));
+  t->compile_ms = compile_ms;
+  if (r) {
+    if (isfinite(r->rel_error))
+      t->rel_error = r->rel_error;
+    if (r->status == TS_TRIAL_OK) {
+      t->median_ns = r->median_ns;
+      t->min_ns = r->min_ns;
+      t->max_ns = r->max_ns;
+      t->samples_ns = g_array_ref(r->samples_ns);
+      t->metrics_json = g_strdup_printf("{\"gflops\": %.6g, \"gbps\": %.6g}", r->gflops, r->gbps);
+    }
+    if (r->message && *r->message)
+      t->error_text = g_strdup(r->message);
+  } else {
+    t->error_text = g_strdup(error_text);
+  }
+  gboolean existed = FALSE;
+  if (!ts_db_add_trial(l->cfg->db, t, &t->id, &existed, error))
+    return FALSE;
+  s->n_measured++;
+  gboolean ok = r && r->status == TS_TRIAL_OK;
+  if (ok)
+    s->n_ok++;
+  else
+    s->n_failed++;
+  ts_tune_strategy_observe(l->strategy, point, ok, ok ? r->median_ns * 1e-9 : 0.0);
+  if (ok && !existed && !maybe_promote(l, t, error))
+    return FALSE;
+  report(l, point, t->status == TS_DB_TRIAL_OK ? TS_TRIAL_OK : (TsTrialStatus)t->status, FALSE,
+         t->error_text, ok ? r->median_ns : NAN);
+  return TRUE;
+}
+
+static gboolean
+measure(Loop *l, Candidate *c, GError **error)
+{
+  l->index++;
+  if (c->compile_error) {
+    if (c->infra_failed) {
+      g_set_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_FAILED, "%s", c->compile_error);
+      return FALSE;
+    }
+    return store(l, c->point, NULL, c->compile_error, 0, error);
+  }
+  g_autofree char *schedule = ts_sched_point_to_string(c->point);
+  TsTuneRequest q = {
+    .op = ts_op_name(ts_op_instance_op(l->cfg->inst)),
+    .shape = l->shape,
+    .dtype = l->dtype,
+    .schedule = schedule,
+    .backend = l->backend_name,
+    .cache_dir = l->cache_dir,
+    .options = l->cfg->run,
+  };
+  g_autoptr(TsTrialResult) r = ts_tune_worker_run(l->worker, &q, l->cfg->timeout_s, error);
+  if (r == NULL)
+    return FALSE;
+  if (r->status == TS_TRIAL_OK && r->samples_ns->len > 0)
+    ts_trial_result_summarise(r, l->cfg->inst);
+  return store(l, c->point, r, NULL, c->compile_ms, error);
+}
+
+static gboolean
+resume(Loop *l, GError **error)
+{
+  TsTuneSummary *s = l->sum;
+  g_autoptr(GPtrArray) stored = ts_db_list_trials(l->cfg->db, s->workload_id, s->device_id,
+                                                  s->toolchain_id, TS_DB_ORDER_INSERTION, error);
+  if (stored == NULL)
+    return FALSE;
+  for (guint i = 0; i < stored->len; i++) {
+    const TsDbTrial *t = g_ptr_array_index(stored, i);
+    g_autoptr(TsSchedPoint) p = ts_sched_point_parse(t->schedule, NULL);
+    if (p == NULL)
+      continue; /* written by another kernel generator's syntax: not a point of this space */
+    gboolean ok = t->status == TS_DB_TRIAL_OK;
+    ts_tune_strategy_observe(l->strategy, p, ok, ok ? t->median_ns * 1e-9 : 0.0);
+  }
+  s->n_resumed = stored->len;
+  g_autoptr(GError) nf = NULL;
+  g_autoptr(TsDbTrial) best = ts_db_get_best(l->cfg->db, s->workload_id, s->device_id,
+                                             s->toolchain_id, &nf);
+  if (best) {
+    s->best_trial_id = best->id;
+    s->best_median_ns = best->median_ns;
+    s->best_schedule = g_strdup(best->schedule);
+  }
+  return TRUE;
+}
+
+gboolean
+ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
+{
+  g_return_val_if_fail(cfg && cfg->inst && cfg->backend && cfg->db && cfg->worker_exe, FALSE);
+  memset(sum, 0, sizeof *sum);
+  const TsDeviceInfo *dev = ts_backend_describe(cfg->backend);
+  const char *be = ts_backend_name(cfg->backend);
+
+  g_autoptr(TsSchedSpace) space = ts_op_instance_space(cfg->inst, be, cfg->space, error);
+  if (space == NULL)
+    return FALSE;
+  g_autoptr(TsSchedEnv) env = ts_op_instance_env(cfg->inst, dev);
+  if (!ts_sched_space_count_valid(space, env, &sum->n_valid, error))
+    return FALSE;
+  if (sum->n_valid == 0) {
+    g_autofree char *what = ts_op_instance_describe(cfg->inst);
+    g_autofree char *sp = ts_sched_space_to_string(space);
+    g_set_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_EMPTY_SPACE,
+                "no point of the space satisfies its constraints for %s: %s", what, sp);
+    return FALSE;
+  }
+  g_autoptr(TsTuneStrategy) strategy = ts_tune_strategy_new(cfg->strategy, space, env, cfg->seed,
+                                                            error);
+  if (strategy == NULL)
+    return FALSE;
+  if (!ts_tune_key_ids(cfg->db, cfg->inst, cfg->backend, &sum->workload_id, &sum->device_id,
+                       &sum->toolchain_id, error))
+    return FALSE;
+
+  Loop l = {
+    .cfg = cfg,
+    .sum = sum,
+    .strategy = strategy,
+    .worker = ts_tune_worker_new(cfg->worker_exe),
+    .t0 = g_get_monotonic_time(),
+    .shape = ts_shape_to_string(ts_op_instance_shape(cfg->inst)),
+    .dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(cfg->inst)),
+    .backend_name = be,
+    .cache_dir = ts_backend_get_cache_dir(cfg->backend),
+  };
+  gboolean ok = resume(&l, error);
+  g_autofree char *budget = g_strdup_printf("evals=%u ms=%.0f", cfg->budget_evals, cfg->budget_ms);
+  if (ok) {
+    sum->run_id = ts_db_begin_run(cfg->db, sum->workload_id, sum->device_id, sum->toolchain_id,
+                                  ts_tune_strategy_name(strategy), cfg->seed, budget, error);
+    ok = sum->run_id != 0;
+  }
+  guint batch = cfg->batch ? cfg->batch : MAX(dev->compute_units, 1);
+  while (ok && !out_of_budget(&l)) {
+    guint want = batch;
+    if (cfg->budget_evals)
+      want = MIN(want, cfg->budget_evals - sum->n_measured - sum->n_pruned);
+    g_autoptr(GPtrArray) points = ts_tune_strategy_propose(strategy, want, error);
+    if (points == NULL) {
+      ok = FALSE;
+      break;
+    }
+    if (points->len == 0) {
+      sum->exhausted = TRUE;
+      break;
+    }
+    g_autoptr(GPtrArray) cands = g_ptr_array_new_with_free_func((GDestroyNotify)candidate_free);
+    for (guint i = 0; i < points->len; i++) {
+      TsSchedPoint *p = g_ptr_array_index(points, i);
+      g_autofree char *why = ts_op_instance_prune_reason(cfg->inst, p, dev);
+      if (why) {
+        sum->n_pruned++;
+        l.index++;
+        ts_tune_strategy_observe(strategy, p, FALSE, 0.0);
+        report(&l, p, TS_TRIAL_COMPILE_ERROR, TRUE, why, NAN);
+        continue;
+      }
+      Candidate *c = g_new0(Candidate, 1);
+      c->cfg = cfg;
+      c->point = ts_sched_point_copy(p);
+      g_ptr_array_add(cands, c);
+    }
+    compile_batch(cands, dev->compute_units);
+    for (guint i = 0; ok && i < cands->len; i++) {
+      ok = measure(&l, g_ptr_array_index(cands, i), error);
+      if (ok && cfg->budget_ms > 0 && elapsed_ms(&l) >= cfg->budget_ms)
+        break;
+    }
+  }
+  sum->elapsed_ms = elapsed_ms(&l);
+  if (sum->run_id)
+    ts_db_end_run(cfg->db, sum->run_id, ok ? "done" : "failed", NULL);
+  ts_tune_worker_free(l.worker);
+  g_free(l.shape);
+  g_free(l.dtype);
+  return ok;
+}

@@ -1,0 +1,81 @@
+/* ts-tune.h — the tuning driver: explore a workload's schedule space with a strategy under a
+ * budget, compile candidates in parallel, run each in an isolated worker, verify, time, store
+ * every trial in the schedule cache, and keep the best.
+ *
+ * Resume: every trial already stored for the key (workload, device, toolchain) is observed
+ * first and never measured again, so a re-run continues the search where the last one stopped.
+ * The best schedule changes only for a candidate that is faster beyond the noise of both
+ * (Mann–Whitney U on their samples), so two runs of the same tune agree on the winner.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "ts-db.h"
+#include "ts-op.h"
+#include "ts-tune-strategy.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint index;        /* 1-based, this run */
+  const char *schedule;
+  const char *hash;
+  TsTrialStatus status;
+  gboolean pruned;    /* rejected before compiling (static resources); not stored */
+  const char *message;
+  double median_ns;
+  double gflops;
+  double best_ns;     /* best verified median of the key so far (NAN: none) */
+  guint n_failed;     /* failures in this run */
+  double elapsed_ms;
+} TsTuneProgress;
+
+typedef void (*TsTuneProgressFunc)(const TsTuneProgress *progress, gpointer user_data);
+
+typedef struct {
+  TsOpInstance *inst;     /* the workload */
+  TsBackend *backend;     /* compiles in this process; the worker opens the same backend */
+  TsDb *db;
+  const char *space;      /* NULL: the op's default space for the backend */
+  const char *strategy;   /* "exhaustive", "random", "annealing", "evolutionary" */
+  guint64 seed;
+  guint budget_evals;     /* 0: no limit */
+  double budget_ms;       /* 0: no limit (wall clock of the whole tune) */
+  const char *worker_exe; /* binary with a `worker` command (tessera-tune) */
+  double timeout_s;       /* per candidate run in the worker */
+  guint batch;            /* proposals compiled together; 0: the device's compute units */
+  TsRunOptions run;       /* sampling and verification */
+  TsTuneProgressFunc progress;
+  gpointer progress_data;
+} TsTuneConfig;
+
+void ts_tune_config_init(TsTuneConfig *config);
+
+typedef struct {
+  gint64 workload_id, device_id, toolchain_id, run_id;
+  guint n_resumed;  /* trials already stored for the key when the run started */
+  guint n_measured; /* trials stored by this run */
+  guint n_ok, n_failed, n_pruned;
+  gint64 best_trial_id; /* 0: no verified trial for the key */
+  double best_median_ns;
+  char *best_schedule;
+  double elapsed_ms;
+  gboolean exhausted; /* the strategy has nothing left to propose */
+  guint64 n_valid;    /* valid points of the space */
+} TsTuneSummary;
+
+void ts_tune_summary_clear(TsTuneSummary *summary);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TsTuneSummary, ts_tune_summary_clear)
+
+gboolean ts_tune_run(const TsTuneConfig *config, TsTuneSummary *summary, GError **error);
+
+/* Ids of the cache key of a workload on a backend (inserting the rows when missing). */
+gboolean ts_tune_key_ids(TsDb *db, TsOpInstance *inst, TsBackend *backend, gint64 *workload_id,
+                         gint64 *device_id, gint64 *toolchain_id, GError **error);
+/* The lookup key of a workload on a backend; strings owned by the caller's storage
+ * (*shape and *dtype to be g_free'd). */
+void ts_tune_lookup_key(TsOpInstance *inst, TsBackend *backend, TsDbKey *key, char **shape,
+                        char **dtype);
+
+G_END_DECLS
