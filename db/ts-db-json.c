@@ -530,6 +530,11 @@ validate(Check *c, JsonNode *root_node, Doc *doc)
       t->samples_ns = g_array_new(FALSE, FALSE, sizeof(double));
       for (guint s = 0; s < json_array_get_length(a); s++) {
         JsonNode *n = json_array_get_element(a, s);
+        if (JSON_NODE_HOLDS_NULL(n)) { /* a sample that was not finite, exported as null */
+          double nan = NAN;
+          g_array_append_val(t->samples_ns, nan);
+          continue;
+        }
         GType ty = JSON_NODE_HOLDS_VALUE(n) ? json_node_get_value_type(n) : G_TYPE_INVALID;
         if (ty != G_TYPE_INT64 && ty != G_TYPE_DOUBLE) {
           g_autofree char *p = g_strdup_printf("%s.samples_ns[%u]", path, s);

@@ -4,6 +4,7 @@
 #include "ts-db-private.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -273,6 +274,24 @@ finalize_stmt(gpointer stmt)
   sqlite3_finalize(stmt);
 }
 
+/* The schema version straight from the file header (offset 60, big-endian), before SQLite
+ * opens the file: even a read of a WAL-mode database creates its -wal and -shm files, and a
+ * file from a newer build must be left exactly as it was. -1 when there is no header to read
+ * (a new or empty file, or not SQLite: SQLite then says what is wrong). */
+static int
+header_version(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return -1;
+  guint8 h[100];
+  size_t n = fread(h, 1, sizeof h, f);
+  fclose(f);
+  if (n != sizeof h || memcmp(h, "SQLite format 3", 16) != 0)
+    return -1;
+  return (int)((guint32)h[60] << 24 | (guint32)h[61] << 16 | (guint32)h[62] << 8 | h[63]);
+}
+
 TsDb *
 ts_db_open(const char *path, TsDbOpenFlags flags, GError **error)
 {
@@ -299,6 +318,15 @@ ts_db_open(const char *path, TsDbOpenFlags flags, GError **error)
                   g_strerror(saved));
       return NULL;
     }
+  }
+
+  int on_disk = header_version(owned);
+  if (on_disk > ts_db_schema_version()) {
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_TOO_NEW,
+                "schedule cache %s: schema version %d is newer than this build knows (%d); "
+                "upgrade tessera (the file was left untouched)",
+                owned, on_disk, ts_db_schema_version());
+    return NULL;
   }
 
   sqlite3 *sql = open_connection(owned, read_only, error);
