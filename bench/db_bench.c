@@ -7,6 +7,7 @@
 #include "ts-db.h"
 
 #include <glib/gstdio.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -25,8 +26,8 @@ main(int argc, char **argv)
   printf("command:");
   for (int i = 0; i < argc; i++)
     printf(" %s", argv[i]);
-  printf("\nsqlite %s, %u workloads, %u lookups, %u trials\n", "3", n_workloads, n_lookups,
-         n_trials);
+  printf("\nSQLite %s, %u workloads, %u lookups, %u trials\n", sqlite3_libversion(),
+         n_workloads, n_lookups, n_trials);
 
   g_autoptr(GError) error = NULL;
   g_autofree char *dir = g_dir_make_tmp("db-bench-XXXXXX", &error);

@@ -309,7 +309,7 @@ static gboolean
 lookup(TsDb *db, const TsDbKey *key, gboolean nearest, TsDbLookupResult *result,
        GError **error)
 {
-  memset(result, 0, sizeof *result);
+  ts_db_lookup_result_clear(result);
   if (!key_valid(key, error))
     return FALSE;
   /* Shapes are stored without whitespace; only a caller who typed spaces pays for a copy. */

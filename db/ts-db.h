@@ -194,7 +194,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TsDbLookupResult, ts_db_lookup_result_clear)
 /* The best schedule for exactly this key; TS_DB_ERROR_NOT_FOUND when it was never tuned.
  * Repeated keys are answered from an LRU in front of SQLite, emptied whenever this process
  * writes a best row (other processes' writes are seen once an entry is evicted or the handle
- * reopened). *result is overwritten (clear it, or zero it first). */
+ * reopened). *result must be zero-initialised (g_auto(TsDbLookupResult) r = {0}) or hold an
+ * earlier result, which is freed first; on failure it is left cleared. */
 gboolean ts_db_lookup(TsDb *db, const TsDbKey *key, TsDbLookupResult *result, GError **error);
 /* As ts_db_lookup, but when the exact shape was never tuned, the best schedule of the nearest
  * tuned shape of the same op, dtype, device and toolchain (dims matched by name; shapes with
