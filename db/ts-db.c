@@ -1,1 +1,433 @@
-/* placeholder: filled in by its module's work */
+/* ts-db.c — the TsDb handle: opening (path checks, read-only fallbacks, version check before any
+ * write, WAL, foreign keys, busy timeout, migration), closing, the error convention, cached
+ * prepared statements, transactions with BUSY retry, and the integrity check. */
+#include "ts-db-private.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+G_DEFINE_QUARK(ts-db-error-quark, ts_db_error)
+
+/* 10 s: a tuner commits a trial in well under a millisecond, so a writer that waits this long
+ * is stuck behind something else (a long import, a debugger), and saying so beats hanging. */
+#define BUSY_TIMEOUT_MS 10000
+/* Our own retries on top of the busy handler, for the places SQLite returns SQLITE_BUSY without
+ * calling it (journal-mode switch, WAL recovery, a read lock upgraded to write): sleeps of 1, 2,
+ * 4 ... 128 ms, then 128 ms each, about 10 s in all. */
+#define RETRY_LIMIT 85
+
+static void
+backoff(guint attempt)
+{
+  guint ms = attempt < 7 ? 1u << attempt : 128u;
+  g_usleep((gulong)ms * 1000);
+}
+
+static TsDbError
+code_for(int rc)
+{
+  switch (rc & 0xff) {
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    return TS_DB_ERROR_BUSY;
+  case SQLITE_READONLY:
+    return TS_DB_ERROR_READ_ONLY;
+  case SQLITE_CORRUPT:
+    return TS_DB_ERROR_CORRUPT;
+  case SQLITE_NOTADB:
+    return TS_DB_ERROR_NOT_A_DB;
+  case SQLITE_CANTOPEN:
+  case SQLITE_PERM:
+  case SQLITE_AUTH:
+    return TS_DB_ERROR_OPEN;
+  case SQLITE_CONSTRAINT:
+  case SQLITE_MISMATCH:
+    return TS_DB_ERROR_INVALID;
+  default:
+    return TS_DB_ERROR_FAILED;
+  }
+}
+
+gboolean
+ts__db_fail_sql(sqlite3 *sql, const char *path, int rc, const char *what, GError **error)
+{
+  const char *msg = sql ? sqlite3_errmsg(sql) : sqlite3_errstr(rc);
+  /* sqlite3_errmsg reports the last call; when that succeeded, the code is all we have. */
+  if (!msg || !*msg || strcmp(msg, "not an error") == 0)
+    msg = sqlite3_errstr(rc);
+  const char *hint = "";
+  switch (code_for(rc)) {
+  case TS_DB_ERROR_CORRUPT:
+    hint = " (restore a backup, or import an export into a new file)";
+    break;
+  case TS_DB_ERROR_READ_ONLY:
+    hint = " (the file or its directory is not writable; open it read-only for lookups)";
+    break;
+  default:
+    break;
+  }
+  g_set_error(error, TS_DB_ERROR, code_for(rc), "schedule cache %s: %s: %s%s", path, what, msg,
+              hint);
+  return FALSE;
+}
+
+gboolean
+ts__db_fail(TsDb *db, int rc, const char *what, GError **error)
+{
+  return ts__db_fail_sql(db->sql, db->path, rc, what, error);
+}
+
+int
+ts__db_exec_retry(sqlite3 *sql, const char *text)
+{
+  int rc;
+  for (guint attempt = 0;; attempt++) {
+    rc = sqlite3_exec(sql, text, NULL, NULL, NULL);
+    if ((rc & 0xff) != SQLITE_BUSY || attempt >= RETRY_LIMIT)
+      return rc;
+    backoff(attempt);
+  }
+}
+
+int
+ts__db_step(sqlite3_stmt *stmt)
+{
+  int rc;
+  for (guint attempt = 0;; attempt++) {
+    rc = sqlite3_step(stmt);
+    if ((rc & 0xff) != SQLITE_BUSY || attempt >= RETRY_LIMIT)
+      return rc;
+    sqlite3_reset(stmt);
+    backoff(attempt);
+  }
+}
+
+sqlite3_stmt *
+ts__db_prepare(TsDb *db, const char *sql, GError **error)
+{
+  sqlite3_stmt *stmt = g_hash_table_lookup(db->stmts, sql);
+  if (stmt) {
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return stmt;
+  }
+  int rc = sqlite3_prepare_v3(db->sql, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, NULL);
+  if (rc != SQLITE_OK) {
+    ts__db_fail(db, rc, "preparing a query", error);
+    return NULL;
+  }
+  g_hash_table_insert(db->stmts, (gpointer)sql, stmt);
+  return stmt;
+}
+
+void
+ts__db_stmt_release(sqlite3_stmt *stmt)
+{
+  if (!stmt)
+    return;
+  sqlite3_reset(stmt);
+  sqlite3_clear_bindings(stmt);
+}
+
+static gboolean
+refuse_read_only(TsDb *db, GError **error)
+{
+  g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_READ_ONLY,
+              "schedule cache %s: opened read-only; writing needs a read-write open", db->path);
+  return FALSE;
+}
+
+gboolean
+ts__db_begin(TsDb *db, GError **error)
+{
+  if (db->read_only)
+    return refuse_read_only(db, error);
+  int rc = ts__db_exec_retry(db->sql, "BEGIN IMMEDIATE");
+  if (rc != SQLITE_OK)
+    return ts__db_fail(db, rc, "starting a write transaction", error);
+  return TRUE;
+}
+
+gboolean
+ts__db_commit(TsDb *db, GError **error)
+{
+  int rc = ts__db_exec_retry(db->sql, "COMMIT");
+  if (rc != SQLITE_OK) {
+    ts__db_fail(db, rc, "committing", error);
+    ts__db_rollback(db);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+void
+ts__db_rollback(TsDb *db)
+{
+  if (!sqlite3_get_autocommit(db->sql))
+    sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+}
+
+char *
+ts_db_default_path(void)
+{
+  return g_build_filename(g_get_user_cache_dir(), "tessera", "schedules.db", NULL);
+}
+
+/* "file:" URI for a path, so that ?immutable=1 can be appended; every byte outside the
+ * unreserved set is percent-encoded. */
+static char *
+path_uri(const char *path, const char *query)
+{
+  g_autofree char *abs = g_canonicalize_filename(path, NULL);
+  g_autofree char *escaped = g_uri_escape_string(abs, "/", FALSE);
+  return g_strconcat("file:", escaped, query, NULL);
+}
+
+static int
+read_int_pragma(sqlite3 *sql, const char *query, int *value)
+{
+  sqlite3_stmt *stmt = NULL;
+  int rc = sqlite3_prepare_v2(sql, query, -1, &stmt, NULL);
+  if (rc == SQLITE_OK) {
+    for (guint attempt = 0;; attempt++) {
+      rc = sqlite3_step(stmt);
+      if ((rc & 0xff) != SQLITE_BUSY || attempt >= RETRY_LIMIT)
+        break;
+      sqlite3_reset(stmt);
+      backoff(attempt);
+    }
+    if (rc == SQLITE_ROW) {
+      *value = sqlite3_column_int(stmt, 0);
+      rc = SQLITE_OK;
+    }
+  }
+  sqlite3_finalize(stmt);
+  return rc;
+}
+
+static sqlite3 *
+open_connection(const char *path, gboolean read_only, GError **error)
+{
+  sqlite3 *sql = NULL;
+  int flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX |
+              (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  g_autofree char *uri = path_uri(path, "");
+  int rc = sqlite3_open_v2(uri, &sql, flags, NULL);
+  if (rc != SQLITE_OK && read_only && g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+    /* A WAL database in a directory we cannot write: SQLite cannot create the -shm file. No
+     * writer can be active there either (it would need the same files), so reading it as an
+     * immutable file is safe. */
+    sqlite3_close(sql);
+    sql = NULL;
+    g_autofree char *imm = path_uri(path, "?immutable=1");
+    rc = sqlite3_open_v2(imm, &sql, flags, NULL);
+  }
+  if (rc != SQLITE_OK) {
+    ts__db_fail_sql(sql, path, rc, "cannot open", error);
+    sqlite3_close(sql);
+    return NULL;
+  }
+  sqlite3_extended_result_codes(sql, 1);
+  sqlite3_busy_timeout(sql, BUSY_TIMEOUT_MS);
+  return sql;
+}
+
+/* Version check before anything can write: also the first read, which is where SQLite notices
+ * a file that is not a database or a truncated one (page count past the end of the file). */
+static gboolean
+check_version(sqlite3 *sql, const char *path, gboolean read_only, GError **error)
+{
+  int version = 0, pages = 0;
+  int rc = read_int_pragma(sql, "PRAGMA user_version", &version);
+  if (rc == SQLITE_OK)
+    rc = read_int_pragma(sql, "PRAGMA page_count", &pages);
+  if (rc == SQLITE_OK) {
+    /* Reads the schema, which touches every table's root page. */
+    int n = 0;
+    rc = read_int_pragma(sql, "SELECT count(*) FROM sqlite_schema", &n);
+  }
+  if (rc != SQLITE_OK)
+    return ts__db_fail_sql(sql, path, rc, "cannot read", error);
+  if (version > ts_db_schema_version()) {
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_TOO_NEW,
+                "schedule cache %s: schema version %d is newer than this build knows (%d); "
+                "upgrade tessera (the file was left untouched)",
+                path, version, ts_db_schema_version());
+    return FALSE;
+  }
+  if (read_only && version < ts_db_schema_version()) {
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_NEEDS_UPGRADE,
+                "schedule cache %s: schema version %d is older than this build's %d; open it "
+                "once for writing to upgrade it",
+                path, version, ts_db_schema_version());
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+finalize_stmt(gpointer stmt)
+{
+  sqlite3_finalize(stmt);
+}
+
+/* The schema version straight from the file header (offset 60, big-endian), before SQLite
+ * opens the file: even a read of a WAL-mode database creates its -wal and -shm files, and a
+ * file from a newer build must be left exactly as it was. -1 when there is no header to read
+ * (a new or empty file, or not SQLite: SQLite then says what is wrong). */
+static int
+header_version(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return -1;
+  guint8 h[100];
+  size_t n = fread(h, 1, sizeof h, f);
+  fclose(f);
+  if (n != sizeof h || memcmp(h, "SQLite format 3", 16) != 0)
+    return -1;
+  return (int)((guint32)h[60] << 24 | (guint32)h[61] << 16 | (guint32)h[62] << 8 | h[63]);
+}
+
+TsDb *
+ts_db_open(const char *path, TsDbOpenFlags flags, GError **error)
+{
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  gboolean read_only = (flags & TS_DB_OPEN_READ_ONLY) != 0;
+  g_autofree char *owned = path ? g_strdup(path) : ts_db_default_path();
+
+  if (g_file_test(owned, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_OPEN,
+                "schedule cache %s: is a directory, not a database file", owned);
+    return NULL;
+  }
+  if (read_only && !g_file_test(owned, G_FILE_TEST_EXISTS)) {
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_OPEN,
+                "schedule cache %s: no such file (nothing tuned yet?)", owned);
+    return NULL;
+  }
+  if (!read_only) {
+    g_autofree char *dir = g_path_get_dirname(owned);
+    if (g_mkdir_with_parents(dir, 0755) != 0) {
+      int saved = errno;
+      g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_OPEN,
+                  "schedule cache %s: cannot create directory %s: %s", owned, dir,
+                  g_strerror(saved));
+      return NULL;
+    }
+  }
+
+  int on_disk = header_version(owned);
+  if (on_disk > ts_db_schema_version()) {
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_TOO_NEW,
+                "schedule cache %s: schema version %d is newer than this build knows (%d); "
+                "upgrade tessera (the file was left untouched)",
+                owned, on_disk, ts_db_schema_version());
+    return NULL;
+  }
+
+  sqlite3 *sql = open_connection(owned, read_only, error);
+  if (!sql)
+    return NULL;
+  if (!check_version(sql, owned, read_only, error)) {
+    sqlite3_close(sql);
+    return NULL;
+  }
+  if (!read_only && sqlite3_db_readonly(sql, "main") == 1) {
+    /* SQLite silently falls back to read-only for a file it cannot write; say so now rather
+     * than at the first trial. */
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_READ_ONLY,
+                "schedule cache %s: the file is not writable; open it read-only for lookups",
+                owned);
+    sqlite3_close(sql);
+    return NULL;
+  }
+  if (!read_only) {
+    /* WAL: readers never block the writer and a killed writer loses only its open
+     * transaction. synchronous=NORMAL is durable against process crashes in WAL mode, which is
+     * the failure a tuner sees (a killed worker or tuner), at a fraction of FULL's fsyncs. */
+    int rc = ts__db_exec_retry(sql, "PRAGMA journal_mode=WAL");
+    if (rc == SQLITE_OK)
+      rc = ts__db_exec_retry(sql, "PRAGMA synchronous=NORMAL");
+    if (rc != SQLITE_OK) {
+      ts__db_fail_sql(sql, owned, rc, "cannot switch to WAL mode", error);
+      sqlite3_close(sql);
+      return NULL;
+    }
+    if (!ts__db_migrate(sql, owned, error)) {
+      sqlite3_close(sql);
+      return NULL;
+    }
+  }
+  int rc = ts__db_exec_retry(sql, "PRAGMA foreign_keys=ON");
+  if (rc != SQLITE_OK) {
+    ts__db_fail_sql(sql, owned, rc, "cannot enable foreign keys", error);
+    sqlite3_close(sql);
+    return NULL;
+  }
+
+  TsDb *db = g_new0(TsDb, 1);
+  db->sql = sql;
+  db->path = g_steal_pointer(&owned);
+  db->read_only = read_only;
+  db->stmts = g_hash_table_new_full(NULL, NULL, NULL, finalize_stmt);
+  ts__db_lru_init(db);
+  return db;
+}
+
+void
+ts_db_close(TsDb *db)
+{
+  if (!db)
+    return;
+  ts__db_lru_destroy(db);
+  g_hash_table_unref(db->stmts);
+  sqlite3_close(db->sql);
+  g_free(db->path);
+  g_free(db);
+}
+
+const char *
+ts_db_path(const TsDb *db)
+{
+  g_return_val_if_fail(db != NULL, NULL);
+  return db->path;
+}
+
+gboolean
+ts_db_is_read_only(const TsDb *db)
+{
+  g_return_val_if_fail(db != NULL, TRUE);
+  return db->read_only;
+}
+
+gboolean
+ts_db_check_integrity(TsDb *db, char **message)
+{
+  g_return_val_if_fail(db != NULL, FALSE);
+  sqlite3_stmt *stmt = NULL;
+  int rc = sqlite3_prepare_v2(db->sql, "PRAGMA integrity_check", -1, &stmt, NULL);
+  g_autoptr(GString) report = g_string_new(NULL);
+  if (rc == SQLITE_OK) {
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      if (report->len)
+        g_string_append_c(report, '\n');
+      g_string_append(report, (const char *)sqlite3_column_text(stmt, 0));
+    }
+  }
+  if (rc != SQLITE_DONE && rc != SQLITE_OK) {
+    g_string_printf(report, "%s: integrity check failed: %s", db->path, sqlite3_errmsg(db->sql));
+    sqlite3_finalize(stmt);
+    if (message)
+      *message = g_strdup(report->str);
+    return FALSE;
+  }
+  sqlite3_finalize(stmt);
+  gboolean ok = strcmp(report->str, "ok") == 0;
+  if (message)
+    *message = g_strdup(report->str);
+  return ok;
+}

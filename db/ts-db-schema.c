@@ -1,0 +1,159 @@
+/* ts-db-schema.c — the schema as a table of migrations: step N takes PRAGMA user_version from
+ * N-1 to N. Steps are append-only; a shipped step is never edited, a change is a new step.
+ * Migrations run inside BEGIN IMMEDIATE and re-read the version there, so several processes
+ * opening a fresh file at once migrate it exactly once. */
+#include "ts-db-private.h"
+
+/* Timestamps are ISO 8601 UTC with milliseconds: readable in the sqlite3 shell and sortable as
+ * text. */
+#define NOW "(strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
+
+static const char *const migrations[] = {
+    /* 1: the schedule cache. */
+    "CREATE TABLE device ("
+    "  id INTEGER PRIMARY KEY,"
+    "  backend TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  arch TEXT NOT NULL,"
+    "  compute_units INTEGER NOT NULL DEFAULT 0,"
+    "  memory_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  l1_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  l2_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  l3_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  smem_per_block INTEGER NOT NULL DEFAULT 0,"
+    "  vector_bits INTEGER NOT NULL DEFAULT 0,"
+    /* measured ceilings, toolchain-independent; filled by the profiler */
+    "  peaks TEXT CHECK (peaks IS NULL OR json_valid(peaks)),"
+    "  UNIQUE (backend, name, arch));"
+    "CREATE TABLE toolchain ("
+    "  id INTEGER PRIMARY KEY,"
+    "  compiler TEXT NOT NULL,"
+    "  kgen_version TEXT NOT NULL,"
+    "  UNIQUE (compiler, kgen_version));"
+    "CREATE TABLE workload ("
+    "  id INTEGER PRIMARY KEY,"
+    "  op TEXT NOT NULL,"
+    "  shape TEXT NOT NULL,"
+    "  dtype TEXT NOT NULL,"
+    "  UNIQUE (op, shape, dtype));"
+    "CREATE TABLE tune_run ("
+    "  id INTEGER PRIMARY KEY,"
+    "  workload_id INTEGER NOT NULL REFERENCES workload(id),"
+    "  device_id INTEGER NOT NULL REFERENCES device(id),"
+    "  toolchain_id INTEGER NOT NULL REFERENCES toolchain(id),"
+    "  strategy TEXT NOT NULL,"
+    "  seed INTEGER NOT NULL,"
+    "  budget TEXT NOT NULL,"
+    "  started_at TEXT NOT NULL DEFAULT " NOW ","
+    "  finished_at TEXT,"
+    "  status TEXT NOT NULL DEFAULT 'running'"
+    "    CHECK (status IN ('running','done','interrupted','failed')));"
+    "CREATE TABLE trial ("
+    "  id INTEGER PRIMARY KEY,"
+    "  workload_id INTEGER NOT NULL REFERENCES workload(id),"
+    "  device_id INTEGER NOT NULL REFERENCES device(id),"
+    "  toolchain_id INTEGER NOT NULL REFERENCES toolchain(id),"
+    "  run_id INTEGER REFERENCES tune_run(id),"
+    "  schedule TEXT NOT NULL,"
+    "  schedule_hash TEXT NOT NULL CHECK (length(schedule_hash) = 16),"
+    "  status TEXT NOT NULL"
+    "    CHECK (status IN ('ok','compile_error','runtime_error','timeout','wrong_result')),"
+    "  rel_error REAL,"
+    "  median_ns REAL,"
+    "  min_ns REAL,"
+    "  max_ns REAL,"
+    "  samples TEXT CHECK (samples IS NULL OR json_valid(samples)),"
+    "  metrics TEXT CHECK (metrics IS NULL OR json_valid(metrics)),"
+    "  error TEXT,"
+    "  predicted_cost REAL,"
+    "  strategy TEXT,"
+    "  compile_ms REAL,"
+    "  created_at TEXT NOT NULL DEFAULT " NOW ","
+    "  UNIQUE (workload_id, device_id, toolchain_id, schedule_hash));"
+    "CREATE TABLE best ("
+    "  workload_id INTEGER NOT NULL REFERENCES workload(id),"
+    "  device_id INTEGER NOT NULL REFERENCES device(id),"
+    "  toolchain_id INTEGER NOT NULL REFERENCES toolchain(id),"
+    "  trial_id INTEGER NOT NULL REFERENCES trial(id),"
+    "  updated_at TEXT NOT NULL DEFAULT " NOW ","
+    "  PRIMARY KEY (workload_id, device_id, toolchain_id)) WITHOUT ROWID;"
+    "CREATE TABLE model ("
+    "  id INTEGER PRIMARY KEY,"
+    "  kind TEXT NOT NULL,"
+    "  blob BLOB NOT NULL,"
+    "  trained_on TEXT CHECK (trained_on IS NULL OR json_valid(trained_on)),"
+    "  quality TEXT CHECK (quality IS NULL OR json_valid(quality)),"
+    "  created_at TEXT NOT NULL DEFAULT " NOW ");"
+    "PRAGMA user_version = 1;",
+
+    /* 2: indexes for the ranked trial listing and the nearest-shape search (all shapes of an
+     * op and dtype). */
+    "CREATE INDEX trial_rank ON trial (workload_id, device_id, toolchain_id, status, median_ns);"
+    "CREATE INDEX model_kind ON model (kind, id);"
+    "CREATE INDEX tune_run_key ON tune_run (workload_id, device_id, toolchain_id);"
+    "PRAGMA user_version = 2;",
+};
+
+int
+ts_db_schema_version(void)
+{
+  return (int)G_N_ELEMENTS(migrations);
+}
+
+static int
+user_version(sqlite3 *sql, int *version)
+{
+  sqlite3_stmt *stmt = NULL;
+  int rc = sqlite3_prepare_v2(sql, "PRAGMA user_version", -1, &stmt, NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    *version = sqlite3_column_int(stmt, 0);
+    rc = SQLITE_OK;
+  }
+  sqlite3_finalize(stmt);
+  return rc;
+}
+
+gboolean
+ts__db_migrate(sqlite3 *sql, const char *path, GError **error)
+{
+  int version = 0;
+  int rc = user_version(sql, &version);
+  if (rc != SQLITE_OK)
+    return ts__db_fail_sql(sql, path, rc, "reading the schema version", error);
+  if (version == ts_db_schema_version())
+    return TRUE; /* the common case: no write lock taken */
+
+  rc = ts__db_exec_retry(sql, "BEGIN IMMEDIATE");
+  if (rc != SQLITE_OK)
+    return ts__db_fail_sql(sql, path, rc, "locking for the schema migration", error);
+  /* Another process may have migrated between our read and our lock. */
+  rc = user_version(sql, &version);
+  if (rc != SQLITE_OK) {
+    sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
+    return ts__db_fail_sql(sql, path, rc, "reading the schema version", error);
+  }
+  if (version > ts_db_schema_version()) {
+    sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_TOO_NEW,
+                "schedule cache %s: schema version %d is newer than this build knows (%d); "
+                "upgrade tessera",
+                path, version, ts_db_schema_version());
+    return FALSE;
+  }
+  for (int v = version; v < ts_db_schema_version(); v++) {
+    rc = sqlite3_exec(sql, migrations[v], NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+      g_autofree char *what = g_strdup_printf("migrating the schema to version %d", v + 1);
+      ts__db_fail_sql(sql, path, rc, what, error);
+      sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
+      return FALSE;
+    }
+  }
+  rc = sqlite3_exec(sql, "COMMIT", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    ts__db_fail_sql(sql, path, rc, "committing the schema migration", error);
+    sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
+    return FALSE;
+  }
+  return TRUE;
+}

@@ -1,0 +1,240 @@
+/* ts-db.h — the schedule cache: one SQLite file (WAL mode) holding devices, toolchains,
+ * workloads, tuning runs, every trial ever measured, the best schedule per key, and learned cost
+ * models; lookups of the best schedule for a key through an in-process LRU; JSON export and a
+ * merging, idempotent import.
+ *
+ * This header is the whole API of db/: what is absent from it is not API.
+ *
+ * Keys. A cached schedule is found by (op, shape, dtype) — the workload — plus the device
+ * (arch and name) and the toolchain (compiler identity and kernel-generator version). Shapes are
+ * canonical text "M=1024,N=1024,K=1024" (dims in the op's order; whitespace is dropped); dtypes
+ * "bf16 @accum(f32)" as the Graph IR prints them.
+ *
+ * Writers. Every write is one short BEGIN IMMEDIATE transaction (one per trial), retried with
+ * backoff while another process holds the write lock, so several tuners can share one file.
+ * A TsDb is one connection: use it from one thread at a time.
+ *
+ * Errors are TS_DB_ERROR (codes below); messages are one line naming the file and the problem.
+ * Failed writes roll back; no stored row is lost. Functions returning a row id return 0 on error
+ * (row ids start at 1).
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define TS_DB_ERROR (ts_db_error_quark())
+GQuark ts_db_error_quark(void);
+
+typedef enum {
+  TS_DB_ERROR_OPEN,          /* cannot open or create: a directory, a missing file, no permission */
+  TS_DB_ERROR_NOT_A_DB,      /* the file is not an SQLite database */
+  TS_DB_ERROR_CORRUPT,       /* truncated or malformed: restore a backup or re-import an export */
+  TS_DB_ERROR_READ_ONLY,     /* a write through a read-only handle, file or directory */
+  TS_DB_ERROR_TOO_NEW,       /* schema newer than this build: upgrade tessera; file untouched */
+  TS_DB_ERROR_NEEDS_UPGRADE, /* schema older, opened read-only: open once for writing */
+  TS_DB_ERROR_BUSY,          /* the write lock stayed taken past the timeout */
+  TS_DB_ERROR_NOT_FOUND,     /* no such row, or no tuned schedule for a key */
+  TS_DB_ERROR_INVALID,       /* a bad argument: unknown status, malformed shape or hash, bad JSON */
+  TS_DB_ERROR_IMPORT,        /* malformed import file; the message names the JSON path */
+  TS_DB_ERROR_FAILED,        /* any other SQLite error, with its message */
+} TsDbError;
+
+/* The schema version this build creates and understands (PRAGMA user_version). */
+int ts_db_schema_version(void);
+
+/* ---- the handle ---- */
+
+typedef enum {
+  TS_DB_OPEN_DEFAULT = 0,
+  TS_DB_OPEN_READ_ONLY = 1 << 0, /* lookups and listings only; never creates or migrates */
+} TsDbOpenFlags;
+
+typedef struct _TsDb TsDb;
+
+/* $XDG_CACHE_HOME/tessera/schedules.db (g_get_user_cache_dir()). */
+char *ts_db_default_path(void);
+/* Opens (creating it and its parent directories unless read-only) and migrates the schema.
+ * path NULL is ts_db_default_path(). A file whose schema is newer than this build is refused
+ * before anything is written to it (TS_DB_ERROR_TOO_NEW). A read-write open of a file the
+ * process cannot write is TS_DB_ERROR_READ_ONLY; open it with TS_DB_OPEN_READ_ONLY instead. */
+TsDb *ts_db_open(const char *path, TsDbOpenFlags flags, GError **error);
+void ts_db_close(TsDb *db);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsDb, ts_db_close)
+const char *ts_db_path(const TsDb *db);
+gboolean ts_db_is_read_only(const TsDb *db);
+/* PRAGMA integrity_check: TRUE when "ok". *message (optional) gets the check's report, or the
+ * error that prevented it. */
+gboolean ts_db_check_integrity(TsDb *db, char **message);
+
+/* ---- natural keys: insert or get ---- */
+
+typedef struct {
+  const char *backend; /* "cpu", "cuda" */
+  const char *name;    /* "AMD EPYC 7B13", "NVIDIA H100 80GB HBM3" */
+  const char *arch;    /* "x86_64+avx2+fma+f16c", "sm_90a" */
+  guint compute_units;
+  guint64 memory_bytes, l1_bytes, l2_bytes, l3_bytes, smem_per_block;
+  guint vector_bits;
+} TsDbDevice;
+
+/* Device rows are keyed by (backend, name, arch); the other fields are recorded on insert. */
+gint64 ts_db_ensure_device(TsDb *db, const TsDbDevice *device, GError **error);
+/* Measured ceilings as a JSON object (peak FLOP/s per dtype, bandwidths, ...), filled by the
+ * profiler; toolchain-independent. NULL clears. */
+gboolean ts_db_set_device_peaks(TsDb *db, gint64 device_id, const char *peaks_json,
+                                GError **error);
+/* The peaks JSON, or NULL (error unset) when none recorded. */
+char *ts_db_get_device_peaks(TsDb *db, gint64 device_id, GError **error);
+
+/* compiler: "gcc 12.2.0", "nvrtc 13.0"; kgen_version: TS_OP_EMIT_VERSION. */
+gint64 ts_db_ensure_toolchain(TsDb *db, const char *compiler, const char *kgen_version,
+                              GError **error);
+/* A malformed shape (not NAME=INT,...) is TS_DB_ERROR_INVALID. */
+gint64 ts_db_ensure_workload(TsDb *db, const char *op, const char *shape, const char *dtype,
+                             GError **error);
+
+/* ---- tuning runs ---- */
+
+gint64 ts_db_begin_run(TsDb *db, gint64 workload_id, gint64 device_id, gint64 toolchain_id,
+                       const char *strategy, guint64 seed, const char *budget, GError **error);
+/* status: "done", "interrupted" or "failed". */
+gboolean ts_db_end_run(TsDb *db, gint64 run_id, const char *status, GError **error);
+
+/* ---- trials ---- */
+
+/* Same names and order as TsTrialStatus in kernels/ts-op.h, so a cast converts. */
+typedef enum {
+  TS_DB_TRIAL_OK,
+  TS_DB_TRIAL_COMPILE_ERROR,
+  TS_DB_TRIAL_RUNTIME_ERROR,
+  TS_DB_TRIAL_TIMEOUT,
+  TS_DB_TRIAL_WRONG_RESULT,
+} TsDbTrialStatus;
+
+const char *ts_db_trial_status_name(TsDbTrialStatus status); /* "ok", "compile_error", ... */
+gboolean ts_db_trial_status_parse(const char *name, TsDbTrialStatus *status);
+
+/* One measured point. Strings are owned (g_free'd by ts_db_trial_free); NAN marks an unknown
+ * number (stored as NULL). */
+typedef struct {
+  gint64 id; /* set by ts_db_add_trial and by reads */
+  gint64 workload_id, device_id, toolchain_id;
+  gint64 run_id;  /* 0: not part of a recorded run */
+  char *schedule; /* canonical point text */
+  char *hash;     /* 16 hex digits; NULL: computed as ts_sched_point_hash does (SHA-256 prefix) */
+  TsDbTrialStatus status;
+  double rel_error;
+  double median_ns, min_ns, max_ns;
+  GArray *samples_ns;  /* double, or NULL */
+  char *metrics_json;  /* a JSON object, or NULL */
+  char *error_text;    /* NULL or a message */
+  double predicted_cost; /* NAN when no model predicted */
+  char *strategy;
+  double compile_ms;
+  char *created_at; /* ISO 8601 UTC, set by the database; read-only */
+} TsDbTrial;
+
+/* A zeroed trial with every number NAN. */
+TsDbTrial *ts_db_trial_new(void);
+void ts_db_trial_free(TsDbTrial *trial);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsDbTrial, ts_db_trial_free)
+
+/* Stores a trial in one BEGIN IMMEDIATE transaction. A point already stored for the same
+ * (workload, device, toolchain, hash) is not stored again: *trial_id gets the existing trial's
+ * id and *existed TRUE. Both outputs are optional. */
+gboolean ts_db_add_trial(TsDb *db, const TsDbTrial *trial, gint64 *trial_id, gboolean *existed,
+                         GError **error);
+TsDbTrial *ts_db_get_trial(TsDb *db, gint64 trial_id, GError **error);
+
+typedef enum {
+  TS_DB_ORDER_BEST_FIRST, /* verified trials by median, then failures in insertion order */
+  TS_DB_ORDER_INSERTION,
+} TsDbTrialOrder;
+
+/* The trials of a key (GPtrArray of TsDbTrial*, owning them); empty when none. */
+GPtrArray *ts_db_list_trials(TsDb *db, gint64 workload_id, gint64 device_id,
+                             gint64 toolchain_id, TsDbTrialOrder order, GError **error);
+
+/* ---- best schedules ---- */
+
+/* The trial must belong to the key and be verified (status ok); else TS_DB_ERROR_INVALID. */
+gboolean ts_db_set_best(TsDb *db, gint64 workload_id, gint64 device_id, gint64 toolchain_id,
+                        gint64 trial_id, GError **error);
+/* The best trial of a key, or NULL with TS_DB_ERROR_NOT_FOUND. */
+TsDbTrial *ts_db_get_best(TsDb *db, gint64 workload_id, gint64 device_id, gint64 toolchain_id,
+                          GError **error);
+/* Sets best to the verified trial with the lowest median (ties: the earliest), or removes it
+ * when the key has none. *best_id (optional) gets it, or 0. */
+gboolean ts_db_refresh_best(TsDb *db, gint64 workload_id, gint64 device_id, gint64 toolchain_id,
+                            gint64 *best_id, GError **error);
+
+/* ---- lookups ---- */
+
+typedef struct {
+  const char *op, *shape, *dtype;
+  const char *device_arch, *device_name;
+  const char *toolchain;    /* compiler identity, "gcc 12.2.0" */
+  const char *kgen_version; /* TS_OP_EMIT_VERSION */
+} TsDbKey;
+
+typedef struct {
+  char *schedule;
+  double median_ns;
+  gint64 trial_id;
+  gboolean exact;  /* FALSE: borrowed from the nearest tuned shape */
+  char *shape;     /* the shape the schedule was tuned for */
+  double distance; /* sum over dims of |log2(asked / tuned)|; 0 when exact */
+} TsDbLookupResult;
+
+void ts_db_lookup_result_clear(TsDbLookupResult *result);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TsDbLookupResult, ts_db_lookup_result_clear)
+
+/* The best schedule for exactly this key; TS_DB_ERROR_NOT_FOUND when it was never tuned.
+ * Repeated keys are answered from an LRU in front of SQLite, emptied whenever this process
+ * writes a best row (other processes' writes are seen once an entry is evicted or the handle
+ * reopened). *result must be zero-initialised (g_auto(TsDbLookupResult) r = {0}) or hold an
+ * earlier result, which is freed first; on failure it is left cleared. */
+gboolean ts_db_lookup(TsDb *db, const TsDbKey *key, TsDbLookupResult *result, GError **error);
+/* As ts_db_lookup, but when the exact shape was never tuned, the best schedule of the nearest
+ * tuned shape of the same op, dtype, device and toolchain (dims matched by name; shapes with
+ * other dims are not candidates; ties: the earliest workload), with exact FALSE. */
+gboolean ts_db_lookup_nearest(TsDb *db, const TsDbKey *key, TsDbLookupResult *result,
+                              GError **error);
+/* LRU capacity in entries (default 4096); 0 disables the cache. */
+void ts_db_set_lookup_cache_size(TsDb *db, guint entries);
+
+/* ---- learned cost models ---- */
+
+/* trained_on and quality are JSON (NULL allowed). Returns the model's id. */
+gint64 ts_db_add_model(TsDb *db, const char *kind, GBytes *blob, const char *trained_on_json,
+                       const char *quality_json, GError **error);
+/* The newest model of a kind, or NULL with TS_DB_ERROR_NOT_FOUND. Outputs are optional. */
+GBytes *ts_db_get_model(TsDb *db, const char *kind, gint64 *model_id, char **trained_on_json,
+                        char **quality_json, GError **error);
+
+/* ---- JSON export / import ---- */
+
+/* All trials and best schedules of one workload (workload_id 0: of every workload), with the
+ * devices, toolchains and workloads they refer to, as a "tessera-schedules" version 1
+ * document. */
+char *ts_db_export_json(TsDb *db, gint64 workload_id, GError **error);
+gboolean ts_db_export_file(TsDb *db, gint64 workload_id, const char *path, GError **error);
+
+typedef struct {
+  guint devices_added, toolchains_added, workloads_added;
+  guint trials_added, trials_existing;
+  guint best_changed;
+} TsDbImportStats;
+
+/* Merges a document into the database in one transaction: devices, toolchains and workloads
+ * matched by their natural keys, trials by (key, hash) — importing twice adds nothing — and
+ * each touched key's best re-evaluated by median among its verified trials. The whole document
+ * is validated first; a malformed one is TS_DB_ERROR_IMPORT naming the JSON path of the bad
+ * field ("$.trials[3].median_ns: expected a number") and changes nothing. stats optional. */
+gboolean ts_db_import_json(TsDb *db, const char *json, gssize length, TsDbImportStats *stats,
+                           GError **error);
+gboolean ts_db_import_file(TsDb *db, const char *path, TsDbImportStats *stats, GError **error);
+
+G_END_DECLS

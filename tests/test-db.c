@@ -1,0 +1,967 @@
+/* test-db.c — schedule cache tests: schema and migrations, keys, trials (no duplicates, both
+ * orders), best, LRU lookups and their invalidation, nearest shape, runs, models, export and
+ * idempotent import, every bad-input and fault case (directory, read-only, not a database,
+ * truncated, newer schema, malformed imports), and processes: a writer killed with SIGKILL
+ * mid-run, four writers on one file. */
+#include "ts-db.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct {
+  char *dir;
+  char *path;
+  TsDb *db;
+  gint64 d, t, w;
+} Fx;
+
+static const TsDbDevice test_device = {
+    .backend = "cpu", .name = "test cpu", .arch = "x86_64+avx2", .compute_units = 8,
+    .memory_bytes = 1ull << 34, .l1_bytes = 32768, .l2_bytes = 1 << 20, .vector_bits = 256,
+};
+
+static void
+fx_setup(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  fx->dir = g_dir_make_tmp("test-db-XXXXXX", &error);
+  g_assert_no_error(error);
+  fx->path = g_build_filename(fx->dir, "sub", "dir", "schedules.db", NULL);
+  fx->db = ts_db_open(fx->path, TS_DB_OPEN_DEFAULT, &error);
+  g_assert_no_error(error);
+  fx->d = ts_db_ensure_device(fx->db, &test_device, &error);
+  g_assert_no_error(error);
+  fx->t = ts_db_ensure_toolchain(fx->db, "gcc 12.2.0", "tessera-kgen-1", &error);
+  g_assert_no_error(error);
+  fx->w = ts_db_ensure_workload(fx->db, "gemm", "M=1024,N=1024,K=1024", "f32", &error);
+  g_assert_no_error(error);
+}
+
+static void
+rm_rf(const char *path)
+{
+  if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
+    g_chmod(path, 0755);
+    GDir *dir = g_dir_open(path, 0, NULL);
+    const char *name;
+    while (dir && (name = g_dir_read_name(dir))) {
+      g_autofree char *child = g_build_filename(path, name, NULL);
+      rm_rf(child);
+    }
+    if (dir)
+      g_dir_close(dir);
+    g_rmdir(path);
+  } else {
+    g_unlink(path);
+  }
+}
+
+static void
+fx_teardown(Fx *fx, gconstpointer data)
+{
+  ts_db_close(fx->db);
+  rm_rf(fx->dir);
+  g_free(fx->dir);
+  g_free(fx->path);
+}
+
+static gint64
+add(TsDb *db, gint64 w, gint64 d, gint64 t, const char *schedule, TsDbTrialStatus status,
+    double median, gboolean *existed)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsDbTrial) trial = ts_db_trial_new();
+  trial->workload_id = w;
+  trial->device_id = d;
+  trial->toolchain_id = t;
+  trial->schedule = g_strdup(schedule);
+  trial->status = status;
+  trial->median_ns = median;
+  trial->min_ns = median * 0.9;
+  trial->max_ns = median * 1.2;
+  trial->rel_error = status == TS_DB_TRIAL_OK ? 1e-7 : NAN;
+  trial->samples_ns = g_array_new(FALSE, FALSE, sizeof(double));
+  double s[] = {median * 0.9, median, median * 1.2};
+  g_array_append_vals(trial->samples_ns, s, 3);
+  trial->metrics_json = g_strdup("{\"gflops\": 12.5}");
+  trial->error_text = status == TS_DB_TRIAL_OK ? NULL : g_strdup("boom");
+  trial->strategy = g_strdup("random");
+  trial->compile_ms = 12.0;
+  gint64 id = 0;
+  g_assert_true(ts_db_add_trial(db, trial, &id, existed, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(id, >, 0);
+  return id;
+}
+
+static TsDbKey
+key_for(const char *shape)
+{
+  return (TsDbKey){.op = "gemm", .shape = shape, .dtype = "f32", .device_arch = "x86_64+avx2",
+                   .device_name = "test cpu", .toolchain = "gcc 12.2.0",
+                   .kgen_version = "tessera-kgen-1"};
+}
+
+static char *
+read_bytes(const char *path, gsize *len)
+{
+  char *data = NULL;
+  g_assert_true(g_file_get_contents(path, &data, len, NULL));
+  return data;
+}
+
+/* ---- schema, keys ---- */
+
+static void
+test_schema(Fx *fx, gconstpointer data)
+{
+  g_assert_cmpint(ts_db_schema_version(), >=, 2);
+  g_autofree char *msg = NULL;
+  g_assert_true(ts_db_check_integrity(fx->db, &msg));
+  g_assert_cmpstr(msg, ==, "ok");
+  g_assert_true(g_str_has_suffix(ts_db_path(fx->db), "schedules.db"));
+  g_assert_false(ts_db_is_read_only(fx->db));
+
+  /* The version, journal mode and tables, read with plain SQLite. */
+  sqlite3 *sql = NULL;
+  g_assert_cmpint(sqlite3_open(fx->path, &sql), ==, SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  sqlite3_prepare_v2(sql, "PRAGMA user_version", -1, &st, NULL);
+  g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
+  g_assert_cmpint(sqlite3_column_int(st, 0), ==, ts_db_schema_version());
+  sqlite3_finalize(st);
+  sqlite3_prepare_v2(sql, "PRAGMA journal_mode", -1, &st, NULL);
+  g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
+  g_assert_cmpstr((const char *)sqlite3_column_text(st, 0), ==, "wal");
+  sqlite3_finalize(st);
+  const char *tables[] = {"device", "toolchain", "workload", "tune_run", "trial", "best", "model"};
+  for (guint i = 0; i < G_N_ELEMENTS(tables); i++) {
+    sqlite3_prepare_v2(sql, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name=?1",
+                       -1, &st, NULL);
+    sqlite3_bind_text(st, 1, tables[i], -1, SQLITE_STATIC);
+    g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
+    g_assert_cmpint(sqlite3_column_int(st, 0), ==, 1);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(sql);
+
+  /* Reopening keeps everything and migrates nothing. */
+  ts_db_close(fx->db);
+  g_autoptr(GError) error = NULL;
+  fx->db = ts_db_open(fx->path, TS_DB_OPEN_DEFAULT, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(ts_db_ensure_workload(fx->db, "gemm", "M=1024,N=1024,K=1024", "f32", NULL),
+                  ==, fx->w);
+}
+
+static void
+test_keys(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_assert_cmpint(ts_db_ensure_device(fx->db, &test_device, NULL), ==, fx->d);
+  TsDbDevice other = test_device;
+  other.name = "other cpu";
+  gint64 d2 = ts_db_ensure_device(fx->db, &other, NULL);
+  g_assert_cmpint(d2, >, fx->d);
+  g_assert_cmpint(ts_db_ensure_toolchain(fx->db, "gcc 12.2.0", "tessera-kgen-1", NULL), ==,
+                  fx->t);
+  g_assert_cmpint(ts_db_ensure_toolchain(fx->db, "gcc 12.2.0", "tessera-kgen-2", NULL), !=,
+                  fx->t);
+  /* Whitespace is not part of a shape. */
+  g_assert_cmpint(ts_db_ensure_workload(fx->db, "gemm", " M=1024, N=1024, K=1024", "f32", NULL),
+                  ==, fx->w);
+  g_assert_cmpint(ts_db_ensure_workload(fx->db, "gemm", "M=1024,N=1024,K=1024", "bf16 @accum(f32)",
+                                        NULL),
+                  !=, fx->w);
+  const char *bad_shapes[] = {"", "M", "M=", "M=1,", "=4", "M=1;N=2", "M=x"};
+  for (guint i = 0; i < G_N_ELEMENTS(bad_shapes); i++) {
+    g_clear_error(&error);
+    g_assert_cmpint(ts_db_ensure_workload(fx->db, "gemm", bad_shapes[i], "f32", &error), ==, 0);
+    g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "NAME=INT"));
+  }
+  g_clear_error(&error);
+  TsDbDevice nameless = {.backend = "cpu"};
+  g_assert_cmpint(ts_db_ensure_device(fx->db, &nameless, &error), ==, 0);
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID);
+
+  /* Peaks: JSON object, NULL until measured. */
+  g_clear_error(&error);
+  g_autofree char *none = ts_db_get_device_peaks(fx->db, fx->d, &error);
+  g_assert_no_error(error);
+  g_assert_null(none);
+  g_assert_true(ts_db_set_device_peaks(fx->db, fx->d, "{\"f32_flops\": 1.2e12}", &error));
+  g_autofree char *peaks = ts_db_get_device_peaks(fx->db, fx->d, &error);
+  g_assert_cmpstr(peaks, ==, "{\"f32_flops\": 1.2e12}");
+  g_assert_false(ts_db_set_device_peaks(fx->db, fx->d, "{not json", &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID);
+  g_clear_error(&error);
+  g_assert_false(ts_db_set_device_peaks(fx->db, 999, "{}", &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
+}
+
+/* ---- trials and best ---- */
+
+static void
+test_trials(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  gboolean existed = TRUE;
+  gint64 a = add(fx->db, fx->w, fx->d, fx->t, "block(m=64).warps(4)", TS_DB_TRIAL_OK, 300, &existed);
+  g_assert_false(existed);
+  gint64 b = add(fx->db, fx->w, fx->d, fx->t, "block(m=128).warps(4)", TS_DB_TRIAL_COMPILE_ERROR,
+                 NAN, NULL);
+  gint64 c = add(fx->db, fx->w, fx->d, fx->t, "block(m=32).warps(4)", TS_DB_TRIAL_OK, 100, NULL);
+  gint64 e = add(fx->db, fx->w, fx->d, fx->t, "block(m=16).warps(4)", TS_DB_TRIAL_WRONG_RESULT, 50,
+                 NULL);
+  /* The same point again: not stored, the existing id comes back. */
+  gint64 again = add(fx->db, fx->w, fx->d, fx->t, "block(m=64).warps(4)", TS_DB_TRIAL_OK, 999,
+                     &existed);
+  g_assert_true(existed);
+  g_assert_cmpint(again, ==, a);
+
+  g_autoptr(GPtrArray) best_first =
+      ts_db_list_trials(fx->db, fx->w, fx->d, fx->t, TS_DB_ORDER_BEST_FIRST, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(best_first->len, ==, 4);
+  gint64 want_best[] = {c, a, b, e};
+  for (guint i = 0; i < 4; i++)
+    g_assert_cmpint(((TsDbTrial *)best_first->pdata[i])->id, ==, want_best[i]);
+  g_autoptr(GPtrArray) inserted =
+      ts_db_list_trials(fx->db, fx->w, fx->d, fx->t, TS_DB_ORDER_INSERTION, &error);
+  gint64 want_ins[] = {a, b, c, e};
+  for (guint i = 0; i < 4; i++)
+    g_assert_cmpint(((TsDbTrial *)inserted->pdata[i])->id, ==, want_ins[i]);
+
+  /* Round trip of every field. */
+  g_autoptr(TsDbTrial) t = ts_db_get_trial(fx->db, a, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(t->schedule, ==, "block(m=64).warps(4)");
+  g_autofree char *sha = g_compute_checksum_for_string(G_CHECKSUM_SHA256, t->schedule, -1);
+  g_assert_cmpint(strncmp(t->hash, sha, 16), ==, 0);
+  g_assert_cmpint(t->status, ==, TS_DB_TRIAL_OK);
+  g_assert_cmpfloat(t->median_ns, ==, 300);
+  g_assert_cmpfloat(t->min_ns, ==, 270);
+  g_assert_cmpuint(t->samples_ns->len, ==, 3);
+  g_assert_cmpfloat(g_array_index(t->samples_ns, double, 2), ==, 360);
+  g_assert_cmpstr(t->metrics_json, ==, "{\"gflops\": 12.5}");
+  g_assert_true(isnan(t->predicted_cost));
+  g_assert_cmpstr(t->strategy, ==, "random");
+  g_assert_nonnull(t->created_at);
+  g_assert_cmpint(t->run_id, ==, 0);
+  g_autoptr(TsDbTrial) tb = ts_db_get_trial(fx->db, b, &error);
+  g_assert_true(isnan(tb->median_ns));
+  g_assert_cmpstr(tb->error_text, ==, "boom");
+  g_assert_null(ts_db_get_trial(fx->db, 12345, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
+  g_clear_error(&error);
+
+  /* Bad trials. */
+  g_autoptr(TsDbTrial) bad = ts_db_trial_new();
+  bad->workload_id = fx->w, bad->device_id = fx->d, bad->toolchain_id = fx->t;
+  bad->schedule = g_strdup("x");
+  bad->hash = g_strdup("XYZ");
+  g_assert_false(ts_db_add_trial(fx->db, bad, NULL, NULL, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID);
+  g_clear_error(&error);
+  g_clear_pointer(&bad->hash, g_free);
+  bad->workload_id = 777; /* foreign key */
+  g_assert_false(ts_db_add_trial(fx->db, bad, NULL, NULL, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID);
+  g_clear_error(&error);
+
+  /* Best. */
+  g_assert_null(ts_db_get_best(fx->db, fx->w, fx->d, fx->t, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
+  g_clear_error(&error);
+  g_assert_false(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, b, &error)); /* failed trial */
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID);
+  g_clear_error(&error);
+  g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, a, &error));
+  g_autoptr(TsDbTrial) best = ts_db_get_best(fx->db, fx->w, fx->d, fx->t, &error);
+  g_assert_cmpint(best->id, ==, a);
+  gint64 best_id = 0;
+  g_assert_true(ts_db_refresh_best(fx->db, fx->w, fx->d, fx->t, &best_id, &error));
+  g_assert_cmpint(best_id, ==, c);
+}
+
+static void
+test_runs_models(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 run = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "annealing", G_MAXUINT64, "100 evals",
+                               &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(run, >, 0);
+  g_autoptr(TsDbTrial) trial = ts_db_trial_new();
+  trial->workload_id = fx->w, trial->device_id = fx->d, trial->toolchain_id = fx->t;
+  trial->run_id = run;
+  trial->schedule = g_strdup("warps(8)");
+  trial->status = TS_DB_TRIAL_TIMEOUT;
+  gint64 id = 0;
+  g_assert_true(ts_db_add_trial(fx->db, trial, &id, NULL, &error));
+  g_autoptr(TsDbTrial) back = ts_db_get_trial(fx->db, id, &error);
+  g_assert_cmpint(back->run_id, ==, run);
+  g_assert_true(ts_db_end_run(fx->db, run, "done", &error));
+  g_assert_false(ts_db_end_run(fx->db, run, "finished", &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID);
+  g_clear_error(&error);
+  g_assert_false(ts_db_end_run(fx->db, 999, "done", &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
+  g_clear_error(&error);
+  g_assert_cmpint(ts_db_begin_run(fx->db, 999, fx->d, fx->t, "random", 1, "", &error), ==, 0);
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID);
+  g_clear_error(&error);
+
+  g_autoptr(GBytes) blob = g_bytes_new_static("\0\1\2model", 8);
+  gint64 m1 = ts_db_add_model(fx->db, "xgboost-rank", blob, "{\"trials\": 10}", NULL, &error);
+  gint64 m2 = ts_db_add_model(fx->db, "xgboost-rank", blob, "{\"trials\": 20}",
+                              "{\"kendall_tau\": 0.8}", &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(m2, >, m1);
+  gint64 got = 0;
+  g_autofree char *on = NULL, *quality = NULL;
+  g_autoptr(GBytes) back_blob = ts_db_get_model(fx->db, "xgboost-rank", &got, &on, &quality, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(got, ==, m2);
+  g_assert_true(g_bytes_equal(blob, back_blob));
+  g_assert_cmpstr(on, ==, "{\"trials\": 20}");
+  g_assert_cmpstr(quality, ==, "{\"kendall_tau\": 0.8}");
+  g_assert_null(ts_db_get_model(fx->db, "none", NULL, NULL, NULL, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
+}
+
+/* ---- lookups ---- */
+
+static void
+test_lookup(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  TsDbKey key = key_for("M=1024,N=1024,K=1024");
+  g_auto(TsDbLookupResult) r = {0};
+  g_assert_false(ts_db_lookup(fx->db, &key, &r, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
+  g_assert_nonnull(strstr(error->message, "gemm M=1024,N=1024,K=1024 f32"));
+  g_clear_error(&error);
+
+  gint64 a = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
+  gint64 b = add(fx->db, fx->w, fx->d, fx->t, "block(m=32)", TS_DB_TRIAL_OK, 200, NULL);
+  g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, a, &error));
+  for (int i = 0; i < 3; i++) { /* first from SQLite, then from the LRU */
+    ts_db_lookup_result_clear(&r);
+    g_assert_true(ts_db_lookup(fx->db, &key, &r, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(r.schedule, ==, "block(m=64)");
+    g_assert_cmpint(r.trial_id, ==, a);
+    g_assert_cmpfloat(r.median_ns, ==, 300);
+    g_assert_true(r.exact);
+    g_assert_cmpstr(r.shape, ==, "M=1024,N=1024,K=1024");
+  }
+  /* A write to best by this process empties the LRU. */
+  g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, b, &error));
+  ts_db_lookup_result_clear(&r);
+  g_assert_true(ts_db_lookup(fx->db, &key, &r, &error));
+  g_assert_cmpint(r.trial_id, ==, b);
+  g_assert_true(ts_db_refresh_best(fx->db, fx->w, fx->d, fx->t, NULL, &error));
+  ts_db_lookup_result_clear(&r);
+  TsDbKey spaced = key_for("M=1024, N=1024, K=1024");
+  g_assert_true(ts_db_lookup(fx->db, &spaced, &r, &error));
+  g_assert_cmpint(r.trial_id, ==, b);
+
+  /* Each key part matters. */
+  TsDbKey other = key;
+  other.toolchain = "gcc 13";
+  ts_db_lookup_result_clear(&r);
+  g_assert_false(ts_db_lookup(fx->db, &other, &r, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
+  g_clear_error(&error);
+  other = key;
+  other.device_name = "another";
+  g_assert_false(ts_db_lookup(fx->db, &other, &r, &error));
+  g_clear_error(&error);
+
+  /* A tiny LRU still answers correctly while evicting. */
+  ts_db_set_lookup_cache_size(fx->db, 1);
+  for (int i = 0; i < 3; i++) {
+    ts_db_lookup_result_clear(&r);
+    g_assert_true(ts_db_lookup(fx->db, &key, &r, &error));
+    g_assert_false(ts_db_lookup(fx->db, &other, &r, NULL));
+  }
+}
+
+static void
+test_nearest(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  const char *shapes[] = {"M=512,N=512,K=512", "M=2048,N=2048,K=2048", "M=4096,N=64,K=4096"};
+  gint64 ids[3];
+  for (guint i = 0; i < 3; i++) {
+    gint64 w = ts_db_ensure_workload(fx->db, "gemm", shapes[i], "f32", &error);
+    g_autofree char *sched = g_strdup_printf("block(m=%u)", 16 << i);
+    ids[i] = add(fx->db, w, fx->d, fx->t, sched, TS_DB_TRIAL_OK, 100.0 * (i + 1), NULL);
+    g_assert_true(ts_db_refresh_best(fx->db, w, fx->d, fx->t, NULL, &error));
+  }
+  /* Another op, dtype or a shape with other dims never answers. */
+  gint64 w_other = ts_db_ensure_workload(fx->db, "gemm", "M=1800,N=1800,K=1800", "bf16", &error);
+  add(fx->db, w_other, fx->d, fx->t, "x", TS_DB_TRIAL_OK, 1, NULL);
+  ts_db_refresh_best(fx->db, w_other, fx->d, fx->t, NULL, &error);
+  gint64 w_dims = ts_db_ensure_workload(fx->db, "gemm", "M=1800,N=1800", "f32", &error);
+  add(fx->db, w_dims, fx->d, fx->t, "y", TS_DB_TRIAL_OK, 1, NULL);
+  ts_db_refresh_best(fx->db, w_dims, fx->d, fx->t, NULL, &error);
+  g_assert_no_error(error);
+
+  g_auto(TsDbLookupResult) r = {0};
+  TsDbKey key = key_for("M=1800,N=1800,K=1800");
+  g_assert_false(ts_db_lookup(fx->db, &key, &r, &error)); /* exact only */
+  g_clear_error(&error);
+  /* |log2(1800/2048)|*3 = 0.56 < |log2(1800/512)|*3 = 5.44; dims by name, order-free. */
+  TsDbKey shuffled = key_for("K=1800,M=1800,N=1800");
+  for (int i = 0; i < 2; i++) {
+    ts_db_lookup_result_clear(&r);
+    g_assert_true(ts_db_lookup_nearest(fx->db, i ? &shuffled : &key, &r, &error));
+    g_assert_no_error(error);
+    g_assert_false(r.exact);
+    g_assert_cmpint(r.trial_id, ==, ids[1]);
+    g_assert_cmpstr(r.shape, ==, "M=2048,N=2048,K=2048");
+    g_assert_cmpfloat_with_epsilon(r.distance, 3 * fabs(log2(1800.0 / 2048.0)), 1e-9);
+  }
+  /* Skewed shapes go to the skewed neighbour. */
+  TsDbKey skew = key_for("M=4096,N=128,K=2048");
+  ts_db_lookup_result_clear(&r);
+  g_assert_true(ts_db_lookup_nearest(fx->db, &skew, &r, &error));
+  g_assert_cmpint(r.trial_id, ==, ids[2]);
+  /* An exact hit is exact. */
+  TsDbKey exact = key_for("M=512,N=512,K=512");
+  ts_db_lookup_result_clear(&r);
+  g_assert_true(ts_db_lookup_nearest(fx->db, &exact, &r, &error));
+  g_assert_true(r.exact);
+  g_assert_cmpfloat(r.distance, ==, 0);
+  /* Nothing of the op at all. */
+  TsDbKey none = key_for("M=1,N=1,K=1");
+  none.op = "softmax_safe";
+  ts_db_lookup_result_clear(&r);
+  g_assert_false(ts_db_lookup_nearest(fx->db, &none, &r, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
+}
+
+/* ---- export / import ---- */
+
+static char *
+snapshot(TsDb *db)
+{
+  g_autoptr(GError) error = NULL;
+  char *json = ts_db_export_json(db, 0, &error);
+  g_assert_no_error(error);
+  return json;
+}
+
+static void
+test_export_import(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_assert_true(ts_db_set_device_peaks(fx->db, fx->d, "{\"bw\":1e11}", &error));
+  add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
+  gint64 fast = add(fx->db, fx->w, fx->d, fx->t, "block(m=32)", TS_DB_TRIAL_OK, 200, NULL);
+  add(fx->db, fx->w, fx->d, fx->t, "block(m=16)", TS_DB_TRIAL_RUNTIME_ERROR, NAN, NULL);
+  g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, fast, &error));
+  gint64 w2 = ts_db_ensure_workload(fx->db, "saxpy", "N=1000000", "f32", &error);
+  add(fx->db, w2, fx->d, fx->t, "vector(8)", TS_DB_TRIAL_OK, 50, NULL);
+
+  g_autofree char *one = ts_db_export_json(fx->db, fx->w, &error);
+  g_assert_no_error(error);
+  g_assert_null(strstr(one, "saxpy"));
+  g_autofree char *all = snapshot(fx->db);
+  g_assert_nonnull(strstr(all, "saxpy"));
+
+  /* Into a fresh file: everything arrives, best re-evaluated by median. */
+  g_autofree char *path2 = g_build_filename(fx->dir, "copy.db", NULL);
+  g_autofree char *file = g_build_filename(fx->dir, "export.json", NULL);
+  g_assert_true(ts_db_export_file(fx->db, 0, file, &error));
+  g_autoptr(TsDb) db2 = ts_db_open(path2, TS_DB_OPEN_DEFAULT, &error);
+  g_assert_no_error(error);
+  /* Different ids in the target: a pre-existing device shifts them. */
+  TsDbDevice other = test_device;
+  other.name = "pre-existing";
+  ts_db_ensure_device(db2, &other, &error);
+  TsDbImportStats st;
+  ts_db_import_file(db2, file, &st, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(st.devices_added, ==, 1);
+  g_assert_cmpuint(st.toolchains_added, ==, 1);
+  g_assert_cmpuint(st.workloads_added, ==, 2);
+  g_assert_cmpuint(st.trials_added, ==, 4);
+  g_assert_cmpuint(st.trials_existing, ==, 0);
+  g_assert_cmpuint(st.best_changed, ==, 2);
+  g_auto(TsDbLookupResult) r = {0};
+  TsDbKey key = key_for("M=1024,N=1024,K=1024");
+  g_assert_true(ts_db_lookup(db2, &key, &r, &error));
+  g_assert_cmpstr(r.schedule, ==, "block(m=32)");
+  gint64 d2 = ts_db_ensure_device(db2, &test_device, &error);
+  g_autofree char *peaks = ts_db_get_device_peaks(db2, d2, &error);
+  g_assert_nonnull(strstr(peaks, "bw"));
+
+  /* Twice: nothing added, nothing changed, byte-identical export. */
+  g_autofree char *before = snapshot(db2);
+  g_assert_true(ts_db_import_json(db2, all, -1, &st, &error));
+  g_assert_cmpuint(st.trials_added + st.devices_added + st.workloads_added + st.best_changed, ==, 0);
+  g_assert_cmpuint(st.trials_existing, ==, 4);
+  g_autofree char *after = snapshot(db2);
+  g_assert_cmpstr(before, ==, after);
+
+  /* Back into the original: a merge with no news. */
+  g_assert_true(ts_db_import_json(fx->db, after, -1, &st, &error));
+  g_assert_cmpuint(st.trials_added, ==, 0);
+  /* ... except that best is re-evaluated: saxpy, never given one here, gains it. */
+  g_assert_cmpuint(st.best_changed, ==, 1);
+  TsDbKey saxpy = key_for("N=1000000");
+  saxpy.op = "saxpy";
+  ts_db_lookup_result_clear(&r);
+  g_assert_true(ts_db_lookup(fx->db, &saxpy, &r, &error));
+  g_assert_cmpstr(r.schedule, ==, "vector(8)");
+}
+
+static const struct {
+  const char *json;
+  const char *path; /* expected in the message */
+} bad_imports[] = {
+    {"this is not json", "not JSON"},
+    {"[1,2]", "$: expected an object, got an array"},
+    {"{\"format\":\"other\",\"version\":1}", "$.format"},
+    {"{\"format\":\"tessera-schedules\"}", "$.version: missing"},
+    {"{\"format\":\"tessera-schedules\",\"version\":1,\"devices\":{}}", "$.devices: expected an array"},
+    {"{\"format\":\"tessera-schedules\",\"version\":1,\"devices\":[],\"toolchains\":[],"
+     "\"workloads\":[]}",
+     "$.trials: missing"},
+    {"{\"format\":\"tessera-schedules\",\"version\":1,\"devices\":[{\"id\":1,\"backend\":\"cpu\","
+     "\"name\":7,\"arch\":\"x\"}],\"toolchains\":[],\"workloads\":[],\"trials\":[]}",
+     "$.devices[0].name: expected a string, got a number"},
+    {"{\"format\":\"tessera-schedules\",\"version\":1,\"devices\":[],\"toolchains\":[],"
+     "\"workloads\":[{\"id\":1,\"op\":\"gemm\",\"shape\":\"M=?\",\"dtype\":\"f32\"}],\"trials\":[]}",
+     "$.workloads[0].shape"},
+    /* A valid prefix (a new workload) followed by a bad trial: nothing may be written. */
+    {"{\"format\":\"tessera-schedules\",\"version\":1,"
+     "\"devices\":[{\"id\":1,\"backend\":\"cpu\",\"name\":\"n\",\"arch\":\"a\"}],"
+     "\"toolchains\":[{\"id\":1,\"compiler\":\"c\",\"kgen_version\":\"k\"}],"
+     "\"workloads\":[{\"id\":1,\"op\":\"gemm\",\"shape\":\"M=8\",\"dtype\":\"f32\"}],"
+     "\"trials\":[{\"workload\":1,\"device\":1,\"toolchain\":1,\"schedule\":\"s\","
+     "\"hash\":\"0123456789abcdef\",\"status\":\"ok\",\"median_ns\":5},"
+     "{\"workload\":1,\"device\":1,\"toolchain\":1,\"schedule\":\"t\","
+     "\"hash\":\"0123456789abcdee\",\"status\":\"ok\",\"median_ns\":\"fast\"}]}",
+     "$.trials[1].median_ns: expected a number, got a string"},
+    {"{\"format\":\"tessera-schedules\",\"version\":1,\"devices\":[],\"toolchains\":[],"
+     "\"workloads\":[],\"trials\":[{\"workload\":3}]}",
+     "$.trials[0].workload: no entry with id 3 in $.workloads"},
+    {"{\"format\":\"tessera-schedules\",\"version\":1,"
+     "\"devices\":[{\"id\":1,\"backend\":\"cpu\",\"name\":\"n\",\"arch\":\"a\"}],"
+     "\"toolchains\":[{\"id\":1,\"compiler\":\"c\",\"kgen_version\":\"k\"}],"
+     "\"workloads\":[{\"id\":1,\"op\":\"gemm\",\"shape\":\"M=8\",\"dtype\":\"f32\"}],"
+     "\"trials\":[{\"workload\":1,\"device\":1,\"toolchain\":1,\"schedule\":\"s\","
+     "\"hash\":\"0123456789abcdef\",\"status\":\"great\"}]}",
+     "$.trials[0].status"},
+    {"{\"format\":\"tessera-schedules\",\"version\":1,"
+     "\"devices\":[{\"id\":1,\"backend\":\"cpu\",\"name\":\"n\",\"arch\":\"a\"}],"
+     "\"toolchains\":[{\"id\":1,\"compiler\":\"c\",\"kgen_version\":\"k\"}],"
+     "\"workloads\":[{\"id\":1,\"op\":\"gemm\",\"shape\":\"M=8\",\"dtype\":\"f32\"}],"
+     "\"trials\":[{\"workload\":1,\"device\":1,\"toolchain\":1,\"schedule\":\"s\","
+     "\"hash\":\"0123456789abcdef\",\"status\":\"ok\",\"median_ns\":1,\"samples_ns\":[1,\"x\"]}]}",
+     "$.trials[0].samples_ns[1]: expected a number"},
+    {"{\"format\":\"tessera-schedules\",\"version\":1,\"devices\":[{\"id\":1,\"backend\":\"cpu\","
+     "\"name\":\"n\",\"arch\":\"a\"},{\"id\":1,\"backend\":\"cpu\",\"name\":\"m\",\"arch\":\"a\"}],"
+     "\"toolchains\":[],\"workloads\":[],\"trials\":[]}",
+     "$.devices[1].id: duplicate id"},
+};
+
+static void
+test_import_malformed(Fx *fx, gconstpointer data)
+{
+  add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
+  g_autofree char *before = snapshot(fx->db);
+  for (guint i = 0; i < G_N_ELEMENTS(bad_imports); i++) {
+    g_autoptr(GError) error = NULL;
+    TsDbImportStats st;
+    g_assert_false(ts_db_import_json(fx->db, bad_imports[i].json, -1, &st, &error));
+    g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_IMPORT);
+    if (!strstr(error->message, bad_imports[i].path))
+      g_error("import %u: '%s' does not name '%s'", i, error->message, bad_imports[i].path);
+    g_assert_null(strchr(error->message, '\n'));
+    g_autofree char *after = snapshot(fx->db);
+    g_assert_cmpstr(before, ==, after);
+  }
+  g_autoptr(GError) error = NULL;
+  g_assert_false(ts_db_import_file(fx->db, "/nonexistent/x.json", NULL, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_IMPORT);
+}
+
+/* ---- faults ---- */
+
+static void
+test_bad_paths(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  /* A directory. */
+  g_assert_null(ts_db_open(fx->dir, TS_DB_OPEN_DEFAULT, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_OPEN);
+  g_assert_nonnull(strstr(error->message, "is a directory"));
+  g_clear_error(&error);
+  /* Read-only open of a missing file. */
+  g_autofree char *missing = g_build_filename(fx->dir, "missing.db", NULL);
+  g_assert_null(ts_db_open(missing, TS_DB_OPEN_READ_ONLY, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_OPEN);
+  g_assert_false(g_file_test(missing, G_FILE_TEST_EXISTS));
+  g_clear_error(&error);
+  /* Not a database: refused, and the file left as it was. */
+  g_autofree char *text = g_build_filename(fx->dir, "notes.txt", NULL);
+  const char *content = "these are my notes, not a database; please do not overwrite them\n"
+                        "...............................................................\n";
+  g_assert_true(g_file_set_contents(text, content, -1, NULL));
+  g_assert_null(ts_db_open(text, TS_DB_OPEN_DEFAULT, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_A_DB);
+  g_assert_nonnull(strstr(error->message, "file is not a database"));
+  g_clear_error(&error);
+  g_autofree char *still = NULL;
+  g_file_get_contents(text, &still, NULL, NULL);
+  g_assert_cmpstr(still, ==, content);
+  g_assert_null(ts_db_open(text, TS_DB_OPEN_READ_ONLY, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_A_DB);
+}
+
+static void
+test_truncated(Fx *fx, gconstpointer data)
+{
+  for (int i = 0; i < 2000; i++) {
+    g_autofree char *s = g_strdup_printf("block(m=%d).warps(4).stages(3).vector(8)", i);
+    add(fx->db, fx->w, fx->d, fx->t, s, TS_DB_TRIAL_OK, 100 + i, NULL);
+  }
+  g_clear_pointer(&fx->db, ts_db_close); /* checkpoints the WAL into the file */
+  GStatBuf st;
+  g_assert_cmpint(g_stat(fx->path, &st), ==, 0);
+  g_assert_cmpint(st.st_size, >, 100000);
+  g_assert_cmpint(truncate(fx->path, st.st_size / 2), ==, 0);
+  for (int ro = 0; ro < 2; ro++) {
+    g_autoptr(GError) error = NULL;
+    g_assert_null(ts_db_open(fx->path, ro ? TS_DB_OPEN_READ_ONLY : TS_DB_OPEN_DEFAULT, &error));
+    g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_CORRUPT);
+    g_assert_nonnull(strstr(error->message, "malformed"));
+    g_assert_null(strchr(error->message, '\n'));
+  }
+}
+
+static void
+set_user_version(const char *path, int version)
+{
+  sqlite3 *sql = NULL;
+  g_assert_cmpint(sqlite3_open(path, &sql), ==, SQLITE_OK);
+  /* A pragma takes no parameter; the test builds this one text itself. */
+  g_autofree char *q = g_strdup_printf("PRAGMA user_version = %d", version);
+  g_assert_cmpint(sqlite3_exec(sql, q, NULL, NULL, NULL), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_close(sql), ==, SQLITE_OK);
+}
+
+static void
+test_too_new(Fx *fx, gconstpointer data)
+{
+  add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
+  g_clear_pointer(&fx->db, ts_db_close);
+  set_user_version(fx->path, ts_db_schema_version() + 1);
+  gsize len0 = 0, len1 = 0;
+  g_autofree char *bytes0 = read_bytes(fx->path, &len0);
+  g_autofree char *wal = g_strconcat(fx->path, "-wal", NULL);
+  g_assert_false(g_file_test(wal, G_FILE_TEST_EXISTS));
+  for (int ro = 0; ro < 2; ro++) {
+    g_autoptr(GError) error = NULL;
+    g_assert_null(ts_db_open(fx->path, ro ? TS_DB_OPEN_READ_ONLY : TS_DB_OPEN_DEFAULT, &error));
+    g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_TOO_NEW);
+    g_assert_nonnull(strstr(error->message, "newer than this build"));
+  }
+  g_autofree char *bytes1 = read_bytes(fx->path, &len1);
+  g_assert_cmpuint(len0, ==, len1);
+  g_assert_true(memcmp(bytes0, bytes1, len0) == 0);
+  g_assert_false(g_file_test(wal, G_FILE_TEST_EXISTS));
+
+  /* An older schema opened read-only asks for an upgrade; read-write migrates it. */
+  set_user_version(fx->path, 1);
+  g_autoptr(GError) error = NULL;
+  g_assert_null(ts_db_open(fx->path, TS_DB_OPEN_READ_ONLY, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NEEDS_UPGRADE);
+}
+
+static void
+test_read_only_handle(Fx *fx, gconstpointer data)
+{
+  gint64 a = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
+  g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, a, NULL));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsDb) ro = ts_db_open(fx->path, TS_DB_OPEN_READ_ONLY, &error);
+  g_assert_no_error(error);
+  g_assert_true(ts_db_is_read_only(ro));
+  g_auto(TsDbLookupResult) r = {0};
+  TsDbKey key = key_for("M=1024,N=1024,K=1024");
+  g_assert_true(ts_db_lookup(ro, &key, &r, &error));
+  g_assert_cmpint(r.trial_id, ==, a);
+  g_autoptr(TsDbTrial) t = ts_db_trial_new();
+  t->workload_id = fx->w, t->device_id = fx->d, t->toolchain_id = fx->t;
+  t->schedule = g_strdup("block(m=8)");
+  g_assert_false(ts_db_add_trial(ro, t, NULL, NULL, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_READ_ONLY);
+  g_assert_nonnull(strstr(error->message, "read-only"));
+  g_clear_error(&error);
+  g_assert_cmpint(ts_db_ensure_workload(ro, "gemm", "M=3", "f32", &error), ==, 0);
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_READ_ONLY);
+  /* The existing key rows are found without writing. */
+  g_assert_cmpint(ts_db_ensure_workload(ro, "gemm", "M=1024,N=1024,K=1024", "f32", NULL), ==,
+                  fx->w);
+}
+
+/* Permissions do not bind root, so the checks run in a child that drops to nobody when the
+ * tests run as root. */
+static void
+run_as_unprivileged(void (*check)(const char *path), const char *path)
+{
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+      _exit(3);
+    check(path);
+    _exit(0);
+  }
+  int status = 0;
+  g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+}
+
+static void
+check_read_only(const char *path)
+{
+  g_autoptr(GError) error = NULL;
+  /* Writing is refused at open, with a way forward. */
+  g_assert_null(ts_db_open(path, TS_DB_OPEN_DEFAULT, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_READ_ONLY);
+  g_assert_nonnull(strstr(error->message, "read-only"));
+  g_clear_error(&error);
+  /* Lookups work. */
+  g_autoptr(TsDb) ro = ts_db_open(path, TS_DB_OPEN_READ_ONLY, &error);
+  g_assert_no_error(error);
+  g_auto(TsDbLookupResult) r = {0};
+  TsDbKey key = key_for("M=1024,N=1024,K=1024");
+  g_assert_true(ts_db_lookup(ro, &key, &r, &error));
+  g_assert_no_error(error);
+  g_assert_cmpstr(r.schedule, ==, "block(m=64)");
+}
+
+static void
+test_read_only_files(Fx *fx, gconstpointer data)
+{
+  gint64 a = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
+  g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, a, NULL));
+  g_clear_pointer(&fx->db, ts_db_close);
+  gsize len0 = 0, len1 = 0;
+  g_autofree char *bytes0 = read_bytes(fx->path, &len0);
+
+  /* 1: a read-only file in a writable directory. */
+  g_autofree char *sub = g_path_get_dirname(fx->path);
+  g_autofree char *mid = g_path_get_dirname(sub);
+  g_chmod(mid, 0755);
+  g_chmod(sub, 0777);
+  g_chmod(fx->dir, 0755);
+  g_chmod(fx->path, 0444);
+  run_as_unprivileged(check_read_only, fx->path);
+  /* 2: and in a read-only directory too (no -shm can be created there). */
+  g_chmod(sub, 0755);
+  run_as_unprivileged(check_read_only, fx->path);
+  g_autofree char *bytes1 = read_bytes(fx->path, &len1);
+  g_assert_cmpuint(len0, ==, len1);
+  g_assert_true(memcmp(bytes0, bytes1, len0) == 0);
+}
+
+/* ---- processes ---- */
+
+static char *
+writer_path(void)
+{
+  return g_test_build_filename(G_TEST_BUILT, "db-writer", NULL);
+}
+
+static GPid
+spawn_writer(const char *db, const char *shape, int first, int count, int *out_fd, int *err_fd)
+{
+  g_autofree char *exe = writer_path();
+  g_autofree char *f = g_strdup_printf("%d", first), *n = g_strdup_printf("%d", count);
+  char *argv[] = {exe, (char *)db, (char *)shape, f, n, NULL};
+  GPid pid = 0;
+  g_autoptr(GError) error = NULL;
+  g_spawn_async_with_pipes(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL,
+                           out_fd, err_fd, &error);
+  g_assert_no_error(error);
+  return pid;
+}
+
+typedef struct {
+  gint64 id;
+  char hash[17];
+  gboolean is_new;
+} Committed;
+
+static gboolean
+parse_line(const char *line, Committed *c)
+{
+  char kind[8] = "";
+  if (sscanf(line, "%" G_GINT64_FORMAT " %16s %7s", &c->id, c->hash, kind) != 3)
+    return FALSE;
+  c->is_new = strcmp(kind, "new") == 0;
+  return TRUE;
+}
+
+static void
+assert_trial_present(TsDb *db, const Committed *c)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsDbTrial) t = ts_db_get_trial(db, c->id, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(t->hash, ==, c->hash);
+}
+
+static void
+test_kill_writer(Fx *fx, gconstpointer data)
+{
+  g_clear_pointer(&fx->db, ts_db_close);
+  int out = -1, err = -1;
+  GPid pid = spawn_writer(fx->path, "M=64,N=64,K=64", 0, 1000000, &out, &err);
+  FILE *f = fdopen(out, "r");
+  GArray *committed = g_array_new(FALSE, FALSE, sizeof(Committed));
+  char line[256];
+  while (committed->len < 300 && fgets(line, sizeof line, f)) {
+    Committed c;
+    g_assert_true(parse_line(line, &c));
+    g_array_append_val(committed, c);
+  }
+  g_assert_cmpuint(committed->len, ==, 300);
+  g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
+  /* Lines already in the pipe were printed after their COMMIT: they count too. */
+  while (fgets(line, sizeof line, f)) {
+    Committed c;
+    if (parse_line(line, &c))
+      g_array_append_val(committed, c);
+  }
+  fclose(f);
+  close(err);
+  int status = 0;
+  g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+  g_assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  g_spawn_close_pid(pid);
+
+  g_autoptr(GError) error = NULL;
+  fx->db = ts_db_open(fx->path, TS_DB_OPEN_DEFAULT, &error);
+  g_assert_no_error(error);
+  g_autofree char *msg = NULL;
+  g_assert_true(ts_db_check_integrity(fx->db, &msg));
+  g_assert_cmpstr(msg, ==, "ok");
+  for (guint i = 0; i < committed->len; i++)
+    assert_trial_present(fx->db, &g_array_index(committed, Committed, i));
+  g_test_message("%u trials committed before SIGKILL, all present", committed->len);
+  g_array_unref(committed);
+}
+
+static void
+test_four_writers(Fx *fx, gconstpointer data)
+{
+  g_clear_pointer(&fx->db, ts_db_close);
+  g_autofree char *path = g_build_filename(fx->dir, "shared.db", NULL); /* created by the race */
+  const struct {
+    const char *shape;
+    int first, count;
+  } jobs[] = {
+      {"M=1,N=1,K=1", 0, 150},
+      {"M=2,N=2,K=2", 0, 150},
+      {"M=3,N=3,K=3", 0, 150},
+      {"M=3,N=3,K=3", 75, 150}, /* overlaps the previous job on points 75..149 */
+  };
+  GPid pids[4];
+  int outs[4], errs[4];
+  for (guint i = 0; i < 4; i++)
+    pids[i] = spawn_writer(path, jobs[i].shape, jobs[i].first, jobs[i].count, &outs[i], &errs[i]);
+  GArray *all = g_array_new(FALSE, FALSE, sizeof(Committed));
+  guint n_new = 0;
+  for (guint i = 0; i < 4; i++) {
+    FILE *f = fdopen(outs[i], "r");
+    char line[256];
+    guint lines = 0;
+    while (fgets(line, sizeof line, f)) {
+      Committed c;
+      g_assert_true(parse_line(line, &c));
+      g_array_append_val(all, c);
+      n_new += c.is_new;
+      lines++;
+    }
+    fclose(f);
+    g_autofree char *err_text = NULL;
+    FILE *e = fdopen(errs[i], "r");
+    GString *es = g_string_new(NULL);
+    while (fgets(line, sizeof line, e))
+      g_string_append(es, line);
+    fclose(e);
+    err_text = g_string_free(es, FALSE);
+    int status = 0;
+    g_assert_cmpint(waitpid(pids[i], &status, 0), ==, pids[i]);
+    g_spawn_close_pid(pids[i]);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || *err_text)
+      g_error("writer %u failed: %s", i, err_text);
+    g_assert_null(strstr(err_text, "locked"));
+    g_assert_cmpuint(lines, ==, (guint)jobs[i].count);
+  }
+  /* 150 + 150 + 225 distinct points, each stored once. */
+  g_assert_cmpuint(n_new, ==, 525);
+  g_autoptr(GError) error = NULL;
+  fx->db = ts_db_open(path, TS_DB_OPEN_DEFAULT, &error);
+  g_assert_no_error(error);
+  g_assert_true(ts_db_check_integrity(fx->db, NULL));
+  TsDbDevice dev = {.backend = "cpu", .name = "test cpu", .arch = "x86_64"};
+  gint64 d = ts_db_ensure_device(fx->db, &dev, &error);
+  gint64 t = ts_db_ensure_toolchain(fx->db, "gcc test", "tessera-kgen-1", &error);
+  const char *shapes[] = {"M=1,N=1,K=1", "M=2,N=2,K=2", "M=3,N=3,K=3"};
+  guint want[] = {150, 150, 225}, total = 0;
+  for (guint s = 0; s < 3; s++) {
+    gint64 w = ts_db_ensure_workload(fx->db, "gemm", shapes[s], "f32", &error);
+    g_autoptr(GPtrArray) trials =
+        ts_db_list_trials(fx->db, w, d, t, TS_DB_ORDER_INSERTION, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(trials->len, ==, want[s]);
+    total += trials->len;
+  }
+  g_assert_cmpuint(total, ==, 525);
+  for (guint i = 0; i < all->len; i++)
+    assert_trial_present(fx->db, &g_array_index(all, Committed, i));
+  g_array_unref(all);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+#define ADD(name, fn) g_test_add("/db/" name, Fx, NULL, fx_setup, fn, fx_teardown)
+  ADD("schema", test_schema);
+  ADD("keys", test_keys);
+  ADD("trials", test_trials);
+  ADD("runs-models", test_runs_models);
+  ADD("lookup", test_lookup);
+  ADD("nearest", test_nearest);
+  ADD("export-import", test_export_import);
+  ADD("import-malformed", test_import_malformed);
+  ADD("fault/bad-paths", test_bad_paths);
+  ADD("fault/truncated", test_truncated);
+  ADD("fault/too-new", test_too_new);
+  ADD("fault/read-only-handle", test_read_only_handle);
+  ADD("fault/read-only-files", test_read_only_files);
+  ADD("process/kill-writer", test_kill_writer);
+  ADD("process/four-writers", test_four_writers);
+  return g_test_run();
+}
