@@ -13,7 +13,7 @@ static const char *const all[] = {"exhaustive", "random", "annealing", "evolutio
 /* 12 x 12 x 6 x 6 = 5184 points; the constraints cut off the bowl's own minimum (7.5, 9), so the
  * optimum lies on the boundary a + b <= 16, as tile optima often sit on a resource limit. */
 #define LANDSCAPE                                                                                  \
-  "dict(a=[0,1,2,3,4,5,6,7,8,9,10,11], b=[0,1,2,3,4,5,6,7,8,9,10,11], c=[0,1,2,3,4,5],"           \
+  "dict(a=[0,1,2,3,4,5,6,7,8,9,10,11], b=[0,1,2,3,4,5,6,7,8,9,10,11], c=[0,1,2,3,4,5],"            \
   " d=[0,1,2,3,4,5]).where(a + b <= 16, (a + c) % 7 != 3, c + d <= 8)"
 
 typedef enum { SMOOTH, RUGGED } Shape;
@@ -321,8 +321,8 @@ test_resume(void)
   GError *error = NULL;
   for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
     g_autoptr(GRand) rng = g_rand_new_with_seed(99 + i);
-    g_autoptr(GPtrArray) prefix = ts_sched_space_sample(space, NULL, (guint)(ls.n_valid / 3), rng,
-                                                        &error);
+    g_autoptr(GPtrArray) prefix =
+        ts_sched_space_sample(space, NULL, (guint)(ls.n_valid / 3), rng, &error);
     g_assert_no_error(error);
     g_autoptr(GHashTable) prior = g_hash_table_new(g_str_hash, g_str_equal);
     g_autoptr(TsTuneStrategy) s = new_strategy(all[i], space, NULL, 21);
@@ -355,6 +355,27 @@ test_resume(void)
   ts_sched_point_free(ls.opt);
 }
 
+/* Everything observed from storage first: every strategy has nothing left to propose. */
+static void
+test_all_observed(void)
+{
+  g_autoptr(TsSchedSpace) space = parse_space(LANDSCAPE);
+  GError *error = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+    g_autoptr(TsTuneStrategy) s = new_strategy(all[i], space, NULL, 13);
+    g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, NULL);
+    TsSchedPoint *p;
+    while (ts_sched_iter_next(it, &p, &error)) {
+      ts_tune_strategy_observe(s, p, i % 2 == 0, 1.0);
+      ts_sched_point_free(p);
+    }
+    g_assert_no_error(error);
+    g_autoptr(GPtrArray) pts = ts_tune_strategy_propose(s, 4, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(pts->len, ==, 0);
+  }
+}
+
 typedef struct {
   double mean[G_N_ELEMENTS(all)];
   guint64 worst[G_N_ELEMENTS(all)];
@@ -379,11 +400,10 @@ measure_speed(Shape shape, guint batch, Speed *out)
     }
     out->mean[i] = sum / 20.0;
     out->worst[i] = worst;
-    g_test_message("%s landscape (%" G_GUINT64_FORMAT " valid points), batch %u: %s reaches the "
-                   "optimum after %.1f evaluations on average over 20 seeds (worst %" G_GUINT64_FORMAT
-                   ")",
-                   shape == SMOOTH ? "smooth" : "rugged", ls.n_valid, batch, all[i], out->mean[i],
-                   worst);
+    g_test_message(
+        "%s landscape (%" G_GUINT64_FORMAT " valid points), batch %u: %s reaches the "
+        "optimum after %.1f evaluations on average over 20 seeds (worst %" G_GUINT64_FORMAT ")",
+        shape == SMOOTH ? "smooth" : "rugged", ls.n_valid, batch, all[i], out->mean[i], worst);
   }
   ts_sched_point_free(ls.opt);
 }
@@ -417,9 +437,9 @@ static void
 test_ten_million(void)
 {
   g_autoptr(TsSchedSpace) space = parse_space(
-    "dict(a=[1,2,3,4,5,6,7,8,9,10], b=[1,2,3,4,5,6,7,8,9,10], c=[1,2,3,4,5,6,7,8,9,10],"
-    " d=[1,2,3,4,5,6,7,8,9,10], e=[1,2,3,4,5,6,7,8,9,10], f=[1,2,3,4,5,6,7,8,9,10],"
-    " g=[1,2,3,4,5,6,7,8,9,10]).where(a * b <= 60, c + d + e >= 8, (f * g) % 3 != 1)");
+      "dict(a=[1,2,3,4,5,6,7,8,9,10], b=[1,2,3,4,5,6,7,8,9,10], c=[1,2,3,4,5,6,7,8,9,10],"
+      " d=[1,2,3,4,5,6,7,8,9,10], e=[1,2,3,4,5,6,7,8,9,10], f=[1,2,3,4,5,6,7,8,9,10],"
+      " g=[1,2,3,4,5,6,7,8,9,10]).where(a * b <= 60, c + d + e >= 8, (f * g) % 3 != 1)");
   guint64 size;
   g_assert_true(ts_sched_space_size(space, &size));
   g_assert_cmpuint(size, ==, 10000000);
@@ -476,11 +496,11 @@ static void
 test_register(void)
 {
   TsTuneStrategyClass klass = {
-    .name = "lazy",
-    .create = lazy_create,
-    .destroy = g_free,
-    .propose = lazy_propose,
-    .observe = lazy_observe,
+      .name = "lazy",
+      .create = lazy_create,
+      .destroy = g_free,
+      .propose = lazy_propose,
+      .observe = lazy_observe,
   };
   ts_tune_strategy_register(&klass);
   g_assert_true(g_strv_contains(ts_tune_strategy_names(), "lazy"));
@@ -503,8 +523,8 @@ static void
 test_env(void)
 {
   g_autoptr(TsSchedSpace) space =
-    parse_space("dict(BM=[16,32,64,128], BN=[16,32,64,128], stages=[1,2,3,4])"
-                ".where(M % BM == 0, (BM + BN) * 32 * stages * 2 <= smem_bytes)");
+      parse_space("dict(BM=[16,32,64,128], BN=[16,32,64,128], stages=[1,2,3,4])"
+                  ".where(M % BM == 0, (BM + BN) * 32 * stages * 2 <= smem_bytes)");
   g_autoptr(TsSchedEnv) env = ts_sched_env_new();
   ts_sched_env_set(env, "M", 96);
   ts_sched_env_set(env, "smem_bytes", 24576);
@@ -529,6 +549,7 @@ main(int argc, char **argv)
   g_test_add_func("/strategy/determinism", test_determinism);
   g_test_add_func("/strategy/failures", test_failures);
   g_test_add_func("/strategy/resume", test_resume);
+  g_test_add_func("/strategy/all-observed", test_all_observed);
   g_test_add_func("/strategy/env", test_env);
   g_test_add_func("/strategy/ten-million", test_ten_million);
   g_test_add_func("/strategy/register", test_register);

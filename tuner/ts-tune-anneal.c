@@ -272,10 +272,10 @@ anneal_observe(gpointer state, const TsSchedPoint *point, gboolean ok, double co
 }
 
 const TsTuneStrategyClass ts__tune_annealing_class = {
-  .name = "annealing",
-  .create = anneal_create,
-  .destroy = anneal_destroy,
-  .propose = anneal_propose,
-  .observe = anneal_observe,
-  .set_budget = anneal_set_budget,
+    .name = "annealing",
+    .create = anneal_create,
+    .destroy = anneal_destroy,
+    .propose = anneal_propose,
+    .observe = anneal_observe,
+    .set_budget = anneal_set_budget,
 };

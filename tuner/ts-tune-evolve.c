@@ -170,9 +170,9 @@ evolve_observe(gpointer state, const TsSchedPoint *point, gboolean ok, double co
 }
 
 const TsTuneStrategyClass ts__tune_evolutionary_class = {
-  .name = "evolutionary",
-  .create = evolve_create,
-  .destroy = evolve_destroy,
-  .propose = evolve_propose,
-  .observe = evolve_observe,
+    .name = "evolutionary",
+    .create = evolve_create,
+    .destroy = evolve_destroy,
+    .propose = evolve_propose,
+    .observe = evolve_observe,
 };

@@ -17,8 +17,8 @@ exhaustive_destroy(gpointer state)
 }
 
 static gboolean
-exhaustive_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data,
-                   GPtrArray *out, GError **error)
+exhaustive_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data, GPtrArray *out,
+                   GError **error)
 {
   TsSchedIter *it = state;
   guint added = 0;
@@ -40,8 +40,8 @@ exhaustive_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_d
 }
 
 const TsTuneStrategyClass ts__tune_exhaustive_class = {
-  .name = "exhaustive",
-  .create = exhaustive_create,
-  .destroy = exhaustive_destroy,
-  .propose = exhaustive_propose,
+    .name = "exhaustive",
+    .create = exhaustive_create,
+    .destroy = exhaustive_destroy,
+    .propose = exhaustive_propose,
 };

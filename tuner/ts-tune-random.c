@@ -36,8 +36,8 @@ random_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data,
 }
 
 const TsTuneStrategyClass ts__tune_random_class = {
-  .name = "random",
-  .create = random_create,
-  .destroy = random_destroy,
-  .propose = random_propose,
+    .name = "random",
+    .create = random_create,
+    .destroy = random_destroy,
+    .propose = random_propose,
 };

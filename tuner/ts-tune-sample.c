@@ -189,9 +189,9 @@ ts__tune_sampler_next(TsTuneSampler *s, TsTuneSeenFunc seen, gpointer seen_data,
   guint64 *pool = (guint64 *)(void *)s->pool->data;
   while (s->taken < s->pool->len) {
     guint64 left = s->pool->len - s->taken;
-    guint64 j = s->taken + (left <= G_MAXINT32 ? ts__tune_rand_below(s->rng, (guint)left)
-                                               : ((guint64)g_rand_int(s->rng) << 32 |
-                                                  g_rand_int(s->rng)) % left);
+    guint64 j = s->taken + (left <= G_MAXINT32
+                                ? ts__tune_rand_below(s->rng, (guint)left)
+                                : ((guint64)g_rand_int(s->rng) << 32 | g_rand_int(s->rng)) % left);
     guint64 tmp = pool[j];
     pool[j] = pool[s->taken];
     pool[s->taken++] = tmp;

@@ -12,8 +12,7 @@ typedef gboolean (*TsTuneSeenFunc)(gpointer data, const TsSchedPoint *point);
 /* ---- points as digits (value index per knob, knobs in space order) ---- */
 
 /* FALSE when the point lacks a knob of the space or has a value not in its list. */
-gboolean ts__tune_point_digits(const TsSchedSpace *space, const TsSchedPoint *point,
-                               guint *digits);
+gboolean ts__tune_point_digits(const TsSchedSpace *space, const TsSchedPoint *point, guint *digits);
 TsSchedPoint *ts__tune_point_from_digits(const TsSchedSpace *space, const guint *digits);
 /* 1 valid, 0 invalid, -1 error (set). */
 int ts__tune_point_valid(const TsSchedSpace *space, const TsSchedEnv *env,
@@ -25,13 +24,12 @@ guint ts__tune_rand_below(GRand *rng, guint n);
 
 typedef struct _TsTuneSampler TsTuneSampler;
 /* space, env and rng are borrowed and must outlive the sampler. */
-TsTuneSampler *ts__tune_sampler_new(const TsSchedSpace *space, const TsSchedEnv *env,
-                                    GRand *rng);
+TsTuneSampler *ts__tune_sampler_new(const TsSchedSpace *space, const TsSchedEnv *env, GRand *rng);
 void ts__tune_sampler_free(TsTuneSampler *sampler);
 /* A valid point for which seen() is FALSE, uniform among those; NULL with error unset when none
  * is left, NULL with error set on an evaluation error. */
-TsSchedPoint *ts__tune_sampler_next(TsTuneSampler *sampler, TsTuneSeenFunc seen,
-                                    gpointer seen_data, GError **error);
+TsSchedPoint *ts__tune_sampler_next(TsTuneSampler *sampler, TsTuneSeenFunc seen, gpointer seen_data,
+                                    GError **error);
 
 /* ---- built-in classes ---- */
 

@@ -9,7 +9,13 @@
 
 #include "ts-tune-strategy-private.h"
 
-G_DEFINE_QUARK(ts-tune-error-quark, ts_tune_error)
+/* Written out rather than G_DEFINE_QUARK(ts-tune-error-quark, ...): clang-format would put
+ * spaces into the stringified name. */
+GQuark
+ts_tune_error_quark(void)
+{
+  return g_quark_from_static_string("ts-tune-error-quark");
+}
 
 /* Default budget cap: annealing cools over min(valid points, 1000) evaluations, about what a
  * GPU tuning session affords at a few seconds per compiled and timed candidate. */
