@@ -29,7 +29,10 @@ typedef enum {
 typedef struct _TsTuneStrategy TsTuneStrategy;
 
 /* Names: "exhaustive", "random", "annealing", "evolutionary"; later "model" (cost-model issue),
- * registered through ts_tune_strategy_register(). Unknown names list the known ones. */
+ * registered through ts_tune_strategy_register(). Unknown names list the known ones
+ * (TS_TUNE_ERROR_UNKNOWN_STRATEGY); a space with no valid point under env fails with
+ * TS_TUNE_ERROR_EMPTY_SPACE. The space is copied; env (may be NULL) is borrowed and must outlive
+ * the strategy (TsSchedEnv has no copy). */
 TsTuneStrategy *ts_tune_strategy_new(const char *name, const TsSchedSpace *space,
                                      const TsSchedEnv *env, guint64 seed, GError **error);
 void ts_tune_strategy_free(TsTuneStrategy *strategy);
@@ -42,23 +45,38 @@ const char *const *ts_tune_strategy_names(void); /* NULL-terminated */
  * the whole valid space observed). */
 GPtrArray *ts_tune_strategy_propose(TsTuneStrategy *strategy, guint n, GError **error);
 /* Reports the outcome of a point (proposed by this strategy or loaded from storage). */
+/* Points outside the space (a knob missing or a value not in its list) and second observations
+ * of a point are ignored; an ok cost that is NaN counts as a failure. */
 void ts_tune_strategy_observe(TsTuneStrategy *strategy, const TsSchedPoint *point, gboolean ok,
                               double cost);
+/* Distinct points of the space observed so far. */
 guint ts_tune_strategy_n_observed(const TsTuneStrategy *strategy);
+/* The number of evaluations the driver expects to spend (annealing cools over it). Default:
+ * the number of valid points, at most 1000. */
+void ts_tune_strategy_set_budget(TsTuneStrategy *strategy, guint64 budget);
 
-/* Extension point for strategies defined elsewhere (the model-guided one). */
+/* Extension point for strategies defined elsewhere (the model-guided one). The built-ins register
+ * through it too. create() may keep space, env and rng for the life of its state (the strategy
+ * owns them and frees them after destroy()). The strategy checks what propose() returns: points
+ * outside the space, invalid, seen or repeated are dropped, and if nothing is left while valid
+ * points remain unseen it proposes uniformly random ones itself, so a class cannot stall the
+ * search. observe() sees only valid points of the space, each once. */
 typedef struct {
   const char *name;
   gpointer (*create)(const TsSchedSpace *space, const TsSchedEnv *env, GRand *rng,
                      GError **error);
   void (*destroy)(gpointer state);
   /* Propose up to n points; `seen(point)` tells whether a point was already proposed or
-   * observed. Append new points to out. */
+   * observed, or already appended to out in this call. Append new points to out. */
   gboolean (*propose)(gpointer state, guint n, gboolean (*seen)(gpointer, const TsSchedPoint *),
                       gpointer seen_data, GPtrArray *out, GError **error);
   void (*observe)(gpointer state, const TsSchedPoint *point, gboolean ok, double cost);
+  /* Optional (may be NULL): the expected number of evaluations; called once after create()
+   * with the default and again on ts_tune_strategy_set_budget(). */
+  void (*set_budget)(gpointer state, guint64 budget);
 } TsTuneStrategyClass;
 
+/* Copies the class; a class with the name of one already registered replaces it. At most 32. */
 void ts_tune_strategy_register(const TsTuneStrategyClass *klass);
 
 G_END_DECLS

@@ -1,0 +1,559 @@
+/* test-strategy.c — the search strategies behind ts-tune-strategy.h: determinism, no repeats,
+ * only valid points, termination, resume from stored trials, failures, scale to 10^7-point
+ * spaces, the registration hook, and how fast each finds the optimum of synthetic landscapes. */
+#include <math.h>
+#include <string.h>
+
+#include "ts-tune-strategy.h"
+
+static const char *const all[] = {"exhaustive", "random", "annealing", "evolutionary"};
+
+/* ---- synthetic landscapes ---- */
+
+/* 12 x 12 x 6 x 6 = 5184 points; the constraints cut off the bowl's own minimum (7.5, 9), so the
+ * optimum lies on the boundary a + b <= 16, as tile optima often sit on a resource limit. */
+#define LANDSCAPE                                                                                  \
+  "dict(a=[0,1,2,3,4,5,6,7,8,9,10,11], b=[0,1,2,3,4,5,6,7,8,9,10,11], c=[0,1,2,3,4,5],"            \
+  " d=[0,1,2,3,4,5]).where(a + b <= 16, (a + c) % 7 != 3, c + d <= 8)"
+
+typedef enum { SMOOTH, RUGGED } Shape;
+
+typedef struct {
+  Shape shape;
+  guint fail_per_10; /* points failing, out of 10 (pseudo-random, never the optimum) */
+  gboolean all_fail;
+  TsSchedPoint *opt; /* the best point that does not fail */
+  guint64 n_valid;
+} Landscape;
+
+static gboolean
+fails(const Landscape *ls, gint64 a, gint64 b, gint64 c, gint64 d)
+{
+  return ls->all_fail || (guint64)(a * 31 + b * 17 + c * 7 + d * 3 + 5) % 10 < ls->fail_per_10;
+}
+
+static double
+landscape_cost(const Landscape *ls, const TsSchedPoint *p, gboolean *ok)
+{
+  gint64 a = ts_sched_point_get_int(p, "a", -1), b = ts_sched_point_get_int(p, "b", -1);
+  gint64 c = ts_sched_point_get_int(p, "c", -1), d = ts_sched_point_get_int(p, "d", -1);
+  /* A bowl, anisotropic so that the knobs differ in importance, plus 1e-9 times the index so
+   * that the optimum is unique. */
+  double cost = 1.0 + 0.5 * (a - 7.5) * (a - 7.5) + 0.7 * (b - 9) * (b - 9) + (c - 4) * (c - 4) +
+                0.8 * (d - 2) * (d - 2) + 1e-9 * (double)(((a * 12 + b) * 6 + c) * 6 + d);
+  /* Ruggedness: a deterministic ripple of up to 3 with many local minima. */
+  if (ls->shape == RUGGED)
+    cost += 0.75 * (double)((a * 7 + b * 13 + c * 5 + d * 3) % 5);
+  *ok = !fails(ls, a, b, c, d);
+  return cost;
+}
+
+static TsSchedSpace *
+parse_space(const char *text)
+{
+  GError *error = NULL;
+  TsSchedSpace *s = ts_sched_space_parse(text, &error);
+  g_assert_no_error(error);
+  return s;
+}
+
+static void
+landscape_init(Landscape *ls, const TsSchedSpace *space, Shape shape, guint fail_per_10)
+{
+  memset(ls, 0, sizeof *ls);
+  ls->shape = shape;
+  ls->fail_per_10 = fail_per_10;
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, NULL);
+  TsSchedPoint *p;
+  GError *error = NULL;
+  double best = INFINITY;
+  while (ts_sched_iter_next(it, &p, &error)) {
+    ls->n_valid++;
+    gboolean ok;
+    double c = landscape_cost(ls, p, &ok);
+    if (ok && c < best) {
+      best = c;
+      ts_sched_point_free(ls->opt);
+      ls->opt = p;
+    } else {
+      ts_sched_point_free(p);
+    }
+  }
+  g_assert_no_error(error);
+  g_assert_nonnull(ls->opt);
+}
+
+/* ---- running a strategy ---- */
+
+typedef struct {
+  guint64 proposed;
+  guint64 evals_to_opt; /* 0: not reached */
+  GPtrArray *sequence;  /* point texts in proposal order */
+} Run;
+
+static void
+run_clear(Run *r)
+{
+  g_clear_pointer(&r->sequence, g_ptr_array_unref);
+}
+
+/* Proposes batches of `batch` and observes their costs until the strategy has nothing left,
+ * max_evals have been spent, or (stop_at_opt) the optimum was measured. Checks every proposal
+ * is valid and new (nothing in `prior` either). */
+static void
+run_strategy(TsTuneStrategy *s, const TsSchedSpace *space, const TsSchedEnv *env, Landscape *ls,
+             guint batch, guint64 max_evals, gboolean stop_at_opt, GHashTable *prior, Run *r)
+{
+  GError *error = NULL;
+  memset(r, 0, sizeof *r);
+  r->sequence = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  while (r->proposed < max_evals) {
+    g_autoptr(GPtrArray) pts = ts_tune_strategy_propose(s, batch, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(pts);
+    g_assert_cmpuint(pts->len, <=, batch);
+    if (pts->len == 0)
+      break;
+    for (guint i = 0; i < pts->len; i++) {
+      const TsSchedPoint *p = pts->pdata[i];
+      gboolean valid = FALSE;
+      g_assert_true(ts_sched_space_check(space, env, p, &valid, &error));
+      g_assert_no_error(error);
+      g_assert_true(valid);
+      g_assert_true(g_hash_table_add(seen, g_strdup(ts_sched_point_hash(p))));
+      if (prior)
+        g_assert_false(g_hash_table_contains(prior, ts_sched_point_hash(p)));
+      g_ptr_array_add(r->sequence, ts_sched_point_to_string(p));
+      gboolean ok = TRUE;
+      double cost = ls ? landscape_cost(ls, p, &ok) : 1.0;
+      r->proposed++;
+      if (ls && !r->evals_to_opt && ts_sched_point_equal(p, ls->opt))
+        r->evals_to_opt = r->proposed;
+      ts_tune_strategy_observe(s, p, ok, cost);
+    }
+    if (stop_at_opt && r->evals_to_opt)
+      break;
+  }
+}
+
+static TsTuneStrategy *
+new_strategy(const char *name, const TsSchedSpace *space, const TsSchedEnv *env, guint64 seed)
+{
+  GError *error = NULL;
+  TsTuneStrategy *s = ts_tune_strategy_new(name, space, env, seed, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(s);
+  g_assert_cmpstr(ts_tune_strategy_name(s), ==, name);
+  return s;
+}
+
+/* ---- tests ---- */
+
+static void
+test_names(void)
+{
+  const char *const *names = ts_tune_strategy_names();
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    g_assert_true(g_strv_contains(names, all[i]));
+
+  g_autoptr(TsSchedSpace) space = parse_space(LANDSCAPE);
+  GError *error = NULL;
+  g_assert_null(ts_tune_strategy_new("anealing", space, NULL, 1, &error));
+  g_assert_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_UNKNOWN_STRATEGY);
+  g_assert_nonnull(strstr(error->message, "annealing"));
+  g_assert_nonnull(strstr(error->message, "evolutionary"));
+  g_clear_error(&error);
+
+  g_autoptr(TsSchedSpace) empty = parse_space("dict(a=[1,2], b=[3]).where(a > b)");
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+    g_assert_null(ts_tune_strategy_new(all[i], empty, NULL, 1, &error));
+    g_assert_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_EMPTY_SPACE);
+    g_clear_error(&error);
+  }
+  /* An unknown name in a constraint is a schedule error, reported at creation. */
+  g_autoptr(TsSchedSpace) unbound = parse_space("dict(a=[1,2]).where(a <= M)");
+  g_assert_null(ts_tune_strategy_new("random", unbound, NULL, 1, &error));
+  g_assert_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EVAL);
+  g_clear_error(&error);
+
+  ts_tune_strategy_free(NULL);
+  g_autoptr(TsTuneStrategy) s = new_strategy("random", space, NULL, 1);
+  g_autoptr(GPtrArray) none = ts_tune_strategy_propose(s, 0, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(none->len, ==, 0);
+}
+
+static void
+test_exhaustive_order(void)
+{
+  g_autoptr(TsSchedSpace) space = parse_space(LANDSCAPE);
+  g_autoptr(TsTuneStrategy) s = new_strategy("exhaustive", space, NULL, 1);
+  Run r;
+  run_strategy(s, space, NULL, NULL, 5, G_MAXUINT64, FALSE, NULL, &r);
+  guint64 count;
+  g_assert_true(ts_sched_space_count_valid(space, NULL, &count, NULL));
+  g_assert_cmpuint(r.proposed, ==, count);
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, NULL);
+  TsSchedPoint *p;
+  guint i = 0;
+  while (ts_sched_iter_next(it, &p, NULL)) {
+    g_autofree char *text = ts_sched_point_to_string(p);
+    g_assert_cmpstr(text, ==, r.sequence->pdata[i++]);
+    ts_sched_point_free(p);
+  }
+  GError *error = NULL;
+  g_autoptr(GPtrArray) more = ts_tune_strategy_propose(s, 5, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(more->len, ==, 0);
+  run_clear(&r);
+}
+
+/* Every strategy, batches of 1 and 7: runs to the end, covering exactly the valid points with
+ * no repeat, finds the optimum of the rugged landscape, then stays empty. */
+static void
+test_full_coverage(void)
+{
+  g_autoptr(TsSchedSpace) space = parse_space(LANDSCAPE);
+  Landscape ls;
+  landscape_init(&ls, space, RUGGED, 0);
+  static const guint batches[] = {1, 7};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    for (guint b = 0; b < G_N_ELEMENTS(batches); b++) {
+      g_autoptr(TsTuneStrategy) s = new_strategy(all[i], space, NULL, 3);
+      Run r;
+      run_strategy(s, space, NULL, &ls, batches[b], G_MAXUINT64, FALSE, NULL, &r);
+      g_assert_cmpuint(r.proposed, ==, ls.n_valid);
+      g_assert_cmpuint(r.evals_to_opt, >, 0);
+      g_assert_cmpuint(ts_tune_strategy_n_observed(s), ==, ls.n_valid);
+      GError *error = NULL;
+      g_autoptr(GPtrArray) more = ts_tune_strategy_propose(s, 3, &error);
+      g_assert_no_error(error);
+      g_assert_cmpuint(more->len, ==, 0);
+      run_clear(&r);
+    }
+  ts_sched_point_free(ls.opt);
+}
+
+static gboolean
+same_sequence(GPtrArray *a, GPtrArray *b)
+{
+  if (a->len != b->len)
+    return FALSE;
+  for (guint i = 0; i < a->len; i++)
+    if (strcmp(a->pdata[i], b->pdata[i]) != 0)
+      return FALSE;
+  return TRUE;
+}
+
+static void
+test_determinism(void)
+{
+  g_autoptr(TsSchedSpace) space = parse_space(LANDSCAPE);
+  Landscape ls;
+  landscape_init(&ls, space, RUGGED, 2);
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+    Run r1, r2, r3;
+    g_autoptr(TsTuneStrategy) s1 = new_strategy(all[i], space, NULL, 11);
+    g_autoptr(TsTuneStrategy) s2 = new_strategy(all[i], space, NULL, 11);
+    g_autoptr(TsTuneStrategy) s3 = new_strategy(all[i], space, NULL, 12);
+    run_strategy(s1, space, NULL, &ls, 4, 400, FALSE, NULL, &r1);
+    run_strategy(s2, space, NULL, &ls, 4, 400, FALSE, NULL, &r2);
+    run_strategy(s3, space, NULL, &ls, 4, 400, FALSE, NULL, &r3);
+    g_assert_cmpuint(r1.proposed, ==, 400);
+    g_assert_true(same_sequence(r1.sequence, r2.sequence));
+    if (strcmp(all[i], "exhaustive") == 0)
+      g_assert_true(same_sequence(r1.sequence, r3.sequence));
+    else
+      g_assert_false(same_sequence(r1.sequence, r3.sequence));
+    run_clear(&r1);
+    run_clear(&r2);
+    run_clear(&r3);
+  }
+  ts_sched_point_free(ls.opt);
+}
+
+/* Failures: with 7 in 10 points failing the optimum is still found; with every point failing
+ * each strategy still proposes every valid point once and then stops, never stalls. */
+static void
+test_failures(void)
+{
+  g_autoptr(TsSchedSpace) space = parse_space(LANDSCAPE);
+  Landscape ls, dead;
+  landscape_init(&ls, space, SMOOTH, 7);
+  landscape_init(&dead, space, SMOOTH, 0);
+  dead.all_fail = TRUE;
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+    Run r;
+    g_autoptr(TsTuneStrategy) s = new_strategy(all[i], space, NULL, 5);
+    run_strategy(s, space, NULL, &ls, 3, G_MAXUINT64, TRUE, NULL, &r);
+    g_assert_cmpuint(r.evals_to_opt, >, 0);
+    g_test_message("%s, 70%% failing: optimum after %" G_GUINT64_FORMAT " evaluations", all[i],
+                   r.evals_to_opt);
+    run_clear(&r);
+
+    g_autoptr(TsTuneStrategy) d = new_strategy(all[i], space, NULL, 5);
+    run_strategy(d, space, NULL, &dead, 2, G_MAXUINT64, FALSE, NULL, &r);
+    g_assert_cmpuint(r.proposed, ==, ls.n_valid);
+    run_clear(&r);
+
+    /* NaN costs count as failures, not as a best. */
+    g_autoptr(TsTuneStrategy) nan_s = new_strategy(all[i], space, NULL, 6);
+    for (guint k = 0; k < 50; k++) {
+      g_autoptr(GPtrArray) pts = ts_tune_strategy_propose(nan_s, 1, NULL);
+      g_assert_cmpuint(pts->len, ==, 1);
+      ts_tune_strategy_observe(nan_s, pts->pdata[0], TRUE, NAN);
+    }
+  }
+  ts_sched_point_free(ls.opt);
+  ts_sched_point_free(dead.opt);
+}
+
+/* Resume: a third of the valid points is observed first, as the driver does with stored trials
+ * (with knobs written in another order, an invalid point and a point from another space among
+ * them). The strategy never proposes those, and covers exactly the rest. */
+static void
+test_resume(void)
+{
+  g_autoptr(TsSchedSpace) space = parse_space(LANDSCAPE);
+  Landscape ls;
+  landscape_init(&ls, space, RUGGED, 1);
+  GError *error = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+    g_autoptr(GRand) rng = g_rand_new_with_seed(99 + i);
+    g_autoptr(GPtrArray) prefix =
+        ts_sched_space_sample(space, NULL, (guint)(ls.n_valid / 3), rng, &error);
+    g_assert_no_error(error);
+    g_autoptr(GHashTable) prior = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(TsTuneStrategy) s = new_strategy(all[i], space, NULL, 21);
+    for (guint k = 0; k < prefix->len; k++) {
+      const TsSchedPoint *p = prefix->pdata[k];
+      /* Rebuilt with the knobs in reverse order: stored points match by value. */
+      g_autoptr(TsSchedPoint) q = ts_sched_point_new();
+      const char *knobs[] = {"d", "c", "b", "a"};
+      for (guint j = 0; j < 4; j++)
+        ts_sched_point_set_int(q, knobs[j], ts_sched_point_get_int(p, knobs[j], -1));
+      g_hash_table_add(prior, (gpointer)ts_sched_point_hash(p));
+      gboolean ok;
+      double cost = landscape_cost(&ls, q, &ok);
+      ts_tune_strategy_observe(s, q, ok, cost);
+      ts_tune_strategy_observe(s, q, ok, cost); /* a second observation is ignored */
+    }
+    g_autoptr(TsSchedPoint) invalid = ts_sched_point_parse("dict(a=11, b=11, c=0, d=0)", &error);
+    g_assert_no_error(error);
+    g_autoptr(TsSchedPoint) outside = ts_sched_point_parse("dict(a=99, b=1, c=0, d=0)", &error);
+    g_assert_no_error(error);
+    ts_tune_strategy_observe(s, invalid, FALSE, 0);
+    ts_tune_strategy_observe(s, outside, TRUE, 1.0);
+    g_assert_cmpuint(ts_tune_strategy_n_observed(s), ==, prefix->len + 1);
+
+    Run r;
+    run_strategy(s, space, NULL, &ls, 5, G_MAXUINT64, FALSE, prior, &r);
+    g_assert_cmpuint(r.proposed + prefix->len, ==, ls.n_valid);
+    run_clear(&r);
+  }
+  ts_sched_point_free(ls.opt);
+}
+
+/* Everything observed from storage first: every strategy has nothing left to propose. */
+static void
+test_all_observed(void)
+{
+  g_autoptr(TsSchedSpace) space = parse_space(LANDSCAPE);
+  GError *error = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+    g_autoptr(TsTuneStrategy) s = new_strategy(all[i], space, NULL, 13);
+    g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, NULL);
+    TsSchedPoint *p;
+    while (ts_sched_iter_next(it, &p, &error)) {
+      ts_tune_strategy_observe(s, p, i % 2 == 0, 1.0);
+      ts_sched_point_free(p);
+    }
+    g_assert_no_error(error);
+    g_autoptr(GPtrArray) pts = ts_tune_strategy_propose(s, 4, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(pts->len, ==, 0);
+  }
+}
+
+typedef struct {
+  double mean[G_N_ELEMENTS(all)];
+  guint64 worst[G_N_ELEMENTS(all)];
+} Speed;
+
+static void
+measure_speed(Shape shape, guint batch, Speed *out)
+{
+  g_autoptr(TsSchedSpace) space = parse_space(LANDSCAPE);
+  Landscape ls;
+  landscape_init(&ls, space, shape, 0);
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+    guint64 sum = 0, worst = 0;
+    for (guint64 seed = 1; seed <= 20; seed++) {
+      g_autoptr(TsTuneStrategy) s = new_strategy(all[i], space, NULL, seed);
+      Run r;
+      run_strategy(s, space, NULL, &ls, batch, G_MAXUINT64, TRUE, NULL, &r);
+      g_assert_cmpuint(r.evals_to_opt, >, 0);
+      sum += r.evals_to_opt;
+      worst = MAX(worst, r.evals_to_opt);
+      run_clear(&r);
+    }
+    out->mean[i] = sum / 20.0;
+    out->worst[i] = worst;
+    g_test_message(
+        "%s landscape (%" G_GUINT64_FORMAT " valid points), batch %u: %s reaches the "
+        "optimum after %.1f evaluations on average over 20 seeds (worst %" G_GUINT64_FORMAT ")",
+        shape == SMOOTH ? "smooth" : "rugged", ls.n_valid, batch, all[i], out->mean[i], worst);
+  }
+  ts_sched_point_free(ls.opt);
+}
+
+/* The guided strategies beat random search on a smooth bowl. Random needs about half the valid
+ * points on average; the inequality tested is a loose one (half of random's mean) so that it
+ * holds for any reasonable tuning of the strategies. */
+static void
+test_speed_smooth(void)
+{
+  Speed sp;
+  measure_speed(SMOOTH, 1, &sp);
+  g_assert_cmpfloat(sp.mean[2], <, 0.5 * sp.mean[1]);
+  g_assert_cmpfloat(sp.mean[3], <, 0.5 * sp.mean[1]);
+  measure_speed(SMOOTH, 8, &sp);
+  g_assert_cmpfloat(sp.mean[2], <, sp.mean[1]);
+  g_assert_cmpfloat(sp.mean[3], <, sp.mean[1]);
+}
+
+/* Reported, not asserted: ruggedness is where the strategies differ most with their tuning. */
+static void
+test_speed_rugged(void)
+{
+  Speed sp;
+  measure_speed(RUGGED, 1, &sp);
+}
+
+/* 10^7 points, partly constrained: the stochastic strategies propose (and observe) 100 points
+ * without enumerating the space. */
+static void
+test_ten_million(void)
+{
+  g_autoptr(TsSchedSpace) space = parse_space(
+      "dict(a=[1,2,3,4,5,6,7,8,9,10], b=[1,2,3,4,5,6,7,8,9,10], c=[1,2,3,4,5,6,7,8,9,10],"
+      " d=[1,2,3,4,5,6,7,8,9,10], e=[1,2,3,4,5,6,7,8,9,10], f=[1,2,3,4,5,6,7,8,9,10],"
+      " g=[1,2,3,4,5,6,7,8,9,10]).where(a * b <= 60, c + d + e >= 8, (f * g) % 3 != 1)");
+  guint64 size;
+  g_assert_true(ts_sched_space_size(space, &size));
+  g_assert_cmpuint(size, ==, 10000000);
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(TsTuneStrategy) s = new_strategy(all[i], space, NULL, 8);
+    Run r;
+    run_strategy(s, space, NULL, NULL, 10, 100, FALSE, NULL, &r);
+    double ms = (g_get_monotonic_time() - t0) / 1000.0;
+    g_assert_cmpuint(r.proposed, ==, 100);
+    g_test_message("10^7 points: %s proposed 100 in %.1f ms (creation included)", all[i], ms);
+    /* Generous (sanitizers, loaded machines); materialising the space takes far longer. */
+    g_assert_cmpfloat(ms, <, 5000.0);
+    run_clear(&r);
+  }
+}
+
+/* ---- the registration hook ---- */
+
+/* A class that proposes nothing new: the strategy's safety net must keep the search going. */
+typedef struct {
+  const TsSchedSpace *space;
+  guint observed;
+} Lazy;
+
+static gpointer
+lazy_create(const TsSchedSpace *space, const TsSchedEnv *env, GRand *rng, GError **error)
+{
+  Lazy *l = g_new0(Lazy, 1);
+  l->space = space;
+  return l;
+}
+
+static gboolean
+lazy_propose(gpointer state, guint n, gboolean (*seen)(gpointer, const TsSchedPoint *),
+             gpointer seen_data, GPtrArray *out, GError **error)
+{
+  Lazy *l = state;
+  /* Repeats the first point (seen after the first call, repeated within a batch) and a point
+   * outside the space; all must be dropped. */
+  for (guint i = 0; i < n; i++)
+    g_ptr_array_add(out, ts_sched_space_point_at(l->space, 0));
+  g_ptr_array_add(out, ts_sched_point_parse("dict(a=77)", NULL));
+  return TRUE;
+}
+
+static void
+lazy_observe(gpointer state, const TsSchedPoint *point, gboolean ok, double cost)
+{
+  ((Lazy *)state)->observed++;
+}
+
+static void
+test_register(void)
+{
+  TsTuneStrategyClass klass = {
+      .name = "lazy",
+      .create = lazy_create,
+      .destroy = g_free,
+      .propose = lazy_propose,
+      .observe = lazy_observe,
+  };
+  ts_tune_strategy_register(&klass);
+  g_assert_true(g_strv_contains(ts_tune_strategy_names(), "lazy"));
+  g_assert_true(g_strv_contains(ts_tune_strategy_names(), "exhaustive"));
+
+  /* point_at(0) = (0,0,0,0) is valid in the landscape. */
+  g_autoptr(TsSchedSpace) space = parse_space(LANDSCAPE);
+  Landscape ls;
+  landscape_init(&ls, space, SMOOTH, 0);
+  g_autoptr(TsTuneStrategy) s = new_strategy("lazy", space, NULL, 4);
+  Run r;
+  run_strategy(s, space, NULL, &ls, 6, G_MAXUINT64, FALSE, NULL, &r);
+  g_assert_cmpuint(r.proposed, ==, ls.n_valid);
+  run_clear(&r);
+  ts_sched_point_free(ls.opt);
+}
+
+/* Environment names in constraints: the strategy checks validity under the env it was given. */
+static void
+test_env(void)
+{
+  g_autoptr(TsSchedSpace) space =
+      parse_space("dict(BM=[16,32,64,128], BN=[16,32,64,128], stages=[1,2,3,4])"
+                  ".where(M % BM == 0, (BM + BN) * 32 * stages * 2 <= smem_bytes)");
+  g_autoptr(TsSchedEnv) env = ts_sched_env_new();
+  ts_sched_env_set(env, "M", 96);
+  ts_sched_env_set(env, "smem_bytes", 24576);
+  guint64 count;
+  g_assert_true(ts_sched_space_count_valid(space, env, &count, NULL));
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+    g_autoptr(TsTuneStrategy) s = new_strategy(all[i], space, env, 2);
+    Run r;
+    run_strategy(s, space, env, NULL, 3, G_MAXUINT64, FALSE, NULL, &r);
+    g_assert_cmpuint(r.proposed, ==, count);
+    run_clear(&r);
+  }
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/strategy/names", test_names);
+  g_test_add_func("/strategy/exhaustive-order", test_exhaustive_order);
+  g_test_add_func("/strategy/full-coverage", test_full_coverage);
+  g_test_add_func("/strategy/determinism", test_determinism);
+  g_test_add_func("/strategy/failures", test_failures);
+  g_test_add_func("/strategy/resume", test_resume);
+  g_test_add_func("/strategy/all-observed", test_all_observed);
+  g_test_add_func("/strategy/env", test_env);
+  g_test_add_func("/strategy/ten-million", test_ten_million);
+  g_test_add_func("/strategy/register", test_register);
+  g_test_add_func("/strategy/speed-smooth", test_speed_smooth);
+  g_test_add_func("/strategy/speed-rugged", test_speed_rugged);
+  return g_test_run();
+}
