@@ -1,0 +1,195 @@
+/* ts-tune-replay-compare.c — strategy comparison on a recorded space: drives each strategy
+ * through ts_tune_strategy_new/propose/observe against the replay for a fixed number of counted
+ * evaluations and several seeds, and prints the table. How unrecorded points are counted is
+ * explained under "Validity" in ts-tune-replay.h. */
+#include "ts-tune-replay-private.h"
+
+#include <math.h>
+
+#include "ts-tune-strategy.h"
+
+/* "Reached" means within 5% of the optimum: optimum / best >= 0.95. */
+#define REACH_FRACTION 0.95
+
+struct _TsTuneReplayComparison {
+  GArray *scores; /* TsTuneReplayScore; .strategy points into names */
+  GPtrArray *names;
+  char *header; /* what was replayed: kernel, device, counts, optimum */
+  guint budget, repeats;
+  guint64 seed;
+};
+
+void
+ts_tune_replay_comparison_free(TsTuneReplayComparison *comparison)
+{
+  if (!comparison)
+    return;
+  g_array_unref(comparison->scores);
+  g_ptr_array_unref(comparison->names);
+  g_free(comparison->header);
+  g_free(comparison);
+}
+
+typedef struct {
+  double best_s;        /* INFINITY until a valid configuration is seen */
+  guint evals;          /* counted evaluations */
+  guint evals_to_reach; /* 0 when not reached */
+  double cost_ms;
+} RunResult;
+
+/* One strategy, one seed. */
+static gboolean
+run_once(const TsTuneReplay *replay, const char *name, const TsSchedEnv *env, guint budget,
+         guint64 seed, RunResult *out, GError **error)
+{
+  *out = (RunResult){INFINITY, 0, 0, 0.0};
+  g_autoptr(TsTuneStrategy) strategy = ts_tune_strategy_new(name, replay->space, env, seed, error);
+  if (!strategy)
+    return FALSE;
+  double optimum = replay->best->time_s;
+  guint64 size = G_MAXUINT64, proposed = 0;
+  ts_sched_space_size(replay->space, &size);
+  /* A strategy never proposes a point twice, so at most `size` proposals; the bound only guards
+   * against a strategy that breaks that promise looping on unrecorded points forever. */
+  while (out->evals < budget && proposed < size) {
+    /* One at a time: every strategy sees each outcome before it proposes again, so "evaluations
+     * to reach 95%" measures search efficiency, not batch size. */
+    g_autoptr(GPtrArray) batch = ts_tune_strategy_propose(strategy, 1, error);
+    if (!batch)
+      return FALSE;
+    if (batch->len == 0)
+      break; /* the strategy has nothing left to try */
+    for (guint i = 0; i < batch->len; i++) {
+      const TsSchedPoint *p = g_ptr_array_index(batch, i);
+      TsTuneReplayResult r;
+      gboolean ok = ts_tune_replay_lookup(replay, p, &r);
+      proposed++;
+      if (r.status == TS_TUNE_REPLAY_NOT_RECORDED) {
+        ts_tune_strategy_observe(strategy, p, FALSE, 0.0);
+        continue;
+      }
+      out->evals++;
+      out->cost_ms += r.cost_ms;
+      ts_tune_strategy_observe(strategy, p, ok, ok ? r.time_s : 0.0);
+      if (ok && r.time_s < out->best_s) {
+        out->best_s = r.time_s;
+        if (!out->evals_to_reach && optimum / out->best_s >= REACH_FRACTION)
+          out->evals_to_reach = out->evals;
+      }
+    }
+  }
+  return TRUE;
+}
+
+static char *
+describe(const TsTuneReplay *replay)
+{
+  const TsSchedPoint *best = NULL;
+  double opt = ts_tune_replay_optimum(replay, &best);
+  g_autofree char *pt = ts_sched_point_to_string(best);
+  guint64 size = 0;
+  gboolean fits = ts_sched_space_size(replay->space, &size);
+  g_autofree char *size_text =
+      fits ? g_strdup_printf("%" G_GUINT64_FORMAT, size) : g_strdup("more than 2^64");
+  return g_strdup_printf("replay of %s on %s (%s): %u recorded of %s configurations, %u valid, "
+                         "%u failed\noptimum %.6g ms at %s",
+                         replay->kernel ? replay->kernel : "(unnamed kernel)",
+                         replay->device ? replay->device : "(unnamed device)", replay->name,
+                         replay->entries->len, size_text, replay->n_valid, replay->n_failed,
+                         opt * 1e3, pt);
+}
+
+TsTuneReplayComparison *
+ts_tune_replay_compare(const TsTuneReplay *replay, const char *const *strategies, guint budget,
+                       guint repeats, guint64 seed, GError **error)
+{
+  g_return_val_if_fail(replay != NULL, NULL);
+  if (!replay->best) {
+    g_set_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_EMPTY,
+                "%s: no valid configuration is recorded, so there is no optimum to compare with",
+                replay->name);
+    return NULL;
+  }
+  if (!strategies)
+    strategies = ts_tune_strategy_names();
+  g_autoptr(TsSchedEnv) env = ts_sched_env_new();
+  g_autoptr(TsTuneReplayComparison) cmp = g_new0(TsTuneReplayComparison, 1);
+  cmp->scores = g_array_new(FALSE, TRUE, sizeof(TsTuneReplayScore));
+  cmp->names = g_ptr_array_new_with_free_func(g_free);
+  cmp->header = describe(replay);
+  cmp->budget = budget;
+  cmp->repeats = repeats;
+  cmp->seed = seed;
+  double optimum = replay->best->time_s;
+
+  for (guint s = 0; strategies[s]; s++) {
+    char *name = g_strdup(strategies[s]);
+    g_ptr_array_add(cmp->names, name);
+    TsTuneReplayScore score = {
+        .strategy = name, .repeats = repeats, .min_fraction = repeats ? 1.0 : 0.0};
+    double sum_reach = 0;
+    for (guint r = 0; r < repeats; r++) {
+      RunResult rr;
+      if (!run_once(replay, name, env, budget, seed + r, &rr, error))
+        return NULL;
+      double fraction = isfinite(rr.best_s) ? optimum / rr.best_s : 0.0;
+      score.mean_fraction += fraction / repeats;
+      score.min_fraction = MIN(score.min_fraction, fraction);
+      score.mean_evals += (double)rr.evals / repeats;
+      score.mean_cost_ms += rr.cost_ms / repeats;
+      if (rr.evals_to_reach) {
+        score.n_reached++;
+        sum_reach += rr.evals_to_reach;
+      }
+    }
+    score.mean_evals_to_95 = score.n_reached ? sum_reach / score.n_reached : NAN;
+    g_array_append_val(cmp->scores, score);
+  }
+  return g_steal_pointer(&cmp);
+}
+
+guint
+ts_tune_replay_comparison_n_scores(const TsTuneReplayComparison *comparison)
+{
+  g_return_val_if_fail(comparison != NULL, 0);
+  return comparison->scores->len;
+}
+
+const TsTuneReplayScore *
+ts_tune_replay_comparison_score(const TsTuneReplayComparison *comparison, guint i)
+{
+  g_return_val_if_fail(comparison != NULL && i < comparison->scores->len, NULL);
+  return &g_array_index(comparison->scores, TsTuneReplayScore, i);
+}
+
+char *
+ts_tune_replay_comparison_to_string(const TsTuneReplayComparison *comparison)
+{
+  g_return_val_if_fail(comparison != NULL, NULL);
+  GString *s = g_string_new(comparison->header);
+  g_string_append_printf(s,
+                         "\nbudget %u evaluations, %u repeats (seeds %" G_GUINT64_FORMAT
+                         "..%" G_GUINT64_FORMAT ")\n",
+                         comparison->budget, comparison->repeats, comparison->seed,
+                         comparison->seed + (comparison->repeats ? comparison->repeats - 1 : 0));
+  g_string_append_printf(s, "%-14s %10s %9s %11s %12s %13s %8s %12s\n", "strategy", "of-optimum",
+                         "worst", "reached-95%", "not-reached", "evals-to-95%", "evals", "cost-s");
+  for (guint i = 0; i < comparison->scores->len; i++) {
+    const TsTuneReplayScore *r = &g_array_index(comparison->scores, TsTuneReplayScore, i);
+    g_autofree char *reach =
+        isnan(r->mean_evals_to_95) ? g_strdup("-") : g_strdup_printf("%.1f", r->mean_evals_to_95);
+    g_autofree char *frac = g_strdup_printf("%u/%u", r->n_reached, r->repeats);
+    g_string_append_printf(s, "%-14s %10.3f %9.3f %11s %12u %13s %8.1f %12.2f\n", r->strategy,
+                           r->mean_fraction, r->min_fraction, frac, r->repeats - r->n_reached,
+                           reach, r->mean_evals, r->mean_cost_ms * 1e-3);
+  }
+  return g_string_free(s, FALSE);
+}
+
+void
+ts_tune_replay_comparison_print(const TsTuneReplayComparison *comparison, FILE *out)
+{
+  g_return_if_fail(comparison != NULL);
+  g_autofree char *text = ts_tune_replay_comparison_to_string(comparison);
+  fputs(text, out ? out : stdout);
+}

@@ -1,0 +1,166 @@
+/* ts-tune-replay.h — replay of recorded tuning files, and strategy comparison on them.
+ *
+ * A replay serves measurements from a file recorded by an earlier tuning run instead of running
+ * code, so search strategies can be compared on real recorded GPU spaces on a machine without a
+ * GPU. Two formats are read, detected from their content (either may be gzip-compressed; that is
+ * detected from the magic bytes 1f 8b, not the file name):
+ *
+ *   Kernel Tuner cache file  { "device_name", "kernel_name", "problem_size", "tune_params_keys",
+ *                              "tune_params": { param: [values...] }, "objective",
+ *                              "cache": { "v1,v2,...": { param: value..., "time": ms | marker,
+ *                                         "times": [ms...], "compile_time", "verification_time",
+ *                                         "benchmark_time", ... } } }
+ *                            "time" may be one of the markers "InvalidConfig",
+ *                            "CompilationFailedConfig", "RuntimeFailedConfig"; a number of 1e20 or
+ *                            more is the marker older Kernel Tuner versions wrote for an invalid
+ *                            configuration. A file whose run was interrupted (Kernel Tuner appends
+ *                            entries and closes the braces at the end) is read as far as it goes.
+ *   T4 results file          { "schema_version", "results": [ { "configuration": {...},
+ *                              "invalidity": "correct|compile|runtime|correctness|constraints|
+ *                              timeout", "objectives": ["time"], "times": { "compilation",
+ *                              "benchmark", "validation", "runtimes": [ms...], ... },
+ *                              "measurements": [ { "name", "value", "unit" } ] } ] }
+ *                            (the open auto-tuning schema Kernel Tuner writes with
+ *                            store_output_file). It carries no tune_params, so the space is built
+ *                            from the configurations seen: knobs in first-seen order, integer
+ *                            values ascending, other values in first-seen order. Device and kernel
+ *                            live in T4's separate metadata file and are NULL here.
+ *
+ * The space. A dict-form TsSchedSpace, knobs = the tuned parameters in file order (tune_params_keys
+ * when present), values as listed in tune_params. A parameter whose values are all JSON integers
+ * is an integer knob; any other parameter (booleans, floats, strings, mixed lists) is a string
+ * knob whose values are Python's str() of the JSON value ("True", "2.45", "alg_1") — the text
+ * Kernel Tuner itself puts in cache keys — since a knob cannot mix integers and strings.
+ *
+ * Validity. Which configurations were recorded is an arbitrary set that no constraint expression
+ * encodes, so the space has no constraints: strategies get the full product space, and the
+ * replay answers "not recorded" for the points it lacks. A comparison (below) observes such a
+ * point as failed (ok = FALSE) at zero cost and does not count it as an evaluation: a
+ * configuration Kernel Tuner never recorded is one its restrictions excluded before running, so
+ * trying it costs nothing on the real machine either. A recorded failure (invalid, compile or
+ * runtime error) does count, and is charged its recorded cost.
+ *
+ * Times. The replayed time of a configuration is the median of its "times" samples when present
+ * (the samples include the warm-up run, which the mean in "time" does not drop), else "time";
+ * in seconds, like the strategies' costs. The optimum is the configuration of least replayed time.
+ * The recorded cost of an evaluation is compile + verification + benchmark time, in ms, so a
+ * budget in milliseconds can charge each replayed evaluation what it cost on the GPU.
+ *
+ * Errors (TS_TUNE_REPLAY_ERROR) name the file and the problem: "FILE: cache entry '128,7':
+ * block_size_x = 7 is not in tune_params (128, 256)".
+ */
+#pragma once
+
+#include <stdio.h>
+
+#include <glib.h>
+
+#include "ts-sched.h"
+
+G_BEGIN_DECLS
+
+#define TS_TUNE_REPLAY_ERROR (ts_tune_replay_error_quark())
+GQuark ts_tune_replay_error_quark(void);
+
+typedef enum {
+  TS_TUNE_REPLAY_ERROR_IO,     /* cannot read the file, or corrupt / truncated gzip */
+  TS_TUNE_REPLAY_ERROR_PARSE,  /* not JSON */
+  TS_TUNE_REPLAY_ERROR_FORMAT, /* JSON, but not a recorded file we understand, or inconsistent */
+  TS_TUNE_REPLAY_ERROR_EMPTY,  /* compare: no valid recorded configuration */
+} TsTuneReplayError;
+
+typedef enum {
+  TS_TUNE_REPLAY_FORMAT_KERNEL_TUNER, /* Kernel Tuner cache file */
+  TS_TUNE_REPLAY_FORMAT_T4,           /* T4 results file */
+} TsTuneReplayFormat;
+
+typedef enum {
+  TS_TUNE_REPLAY_OK,
+  TS_TUNE_REPLAY_INVALID,       /* InvalidConfig / "constraints": rejected at launch */
+  TS_TUNE_REPLAY_COMPILE_ERROR, /* CompilationFailedConfig / "compile" */
+  TS_TUNE_REPLAY_RUNTIME_ERROR, /* RuntimeFailedConfig / "runtime" */
+  TS_TUNE_REPLAY_WRONG_RESULT,  /* T4 "correctness" */
+  TS_TUNE_REPLAY_TIMEOUT,       /* T4 "timeout" */
+  TS_TUNE_REPLAY_NOT_RECORDED,  /* the file has no entry for the point */
+} TsTuneReplayStatus;
+
+/* "ok", "invalid", "compile_error", "runtime_error", "wrong_result", "timeout", "not_recorded". */
+const char *ts_tune_replay_status_name(TsTuneReplayStatus status);
+
+typedef struct {
+  TsTuneReplayStatus status;
+  double time_s;           /* replayed time in seconds when status is OK, else NAN */
+  const double *samples_s; /* the recorded samples in seconds (owned by the replay), or NULL */
+  guint n_samples;
+  double cost_ms; /* compile + verification + benchmark time recorded, ms; 0 when not
+                   * recorded or when the file has no timings */
+} TsTuneReplayResult;
+
+typedef struct _TsTuneReplay TsTuneReplay;
+
+/* Loads a recorded file (see the top of this file for the formats). */
+TsTuneReplay *ts_tune_replay_load(const char *path, GError **error);
+/* Same from memory; name is used in error messages. */
+TsTuneReplay *ts_tune_replay_load_data(const void *data, gsize len, const char *name,
+                                       GError **error);
+void ts_tune_replay_free(TsTuneReplay *replay);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTuneReplay, ts_tune_replay_free)
+
+TsTuneReplayFormat ts_tune_replay_format(const TsTuneReplay *replay);
+/* The recorded space (no constraints; see "Validity" above). Owned by the replay. */
+const TsSchedSpace *ts_tune_replay_space(const TsTuneReplay *replay);
+const char *ts_tune_replay_device(const TsTuneReplay *replay);    /* NULL when not recorded */
+const char *ts_tune_replay_kernel(const TsTuneReplay *replay);    /* NULL when not recorded */
+const char *ts_tune_replay_objective(const TsTuneReplay *replay); /* "time" by default */
+/* Configurations in the file, those with a time, and those recorded as failures. */
+guint ts_tune_replay_n_recorded(const TsTuneReplay *replay);
+guint ts_tune_replay_n_valid(const TsTuneReplay *replay);
+guint ts_tune_replay_n_failed(const TsTuneReplay *replay);
+/* Least replayed time in seconds and its point (owned by the replay); NAN and NULL when no
+ * configuration is valid. */
+double ts_tune_replay_optimum(const TsTuneReplay *replay, const TsSchedPoint **point);
+
+/* What the file recorded for point (knobs matched by name; extra knobs are ignored). Returns
+ * TRUE when the status is OK. */
+gboolean ts_tune_replay_lookup(const TsTuneReplay *replay, const TsSchedPoint *point,
+                               TsTuneReplayResult *result);
+/* The recorded configurations in file order (owned by the replay; i < n_recorded). */
+const TsSchedPoint *ts_tune_replay_recorded_point(const TsTuneReplay *replay, guint i);
+
+/* ---- strategy comparison ---- */
+
+/* Each strategy run `repeats` times (seeds seed, seed+1, ...) for `budget` counted evaluations
+ * (recorded configurations, valid or failed; see "Validity"), one proposal at a time so that
+ * every strategy sees every outcome before its next proposal. */
+typedef struct {
+  const char *strategy; /* owned by the comparison */
+  guint repeats;
+  double mean_fraction;    /* mean over repeats of optimum / best found (1.0 = optimum; 0 when a
+                            * run found no valid configuration) */
+  double min_fraction;     /* the worst repeat */
+  guint n_reached;         /* repeats that reached 95% of the optimum (optimum / best >= 0.95) */
+  double mean_evals_to_95; /* mean counted evaluations to get there, over the repeats that did;
+                            * NAN when none did */
+  double mean_evals;       /* counted evaluations made (below budget when a strategy ran out) */
+  double mean_cost_ms;     /* recorded cost of those evaluations */
+} TsTuneReplayScore;
+
+typedef struct _TsTuneReplayComparison TsTuneReplayComparison;
+
+/* strategies: NULL-terminated names, or NULL for every registered strategy
+ * (ts_tune_strategy_names()). Errors: TS_TUNE_REPLAY_ERROR_EMPTY when nothing valid is recorded;
+ * a strategy's own errors (unknown name ...) are passed on. */
+TsTuneReplayComparison *ts_tune_replay_compare(const TsTuneReplay *replay,
+                                               const char *const *strategies, guint budget,
+                                               guint repeats, guint64 seed, GError **error);
+void ts_tune_replay_comparison_free(TsTuneReplayComparison *comparison);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTuneReplayComparison, ts_tune_replay_comparison_free)
+guint ts_tune_replay_comparison_n_scores(const TsTuneReplayComparison *comparison);
+const TsTuneReplayScore *ts_tune_replay_comparison_score(const TsTuneReplayComparison *comparison,
+                                                         guint i);
+/* A table: a header naming the recorded file's kernel, device, optimum, budget and repeats, then
+ * one row per strategy. */
+char *ts_tune_replay_comparison_to_string(const TsTuneReplayComparison *comparison);
+void ts_tune_replay_comparison_print(const TsTuneReplayComparison *comparison, FILE *out);
+
+G_END_DECLS
