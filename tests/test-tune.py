@@ -93,7 +93,7 @@ want = {"ok": "ok", "slow": "ok", "wrong": "wrong_result", "segv": "runtime_erro
 for mode, st in want.items():
     got = status.get('dict(mode="%s")' % mode)
     ok(got == st, "mode %s recorded as %s (got %s)" % (mode, st, got))
-msg = db_rows(db2, "SELECT error_text FROM trial WHERE schedule = 'dict(mode=\"segv\")'")[0][0]
+msg = db_rows(db2, "SELECT error FROM trial WHERE schedule = 'dict(mode=\"segv\")'")[0][0]
 # Under AddressSanitizer the worker's own handler turns the signal into an exit status.
 ok("signal 11" in msg or "exited with status" in msg, "the crash is explained: %s" % msg)
 best = db_rows(db2, "SELECT t.schedule FROM best b JOIN trial t ON t.id = b.trial_id")
@@ -121,13 +121,13 @@ proc.send_signal(signal.SIGKILL)
 proc.wait()
 ok(stored_before >= 5, "the tuner stored %d trials before kill -9" % stored_before)
 ok(db_rows(db3, "PRAGMA integrity_check")[0][0] == "ok", "integrity_check ok after kill -9")
-kept = set(r[0] for r in db_rows(db3, "SELECT hash FROM trial"))
+kept = set(r[0] for r in db_rows(db3, "SELECT schedule_hash FROM trial"))
 ok(len(kept) >= stored_before, "no committed trial lost (%d >= %d)" % (len(kept), stored_before))
 p = tt("tune", *GEMM, "--space", BIG, "--strategy", "random", "--budget", "10", "--db", db3,
        "--json", check=0)
 res = json.loads(p.stdout)
 ok(res["resumed"] == len(kept), "the re-run resumed the %d stored trials" % len(kept))
-hashes = [r[0] for r in db_rows(db3, "SELECT hash FROM trial")]
+hashes = [r[0] for r in db_rows(db3, "SELECT schedule_hash FROM trial")]
 ok(len(hashes) == len(set(hashes)) == len(kept) + res["measured"],
    "no point measured twice (%d rows, %d distinct)" % (len(hashes), len(set(hashes))))
 

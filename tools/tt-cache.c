@@ -174,8 +174,10 @@ tt_cmd_import(int argc, char **argv)
   if (db == NULL)
     return tt_fail(tt_error_code(error), error);
   TsDbImportStats st = {0};
-  if (!ts_db_import_file(db, argv[1], &st, &error))
+  if (!ts_db_import_file(db, argv[1], &st, &error)) {
+    g_prefix_error(&error, "%s: ", argv[1]);
     return tt_fail(tt_error_code(error), error);
+  }
   g_print("imported %s: %u trials added, %u already present; %u workloads, %u devices, "
           "%u toolchains added; %u best schedules changed\n",
           argv[1], st.trials_added, st.trials_existing, st.workloads_added, st.devices_added,

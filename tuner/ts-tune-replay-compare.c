@@ -46,6 +46,7 @@ run_once(const TsTuneReplay *replay, const char *name, const TsSchedEnv *env, gu
   g_autoptr(TsTuneStrategy) strategy = ts_tune_strategy_new(name, replay->space, env, seed, error);
   if (!strategy)
     return FALSE;
+  ts_tune_strategy_set_budget(strategy, budget);
   double optimum = replay->best->time_s;
   guint64 size = G_MAXUINT64, proposed = 0;
   ts_sched_space_size(replay->space, &size);

@@ -8,7 +8,9 @@
 
 #include <gio/gio.h>
 
-G_DEFINE_QUARK(ts - tune - replay - error - quark, ts_tune_replay_error)
+/* clang-format off */
+G_DEFINE_QUARK(ts-tune-replay-error-quark, ts_tune_replay_error)
+/* clang-format on */
 
 const char *
 ts_tune_replay_status_name(TsTuneReplayStatus status)

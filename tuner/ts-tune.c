@@ -13,7 +13,6 @@
 #include "ts-tune-stats.h"
 #include "ts-tune-worker.h"
 
-G_DEFINE_QUARK(ts-tune-error-quark, ts_tune_error)
 
 /* Replace the best only when faster with p below this (one-sided Mann–Whitney). */
 #define BEST_ALPHA 0.01
@@ -349,6 +348,9 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
                                                             error);
   if (strategy == NULL)
     return FALSE;
+  /* Annealing cools over the evaluations it will get. */
+  if (cfg->budget_evals)
+    ts_tune_strategy_set_budget(strategy, cfg->budget_evals);
   if (!ts_tune_key_ids(cfg->db, cfg->inst, cfg->backend, &sum->workload_id, &sum->device_id,
                        &sum->toolchain_id, error))
     return FALSE;
