@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dev.sh — one-command set-up for a fresh Debian 12 machine: installs the Debian packages the
 # build needs (when missing), configures and builds, then runs the main job or the tests.
-#   ./dev.sh tune [tessera-tune args...]   build, then the main job (default: f32 GEMM 1024^3, best backend)
+#   ./dev.sh tune [tessera-tune args...]   build, then the main job (default: tune f32 GEMM 1024^3)
 #   ./dev.sh test                          build, then the whole test suite, then the ASan+UBSan build's
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -33,8 +33,10 @@ case "$cmd" in
   tune)
     install_missing
     build build
-    # The main job: the default f32 GEMM workload on the best backend found.
-    [ $# -gt 0 ] || set -- run gemm --shape M=1024,N=1024,K=1024 --dtype f32 --backend auto
+    # The main job: tune f32 GEMM 1024^3 on the best backend found, into the default schedule
+    # cache ($XDG_CACHE_HOME/tessera/schedules.db). A re-run resumes where it stopped.
+    [ $# -gt 0 ] || set -- tune gemm --shape M=1024,N=1024,K=1024 --dtype f32 --backend auto \
+                            --strategy evolutionary --budget 30
     exec ./build/tools/tessera-tune "$@"
     ;;
   test)

@@ -45,4 +45,15 @@ expect 2 "unknown --stage" -- lower gemm --shape M=64,N=64,K=64 --stage tiles
 expect 2 'unknown command' -- frobnicate
 expect 3 'auto, cpu|known' -- run saxpy --shape N=64 --backend tpu
 
+# Strategy comparison on a recorded (replayed) space: exhaustive with a budget covering every
+# configuration reaches the optimum; the table is deterministic for a seed.
+R=${G_TEST_SRCDIR:-$(dirname "$0")}/data/replay-small.json
+expect 0 'exhaustive +1\.000 +1\.000' -- strategies compare --replay "$R" --budget 24 --repeats 3
+a=$("$TT" strategies compare --replay "$R" --budget 5 --repeats 4 --seed 9)
+b=$("$TT" strategies compare --replay "$R" --budget 5 --repeats 4 --seed 9)
+n=$((n+1)); [ "$a" = "$b" ] || fail "strategies compare is not deterministic for a seed"; echo "ok $n - deterministic comparison"
+expect 2 'needs --replay' -- strategies compare
+expect 2 'nope.json' -- strategies compare --replay /nonexistent/nope.json
+expect 0 '^annealing$' -- strategies
+
 echo "1..$n"

@@ -32,6 +32,7 @@ tt_args_clear(TtArgs *a)
   g_free(a->db);
   g_free(a->strategy);
   g_free(a->output);
+  g_free(a->replay);
 }
 
 int
@@ -99,11 +100,15 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
     {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output, "Write to FILE instead of stdout",
      "FILE"},
     {"limit", 0, 0, G_OPTION_ARG_INT, &a->limit, "Show at most N trials (default all)", "N"},
+    {"replay", 0, 0, G_OPTION_ARG_FILENAME, &a->replay,
+     "Recorded tuning file (Kernel Tuner cache JSON or T4 results, plain or gzip)", "FILE"},
+    {"repeats", 0, 0, G_OPTION_ARG_INT, &a->repeats, "Seeds per strategy (default 10)", "R"},
   };
   static const guint masks[] = {
     TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
     TT_OPT_JSON,     TT_OPT_STAGE,    TT_OPT_DB,       TT_OPT_TUNE,  TT_OPT_TUNE,    TT_OPT_TUNE,
     TT_OPT_TUNE,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
+    TT_OPT_REPLAY,   TT_OPT_REPLAY,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];
@@ -360,6 +365,8 @@ print_usage(void)
           "  import FILE merge an exported JSON file into the schedule cache\n"
           "  lower OP    print Graph, Schedule, Tile and Target IR of a schedule point\n"
           "  run OP      compile, verify and time one schedule point\n"
+          "  strategies  list the search strategies; 'strategies compare --replay FILE' ranks\n"
+          "              them on a recorded tuning file\n"
           "  ops         list the ops, their dims and default spaces\n"
           "  devices     list the backends and their devices\n\n"
           "'tessera-tune COMMAND --help' documents each command.\n%s\n",
@@ -381,7 +388,7 @@ main(int argc, char **argv)
   } commands[] = {
     {"tune", tt_cmd_tune},     {"lookup", tt_cmd_lookup}, {"show", tt_cmd_show},
     {"export", tt_cmd_export}, {"import", tt_cmd_import}, {"lower", cmd_lower},
-    {"run", cmd_run},
+    {"run", cmd_run},          {"strategies", tt_cmd_strategies},
   };
   const char *cmd = argv[1];
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)

@@ -26,13 +26,14 @@ enum {
   TT_OPT_NEAREST = 1 << 9,  /* --nearest */
   TT_OPT_OUTPUT = 1 << 10,  /* --output */
   TT_OPT_LIMIT = 1 << 11,   /* --limit */
+  TT_OPT_REPLAY = 1 << 12,  /* --replay --repeats */
 };
 
 typedef struct {
-  char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output;
+  char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output, *replay;
   gint64 seed;
   gboolean json, nearest;
-  gint budget, limit, top;
+  gint budget, limit, top, repeats;
   double budget_ms, timeout_s;
 } TtArgs;
 
@@ -60,3 +61,4 @@ int tt_cmd_lookup(int argc, char **argv);
 int tt_cmd_show(int argc, char **argv);
 int tt_cmd_export(int argc, char **argv);
 int tt_cmd_import(int argc, char **argv);
+int tt_cmd_strategies(int argc, char **argv);
