@@ -82,6 +82,11 @@ ok(again["measured"] == 0 and again["resumed"] == 16, "a re-run resumes and meas
 p = tt("show", *GEMM, "--db", db1, "--json", check=0)
 ok(len(json.loads(p.stdout)) == 16, "show lists every trial")
 
+p = tt("tune", *GEMM, "--space", SPACE, "--strategy", "exhaustive", "--db", db1)
+ok("% roof" in p.stdout and "measured f32 FMA peak" in p.stdout,
+   "the final table reports each candidate against the measured roofline")
+ok(db_rows(db1, "SELECT peaks FROM device")[0][0] is not None, "the ceilings are stored")
+
 # 2. Faulty candidates are recorded with the right status and the tune completes.
 db2 = os.path.join(TMP, "faults.db")
 p = tt("tune", "test_fault", "--shape", "N=1000", "--strategy", "exhaustive", "--timeout", "3",

@@ -103,12 +103,14 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
     {"replay", 0, 0, G_OPTION_ARG_FILENAME, &a->replay,
      "Recorded tuning file (Kernel Tuner cache JSON or T4 results, plain or gzip)", "FILE"},
     {"repeats", 0, 0, G_OPTION_ARG_INT, &a->repeats, "Seeds per strategy (default 10)", "R"},
+    {"measure", 0, 0, G_OPTION_ARG_NONE, &a->measure,
+     "Measure the device ceilings (FMA peak, memory bandwidth) and store them", NULL},
   };
   static const guint masks[] = {
     TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
     TT_OPT_JSON,     TT_OPT_STAGE,    TT_OPT_DB,       TT_OPT_TUNE,  TT_OPT_TUNE,    TT_OPT_TUNE,
     TT_OPT_TUNE,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
-    TT_OPT_REPLAY,   TT_OPT_REPLAY,
+    TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];
@@ -331,9 +333,33 @@ cmd_ops(void)
   return TT_EXIT_OK;
 }
 
-static int
-cmd_devices(void)
+gboolean
+tt_ceilings(TsDb *db, TsBackend *backend, gint64 device_id, gboolean remeasure, gboolean quiet,
+            TsProfCeilings *out, GError **error)
 {
+  g_autoptr(GError) local = NULL;
+  g_autofree char *json = remeasure ? NULL : ts_db_get_device_peaks(db, device_id, &local);
+  if (json && ts_prof_ceilings_from_json(json, out))
+    return TRUE;
+  if (!quiet)
+    g_print("measuring the device ceilings (FMA peak, memory bandwidth)...\n");
+  if (!ts_prof_measure_ceilings(backend, out, error))
+    return FALSE;
+  g_autofree char *fresh = ts_prof_ceilings_to_json(out);
+  return ts_db_set_device_peaks(db, device_id, fresh, error);
+}
+
+static int
+cmd_devices(int argc, char **argv)
+{
+  g_auto(TtArgs) a = {0};
+  if (!tt_parse("devices", "",
+                "List the backends and their devices. With --measure, run the ceiling\n"
+                "microbenchmarks (f32 FMA peak on one and all cores, STREAM triad bandwidth)\n"
+                "and store them in the schedule cache's device row; tune's table reports each\n"
+                "candidate against them (fraction of the roofline bound).",
+                TT_OPT_MEASURE | TT_OPT_DB, &a, &argc, &argv))
+    return TT_EXIT_USAGE;
   int status = TT_EXIT_OK;
   for (const char *const *n = ts_backend_names(); *n; n++) {
     g_autoptr(GError) error = NULL;
@@ -348,6 +374,25 @@ cmd_devices(void)
             d->backend, d->name, d->arch, d->compute_units, d->memory_bytes / 1073741824.0,
             d->l1_bytes / 1024, d->l2_bytes / 1024, d->l3_bytes / 1024, d->vector_bits,
             d->toolchain);
+    if (!a.measure)
+      continue;
+    g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_DEFAULT, &error);
+    gint64 dev_id = 0;
+    TsProfCeilings c;
+    if (db) {
+      TsDbDevice dev = {d->backend, d->name, d->arch, d->compute_units, d->memory_bytes,
+                        d->l1_bytes, d->l2_bytes, d->l3_bytes, d->smem_per_block,
+                        d->vector_bits};
+      dev_id = ts_db_ensure_device(db, &dev, &error);
+    }
+    if (dev_id == 0 || !tt_ceilings(db, b, dev_id, TRUE, FALSE, &c, &error)) {
+      g_printerr("tessera-tune: %s\n", error->message);
+      status = tt_error_code(error);
+      continue;
+    }
+    g_print("       ceilings: f32 FMA %.1f GFLOP/s on one core, %.1f GFLOP/s on %u; "
+            "memory %.1f GB/s (stored in %s)\n",
+            c.f32_gflops_core, c.f32_gflops_all, d->compute_units, c.dram_gbps, ts_db_path(db));
   }
   return status;
 }
@@ -397,7 +442,7 @@ main(int argc, char **argv)
   if (strcmp(cmd, "ops") == 0)
     return cmd_ops();
   if (strcmp(cmd, "devices") == 0)
-    return cmd_devices();
+    return cmd_devices(argc - 1, argv + 1);
   /* Internal: the isolated process that runs candidates for the tuner (ts-tune-worker.h). */
   if (strcmp(cmd, "worker") == 0)
     return ts_tune_worker_main(0, 1);

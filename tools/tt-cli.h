@@ -7,6 +7,7 @@
 #include "ts-backend.h"
 #include "ts-db.h"
 #include "ts-op.h"
+#include "ts-prof.h"
 
 enum { TT_EXIT_OK = 0, TT_EXIT_CANDIDATE = 1, TT_EXIT_USAGE = 2, TT_EXIT_MACHINE = 3 };
 
@@ -27,12 +28,13 @@ enum {
   TT_OPT_OUTPUT = 1 << 10,  /* --output */
   TT_OPT_LIMIT = 1 << 11,   /* --limit */
   TT_OPT_REPLAY = 1 << 12,  /* --replay --repeats */
+  TT_OPT_MEASURE = 1 << 13, /* --measure */
 };
 
 typedef struct {
   char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output, *replay;
   gint64 seed;
-  gboolean json, nearest;
+  gboolean json, nearest, measure;
   gint budget, limit, top, repeats;
   double budget_ms, timeout_s;
 } TtArgs;
@@ -53,6 +55,11 @@ int tt_error_code(const GError *error);
 TsOpInstance *tt_workload(const char *op, const TtArgs *a, GError **error);
 TsBackend *tt_backend(const TtArgs *a, GError **error);
 TsDb *tt_db(const TtArgs *a, TsDbOpenFlags flags, GError **error);
+/* The device's measured ceilings from the cache, measured and stored first when missing (or
+ * always, with remeasure). Prints a line when it measures, unless quiet. */
+gboolean tt_ceilings(TsDb *db, TsBackend *backend, gint64 device_id, gboolean remeasure,
+                     gboolean quiet, TsProfCeilings *out, GError **error);
+
 /* The absolute path of the running binary (the tuner re-executes it as its worker). */
 char *tt_self_exe(void);
 
