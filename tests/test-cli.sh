@@ -53,6 +53,7 @@ expect 0 'exhaustive +1\.000 +1\.000' -- strategies compare --replay "$R" --budg
 a=$("$TT" strategies compare --replay "$R" --budget 5 --repeats 4 --seed 9)
 b=$("$TT" strategies compare --replay "$R" --budget 5 --repeats 4 --seed 9)
 n=$((n+1)); [ "$a" = "$b" ] || fail "strategies compare is not deterministic for a seed"; echo "ok $n - deterministic comparison"
+expect 0 'exhaustive' -- strategies compare --replay "$R" --budget-ms 1 --repeats 2
 expect 2 'needs --replay' -- strategies compare
 expect 2 'nope.json' -- strategies compare --replay /nonexistent/nope.json
 expect 0 '^annealing$' -- strategies

@@ -477,6 +477,24 @@ test_compare_exhaustive_reaches_optimum(void)
   g_assert_cmpfloat(ts_tune_replay_comparison_score(big, 0)->mean_fraction, ==, 1.0);
 }
 
+/* A time budget charges each evaluation its recorded compile + benchmark time (each entry of
+ * the small file costs about 400 ms): 1000 ms buys three evaluations, the third crossing it. */
+static void
+test_compare_time_budget(void)
+{
+  g_autoptr(TsTuneReplay) r = load_data_file("replay-small.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsTuneReplayComparison) c =
+    ts_tune_replay_compare_timed(r, both, 0, 1000.0, 3, 7, &error);
+  g_assert_no_error(error);
+  for (guint i = 0; i < 2; i++) {
+    const TsTuneReplayScore *x = ts_tune_replay_comparison_score(c, i);
+    g_assert_cmpfloat(x->mean_cost_ms, >=, 1000.0);
+    g_assert_cmpfloat(x->mean_evals, >=, 2.0);
+    g_assert_cmpfloat(x->mean_evals, <=, 3.0);
+  }
+}
+
 static void
 test_compare_deterministic(void)
 {
@@ -576,6 +594,7 @@ main(int argc, char **argv)
   g_test_add_func("/replay/null", test_null_accepted);
   g_test_add_func("/replay/compare/exhaustive-optimum", test_compare_exhaustive_reaches_optimum);
   g_test_add_func("/replay/compare/deterministic", test_compare_deterministic);
+  g_test_add_func("/replay/compare/time-budget", test_compare_time_budget);
   g_test_add_func("/replay/compare/errors", test_compare_errors);
   g_test_add_func("/replay/compare/samples", test_compare_samples);
   return g_test_run();

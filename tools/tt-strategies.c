@@ -12,14 +12,16 @@
 int
 tt_cmd_strategies(int argc, char **argv)
 {
-  g_auto(TtArgs) a = {.seed = 1, .budget = 20, .repeats = 10};
+  g_auto(TtArgs) a = {.seed = 1, .budget = -1, .repeats = 10};
   if (!tt_parse("strategies", "[compare]",
                 "Without arguments, list the search strategies. 'compare' replays a recorded\n"
                 "tuning file (--replay) and prints, per strategy over --repeats seeds, the mean\n"
                 "fraction of the optimum reached after --budget evaluations (optimum time / best\n"
                 "time found, 1 = optimum), the worst repeat, how many repeats reached 95% of the\n"
                 "optimum, the mean evaluations needed to get there, and the recorded compile and\n"
-                "benchmark time those evaluations cost. Unrecorded configurations count as\n"
+                "benchmark time those evaluations cost. With --budget-ms each evaluation is\n"
+                "charged its recorded compile and benchmark time and a run stops when the\n"
+                "budget is spent, as a real tune would. Unrecorded configurations count as\n"
                 "failed and cost nothing.",
                 TT_OPT_REPLAY | TT_OPT_TUNE | TT_OPT_SEED, &a, &argc, &argv))
     return TT_EXIT_USAGE;
@@ -32,20 +34,24 @@ tt_cmd_strategies(int argc, char **argv)
     return tt_usage("strategies takes no argument or 'compare'");
   if (a.replay == NULL)
     return tt_usage("strategies compare needs --replay FILE");
-  if (a.budget <= 0 || a.repeats <= 0)
-    return tt_usage("--budget and --repeats must be positive");
+  /* --budget-ms alone: time is the only limit; neither: 20 evaluations. */
+  if (a.budget < 0)
+    a.budget = a.budget_ms > 0 ? 0 : 20;
+  if (a.budget < 0 || a.budget_ms < 0 || a.repeats <= 0 || (a.budget == 0 && a.budget_ms == 0))
+    return tt_usage("--budget or --budget-ms, and --repeats, must be positive");
   g_autoptr(GError) error = NULL;
   g_autoptr(TsTuneReplay) replay = ts_tune_replay_load(a.replay, &error);
   if (replay == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
   g_auto(GStrv) names = a.strategy ? g_strsplit(a.strategy, ",", -1) : NULL;
   g_autoptr(TsTuneReplayComparison) cmp =
-    ts_tune_replay_compare(replay, (const char *const *)names, (guint)a.budget,
-                           (guint)a.repeats, (guint64)a.seed, &error);
+    ts_tune_replay_compare_timed(replay, (const char *const *)names, (guint)a.budget,
+                                 a.budget_ms, (guint)a.repeats, (guint64)a.seed, &error);
   if (cmp == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
-  g_print("# tessera-tune strategies compare --replay %s --budget %d --repeats %d --seed %"
-          G_GINT64_FORMAT "\n", a.replay, a.budget, a.repeats, a.seed);
+  g_print("# tessera-tune strategies compare --replay %s --budget %d --budget-ms %.0f --repeats "
+          "%d --seed %" G_GINT64_FORMAT "\n",
+          a.replay, a.budget, a.budget_ms, a.repeats, a.seed);
   ts_tune_replay_comparison_print(cmp, stdout);
   return TT_EXIT_OK;
 }

@@ -40,19 +40,23 @@ typedef struct {
 /* One strategy, one seed. */
 static gboolean
 run_once(const TsTuneReplay *replay, const char *name, const TsSchedEnv *env, guint budget,
-         guint64 seed, RunResult *out, GError **error)
+         double budget_ms, guint64 seed, RunResult *out, GError **error)
 {
   *out = (RunResult){INFINITY, 0, 0, 0.0};
   g_autoptr(TsTuneStrategy) strategy = ts_tune_strategy_new(name, replay->space, env, seed, error);
   if (!strategy)
     return FALSE;
-  ts_tune_strategy_set_budget(strategy, budget);
+  if (budget)
+    ts_tune_strategy_set_budget(strategy, budget);
   double optimum = replay->best->time_s;
   guint64 size = G_MAXUINT64, proposed = 0;
   ts_sched_space_size(replay->space, &size);
   /* A strategy never proposes a point twice, so at most `size` proposals; the bound only guards
    * against a strategy that breaks that promise looping on unrecorded points forever. */
-  while (out->evals < budget && proposed < size) {
+  /* budget 0: only the recorded time limits the run; budget_ms 0: only the count does. Each
+   * evaluation is charged its recorded compile + benchmark time, as a real tune would pay. */
+  while ((budget == 0 || out->evals < budget) && (budget_ms <= 0 || out->cost_ms < budget_ms) &&
+         proposed < size) {
     /* One at a time: every strategy sees each outcome before it proposes again, so "evaluations
      * to reach 95%" measures search efficiency, not batch size. */
     g_autoptr(GPtrArray) batch = ts_tune_strategy_propose(strategy, 1, error);
@@ -104,6 +108,14 @@ TsTuneReplayComparison *
 ts_tune_replay_compare(const TsTuneReplay *replay, const char *const *strategies, guint budget,
                        guint repeats, guint64 seed, GError **error)
 {
+  return ts_tune_replay_compare_timed(replay, strategies, budget, 0.0, repeats, seed, error);
+}
+
+TsTuneReplayComparison *
+ts_tune_replay_compare_timed(const TsTuneReplay *replay, const char *const *strategies,
+                             guint budget, double budget_ms, guint repeats, guint64 seed,
+                             GError **error)
+{
   g_return_val_if_fail(replay != NULL, NULL);
   if (!replay->best) {
     g_set_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_EMPTY,
@@ -131,7 +143,7 @@ ts_tune_replay_compare(const TsTuneReplay *replay, const char *const *strategies
     double sum_reach = 0;
     for (guint r = 0; r < repeats; r++) {
       RunResult rr;
-      if (!run_once(replay, name, env, budget, seed + r, &rr, error))
+      if (!run_once(replay, name, env, budget, budget_ms, seed + r, &rr, error))
         return NULL;
       double fraction = isfinite(rr.best_s) ? optimum / rr.best_s : 0.0;
       score.mean_fraction += fraction / repeats;

@@ -153,6 +153,13 @@ typedef struct _TsTuneReplayComparison TsTuneReplayComparison;
 TsTuneReplayComparison *ts_tune_replay_compare(const TsTuneReplay *replay,
                                                const char *const *strategies, guint budget,
                                                guint repeats, guint64 seed, GError **error);
+/* The same with a time budget as well: each evaluation is charged its recorded compile and
+ * benchmark time (cost_ms), and a run stops once budget_ms is spent (0: no time limit; budget 0:
+ * no count limit — one of the two must be set). */
+TsTuneReplayComparison *ts_tune_replay_compare_timed(const TsTuneReplay *replay,
+                                                     const char *const *strategies, guint budget,
+                                                     double budget_ms, guint repeats,
+                                                     guint64 seed, GError **error);
 void ts_tune_replay_comparison_free(TsTuneReplayComparison *comparison);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTuneReplayComparison, ts_tune_replay_comparison_free)
 guint ts_tune_replay_comparison_n_scores(const TsTuneReplayComparison *comparison);
