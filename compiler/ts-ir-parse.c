@@ -6,6 +6,7 @@
  */
 #include "ts-ir.h"
 #include "ts-ir-private.h"
+#include "ts-suggest.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -175,7 +176,7 @@ parse_dtype(Parser *p, TsDtype *out)
     static const char *const names[] = {"f64",      "f32",      "tf32",  "bf16", "f16",
                                         "fp8_e4m3", "fp8_e5m2", "int32", "int8", "int4",
                                         "fp64",     "fp32",     "fp16"};
-    const char *hint = ts__ir_suggest(name, names, G_N_ELEMENTS(names));
+    const char *hint = ts__suggest(name, names, G_N_ELEMENTS(names));
     g_autofree char *raw = tok_text(p, t);
     g_autofree char *dym = hint ? g_strdup_printf("; did you mean '%s'?", hint) : g_strdup("");
     fail(p, TS_IR_ERROR_UNKNOWN_DTYPE, "unknown dtype '%s' at column %u (known: %s)%s", raw,
@@ -269,7 +270,7 @@ parse_policy(Parser *p, TsDtypePolicy *out)
       if (g_str_equal(s, policy_names[i]))
         which = i;
     if (which == N_POLICIES) {
-      const char *hint = ts__ir_suggest(s, policy_names, N_POLICIES);
+      const char *hint = ts__suggest(s, policy_names, N_POLICIES);
       if (hint != NULL)
         fail(p, TS_IR_ERROR_UNKNOWN_POLICY,
              "unknown policy '@%s' at column %u; did you mean '@%s'?", s, column(at), hint);
@@ -390,7 +391,7 @@ ts_tensor_type_parse(const char *text, GError **error)
     static const char *const kw[] = {"Tensor"};
     g_autofree char *d = describe(&p, t);
     fail(&p, TS_IR_ERROR_PARSE, "expected 'Tensor[', found %s%s", d,
-         head != NULL && ts__ir_suggest(head, kw, 1) ? "; did you mean 'Tensor'?" : "");
+         head != NULL && ts__suggest(head, kw, 1) ? "; did you mean 'Tensor'?" : "");
     ok = FALSE;
   } else {
     advance(&p);

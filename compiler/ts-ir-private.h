@@ -14,9 +14,6 @@ gboolean ts__ir_parse_size(const char *digits, gsize len, gint64 *out);
  * Each factor is an identifier or a positive integer. NULL when the name is malformed. */
 char *ts__ir_dim_canonical(const char *name);
 
-/* The closest of n candidates within edit distance 2 (case-insensitive), or NULL. */
-const char *ts__ir_suggest(const char *word, const char *const *candidates, guint n);
-
 /* "f64, f32, tf32, ..." — for "unknown dtype" messages. */
 const char *ts__ir_known_dtypes(void);
 

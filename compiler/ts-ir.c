@@ -88,42 +88,6 @@ ts__ir_known_dtypes(void)
   return list;
 }
 
-/* Levenshtein distance, case-insensitive; words here are short (< 32 chars). */
-static guint
-edit_distance(const char *a, const char *b)
-{
-  gsize la = strlen(a), lb = strlen(b);
-  g_autofree guint *row = g_new(guint, lb + 1);
-  for (gsize j = 0; j <= lb; j++)
-    row[j] = (guint)j;
-  for (gsize i = 1; i <= la; i++) {
-    guint diag = row[0];
-    row[0] = (guint)i;
-    for (gsize j = 1; j <= lb; j++) {
-      guint up = row[j];
-      guint cost = g_ascii_tolower(a[i - 1]) == g_ascii_tolower(b[j - 1]) ? 0 : 1;
-      row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
-      diag = up;
-    }
-  }
-  return row[lb];
-}
-
-const char *
-ts__ir_suggest(const char *word, const char *const *candidates, guint n)
-{
-  const char *best = NULL;
-  guint best_d = 3; /* further than 2 edits is a different word, not a typo */
-  for (guint i = 0; word != NULL && i < n; i++) {
-    guint d = edit_distance(word, candidates[i]);
-    if (d < best_d) {
-      best_d = d;
-      best = candidates[i];
-    }
-  }
-  return best;
-}
-
 gboolean
 ts__ir_parse_size(const char *digits, gsize len, gint64 *out)
 {

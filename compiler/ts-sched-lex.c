@@ -78,45 +78,6 @@ ts__sched_error_at(GError **error, TsSchedError code, const char *src, int line,
   g_string_free(s, TRUE);
 }
 
-guint
-ts__sched_edit_distance(const char *a, const char *b)
-{
-  gsize la = strlen(a), lb = strlen(b);
-  g_autofree guint *row = g_new(guint, lb + 1);
-  for (gsize j = 0; j <= lb; j++)
-    row[j] = (guint)j;
-  for (gsize i = 1; i <= la; i++) {
-    guint diag = row[0];
-    row[0] = (guint)i;
-    for (gsize j = 1; j <= lb; j++) {
-      guint up = row[j];
-      guint best = diag + (a[i - 1] != b[j - 1]);
-      best = MIN(best, up + 1);
-      best = MIN(best, row[j - 1] + 1);
-      diag = up;
-      row[j] = best;
-    }
-  }
-  return row[lb];
-}
-
-const char *
-ts__sched_suggest(const char *word, const char *const *candidates, guint n)
-{
-  const char *best = NULL;
-  guint best_d = G_MAXUINT;
-  /* Two edits catch most typos; more than a third of the word suggests something unrelated. */
-  guint limit = MIN(2u, MAX(1u, (guint)strlen(word) / 3 + 1));
-  for (guint i = 0; i < n; i++) {
-    guint d = ts__sched_edit_distance(word, candidates[i]);
-    if (d < best_d) {
-      best_d = d;
-      best = candidates[i];
-    }
-  }
-  return best_d <= limit ? best : NULL;
-}
-
 static void
 push(TsParser *p, TsTokKind kind, int line, int col, gboolean nl)
 {

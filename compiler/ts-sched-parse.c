@@ -2,6 +2,7 @@
  * (`base = ...; base.with_warps(4)`), the chained methods of the catalog, dict(...), value
  * lists and .where(...). Produces a TsSchedSpace; every error carries a caret. */
 #include "ts-sched-private.h"
+#include "ts-suggest.h"
 
 #include <string.h>
 
@@ -297,7 +298,7 @@ fail_unknown_knob(Ctx *c, const TsTok *name, GError **error)
     cand[n++] = with[m];
   }
   cand[n++] = "where";
-  const char *best = ts__sched_suggest(name->text, cand, n);
+  const char *best = ts__suggest(name->text, cand, n);
   if (best)
     fail(c, name, TS_SCHED_ERROR_UNKNOWN_KNOB, error, "unknown knob '%s'; did you mean '%s'?",
          name->text, best);
@@ -352,7 +353,7 @@ parse_chain(Ctx *c, GError **error)
     TsSchedSpace *var = g_hash_table_lookup(c->vars, t->text);
     if (!var) {
       g_autofree const char **names = (const char **)g_hash_table_get_keys_as_array(c->vars, NULL);
-      const char *best = ts__sched_suggest(t->text, names, g_hash_table_size(c->vars));
+      const char *best = ts__suggest(t->text, names, g_hash_table_size(c->vars));
       fail(c, t, TS_SCHED_ERROR_PARSE, error, "unknown schedule '%s'%s%s%s", t->text,
            best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
       return NULL;

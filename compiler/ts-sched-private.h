@@ -74,9 +74,6 @@ const char *ts__sched_tok_describe(const TsTok *t, char *buf, gsize size);
 
 void ts__sched_error_at(GError **error, TsSchedError code, const char *src, int line, int col,
                         const char *fmt, ...) G_GNUC_PRINTF(6, 7);
-guint ts__sched_edit_distance(const char *a, const char *b);
-/* The closest candidate within a small edit distance, or NULL. */
-const char *ts__sched_suggest(const char *word, const char *const *candidates, guint n);
 
 /* ---- expressions ---- */
 typedef enum {
