@@ -162,6 +162,23 @@ tt_db(const TtArgs *a, TsDbOpenFlags flags, GError **error)
   return ts_db_open(a->db, flags, error);
 }
 
+int
+tt_open(const char *op, const TtArgs *a, TsDbOpenFlags flags, TsOpInstance **inst,
+        TsBackend **backend, TsDb **db)
+{
+  g_autoptr(GError) error = NULL;
+  *inst = tt_workload(op, a, &error);
+  if (*inst == NULL)
+    return tt_fail(TT_EXIT_USAGE, error);
+  *backend = tt_backend(a, &error);
+  if (*backend == NULL)
+    return tt_fail(TT_EXIT_MACHINE, error);
+  *db = tt_db(a, flags, &error);
+  if (*db == NULL)
+    return tt_fail(tt_error_code(error), error);
+  return TT_EXIT_OK;
+}
+
 char *
 tt_self_exe(void)
 {

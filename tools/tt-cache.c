@@ -20,15 +20,12 @@ tt_cmd_lookup(int argc, char **argv)
   if (argc != 2)
     return tt_usage("lookup takes one OP");
   g_autoptr(GError) error = NULL;
-  g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
-  if (inst == NULL)
-    return tt_fail(TT_EXIT_USAGE, error);
-  g_autoptr(TsBackend) backend = tt_backend(&a, &error);
-  if (backend == NULL)
-    return tt_fail(TT_EXIT_MACHINE, error);
-  g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_READ_ONLY, &error);
-  if (db == NULL)
-    return tt_fail(tt_error_code(error), error);
+  g_autoptr(TsOpInstance) inst = NULL;
+  g_autoptr(TsBackend) backend = NULL;
+  g_autoptr(TsDb) db = NULL;
+  int rc = tt_open(argv[1], &a, TS_DB_OPEN_READ_ONLY, &inst, &backend, &db);
+  if (rc != TT_EXIT_OK)
+    return rc;
   TsDbKey key;
   g_autofree char *shape = NULL, *dtype = NULL;
   ts_tune_lookup_key(inst, backend, &key, &shape, &dtype);
@@ -70,15 +67,12 @@ tt_cmd_show(int argc, char **argv)
   if (argc != 2)
     return tt_usage("show takes one OP");
   g_autoptr(GError) error = NULL;
-  g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
-  if (inst == NULL)
-    return tt_fail(TT_EXIT_USAGE, error);
-  g_autoptr(TsBackend) backend = tt_backend(&a, &error);
-  if (backend == NULL)
-    return tt_fail(TT_EXIT_MACHINE, error);
-  g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_DEFAULT, &error);
-  if (db == NULL)
-    return tt_fail(tt_error_code(error), error);
+  g_autoptr(TsOpInstance) inst = NULL;
+  g_autoptr(TsBackend) backend = NULL;
+  g_autoptr(TsDb) db = NULL;
+  int rc = tt_open(argv[1], &a, TS_DB_OPEN_DEFAULT, &inst, &backend, &db);
+  if (rc != TT_EXIT_OK)
+    return rc;
   gint64 w, d, t;
   if (!ts_tune_key_ids(db, inst, backend, &w, &d, &t, &error))
     return tt_fail(tt_error_code(error), error);

@@ -55,6 +55,11 @@ int tt_error_code(const GError *error);
 TsOpInstance *tt_workload(const char *op, const TtArgs *a, GError **error);
 TsBackend *tt_backend(const TtArgs *a, GError **error);
 TsDb *tt_db(const TtArgs *a, TsDbOpenFlags flags, GError **error);
+/* The workload OP --shape --dtype, the backend and the schedule cache, for the commands that
+ * take all three. Returns TT_EXIT_OK, or prints the error and returns the exit code. */
+int tt_open(const char *op, const TtArgs *a, TsDbOpenFlags flags, TsOpInstance **inst,
+            TsBackend **backend, TsDb **db);
+
 /* The device's measured ceilings from the cache, measured and stored first when missing (or
  * always, with remeasure). Prints a line when it measures, unless quiet. */
 gboolean tt_ceilings(TsDb *db, TsBackend *backend, gint64 device_id, gboolean remeasure,

@@ -111,15 +111,12 @@ tt_cmd_tune(int argc, char **argv)
   if (a.budget < -1 || a.budget_ms < 0 || a.timeout_s <= 0)
     return tt_usage("--budget, --budget-ms and --timeout must be positive");
   g_autoptr(GError) error = NULL;
-  g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
-  if (inst == NULL)
-    return tt_fail(TT_EXIT_USAGE, error);
-  g_autoptr(TsBackend) backend = tt_backend(&a, &error);
-  if (backend == NULL)
-    return tt_fail(TT_EXIT_MACHINE, error);
-  g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_DEFAULT, &error);
-  if (db == NULL)
-    return tt_fail(tt_error_code(error), error);
+  g_autoptr(TsOpInstance) inst = NULL;
+  g_autoptr(TsBackend) backend = NULL;
+  g_autoptr(TsDb) db = NULL;
+  int rc = tt_open(argv[1], &a, TS_DB_OPEN_DEFAULT, &inst, &backend, &db);
+  if (rc != TT_EXIT_OK)
+    return rc;
 
   TsTuneConfig cfg;
   ts_tune_config_init(&cfg);
