@@ -44,6 +44,30 @@ def db_rows(db, sql, *params):
         con.close()
 
 
+def mann_whitney_less(a, b):
+    """P-value that a is stochastically smaller than b (normal approximation with tie and
+    continuity corrections), as tuner/ts-tune-stats.c computes it."""
+    import math
+    if len(a) < 3 or len(b) < 3:
+        return 1.0
+    tagged = sorted([(v, 1) for v in a] + [(v, 0) for v in b])
+    n, i, rank_a, ties = len(tagged), 0, 0.0, 0.0
+    while i < n:
+        j = i
+        while j + 1 < n and tagged[j + 1][0] == tagged[i][0]:
+            j += 1
+        mid, k = (i + j) / 2.0 + 1.0, j - i + 1
+        ties += k ** 3 - k
+        rank_a += mid * sum(1 for m in range(i, j + 1) if tagged[m][1])
+        i = j + 1
+    u = rank_a - len(a) * (len(a) + 1) / 2.0
+    var = len(a) * len(b) / 12.0 * ((n + 1) - ties / (n * (n - 1.0)))
+    if var <= 0:
+        return 1.0
+    z = (u - len(a) * len(b) / 2.0 + 0.5) / math.sqrt(var)
+    return 0.5 * math.erfc(-z / math.sqrt(2))
+
+
 GEMM = ["gemm", "--shape", "M=40,N=36,K=20"]
 SPACE = ("block(m=[12,24], n=[32], k=[8,16]).micro(m=[4,6], n=[8,16]).vector([8])"
          ".unroll([2]).threads([1])")
@@ -56,15 +80,19 @@ ok(p.returncode == 0, "exhaustive tune exits 0")
 summary = json.loads(p.stdout)
 ok(summary["exhausted"] and summary["measured"] == summary["valid_points"] == 16,
    "exhaustive measures every valid point (%s)" % summary["measured"])
-rows = db_rows(db1, "SELECT id, median_ns FROM trial WHERE status = 'ok'")
+rows = db_rows(db1, "SELECT id, median_ns, samples FROM trial WHERE status = 'ok'")
 ok(len(rows) == 16, "16 verified trials stored")
 best = db_rows(db1, "SELECT trial_id FROM best")
 ok(len(best) == 1, "one best row")
-fastest = min(r[1] for r in rows)
-best_median = [r[1] for r in rows if r[0] == best[0][0]][0]
-# The best changes only when faster beyond noise, so it is the fastest or tied with it.
-ok(best_median <= fastest * 1.10, "best (%.0f ns) is the fastest within noise (%.0f ns)"
-   % (best_median, fastest))
+# The best changes only for a candidate faster beyond noise, and the run ends by comparing the
+# fastest stored trial with the best: so the best is the fastest trial, or the fastest is not
+# faster than it beyond noise (the tuner's own test: one-sided Mann-Whitney U, p < 0.01).
+fastest = min(rows, key=lambda r: r[1])
+best_row = [r for r in rows if r[0] == best[0][0]][0]
+p_value = mann_whitney_less(json.loads(fastest[2]), json.loads(best_row[2]))
+ok(fastest[0] == best_row[0] or p_value >= 0.01,
+   "the best (%.0f ns) is the fastest (%.0f ns) up to noise (p = %.3g)"
+   % (best_row[1], fastest[1], p_value))
 p = tt("lookup", *GEMM, "--db", db1, "--json", check=0)
 look = json.loads(p.stdout)
 ok(look["trial"] == best[0][0] and look["exact"], "lookup returns the stored best")

@@ -323,6 +323,25 @@ resume(Loop *l, GError **error)
   return TRUE;
 }
 
+/* Candidates are compared with the best of their moment, so a trial measured early can end up
+ * faster beyond noise than a best promoted later. One last comparison, of the fastest stored
+ * trial against the best, makes the stored best the minimum up to noise. */
+static gboolean
+reconcile_best(Loop *l, GError **error)
+{
+  TsTuneSummary *s = l->sum;
+  g_autoptr(GPtrArray) ranked = ts_db_list_trials(l->cfg->db, s->workload_id, s->device_id,
+                                                  s->toolchain_id, TS_DB_ORDER_BEST_FIRST, error);
+  if (ranked == NULL)
+    return FALSE;
+  if (ranked->len == 0)
+    return TRUE;
+  const TsDbTrial *fastest = g_ptr_array_index(ranked, 0);
+  if (fastest->status != TS_DB_TRIAL_OK)
+    return TRUE;
+  return maybe_promote(l, fastest, error);
+}
+
 gboolean
 ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
 {
@@ -410,6 +429,8 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
         break;
     }
   }
+  if (ok)
+    ok = reconcile_best(&l, error);
   sum->elapsed_ms = elapsed_ms(&l);
   if (sum->run_id)
     ts_db_end_run(cfg->db, sum->run_id, ok ? "done" : "failed", NULL);
