@@ -244,7 +244,7 @@ ts_op_run(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
           const TsRunOptions *options, GError **error)
 {
   g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(inst, backend, point, &entry, error);
+  g_autofree char *src = ts_op_emit(inst, ts_backend_name(backend), point, &entry, error);
   if (src == NULL)
     return NULL;
   return ts_op_run_source(inst, backend, src, entry, options, error);

@@ -436,15 +436,21 @@ ts__op_declare_params(const TsOpInstance *inst, TsTileKernel *kernel)
     ts_tile_kernel_add_float_param(kernel, op->float_names[i]);
 }
 
+/* "gemm_f32_<point hash>": names the kernel in Tile IR and, prefixed with ts_, its entry. */
+static char *
+kernel_name(const TsOpInstance *inst, const TsSchedPoint *point)
+{
+  return g_strdup_printf("%s_%s_%s", inst->op->name, ts_dtype_name(inst->dtype.storage),
+                         ts_sched_point_hash(point));
+}
+
 TsTileKernel *
 ts_op_lower(const TsOpInstance *inst, const char *backend, const TsSchedPoint *point,
             GError **error)
 {
   if (space_for(inst->op, backend, error) == NULL)
     return NULL;
-  g_autofree char *name = g_strdup_printf("%s_%s_%s", inst->op->name,
-                                          ts_dtype_name(inst->dtype.storage),
-                                          ts_sched_point_hash(point));
+  g_autofree char *name = kernel_name(inst, point);
   g_autoptr(TsTileKernel) kernel = ts_tile_kernel_new(name, inst->op->name, &inst->dtype);
   ts__op_declare_params(inst, kernel);
   if (inst->op->lower_cpu == NULL) {
@@ -458,13 +464,11 @@ ts_op_lower(const TsOpInstance *inst, const char *backend, const TsSchedPoint *p
 }
 
 char *
-ts_op_emit(const TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, char **entry,
+ts_op_emit(const TsOpInstance *inst, const char *be, const TsSchedPoint *point, char **entry,
            GError **error)
 {
-  const char *be = ts_backend_name(backend);
-  g_autofree char *sym = g_strdup_printf("ts_%s_%s_%s", inst->op->name,
-                                         ts_dtype_name(inst->dtype.storage),
-                                         ts_sched_point_hash(point));
+  g_autofree char *name = kernel_name(inst, point);
+  g_autofree char *sym = g_strconcat("ts_", name, NULL);
   char *src = NULL;
   if (inst->op->emit_cpu_source != NULL) {
     if (space_for(inst->op, be, error) == NULL)

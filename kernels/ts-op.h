@@ -85,7 +85,7 @@ TsGraph *ts_op_instance_graph(const TsOpInstance *inst);
 TsTileKernel *ts_op_lower(const TsOpInstance *inst, const char *backend,
                           const TsSchedPoint *point, GError **error);
 /* Target source for a complete point; the entry symbol is written to *entry. */
-char *ts_op_emit(const TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+char *ts_op_emit(const TsOpInstance *inst, const char *backend, const TsSchedPoint *point,
                  char **entry, GError **error);
 
 typedef enum {

@@ -84,17 +84,27 @@ replace_all(const char *s, const char *from, const char *to)
   return g_strjoinv(to, parts);
 }
 
+/* The default point's emitted source for a workload (tests then break it on purpose). */
+static char *
+default_source(const char *op, const char *shape, TsOpInstance **inst, char **entry)
+{
+  g_autoptr(GError) error = NULL;
+  *inst = ts_op_instance_new(op, shape, "f32", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(*inst, "cpu", NULL, &error);
+  g_assert_no_error(error);
+  char *src = ts_op_emit(*inst, "cpu", point, entry, &error);
+  g_assert_no_error(error);
+  return src;
+}
+
 static void
 test_wrong_kernel_caught(void)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(TsOpInstance) inst = ts_op_instance_new("saxpy", "N=1001", "f32", &error);
-  g_assert_no_error(error);
-  g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", NULL, &error);
-  g_assert_no_error(error);
+  g_autoptr(TsOpInstance) inst = NULL;
   g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(inst, backend, point, &entry, &error);
-  g_assert_no_error(error);
+  g_autofree char *src = default_source("saxpy", "N=1001", &inst, &entry);
   g_assert_nonnull(strstr(src, "alpha * x + y"));
   /* A sign error: every element is computed, so only the comparison with the reference can
    * catch it. */
@@ -112,13 +122,9 @@ static void
 test_unwritten_output_caught(void)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=16,N=16,K=16", "f32", &error);
-  g_assert_no_error(error);
-  g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", NULL, &error);
-  g_assert_no_error(error);
+  g_autoptr(TsOpInstance) inst = NULL;
   g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(inst, backend, point, &entry, &error);
-  g_assert_no_error(error);
+  g_autofree char *src = default_source("gemm", "M=16,N=16,K=16", &inst, &entry);
   /* Skip the last row of C: the poisoned NaNs there must fail verification. */
   g_autofree char *bad = replace_all(src, "const int64_t mc = min(BM, M - ic);",
                                      "const int64_t mc = min(BM, M - 1 - ic);");

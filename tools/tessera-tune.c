@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "ts-backend.h"
-#include "ts-emit.h"
 #include "ts-op.h"
 #include "ts-tune-worker.h"
 #include "tt-cli.h"
@@ -262,8 +261,8 @@ cmd_lower(int argc, char **argv)
       print_stage("tile", t);
     }
     if (all || strcmp(stage, "target") == 0) {
-      g_autofree char *entry = g_strdup_printf("ts_%s", kernel->name);
-      g_autofree char *src = ts_emit_c(kernel, entry, kernel->name, &error);
+      /* Exactly the source the tuner compiles for this point, banner included. */
+      g_autofree char *src = ts_op_emit(inst, backend_name, point, NULL, &error);
       if (src == NULL)
         return tt_fail(TT_EXIT_USAGE, error);
       print_stage("target (C)", src);

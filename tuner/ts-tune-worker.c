@@ -78,6 +78,8 @@ result_to_json(const TsTrialResult *r, const char *refused)
   g_autoptr(JsonNode) root = json_builder_get_root(b);
   return json_to_string(root, FALSE);
 }
+#undef STR
+#undef NUM
 
 static TsTrialStatus
 status_from_name(const char *name)

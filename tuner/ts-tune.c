@@ -111,7 +111,8 @@ compile_one(gpointer data, gpointer user_data)
 {
   Candidate *c = data;
   g_autoptr(GError) error = NULL;
-  c->source = ts_op_emit(c->cfg->inst, c->cfg->backend, c->point, &c->entry, &error);
+  c->source = ts_op_emit(c->cfg->inst, ts_backend_name(c->cfg->backend), c->point, &c->entry,
+                         &error);
   if (c->source == NULL) {
     c->compile_error = g_strdup(error->message);
     return;
