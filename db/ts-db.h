@@ -237,4 +237,94 @@ gboolean ts_db_import_json(TsDb *db, const char *json, gssize length, TsDbImport
                            GError **error);
 gboolean ts_db_import_file(TsDb *db, const char *path, TsDbImportStats *stats, GError **error);
 
+/* ---- the perf gate: stored baseline and check runs ---- */
+
+/* One run of tessera-perfgate over a suite on one device: a "baseline" records samples, a
+ * "check" measures again and records its verdicts. */
+typedef struct {
+  gint64 id;
+  char *kind;          /* "baseline" or "check" */
+  char *suite;         /* the suite's name */
+  gint64 device_id, toolchain_id;
+  char *git_commit;    /* full hex commit, or NULL when not run in a git checkout */
+  gboolean git_dirty;  /* the checkout had uncommitted changes */
+  char *label;         /* free text (CI job, branch), or NULL */
+  gint64 base_run_id;  /* check: the run it compared against; 0 otherwise */
+  char *status;        /* "running", "done", "failed" or "interrupted" */
+  char *verdict;       /* check: "pass", "regression" or "failed"; NULL until ended / baseline */
+  char *created_at, *finished_at; /* ISO 8601 UTC; finished_at NULL while running */
+  /* Filled by reads, for listings: */
+  char *device_name, *device_arch, *toolchain; /* toolchain: "gcc 12.2.0 tessera-kgen-1" */
+  guint n_results;
+} TsDbGateRun;
+
+void ts_db_gate_run_free(TsDbGateRun *run);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsDbGateRun, ts_db_gate_run_free)
+
+/* One workload of a gate run. Strings owned; NAN marks an unknown number (stored as NULL). */
+typedef struct {
+  gint64 id, run_id; /* set by ts_db_gate_add_result and by reads */
+  char *name;        /* the workload's name in the suite */
+  gint64 workload_id;
+  char *schedule;    /* canonical point measured (NULL when it could not be resolved) */
+  TsDbTrialStatus status;
+  char *error_text;  /* why it failed, or NULL */
+  GArray *samples_ns;      /* double: this run's samples of its own kernel, or NULL */
+  double median_ns;
+  /* The kernel binary measured, so a later check can run it again side by side with its own
+   * (stored once per hash, shared between results). NULL when not kept. */
+  char *artifact_hash;     /* hex, names the artifact; NULL when none */
+  GBytes *artifact;        /* written by add_result when non-NULL; filled by reads only when
+                              asked (ts_db_gate_list_results with_artifacts) */
+  char *entry;             /* the artifact's entry symbol */
+  char *backend;           /* the backend that built it ("cpu") */
+  /* check only (NULL / NAN for baselines): */
+  GArray *base_samples_ns; /* double: the baseline kernel measured in this run, or NULL */
+  double base_median_ns;
+  double change;           /* estimated current/baseline - 1 */
+  double p_value;
+  double threshold;
+  char *verdict;           /* "pass", "improved", "regression", "failed", "new" */
+  guint remeasured;
+  char *note;
+} TsDbGateResult;
+
+/* A zeroed result with every number NAN. */
+TsDbGateResult *ts_db_gate_result_new(void);
+void ts_db_gate_result_free(TsDbGateResult *result);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsDbGateResult, ts_db_gate_result_free)
+
+/* kind "baseline" or "check" (else TS_DB_ERROR_INVALID); base_run_id 0 for none. Returns the
+ * run's id. */
+gint64 ts_db_gate_begin(TsDb *db, const char *kind, const char *suite, gint64 device_id,
+                        gint64 toolchain_id, const char *git_commit, gboolean git_dirty,
+                        const char *label, gint64 base_run_id, GError **error);
+/* status "done", "failed" or "interrupted"; verdict NULL for baselines. */
+gboolean ts_db_gate_end(TsDb *db, gint64 run_id, const char *status, const char *verdict,
+                        GError **error);
+/* Adds a result to a running run (one transaction, the artifact included). */
+gboolean ts_db_gate_add_result(TsDb *db, const TsDbGateResult *result, gint64 *result_id,
+                               GError **error);
+
+TsDbGateRun *ts_db_gate_get_run(TsDb *db, gint64 run_id, GError **error); /* NOT_FOUND */
+/* Runs newest first, filtered by whatever is non-NULL / non-zero; limit 0: all.
+ * GPtrArray of TsDbGateRun*, owning them. */
+GPtrArray *ts_db_gate_list_runs(TsDb *db, const char *suite, gint64 device_id, const char *kind,
+                                guint limit, GError **error);
+/* The newest finished ("done") baseline of a suite on a device, or NULL with
+ * TS_DB_ERROR_NOT_FOUND. */
+TsDbGateRun *ts_db_gate_find_baseline(TsDb *db, const char *suite, gint64 device_id,
+                                      GError **error);
+/* Finished runs of a suite on a device whose git_commit starts with the hex prefix (at least
+ * 4 digits, else TS_DB_ERROR_INVALID), newest first; empty when none. */
+GPtrArray *ts_db_gate_find_by_commit(TsDb *db, const char *suite, gint64 device_id,
+                                     const char *commit_prefix, GError **error);
+/* The results of a run in insertion order (GPtrArray of TsDbGateResult*); artifacts are read
+ * only when with_artifacts. */
+GPtrArray *ts_db_gate_list_results(TsDb *db, gint64 run_id, gboolean with_artifacts,
+                                   GError **error);
+/* A stored artifact by hash, or NULL with TS_DB_ERROR_NOT_FOUND. entry/backend optional. */
+GBytes *ts_db_gate_get_artifact(TsDb *db, const char *hash, char **entry, char **backend,
+                                GError **error);
+
 G_END_DECLS

@@ -140,4 +140,29 @@ TsTrialResult *ts_op_run(TsOpInstance *inst, TsBackend *backend, const TsSchedPo
 TsTrialResult *ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source,
                                 const char *entry, const TsRunOptions *options, GError **error);
 
+/* ---- repeated timing of one compiled kernel (the perf gate's A/B rounds) ----
+ *
+ * A timer owns one module's buffers with fresh inputs, launched and verified once, and then
+ * samples it as often as asked: two timers of one instance (a baseline binary and the current
+ * one) can alternate in short rounds, so both see the same machine state. */
+typedef struct _TsOpTimer TsOpTimer;
+
+/* Prepares `module` (compiled from this instance's kernel, or loaded from a stored artifact;
+ * borrowed: it must outlive the timer) exactly as ts_op_run does: inputs from options->seed, a
+ * poisoned output, one launch, and verification unless options->verify is FALSE. *result
+ * (required) always receives the verification result (no samples). Returns NULL when the
+ * candidate failed (the status and message are in *result, error unset) or with a GError when
+ * the machinery did. */
+TsOpTimer *ts_op_timer_new(TsOpInstance *inst, TsBackend *backend, TsModule *module,
+                           const TsRunOptions *options, TsTrialResult **result, GError **error);
+void ts_op_timer_free(TsOpTimer *timer);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsOpTimer, ts_op_timer_free)
+/* n_warmup untimed launches, then n timed ones into samples_ns. */
+gboolean ts_op_timer_sample(TsOpTimer *timer, guint n_warmup, guint n, double *samples_ns,
+                            GError **error);
+/* Test hook, never for real measurements: after every timed launch, spins for `fraction` of
+ * that launch's duration and adds the spin to the sample — a real, noisy slowdown of the given
+ * size, so tests and benchmarks can fake a regression of a known size. 0 turns it off. */
+void ts_op_timer_set_slowdown(TsOpTimer *timer, double fraction);
+
 G_END_DECLS

@@ -89,6 +89,18 @@ gboolean ts_module_from_cache(const TsModule *module); /* TRUE when no compile h
 const char *ts_module_hash(const TsModule *module);    /* cache key, hex */
 const char *ts_module_log(const TsModule *module);     /* compiler warnings / link log, or "" */
 double ts_module_compile_ms(const TsModule *module);   /* 0 when from cache */
+const char *ts_module_entry(const TsModule *module);   /* the entry symbol it was loaded with */
+
+/* The module's artifact (the .so or .cubin it was loaded from), exactly as built: what the perf
+ * gate stores so a later check can run the very same binary side by side with a new one.
+ * TS_BACKEND_ERROR_IO when the file cannot be read. */
+GBytes *ts_module_get_artifact(const TsModule *module, GError **error);
+/* Loads an artifact from ts_module_get_artifact (of this backend kind and device arch) without
+ * compiling anything: it is written into the artifact cache under the hash of its bytes, then
+ * loaded. A foreign or truncated artifact is TS_BACKEND_ERROR_LOAD naming what was wrong; a
+ * missing entry symbol too. ts_module_hash() is then the hex SHA-256 of the bytes. */
+TsModule *ts_backend_load_artifact(TsBackend *backend, GBytes *artifact, const char *entry,
+                                   GError **error);
 
 TsBuffer *ts_backend_alloc(TsBackend *backend, gsize bytes, GError **error);
 void ts_backend_buffer_free(TsBackend *backend, TsBuffer *buffer);
