@@ -1,11 +1,14 @@
 /* ts-op-run.c — one trial of the spine: emit → compile → fresh random inputs and a poisoned
  * output → run → verify against the f64 reference → time. Failures of the candidate become
- * statuses with the text a user needs (compiler diagnostics, the measured error). */
+ * statuses with the text a user needs (compiler diagnostics, the measured error). A trial is a
+ * timer (the prepared, verified kernel) sampled adaptively; the perf gate keeps timers of two
+ * binaries and samples them in alternating rounds instead. */
 #include "ts-op-private.h"
 
 #include "ts-numerics.h"
 
 #include <math.h>
+#include <time.h>
 
 void
 ts_run_options_init(TsRunOptions *o)
@@ -117,12 +120,37 @@ buffers_clear(Buffers *b)
     ts_backend_buffer_free(b->backend, b->bufs[i]);
   b->n = 0;
 }
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Buffers, buffers_clear)
 
-TsTrialResult *
-ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, const char *entry,
-                 const TsRunOptions *options, GError **error)
+/* Everything a launch needs lives here (the dims copied out of the instance, the floats in the
+ * op's static definition), so a timer does not depend on the instance once it is made. */
+struct _TsOpTimer {
+  TsBackend *backend;
+  TsModule *module; /* borrowed */
+  Buffers bufs;
+  gint64 ints[4];
+  TsLaunch launch;
+  double slowdown;
+};
+
+void
+ts_op_timer_free(TsOpTimer *t)
 {
+  if (t == NULL)
+    return;
+  buffers_clear(&t->bufs);
+  g_free(t);
+}
+
+/* *result is NULL exactly when a GError is set: a machinery failure has no verification result
+ * to report. */
+TsOpTimer *
+ts_op_timer_new(TsOpInstance *inst, TsBackend *backend, TsModule *module,
+                const TsRunOptions *options, TsTrialResult **result, GError **error)
+{
+  g_return_val_if_fail(inst != NULL && backend != NULL && module != NULL, NULL);
+  g_return_val_if_fail(result != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  *result = NULL;
   TsRunOptions defaults;
   if (options == NULL) {
     ts_run_options_init(&defaults);
@@ -133,32 +161,20 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
   gsize elem = ts_numerics_elem_size(dt);
   g_autoptr(TsTrialResult) r = ts_trial_result_new();
   r->tolerance = ts_numerics_tolerance(dt, op->name);
-
-  TsSource src = {.lang = TS_LANG_C, .text = source, .entry = entry};
-  g_autoptr(GError) cerr = NULL;
-  g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &cerr);
-  if (module == NULL) {
-    if (!g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE) &&
-        !g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD)) {
-      g_propagate_error(error, g_steal_pointer(&cerr));
-      return NULL;
-    }
-    r->status = TS_TRIAL_COMPILE_ERROR;
-    g_free(r->message);
-    r->message = g_strdup(cerr->message);
-    return g_steal_pointer(&r);
-  }
   r->cache_hit = ts_module_from_cache(module);
   r->compile_ms = ts_module_compile_ms(module);
   r->artifact = g_strdup(ts_module_hash(module));
 
+  g_autoptr(TsOpTimer) t = g_new0(TsOpTimer, 1);
+  t->backend = backend;
+  t->module = module;
+  t->bufs.backend = backend;
   prepare_data(inst, options->seed);
-  g_auto(Buffers) bufs = {.backend = backend};
   for (guint i = 0; i <= op->n_inputs; i++) {
     TsBuffer *b = ts_backend_alloc(backend, elem * (gsize)inst->numel[i], error);
     if (b == NULL)
       return NULL;
-    bufs.bufs[bufs.n++] = b;
+    t->bufs.bufs[t->bufs.n++] = b;
     if (i < op->n_inputs &&
         !ts_backend_upload(backend, b, inst->inputs[i], elem * (gsize)inst->numel[i], error))
       return NULL;
@@ -167,31 +183,33 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
   g_autofree void *out = g_malloc(elem * n_out);
   /* Poison: an element the kernel never writes stays NaN and fails the check. */
   ts_numerics_poison(dt, out, n_out);
-  if (!ts_backend_upload(backend, bufs.bufs[op->n_inputs], out, elem * n_out, error))
+  if (!ts_backend_upload(backend, t->bufs.bufs[op->n_inputs], out, elem * n_out, error))
     return NULL;
 
   g_auto(GStrv) dims = g_strsplit(op->dims, ",", -1);
-  gint64 ints[4] = {0};
   guint n_ints = 0;
-  for (; dims[n_ints]; n_ints++)
-    ints[n_ints] = ts_shape_get(inst->shape, dims[n_ints]);
-  TsLaunch launch = {
-    .buffers = bufs.bufs,
+  for (; dims[n_ints]; n_ints++) {
+    g_assert(n_ints < G_N_ELEMENTS(t->ints));
+    t->ints[n_ints] = ts_shape_get(inst->shape, dims[n_ints]);
+  }
+  t->launch = (TsLaunch){
+    .buffers = t->bufs.bufs,
     .n_buffers = op->n_inputs + 1,
-    .ints = ints,
+    .ints = t->ints,
     .n_ints = n_ints,
     .floats = op->float_values,
     .n_floats = op->n_floats,
   };
   g_autoptr(GError) lerr = NULL;
-  if (!ts_backend_launch(backend, module, &launch, &lerr)) {
+  if (!ts_backend_launch(backend, module, &t->launch, &lerr)) {
     r->status = TS_TRIAL_RUNTIME_ERROR;
     g_free(r->message);
     r->message = g_strdup(lerr->message);
-    return g_steal_pointer(&r);
+    *result = g_steal_pointer(&r);
+    return NULL;
   }
   if (options->verify) {
-    if (!ts_backend_download(backend, out, bufs.bufs[op->n_inputs], elem * n_out, error))
+    if (!ts_backend_download(backend, out, t->bufs.bufs[op->n_inputs], elem * n_out, error))
       return NULL;
     gsize nonfinite = 0;
     r->rel_error = ts_numerics_rel_error(dt, out, inst->ref, n_out, &nonfinite);
@@ -205,15 +223,100 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
       else
         r->message = g_strdup_printf("relative error %.3g exceeds the %s bound %.0e", r->rel_error,
                                      ts_dtype_name(dt), r->tolerance);
-      return g_steal_pointer(&r);
+      *result = g_steal_pointer(&r);
+      return NULL;
     }
   }
+  *result = g_steal_pointer(&r);
+  return g_steal_pointer(&t);
+}
+
+static gint64
+now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (gint64)ts.tv_sec * G_GINT64_CONSTANT(1000000000) + ts.tv_nsec;
+}
+
+/* Busy, not sleeping: a sleep would give the core away and add scheduler latency instead of the
+ * requested time. Returns the time really spent, which is what a slower kernel would cost. */
+static double
+spin_ns(double ns)
+{
+  gint64 t0 = now_ns(), t;
+  do
+    t = now_ns();
+  while ((double)(t - t0) < ns);
+  return (double)(t - t0);
+}
+
+gboolean
+ts_op_timer_sample(TsOpTimer *t, guint n_warmup, guint n, double *samples_ns, GError **error)
+{
+  g_return_val_if_fail(t != NULL, FALSE);
+  g_return_val_if_fail(samples_ns != NULL || n == 0, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  if (t->slowdown <= 0)
+    return ts_backend_time(t->backend, t->module, &t->launch, n_warmup, n, samples_ns, error);
+
+  /* One launch per call, each followed by its spin: the slowdown then lands in the same machine
+   * state as the launch it stretches, as a slower kernel's would. */
+  if (n_warmup > 0 &&
+      !ts_backend_time(t->backend, t->module, &t->launch, n_warmup, 0, NULL, error))
+    return FALSE;
+  for (guint i = 0; i < n; i++) {
+    if (!ts_backend_time(t->backend, t->module, &t->launch, 0, 1, &samples_ns[i], error))
+      return FALSE;
+    samples_ns[i] += spin_ns(t->slowdown * samples_ns[i]);
+  }
+  return TRUE;
+}
+
+void
+ts_op_timer_set_slowdown(TsOpTimer *t, double fraction)
+{
+  g_return_if_fail(t != NULL);
+  g_return_if_fail(fraction >= 0);
+  t->slowdown = fraction;
+}
+
+TsTrialResult *
+ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, const char *entry,
+                 const TsRunOptions *options, GError **error)
+{
+  TsRunOptions defaults;
+  if (options == NULL) {
+    ts_run_options_init(&defaults);
+    options = &defaults;
+  }
+  TsSource src = {.lang = TS_LANG_C, .text = source, .entry = entry};
+  g_autoptr(GError) cerr = NULL;
+  g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &cerr);
+  if (module == NULL) {
+    if (!g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE) &&
+        !g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD)) {
+      g_propagate_error(error, g_steal_pointer(&cerr));
+      return NULL;
+    }
+    g_autoptr(TsTrialResult) r = ts_trial_result_new();
+    r->tolerance = ts_numerics_tolerance(inst->dtype.storage, inst->op->name);
+    r->status = TS_TRIAL_COMPILE_ERROR;
+    g_free(r->message);
+    r->message = g_strdup(cerr->message);
+    return g_steal_pointer(&r);
+  }
+
+  g_autoptr(TsTrialResult) r = NULL;
+  g_autoptr(TsOpTimer) t = ts_op_timer_new(inst, backend, module, options, &r, error);
+  if (t == NULL)
+    return g_steal_pointer(&r); /* the candidate's failure, or NULL with the error */
 
   /* Warm up, estimate one run, then sample in rounds until the spread is small (interquartile
    * range within rel_spread of the median) or a cap is hit: a fixed count either wastes time
    * on quiet kernels or under-samples noisy ones. */
   double first = 0;
-  if (!ts_backend_time(backend, module, &launch, options->n_warmup, 1, &first, error))
+  if (!ts_op_timer_sample(t, options->n_warmup, 1, &first, error))
     return NULL;
   guint round = options->min_samples;
   double budget_ns = options->target_ms * 1e6;
@@ -223,7 +326,7 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
     guint at = r->samples_ns->len;
     g_array_set_size(r->samples_ns, at + n);
     double *dst = &g_array_index(r->samples_ns, double, at);
-    if (!ts_backend_time(backend, module, &launch, 0, n, dst, error))
+    if (!ts_op_timer_sample(t, 0, n, dst, error))
       return NULL;
     for (guint i = 0; i < n; i++)
       spent += dst[i];

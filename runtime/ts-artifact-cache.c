@@ -104,16 +104,12 @@ write_all(int fd, const char *data, gsize len)
   return TRUE;
 }
 
-/* The build directory may sit on another file system than the cache (/tmp is often tmpfs), and
- * rename(2) cannot cross those: copy into a unique temp file inside the cache, then rename. */
+/* Entries appear only by rename, so the bytes go to a unique temp file inside the cache first
+ * (rename(2) cannot cross file systems). */
 static gboolean
-copy_then_rename(const char *built_path, const char *final_path, const char *key,
-                 const char *dir, GError **error)
+write_then_rename(const void *data, gsize len, const char *final_path, const char *key,
+                  const char *dir, GError **error)
 {
-  g_autofree char *contents = NULL;
-  gsize len = 0;
-  if (!g_file_get_contents(built_path, &contents, &len, error))
-    return FALSE;
   g_autofree char *tmpl_base = g_strdup_printf(".%s.XXXXXX", key);
   g_autofree char *tmp = g_build_filename(dir, tmpl_base, NULL);
   int fd = g_mkstemp_full(tmp, O_WRONLY, 0644);
@@ -124,7 +120,7 @@ copy_then_rename(const char *built_path, const char *final_path, const char *key
                 g_strerror(saved));
     return FALSE;
   }
-  gboolean ok = write_all(fd, contents, len);
+  gboolean ok = write_all(fd, data, len);
   int saved = errno;
   if (close(fd) != 0 && ok) {
     ok = FALSE;
@@ -139,6 +135,18 @@ copy_then_rename(const char *built_path, const char *final_path, const char *key
     return FALSE;
   }
   return TRUE;
+}
+
+/* The build directory may sit on another file system than the cache (/tmp is often tmpfs). */
+static gboolean
+copy_then_rename(const char *built_path, const char *final_path, const char *key,
+                 const char *dir, GError **error)
+{
+  g_autofree char *contents = NULL;
+  gsize len = 0;
+  if (!g_file_get_contents(built_path, &contents, &len, error))
+    return FALSE;
+  return write_then_rename(contents, len, final_path, key, dir, error);
 }
 
 char *
@@ -163,6 +171,18 @@ ts__artifact_cache_commit(TsArtifactCache *cache, const char *key, const char *s
   gboolean ok = copy_then_rename(built_path, final_path, key, cache->dir, error);
   g_unlink(built_path);
   return ok ? g_steal_pointer(&final_path) : NULL;
+}
+
+char *
+ts__artifact_cache_store(TsArtifactCache *cache, const char *key, const char *suffix,
+                         const void *data, gsize len, GError **error)
+{
+  if (!ts__artifact_cache_ensure(cache, error))
+    return NULL;
+  g_autofree char *final_path = ts__artifact_cache_path(cache, key, suffix);
+  if (!write_then_rename(data, len, final_path, key, cache->dir, error))
+    return NULL;
+  return g_steal_pointer(&final_path);
 }
 
 void

@@ -31,6 +31,10 @@ char *ts__artifact_cache_lookup(const TsArtifactCache *cache, const char *key, c
  * or removed). Returns the entry's path, or NULL with TS_BACKEND_ERROR_IO. */
 char *ts__artifact_cache_commit(TsArtifactCache *cache, const char *key, const char *suffix,
                                 const char *built_path, GError **error);
+/* Writes bytes into the cache under key, atomically (a temp file in the cache, then rename).
+ * Returns the entry's path, or NULL with TS_BACKEND_ERROR_IO. */
+char *ts__artifact_cache_store(TsArtifactCache *cache, const char *key, const char *suffix,
+                               const void *data, gsize len, GError **error);
 /* Drops an entry (a corrupt one): later lookups miss. Missing entries are fine. */
 void ts__artifact_cache_evict(TsArtifactCache *cache, const char *key, const char *suffix);
 

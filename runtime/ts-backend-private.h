@@ -30,6 +30,8 @@ struct _TsBackend {
 struct _TsModule {
   TsBackend *backend;
   char *hash;        /* cache key, hex SHA-256 */
+  char *path;        /* the artifact it was loaded from: what ts_module_get_artifact reads */
+  char *entry;
   char *log;         /* compiler warnings, never NULL once returned */
   double compile_ms; /* 0 on a cache hit */
   gboolean from_cache;

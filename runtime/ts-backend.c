@@ -152,11 +152,13 @@ artifact_key(TsBackend *backend, const TsSource *source)
 }
 
 static TsModule *
-finish_module(TsModule *module, TsBackend *backend, const char *key, char *log,
-              double compile_ms, gboolean from_cache)
+finish_module(TsModule *module, TsBackend *backend, const char *key, const char *path,
+              const char *entry, char *log, double compile_ms, gboolean from_cache)
 {
   module->backend = backend;
   module->hash = g_strdup(key);
+  module->path = g_strdup(path);
+  module->entry = g_strdup(entry);
   module->log = log != NULL ? log : g_strdup("");
   module->compile_ms = compile_ms;
   module->from_cache = from_cache;
@@ -209,7 +211,7 @@ ts_backend_compile(TsBackend *backend, const TsSource *source, GError **error)
     g_autoptr(GError) local = NULL;
     TsModule *module = klass->load(backend, cached, source->entry, &bad, &local);
     if (module != NULL)
-      return finish_module(module, backend, key, NULL, 0.0, TRUE);
+      return finish_module(module, backend, key, cached, source->entry, NULL, 0.0, TRUE);
     if (!bad) {
       g_propagate_error(error, g_steal_pointer(&local));
       return NULL;
@@ -236,7 +238,66 @@ ts_backend_compile(TsBackend *backend, const TsSource *source, GError **error)
     g_free(log);
     return NULL;
   }
-  return finish_module(module, backend, key, log, compile_ms, FALSE);
+  return finish_module(module, backend, key, path, source->entry, log, compile_ms, FALSE);
+}
+
+/* The key is the plain SHA-256 of the bytes, as ts-backend.h promises. It cannot meet a compile
+ * key: those hash a length-prefixed record that starts with the "tessera-artifact-v1" tag, and
+ * no loadable artifact has those bytes. */
+TsModule *
+ts_backend_load_artifact(TsBackend *backend, GBytes *artifact, const char *entry, GError **error)
+{
+  g_return_val_if_fail(backend != NULL && artifact != NULL && entry != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  const TsBackendClass *klass = backend->klass;
+  gsize len = 0;
+  const void *data = g_bytes_get_data(artifact, &len);
+  if (len == 0) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD,
+                "the stored kernel artifact is empty; store the bytes ts_module_get_artifact "
+                "returns");
+    return NULL;
+  }
+  g_autofree char *key = g_compute_checksum_for_data(G_CHECKSUM_SHA256, data, len);
+
+  /* An entry under this key already holds these very bytes, so loading it saves the write; one
+   * that does not load was damaged on disk and is replaced by ours. */
+  g_autofree char *path = ts__artifact_cache_lookup(backend->cache, key, klass->artifact_suffix);
+  if (path != NULL) {
+    gboolean bad = FALSE;
+    g_autoptr(GError) local = NULL;
+    TsModule *module = klass->load(backend, path, entry, &bad, &local);
+    if (module != NULL)
+      return finish_module(module, backend, key, path, entry, NULL, 0.0, TRUE);
+    if (!bad) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return NULL;
+    }
+    g_debug("%s; storing it again", local->message);
+    ts__artifact_cache_evict(backend->cache, key, klass->artifact_suffix);
+    g_clear_pointer(&path, g_free);
+  }
+
+  path = ts__artifact_cache_store(backend->cache, key, klass->artifact_suffix, data, len, error);
+  if (path == NULL)
+    return NULL;
+  gboolean bad = FALSE;
+  g_autoptr(GError) local = NULL;
+  TsModule *module = klass->load(backend, path, entry, &bad, &local);
+  if (module != NULL)
+    return finish_module(module, backend, key, path, entry, NULL, 0.0, TRUE);
+  if (!bad) {
+    g_propagate_error(error, g_steal_pointer(&local));
+    return NULL;
+  }
+  /* Nothing will ever load these bytes here; leave no entry a later lookup would trip on. */
+  ts__artifact_cache_evict(backend->cache, key, klass->artifact_suffix);
+  g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD,
+              "stored kernel artifact %.12s cannot be loaded on this machine (%s); build the "
+              "kernel here instead",
+              key, local->message);
+  return NULL;
 }
 
 void
@@ -245,6 +306,8 @@ ts_module_free(TsModule *module)
   if (module == NULL)
     return;
   g_clear_pointer(&module->hash, g_free);
+  g_clear_pointer(&module->path, g_free);
+  g_clear_pointer(&module->entry, g_free);
   g_clear_pointer(&module->log, g_free);
   module->backend->klass->module_free(module);
 }
@@ -275,6 +338,34 @@ ts_module_compile_ms(const TsModule *module)
 {
   g_return_val_if_fail(module != NULL, 0.0);
   return module->compile_ms;
+}
+
+const char *
+ts_module_entry(const TsModule *module)
+{
+  g_return_val_if_fail(module != NULL, NULL);
+  return module->entry;
+}
+
+/* Read back from the cache entry rather than kept in memory: a tuner loads thousands of modules
+ * and only the perf gate ever asks. */
+GBytes *
+ts_module_get_artifact(const TsModule *module, GError **error)
+{
+  g_return_val_if_fail(module != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  char *contents = NULL;
+  gsize len = 0;
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(module->path, &contents, &len, &local)) {
+    /* GLib's message names the file. */
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO,
+                "cannot read the artifact of module %.12s: %s; compile the kernel again to "
+                "put it back in the artifact cache",
+                module->hash, local->message);
+    return NULL;
+  }
+  return g_bytes_new_take(contents, len);
 }
 
 /* ------------------------------------------------------------------------------------------ */

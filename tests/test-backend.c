@@ -477,6 +477,180 @@ test_registry(void)
   g_assert_cmpstr(ts_backend_get_cache_dir(best), ==, want);
 }
 
+/* A second backend on its own cache: another machine, in effect, that has never compiled the
+ * kernel and only gets its stored artifact. */
+static void
+other_backend(Fixture *other)
+{
+  g_autoptr(GError) error = NULL;
+  other->cache_dir = g_dir_make_tmp("ts-test-backend-XXXXXX", &error);
+  g_assert_no_error(error);
+  other->backend = ts_backend_open("cpu", &error);
+  g_assert_no_error(error);
+  ts_backend_set_cache_dir(other->backend, other->cache_dir);
+}
+
+static guint
+count_entries(const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  guint n = 0;
+  while (d != NULL && g_dir_read_name(d) != NULL)
+    n++;
+  return n;
+}
+
+static GBytes *
+saxpy_artifact(Fixture *f)
+{
+  g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "ts_kernel");
+  g_assert_cmpstr(ts_module_entry(module), ==, "ts_kernel");
+  g_autoptr(GError) error = NULL;
+  GBytes *bytes = ts_module_get_artifact(module, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(bytes);
+  return bytes;
+}
+
+static void
+test_artifact_round_trip(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GBytes) bytes = saxpy_artifact(f);
+  gsize len = 0;
+  const char *raw = g_bytes_get_data(bytes, &len);
+  g_assert_cmpuint(len, >, 4);
+  g_assert_cmpmem(raw, 4, "\177ELF", 4);
+
+  Fixture other;
+  other_backend(&other);
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(TsModule) module =
+      ts_backend_load_artifact(other.backend, bytes, "ts_kernel", &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(module);
+    g_autofree char *sha = g_compute_checksum_for_bytes(G_CHECKSUM_SHA256, bytes);
+    g_assert_cmpstr(ts_module_hash(module), ==, sha);
+    g_assert_true(ts_module_from_cache(module));
+    g_assert_cmpfloat(ts_module_compile_ms(module), ==, 0.0);
+    g_assert_cmpstr(ts_module_log(module), ==, "");
+    g_assert_cmpstr(ts_module_entry(module), ==, "ts_kernel");
+    run_saxpy(&other, module);
+
+    /* The very same bytes come back out, so a reloaded baseline can be stored again. */
+    g_autoptr(GBytes) again = ts_module_get_artifact(module, &error);
+    g_assert_no_error(error);
+    g_assert_true(g_bytes_equal(again, bytes));
+    g_assert_cmpuint(count_entries(other.cache_dir), ==, 1);
+
+    /* A second load finds the entry and writes nothing. */
+    g_autoptr(TsModule) second =
+      ts_backend_load_artifact(other.backend, bytes, "ts_kernel", &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(ts_module_hash(second), ==, sha);
+    run_saxpy(&other, second);
+    g_assert_cmpuint(count_entries(other.cache_dir), ==, 1);
+  }
+  fixture_tear_down(&other, NULL);
+}
+
+/* An entry damaged on disk under the artifact's key is replaced by the good bytes. */
+static void
+test_artifact_damaged_entry(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GBytes) bytes = saxpy_artifact(f);
+  Fixture other;
+  other_backend(&other);
+  g_autofree char *sha = g_compute_checksum_for_bytes(G_CHECKSUM_SHA256, bytes);
+  g_autofree char *name = g_strconcat(sha, ".so", NULL);
+  g_autofree char *path = g_build_filename(other.cache_dir, name, NULL);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(g_file_set_contents(path, "not an ELF file", -1, &error));
+  {
+    g_autoptr(TsModule) module =
+      ts_backend_load_artifact(other.backend, bytes, "ts_kernel", &error);
+    g_assert_no_error(error);
+    run_saxpy(&other, module);
+  }
+  fixture_tear_down(&other, NULL);
+}
+
+static void
+assert_load_fails(Fixture *f, GBytes *bytes, const char *entry, const char *needle)
+{
+  g_autoptr(GError) error = NULL;
+  TsModule *module = ts_backend_load_artifact(f->backend, bytes, entry, &error);
+  g_assert_null(module);
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD);
+  g_test_message("%s", error->message);
+  if (strstr(error->message, needle) == NULL)
+    g_error("'%s' lacks '%s'", error->message, needle);
+}
+
+static void
+test_artifact_bad_bytes(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GBytes) garbage = g_bytes_new_static("not an ELF file", 15);
+  g_autofree char *sha = g_compute_checksum_for_bytes(G_CHECKSUM_SHA256, garbage);
+  g_autofree char *prefix = g_strndup(sha, 12);
+  assert_load_fails(f, garbage, "ts_kernel", "cannot be loaded on this machine");
+  assert_load_fails(f, garbage, "ts_kernel", prefix);
+  /* Nothing was left behind for a later load to trip on. */
+  g_assert_cmpuint(count_entries(f->cache_dir), ==, 0);
+
+  g_autoptr(GBytes) whole = saxpy_artifact(f);
+  g_autoptr(GBytes) truncated = g_bytes_new_from_bytes(whole, 0, g_bytes_get_size(whole) / 2);
+  /* dlopen itself would crash on this one (SIGBUS mapping past the end of the file). */
+  assert_load_fails(f, truncated, "ts_kernel", "truncated");
+  assert_load_fails(f, truncated, "ts_kernel", "truncated");
+
+  /* Another architecture's shared object (e_machine, bytes 18-19 of the ELF header). */
+  gsize len = 0;
+  g_autofree guint8 *raw = g_memdup2(g_bytes_get_data(whole, &len), g_bytes_get_size(whole));
+  raw[18] ^= 0x5a;
+  g_autoptr(GBytes) foreign = g_bytes_new(raw, len);
+  assert_load_fails(f, foreign, "ts_kernel", "ELF machine");
+  g_assert_cmpuint(count_entries(f->cache_dir), ==, 1); /* the compiled one */
+
+  g_autoptr(GBytes) empty = g_bytes_new_static("", 0);
+  assert_load_fails(f, empty, "ts_kernel", "empty");
+}
+
+static void
+test_artifact_missing_entry(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GBytes) bytes = saxpy_artifact(f);
+  Fixture other;
+  other_backend(&other);
+  assert_load_fails(&other, bytes, "absent_entry_9", "absent_entry_9");
+  /* The artifact itself is fine: it stays and loads with the right symbol. */
+  assert_load_fails(&other, bytes, "absent_entry_9", "absent_entry_9");
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(TsModule) module =
+      ts_backend_load_artifact(other.backend, bytes, "ts_kernel", &error);
+    g_assert_no_error(error);
+    run_saxpy(&other, module);
+  }
+  fixture_tear_down(&other, NULL);
+}
+
+static void
+test_artifact_unreadable(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "ts_kernel");
+  g_autofree char *name = g_strconcat(ts_module_hash(module), ".so", NULL);
+  g_autofree char *path = g_build_filename(f->cache_dir, name, NULL);
+  g_assert_cmpint(g_unlink(path), ==, 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) bytes = ts_module_get_artifact(module, &error);
+  g_assert_null(bytes);
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, path));
+  /* The loaded module does not need its file. */
+  run_saxpy(f, module);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -497,6 +671,11 @@ main(int argc, char **argv)
   ADD("/backend/cpu/describe", test_describe);
   ADD("/backend/cpu/concurrent-compile", test_concurrent_compile);
   ADD("/backend/cpu/cache-other-fs", test_cache_other_fs);
+  ADD("/backend/cpu/artifact/round-trip", test_artifact_round_trip);
+  ADD("/backend/cpu/artifact/damaged-entry", test_artifact_damaged_entry);
+  ADD("/backend/cpu/artifact/bad-bytes", test_artifact_bad_bytes);
+  ADD("/backend/cpu/artifact/missing-entry", test_artifact_missing_entry);
+  ADD("/backend/cpu/artifact/unreadable", test_artifact_unreadable);
 #undef ADD
   g_test_add_func("/backend/registry", test_registry);
   g_test_add_func("/backend/cpu/missing-compiler", test_missing_compiler);

@@ -3,6 +3,7 @@
  * f64 reference; a deliberately wrong kernel and one that never writes its output are caught;
  * a compile error comes back with the compiler's text; bad workloads get clear errors. */
 #include <glib.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ts-op.h"
@@ -229,6 +230,161 @@ test_counts(void)
   }
 }
 
+static TsModule *
+compile_source(const char *src, const char *entry)
+{
+  g_autoptr(GError) error = NULL;
+  TsSource source = {TS_LANG_C, src, entry};
+  TsModule *module = ts_backend_compile(backend, &source, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(module);
+  return module;
+}
+
+static int
+cmp_double(gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double
+median_of(double *v, guint n)
+{
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static TsOpTimer *
+timer_ok(TsOpInstance *inst, TsModule *module)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsTrialResult) r = NULL;
+  TsOpTimer *t = ts_op_timer_new(inst, backend, module, NULL, &r, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(t);
+  g_assert_nonnull(r);
+  g_assert_cmpstr(ts_trial_status_name(r->status), ==, "ok");
+  g_assert_cmpfloat(r->rel_error, <=, r->tolerance);
+  g_assert_cmpuint(r->samples_ns->len, ==, 0);
+  g_assert_cmpstr(r->artifact, ==, ts_module_hash(module));
+  return t;
+}
+
+static void
+test_timer_samples(void)
+{
+  g_autoptr(TsOpInstance) inst = NULL;
+  g_autofree char *entry = NULL;
+  g_autofree char *src = default_source("gemm", "M=64,N=64,K=64", &inst, &entry);
+  g_autoptr(TsModule) module = compile_source(src, entry);
+  g_autoptr(TsOpTimer) t = timer_ok(inst, module);
+  g_autoptr(GError) error = NULL;
+  double samples[5] = {0};
+  g_assert_true(ts_op_timer_sample(t, 1, G_N_ELEMENTS(samples), samples, &error));
+  g_assert_no_error(error);
+  for (guint i = 0; i < G_N_ELEMENTS(samples); i++)
+    g_assert_cmpfloat(samples[i], >, 0);
+}
+
+/* The gate's A/B rounds: a baseline and a current binary of one workload, sampled in turns. The
+ * second timer's instance is gone by then: a timer keeps what it needs. */
+static void
+test_timer_alternate(void)
+{
+  g_autoptr(TsOpInstance) inst = NULL;
+  g_autofree char *entry = NULL;
+  g_autofree char *src = default_source("gemm", "M=64,N=64,K=64", &inst, &entry);
+  g_autofree char *other_src = g_strconcat(src, "\n/* another binary */\n", NULL);
+  g_autoptr(TsModule) a_mod = compile_source(src, entry);
+  g_autoptr(TsModule) b_mod = compile_source(other_src, entry);
+  g_assert_cmpstr(ts_module_hash(a_mod), !=, ts_module_hash(b_mod));
+  g_autoptr(TsOpTimer) a = timer_ok(inst, a_mod);
+  g_autoptr(TsOpTimer) b = NULL;
+  {
+    g_autoptr(TsOpInstance) b_inst = NULL;
+    g_autofree char *b_entry = NULL;
+    g_autofree char *b_src = default_source("gemm", "M=64,N=64,K=64", &b_inst, &b_entry);
+    b = timer_ok(b_inst, b_mod);
+  }
+  g_autoptr(GError) error = NULL;
+  for (guint round = 0; round < 6; round++) {
+    double sa[3] = {0}, sb[3] = {0};
+    g_assert_true(ts_op_timer_sample(a, round == 0 ? 2 : 0, G_N_ELEMENTS(sa), sa, &error));
+    g_assert_true(ts_op_timer_sample(b, round == 0 ? 2 : 0, G_N_ELEMENTS(sb), sb, &error));
+    g_assert_no_error(error);
+    for (guint i = 0; i < G_N_ELEMENTS(sa); i++) {
+      g_assert_cmpfloat(sa[i], >, 0);
+      g_assert_cmpfloat(sb[i], >, 0);
+    }
+  }
+}
+
+/* The injected slowdown is real time: with 0.5, every sample of one timer is its launch plus a
+ * spin of half of it. Alternating single samples with an unslowed timer of the same module keeps
+ * the comparison fair on a busy machine; 1.3 leaves room for the noise. */
+static void
+test_timer_slowdown(void)
+{
+  g_autoptr(TsOpInstance) inst = NULL;
+  g_autofree char *entry = NULL;
+  g_autofree char *src = default_source("gemm", "M=64,N=64,K=64", &inst, &entry);
+  g_autoptr(TsModule) module = compile_source(src, entry);
+  g_autoptr(TsOpTimer) plain = timer_ok(inst, module);
+  g_autoptr(TsOpTimer) slowed = timer_ok(inst, module);
+  ts_op_timer_set_slowdown(slowed, 0.5);
+  g_autoptr(GError) error = NULL;
+  double warm = 0;
+  g_assert_true(ts_op_timer_sample(plain, 2, 1, &warm, &error));
+  g_assert_true(ts_op_timer_sample(slowed, 2, 1, &warm, &error));
+  enum { N = 31 };
+  double sp[N], ss[N];
+  for (guint i = 0; i < N; i++) {
+    g_assert_true(ts_op_timer_sample(plain, 0, 1, &sp[i], &error));
+    g_assert_true(ts_op_timer_sample(slowed, 0, 1, &ss[i], &error));
+    g_assert_no_error(error);
+  }
+  double mp = median_of(sp, N), ms = median_of(ss, N);
+  g_test_message("median %.0f ns plain, %.0f ns with slowdown 0.5 (x%.2f)", mp, ms, ms / mp);
+  g_assert_cmpfloat(ms, >=, 1.3 * mp);
+
+  /* Several samples per call stretch each launch too. */
+  double batch[4] = {0};
+  g_assert_true(ts_op_timer_sample(slowed, 1, G_N_ELEMENTS(batch), batch, &error));
+  g_assert_no_error(error);
+  for (guint i = 0; i < G_N_ELEMENTS(batch); i++)
+    g_assert_cmpfloat(batch[i], >, 0);
+}
+
+static void
+test_timer_wrong_kernel(void)
+{
+  g_autoptr(TsOpInstance) inst = NULL;
+  g_autofree char *entry = NULL;
+  g_autofree char *src = default_source("saxpy", "N=1001", &inst, &entry);
+  g_autofree char *wrong = replace_all(src, "alpha * x + y", "alpha * x - y");
+  g_assert_cmpstr(wrong, !=, src);
+  g_autoptr(TsModule) module = compile_source(wrong, entry);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsTrialResult) r = NULL;
+  TsOpTimer *t = ts_op_timer_new(inst, backend, module, NULL, &r, &error);
+  g_assert_null(t);
+  g_assert_no_error(error);
+  g_assert_nonnull(r);
+  g_assert_cmpint(r->status, ==, TS_TRIAL_WRONG_RESULT);
+  g_assert_nonnull(strstr(r->message, "relative error"));
+  g_clear_pointer(&r, ts_trial_result_free);
+
+  /* Unverified, the same kernel is only timed. */
+  TsRunOptions opt;
+  ts_run_options_init(&opt);
+  opt.verify = FALSE;
+  g_autoptr(TsOpTimer) unchecked = ts_op_timer_new(inst, backend, module, &opt, &r, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(unchecked);
+  g_assert_cmpint(r->status, ==, TS_TRIAL_OK);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -250,6 +406,10 @@ main(int argc, char **argv)
   g_test_add_func("/ops/bad-workloads", test_bad_workloads);
   g_test_add_func("/ops/bad-points", test_bad_points);
   g_test_add_func("/ops/counts", test_counts);
+  g_test_add_func("/ops/timer/samples", test_timer_samples);
+  g_test_add_func("/ops/timer/alternate", test_timer_alternate);
+  g_test_add_func("/ops/timer/slowdown", test_timer_slowdown);
+  g_test_add_func("/ops/timer/wrong-kernel", test_timer_wrong_kernel);
   int rc = g_test_run();
   ts_backend_free(backend);
   return rc;

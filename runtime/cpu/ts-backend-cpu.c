@@ -9,7 +9,9 @@
 #include "ts-runtime-resources.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,10 +357,78 @@ pin_openmp_runtime(void)
   }
 }
 
+#if defined(__x86_64__)
+#define HOST_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define HOST_ELF_MACHINE EM_AARCH64
+#elif defined(__i386__)
+#define HOST_ELF_MACHINE EM_386
+#elif defined(__powerpc64__)
+#define HOST_ELF_MACHINE EM_PPC64
+#elif defined(__riscv)
+#define HOST_ELF_MACHINE EM_RISCV
+#else
+#define HOST_ELF_MACHINE EM_NONE /* unknown: dlopen alone judges the machine */
+#endif
+
+/* dlopen maps segments by the sizes the program headers claim, so a truncated shared object
+ * (an artifact cut short in storage or transfer) gets SIGBUS inside dlopen instead of an error.
+ * Checking the headers against the file first turns that into a reason, and also names a
+ * foreign artifact's architecture. */
+static gboolean
+check_elf(const char *path, GError **error)
+{
+  g_autofree char *data = NULL;
+  gsize size = 0;
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(path, &data, &size, &local)) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD, "cannot load: %s",
+                local->message);
+    return FALSE;
+  }
+  const char *why = NULL;
+  g_autofree char *detail = NULL;
+  ElfW(Ehdr) eh;
+  if (size < sizeof eh || memcmp(data, ELFMAG, SELFMAG) != 0) {
+    why = "not an ELF file";
+  } else {
+    memcpy(&eh, data, sizeof eh);
+    guint64 ph_end = (guint64)eh.e_phoff + (guint64)eh.e_phnum * eh.e_phentsize;
+    guint64 sh_end =
+      eh.e_shoff == 0 ? 0 : (guint64)eh.e_shoff + (guint64)eh.e_shnum * eh.e_shentsize;
+    if (eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+        eh.e_ident[EI_DATA] != (G_BYTE_ORDER == G_LITTLE_ENDIAN ? ELFDATA2LSB : ELFDATA2MSB))
+      why = "an ELF file for another word size or byte order";
+    else if (HOST_ELF_MACHINE != EM_NONE && eh.e_machine != HOST_ELF_MACHINE)
+      why = detail = g_strdup_printf("built for ELF machine %u, this host is %u",
+                                     (guint)eh.e_machine, (guint)HOST_ELF_MACHINE);
+    else if (eh.e_type != ET_DYN)
+      why = "not a shared object";
+    else if (eh.e_phentsize != sizeof(ElfW(Phdr)) || ph_end > size || sh_end > size)
+      why = "truncated (its headers reach past the end of the file)";
+    for (guint i = 0; why == NULL && i < eh.e_phnum; i++) {
+      ElfW(Phdr) ph;
+      memcpy(&ph, data + eh.e_phoff + (gsize)i * sizeof ph, sizeof ph);
+      if ((guint64)ph.p_offset + ph.p_filesz > size)
+        why = detail = g_strdup_printf("truncated (a segment ends at byte %" G_GUINT64_FORMAT
+                                       " of a %" G_GSIZE_FORMAT "-byte file)",
+                                       (guint64)ph.p_offset + ph.p_filesz, size);
+    }
+  }
+  if (why == NULL)
+    return TRUE;
+  g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD, "cannot load '%s': %s", path, why);
+  return FALSE;
+}
+
 static TsModule *
 cpu_load(TsBackend *backend, const char *path, const char *entry, gboolean *bad_artifact,
          GError **error)
 {
+  if (!check_elf(path, error)) {
+    *bad_artifact = TRUE;
+    return NULL;
+  }
   void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (handle == NULL) {
     const char *why = dlerror();
