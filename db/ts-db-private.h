@@ -66,6 +66,10 @@ gboolean ts__db_hash_valid(const char *hash);
 /* Samples as JSON array text and back (NULL <-> NULL). */
 char *ts__db_samples_to_json(const GArray *samples);
 GArray *ts__db_samples_from_json(const char *text);
+/* NAN <-> NULL for numbers; NULL <-> NULL for text (the copy is g_free'd by the caller). */
+void ts__db_bind_double(sqlite3_stmt *stmt, int i, double v);
+double ts__db_column_double(sqlite3_stmt *stmt, int i);
+char *ts__db_column_text(sqlite3_stmt *stmt, int i);
 /* A trial from a row whose columns are TS__DB_TRIAL_COLUMNS, in that order. */
 #define TS__DB_TRIAL_COLUMNS                                                                      \
   "t.id, t.workload_id, t.device_id, t.toolchain_id, t.run_id, t.schedule, t.schedule_hash, "     \

@@ -92,6 +92,58 @@ static const char *const migrations[] = {
     "CREATE INDEX model_kind ON model (kind, id);"
     "CREATE INDEX tune_run_key ON tune_run (workload_id, device_id, toolchain_id);"
     "PRAGMA user_version = 2;",
+
+    /* 3: the perf gate. A run is a baseline or a check of a suite on a device; each result
+     * keeps its samples and, by hash, the kernel binary it measured, stored once however many
+     * runs share it, so a later check can run the very same binary again. */
+    "CREATE TABLE gate_run ("
+    "  id INTEGER PRIMARY KEY,"
+    "  kind TEXT NOT NULL CHECK (kind IN ('baseline','check')),"
+    "  suite TEXT NOT NULL,"
+    "  device_id INTEGER NOT NULL REFERENCES device(id),"
+    "  toolchain_id INTEGER NOT NULL REFERENCES toolchain(id),"
+    "  git_commit TEXT,"
+    "  git_dirty INTEGER NOT NULL DEFAULT 0,"
+    "  label TEXT,"
+    "  base_run_id INTEGER REFERENCES gate_run(id),"
+    "  status TEXT NOT NULL DEFAULT 'running'"
+    "    CHECK (status IN ('running','done','failed','interrupted')),"
+    "  verdict TEXT CHECK (verdict IS NULL OR verdict IN ('pass','regression','failed')),"
+    "  created_at TEXT NOT NULL DEFAULT " NOW ","
+    "  finished_at TEXT);"
+    "CREATE TABLE gate_artifact ("
+    "  hash TEXT PRIMARY KEY,"
+    "  backend TEXT NOT NULL,"
+    "  entry TEXT NOT NULL,"
+    "  bytes BLOB NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE gate_result ("
+    "  id INTEGER PRIMARY KEY,"
+    "  run_id INTEGER NOT NULL REFERENCES gate_run(id),"
+    "  name TEXT NOT NULL,"
+    "  workload_id INTEGER NOT NULL REFERENCES workload(id),"
+    "  schedule TEXT,"
+    "  status TEXT NOT NULL"
+    "    CHECK (status IN ('ok','compile_error','runtime_error','timeout','wrong_result')),"
+    "  error TEXT,"
+    "  samples TEXT CHECK (samples IS NULL OR json_valid(samples)),"
+    "  median_ns REAL,"
+    "  artifact_hash TEXT REFERENCES gate_artifact(hash),"
+    "  base_samples TEXT CHECK (base_samples IS NULL OR json_valid(base_samples)),"
+    "  base_median_ns REAL,"
+    "  change REAL,"
+    "  p_value REAL,"
+    "  threshold REAL,"
+    "  verdict TEXT CHECK (verdict IS NULL"
+    "    OR verdict IN ('pass','improved','regression','failed','new')),"
+    "  remeasured INTEGER NOT NULL DEFAULT 0,"
+    "  note TEXT,"
+    "  UNIQUE (run_id, name));"
+    /* The newest baseline of a suite on a device; runs by commit; a run's results in
+     * insertion order (the UNIQUE index's (run_id, name) order would need a sort). */
+    "CREATE INDEX gate_run_key ON gate_run (suite, device_id, kind, id);"
+    "CREATE INDEX gate_run_commit ON gate_run (git_commit);"
+    "CREATE INDEX gate_result_run ON gate_result (run_id);"
+    "PRAGMA user_version = 3;",
 };
 
 int

@@ -125,8 +125,8 @@ ts__db_samples_from_json(const char *text)
   return a;
 }
 
-static void
-bind_double(sqlite3_stmt *stmt, int i, double v)
+void
+ts__db_bind_double(sqlite3_stmt *stmt, int i, double v)
 {
   if (isnan(v))
     sqlite3_bind_null(stmt, i);
@@ -134,14 +134,14 @@ bind_double(sqlite3_stmt *stmt, int i, double v)
     sqlite3_bind_double(stmt, i, v);
 }
 
-static double
-column_double(sqlite3_stmt *stmt, int i)
+double
+ts__db_column_double(sqlite3_stmt *stmt, int i)
 {
   return sqlite3_column_type(stmt, i) == SQLITE_NULL ? NAN : sqlite3_column_double(stmt, i);
 }
 
-static char *
-column_text(sqlite3_stmt *stmt, int i)
+char *
+ts__db_column_text(sqlite3_stmt *stmt, int i)
 {
   return g_strdup((const char *)sqlite3_column_text(stmt, i));
 }
@@ -155,20 +155,20 @@ ts__db_trial_from_row(sqlite3_stmt *stmt)
   t->device_id = sqlite3_column_int64(stmt, 2);
   t->toolchain_id = sqlite3_column_int64(stmt, 3);
   t->run_id = sqlite3_column_int64(stmt, 4); /* NULL reads as 0 */
-  t->schedule = column_text(stmt, 5);
-  t->hash = column_text(stmt, 6);
+  t->schedule = ts__db_column_text(stmt, 5);
+  t->hash = ts__db_column_text(stmt, 6);
   ts_db_trial_status_parse((const char *)sqlite3_column_text(stmt, 7), &t->status);
-  t->rel_error = column_double(stmt, 8);
-  t->median_ns = column_double(stmt, 9);
-  t->min_ns = column_double(stmt, 10);
-  t->max_ns = column_double(stmt, 11);
+  t->rel_error = ts__db_column_double(stmt, 8);
+  t->median_ns = ts__db_column_double(stmt, 9);
+  t->min_ns = ts__db_column_double(stmt, 10);
+  t->max_ns = ts__db_column_double(stmt, 11);
   t->samples_ns = ts__db_samples_from_json((const char *)sqlite3_column_text(stmt, 12));
-  t->metrics_json = column_text(stmt, 13);
-  t->error_text = column_text(stmt, 14);
-  t->predicted_cost = column_double(stmt, 15);
-  t->strategy = column_text(stmt, 16);
-  t->compile_ms = column_double(stmt, 17);
-  t->created_at = column_text(stmt, 18);
+  t->metrics_json = ts__db_column_text(stmt, 13);
+  t->error_text = ts__db_column_text(stmt, 14);
+  t->predicted_cost = ts__db_column_double(stmt, 15);
+  t->strategy = ts__db_column_text(stmt, 16);
+  t->compile_ms = ts__db_column_double(stmt, 17);
+  t->created_at = ts__db_column_text(stmt, 18);
   return t;
 }
 
@@ -205,16 +205,16 @@ ts__db_add_trial_tx(TsDb *db, const TsDbTrial *t, gint64 *trial_id, gboolean *ex
     sqlite3_bind_text(stmt, 5, t->schedule, -1, SQLITE_STATIC);
     sqlite3_bind_text(stmt, 6, hash, -1, SQLITE_STATIC);
     sqlite3_bind_text(stmt, 7, ts_db_trial_status_name(t->status), -1, SQLITE_STATIC);
-    bind_double(stmt, 8, t->rel_error);
-    bind_double(stmt, 9, t->median_ns);
-    bind_double(stmt, 10, t->min_ns);
-    bind_double(stmt, 11, t->max_ns);
+    ts__db_bind_double(stmt, 8, t->rel_error);
+    ts__db_bind_double(stmt, 9, t->median_ns);
+    ts__db_bind_double(stmt, 10, t->min_ns);
+    ts__db_bind_double(stmt, 11, t->max_ns);
     sqlite3_bind_text(stmt, 12, samples, -1, SQLITE_STATIC);
     sqlite3_bind_text(stmt, 13, t->metrics_json, -1, SQLITE_STATIC);
     sqlite3_bind_text(stmt, 14, t->error_text, -1, SQLITE_STATIC);
-    bind_double(stmt, 15, t->predicted_cost);
+    ts__db_bind_double(stmt, 15, t->predicted_cost);
     sqlite3_bind_text(stmt, 16, t->strategy, -1, SQLITE_STATIC);
-    bind_double(stmt, 17, t->compile_ms);
+    ts__db_bind_double(stmt, 17, t->compile_ms);
     sqlite3_bind_text(stmt, 18, t->created_at, -1, SQLITE_STATIC);
     int rc = sqlite3_step(stmt);
     if (rc != SQLITE_DONE)

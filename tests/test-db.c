@@ -2,7 +2,8 @@
  * orders), best, LRU lookups and their invalidation, nearest shape, runs, models, export and
  * idempotent import, every bad-input and fault case (directory, read-only, not a database,
  * truncated, newer schema, malformed imports), and processes: a writer killed with SIGKILL
- * mid-run, four writers on one file. */
+ * mid-run, four writers on one file; the perf gate's runs, results and artifacts, and the
+ * migration of a version-2 file that predates them. */
 #include "ts-db.h"
 
 #include <errno.h>
@@ -123,7 +124,7 @@ read_bytes(const char *path, gsize *len)
 static void
 test_schema(Fx *fx, gconstpointer data)
 {
-  g_assert_cmpint(ts_db_schema_version(), >=, 2);
+  g_assert_cmpint(ts_db_schema_version(), >=, 3);
   g_autofree char *msg = NULL;
   g_assert_true(ts_db_check_integrity(fx->db, &msg));
   g_assert_cmpstr(msg, ==, "ok");
@@ -142,7 +143,8 @@ test_schema(Fx *fx, gconstpointer data)
   g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
   g_assert_cmpstr((const char *)sqlite3_column_text(st, 0), ==, "wal");
   sqlite3_finalize(st);
-  const char *tables[] = {"device", "toolchain", "workload", "tune_run", "trial", "best", "model"};
+  const char *tables[] = {"device", "toolchain", "workload", "tune_run", "trial", "best",
+                          "model", "gate_run", "gate_artifact", "gate_result"};
   for (guint i = 0; i < G_N_ELEMENTS(tables); i++) {
     sqlite3_prepare_v2(sql, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name=?1",
                        -1, &st, NULL);
@@ -943,6 +945,523 @@ test_four_writers(Fx *fx, gconstpointer data)
   g_array_unref(all);
 }
 
+/* ---- the perf gate ---- */
+
+static GArray *
+samples_of(const double *values, guint n)
+{
+  GArray *a = g_array_new(FALSE, FALSE, sizeof(double));
+  g_array_append_vals(a, values, n);
+  return a;
+}
+
+static void
+assert_samples_equal(const GArray *a, const GArray *b)
+{
+  g_assert_nonnull(a);
+  g_assert_nonnull(b);
+  g_assert_cmpuint(a->len, ==, b->len);
+  for (guint i = 0; i < a->len; i++)
+    g_assert_cmpfloat(g_array_index(a, double, i), ==, g_array_index(b, double, i));
+}
+
+/* A result with samples; hash non-NULL names an artifact, bytes non-NULL stores it too. */
+static TsDbGateResult *
+gate_result(gint64 run, const char *name, gint64 w, double median, const char *hash,
+            GBytes *bytes)
+{
+  TsDbGateResult *r = ts_db_gate_result_new();
+  r->run_id = run;
+  r->name = g_strdup(name);
+  r->workload_id = w;
+  r->schedule = g_strdup("block(m=64).warps(4)");
+  r->status = TS_DB_TRIAL_OK;
+  double s[] = {median * 0.95, median, median * 1.1};
+  r->samples_ns = samples_of(s, 3);
+  r->median_ns = median;
+  r->artifact_hash = g_strdup(hash);
+  if (bytes) {
+    r->artifact = g_bytes_ref(bytes);
+    r->entry = g_strdup("ts_gemm_entry");
+    r->backend = g_strdup("cpu");
+  }
+  return r;
+}
+
+static gint64
+gate_add(TsDb *db, const TsDbGateResult *r)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 id = 0;
+  g_assert_true(ts_db_gate_add_result(db, r, &id, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(id, >, 0);
+  return id;
+}
+
+static gint64
+gate_begin(TsDb *db, const char *kind, const char *suite, gint64 d, gint64 t,
+           const char *commit, gint64 base)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 id = ts_db_gate_begin(db, kind, suite, d, t, commit, FALSE, NULL, base, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(id, >, 0);
+  return id;
+}
+
+static void
+gate_end(TsDb *db, gint64 run, const char *status, const char *verdict)
+{
+  g_autoptr(GError) error = NULL;
+  g_assert_true(ts_db_gate_end(db, run, status, verdict, &error));
+  g_assert_no_error(error);
+}
+
+static int
+count_rows(const char *path, const char *table)
+{
+  sqlite3 *sql = NULL;
+  g_assert_cmpint(sqlite3_open(path, &sql), ==, SQLITE_OK);
+  g_autofree char *q = g_strdup_printf("SELECT count(*) FROM %s", table);
+  sqlite3_stmt *st = NULL;
+  g_assert_cmpint(sqlite3_prepare_v2(sql, q, -1, &st, NULL), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
+  int n = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(sql);
+  return n;
+}
+
+/* An error of the gate API: the code, one line, naming the file. */
+static void
+assert_gate_error(GError **error, TsDbError code, const char *fragment, const char *path)
+{
+  g_assert_error(*error, TS_DB_ERROR, (int)code);
+  g_assert_null(strchr((*error)->message, '\n'));
+  g_assert_nonnull(strstr((*error)->message, path));
+  if (fragment && !strstr((*error)->message, fragment))
+    g_error("'%s' does not say '%s'", (*error)->message, fragment);
+  g_clear_error(error);
+}
+
+static void
+test_gate_roundtrip(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) so = g_bytes_new_static("\177ELF\0\1\2kernel", 14);
+  const char *hash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  gint64 base = ts_db_gate_begin(fx->db, "baseline", "smoke", fx->d, fx->t,
+                                 "89abcdef0123456789abcdef0123456789abcdef", TRUE, "ci main", 0,
+                                 &error);
+  g_assert_no_error(error);
+
+  g_autoptr(TsDbGateResult) a = gate_result(base, "gemm-1024", fx->w, 1000, hash, so);
+  gint64 ida = gate_add(fx->db, a);
+  /* The same binary again: stored once, shared by hash. */
+  g_autoptr(TsDbGateResult) b = gate_result(base, "gemm-1024-again", fx->w, 1010, hash, so);
+  gint64 idb = gate_add(fx->db, b);
+  /* A hash alone refers to a binary stored before. */
+  g_autoptr(TsDbGateResult) c = gate_result(base, "gemm-ref", fx->w, 990, hash, NULL);
+  gate_add(fx->db, c);
+  /* A failure: no samples, no median, no artifact. */
+  g_autoptr(TsDbGateResult) f = ts_db_gate_result_new();
+  f->run_id = base;
+  f->name = g_strdup("gemm-broken");
+  f->workload_id = fx->w;
+  f->status = TS_DB_TRIAL_COMPILE_ERROR;
+  f->error_text = g_strdup("cc: error");
+  gint64 idf = gate_add(fx->db, f);
+  g_assert_cmpint(ida, <, idb);
+  g_assert_cmpint(count_rows(fx->path, "gate_artifact"), ==, 1);
+
+  g_autoptr(TsDbGateRun) running = ts_db_gate_get_run(fx->db, base, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(running->kind, ==, "baseline");
+  g_assert_cmpstr(running->suite, ==, "smoke");
+  g_assert_cmpstr(running->status, ==, "running");
+  g_assert_null(running->finished_at);
+  g_assert_nonnull(running->created_at);
+  g_assert_null(running->verdict);
+  g_assert_cmpuint(running->n_results, ==, 4);
+  g_assert_cmpint(running->device_id, ==, fx->d);
+  g_assert_cmpint(running->toolchain_id, ==, fx->t);
+  g_assert_cmpstr(running->git_commit, ==, "89abcdef0123456789abcdef0123456789abcdef");
+  g_assert_true(running->git_dirty);
+  g_assert_cmpstr(running->label, ==, "ci main");
+  g_assert_cmpint(running->base_run_id, ==, 0);
+  g_assert_cmpstr(running->device_name, ==, "test cpu");
+  g_assert_cmpstr(running->device_arch, ==, "x86_64+avx2");
+  g_assert_cmpstr(running->toolchain, ==, "gcc 12.2.0 tessera-kgen-1");
+  gate_end(fx->db, base, "done", NULL);
+  g_autoptr(TsDbGateRun) done = ts_db_gate_get_run(fx->db, base, &error);
+  g_assert_cmpstr(done->status, ==, "done");
+  g_assert_nonnull(done->finished_at);
+  g_assert_cmpstr(done->finished_at, >=, done->created_at);
+
+  /* Insertion order; entry and backend always, bytes only when asked. */
+  for (int with = 0; with < 2; with++) {
+    g_autoptr(GPtrArray) rs = ts_db_gate_list_results(fx->db, base, with, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(rs->len, ==, 4);
+    const TsDbGateResult *ra = rs->pdata[0], *rc = rs->pdata[2], *rf = rs->pdata[3];
+    g_assert_cmpint(ra->id, ==, ida);
+    g_assert_cmpint(ra->run_id, ==, base);
+    g_assert_cmpstr(ra->name, ==, "gemm-1024");
+    g_assert_cmpstr(((TsDbGateResult *)rs->pdata[1])->name, ==, "gemm-1024-again");
+    g_assert_cmpint(ra->workload_id, ==, fx->w);
+    g_assert_cmpstr(ra->schedule, ==, "block(m=64).warps(4)");
+    g_assert_cmpint(ra->status, ==, TS_DB_TRIAL_OK);
+    assert_samples_equal(ra->samples_ns, a->samples_ns);
+    g_assert_cmpfloat(ra->median_ns, ==, 1000);
+    g_assert_cmpstr(ra->artifact_hash, ==, hash);
+    g_assert_cmpstr(rc->entry, ==, "ts_gemm_entry");
+    g_assert_cmpstr(rc->backend, ==, "cpu");
+    if (with) {
+      g_assert_true(g_bytes_equal(ra->artifact, so));
+      g_assert_true(g_bytes_equal(rc->artifact, so));
+    } else {
+      g_assert_null(ra->artifact);
+    }
+    /* Unknown numbers come back NAN, absent texts and arrays NULL. */
+    g_assert_true(isnan(ra->base_median_ns) && isnan(ra->change) && isnan(ra->p_value) &&
+                  isnan(ra->threshold));
+    g_assert_null(ra->base_samples_ns);
+    g_assert_null(ra->verdict);
+    g_assert_null(ra->note);
+    g_assert_cmpuint(ra->remeasured, ==, 0);
+    g_assert_cmpint(rf->id, ==, idf);
+    g_assert_cmpint(rf->status, ==, TS_DB_TRIAL_COMPILE_ERROR);
+    g_assert_cmpstr(rf->error_text, ==, "cc: error");
+    g_assert_true(isnan(rf->median_ns));
+    g_assert_null(rf->samples_ns);
+    g_assert_null(rf->artifact_hash);
+    g_assert_null(rf->artifact);
+    g_assert_null(rf->entry);
+    g_assert_null(rf->schedule);
+  }
+
+  g_autofree char *entry = NULL, *backend = NULL;
+  g_autoptr(GBytes) bytes = ts_db_gate_get_artifact(fx->db, hash, &entry, &backend, &error);
+  g_assert_no_error(error);
+  g_assert_true(g_bytes_equal(bytes, so));
+  g_assert_cmpstr(entry, ==, "ts_gemm_entry");
+  g_assert_cmpstr(backend, ==, "cpu");
+  g_assert_null(ts_db_gate_get_artifact(fx->db, "abcd", NULL, NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_NOT_FOUND, "abcd", fx->path);
+
+  /* A check against it, with every comparison field. */
+  gint64 check = gate_begin(fx->db, "check", "smoke", fx->d, fx->t, NULL, base);
+  g_autoptr(TsDbGateResult) k = gate_result(check, "gemm-1024", fx->w, 1200, NULL, NULL);
+  double bs[] = {1001, 999, NAN, 1003};
+  k->base_samples_ns = samples_of(bs, 4);
+  k->base_median_ns = 1001;
+  k->change = 0.2;
+  k->p_value = 1e-6;
+  k->threshold = 0.05;
+  k->verdict = g_strdup("regression");
+  k->remeasured = 2;
+  k->note = g_strdup("slower in every round");
+  gate_add(fx->db, k);
+  gate_end(fx->db, check, "done", "regression");
+  g_autoptr(TsDbGateRun) cr = ts_db_gate_get_run(fx->db, check, &error);
+  g_assert_cmpstr(cr->kind, ==, "check");
+  g_assert_cmpstr(cr->verdict, ==, "regression");
+  g_assert_cmpint(cr->base_run_id, ==, base);
+  g_assert_null(cr->git_commit);
+  g_assert_false(cr->git_dirty);
+  g_assert_null(cr->label);
+  g_assert_cmpuint(cr->n_results, ==, 1);
+  g_autoptr(GPtrArray) ks = ts_db_gate_list_results(fx->db, check, TRUE, &error);
+  g_assert_cmpuint(ks->len, ==, 1);
+  const TsDbGateResult *kb = ks->pdata[0];
+  g_assert_cmpuint(kb->base_samples_ns->len, ==, 4);
+  g_assert_cmpfloat(g_array_index(kb->base_samples_ns, double, 1), ==, 999);
+  g_assert_true(isnan(g_array_index(kb->base_samples_ns, double, 2)));
+  g_assert_cmpfloat(kb->base_median_ns, ==, 1001);
+  g_assert_cmpfloat(kb->change, ==, 0.2);
+  g_assert_cmpfloat(kb->p_value, ==, 1e-6);
+  g_assert_cmpfloat(kb->threshold, ==, 0.05);
+  g_assert_cmpstr(kb->verdict, ==, "regression");
+  g_assert_cmpuint(kb->remeasured, ==, 2);
+  g_assert_cmpstr(kb->note, ==, "slower in every round");
+  g_assert_null(kb->artifact);
+  g_autoptr(GPtrArray) none = ts_db_gate_list_results(fx->db, 999, FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(none->len, ==, 0);
+
+  /* Listing: newest first, filtered, limited. */
+  gint64 other = gate_begin(fx->db, "baseline", "large", fx->d, fx->t, NULL, 0);
+  g_autoptr(GPtrArray) all = ts_db_gate_list_runs(fx->db, NULL, 0, NULL, 0, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(all->len, ==, 3);
+  g_assert_cmpint(((TsDbGateRun *)all->pdata[0])->id, ==, other);
+  g_assert_cmpint(((TsDbGateRun *)all->pdata[1])->id, ==, check);
+  g_assert_cmpint(((TsDbGateRun *)all->pdata[2])->id, ==, base);
+  g_assert_cmpuint(((TsDbGateRun *)all->pdata[2])->n_results, ==, 4);
+  g_autoptr(GPtrArray) smoke = ts_db_gate_list_runs(fx->db, "smoke", fx->d, NULL, 0, &error);
+  g_assert_cmpuint(smoke->len, ==, 2);
+  g_autoptr(GPtrArray) bases = ts_db_gate_list_runs(fx->db, NULL, 0, "baseline", 0, &error);
+  g_assert_cmpuint(bases->len, ==, 2);
+  g_autoptr(GPtrArray) one = ts_db_gate_list_runs(fx->db, NULL, 0, NULL, 1, &error);
+  g_assert_cmpuint(one->len, ==, 1);
+  g_assert_cmpint(((TsDbGateRun *)one->pdata[0])->id, ==, other);
+  g_autoptr(GPtrArray) elsewhere = ts_db_gate_list_runs(fx->db, NULL, 999, NULL, 0, &error);
+  g_assert_cmpuint(elsewhere->len, ==, 0);
+  g_assert_null(ts_db_gate_list_runs(fx->db, NULL, 0, "nightly", 0, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "nightly", fx->path);
+  g_assert_null(ts_db_gate_get_run(fx->db, 999, &error));
+  assert_gate_error(&error, TS_DB_ERROR_NOT_FOUND, "no gate run 999", fx->path);
+}
+
+static void
+test_gate_find(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_assert_null(ts_db_gate_find_baseline(fx->db, "smoke", fx->d, &error));
+  assert_gate_error(&error, TS_DB_ERROR_NOT_FOUND, "no baseline of suite smoke on this device",
+                    fx->path);
+
+  TsDbDevice dev2 = test_device;
+  dev2.name = "other cpu";
+  gint64 d2 = ts_db_ensure_device(fx->db, &dev2, &error);
+  const char *c1 = "abcd000000000000000000000000000000000000";
+  const char *c2 = "abce000000000000000000000000000000000000";
+  gint64 old = gate_begin(fx->db, "baseline", "smoke", fx->d, fx->t, c1, 0);
+  gate_end(fx->db, old, "done", NULL);
+  gint64 want = gate_begin(fx->db, "baseline", "smoke", fx->d, fx->t, c2, 0);
+  gate_end(fx->db, want, "done", NULL);
+  /* Newer, but none of them a finished baseline of smoke on this device. */
+  gint64 failed = gate_begin(fx->db, "baseline", "smoke", fx->d, fx->t, c1, 0);
+  gate_end(fx->db, failed, "failed", NULL);
+  gint64 interrupted = gate_begin(fx->db, "baseline", "smoke", fx->d, fx->t, c1, 0);
+  gate_end(fx->db, interrupted, "interrupted", NULL);
+  gate_begin(fx->db, "baseline", "smoke", fx->d, fx->t, c1, 0); /* still running */
+  gint64 check = gate_begin(fx->db, "check", "smoke", fx->d, fx->t, c1, want);
+  gate_end(fx->db, check, "done", "pass");
+  gint64 there = gate_begin(fx->db, "baseline", "smoke", d2, fx->t, c1, 0);
+  gate_end(fx->db, there, "done", NULL);
+  gint64 large = gate_begin(fx->db, "baseline", "large", fx->d, fx->t, c1, 0);
+  gate_end(fx->db, large, "done", NULL);
+
+  g_autoptr(TsDbGateRun) found = ts_db_gate_find_baseline(fx->db, "smoke", fx->d, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(found->id, ==, want);
+  g_assert_cmpstr(found->git_commit, ==, c2);
+  g_autoptr(TsDbGateRun) found2 = ts_db_gate_find_baseline(fx->db, "smoke", d2, &error);
+  g_assert_cmpint(found2->id, ==, there);
+  g_assert_null(ts_db_gate_find_baseline(fx->db, "tiny", fx->d, &error));
+  assert_gate_error(&error, TS_DB_ERROR_NOT_FOUND, "no baseline of suite tiny", fx->path);
+
+  /* By commit: done runs of either kind, newest first; case-insensitive prefix. */
+  g_autoptr(GPtrArray) by1 = ts_db_gate_find_by_commit(fx->db, "smoke", fx->d, "ABCD", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(by1->len, ==, 2);
+  gint64 want1[] = {check, old};
+  for (guint i = 0; i < 2; i++)
+    g_assert_cmpint(((TsDbGateRun *)by1->pdata[i])->id, ==, want1[i]);
+  g_autoptr(GPtrArray) by2 = ts_db_gate_find_by_commit(fx->db, "smoke", fx->d, c2, &error);
+  g_assert_cmpuint(by2->len, ==, 1);
+  g_assert_cmpint(((TsDbGateRun *)by2->pdata[0])->id, ==, want);
+  g_autoptr(GPtrArray) on_d2 = ts_db_gate_find_by_commit(fx->db, "smoke", d2, "abcd00", &error);
+  g_assert_cmpuint(on_d2->len, ==, 1);
+  g_assert_cmpint(((TsDbGateRun *)on_d2->pdata[0])->id, ==, there);
+  g_autoptr(GPtrArray) none = ts_db_gate_find_by_commit(fx->db, "smoke", fx->d, "ffff", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(none->len, ==, 0);
+  const char *bad[] = {"abc", "", "abcg", "ab*d", "abc%", "abcd efg"};
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_assert_null(ts_db_gate_find_by_commit(fx->db, "smoke", fx->d, bad[i], &error));
+    assert_gate_error(&error, TS_DB_ERROR_INVALID, "hex", fx->path);
+  }
+}
+
+static void
+test_gate_invalid(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) so = g_bytes_new_static("binary", 6);
+  g_assert_cmpint(ts_db_gate_begin(fx->db, "nightly", "smoke", fx->d, fx->t, NULL, FALSE, NULL,
+                                   0, &error),
+                  ==, 0);
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "nightly", fx->path);
+  g_assert_cmpint(ts_db_gate_begin(fx->db, "check", "", fx->d, fx->t, NULL, FALSE, NULL, 0,
+                                   &error),
+                  ==, 0);
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "suite", fx->path);
+  g_assert_cmpint(ts_db_gate_begin(fx->db, "check", "smoke", 999, fx->t, NULL, FALSE, NULL, 0,
+                                   &error),
+                  ==, 0);
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, NULL, fx->path);
+  g_assert_cmpint(ts_db_gate_begin(fx->db, "check", "smoke", fx->d, fx->t, NULL, FALSE, NULL,
+                                   999, &error),
+                  ==, 0);
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, NULL, fx->path);
+  g_assert_cmpint(count_rows(fx->path, "gate_run"), ==, 0);
+
+  gint64 run = gate_begin(fx->db, "baseline", "smoke", fx->d, fx->t, NULL, 0);
+  g_autoptr(TsDbGateResult) r = gate_result(run, "gemm", fx->w, 100, "aaaa", so);
+  gate_add(fx->db, r);
+
+  /* A second result of the same name loses nothing, and its new artifact is not kept. */
+  g_autoptr(TsDbGateResult) dup = gate_result(run, "gemm", fx->w, 50, "bbbb", so);
+  g_assert_false(ts_db_gate_add_result(fx->db, dup, NULL, &error));
+  g_autofree char *dup_msg =
+      g_strdup_printf("run %" G_GINT64_FORMAT " already has a result named gemm", run);
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, dup_msg, fx->path);
+  g_assert_null(ts_db_gate_get_artifact(fx->db, "bbbb", NULL, NULL, &error));
+  g_clear_error(&error);
+  g_autoptr(GPtrArray) kept = ts_db_gate_list_results(fx->db, run, TRUE, &error);
+  g_assert_cmpuint(kept->len, ==, 1);
+  g_assert_cmpfloat(((TsDbGateResult *)kept->pdata[0])->median_ns, ==, 100);
+
+  /* Bad results. */
+  g_autoptr(TsDbGateResult) bad = gate_result(run, "other", fx->w, 100, NULL, NULL);
+  bad->verdict = g_strdup("faster");
+  g_assert_false(ts_db_gate_add_result(fx->db, bad, NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "faster", fx->path);
+  g_clear_pointer(&bad->verdict, g_free);
+  bad->status = (TsDbTrialStatus)42;
+  g_assert_false(ts_db_gate_add_result(fx->db, bad, NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "status", fx->path);
+  bad->status = TS_DB_TRIAL_OK;
+  bad->artifact_hash = g_strdup("cccc");
+  bad->artifact = g_bytes_ref(so);
+  g_assert_false(ts_db_gate_add_result(fx->db, bad, NULL, &error)); /* no entry, no backend */
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "entry", fx->path);
+  g_clear_pointer(&bad->artifact_hash, g_free);
+  bad->entry = g_strdup("e");
+  bad->backend = g_strdup("cpu");
+  g_assert_false(ts_db_gate_add_result(fx->db, bad, NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "hash", fx->path);
+  bad->artifact_hash = g_strdup("NOT-HEX");
+  g_assert_false(ts_db_gate_add_result(fx->db, bad, NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "NOT-HEX", fx->path);
+  g_clear_pointer(&bad->artifact, g_bytes_unref);
+  g_free(bad->artifact_hash);
+  bad->artifact_hash = g_strdup("dddd"); /* never stored */
+  g_assert_false(ts_db_gate_add_result(fx->db, bad, NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, NULL, fx->path);
+  g_clear_pointer(&bad->artifact_hash, g_free);
+  bad->workload_id = 999;
+  g_assert_false(ts_db_gate_add_result(fx->db, bad, NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, NULL, fx->path);
+  bad->workload_id = fx->w;
+  bad->run_id = 999;
+  g_assert_false(ts_db_gate_add_result(fx->db, bad, NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "no gate run 999", fx->path);
+  bad->run_id = run;
+  g_assert_cmpint(count_rows(fx->path, "gate_result"), ==, 1);
+  g_assert_cmpint(count_rows(fx->path, "gate_artifact"), ==, 1);
+
+  /* Bad ends. */
+  g_assert_false(ts_db_gate_end(fx->db, run, "finished", NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "finished", fx->path);
+  g_assert_false(ts_db_gate_end(fx->db, run, "running", NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "running", fx->path);
+  g_assert_false(ts_db_gate_end(fx->db, run, "done", "improved", &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "improved", fx->path);
+  g_assert_false(ts_db_gate_end(fx->db, run, "done", "pass", &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "baseline", fx->path);
+  g_assert_false(ts_db_gate_end(fx->db, 999, "done", NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_NOT_FOUND, "999", fx->path);
+
+  /* An ended run takes no more results and does not end again. */
+  gate_end(fx->db, run, "done", NULL);
+  g_assert_false(ts_db_gate_add_result(fx->db, bad, NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "already ended", fx->path);
+  g_assert_false(ts_db_gate_end(fx->db, run, "failed", NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "already ended", fx->path);
+  g_autoptr(TsDbGateRun) still = ts_db_gate_get_run(fx->db, run, &error);
+  g_assert_cmpstr(still->status, ==, "done");
+  g_assert_cmpuint(still->n_results, ==, 1);
+}
+
+static void
+test_gate_read_only(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) so = g_bytes_new_static("binary", 6);
+  gint64 run = gate_begin(fx->db, "baseline", "smoke", fx->d, fx->t, "abcdef12", 0);
+  g_autoptr(TsDbGateResult) r = gate_result(run, "gemm", fx->w, 100, "aaaa", so);
+  gate_add(fx->db, r);
+
+  g_autoptr(TsDb) ro = ts_db_open(fx->path, TS_DB_OPEN_READ_ONLY, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(ts_db_gate_begin(ro, "check", "smoke", fx->d, fx->t, NULL, FALSE, NULL, 0,
+                                   &error),
+                  ==, 0);
+  assert_gate_error(&error, TS_DB_ERROR_READ_ONLY, "read-only", fx->path);
+  g_autoptr(TsDbGateResult) r2 = gate_result(run, "gemm2", fx->w, 100, "bbbb", so);
+  g_assert_false(ts_db_gate_add_result(ro, r2, NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_READ_ONLY, "read-only", fx->path);
+  g_assert_false(ts_db_gate_end(ro, run, "done", NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_READ_ONLY, "read-only", fx->path);
+
+  /* Reads work. */
+  g_autoptr(TsDbGateRun) got = ts_db_gate_get_run(ro, run, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(got->status, ==, "running");
+  g_autoptr(GPtrArray) rs = ts_db_gate_list_results(ro, run, TRUE, &error);
+  g_assert_cmpuint(rs->len, ==, 1);
+  g_assert_true(g_bytes_equal(((TsDbGateResult *)rs->pdata[0])->artifact, so));
+  g_autoptr(GPtrArray) runs = ts_db_gate_list_runs(ro, "smoke", fx->d, "baseline", 0, &error);
+  g_assert_cmpuint(runs->len, ==, 1);
+  g_autoptr(GBytes) bytes = ts_db_gate_get_artifact(ro, "aaaa", NULL, NULL, &error);
+  g_assert_no_error(error);
+}
+
+/* A version-2 file as an older build left it: no gate tables. */
+static void
+make_v2(const char *path)
+{
+  sqlite3 *sql = NULL;
+  g_assert_cmpint(sqlite3_open(path, &sql), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_exec(sql,
+                               "DROP TABLE gate_result; DROP TABLE gate_artifact;"
+                               " DROP TABLE gate_run; PRAGMA user_version = 2;",
+                               NULL, NULL, NULL),
+                  ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_close(sql), ==, SQLITE_OK);
+}
+
+static void
+test_gate_migrate_v2(Fx *fx, gconstpointer data)
+{
+  g_assert_cmpint(ts_db_schema_version(), ==, 3);
+  gint64 a = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
+  g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, a, NULL));
+  g_clear_pointer(&fx->db, ts_db_close);
+  make_v2(fx->path);
+
+  g_autoptr(GError) error = NULL;
+  g_assert_null(ts_db_open(fx->path, TS_DB_OPEN_READ_ONLY, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NEEDS_UPGRADE);
+  g_clear_error(&error);
+  fx->db = ts_db_open(fx->path, TS_DB_OPEN_DEFAULT, &error);
+  g_assert_no_error(error);
+  g_autofree char *msg = NULL;
+  g_assert_true(ts_db_check_integrity(fx->db, &msg));
+
+  g_autoptr(TsDbTrial) t = ts_db_get_trial(fx->db, a, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(t->schedule, ==, "block(m=64)");
+  g_autoptr(TsDbTrial) best = ts_db_get_best(fx->db, fx->w, fx->d, fx->t, &error);
+  g_assert_cmpint(best->id, ==, a);
+
+  gint64 run = gate_begin(fx->db, "baseline", "smoke", fx->d, fx->t, NULL, 0);
+  g_autoptr(TsDbGateResult) r = gate_result(run, "gemm", fx->w, 100, NULL, NULL);
+  gate_add(fx->db, r);
+  gate_end(fx->db, run, "done", NULL);
+  g_autoptr(TsDbGateRun) found = ts_db_gate_find_baseline(fx->db, "smoke", fx->d, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(found->id, ==, run);
+
+  /* Now at version 3: a read-only open is fine. */
+  g_autoptr(TsDb) ro = ts_db_open(fx->path, TS_DB_OPEN_READ_ONLY, &error);
+  g_assert_no_error(error);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -963,5 +1482,10 @@ main(int argc, char **argv)
   ADD("fault/read-only-files", test_read_only_files);
   ADD("process/kill-writer", test_kill_writer);
   ADD("process/four-writers", test_four_writers);
+  ADD("gate/roundtrip", test_gate_roundtrip);
+  ADD("gate/find", test_gate_find);
+  ADD("gate/invalid", test_gate_invalid);
+  ADD("gate/read-only-handle", test_gate_read_only);
+  ADD("gate/migrate-v2", test_gate_migrate_v2);
   return g_test_run();
 }
