@@ -141,67 +141,26 @@ ts_op_timer_free(TsOpTimer *t)
   g_free(t);
 }
 
-/* *result is NULL exactly when a GError is set: a machinery failure has no verification result
- * to report. */
-TsOpTimer *
-ts_op_timer_new(TsOpInstance *inst, TsBackend *backend, TsModule *module,
-                const TsRunOptions *options, TsTrialResult **result, GError **error)
+/* Poisons the output, launches once and checks the output against the reference. Takes t and
+ * r; returns t, or NULL with *result set (candidate failure) or error set (machinery). */
+static TsOpTimer *
+launch_and_verify(TsOpTimer *t_in, TsOpInstance *inst, const TsRunOptions *options,
+                  TsTrialResult *r_in, TsTrialResult **result, GError **error)
 {
-  g_return_val_if_fail(inst != NULL && backend != NULL && module != NULL, NULL);
-  g_return_val_if_fail(result != NULL, NULL);
-  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  *result = NULL;
-  TsRunOptions defaults;
-  if (options == NULL) {
-    ts_run_options_init(&defaults);
-    options = &defaults;
-  }
+  g_autoptr(TsOpTimer) t = t_in;
+  g_autoptr(TsTrialResult) r = r_in;
   const TsOpDef *op = inst->op;
   TsDtype dt = inst->dtype.storage;
   gsize elem = ts_numerics_elem_size(dt);
-  g_autoptr(TsTrialResult) r = ts_trial_result_new();
-  r->tolerance = ts_numerics_tolerance(dt, op->name);
-  r->cache_hit = ts_module_from_cache(module);
-  r->compile_ms = ts_module_compile_ms(module);
-  r->artifact = g_strdup(ts_module_hash(module));
-
-  g_autoptr(TsOpTimer) t = g_new0(TsOpTimer, 1);
-  t->backend = backend;
-  t->module = module;
-  t->bufs.backend = backend;
-  prepare_data(inst, options->seed);
-  for (guint i = 0; i <= op->n_inputs; i++) {
-    TsBuffer *b = ts_backend_alloc(backend, elem * (gsize)inst->numel[i], error);
-    if (b == NULL)
-      return NULL;
-    t->bufs.bufs[t->bufs.n++] = b;
-    if (i < op->n_inputs &&
-        !ts_backend_upload(backend, b, inst->inputs[i], elem * (gsize)inst->numel[i], error))
-      return NULL;
-  }
+  TsBuffer *out_buf = (TsBuffer *)t->launch.buffers[op->n_inputs];
   gsize n_out = (gsize)inst->numel[op->n_inputs];
   g_autofree void *out = g_malloc(elem * n_out);
   /* Poison: an element the kernel never writes stays NaN and fails the check. */
   ts_numerics_poison(dt, out, n_out);
-  if (!ts_backend_upload(backend, t->bufs.bufs[op->n_inputs], out, elem * n_out, error))
+  if (!ts_backend_upload(t->backend, out_buf, out, elem * n_out, error))
     return NULL;
-
-  g_auto(GStrv) dims = g_strsplit(op->dims, ",", -1);
-  guint n_ints = 0;
-  for (; dims[n_ints]; n_ints++) {
-    g_assert(n_ints < G_N_ELEMENTS(t->ints));
-    t->ints[n_ints] = ts_shape_get(inst->shape, dims[n_ints]);
-  }
-  t->launch = (TsLaunch){
-    .buffers = t->bufs.bufs,
-    .n_buffers = op->n_inputs + 1,
-    .ints = t->ints,
-    .n_ints = n_ints,
-    .floats = op->float_values,
-    .n_floats = op->n_floats,
-  };
   g_autoptr(GError) lerr = NULL;
-  if (!ts_backend_launch(backend, module, &t->launch, &lerr)) {
+  if (!ts_backend_launch(t->backend, t->module, &t->launch, &lerr)) {
     r->status = TS_TRIAL_RUNTIME_ERROR;
     g_free(r->message);
     r->message = g_strdup(lerr->message);
@@ -209,7 +168,7 @@ ts_op_timer_new(TsOpInstance *inst, TsBackend *backend, TsModule *module,
     return NULL;
   }
   if (options->verify) {
-    if (!ts_backend_download(backend, out, t->bufs.bufs[op->n_inputs], elem * n_out, error))
+    if (!ts_backend_download(t->backend, out, out_buf, elem * n_out, error))
       return NULL;
     gsize nonfinite = 0;
     r->rel_error = ts_numerics_rel_error(dt, out, inst->ref, n_out, &nonfinite);
@@ -229,6 +188,93 @@ ts_op_timer_new(TsOpInstance *inst, TsBackend *backend, TsModule *module,
   }
   *result = g_steal_pointer(&r);
   return g_steal_pointer(&t);
+}
+
+static TsTrialResult *
+new_result(TsOpInstance *inst, TsModule *module)
+{
+  TsTrialResult *r = ts_trial_result_new();
+  r->tolerance = ts_numerics_tolerance(inst->dtype.storage, inst->op->name);
+  r->cache_hit = ts_module_from_cache(module);
+  r->compile_ms = ts_module_compile_ms(module);
+  r->artifact = g_strdup(ts_module_hash(module));
+  return r;
+}
+
+/* *result is NULL exactly when a GError is set: a machinery failure has no verification result
+ * to report. */
+TsOpTimer *
+ts_op_timer_new(TsOpInstance *inst, TsBackend *backend, TsModule *module,
+                const TsRunOptions *options, TsTrialResult **result, GError **error)
+{
+  g_return_val_if_fail(inst != NULL && backend != NULL && module != NULL, NULL);
+  g_return_val_if_fail(result != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  *result = NULL;
+  TsRunOptions defaults;
+  if (options == NULL) {
+    ts_run_options_init(&defaults);
+    options = &defaults;
+  }
+  const TsOpDef *op = inst->op;
+  TsDtype dt = inst->dtype.storage;
+  gsize elem = ts_numerics_elem_size(dt);
+  g_autoptr(TsTrialResult) r = new_result(inst, module);
+
+  g_autoptr(TsOpTimer) t = g_new0(TsOpTimer, 1);
+  t->backend = backend;
+  t->module = module;
+  t->bufs.backend = backend;
+  prepare_data(inst, options->seed);
+  for (guint i = 0; i <= op->n_inputs; i++) {
+    TsBuffer *b = ts_backend_alloc(backend, elem * (gsize)inst->numel[i], error);
+    if (b == NULL)
+      return NULL;
+    t->bufs.bufs[t->bufs.n++] = b;
+    if (i < op->n_inputs &&
+        !ts_backend_upload(backend, b, inst->inputs[i], elem * (gsize)inst->numel[i], error))
+      return NULL;
+  }
+  g_auto(GStrv) dims = g_strsplit(op->dims, ",", -1);
+  guint n_ints = 0;
+  for (; dims[n_ints]; n_ints++) {
+    g_assert(n_ints < G_N_ELEMENTS(t->ints));
+    t->ints[n_ints] = ts_shape_get(inst->shape, dims[n_ints]);
+  }
+  t->launch = (TsLaunch){
+      .buffers = t->bufs.bufs,
+      .n_buffers = op->n_inputs + 1,
+      .ints = t->ints,
+      .n_ints = n_ints,
+      .floats = op->float_values,
+      .n_floats = op->n_floats,
+  };
+  return launch_and_verify(g_steal_pointer(&t), inst, options, g_steal_pointer(&r), result,
+                           error);
+}
+
+TsOpTimer *
+ts_op_timer_new_sibling(TsOpTimer *peer, TsOpInstance *inst, TsModule *module,
+                        const TsRunOptions *options, TsTrialResult **result, GError **error)
+{
+  g_return_val_if_fail(peer != NULL && inst != NULL && module != NULL, NULL);
+  g_return_val_if_fail(result != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  *result = NULL;
+  TsRunOptions defaults;
+  if (options == NULL) {
+    ts_run_options_init(&defaults);
+    options = &defaults;
+  }
+  g_autoptr(TsOpTimer) t = g_new0(TsOpTimer, 1);
+  t->backend = peer->backend;
+  t->module = module;
+  t->bufs.backend = peer->backend; /* owns none: the peer's buffers are borrowed */
+  memcpy(t->ints, peer->ints, sizeof t->ints);
+  t->launch = peer->launch;
+  t->launch.ints = t->ints;
+  return launch_and_verify(g_steal_pointer(&t), inst, options, new_result(inst, module), result,
+                           error);
 }
 
 static gint64

@@ -155,6 +155,13 @@ typedef struct _TsOpTimer TsOpTimer;
  * the machinery did. */
 TsOpTimer *ts_op_timer_new(TsOpInstance *inst, TsBackend *backend, TsModule *module,
                            const TsRunOptions *options, TsTrialResult **result, GError **error);
+/* A timer of another module of the same instance that times on `peer`'s buffers (borrowed:
+ * the peer must outlive it), after verifying the module on them. Two kernels compared side by
+ * side must also share their data's addresses: in separate allocations, cache-set and page
+ * placement alone can make identical code differ by several percent for a whole process. */
+TsOpTimer *ts_op_timer_new_sibling(TsOpTimer *peer, TsOpInstance *inst, TsModule *module,
+                                   const TsRunOptions *options, TsTrialResult **result,
+                                   GError **error);
 void ts_op_timer_free(TsOpTimer *timer);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsOpTimer, ts_op_timer_free)
 /* n_warmup untimed launches, then n timed ones into samples_ns. */

@@ -385,6 +385,39 @@ test_timer_wrong_kernel(void)
   g_assert_cmpint(r->status, ==, TS_TRIAL_OK);
 }
 
+
+/* A sibling times another module on its peer's buffers: verified there first, so a wrong
+ * kernel is refused even though the peer's output was right. */
+static void
+test_timer_sibling(void)
+{
+  g_autoptr(TsOpInstance) inst = NULL;
+  g_autofree char *entry = NULL;
+  g_autofree char *src = default_source("saxpy", "N=1001", &inst, &entry);
+  g_autofree char *wrong = replace_all(src, "alpha * x + y", "alpha * x - y");
+  g_autofree char *other = g_strconcat(src, "\n/* another binary */\n", NULL);
+  g_autoptr(TsModule) module = compile_source(src, entry);
+  g_autoptr(TsModule) other_mod = compile_source(other, entry);
+  g_autoptr(TsModule) wrong_mod = compile_source(wrong, entry);
+  g_autoptr(TsOpTimer) peer = timer_ok(inst, module);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsTrialResult) r = NULL;
+  g_autoptr(TsOpTimer) sib = ts_op_timer_new_sibling(peer, inst, other_mod, NULL, &r, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(sib);
+  g_assert_cmpint(r->status, ==, TS_TRIAL_OK);
+  g_assert_cmpstr(r->artifact, ==, ts_module_hash(other_mod));
+  double s[3];
+  g_assert_true(ts_op_timer_sample(sib, 1, 3, s, &error));
+  g_assert_true(ts_op_timer_sample(peer, 1, 3, s, &error));
+  g_clear_pointer(&r, ts_trial_result_free);
+
+  TsOpTimer *bad = ts_op_timer_new_sibling(peer, inst, wrong_mod, NULL, &r, &error);
+  g_assert_null(bad);
+  g_assert_no_error(error);
+  g_assert_cmpint(r->status, ==, TS_TRIAL_WRONG_RESULT);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -410,6 +443,7 @@ main(int argc, char **argv)
   g_test_add_func("/ops/timer/alternate", test_timer_alternate);
   g_test_add_func("/ops/timer/slowdown", test_timer_slowdown);
   g_test_add_func("/ops/timer/wrong-kernel", test_timer_wrong_kernel);
+  g_test_add_func("/ops/timer/sibling", test_timer_sibling);
   int rc = g_test_run();
   ts_backend_free(backend);
   return rc;
