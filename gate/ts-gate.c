@@ -355,6 +355,20 @@ store_result(Ctx *c, gint64 run_id, gboolean check, const TsGateResult *r, gint6
 
 /* ---- baseline ---- */
 
+/* A stored run, with the commit given or the one checked out here. */
+static gint64
+begin_run(Ctx *c, const char *kind, gint64 base_run_id, GError **error)
+{
+  g_autofree char *commit = NULL;
+  gboolean dirty = FALSE;
+  if (c->opt->git_commit)
+    commit = g_strdup(c->opt->git_commit);
+  else
+    git_state(&commit, &dirty);
+  return ts_db_gate_begin(c->db, kind, c->suite->name, c->device_id, c->toolchain_id, commit,
+                          dirty, c->opt->label, base_run_id, error);
+}
+
 static TsGateResult *
 new_result(const TsGateWorkload *wl)
 {
@@ -372,14 +386,7 @@ ts_gate_baseline(TsDb *db, TsBackend *backend, const TsGateSuite *suite,
   g_autoptr(GPtrArray) workloads = resolve_all(&c, error);
   if (workloads == NULL)
     return NULL;
-  g_autofree char *commit = NULL;
-  gboolean dirty = FALSE;
-  if (options->git_commit)
-    commit = g_strdup(options->git_commit);
-  else
-    git_state(&commit, &dirty);
-  gint64 run_id = ts_db_gate_begin(db, "baseline", suite->name, c.device_id, c.toolchain_id,
-                                   commit, dirty, options->label, 0, error);
+  gint64 run_id = begin_run(&c, "baseline", 0, error);
   if (run_id == 0)
     return NULL;
 
@@ -598,14 +605,7 @@ ts_gate_check(TsDb *db, TsBackend *backend, const TsGateSuite *suite, gint64 bas
 
   gint64 run_id = 0;
   if (options->store) {
-    g_autofree char *commit = NULL;
-    gboolean dirty = FALSE;
-    if (options->git_commit)
-      commit = g_strdup(options->git_commit);
-    else
-      git_state(&commit, &dirty);
-    run_id = ts_db_gate_begin(db, "check", suite->name, c.device_id, c.toolchain_id, commit,
-                              dirty, options->label, base_run->id, error);
+    run_id = begin_run(&c, "check", base_run->id, error);
     if (run_id == 0)
       return NULL;
   }

@@ -14,6 +14,7 @@
 #include "ts-backend.h"
 #include "ts-db.h"
 #include "ts-gate.h"
+#include "ts-tune.h"
 
 enum { EXIT_PASS = 0, EXIT_REGRESSION = 1, EXIT_ERROR = 2 };
 
@@ -277,20 +278,7 @@ this_build(const Args *a)
 static gint64
 device_id_of(Env *e, GError **error)
 {
-  const TsDeviceInfo *d = ts_backend_describe(e->backend);
-  TsDbDevice dev = {
-      .backend = d->backend,
-      .name = d->name,
-      .arch = d->arch,
-      .compute_units = d->compute_units,
-      .memory_bytes = d->memory_bytes,
-      .l1_bytes = d->l1_bytes,
-      .l2_bytes = d->l2_bytes,
-      .l3_bytes = d->l3_bytes,
-      .smem_per_block = d->smem_per_block,
-      .vector_bits = d->vector_bits,
-  };
-  return ts_db_ensure_device(e->db, &dev, error);
+  return ts_tune_device_id(e->db, e->backend, error);
 }
 
 /* ---- commands ---- */

@@ -54,9 +54,8 @@ ts_tune_lookup_key(TsOpInstance *inst, TsBackend *backend, TsDbKey *key, char **
   };
 }
 
-gboolean
-ts_tune_key_ids(TsDb *db, TsOpInstance *inst, TsBackend *backend, gint64 *workload_id,
-                gint64 *device_id, gint64 *toolchain_id, GError **error)
+gint64
+ts_tune_device_id(TsDb *db, TsBackend *backend, GError **error)
 {
   const TsDeviceInfo *d = ts_backend_describe(backend);
   TsDbDevice dev = {
@@ -71,9 +70,17 @@ ts_tune_key_ids(TsDb *db, TsOpInstance *inst, TsBackend *backend, gint64 *worklo
     .smem_per_block = d->smem_per_block,
     .vector_bits = d->vector_bits,
   };
+  return ts_db_ensure_device(db, &dev, error);
+}
+
+gboolean
+ts_tune_key_ids(TsDb *db, TsOpInstance *inst, TsBackend *backend, gint64 *workload_id,
+                gint64 *device_id, gint64 *toolchain_id, GError **error)
+{
+  const TsDeviceInfo *d = ts_backend_describe(backend);
   g_autofree char *shape = ts_shape_to_string(ts_op_instance_shape(inst));
   g_autofree char *dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(inst));
-  *device_id = ts_db_ensure_device(db, &dev, error);
+  *device_id = ts_tune_device_id(db, backend, error);
   if (*device_id == 0)
     return FALSE;
   *toolchain_id = ts_db_ensure_toolchain(db, d->toolchain, TS_OP_EMIT_VERSION, error);

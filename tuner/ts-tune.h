@@ -70,6 +70,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TsTuneSummary, ts_tune_summary_clear)
 
 gboolean ts_tune_run(const TsTuneConfig *config, TsTuneSummary *summary, GError **error);
 
+/* The device row of a backend (inserted when missing). */
+gint64 ts_tune_device_id(TsDb *db, TsBackend *backend, GError **error);
 /* Ids of the cache key of a workload on a backend (inserting the rows when missing). */
 gboolean ts_tune_key_ids(TsDb *db, TsOpInstance *inst, TsBackend *backend, gint64 *workload_id,
                          gint64 *device_id, gint64 *toolchain_id, GError **error);
