@@ -24,6 +24,15 @@ ts_run_options_init(TsRunOptions *o)
   };
 }
 
+static const TsRunOptions *
+options_or_defaults(const TsRunOptions *options, TsRunOptions *defaults)
+{
+  if (options)
+    return options;
+  ts_run_options_init(defaults);
+  return defaults;
+}
+
 const char *
 ts_trial_status_name(TsTrialStatus status)
 {
@@ -212,10 +221,7 @@ ts_op_timer_new(TsOpInstance *inst, TsBackend *backend, TsModule *module,
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   *result = NULL;
   TsRunOptions defaults;
-  if (options == NULL) {
-    ts_run_options_init(&defaults);
-    options = &defaults;
-  }
+  options = options_or_defaults(options, &defaults);
   const TsOpDef *op = inst->op;
   TsDtype dt = inst->dtype.storage;
   gsize elem = ts_numerics_elem_size(dt);
@@ -262,10 +268,7 @@ ts_op_timer_new_sibling(TsOpTimer *peer, TsOpInstance *inst, TsModule *module,
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   *result = NULL;
   TsRunOptions defaults;
-  if (options == NULL) {
-    ts_run_options_init(&defaults);
-    options = &defaults;
-  }
+  options = options_or_defaults(options, &defaults);
   g_autoptr(TsOpTimer) t = g_new0(TsOpTimer, 1);
   t->backend = peer->backend;
   t->module = module;
@@ -332,10 +335,7 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
                  const TsRunOptions *options, GError **error)
 {
   TsRunOptions defaults;
-  if (options == NULL) {
-    ts_run_options_init(&defaults);
-    options = &defaults;
-  }
+  options = options_or_defaults(options, &defaults);
   TsSource src = {.lang = TS_LANG_C, .text = source, .entry = entry};
   g_autoptr(GError) cerr = NULL;
   g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &cerr);

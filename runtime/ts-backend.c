@@ -264,7 +264,14 @@ ts_backend_load_artifact(TsBackend *backend, GBytes *artifact, const char *entry
   /* An entry under this key already holds these very bytes, so loading it saves the write; one
    * that does not load was damaged on disk and is replaced by ours. */
   g_autofree char *path = ts__artifact_cache_lookup(backend->cache, key, klass->artifact_suffix);
-  if (path != NULL) {
+  for (;;) {
+    gboolean ours = path == NULL;
+    if (ours) {
+      path = ts__artifact_cache_store(backend->cache, key, klass->artifact_suffix, data, len,
+                                      error);
+      if (path == NULL)
+        return NULL;
+    }
     gboolean bad = FALSE;
     g_autoptr(GError) local = NULL;
     TsModule *module = klass->load(backend, path, entry, &bad, &local);
@@ -274,30 +281,19 @@ ts_backend_load_artifact(TsBackend *backend, GBytes *artifact, const char *entry
       g_propagate_error(error, g_steal_pointer(&local));
       return NULL;
     }
-    g_debug("%s; storing it again", local->message);
+    /* Leave no entry a later lookup would trip on. */
     ts__artifact_cache_evict(backend->cache, key, klass->artifact_suffix);
     g_clear_pointer(&path, g_free);
+    if (ours) {
+      /* Nothing will ever load these bytes here. */
+      g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD,
+                  "stored kernel artifact %.12s cannot be loaded on this machine (%s); build the "
+                  "kernel here instead",
+                  key, local->message);
+      return NULL;
+    }
+    g_debug("%s; storing it again", local->message);
   }
-
-  path = ts__artifact_cache_store(backend->cache, key, klass->artifact_suffix, data, len, error);
-  if (path == NULL)
-    return NULL;
-  gboolean bad = FALSE;
-  g_autoptr(GError) local = NULL;
-  TsModule *module = klass->load(backend, path, entry, &bad, &local);
-  if (module != NULL)
-    return finish_module(module, backend, key, path, entry, NULL, 0.0, TRUE);
-  if (!bad) {
-    g_propagate_error(error, g_steal_pointer(&local));
-    return NULL;
-  }
-  /* Nothing will ever load these bytes here; leave no entry a later lookup would trip on. */
-  ts__artifact_cache_evict(backend->cache, key, klass->artifact_suffix);
-  g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD,
-              "stored kernel artifact %.12s cannot be loaded on this machine (%s); build the "
-              "kernel here instead",
-              key, local->message);
-  return NULL;
 }
 
 void

@@ -73,6 +73,7 @@ enum {
   OPT_DECIDE = 1 << 7,
   OPT_MEASURE = 1 << 8,
   OPT_LIMIT = 1 << 9,
+  OPT_NO_STORE = 1 << 10,
 };
 
 static gboolean
@@ -116,19 +117,15 @@ parse(const char *name, const char *summary, guint opts, Args *a, int *argc, cha
   };
   static const guint masks[] = {
       OPT_SUITE,   OPT_DB,      OPT_BACKEND, OPT_BASE,    OPT_HEAD,    OPT_REPORTS,
-      OPT_REPORTS, OPT_STORE,   OPT_STORE,   OPT_STORE,   OPT_DECIDE,  OPT_DECIDE,
+      OPT_REPORTS, OPT_STORE,   OPT_STORE,   OPT_NO_STORE, OPT_DECIDE, OPT_DECIDE,
       OPT_DECIDE,  OPT_MEASURE, OPT_DECIDE,  OPT_DECIDE,  OPT_LIMIT,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];
   guint n = 0;
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
-    if (opts & masks[i]) {
-      /* --no-store only makes sense for a check; baseline always stores. */
-      if (&a->no_store == all[i].arg_data && !(opts & OPT_DECIDE))
-        continue;
+    if (opts & masks[i])
       chosen[n++] = all[i];
-    }
   chosen[n] = (GOptionEntry){NULL};
   g_autofree char *param = g_strdup_printf("%s — %s", name, summary);
   g_autoptr(GOptionContext) ctx = g_option_context_new(param);
@@ -328,8 +325,8 @@ cmd_check(int argc, char **argv)
 {
   g_auto(Args) a = {.retries = -1};
   if (!parse("check", "measure the suite again and fail on a real slowdown",
-             OPT_SUITE | OPT_DB | OPT_BACKEND | OPT_BASE | OPT_REPORTS | OPT_STORE | OPT_DECIDE |
-                 OPT_MEASURE,
+             OPT_SUITE | OPT_DB | OPT_BACKEND | OPT_BASE | OPT_REPORTS | OPT_STORE | OPT_NO_STORE |
+                 OPT_DECIDE | OPT_MEASURE,
              &a, &argc, &argv))
     return EXIT_ERROR;
   if (a.inject_slowdown < 0 || a.inject_slowdown > 10)
