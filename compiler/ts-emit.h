@@ -22,4 +22,11 @@ typedef enum {
 char *ts_emit_c(const TsTileKernel *kernel, const char *entry, const char *banner,
                 GError **error);
 
+/* CUDA C for NVRTC: includes ts_cuda_prims.cuh, declares the kernel `entry` with the CUDA ABI
+ * of ts-backend.h (one TsArgs by value) and its launch record <entry>_launch from the kernel's
+ * GRID node, carves shared ALLOCs out of dynamic shared memory, and turns each INTRINSIC into a
+ * call of ts_<name><constants>(operands). */
+char *ts_emit_cuda(const TsTileKernel *kernel, const char *entry, const char *banner,
+                   GError **error);
+
 G_END_DECLS

@@ -2,6 +2,8 @@
  * inspector). The tree is built by each op's lowering in kernels/ and read by the emitters. */
 #include "ts-tile.h"
 
+#include <stdarg.h>
+
 const char *
 ts_mem_space_name(TsMemSpace space)
 {
@@ -170,6 +172,7 @@ ts_tile_node_free(TsTileNode *node)
   g_clear_pointer(&node->args, g_ptr_array_unref);
   g_clear_pointer(&node->views, g_ptr_array_unref);
   g_clear_pointer(&node->children, g_ptr_array_unref);
+  g_clear_pointer(&node->params, g_ptr_array_unref);
   buffer_free(node->buffer);
   g_free(node);
 }
@@ -311,6 +314,58 @@ ts_tile_convert(TsTileNode *parent, const char *src, const char *dst, const char
 }
 
 TsTileNode *
+ts_tile_grid(TsTileNode *parent, gint64 gx, gint64 gy, gint64 gz, gint64 threads,
+             gint64 smem_bytes)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_GRID);
+  node_add_children(n);
+  n->ints[0] = gx;
+  n->ints[1] = gy;
+  n->ints[2] = gz;
+  n->ints[3] = threads;
+  n->ints[4] = smem_bytes;
+  return n;
+}
+
+TsTileNode *
+ts_tile_intrinsic(TsTileNode *parent, const char *name, const char *params, ...)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_INTRINSIC);
+  n->var = g_strdup(name);
+  n->params = g_ptr_array_new_with_free_func(g_free);
+  if (params != NULL && *params != '\0') {
+    g_auto(GStrv) kv = g_strsplit(params, ",", -1);
+    for (guint i = 0; kv[i]; i++)
+      g_ptr_array_add(n->params, g_strstrip(g_strdup(kv[i])));
+  }
+  va_list ap;
+  va_start(ap, params);
+  for (const char *a = va_arg(ap, const char *); a; a = va_arg(ap, const char *))
+    g_ptr_array_add(n->args, g_strdup(a));
+  va_end(ap);
+  return n;
+}
+
+static const TsTileNode *
+find_grid(const TsTileNode *n)
+{
+  if (n->op == TS_TILE_GRID)
+    return n;
+  for (guint i = 0; n->children && i < n->children->len; i++) {
+    const TsTileNode *g = find_grid(g_ptr_array_index(n->children, i));
+    if (g)
+      return g;
+  }
+  return NULL;
+}
+
+const TsTileNode *
+ts_tile_kernel_grid(const TsTileKernel *kernel)
+{
+  return find_grid(kernel->body);
+}
+
+TsTileNode *
 ts_tile_barrier(TsTileNode *parent)
 {
   return node_new(parent, TS_TILE_BARRIER);
@@ -425,6 +480,27 @@ print_node(GString *out, const TsTileNode *n, int depth)
     break;
   case TS_TILE_BARRIER:
     g_string_append(out, "tile.barrier()");
+    break;
+  case TS_TILE_GRID:
+    g_string_append_printf(out,
+                           "tile.grid(%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                           ") threads=%" G_GINT64_FORMAT " smem=%" G_GINT64_FORMAT
+                           ":  # one CTA at (bx, by, bz)\n",
+                           n->ints[0], n->ints[1], n->ints[2], n->ints[3], n->ints[4]);
+    print_children(out, n, depth + 1);
+    return;
+  case TS_TILE_INTRINSIC:
+    g_string_append_printf(out, "tile.%s", n->var);
+    if (n->params->len) {
+      g_string_append_c(out, '<');
+      for (guint i = 0; i < n->params->len; i++)
+        g_string_append_printf(out, "%s%s", i ? ", " : "", (char *)g_ptr_array_index(n->params, i));
+      g_string_append_c(out, '>');
+    }
+    g_string_append_c(out, '(');
+    for (guint i = 0; i < n->args->len; i++)
+      g_string_append_printf(out, "%s%s", i ? ", " : "", arg(n, i));
+    g_string_append_c(out, ')');
     break;
   }
   g_string_append_c(out, '\n');

@@ -22,6 +22,18 @@
  *   map dst[j] = expr over j < n          elementwise map and store
  *   convert src -> dst n                 dtype conversion of a finished tile
  *   barrier                              team barrier
+ * GPU kernels (the CUDA target) add two:
+ *   grid (gx, gy, gz) threads=T smem=S { ... }
+ *                                        the launch: a gx×gy×gz grid of CTAs of T threads
+ *                                        with S bytes of dynamic shared memory; the body is
+ *                                        what one CTA does, with its coordinates in bx, by, bz
+ *   name<K=v, ...>(operand, ...)         a tile intrinsic of the target's primitive library
+ *                                        (seed 003): cp_async tile copies with a vector width
+ *                                        and swizzle, mma on warp tiles, fragment stores,
+ *                                        row loads and CTA reductions ... The template
+ *                                        constants are the schedule's numbers; the operands
+ *                                        are expressions (buffers, offsets, loop variables,
+ *                                        register tiles passed by reference).
  * Views name a row of a buffer: `x = X[i*N]` means x[j] is X[i*N + j].
  */
 #pragma once
@@ -47,6 +59,8 @@ typedef enum {
   TS_TILE_MAP,
   TS_TILE_CONVERT,
   TS_TILE_BARRIER,
+  TS_TILE_GRID,      /* GPU launch: ints {gx, gy, gz, threads, smem bytes} */
+  TS_TILE_INTRINSIC, /* var = intrinsic name, params = template constants, args = operands */
 } TsTileOp;
 
 typedef enum {
@@ -88,6 +102,7 @@ struct _TsTileNode {
   GPtrArray *views;    /* TsTileView*: REDUCE/MAP/SOFTMAX inputs */
   GPtrArray *children; /* TsTileNode*: BLOCK/PARALLEL/FOR bodies */
   TsTileBuffer *buffer; /* ALLOC */
+  GPtrArray *params;    /* char* "NAME=VALUE": INTRINSIC template constants, in order */
 };
 
 /* A kernel: its parameters (the op's global tensors, integer dims and float params in ABI
@@ -142,6 +157,17 @@ TsTileNode *ts_tile_softmax_online(TsTileNode *parent, const char *m, const char
 TsTileNode *ts_tile_map(TsTileNode *parent, const char *dst, const char *expr, const char *n);
 TsTileNode *ts_tile_convert(TsTileNode *parent, const char *src, const char *dst, const char *n);
 TsTileNode *ts_tile_barrier(TsTileNode *parent);
+/* The launch of a GPU kernel: the body runs once per CTA, with bx, by, bz its coordinates.
+ * One per kernel, directly in the kernel's body. */
+TsTileNode *ts_tile_grid(TsTileNode *parent, gint64 gx, gint64 gy, gint64 gz, gint64 threads,
+                         gint64 smem_bytes);
+/* A call of a target tile intrinsic. `params` is "NAME=VALUE,NAME=VALUE" (or NULL): template
+ * constants in order; the operands follow as a NULL-terminated list of expressions. */
+TsTileNode *ts_tile_intrinsic(TsTileNode *parent, const char *name, const char *params, ...)
+  G_GNUC_NULL_TERMINATED;
+/* Finds the GRID node of a kernel, or NULL (CPU kernels have none). */
+const TsTileNode *ts_tile_kernel_grid(const TsTileKernel *kernel);
+
 /* Adds a row view to a REDUCE, SOFTMAX_ONLINE or MAP node. */
 void ts_tile_node_add_view(TsTileNode *node, const char *name, const char *buffer,
                            const char *offset);

@@ -30,6 +30,13 @@ struct _TsOpDef {
   void (*reference)(const TsOpInstance *inst, void *const *inputs, double *out);
   gboolean (*lower_cpu)(const TsOpInstance *inst, const TsSchedPoint *point,
                         TsTileKernel *kernel, GError **error);
+  /* The CUDA target: default space (with the constraints that keep a point within the arch's
+   * shared memory and registers: smem_bytes, regs_per_sm ... from ts_op_instance_env), the
+   * default point, and the lowering to a GRID of tile intrinsics (ts_cuda_prims.cuh). */
+  const char *cuda_space;
+  const char *cuda_default;
+  gboolean (*lower_cuda)(const TsOpInstance *inst, const TsSchedPoint *point,
+                         TsTileKernel *kernel, GError **error);
   /* Test ops only: C source written directly instead of lowered through Tile IR. */
   char *(*emit_cpu_source)(const TsOpInstance *inst, const TsSchedPoint *point,
                            const char *entry, GError **error);

@@ -35,6 +35,8 @@ struct _TsModule {
   char *log;         /* compiler warnings, never NULL once returned */
   double compile_ms; /* 0 on a cache hit */
   gboolean from_cache;
+  TsModuleResources resources; /* load() fills it: ts__module_resources_init(), then what
+                                  the target knows */
 };
 
 /* Base of every buffer. alloc() allocates the implementation's struct (TsBuffer first) and sets
@@ -88,6 +90,7 @@ struct _TsBackendClass {
 
 /* Registered implementations. */
 extern const TsBackendClass ts__backend_cpu_class;
+extern const TsBackendClass ts__backend_cuda_class;
 
 /* Shared helpers for implementations. */
 
@@ -99,6 +102,8 @@ gboolean ts__run_capture(const char *const *argv, const char *cwd,
                          GError **error);
 /* Removes a directory and the plain files in it (build dirs are flat). NULL is fine. */
 void ts__remove_flat_dir(const char *dir);
+/* All fields unknown (-1). */
+void ts__module_resources_init(TsModuleResources *resources);
 /* Frees the strings inside info (not info itself). */
 void ts__device_info_clear(TsDeviceInfo *info);
 

@@ -336,6 +336,19 @@ ts_module_compile_ms(const TsModule *module)
   return module->compile_ms;
 }
 
+void
+ts__module_resources_init(TsModuleResources *r)
+{
+  *r = (TsModuleResources){-1, -1, -1, -1, -1, -1, -1};
+}
+
+const TsModuleResources *
+ts_module_resources(const TsModule *module)
+{
+  g_return_val_if_fail(module != NULL, NULL);
+  return &module->resources;
+}
+
 const char *
 ts_module_entry(const TsModule *module)
 {

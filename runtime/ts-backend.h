@@ -6,7 +6,11 @@
  * its integer parameters (shape dims in the op's declared order), then its floating-point
  * parameters (alpha, eps ...):
  *   C target:    void entry(void *const *bufs, const int64_t *ints, const double *floats);
- *   CUDA target: kernel parameters are the same three arrays passed by value pointer.
+ *   CUDA target: extern "C" __global__ void entry(const TsArgs args), one by-value struct
+ *                { void *bufs[8]; long long ints[8]; double floats[4]; } (ts_cuda_prims.cuh),
+ *                and beside it extern "C" __constant__ unsigned int <entry>_launch[7] =
+ *                {grid x, y, z, block x, y, z, dynamic smem bytes}: a CUDA module carries its
+ *                own launch shape, so a stored binary can be launched without its source.
  * Errors are TS_BACKEND_ERROR, messages name the call that failed and what to do.
  */
 #pragma once
@@ -49,6 +53,18 @@ typedef struct {
   char *toolchain;      /* "gcc 12.2.0", "nvrtc 13.0" — part of every cache key */
 } TsDeviceInfo;
 
+/* What a compiled kernel uses per thread and per block, from the compiler's (ptxas via
+ * nvJitLink) report or the driver; all -1 when unknown (the CPU backend). */
+typedef struct {
+  gint registers;     /* per thread */
+  gint smem_static;   /* bytes per block, declared in the kernel */
+  gint smem_dynamic;  /* bytes per block, requested at launch */
+  gint local_bytes;   /* stack frame per thread (local memory) */
+  gint spill_stores;  /* bytes of register spill stores per thread */
+  gint spill_loads;
+  gint threads;       /* threads per block of the launch */
+} TsModuleResources;
+
 typedef struct _TsBackend TsBackend;
 typedef struct _TsModule TsModule;
 typedef struct _TsBuffer TsBuffer;
@@ -60,11 +76,14 @@ typedef struct {
   guint n_ints;
   const double *floats;
   guint n_floats;
-  guint grid[3], block[3]; /* CUDA launch shape; ignored by the CPU backend */
-  guint smem_bytes;        /* dynamic shared memory; ignored by the CPU backend */
+  guint grid[3], block[3]; /* CUDA launch shape: all zero means the module's own
+                              (<entry>_launch); ignored by the CPU backend */
+  guint smem_bytes;        /* dynamic shared memory, with grid; ignored by the CPU backend */
 } TsLaunch;
 
-/* "cpu", or "auto" for the best available backend. Unknown names list the known ones. */
+/* "cpu", "cuda", or "auto" for the best available backend (cuda when a device is present,
+ * else cpu). Unknown names list the known ones; "cuda" with no driver or device is
+ * TS_BACKEND_ERROR_UNAVAILABLE beginning "no CUDA device: ". */
 TsBackend *ts_backend_open(const char *name, GError **error);
 void ts_backend_free(TsBackend *backend);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsBackend, ts_backend_free)
@@ -90,6 +109,7 @@ const char *ts_module_hash(const TsModule *module);    /* cache key, hex */
 const char *ts_module_log(const TsModule *module);     /* compiler warnings / link log, or "" */
 double ts_module_compile_ms(const TsModule *module);   /* 0 when from cache */
 const char *ts_module_entry(const TsModule *module);   /* the entry symbol it was loaded with */
+const TsModuleResources *ts_module_resources(const TsModule *module);
 
 /* The module's artifact (the .so or .cubin it was loaded from), exactly as built: what the perf
  * gate stores so a later check can run the very same binary side by side with a new one.

@@ -449,6 +449,7 @@ cpu_load(TsBackend *backend, const char *path, const char *entry, gboolean *bad_
     return NULL;
   }
   TsCpuModule *module = g_new0(TsCpuModule, 1);
+  ts__module_resources_init(&module->base.resources);
   module->handle = handle;
   /* POSIX guarantees data and function pointers convert through dlsym's void *. */
   *(void **)&module->entry = sym;

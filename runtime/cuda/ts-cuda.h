@@ -1,0 +1,51 @@
+/* ts-cuda.h — the CUDA toolchain without a device: compile generated CUDA C for an arch through
+ * NVRTC and nvJitLink (both dlopen'ed; neither needs a driver) and read what the kernel uses.
+ * This is what CI checks every schedule point with, and what the cuda backend compiles with.
+ *
+ * Sources are self-contained: they include "ts_cuda_prims.cuh" (the CUDA tile-primitive library,
+ * embedded in the binary and handed to NVRTC as an in-memory header) and nothing from the CUDA
+ * toolkit, so compiling needs only libnvrtc and libnvJitLink, found as libnvrtc.so.13 /
+ * libnvJitLink.so.13 on the loader path, then under $CUDA_HOME/lib64, then /usr/local/cuda/lib64.
+ * Errors are TS_BACKEND_ERROR (UNAVAILABLE when a library is missing, COMPILE with the
+ * compiler's log). */
+#pragma once
+
+#include "ts-backend.h"
+
+G_BEGIN_DECLS
+
+/* What is known about a GPU architecture without a device: enough to check a schedule's
+ * resources (the cost model and the space's constraints use the same numbers). */
+typedef struct {
+  const char *arch;          /* "sm_80", "sm_90a" */
+  int major, minor;          /* compute capability */
+  guint smem_per_block;      /* largest dynamic shared memory one block may opt in to */
+  guint smem_per_sm;
+  guint regs_per_sm;         /* 32-bit registers */
+  guint max_threads_per_sm;
+  guint max_regs_per_thread; /* 255 */
+  gboolean wgmma;            /* warpgroup mma and TMA (sm_90a) */
+} TsCudaArch;
+
+/* NULL when the arch is unknown. Known: sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100a, sm_120. */
+const TsCudaArch *ts_cuda_arch_lookup(const char *arch);
+/* "sm_90a" for compute capability 9.0 (the a-variant where the arch has one), "sm_80" ... */
+char *ts_cuda_arch_for_cc(int major, int minor);
+
+/* "nvrtc 13.0, nvjitlink 13.0"; NULL with UNAVAILABLE naming the library that is missing. */
+char *ts_cuda_toolchain(GError **error);
+
+/* Compiles a whole translation unit for arch (NVRTC to LTO-IR, nvJitLink -lto to a cubin) and
+ * returns the cubin. *resources (may be NULL) receives registers, static shared memory, stack
+ * frame and spill bytes of `entry` from the linker's verbose report (smem_dynamic and threads
+ * stay -1: they come from the launch). *log (may be NULL) receives NVRTC's warnings and the
+ * linker's report. `extra_headers` may be NULL. */
+GBytes *ts_cuda_compile(const char *source, const char *entry, const char *arch,
+                        TsModuleResources *resources, char **log, GError **error);
+
+/* Parses the ptxas report of one kernel in a linker log ("ptxas info : Used 128 registers,
+ * used 1 barriers, 65536 bytes smem ..."; "... bytes stack frame, N bytes spill stores, M bytes
+ * spill loads"). FALSE when the log has no report for entry. Exposed for tests. */
+gboolean ts_cuda_parse_resources(const char *log, const char *entry, TsModuleResources *out);
+
+G_END_DECLS
