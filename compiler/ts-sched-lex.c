@@ -22,6 +22,10 @@ const TsSchedMethod ts__sched_methods[] = {
     {"swizzle", 1, {"swizzle"}, {NULL}},
     {"threads", 1, {"threads"}, {NULL}},
     {"unroll", 1, {"unroll"}, {NULL}},
+    /* GPU: CTAs launched in groups of `raster` rows of C tiles, so the A and B tiles a wave
+     * of CTAs reads are shared in L2 (Triton's GROUP_SIZE_M). Appended, not inserted: the
+     * canonical order of existing points (and their hashes) must not change. */
+    {"raster", 1, {"raster"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

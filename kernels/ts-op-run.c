@@ -99,6 +99,7 @@ ts_trial_result_new(void)
   TsTrialResult *r = g_new0(TsTrialResult, 1);
   r->samples_ns = g_array_new(FALSE, FALSE, sizeof(double));
   r->message = g_strdup("");
+  r->resources = (TsModuleResources){-1, -1, -1, -1, -1, -1, -1};
   return r;
 }
 
@@ -207,6 +208,7 @@ new_result(TsOpInstance *inst, TsModule *module)
   r->cache_hit = ts_module_from_cache(module);
   r->compile_ms = ts_module_compile_ms(module);
   r->artifact = g_strdup(ts_module_hash(module));
+  r->resources = *ts_module_resources(module);
   return r;
 }
 
@@ -336,7 +338,11 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
 {
   TsRunOptions defaults;
   options = options_or_defaults(options, &defaults);
-  TsSource src = {.lang = TS_LANG_C, .text = source, .entry = entry};
+  TsSource src = {
+    .lang = g_strcmp0(ts_backend_name(backend), "cuda") == 0 ? TS_LANG_CUDA : TS_LANG_C,
+    .text = source,
+    .entry = entry,
+  };
   g_autoptr(GError) cerr = NULL;
   g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &cerr);
   if (module == NULL) {

@@ -66,7 +66,16 @@ ts_op_default_space(const TsOpDef *op, const char *backend)
 {
   if (g_strcmp0(backend, "cpu") == 0)
     return op->cpu_space;
+  if (g_strcmp0(backend, "cuda") == 0)
+    return op->cuda_space;
   return NULL;
+}
+
+/* The default point of the backend's space: fills the knobs a user's point leaves out. */
+static const char *
+default_point(const TsOpDef *op, const char *backend)
+{
+  return g_strcmp0(backend, "cuda") == 0 ? op->cuda_default : op->cpu_default;
 }
 
 char *
@@ -299,6 +308,11 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
     ts_sched_env_set(env, "l1_bytes", (gint64)device->l1_bytes);
     ts_sched_env_set(env, "l2_bytes", (gint64)device->l2_bytes);
     ts_sched_env_set(env, "smem_bytes", (gint64)device->smem_per_block);
+  } else {
+    /* No device to ask (lowering for inspection, completing a user's point): the largest
+     * opt-in shared memory of the GPUs we target (sm_90a, 227 KiB). The device's own limit
+     * applies when the point runs. */
+    ts_sched_env_set(env, "smem_bytes", 232448);
   }
   return env;
 }
@@ -328,7 +342,7 @@ ts_op_instance_space(const TsOpInstance *inst, const char *backend, const char *
   if (space == NULL)
     return NULL;
   /* A user's space may leave knobs out: they keep the default point's value. */
-  g_autoptr(TsSchedPoint) defaults = ts_sched_point_parse(inst->op->cpu_default, NULL);
+  g_autoptr(TsSchedPoint) defaults = ts_sched_point_parse(default_point(inst->op, backend), NULL);
   for (guint i = 0; i < ts_sched_space_n_knobs(space); i++) {
     const char *name = ts_sched_space_knob_name(space, i);
     if (ts_sched_space_knob_index(base, name) < 0) {
@@ -361,7 +375,7 @@ ts_op_instance_complete_point(const TsOpInstance *inst, const char *backend,
   if (def == NULL)
     return NULL;
   g_autoptr(TsSchedSpace) space = ts_sched_space_parse(def, error);
-  g_autoptr(TsSchedPoint) full = ts_sched_point_parse(inst->op->cpu_default, error);
+  g_autoptr(TsSchedPoint) full = ts_sched_point_parse(default_point(inst->op, backend), error);
   g_assert(space != NULL && full != NULL);
   for (guint i = 0; point && i < ts_sched_point_n_knobs(point); i++) {
     const char *name = ts_sched_point_knob_name(point, i);
@@ -400,7 +414,9 @@ char *
 ts_op_instance_prune_reason(const TsOpInstance *inst, const TsSchedPoint *point,
                             const TsDeviceInfo *device)
 {
-  if (device == NULL)
+  /* GPU points are judged by the space's constraints (shared memory, threads) and the
+   * compiler's resource report, not by these CPU rules. */
+  if (device == NULL || g_strcmp0(device->backend, "cpu") != 0)
     return NULL;
   gint64 v = ts_sched_point_get_int(point, "vector", 0);
   if (v > 0 && device->vector_bits > 0 && (guint64)v * 32 > device->vector_bits)
@@ -453,12 +469,15 @@ ts_op_lower(const TsOpInstance *inst, const char *backend, const TsSchedPoint *p
   g_autofree char *name = kernel_name(inst, point);
   g_autoptr(TsTileKernel) kernel = ts_tile_kernel_new(name, inst->op->name, &inst->dtype);
   ts__op_declare_params(inst, kernel);
-  if (inst->op->lower_cpu == NULL) {
+  gboolean cuda = g_strcmp0(backend, "cuda") == 0;
+  gboolean (*lower)(const TsOpInstance *, const TsSchedPoint *, TsTileKernel *, GError **) =
+    cuda ? inst->op->lower_cuda : inst->op->lower_cpu;
+  if (lower == NULL) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_TARGET, "%s: written directly in C, no Tile IR",
                 inst->op->name);
     return NULL;
   }
-  if (!inst->op->lower_cpu(inst, point, kernel, error))
+  if (!lower(inst, point, kernel, error))
     return NULL;
   return g_steal_pointer(&kernel);
 }
@@ -482,7 +501,8 @@ ts_op_emit(const TsOpInstance *inst, const char *be, const TsSchedPoint *point, 
     g_autofree char *what = ts_op_instance_describe(inst);
     g_autofree char *banner = g_strdup_printf("Tessera %s: %s\n * schedule %s",
                                               TS_OP_EMIT_VERSION, what, pt);
-    src = ts_emit_c(kernel, sym, banner, error);
+    src = g_strcmp0(be, "cuda") == 0 ? ts_emit_cuda(kernel, sym, banner, error)
+                                     : ts_emit_c(kernel, sym, banner, error);
   }
   if (src && entry)
     *entry = g_steal_pointer(&sym);

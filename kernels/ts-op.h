@@ -122,6 +122,7 @@ typedef struct {
   double compile_ms;
   gboolean cache_hit;
   char *artifact;    /* module hash */
+  TsModuleResources resources; /* registers, shared memory, spills (GPU); -1 when unknown */
 } TsTrialResult;
 
 void ts_trial_result_free(TsTrialResult *result);

@@ -265,7 +265,7 @@ cmd_lower(int argc, char **argv)
       g_autofree char *src = ts_op_emit(inst, backend_name, point, NULL, &error);
       if (src == NULL)
         return tt_fail(TT_EXIT_USAGE, error);
-      print_stage("target (C)", src);
+      print_stage(strcmp(backend_name, "cuda") == 0 ? "target (CUDA C)" : "target (C)", src);
     }
   }
   return TT_EXIT_OK;

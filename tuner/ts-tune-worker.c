@@ -68,6 +68,14 @@ result_to_json(const TsTrialResult *r, const char *refused)
     NUM("tolerance", r->tolerance);
     NUM("compile_ms", r->compile_ms);
     NUM("cache_hit", r->cache_hit);
+    const TsModuleResources *res = &r->resources;
+    NUM("registers", res->registers);
+    NUM("smem_static", res->smem_static);
+    NUM("smem_dynamic", res->smem_dynamic);
+    NUM("local_bytes", res->local_bytes);
+    NUM("spill_stores", res->spill_stores);
+    NUM("spill_loads", res->spill_loads);
+    NUM("threads", res->threads);
     json_builder_set_member_name(b, "samples_ns");
     json_builder_begin_array(b);
     for (guint i = 0; i < r->samples_ns->len; i++)
@@ -330,6 +338,14 @@ parse_result(const char *line, GError **error)
   r->tolerance = json_object_get_double_member_with_default(o, "tolerance", 0);
   r->compile_ms = json_object_get_double_member_with_default(o, "compile_ms", 0);
   r->cache_hit = json_object_get_double_member_with_default(o, "cache_hit", 0) != 0;
+  TsModuleResources *res = &r->resources;
+  res->registers = (gint)json_object_get_int_member_with_default(o, "registers", -1);
+  res->smem_static = (gint)json_object_get_int_member_with_default(o, "smem_static", -1);
+  res->smem_dynamic = (gint)json_object_get_int_member_with_default(o, "smem_dynamic", -1);
+  res->local_bytes = (gint)json_object_get_int_member_with_default(o, "local_bytes", -1);
+  res->spill_stores = (gint)json_object_get_int_member_with_default(o, "spill_stores", -1);
+  res->spill_loads = (gint)json_object_get_int_member_with_default(o, "spill_loads", -1);
+  res->threads = (gint)json_object_get_int_member_with_default(o, "threads", -1);
   JsonArray *a = json_object_get_array_member(o, "samples_ns");
   for (guint i = 0; a && i < json_array_get_length(a); i++) {
     double v = json_array_get_double_element(a, i);

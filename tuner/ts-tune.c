@@ -227,6 +227,27 @@ maybe_promote(Loop *l, const TsDbTrial *trial, GError **error)
   return TRUE;
 }
 
+/* The trial's rates, and what the kernel uses when the backend knows it (GPU: registers,
+ * shared memory, spills — features of the cost model). */
+static char *
+trial_metrics_json(const TsTrialResult *r)
+{
+  GString *j = g_string_new(NULL);
+  g_string_append_printf(j, "{\"gflops\": %.6g, \"gbps\": %.6g", r->gflops, r->gbps);
+  const TsModuleResources *res = &r->resources;
+  const struct { const char *name; gint v; } f[] = {
+    {"registers", res->registers},       {"smem_static", res->smem_static},
+    {"smem_dynamic", res->smem_dynamic}, {"local_bytes", res->local_bytes},
+    {"spill_stores", res->spill_stores}, {"spill_loads", res->spill_loads},
+    {"threads", res->threads},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(f); i++)
+    if (f[i].v >= 0)
+      g_string_append_printf(j, ", \"%s\": %d", f[i].name, f[i].v);
+  g_string_append_c(j, '}');
+  return g_string_free(j, FALSE);
+}
+
 static gboolean
 store(Loop *l, const TsSchedPoint *point, const TsTrialResult *r, const char *error_text,
       double compile_ms, GError **error)
@@ -250,7 +271,7 @@ store(Loop *l, const TsSchedPoint *point, const TsTrialResult *r, const char *er
       t->min_ns = r->min_ns;
       t->max_ns = r->max_ns;
       t->samples_ns = g_array_ref(r->samples_ns);
-      t->metrics_json = g_strdup_printf("{\"gflops\": %.6g, \"gbps\": %.6g}", r->gflops, r->gbps);
+      t->metrics_json = trial_metrics_json(r);
     }
     if (r->message && *r->message)
       t->error_text = g_strdup(r->message);

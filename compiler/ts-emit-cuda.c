@@ -1,0 +1,294 @@
+/* ts-emit-cuda.c — the CUDA emitter: Tile IR → one CUDA C translation unit for NVRTC.
+ *
+ * A GPU kernel's Tile IR is a GRID node whose body is what one CTA does: loops, lets, shared and
+ * register allocations, barriers, and tile intrinsics. Each intrinsic becomes a call of the
+ * primitive library (ts_cuda_prims.cuh) with the schedule's numbers as template arguments, so
+ * the generated code stays short enough to read in the lowering inspector and every
+ * instruction-level detail (ldmatrix fragments, cp.async, swizzles) lives in one reviewed place.
+ *
+ * Shared ALLOCs are carved, in order and 128-byte aligned, from the dynamic shared memory the
+ * GRID node declares; a static_assert checks that they fit, so a lowering that miscounts fails
+ * to compile instead of corrupting memory. */
+#include "ts-emit.h"
+
+#include <string.h>
+
+typedef struct {
+  const TsTileKernel *kernel;
+  GString *out;
+  int depth;
+  gboolean in_grid;
+  GString *smem_end; /* byte offset expression of the end of the last shared allocation */
+  GError **error;
+  gboolean failed;
+} Emitter;
+
+static void line(Emitter *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static void
+line(Emitter *e, const char *fmt, ...)
+{
+  va_list ap;
+  g_string_append_printf(e->out, "%*s", e->depth * 2, "");
+  va_start(ap, fmt);
+  g_string_append_vprintf(e->out, fmt, ap);
+  va_end(ap);
+  g_string_append_c(e->out, '\n');
+}
+
+static void fail(Emitter *e, TsEmitError code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+static void
+fail(Emitter *e, TsEmitError code, const char *fmt, ...)
+{
+  if (e->failed)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error_literal(e->error, TS_EMIT_ERROR, code, msg);
+  e->failed = TRUE;
+}
+
+/* Storage type of a dtype in generated CUDA: the prims' bf16/f16 bit-pattern structs. */
+static const char *
+cuda_type(TsDtype dtype)
+{
+  switch (dtype) {
+  case TS_DTYPE_F64: return "double";
+  case TS_DTYPE_F32: return "float";
+  case TS_DTYPE_BF16: return "ts_bf16";
+  case TS_DTYPE_F16: return "ts_f16";
+  case TS_DTYPE_INT32: return "int";
+  case TS_DTYPE_INT8: return "signed char";
+  default: return NULL;
+  }
+}
+
+/* A template argument: a dtype name becomes its CUDA type, anything else (numbers, constants,
+ * expressions of them) is written as is. */
+static const char *
+template_arg(const char *value)
+{
+  static const TsDtype dtypes[] = {TS_DTYPE_F32, TS_DTYPE_BF16, TS_DTYPE_F16, TS_DTYPE_F64};
+  for (guint i = 0; i < G_N_ELEMENTS(dtypes); i++)
+    if (strcmp(value, ts_dtype_name(dtypes[i])) == 0)
+      return cuda_type(dtypes[i]);
+  return value;
+}
+
+static void emit_node(Emitter *e, const TsTileNode *n);
+
+static void
+emit_body(Emitter *e, const TsTileNode *n)
+{
+  for (guint i = 0; i < n->children->len && !e->failed; i++)
+    emit_node(e, g_ptr_array_index(n->children, i));
+}
+
+static void
+emit_alloc(Emitter *e, const TsTileNode *n)
+{
+  const TsTileBuffer *b = n->buffer;
+  const char *t = cuda_type(b->dtype);
+  if (t == NULL) {
+    fail(e, TS_EMIT_ERROR_UNSUPPORTED, "CUDA target: cannot allocate %s buffer '%s'",
+         ts_dtype_name(b->dtype), b->name);
+    return;
+  }
+  switch (b->space) {
+  case TS_MEM_REGISTER:
+    /* Zeroed: register tiles are accumulators or running statistics. */
+    line(e, "%s %s[%s] = {};", t, b->name, b->size);
+    return;
+  case TS_MEM_SHARED: {
+    g_autofree char *start = g_strdup_printf("((%s + 127) / 128 * 128)", e->smem_end->str);
+    line(e, "%s *const %s = reinterpret_cast<%s *>(ts_smem + %s); /* %s */", t, b->name, t, start,
+         b->layout ? b->layout : "");
+    g_string_printf(e->smem_end, "(%s + sizeof(%s) * (%s))", start, t, b->size);
+    return;
+  }
+  case TS_MEM_GLOBAL:
+    fail(e, TS_EMIT_ERROR_UNSUPPORTED,
+         "CUDA target: global workspace '%s' cannot be allocated inside a kernel", b->name);
+    return;
+  }
+}
+
+static void
+emit_intrinsic(Emitter *e, const TsTileNode *n)
+{
+  GString *call = g_string_new(NULL);
+  g_string_append_printf(call, "ts_%s", n->var);
+  if (n->params->len) {
+    g_string_append_c(call, '<');
+    for (guint i = 0; i < n->params->len; i++) {
+      const char *kv = g_ptr_array_index(n->params, i);
+      const char *eq = strchr(kv, '=');
+      if (eq == NULL) {
+        fail(e, TS_EMIT_ERROR_INVALID, "tile.%s: template constant '%s' is not NAME=VALUE",
+             n->var, kv);
+        break;
+      }
+      g_string_append_printf(call, "%s%s", i ? ", " : "", template_arg(eq + 1));
+    }
+    g_string_append_c(call, '>');
+  }
+  g_string_append_c(call, '(');
+  for (guint i = 0; i < n->args->len; i++)
+    g_string_append_printf(call, "%s%s", i ? ", " : "", (char *)g_ptr_array_index(n->args, i));
+  g_string_append(call, ");");
+  line(e, "%s", call->str);
+  g_string_free(call, TRUE);
+}
+
+static void
+emit_node(Emitter *e, const TsTileNode *n)
+{
+  if (e->failed)
+    return;
+  switch (n->op) {
+  case TS_TILE_BLOCK:
+    emit_body(e, n);
+    break;
+  case TS_TILE_GRID:
+    if (e->in_grid) {
+      fail(e, TS_EMIT_ERROR_INVALID, "CUDA target: a tile.grid inside another");
+      break;
+    }
+    e->in_grid = TRUE;
+    line(e, "const long long bx = blockIdx.x, by = blockIdx.y, bz = blockIdx.z;");
+    line(e, "(void)bx; (void)by; (void)bz;");
+    emit_body(e, n);
+    line(e, "static_assert(%s <= TS_SMEM_BYTES, \"shared allocations exceed the launch's "
+            "dynamic shared memory\");", e->smem_end->str);
+    break;
+  case TS_TILE_FOR:
+    if (n->for_kind == TS_FOR_PARALLEL) {
+      fail(e, TS_EMIT_ERROR_UNSUPPORTED,
+           "CUDA target: parallel loop '%s' (CTA-level work is the grid's)", n->var);
+      break;
+    }
+    if (n->for_kind == TS_FOR_UNROLL)
+      line(e, "#pragma unroll");
+    line(e, "for (long long %s = %s; %s < (%s); %s += %s) {", n->var, n->lo, n->var, n->hi, n->var,
+         n->step);
+    e->depth++;
+    emit_body(e, n);
+    e->depth--;
+    line(e, "}");
+    break;
+  case TS_TILE_LET:
+    if (n->dtype == TS_DTYPE_INT32)
+      line(e, "const long long %s = %s;", n->var, n->expr);
+    else
+      line(e, "float %s = %s;", n->var, n->expr);
+    break;
+  case TS_TILE_ALLOC:
+    emit_alloc(e, n);
+    break;
+  case TS_TILE_BARRIER:
+    line(e, "__syncthreads();");
+    break;
+  case TS_TILE_INTRINSIC:
+    emit_intrinsic(e, n);
+    break;
+  case TS_TILE_PARALLEL:
+  case TS_TILE_PACK:
+  case TS_TILE_MMA:
+  case TS_TILE_REDUCE:
+  case TS_TILE_SOFTMAX_ONLINE:
+  case TS_TILE_MAP:
+  case TS_TILE_CONVERT:
+    fail(e, TS_EMIT_ERROR_UNSUPPORTED,
+         "CUDA target: a CPU construct (parallel team, pack, micro-kernel mma, row "
+         "reduce/map/convert) in a GPU kernel; GPU lowerings use tile.grid and intrinsics");
+    break;
+  }
+}
+
+char *
+ts_emit_cuda(const TsTileKernel *kernel, const char *entry, const char *banner, GError **error)
+{
+  g_return_val_if_fail(kernel != NULL && entry != NULL, NULL);
+  const TsTileNode *grid = ts_tile_kernel_grid(kernel);
+  if (grid == NULL) {
+    g_set_error(error, TS_EMIT_ERROR, TS_EMIT_ERROR_INVALID,
+                "CUDA target: kernel %s has no tile.grid (it was lowered for the CPU)",
+                kernel->name);
+    return NULL;
+  }
+  if (kernel->params->len > 8 || kernel->int_params->len > 8 || kernel->float_params->len > 4) {
+    g_set_error(error, TS_EMIT_ERROR, TS_EMIT_ERROR_UNSUPPORTED,
+                "CUDA target: kernel %s has more parameters than TsArgs holds (8 buffers, 8 "
+                "integers, 4 floats)", kernel->name);
+    return NULL;
+  }
+  Emitter e = {
+    .kernel = kernel,
+    .out = g_string_new(NULL),
+    .depth = 1,
+    .smem_end = g_string_new("0"),
+    .error = error,
+  };
+
+  for (guint i = 0; i < kernel->params->len; i++) {
+    const TsTileBuffer *b = g_ptr_array_index(kernel->params, i);
+    const char *t = cuda_type(b->dtype);
+    if (t == NULL) {
+      fail(&e, TS_EMIT_ERROR_UNSUPPORTED, "CUDA target: dtype %s of '%s' is not supported",
+           ts_dtype_name(b->dtype), b->name);
+      break;
+    }
+    line(&e, "%s *const __restrict__ %s = static_cast<%s *>(ts_args.bufs[%u]);", t, b->name, t, i);
+  }
+  for (guint i = 0; i < kernel->int_params->len; i++)
+    line(&e, "const long long %s = ts_args.ints[%u];",
+         (char *)g_ptr_array_index(kernel->int_params, i), i);
+  for (guint i = 0; i < kernel->float_params->len; i++)
+    line(&e, "const float %s = (float)ts_args.floats[%u];",
+         (char *)g_ptr_array_index(kernel->float_params, i), i);
+  /* A launch whose shape is not the one the code was generated for would index out of
+   * bounds silently: trap instead (one compare per CTA). */
+  line(&e, "if (threadIdx.x == 0 && (gridDim.x != %s_launch[0] || gridDim.y != %s_launch[1] || "
+           "gridDim.z != %s_launch[2] || blockDim.x != %s_launch[3]))", entry, entry, entry,
+       entry);
+  line(&e, "  __trap();");
+  emit_node(&e, kernel->body);
+
+  gboolean failed = e.failed;
+  g_autofree char *body = g_string_free(e.out, failed);
+  g_string_free(e.smem_end, TRUE);
+  if (failed)
+    return NULL;
+
+  GString *src = g_string_new(NULL);
+  g_string_append_printf(src, "/* %s */\n", banner ? banner : kernel->name);
+  g_string_append(src, "#include \"ts_cuda_prims.cuh\"\n\n");
+  g_string_append(src, "#define min(a, b) ((a) < (b) ? (a) : (b))\n"
+                       "#define max(a, b) ((a) > (b) ? (a) : (b))\n");
+  for (guint i = 0; i < kernel->defines->len; i++) {
+    g_auto(GStrv) kv = g_strsplit(g_ptr_array_index(kernel->defines, i), "=", 2);
+    g_string_append_printf(src, "static constexpr long long %s = %s;\n", kv[0], kv[1]);
+  }
+  g_string_append_printf(src, "static constexpr long long TS_SMEM_BYTES = %" G_GINT64_FORMAT ";\n",
+                         grid->ints[4]);
+  g_string_append_printf(src,
+                         "\n// The launch this code was generated for: grid x, y, z; block x, y, "
+                         "z; dynamic shared memory bytes.\n"
+                         "extern \"C\" __constant__ unsigned int %s_launch[7] = {%" G_GINT64_FORMAT
+                         ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                         ", 1, 1, %" G_GINT64_FORMAT "};\n\n",
+                         entry, grid->ints[0], grid->ints[1], grid->ints[2], grid->ints[3],
+                         grid->ints[4]);
+  g_string_append_printf(src,
+                         "extern \"C\" __global__ void __launch_bounds__(%" G_GINT64_FORMAT ")\n"
+                         "%s(const TsArgs ts_args)\n{\n"
+                         "  extern __shared__ __align__(128) unsigned char ts_smem[];\n"
+                         "  (void)ts_smem;\n",
+                         grid->ints[3], entry);
+  g_string_append(src, body);
+  g_string_append(src, "}\n");
+  return g_string_free(src, FALSE);
+}
