@@ -288,10 +288,11 @@ apply_where(Ctx *c, TsSchedSpace *space, const TsTok *open, GError **error)
 static void
 fail_unknown_knob(Ctx *c, const TsTok *name, GError **error)
 {
-  const char *cand[2 * 8 + 1];
-  char with[8][32];
+  enum { MAX_METHODS = 16 };
+  const char *cand[2 * MAX_METHODS + 1];
+  char with[MAX_METHODS][32];
   guint n = 0;
-  g_assert(ts__sched_n_methods <= 8);
+  g_assert(ts__sched_n_methods <= MAX_METHODS);
   for (guint m = 0; m < ts__sched_n_methods; m++) {
     cand[n++] = ts__sched_methods[m].method;
     g_snprintf(with[m], sizeof with[m], "with_%s", ts__sched_methods[m].method);
