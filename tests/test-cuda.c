@@ -1,6 +1,8 @@
 /* test-cuda.c — unit tests of the CUDA layer: the ptxas report parser and the arch table (no CUDA
  * needed), the NVRTC + nvJitLink toolchain (needs libnvrtc and libnvJitLink; skipped without
- * them) and NVTX ranges.
+ * them), the "cuda" backend's behaviour on a machine without a driver, and — only where a GPU is
+ * present, skipped with the reason elsewhere — memory, launches, faults, timing and launch
+ * records on the device. Every backend test compiles into its own temporary cache directory.
  */
 #include "config.h"
 
@@ -8,6 +10,7 @@
 #include "ts-cuda.h"
 #include "ts-nvtx.h"
 
+#include <glib/gstdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------------------------ */
@@ -320,10 +323,421 @@ test_nvtx(void)
   }
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* the backend without a device */
+
+static void
+test_open_unavailable(void)
+{
+#if !TS_HAVE_CUDA
+  g_test_skip("built without the CUDA headers: no cuda backend");
+  return;
+#endif
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsBackend) backend = ts_backend_open("cuda", &error);
+  if (backend != NULL) {
+    g_test_skip("a CUDA device is present");
+    return;
+  }
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNAVAILABLE);
+  g_assert_true(g_str_has_prefix(error->message, "no CUDA device: "));
+  /* The answer is the same every time (the library search happens once). */
+  g_autoptr(GError) again = NULL;
+  g_assert_null(ts_backend_open("cuda", &again));
+  g_assert_cmpstr(again->message, ==, error->message);
+}
+
+static void
+test_open_auto(void)
+{
+#if TS_HAVE_CUDA
+  g_assert_cmpstr(ts_backend_names()[0], ==, "cuda"); /* "auto" tries it first */
+#endif
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsBackend) cuda = ts_backend_open("cuda", NULL);
+  g_autoptr(TsBackend) backend = ts_backend_open("auto", &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(backend);
+  g_assert_cmpstr(ts_backend_name(backend), ==, cuda != NULL ? "cuda" : "cpu");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the backend on a device (skipped without one) */
+
+typedef struct {
+  TsBackend *backend;
+  char *cache_dir;
+} Fixture;
+
+static void
+remove_tree(const char *path)
+{
+  if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
+    g_autoptr(GDir) dir = g_dir_open(path, 0, NULL);
+    const char *name;
+    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+      g_autofree char *child = g_build_filename(path, name, NULL);
+      remove_tree(child);
+    }
+    g_rmdir(path);
+  } else {
+    g_unlink(path);
+  }
+}
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  f->cache_dir = g_dir_make_tmp("ts-test-cuda-XXXXXX", &error);
+  g_assert_no_error(error);
+  f->backend = ts_backend_open("cuda", &error);
+  if (f->backend == NULL) {
+    g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNAVAILABLE);
+    return;
+  }
+  ts_backend_set_cache_dir(f->backend, f->cache_dir);
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+  g_clear_pointer(&f->backend, ts_backend_free);
+  remove_tree(f->cache_dir);
+  g_free(f->cache_dir);
+}
+
+/* Skips the test, with the reason, on a machine without a device. */
+static gboolean
+have_device(Fixture *f)
+{
+  if (f->backend != NULL)
+    return TRUE;
+#if !TS_HAVE_CUDA
+  g_test_skip("no CUDA device: built without the CUDA headers");
+  return FALSE;
+#endif
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsBackend) b = ts_backend_open("cuda", &error);
+  g_test_skip(error != NULL ? error->message : "no CUDA device");
+  return FALSE;
+}
+
+/* y[i] = a * x[i] + y[i] + ints[1] for i < ints[0]; 4 blocks of 256 by its own record. */
+static const char saxpy_src[] =
+    "#include \"ts_cuda_prims.cuh\"\n"
+    "extern \"C\" __constant__ unsigned int saxpy_launch[7] = {4, 1, 1, 256, 1, 1, 0};\n"
+    "extern \"C\" __global__ void saxpy(const TsArgs args) {\n"
+    "  const float *x = (const float *)args.bufs[0];\n"
+    "  float *y = (float *)args.bufs[1];\n"
+    "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < args.ints[0])\n"
+    "    y[i] = (float)args.floats[0] * x[i] + y[i] + (float)args.ints[1];\n"
+    "}\n";
+
+#define SAXPY_N 1000
+
+static TsModule *
+compile_ok(Fixture *f, const char *text, const char *entry)
+{
+  g_autoptr(GError) error = NULL;
+  TsSource src = {TS_LANG_CUDA, text, entry};
+  TsModule *module = ts_backend_compile(f->backend, &src, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(module);
+  return module;
+}
+
+static void
+test_device_describe(Fixture *f, gconstpointer data)
+{
+  if (!have_device(f))
+    return;
+  const TsDeviceInfo *d = ts_backend_describe(f->backend);
+  g_assert_cmpstr(d->backend, ==, "cuda");
+  g_assert_true(g_str_has_prefix(d->arch, "sm_"));
+  g_assert_cmpuint(d->compute_units, >, 0);
+  g_assert_cmpuint(d->memory_bytes, >, 0);
+  g_assert_cmpuint(d->l2_bytes, >, 0);
+  g_assert_cmpuint(d->smem_per_block, >=, 48 * 1024);
+  g_assert_nonnull(strstr(d->toolchain, "nvrtc "));
+  g_assert_nonnull(strstr(d->toolchain, ", driver "));
+}
+
+static void
+test_device_memory(Fixture *f, gconstpointer data)
+{
+  if (!have_device(f))
+    return;
+  g_autoptr(GError) error = NULL;
+  enum { N = 1 << 20 };
+  g_autofree guint32 *in = g_new(guint32, N);
+  g_autofree guint32 *out = g_new0(guint32, N);
+  for (guint i = 0; i < N; i++)
+    in[i] = i * 2654435761u;
+  TsBuffer *buf = ts_backend_alloc(f->backend, N * sizeof(guint32), &error);
+  g_assert_no_error(error);
+  g_assert_true(ts_backend_upload(f->backend, buf, in, N * sizeof(guint32), &error));
+  g_assert_true(ts_backend_download(f->backend, out, buf, N * sizeof(guint32), &error));
+  g_assert_no_error(error);
+  g_assert_cmpmem(in, N * sizeof(guint32), out, N * sizeof(guint32));
+  ts_backend_buffer_free(f->backend, buf);
+
+  TsBuffer *empty = ts_backend_alloc(f->backend, 0, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ts_buffer_size(empty), ==, 0);
+  ts_backend_buffer_free(f->backend, empty);
+
+  /* Far more than any GPU has. */
+  g_assert_null(ts_backend_alloc(f->backend, (gsize)1 << 50, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_MEMORY);
+  g_assert_nonnull(strstr(error->message, "cuMemAlloc"));
+}
+
+static void
+run_saxpy(Fixture *f, TsModule *module, const TsLaunch *shape)
+{
+  g_autoptr(GError) error = NULL;
+  float x[SAXPY_N], y[SAXPY_N];
+  for (int i = 0; i < SAXPY_N; i++) {
+    x[i] = (float)i;
+    y[i] = 1.0f;
+  }
+  TsBuffer *bx = ts_backend_alloc(f->backend, sizeof x, &error);
+  TsBuffer *by = ts_backend_alloc(f->backend, sizeof y, &error);
+  g_assert_no_error(error);
+  g_assert_true(ts_backend_upload(f->backend, bx, x, sizeof x, &error));
+  g_assert_true(ts_backend_upload(f->backend, by, y, sizeof y, &error));
+  TsBuffer *bufs[] = {bx, by};
+  gint64 ints[] = {SAXPY_N, 3};
+  double floats[] = {2.0};
+  TsLaunch launch = {bufs, 2, ints, 2, floats, 1, {0}, {0}, 0};
+  if (shape != NULL) {
+    memcpy(launch.grid, shape->grid, sizeof launch.grid);
+    memcpy(launch.block, shape->block, sizeof launch.block);
+    launch.smem_bytes = shape->smem_bytes;
+  }
+  g_assert_true(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_no_error(error);
+  g_assert_true(ts_backend_download(f->backend, y, by, sizeof y, &error));
+  for (int i = 0; i < SAXPY_N; i++)
+    g_assert_cmpfloat(y[i], ==, 2.0f * (float)i + 1.0f + 3.0f);
+  ts_backend_buffer_free(f->backend, bx);
+  ts_backend_buffer_free(f->backend, by);
+}
+
+static void
+test_device_launch(Fixture *f, gconstpointer data)
+{
+  if (!have_device(f))
+    return;
+  g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "saxpy");
+  g_assert_false(ts_module_from_cache(module));
+  const TsModuleResources *r = ts_module_resources(module);
+  g_assert_cmpint(r->registers, >, 0);
+  g_assert_cmpint(r->threads, ==, 256);
+  g_assert_cmpint(r->smem_dynamic, ==, 0);
+  g_assert_cmpint(r->smem_static, ==, 0);
+  g_assert_cmpint(r->spill_stores, ==, 0); /* from this process's compile */
+  g_assert_nonnull(strstr(ts_module_log(module), "saxpy: "));
+  run_saxpy(f, module, NULL);
+
+  /* The caller's shape instead of the record: 8 blocks of 128. */
+  TsLaunch shape = {.grid = {8}, .block = {128}};
+  run_saxpy(f, module, &shape);
+
+  /* From the cache: the same kernel, loaded without compiling. */
+  g_autoptr(TsModule) cached = compile_ok(f, saxpy_src, "saxpy");
+  g_assert_true(ts_module_from_cache(cached));
+  run_saxpy(f, cached, NULL);
+
+  /* And from its stored bytes, as the perf gate does. */
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) artifact = ts_module_get_artifact(module, &error);
+  g_assert_no_error(error);
+  g_autoptr(TsModule) stored = ts_backend_load_artifact(f->backend, artifact, "saxpy", &error);
+  g_assert_no_error(error);
+  run_saxpy(f, stored, NULL);
+}
+
+static void
+test_device_big_smem(Fixture *f, gconstpointer data)
+{
+  if (!have_device(f))
+    return;
+  /* 64 KiB of dynamic shared memory: past the 48 KiB default, so load() must opt in. */
+  static const char src[] =
+      "#include \"ts_cuda_prims.cuh\"\n"
+      "extern \"C\" __constant__ unsigned int big_launch[7] = {1, 1, 1, 256, 1, 1, 65536};\n"
+      "extern \"C\" __global__ void big(const TsArgs args) {\n"
+      "  extern __shared__ float s[];\n"
+      "  for (int i = threadIdx.x; i < 16384; i += blockDim.x) s[i] = (float)i;\n"
+      "  __syncthreads();\n"
+      "  ((float *)args.bufs[0])[threadIdx.x] = s[16383 - threadIdx.x];\n"
+      "}\n";
+  g_autoptr(TsModule) module = compile_ok(f, src, "big");
+  g_assert_cmpint(ts_module_resources(module)->smem_dynamic, ==, 65536);
+  g_autoptr(GError) error = NULL;
+  TsBuffer *out = ts_backend_alloc(f->backend, 256 * sizeof(float), &error);
+  g_assert_no_error(error);
+  TsBuffer *bufs[] = {out};
+  TsLaunch launch = {.buffers = bufs, .n_buffers = 1};
+  g_assert_true(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_no_error(error);
+  float y[256];
+  g_assert_true(ts_backend_download(f->backend, y, out, sizeof y, &error));
+  for (int i = 0; i < 256; i++)
+    g_assert_cmpfloat(y[i], ==, (float)(16383 - i));
+  ts_backend_buffer_free(f->backend, out);
+}
+
+/* Stored bytes that are not a whole cubin are refused before the driver parses them. */
+static void
+test_device_bad_artifact(Fixture *f, gconstpointer data)
+{
+  if (!have_device(f))
+    return;
+  g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "saxpy");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) artifact = ts_module_get_artifact(module, &error);
+  g_assert_no_error(error);
+  g_autoptr(GBytes) cut = g_bytes_new_from_bytes(artifact, 0, g_bytes_get_size(artifact) / 2);
+  g_assert_null(ts_backend_load_artifact(f->backend, cut, "saxpy", &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD);
+  g_assert_nonnull(strstr(error->message, "truncated"));
+  g_clear_error(&error);
+
+  static const char text[] = "#!/bin/sh\necho not a cubin\n";
+  g_autoptr(GBytes) foreign = g_bytes_new_static(text, sizeof text - 1);
+  g_assert_null(ts_backend_load_artifact(f->backend, foreign, "saxpy", &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD);
+  g_assert_nonnull(strstr(error->message, "not a cubin"));
+}
+
+static void
+test_device_abi_limits(Fixture *f, gconstpointer data)
+{
+  if (!have_device(f))
+    return;
+  g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "saxpy");
+  g_autoptr(GError) error = NULL;
+  gint64 ints[9] = {0};
+  TsLaunch launch = {.ints = ints, .n_ints = 9};
+  g_assert_false(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH);
+  g_assert_nonnull(strstr(error->message, "at most"));
+}
+
+static void
+test_device_no_record(Fixture *f, gconstpointer data)
+{
+  if (!have_device(f))
+    return;
+  static const char src[] = "#include \"ts_cuda_prims.cuh\"\n"
+                            "extern \"C\" __global__ void norec(const TsArgs args) {}\n";
+  g_autoptr(GError) error = NULL;
+  TsSource source = {TS_LANG_CUDA, src, "norec"};
+  g_assert_null(ts_backend_compile(f->backend, &source, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD);
+  g_assert_nonnull(strstr(error->message, "not a Tessera kernel: no norec_launch record"));
+  g_clear_error(&error);
+
+  /* A wrong entry name is a load error too, naming the symbol. */
+  TsSource wrong = {TS_LANG_CUDA, saxpy_src, "saxpy_typo"};
+  g_assert_null(ts_backend_compile(f->backend, &wrong, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD);
+  g_assert_nonnull(strstr(error->message, "saxpy_typo"));
+  g_clear_error(&error);
+
+  /* So is a C source. */
+  TsSource c = {TS_LANG_C, "void f(void) {}", "f"};
+  g_assert_null(ts_backend_compile(f->backend, &c, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE);
+}
+
+static void
+test_device_fault(Fixture *f, gconstpointer data)
+{
+  if (!have_device(f))
+    return;
+  /* A fault loses the context for the rest of the process: run it in a child. */
+  if (!g_test_subprocess()) {
+    g_test_trap_subprocess(NULL, 120 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+    g_test_trap_assert_passed();
+    return;
+  }
+  static const char src[] =
+      "#include \"ts_cuda_prims.cuh\"\n"
+      "extern \"C\" __constant__ unsigned int oob_launch[7] = {1, 1, 1, 32, 1, 1, 0};\n"
+      "extern \"C\" __global__ void oob(const TsArgs args) {\n"
+      "  float *y = (float *)args.bufs[0];\n"
+      "  y[threadIdx.x + (1ll << 40)] = 1.0f; /* 4 TiB past the buffer */\n"
+      "}\n";
+  g_autoptr(TsModule) module = compile_ok(f, src, "oob");
+  g_autoptr(GError) error = NULL;
+  TsBuffer *buf = ts_backend_alloc(f->backend, 128, &error);
+  g_assert_no_error(error);
+  TsBuffer *bufs[] = {buf};
+  TsLaunch launch = {.buffers = bufs, .n_buffers = 1};
+  g_assert_false(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH);
+  g_test_message("fault: %s", error->message);
+  g_assert_nonnull(strstr(error->message, "oob"));
+  g_assert_nonnull(strstr(error->message, "CUDA_ERROR_"));
+  g_assert_nonnull(strstr(error->message, "restart the process"));
+  g_clear_error(&error);
+  /* Later calls say at once that the context is gone. */
+  g_assert_false(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH);
+  g_assert_nonnull(strstr(error->message, "lost"));
+  ts_backend_buffer_free(f->backend, buf);
+}
+
+static void
+time_saxpy(Fixture *f)
+{
+  g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "saxpy");
+  g_autoptr(GError) error = NULL;
+  TsBuffer *bx = ts_backend_alloc(f->backend, SAXPY_N * sizeof(float), &error);
+  TsBuffer *by = ts_backend_alloc(f->backend, SAXPY_N * sizeof(float), &error);
+  g_assert_no_error(error);
+  TsBuffer *bufs[] = {bx, by};
+  gint64 ints[] = {SAXPY_N, 0};
+  double floats[] = {1.0};
+  TsLaunch launch = {bufs, 2, ints, 2, floats, 1, {0}, {0}, 0};
+  double samples[5] = {0};
+  g_assert_true(
+      ts_backend_time(f->backend, module, &launch, 2, G_N_ELEMENTS(samples), samples, &error));
+  g_assert_no_error(error);
+  for (gsize i = 0; i < G_N_ELEMENTS(samples); i++) {
+    g_assert_cmpfloat(samples[i], >, 0.0);
+    g_assert_cmpfloat(samples[i], <, 1e9); /* a 1000-element saxpy takes microseconds */
+  }
+  ts_backend_buffer_free(f->backend, bx);
+  ts_backend_buffer_free(f->backend, by);
+}
+
+static void
+test_device_time(Fixture *f, gconstpointer data)
+{
+  if (!have_device(f))
+    return;
+  time_saxpy(f);
+  /* Both timers, both with and without the L2 flush. */
+  g_setenv("TESSERA_L2_FLUSH", "0", TRUE);
+  time_saxpy(f);
+  g_setenv("TESSERA_TIMER", "events", TRUE);
+  time_saxpy(f);
+  g_unsetenv("TESSERA_L2_FLUSH");
+  time_saxpy(f);
+  g_unsetenv("TESSERA_TIMER");
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+#define DEVICE_TEST(path, fn) g_test_add(path, Fixture, NULL, fixture_set_up, fn, fixture_tear_down)
 
   g_test_add_func("/cuda/parse/sm90a", test_parse_sm90a);
   g_test_add_func("/cuda/parse/sm80", test_parse_sm80);
@@ -336,5 +750,16 @@ main(int argc, char **argv)
   g_test_add_func("/cuda/compile/no-entry", test_compile_no_entry);
   g_test_add_func("/cuda/compile/errors", test_compile_errors);
   g_test_add_func("/cuda/nvtx", test_nvtx);
+  g_test_add_func("/cuda/open/unavailable", test_open_unavailable);
+  g_test_add_func("/cuda/open/auto", test_open_auto);
+  DEVICE_TEST("/cuda/device/describe", test_device_describe);
+  DEVICE_TEST("/cuda/device/memory", test_device_memory);
+  DEVICE_TEST("/cuda/device/launch", test_device_launch);
+  DEVICE_TEST("/cuda/device/big-smem", test_device_big_smem);
+  DEVICE_TEST("/cuda/device/bad-artifact", test_device_bad_artifact);
+  DEVICE_TEST("/cuda/device/abi-limits", test_device_abi_limits);
+  DEVICE_TEST("/cuda/device/no-record", test_device_no_record);
+  DEVICE_TEST("/cuda/device/fault", test_device_fault);
+  DEVICE_TEST("/cuda/device/time", test_device_time);
   return g_test_run();
 }
