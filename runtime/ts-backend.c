@@ -16,11 +16,13 @@ G_DEFINE_QUARK(ts-backend-error-quark, ts_backend_error)
 /* ------------------------------------------------------------------------------------------ */
 /* Registry */
 
-/* The order is the preference of "auto". A CUDA backend goes first once it exists (guarded by
- * its meson option, e.g. `#if TS_HAVE_CUDA &ts__backend_cuda_class, #endif`): its open()
- * dlopens libcuda and fails with UNAVAILABLE on machines without a driver or device, so "auto"
- * falls through to the CPU, which is always there. */
+/* The order is the preference of "auto". CUDA goes first (when the build found its headers):
+ * its open() dlopens libcuda and fails with UNAVAILABLE on machines without a driver or device,
+ * so "auto" falls through to the CPU, which is always there. */
 static const TsBackendClass *const registry[] = {
+#if TS_HAVE_CUDA
+  &ts__backend_cuda_class,
+#endif
   &ts__backend_cpu_class,
 };
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ts-backend.h"
+#include "ts-cuda.h"
 #include "ts-op.h"
 #include "ts-tune-worker.h"
 #include "tt-cli.h"
@@ -382,14 +383,26 @@ cmd_devices(int argc, char **argv)
     g_autoptr(TsBackend) b = ts_backend_open(*n, &error);
     if (b == NULL) {
       g_print("%-6s unavailable: %s\n", *n, error->message);
+      /* Without a GPU, NVRTC still checks generated CUDA and reports its resources. */
+      g_autofree char *toolchain = strcmp(*n, "cuda") == 0 ? ts_cuda_toolchain(NULL) : NULL;
+      if (toolchain != NULL)
+        g_print("       compile-only: %s (generated kernels can be checked for sm_80 / "
+                "sm_90a)\n",
+                toolchain);
       continue;
     }
     const TsDeviceInfo *d = ts_backend_describe(b);
-    g_print("%-6s %s, %s, %u cores, %.1f GiB, L1 %" G_GUINT64_FORMAT " KiB, L2 %" G_GUINT64_FORMAT
-            " KiB, L3 %" G_GUINT64_FORMAT " KiB, %u-bit SIMD; toolchain %s\n",
-            d->backend, d->name, d->arch, d->compute_units, d->memory_bytes / 1073741824.0,
-            d->l1_bytes / 1024, d->l2_bytes / 1024, d->l3_bytes / 1024, d->vector_bits,
-            d->toolchain);
+    if (strcmp(d->backend, "cuda") == 0)
+      g_print("%-6s %s, %s, %u SMs, %.1f GiB, L2 %.1f MiB, smem/block %" G_GUINT64_FORMAT
+              " KiB; toolchain %s\n",
+              d->backend, d->name, d->arch, d->compute_units, d->memory_bytes / 1073741824.0,
+              d->l2_bytes / 1048576.0, d->smem_per_block / 1024, d->toolchain);
+    else
+      g_print("%-6s %s, %s, %u cores, %.1f GiB, L1 %" G_GUINT64_FORMAT " KiB, L2 %" G_GUINT64_FORMAT
+              " KiB, L3 %" G_GUINT64_FORMAT " KiB, %u-bit SIMD; toolchain %s\n",
+              d->backend, d->name, d->arch, d->compute_units, d->memory_bytes / 1073741824.0,
+              d->l1_bytes / 1024, d->l2_bytes / 1024, d->l3_bytes / 1024, d->vector_bits,
+              d->toolchain);
     if (!a.measure)
       continue;
     g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_DEFAULT, &error);

@@ -5,9 +5,10 @@
  * Sources are self-contained: they include "ts_cuda_prims.cuh" (the CUDA tile-primitive library,
  * embedded in the binary and handed to NVRTC as an in-memory header) and nothing from the CUDA
  * toolkit, so compiling needs only libnvrtc and libnvJitLink, found as libnvrtc.so.13 /
- * libnvJitLink.so.13 on the loader path, then under $CUDA_HOME/lib64, then /usr/local/cuda/lib64.
- * Errors are TS_BACKEND_ERROR (UNAVAILABLE when a library is missing, COMPILE with the
- * compiler's log). */
+ * libnvJitLink.so.13 on the loader path, then under $CUDA_HOME/lib64, then under the toolkit the
+ * build was configured with (-Dcuda-home, /usr/local/cuda by default). Each is loaded once per
+ * process; all functions are thread-safe. Errors are TS_BACKEND_ERROR (UNAVAILABLE when a library
+ * is missing or the build had no CUDA headers, COMPILE with the compiler's log). */
 #pragma once
 
 #include "ts-backend.h"
@@ -38,8 +39,10 @@ char *ts_cuda_toolchain(GError **error);
 /* Compiles a whole translation unit for arch (NVRTC to LTO-IR, nvJitLink -lto to a cubin) and
  * returns the cubin. *resources (may be NULL) receives registers, static shared memory, stack
  * frame and spill bytes of `entry` from the linker's verbose report (smem_dynamic and threads
- * stay -1: they come from the launch). *log (may be NULL) receives NVRTC's warnings and the
- * linker's report. `extra_headers` may be NULL. */
+ * stay -1: they come from the launch; all stay -1 when the report does not mention entry, i.e.
+ * the cubin has no such kernel). *log (may be NULL) receives NVRTC's warnings and the linker's
+ * report. Failures are COMPILE errors beginning with the step that failed ("NVRTC ...",
+ * "nvJitLink ...") followed by that step's log verbatim; *log is then NULL. */
 GBytes *ts_cuda_compile(const char *source, const char *entry, const char *arch,
                         TsModuleResources *resources, char **log, GError **error);
 

@@ -1,0 +1,158 @@
+/* ts-cuda-private.h — what the CUDA files of runtime/ share, seen nowhere else: the function
+ * tables of the dlopen'ed driver, NVRTC, nvJitLink and CUPTI, the kernel ABI mirrored in C, and
+ * the helpers that turn a CUDA status into a GError. Only built when configure found the CUDA
+ * headers (TS_HAVE_CUDA); never installed.
+ *
+ * The tables are typed from the real headers (`__typeof__(&cuMemAlloc)`), so a prototype change
+ * in a toolkit update is a compile error here rather than a crash at run time. cuda.h maps many
+ * names onto versioned symbols (cuMemAlloc → cuMemAlloc_v2, cuEventElapsedTime → ..._v2): the
+ * same macros expand the member names and the symbol strings below, so the header decides which
+ * symbol is looked up, never a hand-kept list.
+ */
+#pragma once
+
+#include "ts-backend-private.h"
+#include "ts-cuda.h"
+
+#include <cuda.h>
+#include <nvJitLink.h>
+#include <nvrtc.h>
+
+G_BEGIN_DECLS
+
+/* nvJitLink.h wraps its entry points in static inline functions that call symbols carrying the
+ * toolkit version (__nvJitLinkCreate_13_0), and the sonames carry the major version too. */
+#if CUDA_VERSION / 1000 != 13
+#error "new CUDA major version: update the sonames (ts-cuda-dl.c) and nvJitLink symbols"
+#endif
+
+/* X(member, symbol): member is how the code calls it, symbol what dlsym looks up (after the
+ * header's macros have renamed it). */
+#define TS__CUDA_DRIVER_FUNCS(X)                                                                   \
+  X(cuInit, cuInit)                                                                                \
+  X(cuDriverGetVersion, cuDriverGetVersion)                                                        \
+  X(cuGetErrorName, cuGetErrorName)                                                                \
+  X(cuGetErrorString, cuGetErrorString)                                                            \
+  X(cuDeviceGetCount, cuDeviceGetCount)                                                            \
+  X(cuDeviceGet, cuDeviceGet)                                                                      \
+  X(cuDeviceGetName, cuDeviceGetName)                                                              \
+  X(cuDeviceGetAttribute, cuDeviceGetAttribute)                                                    \
+  X(cuDeviceTotalMem, cuDeviceTotalMem)                                                            \
+  X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)                                            \
+  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease)                                          \
+  X(cuCtxSetCurrent, cuCtxSetCurrent)                                                              \
+  X(cuStreamCreate, cuStreamCreate)                                                                \
+  X(cuStreamDestroy, cuStreamDestroy)                                                              \
+  X(cuStreamSynchronize, cuStreamSynchronize)                                                      \
+  X(cuModuleLoadData, cuModuleLoadData)                                                            \
+  X(cuModuleUnload, cuModuleUnload)                                                                \
+  X(cuModuleGetFunction, cuModuleGetFunction)                                                      \
+  X(cuModuleGetGlobal, cuModuleGetGlobal)                                                          \
+  X(cuFuncGetAttribute, cuFuncGetAttribute)                                                        \
+  X(cuFuncSetAttribute, cuFuncSetAttribute)                                                        \
+  X(cuMemAlloc, cuMemAlloc)                                                                        \
+  X(cuMemFree, cuMemFree)                                                                          \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync)                                                          \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync)                                                          \
+  X(cuMemsetD32Async, cuMemsetD32Async)                                                            \
+  X(cuLaunchKernel, cuLaunchKernel)                                                                \
+  X(cuEventCreate, cuEventCreate)                                                                  \
+  X(cuEventDestroy, cuEventDestroy)                                                                \
+  X(cuEventRecord, cuEventRecord)                                                                  \
+  X(cuEventSynchronize, cuEventSynchronize)                                                        \
+  X(cuEventElapsedTime, cuEventElapsedTime)
+
+#define TS__CUDA_NVRTC_FUNCS(X)                                                                    \
+  X(nvrtcVersion, nvrtcVersion)                                                                    \
+  X(nvrtcGetErrorString, nvrtcGetErrorString)                                                      \
+  X(nvrtcCreateProgram, nvrtcCreateProgram)                                                        \
+  X(nvrtcDestroyProgram, nvrtcDestroyProgram)                                                      \
+  X(nvrtcCompileProgram, nvrtcCompileProgram)                                                      \
+  X(nvrtcGetProgramLogSize, nvrtcGetProgramLogSize)                                                \
+  X(nvrtcGetProgramLog, nvrtcGetProgramLog)                                                        \
+  X(nvrtcGetLTOIRSize, nvrtcGetLTOIRSize)                                                          \
+  X(nvrtcGetLTOIR, nvrtcGetLTOIR)
+
+#define TS__CUDA_NVJITLINK_FUNCS(X)                                                                \
+  X(nvJitLinkVersion, nvJitLinkVersion)                                                            \
+  X(nvJitLinkCreate, __nvJitLinkCreate_13_0)                                                       \
+  X(nvJitLinkDestroy, __nvJitLinkDestroy_13_0)                                                     \
+  X(nvJitLinkAddData, __nvJitLinkAddData_13_0)                                                     \
+  X(nvJitLinkComplete, __nvJitLinkComplete_13_0)                                                   \
+  X(nvJitLinkGetLinkedCubinSize, __nvJitLinkGetLinkedCubinSize_13_0)                               \
+  X(nvJitLinkGetLinkedCubin, __nvJitLinkGetLinkedCubin_13_0)                                       \
+  X(nvJitLinkGetErrorLogSize, __nvJitLinkGetErrorLogSize_13_0)                                     \
+  X(nvJitLinkGetErrorLog, __nvJitLinkGetErrorLog_13_0)                                             \
+  X(nvJitLinkGetInfoLogSize, __nvJitLinkGetInfoLogSize_13_0)                                       \
+  X(nvJitLinkGetInfoLog, __nvJitLinkGetInfoLog_13_0)
+
+#define TS__CUDA_MEMBER(member, symbol) __typeof__(&symbol) member;
+
+typedef struct {
+  TS__CUDA_DRIVER_FUNCS(TS__CUDA_MEMBER)
+} TsCudaDriver;
+
+typedef struct {
+  TS__CUDA_NVRTC_FUNCS(TS__CUDA_MEMBER)
+} TsCudaNvrtc;
+
+typedef struct {
+  TS__CUDA_NVJITLINK_FUNCS(TS__CUDA_MEMBER)
+} TsCudaNvJitLink;
+
+/* Each library is loaded once per process, on first use, and never unloaded (libcuda does not
+ * survive being unloaded under live contexts). NULL with TS_BACKEND_ERROR_UNAVAILABLE saying
+ * which library is missing (the driver's message begins "no CUDA device: "); the answer is the
+ * same on every later call. Thread-safe. */
+const TsCudaDriver *ts__cuda_driver(GError **error);
+const TsCudaNvrtc *ts__cuda_nvrtc(GError **error);
+const TsCudaNvJitLink *ts__cuda_nvjitlink(GError **error);
+/* Opens a library by that search order (the soname, $CUDA_HOME, then the configured toolkit's
+ * lib64 and extras/CUPTI/lib64): what ts-cuda-cupti.c opens libcupti with. NULL with a reason in
+ * *why (free it) when it cannot; *not_found when no such file is anywhere. */
+void *ts__cuda_dlopen(const char *soname, gboolean *not_found, char **why);
+
+/* "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)" */
+char *ts__cuda_result_text(const TsCudaDriver *cu, CUresult result);
+/* TRUE when result is CUDA_SUCCESS; else sets error (domain TS_BACKEND_ERROR, code) to
+ * "<call>: <result text>" and returns FALSE. Callers prefix what they were doing. */
+gboolean ts__cuda_check(const TsCudaDriver *cu, CUresult result, const char *call,
+                        TsBackendError code, GError **error);
+/* Errors after which the context is unusable: every later call fails the same way, and only a
+ * new process gets a working context. */
+gboolean ts__cuda_result_is_sticky(CUresult result);
+/* "NVJITLINK_ERROR_PTX_COMPILE": nvJitLink has no string function of its own. */
+const char *ts__cuda_nvjitlink_result_name(nvJitLinkResult result);
+
+/* Everything besides the source that decides a cubin ts_cuda_compile builds for arch: both
+ * compilers' options and the bytes of the embedded tile-primitive headers. */
+void ts__cuda_hash_compile_inputs(GChecksum *checksum, const char *arch);
+
+/* The kernel ABI (ts-backend.h, ts_cuda_prims.cuh): one by-value struct, whose layout must match
+ * the device side's byte for byte. */
+#define TS__CUDA_MAX_BUFS 8
+#define TS__CUDA_MAX_INTS 8
+#define TS__CUDA_MAX_FLOATS 4
+typedef struct {
+  CUdeviceptr bufs[TS__CUDA_MAX_BUFS]; /* void * on the device: 64-bit there, as here */
+  long long ints[TS__CUDA_MAX_INTS];
+  double floats[TS__CUDA_MAX_FLOATS];
+} TsCudaArgs;
+G_STATIC_ASSERT(sizeof(CUdeviceptr) == 8);
+G_STATIC_ASSERT(sizeof(TsCudaArgs) == 160);
+G_STATIC_ASSERT(G_STRUCT_OFFSET(TsCudaArgs, ints) == 64);
+G_STATIC_ASSERT(G_STRUCT_OFFSET(TsCudaArgs, floats) == 128);
+
+#if TS_HAVE_CUPTI
+/* Kernel timing from CUPTI activity records (ts-cuda-cupti.c). CUPTI is process-wide, so these
+ * are too. begin: records the kernels this thread launches with cuLaunchKernel from now on;
+ * FALSE with the reason when CUPTI cannot be used in this process (the library is missing, or
+ * refuses: another profiler holds it, or the driver forbids it), which will not change: callers
+ * switch to events for good. end (after the caller has synchronised the stream): stops, flushes
+ * the records, and fills samples_ns[i] with the duration of the i-th launch since begin;
+ * *n_found says how many arrived, and fewer than n is TS_BACKEND_ERROR_LAUNCH. */
+gboolean ts__cuda_cupti_begin(GError **error);
+gboolean ts__cuda_cupti_end(double *samples_ns, guint n, guint *n_found, GError **error);
+#endif
+
+G_END_DECLS

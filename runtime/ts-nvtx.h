@@ -1,0 +1,18 @@
+/* ts-nvtx.h — named, nested ranges on the host timeline of Nsight Systems (NVTX), so a profile of
+ * a tuning run shows which trial, compile or measurement each stretch of GPU work belongs to.
+ * Ranges are in the "tessera" domain. With no profiler attached each call costs one indirect
+ * call; in a build without the NVTX headers both are empty. Any thread; pushes and pops pair up
+ * per thread. No CUDA header is seen by callers.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Opens a range named name (copied by the tool; any UTF-8). */
+void ts_nvtx_push(const char *name);
+/* Closes the innermost range this thread opened. */
+void ts_nvtx_pop(void);
+
+G_END_DECLS
