@@ -33,6 +33,7 @@ tt_args_clear(TtArgs *a)
   g_free(a->strategy);
   g_free(a->output);
   g_free(a->replay);
+  g_free(a->arch);
 }
 
 int
@@ -79,7 +80,7 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
      "Schedule point; knobs left out take the op's defaults", "POINT"},
     {"space", 0, 0, G_OPTION_ARG_STRING, &a->space,
      "Schedule space (default: the op's); knobs left out keep their default value", "SPACE"},
-    {"backend", 0, 0, G_OPTION_ARG_STRING, &a->backend, "cpu or auto (default auto)", "NAME"},
+    {"backend", 0, 0, G_OPTION_ARG_STRING, &a->backend, "cpu, cuda or auto (default auto: cuda when a device is present)", "NAME"},
     {"seed", 0, 0, G_OPTION_ARG_INT64, &a->seed, "Seed of the search and the inputs (default 1)",
      "N"},
     {"json", 0, 0, G_OPTION_ARG_NONE, &a->json, "Print the result as JSON", NULL},
@@ -105,12 +106,14 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
     {"repeats", 0, 0, G_OPTION_ARG_INT, &a->repeats, "Seeds per strategy (default 10)", "R"},
     {"measure", 0, 0, G_OPTION_ARG_NONE, &a->measure,
      "Measure the device ceilings (FMA peak, memory bandwidth) and store them", NULL},
+    {"arch", 0, 0, G_OPTION_ARG_STRING, &a->arch,
+     "GPU architectures, comma-separated (default sm_90a,sm_80)", "ARCHS"},
   };
   static const guint masks[] = {
     TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
     TT_OPT_JSON,     TT_OPT_STAGE,    TT_OPT_DB,       TT_OPT_TUNE,  TT_OPT_TUNE,    TT_OPT_TUNE,
     TT_OPT_TUNE,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
-    TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,
+    TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,  TT_OPT_ARCH,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];
@@ -439,6 +442,8 @@ print_usage(void)
           "  import FILE merge an exported JSON file into the schedule cache\n"
           "  lower OP    print Graph, Schedule, Tile and Target IR of a schedule point\n"
           "  run OP      compile, verify and time one schedule point\n"
+          "  check OP    compile every point of OP's CUDA space for sm_90a/sm_80 (no GPU needed)\n"
+          "              and report registers, shared memory and spills\n"
           "  strategies  list the search strategies; 'strategies compare --replay FILE' ranks\n"
           "              them on a recorded tuning file\n"
           "  ops         list the ops, their dims and default spaces\n"
@@ -463,6 +468,7 @@ main(int argc, char **argv)
     {"tune", tt_cmd_tune},     {"lookup", tt_cmd_lookup}, {"show", tt_cmd_show},
     {"export", tt_cmd_export}, {"import", tt_cmd_import}, {"lower", cmd_lower},
     {"run", cmd_run},          {"strategies", tt_cmd_strategies},
+    {"check", tt_cmd_check},
   };
   const char *cmd = argv[1];
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)

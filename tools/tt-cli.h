@@ -29,10 +29,12 @@ enum {
   TT_OPT_LIMIT = 1 << 11,   /* --limit */
   TT_OPT_REPLAY = 1 << 12,  /* --replay --repeats */
   TT_OPT_MEASURE = 1 << 13, /* --measure */
+  TT_OPT_ARCH = 1 << 14,    /* --arch */
 };
 
 typedef struct {
   char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output, *replay;
+  char *arch;
   gint64 seed;
   gboolean json, nearest, measure;
   gint budget, limit, top, repeats;
@@ -74,3 +76,4 @@ int tt_cmd_show(int argc, char **argv);
 int tt_cmd_export(int argc, char **argv);
 int tt_cmd_import(int argc, char **argv);
 int tt_cmd_strategies(int argc, char **argv);
+int tt_cmd_check(int argc, char **argv);
