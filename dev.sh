@@ -33,9 +33,10 @@ case "$cmd" in
   tune)
     install_missing
     build build
-    # The main job: tune f32 GEMM 1024^3 on the best backend found, into the default schedule
+    # The main job: tune bf16 GEMM 1024^3 (f32 accumulation; the tensor-core dtype, so the same
+    # job runs on a GPU and on the CPU) on the best backend found, into the default schedule
     # cache ($XDG_CACHE_HOME/tessera/schedules.db). A re-run resumes where it stopped.
-    [ $# -gt 0 ] || set -- tune gemm --shape M=1024,N=1024,K=1024 --dtype f32 --backend auto \
+    [ $# -gt 0 ] || set -- tune gemm --shape M=1024,N=1024,K=1024 --dtype bf16 --backend auto \
                             --strategy evolutionary --budget 30
     exec ./build/tools/tessera-tune "$@"
     ;;

@@ -6,6 +6,7 @@
 #include "ts-op-private.h"
 
 #include "ts-numerics.h"
+#include "ts-nvtx.h"
 
 #include <math.h>
 #include <time.h>
@@ -332,6 +333,9 @@ ts_op_timer_set_slowdown(TsOpTimer *t, double fraction)
   t->slowdown = fraction;
 }
 
+static gboolean sample_until_stable(TsOpTimer *t, TsTrialResult *r, const TsRunOptions *options,
+                                    GError **error);
+
 TsTrialResult *
 ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, const char *entry,
                  const TsRunOptions *options, GError **error)
@@ -344,7 +348,10 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
     .entry = entry,
   };
   g_autoptr(GError) cerr = NULL;
+  /* NVTX ranges name the tuner's phases on Nsight's timeline (no-ops without a profiler). */
+  ts_nvtx_push("tessera: compile");
   g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &cerr);
+  ts_nvtx_pop();
   if (module == NULL) {
     if (!g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE) &&
         !g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD)) {
@@ -360,16 +367,30 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
   }
 
   g_autoptr(TsTrialResult) r = NULL;
+  ts_nvtx_push("tessera: verify");
   g_autoptr(TsOpTimer) t = ts_op_timer_new(inst, backend, module, options, &r, error);
+  ts_nvtx_pop();
   if (t == NULL)
     return g_steal_pointer(&r); /* the candidate's failure, or NULL with the error */
+  ts_nvtx_push("tessera: measure");
+  gboolean measured = sample_until_stable(t, r, options, error);
+  ts_nvtx_pop();
+  if (!measured)
+    return NULL;
+  ts_trial_result_summarise(r, inst);
+  r->status = TS_TRIAL_OK;
+  return g_steal_pointer(&r);
+}
 
+static gboolean
+sample_until_stable(TsOpTimer *t, TsTrialResult *r, const TsRunOptions *options, GError **error)
+{
   /* Warm up, estimate one run, then sample in rounds until the spread is small (interquartile
    * range within rel_spread of the median) or a cap is hit: a fixed count either wastes time
    * on quiet kernels or under-samples noisy ones. */
   double first = 0;
   if (!ts_op_timer_sample(t, options->n_warmup, 1, &first, error))
-    return NULL;
+    return FALSE;
   guint round = options->min_samples;
   double budget_ns = options->target_ms * 1e6;
   double spent = 0;
@@ -379,7 +400,7 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
     g_array_set_size(r->samples_ns, at + n);
     double *dst = &g_array_index(r->samples_ns, double, at);
     if (!ts_op_timer_sample(t, 0, n, dst, error))
-      return NULL;
+      return FALSE;
     for (guint i = 0; i < n; i++)
       spent += dst[i];
     if (r->samples_ns->len < options->min_samples)
@@ -389,9 +410,7 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
     if (spent >= 10 * budget_ns)
       break; /* noisy machine: stop anyway and let the stored spread say so */
   }
-  ts_trial_result_summarise(r, inst);
-  r->status = TS_TRIAL_OK;
-  return g_steal_pointer(&r);
+  return TRUE;
 }
 
 TsTrialResult *
