@@ -1,7 +1,14 @@
 /* op-rowwise.c — the memory-bound ops: saxpy, reduce_sum, softmax_safe, layernorm_safe,
  * rmsnorm_safe. All of them stream rows (or one long vector) through the vector row
  * primitives; the schedule chooses the rows per work item (block m, or block n for saxpy), the
- * vector width and the threads. Arithmetic is f32 whatever the storage dtype. */
+ * vector width and the threads (CPU) or warps (CUDA). Arithmetic is f32 whatever the storage
+ * dtype.
+ *
+ * The CUDA lowerings (ts_cuda_rows.cuh) give each CTA a row tile of BM rows, WARPS * 32 / BM
+ * threads per row, each thread holding VEC-element vectors of its row in registers. When the
+ * whole row fits (at most ROW_REGS floats a thread) it is read once, reduced, mapped and
+ * written from registers: one global read and one write per element. Longer rows are streamed
+ * in COLS-wide column tiles and re-read once per pass. */
 #include "ts-op-private.h"
 
 #include "ts-numerics.h"
@@ -29,6 +36,148 @@ row_loop(TsTileKernel *k, const TsSchedPoint *point)
   TsTileNode *par = ts_tile_parallel(k->body, KNOB("threads"));
   TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL);
   return ts_tile_for(i0, "i", "i0", "min(i0 + BM, M)", "1", TS_FOR_SERIAL);
+}
+
+/* ---- the CUDA row tile (ts_cuda_rows.cuh) ---- */
+
+/* 64 floats of a row per thread: with the loop state and the gamma/beta vectors of the store,
+ * the layernorm kernel stays under 128 registers (no spills even at 512 threads, whose launch
+ * bound caps a thread at 128), and a 16384 x 8192 bf16 row fits one CTA of 4 warps. */
+#define ROW_REGS 64
+/* Floats per thread in each column tile of a row streamed in several passes: 4 16-byte loads
+ * in flight per thread for bf16 at VEC 8. */
+#define STREAM_REGS 32
+
+typedef struct {
+  TsTileNode *g;     /* the grid body: what one CTA does */
+  gboolean resident; /* the whole row tile in registers: X is read once */
+  gboolean loaded;   /* resident and already loaded */
+  const char *c0;    /* column of the current tile: "0" when resident, else the pass's loop var */
+  char *tile;        /* template constants of the tile's layout */
+  char *ttile;       /* the same with the storage dtype first */
+  const char *dtype; /* the storage dtype's name */
+  const char *red, *red2; /* the two shared reduction slots, or "nullptr" (one warp per row) */
+} RowsGpu;
+
+static void
+rows_gpu_clear(RowsGpu *r)
+{
+  g_free(r->tile);
+  g_free(r->ttile);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(RowsGpu, rows_gpu_clear)
+
+static gboolean
+is_pow2(gint64 v)
+{
+  return v > 0 && (v & (v - 1)) == 0;
+}
+
+/* The grid of a row op: ceil(M / BM) CTAs of warps * 32 threads, the register tile x and the
+ * reduction slots, and r0, the CTA's first row. The vector is the largest power of two up to
+ * the vector knob that divides N, so that every row starts aligned to it. */
+static gboolean
+rows_gpu_begin(const char *op, const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+               RowsGpu *r, GError **error)
+{
+  const gint64 BM = KNOB("BM"), W = KNOB("warps"), V = KNOB("vector");
+  const gint64 threads = W * 32;
+  if (BM <= 0 || W <= 0 || W > 32 || !is_pow2(V) || V > 16 || threads % BM != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: the CUDA lowering needs warps in 1..32, a vector of 1, 2, 4, 8 or 16 "
+                "elements and a block m that divides warps * 32",
+                op);
+    return FALSE;
+  }
+  const gint64 tpr = threads / BM;
+  if (tpr % 32 != 0 && !is_pow2(tpr)) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: %" G_GINT64_FORMAT " threads per row (warps * 32 / block m) must be a power "
+                "of two or a multiple of 32",
+                op, tpr);
+    return FALSE;
+  }
+  const TsShape *s = ts_op_instance_shape(inst);
+  const gint64 M = ts_shape_get(s, "M"), N = ts_shape_get(s, "N");
+  gint64 vec = V;
+  while (N % vec != 0)
+    vec /= 2;
+  gint64 per = (N + tpr * vec - 1) / (tpr * vec);
+  r->resident = per * vec <= ROW_REGS;
+  if (!r->resident)
+    per = MAX(1, STREAM_REGS / vec);
+  const gint64 gx = MAX(1, (M + BM - 1) / BM);
+  if (gx > G_MAXINT32) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: %" G_GINT64_FORMAT " row tiles exceed the grid's 2^31 - 1 CTAs", op, gx);
+    return FALSE;
+  }
+  ts_tile_kernel_define(k, "BM", BM);
+  ts_tile_kernel_define(k, "WARPS", W);
+  ts_tile_kernel_define(k, "THREADS", threads);
+  ts_tile_kernel_define(k, "VEC", vec);
+  ts_tile_kernel_define(k, "PER", per);
+  ts_tile_kernel_define(k, "COLS", per * tpr * vec);
+  ts_tile_kernel_define(k, "NCOLS", N);
+  r->loaded = FALSE;
+  r->c0 = "0";
+  r->tile = g_strdup("BM=BM,THREADS=THREADS,VEC=VEC,COLS=COLS,NCOLS=NCOLS");
+  r->dtype = ts_dtype_name(ts_op_instance_dtype(inst)->storage);
+  r->ttile = g_strdup_printf("T=%s,%s", r->dtype, r->tile);
+  /* A row within one warp is reduced by shuffles alone; across warps through shared memory. */
+  gboolean shared = tpr > 32;
+  r->g = ts_tile_grid(k->body, gx, 1, 1, threads, shared ? 2 * W * 4 : 0);
+  ts_tile_alloc(r->g, k, "x", TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC", FALSE,
+                r->resident ? "the thread's part of its row, vector p at column "
+                              "(p * THREADS / BM + t) * VEC, t its rank in the row"
+                            : "the thread's part of a COLS-wide column tile of its row");
+  if (shared)
+    ts_tile_alloc(r->g, k, "red", TS_MEM_SHARED, TS_DTYPE_F32, "2 * WARPS", FALSE,
+                  "two slots of one partial per warp, used alternately by consecutive reductions");
+  r->red = shared ? "red" : "nullptr";
+  r->red2 = shared ? "red + WARPS" : "nullptr";
+  ts_tile_let(r->g, "r0", TS_DTYPE_INT32, "bx * BM");
+  return TRUE;
+}
+
+/* Opens a pass over the CTA's rows and returns the node its body goes in, with X's tile in x.
+ * Resident: the grid body, x loaded by the first pass only (later passes see what earlier ones
+ * left in x). Streamed: a loop over column tiles that reloads x. */
+static TsTileNode *
+rows_gpu_pass(RowsGpu *r, const char *X)
+{
+  TsTileNode *body = r->g;
+  if (r->resident) {
+    if (r->loaded)
+      return body;
+    r->loaded = TRUE;
+  } else {
+    body = ts_tile_for(r->g, "c0", "0", "N", "COLS", TS_FOR_SERIAL);
+    r->c0 = "c0";
+  }
+  ts_tile_intrinsic(body, "rows_load", r->ttile, "x", X, "r0", r->c0, "M", NULL);
+  return body;
+}
+
+static void
+rows_gpu_accum(RowsGpu *r, TsTileNode *body, const char *op, const char *var)
+{
+  g_autofree char *p = g_strdup_printf("OP=%s,%s", op, r->tile);
+  ts_tile_intrinsic(body, "rows_accum", p, var, "x", r->c0, NULL);
+}
+
+static void
+rows_gpu_allreduce(RowsGpu *r, const char *op, const char *var, const char *slot)
+{
+  g_autofree char *p = g_strdup_printf("OP=%s,BM=BM,THREADS=THREADS", op);
+  ts_tile_intrinsic(r->g, "rows_allreduce", p, var, slot, NULL);
+}
+
+static void
+rows_gpu_store(RowsGpu *r, TsTileNode *body, const char *scale, const char *gamma, const char *beta)
+{
+  ts_tile_intrinsic(body, "rows_store", r->ttile, "Y", "r0", r->c0, "M", "x", scale, gamma, beta,
+                    NULL);
 }
 
 /* ---- saxpy: Z = alpha * X + Y ---- */
@@ -69,6 +218,48 @@ saxpy_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   return TRUE;
 }
 
+/* The vector is cut in BN-element tiles, one per CTA, each one row tile of the rows
+ * primitives: both inputs in registers, a fused multiply-add, one store. A last partial vector
+ * (N not a multiple of VEC) is read and written element by element. */
+static gboolean
+saxpy_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                 GError **error)
+{
+  const gint64 BN = KNOB("BN"), W = KNOB("warps"), V = KNOB("vector");
+  const gint64 threads = W * 32;
+  if (BN <= 0 || W <= 0 || W > 32 || !is_pow2(V) || V > 16 || BN % (threads * V) != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "saxpy: the CUDA lowering needs warps in 1..32, a vector of 1, 2, 4, 8 or 16 "
+                "elements and a block n that is a multiple of warps * 32 * vector");
+    return FALSE;
+  }
+  const gint64 N = ts_shape_get(ts_op_instance_shape(inst), "N");
+  const gint64 gx = MAX(1, (N + BN - 1) / BN);
+  if (gx > G_MAXINT32) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "saxpy: %" G_GINT64_FORMAT " tiles exceed the grid's 2^31 - 1 CTAs", gx);
+    return FALSE;
+  }
+  ts_tile_kernel_define(k, "BN", BN);
+  ts_tile_kernel_define(k, "THREADS", threads);
+  ts_tile_kernel_define(k, "VEC", V);
+  ts_tile_kernel_define(k, "PER", BN / (threads * V));
+  ts_tile_kernel_define(k, "NCOLS", N);
+  g_autofree char *tile = g_strdup_printf("T=%s,BM=1,THREADS=THREADS,VEC=VEC,COLS=BN,NCOLS=NCOLS",
+                                          ts_dtype_name(ts_op_instance_dtype(inst)->storage));
+  TsTileNode *g = ts_tile_grid(k->body, gx, 1, 1, threads, 0);
+  ts_tile_alloc(g, k, "x", TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC", FALSE,
+                "vector p at element (p * THREADS + thread) * VEC of the tile");
+  ts_tile_alloc(g, k, "y", TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC", FALSE, "as x");
+  ts_tile_let(g, "i0", TS_DTYPE_INT32, "bx * BN");
+  ts_tile_intrinsic(g, "rows_load", tile, "x", "X", "0", "i0", "1", NULL);
+  ts_tile_intrinsic(g, "rows_load", tile, "y", "Y", "0", "i0", "1", NULL);
+  ts_tile_intrinsic(g, "rows_axpy", NULL, "y", "alpha", "x", NULL);
+  ts_tile_intrinsic(g, "rows_store", tile, "Z", "0", "i0", "1", "y", "1.0f", "nullptr", "nullptr",
+                    NULL);
+  return TRUE;
+}
+
 const TsOpDef ts__op_saxpy = {
   .name = "saxpy",
   .summary = "Z[N] = alpha * X[N] + Y[N]",
@@ -85,6 +276,12 @@ const TsOpDef ts__op_saxpy = {
   .bytes = saxpy_bytes,
   .reference = saxpy_reference,
   .lower_cpu = saxpy_lower_cpu,
+  /* At most 32 floats of each input per thread (BN <= 32 * threads): both tiles stay in
+   * registers. */
+  .cuda_space = "block(n=[2048,4096,8192]).warps([4,8]).vector([4,8])"
+                ".where(BN % (warps * 32 * vector) == 0, BN <= 32 * warps * 32)",
+  .cuda_default = "block(n=4096).warps(8).vector(8)",
+  .lower_cuda = saxpy_lower_cuda,
 };
 
 /* ---- reduce_sum: Y[M] = sum over N of X[M,N] ---- */
@@ -123,8 +320,32 @@ reduce_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKern
   return TRUE;
 }
 
+static gboolean
+reduce_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                  GError **error)
+{
+  g_auto(RowsGpu) r = {0};
+  if (!rows_gpu_begin("reduce_sum", inst, point, k, &r, error))
+    return FALSE;
+  ts_tile_let(r.g, "s", TS_DTYPE_F32, "0.0f");
+  rows_gpu_accum(&r, rows_gpu_pass(&r, "X"), "ts_sum", "s");
+  rows_gpu_allreduce(&r, "ts_sum", "s", r.red);
+  g_autofree char *p = g_strdup_printf("T=%s,BM=BM,THREADS=THREADS", r.dtype);
+  ts_tile_intrinsic(r.g, "rows_store_scalar", p, "Y", "r0", "M", "s", NULL);
+  return TRUE;
+}
+
 #define ROW_SPACE "block(m=[1,4,16]).vector([4,8]).threads([1,2])"
 #define ROW_DEFAULT "block(m=4).vector(8).threads(2)"
+
+/* Every point keeps its row tile within ROW_REGS floats a thread, or has one row a CTA (the
+ * streamed fallback for rows too long for any CTA's registers): N * BM <= ROW_REGS * 32 *
+ * warps. */
+#define ROW_CUDA_SPACE                                                                             \
+  "block(m=[1,2,4,16]).warps([4,8,16]).vector([4,8])"                                              \
+  ".where(warps * 32 % BM == 0, BM == 1 || N * BM <= " G_STRINGIFY(ROW_REGS) " * 32 * warps)"
+/* 16384 x 8192 bf16: 256 threads a row, 4 16-byte loads each, 32 registers of row. */
+#define ROW_CUDA_DEFAULT "block(m=1).warps(8).vector(8)"
 
 const TsOpDef ts__op_reduce_sum = {
   .name = "reduce_sum",
@@ -139,6 +360,9 @@ const TsOpDef ts__op_reduce_sum = {
   .bytes = reduce_bytes,
   .reference = reduce_reference,
   .lower_cpu = reduce_lower_cpu,
+  .cuda_space = ROW_CUDA_SPACE,
+  .cuda_default = ROW_CUDA_DEFAULT,
+  .lower_cuda = reduce_lower_cuda,
 };
 
 /* ---- softmax_safe: Y = exp(X - rowmax) / rowsum ---- */
@@ -180,6 +404,37 @@ softmax_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
   return TRUE;
 }
 
+/* Resident: max, x = exp(x - max), sum, store x / sum. Streamed: one online pass for the max
+ * and the rescaled sum, one to write. */
+static gboolean
+softmax_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                   GError **error)
+{
+  g_auto(RowsGpu) r = {0};
+  if (!rows_gpu_begin("softmax_safe", inst, point, k, &r, error))
+    return FALSE;
+  ts_tile_let(r.g, "m", TS_DTYPE_F32, "ts_max::init()");
+  ts_tile_let(r.g, "l", TS_DTYPE_F32, "0.0f");
+  TsTileNode *pass = rows_gpu_pass(&r, "X");
+  if (r.resident) {
+    rows_gpu_accum(&r, pass, "ts_max", "m");
+    rows_gpu_allreduce(&r, "ts_max", "m", r.red);
+    ts_tile_intrinsic(r.g, "rows_map", "F=ts_exp_sub", "x", "m", NULL);
+    rows_gpu_accum(&r, r.g, "ts_sum", "l");
+    rows_gpu_allreduce(&r, "ts_sum", "l", r.red2);
+  } else {
+    ts_tile_intrinsic(pass, "rows_accum_softmax", r.tile, "m", "l", "x", "c0", NULL);
+    g_autofree char *p = g_strdup("BM=BM,THREADS=THREADS");
+    ts_tile_intrinsic(r.g, "rows_allreduce_softmax", p, "m", "l", r.red, NULL);
+  }
+  ts_tile_let(r.g, "rl", TS_DTYPE_F32, "1.0f / l");
+  pass = rows_gpu_pass(&r, "X");
+  if (!r.resident)
+    ts_tile_intrinsic(pass, "rows_map", "F=ts_exp_sub", "x", "m", NULL);
+  rows_gpu_store(&r, pass, "rl", "nullptr", "nullptr");
+  return TRUE;
+}
+
 const TsOpDef ts__op_softmax_safe = {
   .name = "softmax_safe",
   .summary = "Y[M,N] = softmax over N of X, max-subtracted (online softmax)",
@@ -193,6 +448,9 @@ const TsOpDef ts__op_softmax_safe = {
   .bytes = rows_bytes,
   .reference = softmax_reference,
   .lower_cpu = softmax_lower_cpu,
+  .cuda_space = ROW_CUDA_SPACE,
+  .cuda_default = ROW_CUDA_DEFAULT,
+  .lower_cuda = softmax_lower_cuda,
 };
 
 /* ---- layernorm_safe: Y = (X - mean) / sqrt(var + eps) * G + B ---- */
@@ -240,6 +498,32 @@ layernorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileK
   return TRUE;
 }
 
+/* Two-pass variance as on the CPU: the mean, then the sum of squares of the centred row
+ * (resident: centred once, in registers). */
+static gboolean
+layernorm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                     GError **error)
+{
+  g_auto(RowsGpu) r = {0};
+  if (!rows_gpu_begin("layernorm_safe", inst, point, k, &r, error))
+    return FALSE;
+  ts_tile_let(r.g, "s", TS_DTYPE_F32, "0.0f");
+  rows_gpu_accum(&r, rows_gpu_pass(&r, "X"), "ts_sum", "s");
+  rows_gpu_allreduce(&r, "ts_sum", "s", r.red);
+  ts_tile_let(r.g, "mean", TS_DTYPE_F32, "s / (float)N");
+  ts_tile_let(r.g, "q", TS_DTYPE_F32, "0.0f");
+  TsTileNode *pass = rows_gpu_pass(&r, "X");
+  ts_tile_intrinsic(pass, "rows_map", "F=ts_sub", "x", "mean", NULL);
+  rows_gpu_accum(&r, pass, "ts_sumsq", "q");
+  rows_gpu_allreduce(&r, "ts_sum", "q", r.red2);
+  ts_tile_let(r.g, "rstd", TS_DTYPE_F32, "rsqrtf(q / (float)N + eps)");
+  pass = rows_gpu_pass(&r, "X");
+  if (!r.resident)
+    ts_tile_intrinsic(pass, "rows_map", "F=ts_sub", "x", "mean", NULL);
+  rows_gpu_store(&r, pass, "rstd", "G", "Bt");
+  return TRUE;
+}
+
 const TsOpDef ts__op_layernorm_safe = {
   .name = "layernorm_safe",
   .summary = "Y[M,N] = (X - mean) / sqrt(var + eps) * G[N] + Bt[N], two-pass variance",
@@ -256,6 +540,9 @@ const TsOpDef ts__op_layernorm_safe = {
   .bytes = layernorm_bytes,
   .reference = layernorm_reference,
   .lower_cpu = layernorm_lower_cpu,
+  .cuda_space = ROW_CUDA_SPACE,
+  .cuda_default = ROW_CUDA_DEFAULT,
+  .lower_cuda = layernorm_lower_cuda,
 };
 
 /* ---- rmsnorm_safe: Y = X / sqrt(mean(X^2) + eps) * G ---- */
@@ -297,6 +584,21 @@ rmsnorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
   return TRUE;
 }
 
+static gboolean
+rmsnorm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                   GError **error)
+{
+  g_auto(RowsGpu) r = {0};
+  if (!rows_gpu_begin("rmsnorm_safe", inst, point, k, &r, error))
+    return FALSE;
+  ts_tile_let(r.g, "q", TS_DTYPE_F32, "0.0f");
+  rows_gpu_accum(&r, rows_gpu_pass(&r, "X"), "ts_sumsq", "q");
+  rows_gpu_allreduce(&r, "ts_sum", "q", r.red);
+  ts_tile_let(r.g, "rstd", TS_DTYPE_F32, "rsqrtf(q / (float)N + eps)");
+  rows_gpu_store(&r, rows_gpu_pass(&r, "X"), "rstd", "G", "nullptr");
+  return TRUE;
+}
+
 const TsOpDef ts__op_rmsnorm_safe = {
   .name = "rmsnorm_safe",
   .summary = "Y[M,N] = X / sqrt(mean(X^2) + eps) * G[N]",
@@ -313,4 +615,7 @@ const TsOpDef ts__op_rmsnorm_safe = {
   .bytes = rmsnorm_bytes,
   .reference = rmsnorm_reference,
   .lower_cpu = rmsnorm_lower_cpu,
+  .cuda_space = ROW_CUDA_SPACE,
+  .cuda_default = ROW_CUDA_DEFAULT,
+  .lower_cuda = rmsnorm_lower_cuda,
 };
