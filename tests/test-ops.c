@@ -221,13 +221,18 @@ test_counts(void)
   g_assert_cmpfloat(ts_op_instance_bytes(h), ==, 2.0 * (10 * 30 + 30 * 20 + 10 * 20));
   g_autofree char *d = ts_op_instance_describe(h);
   g_assert_cmpstr(d, ==, "gemm M=10,N=20,K=30 bf16");
-  /* Every default space parses and has valid points at a typical shape. */
-  for (guint i = 0; i < ts_op_count(); i++) {
-    const TsOpDef *op = ts_op_nth(i);
-    g_autoptr(TsSchedSpace) s = ts_sched_space_parse(ts_op_default_space(op, "cpu"), &error);
-    g_assert_no_error(error);
-    g_assert_nonnull(s);
-  }
+  /* Every default space an op has parses (a GPU-only op has no CPU space). */
+  static const char *const backends[] = {"cpu", "cuda"};
+  for (guint i = 0; i < ts_op_count(); i++)
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+      const TsOpDef *op = ts_op_nth(i);
+      const char *text = ts_op_default_space(op, backends[b]);
+      if (text == NULL)
+        continue;
+      g_autoptr(TsSchedSpace) s = ts_sched_space_parse(text, &error);
+      g_assert_no_error(error);
+      g_assert_nonnull(s);
+    }
 }
 
 static TsModule *
