@@ -28,6 +28,33 @@ __device__ __forceinline__ float ts_attn_exp2(float x)
   return y;
 }
 
+// ldmatrix on a 32-bit shared address. The fragment loops below address shared memory as one
+// base register per lane plus constants: ts_swz<D, 1>(row, col) for the rows and 16-byte chunks
+// a lane reads is row * D + ((col / 8) ^ (row & 7)) * 8, and with rows stepping by multiples of
+// 8 and chunks by 2 that is base + (((2 * k) ^ y) * 16 bytes) with y = the lane's (chunk parity
+// ^ row & 7) < 8; ((2k) ^ y) = (2k & ~7) + ((2k & 7) ^ y) leaves 4 distinct lane offsets, the
+// rest immediates. Computed naively, ptxas keeps one address register per (tile, k) pair: 64
+// registers at D=128 that the accumulators need.
+__device__ __forceinline__ void ts_attn_ldsm_x4(unsigned (&r)[4], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ts_attn_ldsm_x4_trans(unsigned (&r)[4], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// Byte offset of 16-byte chunk 2k (+ the lane's parity) of a swizzled row, y as above.
+__device__ __forceinline__ unsigned ts_attn_chunk(int k, int y)
+{
+  // (valid for rows of at least 8 chunks, D >= 64 16-bit elements: ts_swz's full 3-bit XOR)
+  return (unsigned)(((2 * k) & ~7) + (((2 * k) & 7) ^ y)) * 16u;
+}
+
 // Copies rows [row0, row0 + ROWS) of a [rows][D] row-major matrix into a swizzled ROWS x D
 // shared tile, 16 bytes per cp.async. Rows at or past `rows` are zero-filled without reading
 // global memory: the tail of the sequence, and whole tiles past the last one a CTA needs.
@@ -65,16 +92,17 @@ __device__ __forceinline__ void ts_attn_softmax_init(float *m, float *l)
 }
 
 // Loads the warp's 16 rows of the Q tile (BM x D in shared memory) into A fragments, once.
+// ldmatrix.x4: lanes 0-7 address rows 0-7 at cols 16k (a0), 8-15 rows 8-15 (a1), 16-23 rows
+// 0-7 at cols 16k + 8 (a2), 24-31 rows 8-15 at 16k + 8 (a3).
 template <class T, int D>
 __device__ __forceinline__ void ts_attn_load_q(int *qf, const T *Qs)
 {
   const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-  // ldmatrix.x4: lanes 0-7 address rows 0-7 at cols kk (a0), 8-15 rows 8-15 (a1), 16-23 rows
-  // 0-7 at cols kk + 8 (a2), 24-31 rows 8-15 at kk + 8 (a3).
+  const int row = warp * 16 + lane % 16, y = (lane / 16) ^ (row & 7);
+  const unsigned base = ts_smem_addr(Qs) + (unsigned)(row * D * (int)sizeof(T));
 #pragma unroll
   for (int kk = 0; kk < D / 16; kk++)
-    ts_ldmatrix_x4(*reinterpret_cast<unsigned(*)[4]>(qf + kk * 4),
-                   Qs + ts_swz<D, 1>(warp * 16 + lane % 16, kk * 16 + (lane / 16) * 8));
+    ts_attn_ldsm_x4(*reinterpret_cast<unsigned(*)[4]>(qf + kk * 4), base + ts_attn_chunk(kk, y));
 }
 
 // s = Q · Kᵀ for one BN x D key tile. K is row-major [key][d], which is the column-major
@@ -86,6 +114,8 @@ __device__ __forceinline__ void ts_attn_mma_qk(float *s, const int *qf, const T 
 {
   static_assert(BN % 16 == 0 && D % 16 == 0, "BN and D must be multiples of 16");
   const int lane = (int)threadIdx.x % 32;
+  const int row = (lane / 16) * 8 + lane % 8, y = ((lane / 8) % 2) ^ (row & 7);
+  const unsigned base = ts_smem_addr(Ks) + (unsigned)(row * D * (int)sizeof(T));
 #pragma unroll
   for (int i = 0; i < BN / 2; i++)
     s[i] = 0.f;
@@ -95,8 +125,7 @@ __device__ __forceinline__ void ts_attn_mma_qk(float *s, const int *qf, const T 
 #pragma unroll
     for (int np = 0; np < BN / 16; np++) {
       unsigned b[4];
-      ts_ldmatrix_x4(b, Ks + ts_swz<D, 1>(np * 16 + (lane / 16) * 8 + lane % 8,
-                                          kk * 16 + ((lane / 8) % 2) * 8));
+      ts_attn_ldsm_x4(b, base + (unsigned)(np * 16 * D * (int)sizeof(T)) + ts_attn_chunk(kk, y));
       const unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
       ts_mma_16816<T>(*reinterpret_cast<float(*)[4]>(s + (2 * np) * 4), a, b0);
       ts_mma_16816<T>(*reinterpret_cast<float(*)[4]>(s + (2 * np + 1) * 4), a, b1);
@@ -115,13 +144,15 @@ __device__ __forceinline__ void ts_attn_mask(float *s, long long q0, long long k
   if (!needed)
     return;
   const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-  const long long row = q0 + warp * 16 + lane / 4;
+  // Relative to the CTA's first row, in 32 bits (S < 2^31): rows of this lane, the tile's keys.
+  const int row = warp * 16 + lane / 4, key0 = (int)(k0 - q0) + (lane % 4) * 2;
+  const int end = (int)(S - q0); // keys at or past it are past the sequence
 #pragma unroll
   for (int n = 0; n < BN / 8; n++)
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      const long long key = k0 + n * 8 + (lane % 4) * 2 + (e & 1);
-      if (key >= S || (CAUSAL && key > row + (e >> 1) * 8))
+      const int key = key0 + n * 8 + (e & 1);
+      if (key >= end || (CAUSAL && key > row + (e >> 1) * 8))
         s[n * 4 + e] = ts_attn_neg_inf();
     }
 }
@@ -171,6 +202,10 @@ template <class T, int BN, int D>
 __device__ __forceinline__ void ts_attn_mma_pv(float *o, const float *p, const T *Vs)
 {
   const int lane = (int)threadIdx.x % 32;
+  // ldmatrix.x4.trans: lanes 0-7 rows (keys) 0-7 at cols 16dp (b0 of n8 tile 2dp), 8-15 keys
+  // 8-15 (its b1), 16-23 and 24-31 the same at cols 16dp + 8 (tile 2dp + 1).
+  const int row = lane % 16, y = (lane / 16) ^ (row & 7);
+  const unsigned base = ts_smem_addr(Vs) + (unsigned)(row * D * (int)sizeof(T));
   unsigned a[BN / 16][4];
 #pragma unroll
   for (int j = 0; j < BN / 16; j++) {
@@ -185,8 +220,7 @@ __device__ __forceinline__ void ts_attn_mma_pv(float *o, const float *p, const T
 #pragma unroll
     for (int j = 0; j < BN / 16; j++) {
       unsigned b[4];
-      ts_ldmatrix_x4_trans(b, Vs + ts_swz<D, 1>(j * 16 + lane % 8 + ((lane / 8) % 2) * 8,
-                                                dp * 16 + (lane / 16) * 8));
+      ts_attn_ldsm_x4_trans(b, base + (unsigned)(j * 16 * D * (int)sizeof(T)) + ts_attn_chunk(dp, y));
       const unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
       ts_mma_16816<T>(*reinterpret_cast<float(*)[4]>(o + (2 * dp) * 4), a[j], b0);
       ts_mma_16816<T>(*reinterpret_cast<float(*)[4]>(o + (2 * dp + 1) * 4), a[j], b1);
