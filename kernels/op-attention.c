@@ -85,6 +85,59 @@ attn_reference(const TsOpInstance *inst, void *const *in, double *out)
   ts_ref_attention(dt, in[0], in[1], in[2], out, bh, seq, dim, is_causal(inst), rows, n_rows);
 }
 
+/* The CPU lowering: plain, one query row at a time. A team of workers shares the B*H*S rows in
+ * blocks of BM; per row, the scores against its keys (all S, or the first i + 1 when causal)
+ * are reduced into a worker-private row, softmax_online gives their max and sum in one pass, and
+ * the value rows are accumulated with weights exp(s - m) / l into a private f32 row, stored
+ * once. O(S^2 D) vector work with no tiling: a reference-grade kernel for the CPU backend, not
+ * a fast one. */
+static gboolean
+attn_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+               GError **error)
+{
+  const gint64 BM = KNOB("BM"), V = KNOB("vector"), T = KNOB("threads");
+  if (BM <= 0 || V <= 0 || T <= 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: the CPU lowering needs positive block, vector and threads knobs",
+                ts_op_name(ts_op_instance_op(inst)));
+    return FALSE;
+  }
+  ts_tile_kernel_define(k, "BM", BM);
+  ts_tile_kernel_define(k, "VEC", V);
+  TsTileNode *par = ts_tile_parallel(k->body, T);
+  ts_tile_alloc(par, k, "sc", TS_MEM_SHARED, TS_DTYPE_F32, "S", TRUE, "scores of one query row");
+  ts_tile_alloc(par, k, "orow", TS_MEM_SHARED, TS_DTYPE_F32, "D", TRUE, "output row, f32");
+  TsTileNode *r0 = ts_tile_for(par, "r0", "0", "B * H * S", "BM", TS_FOR_PARALLEL);
+  TsTileNode *r = ts_tile_for(r0, "r", "r0", "min(r0 + BM, B * H * S)", "1", TS_FOR_SERIAL);
+  ts_tile_let(r, "kb", TS_DTYPE_INT32, "r / S * S");
+  ts_tile_let(r, "nk", TS_DTYPE_INT32, is_causal(inst) ? "r % S + 1" : "S");
+  g_autofree char *scale = g_strdup_printf("%.9gf", 1.0 / sqrt((double)ts_shape_get(
+                                                        ts_op_instance_shape(inst), "D")));
+  ts_tile_let(r, "scale", TS_DTYPE_F32, scale);
+  /* (Loop variables and buffers avoid j and acc, the names the emitted row loops use.) */
+  TsTileNode *key = ts_tile_for(r, "key", "0", "nk", "1", TS_FOR_SERIAL);
+  TsTileNode *dot = ts_tile_reduce(key, "d", "sum", "q * kr", "D");
+  ts_tile_node_add_view(dot, "q", "Q", "r * D");
+  ts_tile_node_add_view(dot, "kr", "K", "(kb + key) * D");
+  TsTileNode *st = ts_tile_map(key, "sk", "d * scale", "1");
+  ts_tile_node_add_view(st, "sk", "sc", "key");
+  TsTileNode *so = ts_tile_softmax_online(r, "m", "l", "x", "nk");
+  ts_tile_node_add_view(so, "x", "sc", "0");
+  TsTileNode *zero = ts_tile_map(r, "a", "0.0f", "D");
+  ts_tile_node_add_view(zero, "a", "orow", "0");
+  TsTileNode *pv = ts_tile_for(r, "key", "0", "nk", "1", TS_FOR_SERIAL);
+  ts_tile_let(pv, "w", TS_DTYPE_F32, "exp(sc[key] - m) / l");
+  /* A map does not read its destination view: the row is read as `a` and written as `an`. */
+  TsTileNode *axpy = ts_tile_map(pv, "an", "a + w * vr", "D");
+  ts_tile_node_add_view(axpy, "a", "orow", "0");
+  ts_tile_node_add_view(axpy, "vr", "V", "(kb + key) * D");
+  ts_tile_node_add_view(axpy, "an", "orow", "0");
+  TsTileNode *out = ts_tile_map(r, "o", "a", "D");
+  ts_tile_node_add_view(out, "a", "orow", "0");
+  ts_tile_node_add_view(out, "o", "O", "r * D");
+  return TRUE;
+}
+
 /* The CUDA lowering. Per CTA: its head and query tile (in reverse, so the causal op's longest
  * rows start first and short ones fill the tail of the launch), Q copied once and loaded into
  * registers, then one loop over the key tiles, each iteration the multi-stage step of the gemm
@@ -224,8 +277,11 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
              {"V", "\"B*H\",\"S\",\"D\"", -1.0, 1.0}},                                         \
   .output = {"O", "\"B*H\",\"S\",\"D\"", 0, 0},                                                \
   .dims = "B,H,S,D",                                                                           \
+  .cpu_space = "block(m=[1,8]).vector([4,8]).threads([1,2])",                                  \
+  .cpu_default = "block(m=8).vector(8).threads(2)",                                            \
   .bytes = attn_bytes,                                                                         \
   .reference = attn_reference,                                                                 \
+  .lower_cpu = attn_lower_cpu,                                                                 \
   .cuda_space = ATTN_CUDA_SPACE,                                                               \
   .cuda_default = ATTN_CUDA_DEFAULT,                                                           \
   .lower_cuda = attn_lower_cuda
