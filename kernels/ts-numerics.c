@@ -454,10 +454,7 @@ ts_numerics_tolerance(TsDtype dtype, const char *op)
   case TS_DTYPE_BF16:
     return 1e-2;
   case TS_DTYPE_F16:
-    /* Attention rounds its probabilities to f16 before P·V (as every FlashAttention does):
-     * that error and the output's rounding are each about 2.8e-4 RMS relative, ~4e-4
-     * together, too close to 1e-3 for random data. */
-    return g_str_has_prefix(op ? op : "", "flash_attention") ? 2e-3 : 1e-3;
+    return 1e-3;
   default:
     return 1e-2;
   }

@@ -62,7 +62,7 @@ gint64 *ts_ref_attention_rows(gint64 heads, gint64 seq, gint64 dim, guint32 seed
 double ts_numerics_rel_error(TsDtype dtype, const void *out, const double *ref, gsize n,
                              gsize *n_nonfinite);
 /* The bound for an op's output: f32 1e-5 (1e-4 for gemm, whose sums are long), bf16 1e-2,
- * f16 1e-3 (2e-3 for attention, which rounds its probabilities to f16); other dtypes 1e-2. */
+ * f16 1e-3; other dtypes 1e-2. */
 double ts_numerics_tolerance(TsDtype dtype, const char *op);
 
 G_END_DECLS
