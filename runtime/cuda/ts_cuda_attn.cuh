@@ -74,7 +74,9 @@ __device__ __forceinline__ void ts_attn_copy_rows_async(T *smem, const T *g, lon
   const int r = (int)threadIdx.x / CPR, c = ((int)threadIdx.x % CPR) * EPC;
   const T *src = g + (row0 + r) * D + c;
   const unsigned dst = ts_smem_addr(smem + ts_swz<D, 1>(r, c));
-  const long long left = rows - row0 - r; // rows of this thread's column still in the matrix
+  // Rows of this thread's column still in the matrix, clamped to 32 bits.
+  const long long left64 = rows - row0 - r;
+  const int left = left64 < 0 ? 0 : left64 > ROWS ? ROWS : (int)left64;
 #pragma unroll
   for (int it = 0; it < ROWS / RSTEP; it++) {
     const bool valid = it * RSTEP < left;
