@@ -15,7 +15,10 @@
 //                sum, for rows g and g + 8; the 4 lanes of a quad share rows, so maxima are
 //                reduced across the quad at once and sums only at the end.
 // The score scale 1/sqrt(D) is folded with log2(e) into one factor, so each probability is one
-// FFMA and one ex2.
+// FFMA and one ex2. The only inline PTX of this file is in the four helpers at the top (ex2,
+// ldmatrix and its .trans, cp.async); everything else is plain C++ over them and the core's
+// ts_mma_16816, which is what let the fragment logic be checked on a host emulation of those
+// instructions (every point of the default spaces, tails, causal, both dtypes) without a GPU.
 #pragma once
 
 __device__ __forceinline__ float ts_attn_neg_inf() { return __int_as_float(0xff800000); }
@@ -46,6 +49,14 @@ __device__ __forceinline__ void ts_attn_ldsm_x4_trans(unsigned (&r)[4], unsigned
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
+}
+
+// 16 bytes global -> shared (32-bit address) by cp.async.cg; zero-filled, nothing read, when
+// !valid.
+__device__ __forceinline__ void ts_attn_cp_async16(unsigned dst, const void *src, bool valid)
+{
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0));
 }
 
 // Byte offset of 16-byte chunk 2k (+ the lane's parity) of a swizzled row, y as above.
@@ -80,9 +91,8 @@ __device__ __forceinline__ void ts_attn_copy_rows_async(T *smem, const T *g, lon
 #pragma unroll
   for (int it = 0; it < ROWS / RSTEP; it++) {
     const bool valid = it * RSTEP < left;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
-                     dst + (unsigned)(it * RSTEP * D * sizeof(T))),
-                 "l"(valid ? src + it * RSTEP * D : g), "r"(valid ? 16 : 0));
+    ts_attn_cp_async16(dst + (unsigned)(it * RSTEP * D * sizeof(T)),
+                       valid ? src + it * RSTEP * D : g, valid);
   }
 }
 
