@@ -42,10 +42,23 @@ void ts_ref_layernorm(TsDtype dtype, const void *x, const void *gamma, const voi
                       double eps, double *y, gint64 rows, gint64 cols);
 void ts_ref_rmsnorm(TsDtype dtype, const void *x, const void *gamma, double eps, double *y,
                     gint64 rows, gint64 cols);
+/* Attention over `heads` independent heads: O = softmax(Q Kᵀ / sqrt(dim), causal mask) V, each of
+ * Q, K, V, O [heads][seq][dim] row-major, softmax max-subtracted. Only the rows listed in `rows`
+ * (flat indices head * seq + i, ascending) are computed, or all of them when rows is NULL; the
+ * other rows of o are left as they are. */
+void ts_ref_attention(TsDtype dtype, const void *q, const void *k, const void *v, double *o,
+                      gint64 heads, gint64 seq, gint64 dim, gboolean causal, const gint64 *rows,
+                      gsize n_rows);
+/* The query rows an attention reference checks: NULL (all of them, *n_rows = heads * seq) when
+ * heads * seq^2 * dim <= 2^28 multiply-adds, else about 512 rows drawn from `seed`, ascending,
+ * always including the first and last row of the first and the last head. Free with g_free. */
+gint64 *ts_ref_attention_rows(gint64 heads, gint64 seq, gint64 dim, guint32 seed, gsize *n_rows);
 
 /* ||out - ref||_2 / ||ref||_2 over n elements (out in its storage dtype). Any non-finite output
  * element makes the result +Inf and is counted in *n_nonfinite (may be NULL). When ||ref|| is 0
- * the absolute norm ||out|| is returned. */
+ * the absolute norm ||out|| is returned. A NaN reference element means "not checked" (a
+ * reference computed on sampled rows): it is left out of the norms, but a non-finite output
+ * there still counts; if no element is checked at all the result is +Inf. */
 double ts_numerics_rel_error(TsDtype dtype, const void *out, const double *ref, gsize n,
                              gsize *n_nonfinite);
 /* The bound for an op's output: f32 1e-5 (1e-4 for gemm, whose sums are long), bf16 1e-2,

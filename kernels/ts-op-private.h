@@ -63,6 +63,7 @@ extern const TsOpDef ts__op_reduce_sum;
 extern const TsOpDef ts__op_softmax_safe;
 extern const TsOpDef ts__op_layernorm_safe;
 extern const TsOpDef ts__op_rmsnorm_safe;
+extern const TsOpDef ts__op_flash_attention, ts__op_flash_attention_causal;
 extern const TsOpDef ts__op_test_fault;
 
 /* Element counts of the op's buffers at the instance's shape (inputs then output). */

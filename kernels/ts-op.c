@@ -15,6 +15,8 @@ static const TsOpDef *const catalog[] = {
   &ts__op_softmax_safe,
   &ts__op_layernorm_safe,
   &ts__op_rmsnorm_safe,
+  &ts__op_flash_attention,
+  &ts__op_flash_attention_causal,
   &ts__op_test_fault,
 };
 

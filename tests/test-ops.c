@@ -3,9 +3,11 @@
  * f64 reference; a deliberately wrong kernel and one that never writes its output are caught;
  * a compile error comes back with the compiler's text; bad workloads get clear errors. */
 #include <glib.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts-numerics.h"
 #include "ts-op.h"
 
 static TsBackend *backend;
@@ -221,13 +223,18 @@ test_counts(void)
   g_assert_cmpfloat(ts_op_instance_bytes(h), ==, 2.0 * (10 * 30 + 30 * 20 + 10 * 20));
   g_autofree char *d = ts_op_instance_describe(h);
   g_assert_cmpstr(d, ==, "gemm M=10,N=20,K=30 bf16");
-  /* Every default space parses and has valid points at a typical shape. */
-  for (guint i = 0; i < ts_op_count(); i++) {
-    const TsOpDef *op = ts_op_nth(i);
-    g_autoptr(TsSchedSpace) s = ts_sched_space_parse(ts_op_default_space(op, "cpu"), &error);
-    g_assert_no_error(error);
-    g_assert_nonnull(s);
-  }
+  /* Every default space an op has parses (a GPU-only op has no CPU space). */
+  static const char *const backends[] = {"cpu", "cuda"};
+  for (guint i = 0; i < ts_op_count(); i++)
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+      const TsOpDef *op = ts_op_nth(i);
+      const char *text = ts_op_default_space(op, backends[b]);
+      if (text == NULL)
+        continue;
+      g_autoptr(TsSchedSpace) s = ts_sched_space_parse(text, &error);
+      g_assert_no_error(error);
+      g_assert_nonnull(s);
+    }
 }
 
 static TsModule *
@@ -415,6 +422,293 @@ test_timer_sibling(void)
   g_assert_cmpint(r->status, ==, TS_TRIAL_WRONG_RESULT);
 }
 
+/* ==== flash_attention (host side: workloads, reference, sampled verification) ==== */
+
+static const OpCase attn_cases[] = {
+  {"flash_attention", "B=1,H=2,S=37,D=24", "block(m=[1,8]).vector([4,8]).threads([1,2])"},
+  {"flash_attention_causal", "B=2,H=1,S=37,D=24", "block(m=[1,8]).vector([4,8]).threads([1,2])"},
+};
+
+static void
+assert_error_mentions(GError *error, gint code, const char *text)
+{
+  g_assert_error(error, TS_OP_ERROR, code);
+  if (strstr(error->message, text) == NULL)
+    g_error("'%s' does not mention '%s'", error->message, text);
+}
+
+static void
+test_attention_workloads(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) a = ts_op_instance_new("flash_attention", "B=2,H=3,S=5,D=8", "bf16",
+                                                 &error);
+  g_assert_no_error(error);
+  g_autoptr(TsOpInstance) c = ts_op_instance_new("flash_attention_causal", "B=2,H=3,S=5,D=8",
+                                                 "f16", &error);
+  g_assert_no_error(error);
+  g_autofree char *d = ts_op_instance_describe(a);
+  g_assert_cmpstr(d, ==, "flash_attention B=2,H=3,S=5,D=8 bf16");
+  /* 4·B·H·S²·D; the causal op counts half, as the FlashAttention/PyTorch benchmarks do. */
+  g_assert_cmpfloat(ts_op_instance_flops(a), ==, 4.0 * 2 * 3 * 5 * 5 * 8);
+  g_assert_cmpfloat(ts_op_instance_flops(c), ==, 2.0 * 2 * 3 * 5 * 5 * 8);
+  /* Q, K, V read once and O written once. */
+  g_assert_cmpfloat(ts_op_instance_bytes(a), ==, 4.0 * 2 * (2 * 3 * 5 * 8));
+
+  static const struct {
+    const char *shape, *dtype;
+    gint code;
+    const char *text;
+  } bad[] = {
+    {"B=2,H=3,S=5", "bf16", TS_OP_ERROR_SHAPE, "'D'"},
+    {"B=2,H=3,S=5,D=8,causal=1", "bf16", TS_OP_ERROR_SHAPE, "'causal'"},
+    {"B=2,H=3,S=5,D=8", "fp8_e4m3", TS_OP_ERROR_DTYPE, "fp8_e4m3"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_clear_error(&error);
+    g_assert_null(ts_op_instance_new("flash_attention", bad[i].shape, bad[i].dtype, &error));
+    assert_error_mentions(error, bad[i].code, bad[i].text);
+  }
+  /* Shape dims are sizes: causal=0 is not a shape, so causal is the op's name. */
+  g_clear_error(&error);
+  g_assert_null(ts_op_instance_new("flash_attention", "B=1,H=1,S=4,D=8,causal=0", "bf16", &error));
+  g_assert_nonnull(error);
+}
+
+static void
+test_attention_cuda_lowering(void)
+{
+  g_autoptr(GError) error = NULL;
+  /* What the GPU kernel refuses, with the dim or dtype named. */
+  g_autoptr(TsOpInstance) d96 = ts_op_instance_new("flash_attention", "B=1,H=2,S=100,D=96",
+                                                   "bf16", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) p96 = ts_op_instance_complete_point(d96, "cuda", NULL, &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_lower(d96, "cuda", p96, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SHAPE, "D=96");
+  g_clear_error(&error);
+  g_autoptr(TsOpInstance) f32 = ts_op_instance_new("flash_attention", "B=1,H=2,S=100,D=64",
+                                                   "f32", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) pf = ts_op_instance_complete_point(f32, "cuda", NULL, &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_lower(f32, "cuda", pf, &error));
+  assert_error_mentions(error, TS_OP_ERROR_DTYPE, "f32");
+  g_clear_error(&error);
+  /* warps is not free: a warp per 16 query rows. */
+  g_autoptr(TsSchedPoint) w = ts_sched_point_parse("block(m=128,n=64).warps(4)", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_instance_complete_point(f32, "cuda", w, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "warps * 16 == BM");
+  g_clear_error(&error);
+
+  /* The default spaces are small, and every point lowers and emits (compiling needs NVRTC:
+   * tests/cuda-compile-all.sh). D=64 has 12 points, D=128 8 (BN <= 64 keeps the score
+   * registers in check). */
+  static const struct {
+    const char *op, *shape;
+    guint64 points;
+  } spaces[] = {
+    {"flash_attention", "B=1,H=3,S=77,D=64", 12},
+    {"flash_attention_causal", "B=2,H=1,S=200,D=128", 8},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(spaces); i++) {
+    g_autoptr(TsOpInstance) inst = ts_op_instance_new(spaces[i].op, spaces[i].shape, "bf16",
+                                                      &error);
+    g_assert_no_error(error);
+    g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cuda", NULL, &error);
+    g_assert_no_error(error);
+    g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, NULL);
+    guint64 n = 0;
+    g_assert_true(ts_sched_space_count_valid(space, env, &n, NULL));
+    g_assert_cmpuint(n, ==, spaces[i].points);
+    g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+    TsSchedPoint *p = NULL;
+    while (ts_sched_iter_next(it, &p, &error)) {
+      g_autoptr(TsSchedPoint) point = p;
+      g_autofree char *entry = NULL;
+      g_autofree char *src = ts_op_emit(inst, "cuda", point, &entry, &error);
+      g_assert_no_error(error);
+      g_assert_nonnull(strstr(src, "ts_attn_mma_qk"));
+      g_assert_nonnull(strstr(src, "ts_attn_softmax_online"));
+      g_assert_nonnull(strstr(src, "ts_attn_mma_pv"));
+      g_assert_nonnull(strstr(src, i == 1 ? "CAUSAL = 1;" : "CAUSAL = 0;"));
+    }
+    g_assert_no_error(error);
+  }
+}
+
+/* The reference against a naive f64 computation done differently: no max subtraction, the
+ * whole probability matrix first, then P·V. */
+static void
+naive_attention(const float *q, const float *k, const float *v, double *o, int heads, int seq,
+                int dim, gboolean causal)
+{
+  g_autofree double *p = g_new(double, seq * seq);
+  for (int h = 0; h < heads; h++) {
+    const float *qh = q + h * seq * dim, *kh = k + h * seq * dim, *vh = v + h * seq * dim;
+    for (int i = 0; i < seq; i++) {
+      double z = 0;
+      for (int j = 0; j < seq; j++) {
+        double s = 0;
+        for (int d = 0; d < dim; d++)
+          s += (double)qh[i * dim + d] * kh[j * dim + d];
+        p[i * seq + j] = causal && j > i ? 0.0 : exp(s / sqrt((double)dim));
+        z += p[i * seq + j];
+      }
+      for (int j = 0; j < seq; j++)
+        p[i * seq + j] /= z;
+    }
+    for (int i = 0; i < seq; i++)
+      for (int d = 0; d < dim; d++) {
+        double acc = 0;
+        for (int j = 0; j < seq; j++)
+          acc += p[i * seq + j] * vh[j * dim + d];
+        o[(h * seq + i) * dim + d] = acc;
+      }
+  }
+}
+
+static void
+test_attention_reference(void)
+{
+  enum { H = 2, S = 7, D = 5, N = H * S * D };
+  float q[N], k[N], v[N];
+  g_autoptr(GRand) rng = g_rand_new_with_seed(11);
+  for (int i = 0; i < N; i++) {
+    q[i] = (float)g_rand_double_range(rng, -2, 2);
+    k[i] = (float)g_rand_double_range(rng, -2, 2);
+    v[i] = (float)g_rand_double_range(rng, -1, 1);
+  }
+  for (int causal = 0; causal < 2; causal++) {
+    double ref[N], want[N];
+    ts_ref_attention(TS_DTYPE_F32, q, k, v, ref, H, S, D, causal, NULL, 0);
+    naive_attention(q, k, v, want, H, S, D, causal);
+    for (int i = 0; i < N; i++)
+      g_assert_cmpfloat_with_epsilon(ref[i], want[i], 1e-12);
+    /* A causal first row sees only its own key: O = V row 0, exactly. */
+    if (causal)
+      for (int h = 0; h < H; h++)
+        for (int d = 0; d < D; d++)
+          g_assert_cmpfloat(ref[h * S * D + d], ==, (double)v[h * S * D + d]);
+    /* Only the listed rows are written. */
+    double part[N];
+    for (int i = 0; i < N; i++)
+      part[i] = NAN;
+    const gint64 rows[] = {0, 6, 9};
+    ts_ref_attention(TS_DTYPE_F32, q, k, v, part, H, S, D, causal, rows, G_N_ELEMENTS(rows));
+    for (int i = 0; i < N; i++) {
+      gint64 row = i / D;
+      gboolean listed = row == 0 || row == 6 || row == 9;
+      if (listed)
+        g_assert_cmpfloat(part[i], ==, ref[i]);
+      else
+        g_assert_true(isnan(part[i]));
+    }
+  }
+  /* Logits far past exp()'s range (|s| ~ 1e4): max subtraction keeps the reference finite;
+   * with all keys equal every weight is the same, so O is the mean of the value rows. */
+  float big_q[S * D], same_k[S * D];
+  for (int i = 0; i < S * D; i++) {
+    big_q[i] = 100.0f;
+    same_k[i] = 50.0f;
+  }
+  double o[S * D];
+  ts_ref_attention(TS_DTYPE_F32, big_q, same_k, v, o, 1, S, D, FALSE, NULL, 0);
+  for (int d = 0; d < D; d++) {
+    double mean = 0;
+    for (int j = 0; j < S; j++)
+      mean += (double)v[j * D + d] / S;
+    for (int i = 0; i < S; i++)
+      g_assert_cmpfloat_with_epsilon(o[i * D + d], mean, 1e-12);
+  }
+}
+
+static void
+test_attention_sampled_rows(void)
+{
+  /* Small problems are checked in full. */
+  gsize n = 0;
+  g_assert_null(ts_ref_attention_rows(2, 100, 64, 1, &n));
+  g_assert_cmpuint(n, ==, 200);
+  /* The benchmark's size: ~512 rows, ascending, the first and last of the first and last
+   * head included, the same for the same seed and not for another. */
+  const gint64 heads = 64, seq = 4096, total = heads * seq;
+  g_autofree gint64 *r1 = ts_ref_attention_rows(heads, seq, 128, 7, &n);
+  g_assert_nonnull(r1);
+  g_assert_cmpuint(n, <=, 512);
+  g_assert_cmpuint(n, >, 400);
+  for (gsize i = 1; i < n; i++)
+    g_assert_cmpint(r1[i - 1], <, r1[i]);
+  g_assert_cmpint(r1[0], ==, 0);
+  g_assert_cmpint(r1[n - 1], ==, total - 1);
+  gboolean has_last_of_first = FALSE, has_first_of_last = FALSE;
+  for (gsize i = 0; i < n; i++) {
+    has_last_of_first |= r1[i] == seq - 1;
+    has_first_of_last |= r1[i] == total - seq;
+  }
+  g_assert_true(has_last_of_first && has_first_of_last);
+  gsize n2 = 0, n3 = 0;
+  g_autofree gint64 *r2 = ts_ref_attention_rows(heads, seq, 128, 7, &n2);
+  g_autofree gint64 *r3 = ts_ref_attention_rows(heads, seq, 128, 8, &n3);
+  g_assert_cmpmem(r1, n * sizeof *r1, r2, n2 * sizeof *r2);
+  g_assert_false(n == n3 && memcmp(r1, r3, n * sizeof *r1) == 0);
+
+  /* Unchecked (NaN) reference entries are left out of the error but a non-finite output is
+   * caught anywhere; a reference that checks nothing passes nothing. Other ops' references
+   * have no NaN, and for them the check is the one it was. */
+  const double ref[] = {1.0, 2.0, NAN, NAN};
+  const float good[] = {1.0f, 2.0f, 123.0f, -7.0f};
+  const float nan_unchecked[] = {1.0f, 2.0f, NAN, 0.0f};
+  const float wrong_checked[] = {1.0f, 3.0f, 0.0f, 0.0f};
+  gsize bad = 9;
+  g_assert_cmpfloat(ts_numerics_rel_error(TS_DTYPE_F32, good, ref, 4, &bad), ==, 0.0);
+  g_assert_cmpuint(bad, ==, 0);
+  g_assert_cmpfloat(ts_numerics_rel_error(TS_DTYPE_F32, nan_unchecked, ref, 4, &bad), ==,
+                    INFINITY);
+  g_assert_cmpuint(bad, ==, 1);
+  g_assert_cmpfloat_with_epsilon(ts_numerics_rel_error(TS_DTYPE_F32, wrong_checked, ref, 4, NULL),
+                                 1.0 / sqrt(5.0), 1e-12);
+  const double none[] = {NAN, NAN};
+  g_assert_cmpfloat(ts_numerics_rel_error(TS_DTYPE_F32, good, none, 2, NULL), ==, INFINITY);
+  const double full[] = {1.0, 2.0};
+  g_assert_cmpfloat(ts_numerics_rel_error(TS_DTYPE_F32, good, full, 2, NULL), ==, 0.0);
+}
+
+/* The whole trial on a problem big enough to be verified on sampled rows (4100^2 x 16 >
+ * 2^28): the CPU kernel passes; the same kernel leaving one row unwritten fails on the
+ * poisoned NaN whether or not that row was sampled. */
+static void
+test_attention_sampled_trial(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("flash_attention_causal",
+                                                    "B=1,H=1,S=4100,D=16", "f32", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", NULL, &error);
+  g_assert_no_error(error);
+  g_autofree char *entry = NULL;
+  g_autofree char *src = ts_op_emit(inst, "cpu", point, &entry, &error);
+  g_assert_no_error(error);
+  TsRunOptions opt;
+  quick_options(&opt);
+  opt.max_samples = 1;
+  g_autoptr(TsTrialResult) ok = ts_op_run_source(inst, backend, src, entry, &opt, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(ts_trial_status_name(ok->status), ==, "ok");
+  g_assert_cmpfloat(ok->rel_error, <=, ok->tolerance);
+
+  const char *loop = "for (int64_t r = r0; r < (min(r0 + BM, B * H * S)); r += 1) {";
+  g_assert_nonnull(strstr(src, loop));
+  g_autofree char *skip_row = g_strconcat(loop, " if (r == 1) continue;", NULL);
+  g_autofree char *bad = replace_all(src, loop, skip_row);
+  g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, bad, entry, &opt, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(r->status, ==, TS_TRIAL_WRONG_RESULT);
+  g_assert_nonnull(strstr(r->message, "NaN/Inf"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -441,6 +735,17 @@ main(int argc, char **argv)
   g_test_add_func("/ops/timer/slowdown", test_timer_slowdown);
   g_test_add_func("/ops/timer/wrong-kernel", test_timer_wrong_kernel);
   g_test_add_func("/ops/timer/sibling", test_timer_sibling);
+
+  /* flash_attention: host-side checks (the kernels themselves need a GPU: test-cuda-ops). */
+  for (guint i = 0; i < G_N_ELEMENTS(attn_cases); i++) {
+    g_autofree char *path = g_strdup_printf("/ops/attention/space/%s", attn_cases[i].op);
+    g_test_add_data_func(path, &attn_cases[i], test_space_runs);
+  }
+  g_test_add_func("/ops/attention/workloads", test_attention_workloads);
+  g_test_add_func("/ops/attention/cuda-lowering", test_attention_cuda_lowering);
+  g_test_add_func("/ops/attention/reference", test_attention_reference);
+  g_test_add_func("/ops/attention/sampled-rows", test_attention_sampled_rows);
+  g_test_add_func("/ops/attention/sampled-trial", test_attention_sampled_trial);
   int rc = g_test_run();
   ts_backend_free(backend);
   return rc;

@@ -1,2 +1,269 @@
-// ts_cuda_attn.cuh — (filled in by its op family)
+// ts_cuda_attn.cuh — tile primitives of the FlashAttention-2 forward kernel (mma.sync m16n8k16,
+// sm_80+), one per step of the algorithm as the generated code spells it out.
+//
+// A CTA owns BM query rows of one head; each of its BM / 16 warps owns 16 of them. Q, K, V and
+// O are [B*H][S][D] row-major; the generated code passes each primitive the head's base
+// pointer. Shared tiles are row-major with D columns and their 16-byte chunks XOR-swizzled by
+// row (ts_swz<D, 1>), so the 8 rows one ldmatrix phase reads land on 8 different bank groups.
+//
+// Register tiles of a thread (fragment layouts of mma.m16n8k16, g = lane / 4, t = lane % 4):
+//   qf[D/16][4]  Q as A fragments: k-slice kk of rows {g, g+8} x cols kk*16 + {2t, 2t+1, +8}
+//   s[BN/8][4]   scores, then probabilities, as C fragments: s[n][0..1] row g, cols n*8 + 2t +
+//                {0,1}; s[n][2..3] row g + 8
+//   o[D/8][4]    the O accumulator, C fragments over D
+//   m[2], l[2]   running row max (raw score units) and this thread's part of the running row
+//                sum, for rows g and g + 8; the 4 lanes of a quad share rows, so maxima are
+//                reduced across the quad at once and sums only at the end.
+// The score scale 1/sqrt(D) is folded with log2(e) into one factor, so each probability is one
+// FFMA and one ex2. The only inline PTX of this file is in the four helpers at the top (ex2,
+// ldmatrix and its .trans, cp.async); everything else is plain C++ over them and the core's
+// ts_mma_16816, which is what let the fragment logic be checked on a host emulation of those
+// instructions (every point of the default spaces, tails, causal, both dtypes) without a GPU.
 #pragma once
+
+__device__ __forceinline__ float ts_attn_neg_inf() { return __int_as_float(0xff800000); }
+
+// 2^x (ex2.approx: 2 ulp; 2^-inf = +0, which is what masked scores rely on).
+__device__ __forceinline__ float ts_attn_exp2(float x)
+{
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// ldmatrix on a 32-bit shared address. The fragment loops below address shared memory as one
+// base register per lane plus constants: ts_swz<D, 1>(row, col) for the rows and 16-byte chunks
+// a lane reads is row * D + ((col / 8) ^ (row & 7)) * 8, and with rows stepping by multiples of
+// 8 and chunks by 2 that is base + (((2 * k) ^ y) * 16 bytes) with y = the lane's (chunk parity
+// ^ row & 7) < 8; ((2k) ^ y) = (2k & ~7) + ((2k & 7) ^ y) leaves 4 distinct lane offsets, the
+// rest immediates. Computed naively, ptxas keeps one address register per (tile, k) pair: 64
+// registers at D=128 that the accumulators need.
+__device__ __forceinline__ void ts_attn_ldsm_x4(unsigned (&r)[4], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ts_attn_ldsm_x4_trans(unsigned (&r)[4], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// 16 bytes global -> shared (32-bit address) by cp.async.cg; zero-filled, nothing read, when
+// !valid.
+__device__ __forceinline__ void ts_attn_cp_async16(unsigned dst, const void *src, bool valid)
+{
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+
+// Byte offset of 16-byte chunk 2k (+ the lane's parity) of a swizzled row, y as above.
+__device__ __forceinline__ unsigned ts_attn_chunk(int k, int y)
+{
+  // (valid for rows of at least 8 chunks, D >= 64 16-bit elements: ts_swz's full 3-bit XOR)
+  return (unsigned)(((2 * k) & ~7) + (((2 * k) & 7) ^ y)) * 16u;
+}
+
+// Copies rows [row0, row0 + ROWS) of a [rows][D] row-major matrix into a swizzled ROWS x D
+// shared tile, 16 bytes per cp.async. Rows at or past `rows` are zero-filled without reading
+// global memory: the tail of the sequence, and whole tiles past the last one a CTA needs.
+// A thread copies one 16-byte column of the tile every RSTEP = THREADS / CPR rows; RSTEP is a
+// multiple of the swizzle period (8 rows), so its swizzled column never changes and every
+// chunk's global and shared address is the first one plus a constant: one pointer and one
+// shared address a copy, whatever ROWS is, instead of an address register per chunk.
+template <class T, int ROWS, int D, int THREADS>
+__device__ __forceinline__ void ts_attn_copy_rows_async(T *smem, const T *g, long long row0,
+                                                        long long rows)
+{
+  constexpr int EPC = 16 / (int)sizeof(T); // elements per chunk
+  constexpr int CPR = D / EPC;             // chunks per row
+  constexpr int RSTEP = THREADS / CPR;
+  static_assert(D % EPC == 0 && THREADS % CPR == 0 && RSTEP % 8 == 0 && ROWS % RSTEP == 0,
+                "a thread copies one swizzled column every RSTEP rows");
+  const int r = (int)threadIdx.x / CPR, c = ((int)threadIdx.x % CPR) * EPC;
+  const T *src = g + (row0 + r) * D + c;
+  const unsigned dst = ts_smem_addr(smem + ts_swz<D, 1>(r, c));
+  // Rows of this thread's column still in the matrix, clamped to 32 bits.
+  const long long left64 = rows - row0 - r;
+  const int left = left64 < 0 ? 0 : left64 > ROWS ? ROWS : (int)left64;
+#pragma unroll
+  for (int it = 0; it < ROWS / RSTEP; it++) {
+    const bool valid = it * RSTEP < left;
+    ts_attn_cp_async16(dst + (unsigned)(it * RSTEP * D * sizeof(T)),
+                       valid ? src + it * RSTEP * D : g, valid);
+  }
+}
+
+// m = -inf, l = 0: no key seen yet.
+__device__ __forceinline__ void ts_attn_softmax_init(float *m, float *l)
+{
+  m[0] = m[1] = ts_attn_neg_inf();
+  l[0] = l[1] = 0.f;
+}
+
+// Loads the warp's 16 rows of the Q tile (BM x D in shared memory) into A fragments, once.
+// ldmatrix.x4: lanes 0-7 address rows 0-7 at cols 16k (a0), 8-15 rows 8-15 (a1), 16-23 rows
+// 0-7 at cols 16k + 8 (a2), 24-31 rows 8-15 at 16k + 8 (a3).
+template <class T, int D>
+__device__ __forceinline__ void ts_attn_load_q(int *qf, const T *Qs)
+{
+  const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+  const int row = warp * 16 + lane % 16, y = (lane / 16) ^ (row & 7);
+  const unsigned base = ts_smem_addr(Qs) + (unsigned)(row * D * (int)sizeof(T));
+#pragma unroll
+  for (int kk = 0; kk < D / 16; kk++)
+    ts_attn_ldsm_x4(*reinterpret_cast<unsigned(*)[4]>(qf + kk * 4), base + ts_attn_chunk(kk, y));
+}
+
+// s = Q · Kᵀ for one BN x D key tile. K is row-major [key][d], which is the column-major
+// B operand mma wants (n = key, k = d), so plain ldmatrix gives B fragments: matrix j of an x4
+// covers keys np*16 + (j / 2) * 8 + 0..7 at cols kk*16 + (j % 2) * 8 + 0..7, i.e. b0 and b1 of
+// two adjacent n8 tiles.
+template <class T, int BN, int D>
+__device__ __forceinline__ void ts_attn_mma_qk(float *s, const int *qf, const T *Ks)
+{
+  static_assert(BN % 16 == 0 && D % 16 == 0, "BN and D must be multiples of 16");
+  const int lane = (int)threadIdx.x % 32;
+  const int row = (lane / 16) * 8 + lane % 8, y = ((lane / 8) % 2) ^ (row & 7);
+  const unsigned base = ts_smem_addr(Ks) + (unsigned)(row * D * (int)sizeof(T));
+#pragma unroll
+  for (int i = 0; i < BN / 2; i++)
+    s[i] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; kk++) {
+    const unsigned(&a)[4] = *reinterpret_cast<const unsigned(*)[4]>(qf + kk * 4);
+#pragma unroll
+    for (int np = 0; np < BN / 16; np++) {
+      unsigned b[4];
+      ts_attn_ldsm_x4(b, base + (unsigned)(np * 16 * D * (int)sizeof(T)) + ts_attn_chunk(kk, y));
+      const unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+      ts_mma_16816<T>(*reinterpret_cast<float(*)[4]>(s + (2 * np) * 4), a, b0);
+      ts_mma_16816<T>(*reinterpret_cast<float(*)[4]>(s + (2 * np + 1) * 4), a, b1);
+    }
+  }
+}
+
+// Masks the scores of the tile whose first key is k0: keys at or past S (the zero-filled tail)
+// and, when CAUSAL, keys after the query row (q0 is the CTA's first row) become -inf. Only
+// tiles that cross the diagonal or the end of the sequence need it (`needed`, the same for the
+// whole CTA); the others return at once.
+template <int BN, int CAUSAL>
+__device__ __forceinline__ void ts_attn_mask(float *s, long long q0, long long k0, long long S,
+                                             bool needed)
+{
+  if (!needed)
+    return;
+  const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+  // Relative to the CTA's first row, in 32 bits (S < 2^31): rows of this lane, the tile's keys.
+  const int row = warp * 16 + lane / 4, key0 = (int)(k0 - q0) + (lane % 4) * 2;
+  const int end = (int)(S - q0); // keys at or past it are past the sequence
+#pragma unroll
+  for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int key = key0 + n * 8 + (e & 1);
+      if (key >= end || (CAUSAL && key > row + (e >> 1) * 8))
+        s[n * 4 + e] = ts_attn_neg_inf();
+    }
+}
+
+// The online-softmax step for one tile: new running max m' = max(m, rowmax(s)); O and l are
+// rescaled by 2^((m - m') c); s becomes p = 2^(s c - m' c), added into l. c = scale · log2(e).
+// A row with no unmasked key so far keeps m' = -inf; its exponent base is then 0 instead of
+// -inf, so p = 2^-inf = 0 and the rescale factor 2^(-inf) = 0 rather than NaN (-inf - -inf).
+template <int BN, int D>
+__device__ __forceinline__ void ts_attn_softmax_online(float *s, float *m, float *l, float *o,
+                                                       float scale_log2)
+{
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    float mx = m[r];
+#pragma unroll
+    for (int n = 0; n < BN / 8; n++)
+      mx = fmaxf(mx, fmaxf(s[n * 4 + r * 2], s[n * 4 + r * 2 + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float base = mx == ts_attn_neg_inf() ? 0.f : mx * scale_log2;
+    const float alpha = ts_attn_exp2(m[r] * scale_log2 - base);
+    m[r] = mx;
+    float sum = 0.f;
+#pragma unroll
+    for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        const float p = ts_attn_exp2(fmaf(s[n * 4 + r * 2 + e], scale_log2, -base));
+        s[n * 4 + r * 2 + e] = p;
+        sum += p;
+      }
+    l[r] = l[r] * alpha + sum;
+#pragma unroll
+    for (int n = 0; n < D / 8; n++) {
+      o[n * 4 + r * 2] *= alpha;
+      o[n * 4 + r * 2 + 1] *= alpha;
+    }
+  }
+}
+
+// o += P · V for one BN x D value tile. P stays in registers: the two C fragments of n8 tiles
+// 2j and 2j + 1 hold exactly the A fragment of k16 slice j (a0 = row g keys 2t.., a1 = row
+// g + 8, a2 and a3 the same 8 keys later), rounded to T in pairs. V is row-major [key][d], the
+// row-major (k-major) B operand, so ldmatrix.trans gives its fragments, as in ts_mma_tile.
+template <class T, int BN, int D>
+__device__ __forceinline__ void ts_attn_mma_pv(float *o, const float *p, const T *Vs)
+{
+  const int lane = (int)threadIdx.x % 32;
+  // ldmatrix.x4.trans: lanes 0-7 rows (keys) 0-7 at cols 16dp (b0 of n8 tile 2dp), 8-15 keys
+  // 8-15 (its b1), 16-23 and 24-31 the same at cols 16dp + 8 (tile 2dp + 1).
+  const int row = lane % 16, y = (lane / 16) ^ (row & 7);
+  const unsigned base = ts_smem_addr(Vs) + (unsigned)(row * D * (int)sizeof(T));
+  unsigned a[BN / 16][4];
+#pragma unroll
+  for (int j = 0; j < BN / 16; j++) {
+    const float *c0 = p + (2 * j) * 4, *c1 = p + (2 * j + 1) * 4;
+    a[j][0] = ts_pack2<T>(c0[0], c0[1]);
+    a[j][1] = ts_pack2<T>(c0[2], c0[3]);
+    a[j][2] = ts_pack2<T>(c1[0], c1[1]);
+    a[j][3] = ts_pack2<T>(c1[2], c1[3]);
+  }
+#pragma unroll
+  for (int dp = 0; dp < D / 16; dp++) {
+#pragma unroll
+    for (int j = 0; j < BN / 16; j++) {
+      unsigned b[4];
+      ts_attn_ldsm_x4_trans(b, base + (unsigned)(j * 16 * D * (int)sizeof(T)) + ts_attn_chunk(dp, y));
+      const unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+      ts_mma_16816<T>(*reinterpret_cast<float(*)[4]>(o + (2 * dp) * 4), a[j], b0);
+      ts_mma_16816<T>(*reinterpret_cast<float(*)[4]>(o + (2 * dp + 1) * 4), a[j], b1);
+    }
+  }
+}
+
+// O = o / l for the warp's rows below S, rounded to T and stored as pairs (32-bit stores). The
+// row sums are completed across the quad here; a row that never saw a key (l = 0) stores 0.
+template <class T, int D>
+__device__ __forceinline__ void ts_attn_store(T *O, const float *o, const float *l, long long q0,
+                                              long long S)
+{
+  const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    float sum = l[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    inv[r] = sum > 0.f ? 1.f / sum : 0.f;
+  }
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const long long row = q0 + warp * 16 + lane / 4 + r * 8;
+    if (row >= S)
+      continue;
+    T *dst = O + row * D + (lane % 4) * 2;
+#pragma unroll
+    for (int n = 0; n < D / 8; n++)
+      *reinterpret_cast<unsigned *>(dst + n * 8) =
+          ts_pack2<T>(o[n * 4 + r * 2] * inv[r], o[n * 4 + r * 2 + 1] * inv[r]);
+  }
+}

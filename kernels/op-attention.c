@@ -1,0 +1,301 @@
+/* op-attention.c — flash_attention and flash_attention_causal: the attention forward pass
+ * O = softmax(Q Kᵀ / sqrt(D) [causal mask]) V over B*H independent heads, Q, K, V and O all
+ * [B*H, S, D] row-major (seed 004), bf16 or f16 storage with f32 accumulation.
+ *
+ * Causal is a second op rather than a shape dim: shape dims are sizes, which the Graph IR keeps
+ * > 0 (`causal=0` would not parse), and the DB's nearest-shape lookup compares dims by log
+ * ratio; as an op name it keys the schedule cache, the FLOP count and the kernel apart without
+ * any of that changing. `--shape B=4,H=16,S=4096,D=128` with flash_attention_causal.
+ *
+ * FLOPs follow the FlashAttention / PyTorch benchmarks: 4·B·H·S²·D (two S×S×D products), half
+ * of it for the causal op, whatever the tiles really compute on the diagonal.
+ *
+ * The CUDA kernel is FlashAttention-2 on mma.sync (ts_cuda_attn.cuh): one CTA per BM query rows
+ * of one head, one warp per 16 of them, Q held in registers, K and V tiles of BN keys streamed
+ * through a STAGES-deep cp.async ring, the online softmax on the score fragments and P fed to
+ * the P·V mma straight from registers. */
+#include "ts-op-private.h"
+
+#include "ts-numerics.h"
+
+#include <math.h>
+
+#define DIM(s, n) ((double)ts_shape_get((s), (n)))
+#define KNOB(name) ts_sched_point_get_int(point, name, -1)
+
+static gboolean
+is_causal(const TsOpInstance *inst)
+{
+  return ts_op_instance_op(inst) == &ts__op_flash_attention_causal;
+}
+
+static double
+attn_flops(const TsShape *s)
+{
+  return 4.0 * DIM(s, "B") * DIM(s, "H") * DIM(s, "S") * DIM(s, "S") * DIM(s, "D");
+}
+
+static double
+attn_causal_flops(const TsShape *s)
+{
+  return 0.5 * attn_flops(s);
+}
+
+/* Q, K and V read once, O written once. */
+static double
+attn_bytes(const TsShape *s, double elem)
+{
+  return 4.0 * elem * DIM(s, "B") * DIM(s, "H") * DIM(s, "S") * DIM(s, "D");
+}
+
+/* FNV-1a over the first bytes of Q: the inputs come from the data seed, so the sampled rows do
+ * too, without the reference needing the seed itself. */
+static guint32
+data_hash(const void *q, gsize bytes)
+{
+  const guint8 *b = q;
+  guint32 h = 2166136261u;
+  for (gsize i = 0; i < MIN(bytes, 4096); i++)
+    h = (h ^ b[i]) * 16777619u;
+  return h;
+}
+
+/* Small problems are checked in full. Large ones (the benchmark's 4x16x4096x128 reference is
+ * 2^34 multiply-adds per product, minutes in f64) are checked on ~512 query rows drawn from the
+ * data, the other rows marked NaN, which ts_numerics_rel_error leaves out of the norms while
+ * still failing any NaN/Inf the kernel writes anywhere. Sampling rows is sound for these
+ * kernels because every output row is computed by the same code path — its CTA and warp differ,
+ * not the instructions — so a row-dependent bug shows on a fraction of rows that 512 samples
+ * hit: the sample always holds the first and last row of a head (the one-key and the full causal
+ * row, and the partial tail tile when S is not a multiple of the tile), and its random rows fall
+ * both on diagonal tiles (masked) and below them (unmasked) for every causal head. */
+static void
+attn_reference(const TsOpInstance *inst, void *const *in, double *out)
+{
+  const TsShape *s = ts_op_instance_shape(inst);
+  const gint64 bh = ts_shape_get(s, "B") * ts_shape_get(s, "H"), seq = ts_shape_get(s, "S"),
+               dim = ts_shape_get(s, "D");
+  const TsDtype dt = ts_op_instance_dtype(inst)->storage;
+  gsize n_rows = 0;
+  g_autofree gint64 *rows = ts_ref_attention_rows(
+    bh, seq, dim, data_hash(in[0], (gsize)(bh * seq * dim) * ts_numerics_elem_size(dt)), &n_rows);
+  if (rows != NULL)
+    for (gint64 i = 0; i < bh * seq * dim; i++)
+      out[i] = NAN;
+  ts_ref_attention(dt, in[0], in[1], in[2], out, bh, seq, dim, is_causal(inst), rows, n_rows);
+}
+
+/* The CPU lowering: plain, one query row at a time. A team of workers shares the B*H*S rows in
+ * blocks of BM; per row, the scores against its keys (all S, or the first i + 1 when causal)
+ * are reduced into a worker-private row, softmax_online gives their max and sum in one pass, and
+ * the value rows are accumulated with weights exp(s - m) / l into a private f32 row, stored
+ * once. O(S^2 D) vector work with no tiling: a reference-grade kernel for the CPU backend, not
+ * a fast one. */
+static gboolean
+attn_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+               GError **error)
+{
+  const gint64 BM = KNOB("BM"), V = KNOB("vector"), T = KNOB("threads");
+  if (BM <= 0 || V <= 0 || T <= 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: the CPU lowering needs positive block, vector and threads knobs",
+                ts_op_name(ts_op_instance_op(inst)));
+    return FALSE;
+  }
+  ts_tile_kernel_define(k, "BM", BM);
+  ts_tile_kernel_define(k, "VEC", V);
+  TsTileNode *par = ts_tile_parallel(k->body, T);
+  ts_tile_alloc(par, k, "sc", TS_MEM_SHARED, TS_DTYPE_F32, "S", TRUE, "scores of one query row");
+  ts_tile_alloc(par, k, "orow", TS_MEM_SHARED, TS_DTYPE_F32, "D", TRUE, "output row, f32");
+  TsTileNode *r0 = ts_tile_for(par, "r0", "0", "B * H * S", "BM", TS_FOR_PARALLEL);
+  TsTileNode *r = ts_tile_for(r0, "r", "r0", "min(r0 + BM, B * H * S)", "1", TS_FOR_SERIAL);
+  ts_tile_let(r, "kb", TS_DTYPE_INT32, "r / S * S");
+  ts_tile_let(r, "nk", TS_DTYPE_INT32, is_causal(inst) ? "r % S + 1" : "S");
+  g_autofree char *scale = g_strdup_printf("%.9gf", 1.0 / sqrt((double)ts_shape_get(
+                                                        ts_op_instance_shape(inst), "D")));
+  ts_tile_let(r, "scale", TS_DTYPE_F32, scale);
+  /* (Loop variables and buffers avoid j and acc, the names the emitted row loops use.) */
+  TsTileNode *key = ts_tile_for(r, "key", "0", "nk", "1", TS_FOR_SERIAL);
+  TsTileNode *dot = ts_tile_reduce(key, "d", "sum", "q * kr", "D");
+  ts_tile_node_add_view(dot, "q", "Q", "r * D");
+  ts_tile_node_add_view(dot, "kr", "K", "(kb + key) * D");
+  TsTileNode *st = ts_tile_map(key, "sk", "d * scale", "1");
+  ts_tile_node_add_view(st, "sk", "sc", "key");
+  TsTileNode *so = ts_tile_softmax_online(r, "m", "l", "x", "nk");
+  ts_tile_node_add_view(so, "x", "sc", "0");
+  TsTileNode *zero = ts_tile_map(r, "a", "0.0f", "D");
+  ts_tile_node_add_view(zero, "a", "orow", "0");
+  TsTileNode *pv = ts_tile_for(r, "key", "0", "nk", "1", TS_FOR_SERIAL);
+  ts_tile_let(pv, "w", TS_DTYPE_F32, "exp(sc[key] - m) / l");
+  /* A map does not read its destination view: the row is read as `a` and written as `an`. */
+  TsTileNode *axpy = ts_tile_map(pv, "an", "a + w * vr", "D");
+  ts_tile_node_add_view(axpy, "a", "orow", "0");
+  ts_tile_node_add_view(axpy, "vr", "V", "(kb + key) * D");
+  ts_tile_node_add_view(axpy, "an", "orow", "0");
+  TsTileNode *out = ts_tile_map(r, "o", "a", "D");
+  ts_tile_node_add_view(out, "a", "orow", "0");
+  ts_tile_node_add_view(out, "o", "O", "r * D");
+  return TRUE;
+}
+
+/* The CUDA lowering. Per CTA: its head and query tile (in reverse, so the causal op's longest
+ * rows start first and short ones fill the tail of the launch), Q copied once and loaded into
+ * registers, then one loop over the key tiles, each iteration the multi-stage step of the gemm
+ * (wait for tile j, barrier, refill the slot tile j-1 used with tile j+STAGES-1, compute on
+ * tile j), and finally O / l stored. Only the tiles from n_full on (the causal diagonal, the
+ * sequence's partial last tile) are masked, by a warp-uniform test in attn_mask: two loops,
+ * unmasked then masked, read better but make ptxas keep both loops' hoisted addresses live and
+ * spill (D=64, BN=64, 3 stages: 168 registers and 60 bytes of spills, against 174 and none). */
+static gboolean
+attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                GError **error)
+{
+  const char *name = ts_op_name(ts_op_instance_op(inst));
+  const gint64 BM = KNOB("BM"), BN = KNOB("BN"), W = KNOB("warps"), ST = KNOB("stages");
+  const TsDtype dt = ts_op_instance_dtype(inst)->storage;
+  const TsShape *shape = ts_op_instance_shape(inst);
+  const gint64 D = ts_shape_get(shape, "D"), S = ts_shape_get(shape, "S"),
+               BH = ts_shape_get(shape, "B") * ts_shape_get(shape, "H");
+  const gboolean causal = is_causal(inst);
+  if (dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
+                "%s: the CUDA kernel uses tensor cores and takes bf16 or f16 (f32 accumulation); "
+                "%s is not supported on the GPU", name, ts_dtype_name(dt));
+    return FALSE;
+  }
+  if (D != 64 && D != 128) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
+                "%s: the CUDA kernel supports head dims D=64 and D=128, not D=%" G_GINT64_FORMAT,
+                name, D);
+    return FALSE;
+  }
+  if (BM <= 0 || BM % 16 || W != BM / 16 || BN <= 0 || BN % 16 || ST < 2) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: the CUDA lowering needs BM and BN multiples of 16, warps = BM / 16 (a warp "
+                "per 16 query rows) and at least 2 stages", name);
+    return FALSE;
+  }
+  const gint64 tiles_m = (S + BM - 1) / BM, elem = ts_dtype_bits(dt) / 8;
+  const gint64 smem = (BM + 2 * ST * BN) * D * elem;
+
+  ts_tile_kernel_define(k, "BM", BM);
+  ts_tile_kernel_define(k, "BN", BN);
+  ts_tile_kernel_define(k, "HD", D);
+  ts_tile_kernel_define(k, "STAGES", ST);
+  ts_tile_kernel_define(k, "THREADS", W * 32);
+  ts_tile_kernel_define(k, "CAUSAL", causal);
+  ts_tile_kernel_define(k, "TILES_M", tiles_m);
+
+  const char *t = ts_dtype_name(dt);
+  TsTileNode *g = ts_tile_grid(k->body, tiles_m * BH, 1, 1, W * 32, smem);
+  ts_tile_alloc(g, k, "Qs", TS_MEM_SHARED, dt, "BM * HD", FALSE,
+                "BM x D query tile, row-major, 16-byte chunks xor-swizzled by row");
+  ts_tile_alloc(g, k, "Ks", TS_MEM_SHARED, dt, "STAGES * BN * HD", FALSE,
+                "ring of STAGES BN x D key tiles, row-major, swizzled");
+  ts_tile_alloc(g, k, "Vs", TS_MEM_SHARED, dt, "STAGES * BN * HD", FALSE,
+                "ring of STAGES BN x D value tiles, row-major, swizzled");
+  ts_tile_alloc(g, k, "qf", TS_MEM_REGISTER, TS_DTYPE_INT32, "HD / 4", FALSE,
+                "the warp's 16 query rows as m16k16 A fragments [D/16][4]");
+  ts_tile_alloc(g, k, "o", TS_MEM_REGISTER, TS_DTYPE_F32, "HD / 2", FALSE,
+                "O accumulator, m16n8 fragments [D/8][4]");
+  ts_tile_alloc(g, k, "s", TS_MEM_REGISTER, TS_DTYPE_F32, "BN / 2", FALSE,
+                "scores, then probabilities, m16n8 fragments [BN/8][4]");
+  ts_tile_alloc(g, k, "m", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
+                "running row max, rows lane/4 and lane/4 + 8");
+  ts_tile_alloc(g, k, "l", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
+                "running row sum, this thread's columns");
+
+  ts_tile_let(g, "bh", TS_DTYPE_INT32, "bx / TILES_M");
+  ts_tile_let(g, "q0", TS_DTYPE_INT32, "(TILES_M - 1 - bx % TILES_M) * BM");
+  ts_tile_let(g, "head", TS_DTYPE_INT32, "bh * S * D");
+  /* Keys a CTA needs, and how many of its key tiles need no mask at all. */
+  if (causal) {
+    ts_tile_let(g, "kv_end", TS_DTYPE_INT32, "min(S, q0 + BM)");
+    ts_tile_let(g, "n_full", TS_DTYPE_INT32, "(q0 + 1) / BN");
+  } else {
+    ts_tile_let(g, "kv_end", TS_DTYPE_INT32, "S");
+    ts_tile_let(g, "n_full", TS_DTYPE_INT32, "S / BN");
+  }
+  ts_tile_let(g, "n_kv", TS_DTYPE_INT32, "(kv_end + BN - 1) / BN");
+  /* 1/sqrt(D) folded with log2(e): softmax as exp2. */
+  g_autofree char *scale = g_strdup_printf("%.9gf", M_LOG2E / sqrt((double)D));
+  ts_tile_let(g, "scale_log2", TS_DTYPE_F32, scale);
+  ts_tile_intrinsic(g, "attn_softmax_init", NULL, "m", "l", NULL);
+
+  g_autofree char *copy_q = g_strdup_printf("T=%s,ROWS=BM,D=HD,THREADS=THREADS", t);
+  g_autofree char *copy_kv = g_strdup_printf("T=%s,ROWS=BN,D=HD,THREADS=THREADS", t);
+  ts_tile_intrinsic(g, "attn_copy_rows_async", copy_q, "Qs", "Q + head", "q0", "S", NULL);
+  TsTileNode *pro = ts_tile_for(g, "st", "0", "STAGES - 1", "1", TS_FOR_UNROLL);
+  ts_tile_intrinsic(pro, "attn_copy_rows_async", copy_kv, "Ks + st * BN * HD", "K + head",
+                    "st * BN", "kv_end", NULL);
+  ts_tile_intrinsic(pro, "attn_copy_rows_async", copy_kv, "Vs + st * BN * HD", "V + head",
+                    "st * BN", "kv_end", NULL);
+  ts_tile_intrinsic(pro, "async_commit", NULL, NULL);
+  g_autofree char *wait = g_strdup_printf("PENDING=%" G_GINT64_FORMAT, ST - 2);
+  ts_tile_intrinsic(g, "async_wait", wait, NULL);
+  ts_tile_barrier(g);
+  g_autofree char *load_q = g_strdup_printf("T=%s,D=HD", t);
+  ts_tile_intrinsic(g, "attn_load_q", load_q, "qf", "Qs", NULL);
+
+  g_autofree char *mma = g_strdup_printf("T=%s,BN=BN,D=HD", t);
+  TsTileNode *j = ts_tile_for(g, "j", "0", "n_kv", "1", TS_FOR_SERIAL);
+  ts_tile_intrinsic(j, "async_wait", wait, NULL);
+  ts_tile_barrier(j);
+  ts_tile_let(j, "fill", TS_DTYPE_INT32, "(j + STAGES - 1) % STAGES");
+  ts_tile_intrinsic(j, "attn_copy_rows_async", copy_kv, "Ks + fill * BN * HD", "K + head",
+                    "(j + STAGES - 1) * BN", "kv_end", NULL);
+  ts_tile_intrinsic(j, "attn_copy_rows_async", copy_kv, "Vs + fill * BN * HD", "V + head",
+                    "(j + STAGES - 1) * BN", "kv_end", NULL);
+  ts_tile_intrinsic(j, "async_commit", NULL, NULL);
+  ts_tile_let(j, "slot", TS_DTYPE_INT32, "j % STAGES");
+  ts_tile_intrinsic(j, "attn_mma_qk", mma, "s", "qf", "Ks + slot * BN * HD", NULL);
+  ts_tile_intrinsic(j, "attn_mask", "BN=BN,CAUSAL=CAUSAL", "s", "q0", "j * BN", "S",
+                    "j >= n_full", NULL);
+  ts_tile_intrinsic(j, "attn_softmax_online", "BN=BN,D=HD", "s", "m", "l", "o", "scale_log2",
+                    NULL);
+  ts_tile_intrinsic(j, "attn_mma_pv", mma, "o", "s", "Vs + slot * BN * HD", NULL);
+  ts_tile_intrinsic(g, "async_wait", "PENDING=0", NULL);
+  g_autofree char *store = g_strdup_printf("T=%s,D=HD", t);
+  ts_tile_intrinsic(g, "attn_store", store, "O + head", "o", "l", "q0", "S", NULL);
+  return TRUE;
+}
+
+/* Every point: a warp per 16 query rows; the Q tile plus two rings of STAGES key/value tiles
+ * within the arch's shared memory (sm_80 allows 163 KiB a block, sm_90a 227 KiB); and no more
+ * than 64 score registers a thread at D=128 (o alone is 64 there, Q 32). */
+#define ATTN_CUDA_SPACE                                                                        \
+  "block(m=[64,128], n=[32,64,128]).warps([4,8]).stages([2,3])"                                \
+  ".where(warps * 16 == BM,"                                                                   \
+  " (BM + 2 * stages * BN) * D * 2 <= smem_bytes,"                                             \
+  " BN * D <= 8192)"
+#define ATTN_CUDA_DEFAULT "block(m=128,n=64).warps(8).stages(2)"
+
+#define ATTN_COMMON                                                                            \
+  .n_inputs = 3,                                                                               \
+  .inputs = {{"Q", "\"B*H\",\"S\",\"D\"", -2.0, 2.0},                                          \
+             {"K", "\"B*H\",\"S\",\"D\"", -2.0, 2.0},                                          \
+             {"V", "\"B*H\",\"S\",\"D\"", -1.0, 1.0}},                                         \
+  .output = {"O", "\"B*H\",\"S\",\"D\"", 0, 0},                                                \
+  .dims = "B,H,S,D",                                                                           \
+  .cpu_space = "block(m=[1,8]).vector([4,8]).threads([1,2])",                                  \
+  .cpu_default = "block(m=8).vector(8).threads(2)",                                            \
+  .bytes = attn_bytes,                                                                         \
+  .reference = attn_reference,                                                                 \
+  .lower_cpu = attn_lower_cpu,                                                                 \
+  .cuda_space = ATTN_CUDA_SPACE,                                                               \
+  .cuda_default = ATTN_CUDA_DEFAULT,                                                           \
+  .lower_cuda = attn_lower_cuda
+
+const TsOpDef ts__op_flash_attention = {
+  .name = "flash_attention",
+  .summary = "O[B*H,S,D] = softmax(Q K^T / sqrt(D)) V (online softmax); bf16/f16, f32 accum",
+  .flops = attn_flops,
+  ATTN_COMMON,
+};
+
+const TsOpDef ts__op_flash_attention_causal = {
+  .name = "flash_attention_causal",
+  .summary = "flash_attention with the causal mask (key <= query); FLOPs counted as half",
+  .flops = attn_causal_flops,
+  ATTN_COMMON,
+};
