@@ -46,8 +46,10 @@ case "$cmd" in
     meson test -C build --print-errorlogs
     # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
     build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+    # (Without the 'cuda' suite: compiling every GPU kernel again proves nothing new about our
+    # memory safety — test-cuda exercises the same NVRTC path under the sanitizers.)
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      meson test -C build-asan --print-errorlogs
+      meson test -C build-asan --print-errorlogs --no-suite cuda
     ;;
   *)
     echo "usage: ./dev.sh tune [tessera-tune args...] | ./dev.sh test" >&2

@@ -61,8 +61,8 @@ tune_and_time() {  # kind label op shape unit(gflops|gbps)
 }
 tune_and_time gemm "gemm 4096^3" gemm M=4096,N=4096,K=4096 gflops
 tune_and_time gemm "gemm 8192^3" gemm M=8192,N=8192,K=8192 gflops
-tune_and_time attention "attention causal=0" flash_attention B=4,H=16,S=4096,D=128,causal=0 gflops
-tune_and_time attention "attention causal=1" flash_attention B=4,H=16,S=4096,D=128,causal=1 gflops
+tune_and_time attention "attention causal=0" flash_attention B=4,H=16,S=4096,D=128 gflops
+tune_and_time attention "attention causal=1" flash_attention_causal B=4,H=16,S=4096,D=128 gflops
 tune_and_time layernorm "layernorm 16384x8192" layernorm_safe M=16384,N=8192 gbps
 tune_and_time softmax "softmax 16384x8192" softmax_safe M=16384,N=8192 gbps
 

@@ -218,12 +218,14 @@ const TsOpDef ts__op_gemm = {
   .bytes = gemm_bytes,
   .reference = gemm_reference,
   .lower_cpu = gemm_lower_cpu,
-  /* Every point keeps its accumulators within 128 registers a thread, and within 64 when BK=64
-   * (the unrolled slice's A and B fragments need the rest: measured with `tessera-tune check`,
-   * those points spilled), its ring within the arch's shared memory, and its loads aligned. */
+  /* Every point keeps its accumulators within 128 registers a thread — 64 with 4 warps or
+   * BK=64, where the fragments and the copy loop's addresses need the rest (measured with
+   * `tessera-tune check`: those points spilled) —, its ring within the arch's shared memory, and
+   * its global loads aligned. */
   .cuda_space = "block(m=[64,128,256], n=[64,128,256], k=[32,64]).warps([4,8]).stages([2,3,4])"
                 ".vector([8]).swizzle([\"xor\"]).raster([8])"
                 ".where(BM * BN / (warps * 32) <= 128,"
+                " warps == 8 || BM * BN / (warps * 32) <= 64,"
                 " stages * (BM * BK + BK * BN) * 2 <= smem_bytes,"
                 " BM * BN / (warps * 32) * BK <= 128 * 32,"
                 " K % vector == 0, N % vector == 0)",

@@ -22,8 +22,8 @@ fi
 # are the benchmark's, so the spaces' shape-dependent constraints see realistic values.
 full=(
   "gemm|M=4096,N=4096,K=4096"
-  "flash_attention|B=4,H=16,S=4096,D=128,causal=0"
-  "flash_attention|B=4,H=16,S=4096,D=64,causal=1"
+  "flash_attention|B=4,H=16,S=4096,D=128"
+  "flash_attention_causal|B=4,H=16,S=4096,D=64"
   "saxpy|N=16777216"
   "reduce_sum|M=16384,N=8192"
   "softmax_safe|M=16384,N=8192"
@@ -32,7 +32,8 @@ full=(
 )
 extra=(
   "gemm|M=1000,N=1000,K=1000|f16"
-  "flash_attention|B=1,H=2,S=1000,D=128,causal=1|f16"
+  "flash_attention_causal|B=1,H=2,S=1000,D=128|f16"
+  "flash_attention|B=1,H=2,S=1000,D=64|f16"
   "softmax_safe|M=1000,N=1000|f32"
   "layernorm_safe|M=1000,N=1000|f16"
   "rmsnorm_safe|M=3,N=40|f32"

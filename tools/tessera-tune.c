@@ -348,7 +348,12 @@ cmd_ops(void)
     const TsOpDef *op = ts_op_nth(i);
     g_autofree char *dims = ts_op_dims(op);
     g_print("%-15s dims %-6s %s\n", ts_op_name(op), dims, ts_op_summary(op));
-    g_print("%-15s cpu space: %s\n", "", ts_op_default_space(op, "cpu"));
+    static const char *const backends[] = {"cpu", "cuda"};
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+      const char *space = ts_op_default_space(op, backends[b]);
+      if (space)
+        g_print("%-15s %-4s space: %s\n", "", backends[b], space);
+    }
   }
   return TT_EXIT_OK;
 }
