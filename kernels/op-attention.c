@@ -175,7 +175,21 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
                 "per 16 query rows) and at least 2 stages", name);
     return FALSE;
   }
+  /* A CTA's threads copy 16 * BM / D whole rows a pass (ts_attn_copy_rows_async). */
+  if (BN % (16 * BM / D) != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: BN=%" G_GINT64_FORMAT " must be a multiple of %" G_GINT64_FORMAT
+                " (the key rows %" G_GINT64_FORMAT " threads copy a pass at D=%" G_GINT64_FORMAT
+                ")", name, BN, 16 * BM / D, W * 32, D);
+    return FALSE;
+  }
   const gint64 tiles_m = (S + BM - 1) / BM, elem = ts_dtype_bits(dt) / 8;
+  if (tiles_m * BH > G_MAXINT32) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
+                "%s: %" G_GINT64_FORMAT " CTAs (B*H x S/BM) exceed the grid's 2^31 - 1", name,
+                tiles_m * BH);
+    return FALSE;
+  }
   const gint64 smem = (BM + 2 * ST * BN) * D * elem;
 
   ts_tile_kernel_define(k, "BM", BM);
