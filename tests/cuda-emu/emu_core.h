@@ -1,0 +1,311 @@
+// emu_core.h — a host emulation of the CUDA execution model for the generated kernels, force-
+// included (-include) before the kernel source. One fiber (ucontext) per CUDA thread, run in
+// turn by a scheduler; warp-wide instructions (ldmatrix, mma.m16n8k16, shfl) are computed once
+// all 32 lanes have arrived; __syncthreads is a CTA barrier (exited threads count as arrived);
+// cp.async is queued per thread and applied at cp.async.wait_group (EMU_EAGER=0) or at issue
+// (1), and every ldmatrix read of a byte whose copy is still queued is reported as a race.
+// Fragment layouts follow the PTX ISA text for mma.m16n8k16 and ldmatrix, written independently
+// of the headers under test. EMU_PLANT selects a deliberate bug (self-test: must fail).
+#pragma once
+#include <cassert>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <ucontext.h>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __constant__
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__
+
+struct Dim3 { unsigned x, y, z; };
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+
+struct EmuCopy { unsigned dst; const void *src; int bytes; bool valid; };
+struct EmuThread {
+  ucontext_t ctx;
+  std::vector<char> stack;
+  unsigned tid;
+  bool done;
+  std::vector<std::vector<EmuCopy>> groups; // committed cp.async groups, oldest first
+  std::vector<EmuCopy> open;                // issued, not yet committed
+};
+struct EmuWarp {
+  int arrived = 0;
+  unsigned gen = 0;
+  int kind = -1;
+  unsigned in_u[32][8];
+  float in_f[32][8];
+  unsigned out_u[32][8];
+  float out_f[32][8];
+};
+struct Emu {
+  std::vector<EmuThread> th;
+  std::vector<EmuWarp> warps;
+  int cta_arrived = 0, n_done = 0;
+  unsigned cta_gen = 0;
+  ucontext_t sched;
+  EmuThread *cur = nullptr;
+  Dim3 block, grid, bidx;
+  unsigned char *smem = nullptr;
+  size_t smem_bytes = 0;
+  std::vector<int> pending; // per smem byte: copies issued and not yet applied
+  int eager = 0;
+  int plant = 0; // 1: ldmatrix without .trans transposes; 2: cp.async.wait_group waits for nothing
+  long errors = 0;
+};
+extern Emu emu;
+
+static inline Dim3 emu_tidx() { return Dim3{emu.cur->tid, 0, 0}; }
+#define threadIdx (emu_tidx())
+#define blockIdx (emu.bidx)
+#define gridDim (emu.grid)
+#define blockDim (emu.block)
+
+static inline void emu_yield() { swapcontext(&emu.cur->ctx, &emu.sched); }
+static inline void __trap() { fprintf(stderr, "emu: __trap\n"); abort(); }
+static inline void emu_fail(const char *what)
+{
+  if (emu.errors++ < 5)
+    fprintf(stderr, "emu: %s (CTA %u,%u,%u thread %u)\n", what, emu.bidx.x, emu.bidx.y,
+            emu.bidx.z, emu.cur ? emu.cur->tid : 0u);
+}
+
+// A warp collective: the 32nd lane to arrive runs op over all lanes' inputs.
+static inline void emu_warp_collective(int kind, const std::function<void(EmuWarp &)> &op)
+{
+  EmuWarp &w = emu.warps[emu.cur->tid / 32];
+  if (w.arrived == 0)
+    w.kind = kind;
+  else if (w.kind != kind) {
+    fprintf(stderr, "emu: divergent collectives in warp %u: %d vs %d\n", emu.cur->tid / 32, w.kind, kind);
+    abort();
+  }
+  unsigned g = w.gen;
+  if (++w.arrived == 32) {
+    op(w);
+    w.arrived = 0;
+    w.gen++;
+  } else {
+    while (w.gen == g)
+      emu_yield();
+  }
+}
+
+static inline void __syncthreads()
+{
+  unsigned g = emu.cta_gen;
+  if (++emu.cta_arrived + emu.n_done == (int)emu.block.x) {
+    emu.cta_arrived = 0;
+    emu.cta_gen++;
+  } else {
+    while (emu.cta_gen == g)
+      emu_yield();
+  }
+}
+
+static inline float __int_as_float(int v) { float f; memcpy(&f, &v, 4); return f; }
+static inline float __uint_as_float(unsigned v) { float f; memcpy(&f, &v, 4); return f; }
+static inline unsigned emu_f2u(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+static inline float emu_expf(float x) { return expf(x); }
+#define __expf emu_expf // glibc declares an __expf it does not export
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+
+static inline float __shfl_xor_sync(unsigned mask, float v, int m)
+{
+  if (mask != 0xffffffffu)
+    emu_fail("shfl with a partial mask is not emulated");
+  unsigned lane = emu.cur->tid % 32;
+  EmuWarp &w = emu.warps[emu.cur->tid / 32];
+  w.in_f[lane][0] = v;
+  emu_warp_collective(1000 + m, [&](EmuWarp &ww) {
+    for (int l = 0; l < 32; l++)
+      ww.out_f[l][0] = ww.in_f[l ^ m][0];
+  });
+  return w.out_f[lane][0];
+}
+
+// ---- conversions (round to nearest even, as cvt.rn) ----
+static inline unsigned short emu_f32_to_bf16(float f)
+{
+  unsigned u = emu_f2u(f);
+  if (std::isnan(f))
+    return 0x7fc0;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+static inline unsigned short emu_f32_to_f16(float f)
+{
+  _Float16 h = (_Float16)f;
+  unsigned short u;
+  memcpy(&u, &h, 2);
+  return u;
+}
+static inline float emu_f16_to_f32(unsigned short u)
+{
+  _Float16 h;
+  memcpy(&h, &u, 2);
+  return (float)h;
+}
+static inline float emu_half(unsigned v, int hi, bool f16)
+{
+  unsigned short h = (unsigned short)(hi ? v >> 16 : v & 0xffff);
+  return f16 ? emu_f16_to_f32(h) : __uint_as_float((unsigned)h << 16);
+}
+
+// ---- shared memory: addresses are byte offsets into the CTA's dynamic shared memory ----
+static inline unsigned emu_smem_offset(const void *p)
+{
+  const unsigned char *c = (const unsigned char *)p;
+  if (!(c >= emu.smem && c <= emu.smem + emu.smem_bytes)) {
+    fprintf(stderr, "emu: shared-memory pointer outside the launch's %zu bytes\n", emu.smem_bytes);
+    abort();
+  }
+  return (unsigned)(c - emu.smem);
+}
+
+// ---- cp.async ----
+static inline void emu_apply(const EmuCopy &c)
+{
+  if (c.valid)
+    memcpy(emu.smem + c.dst, c.src, c.bytes);
+  else
+    memset(emu.smem + c.dst, 0, c.bytes);
+  for (int i = 0; i < c.bytes; i++)
+    emu.pending[c.dst + i]--;
+}
+static inline void emu_cp_async(unsigned dst, const void *src, int bytes, bool valid)
+{
+  if (dst % bytes || dst + bytes > emu.smem_bytes || ((uintptr_t)src % bytes))
+    emu_fail("cp.async misaligned or outside shared memory");
+  else {
+    EmuCopy c{dst, src, bytes, valid};
+    for (int i = 0; i < bytes; i++)
+      emu.pending[dst + i]++;
+    if (emu.eager)
+      emu_apply(c);
+    else
+      emu.cur->open.push_back(c);
+  }
+}
+static inline void emu_async_commit()
+{
+  emu.cur->groups.push_back(emu.cur->open);
+  emu.cur->open.clear();
+}
+static inline void emu_async_wait(int n)
+{
+  if (emu.plant == 2)
+    return;
+  auto &g = emu.cur->groups;
+  while ((int)g.size() > n) {
+    for (auto &c : g.front())
+      emu_apply(c);
+    g.erase(g.begin());
+  }
+}
+static inline void emu_check_read(unsigned addr, int bytes)
+{
+  if (addr + bytes > emu.smem_bytes) {
+    emu_fail("ldmatrix outside shared memory");
+    return;
+  }
+  for (int i = 0; i < bytes; i++)
+    if (emu.pending[addr + i]) {
+      emu_fail("ldmatrix read a shared-memory byte whose cp.async was not waited for");
+      return;
+    }
+}
+
+// ---- ldmatrix .m8n8 .x2/.x4 (.trans): lanes 8q..8q+7 give the row addresses of matrix q;
+// lane t receives row t/4, elements 2(t%4), 2(t%4)+1 (low half first); .trans delivers the
+// transposed matrix's. ----
+static inline void emu_ldmatrix(unsigned *r, int nmat, unsigned addr, bool trans)
+{
+  unsigned lane = emu.cur->tid % 32;
+  EmuWarp &w = emu.warps[emu.cur->tid / 32];
+  w.in_u[lane][0] = addr;
+  if (emu.plant == 1 && nmat == 4)
+    trans = !trans;
+  emu_warp_collective(nmat * 10 + trans, [&](EmuWarp &ww) {
+    for (int q = 0; q < nmat; q++) {
+      unsigned short m[8][8];
+      for (int row = 0; row < 8; row++) {
+        unsigned a = ww.in_u[q * 8 + row][0];
+        if (a % 16)
+          emu_fail("ldmatrix row address not 16-byte aligned");
+        emu_check_read(a, 16);
+        if (a + 16 <= emu.smem_bytes)
+          memcpy(m[row], emu.smem + a, 16);
+      }
+      for (int t = 0; t < 32; t++) {
+        unsigned short lo, hi;
+        if (!trans) {
+          lo = m[t / 4][2 * (t % 4)];
+          hi = m[t / 4][2 * (t % 4) + 1];
+        } else {
+          lo = m[2 * (t % 4)][t / 4];
+          hi = m[2 * (t % 4) + 1][t / 4];
+        }
+        ww.out_u[t][q] = (unsigned)lo | ((unsigned)hi << 16);
+      }
+    }
+  });
+  for (int q = 0; q < nmat; q++)
+    r[q] = w.out_u[lane][q];
+}
+
+// ---- mma.sync.m16n8k16.row.col.f32.{bf16,f16}: g = lane/4, t = lane%4;
+// A regs {A[g][2t..]}, {A[g+8][2t..]}, {A[g][2t+8..]}, {A[g+8][2t+8..]};
+// B regs {B[2t][g], B[2t+1][g]}, {B[2t+8][g], B[2t+9][g]};
+// C/D C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]. ----
+static inline void emu_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], bool f16)
+{
+  unsigned lane = emu.cur->tid % 32;
+  EmuWarp &w = emu.warps[emu.cur->tid / 32];
+  for (int i = 0; i < 4; i++) {
+    w.in_u[lane][i] = a[i];
+    w.in_f[lane][i] = d[i];
+  }
+  w.in_u[lane][4] = b[0];
+  w.in_u[lane][5] = b[1];
+  emu_warp_collective(3, [&](EmuWarp &ww) {
+    float A[16][16], B[16][8], C[16][8];
+    for (int l = 0; l < 32; l++) {
+      int g = l / 4, t = l % 4;
+      for (int h = 0; h < 2; h++) {
+        A[g][2 * t + h] = emu_half(ww.in_u[l][0], h, f16);
+        A[g + 8][2 * t + h] = emu_half(ww.in_u[l][1], h, f16);
+        A[g][2 * t + 8 + h] = emu_half(ww.in_u[l][2], h, f16);
+        A[g + 8][2 * t + 8 + h] = emu_half(ww.in_u[l][3], h, f16);
+        B[2 * t + h][g] = emu_half(ww.in_u[l][4], h, f16);
+        B[2 * t + 8 + h][g] = emu_half(ww.in_u[l][5], h, f16);
+      }
+      C[g][2 * t] = ww.in_f[l][0];
+      C[g][2 * t + 1] = ww.in_f[l][1];
+      C[g + 8][2 * t] = ww.in_f[l][2];
+      C[g + 8][2 * t + 1] = ww.in_f[l][3];
+    }
+    for (int l = 0; l < 32; l++) {
+      int g = l / 4, t = l % 4;
+      for (int e = 0; e < 4; e++) {
+        int i = g + (e / 2) * 8, j = 2 * t + e % 2;
+        double acc = C[i][j];
+        for (int k = 0; k < 16; k++)
+          acc += (double)A[i][k] * B[k][j];
+        ww.out_f[l][e] = (float)acc;
+      }
+    }
+  });
+  for (int i = 0; i < 4; i++)
+    d[i] = w.out_f[lane][i];
+}

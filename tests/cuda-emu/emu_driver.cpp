@@ -1,0 +1,195 @@
+// emu_driver.cpp — runs one generated CUDA kernel (ENTRY, compiled into the same binary) over its
+// whole launch on the host emulator (emu_core.h) and checks every output element against an f64
+// reference from the same (rounded) inputs, with ts_numerics_rel_error's norm-wise relative error
+// and ts_numerics_tolerance's bound. Inputs are random and nonzero; outputs are NaN-poisoned.
+// usage: emu-kernel OP DIM... (gemm M N K | flash_attention[_causal] B H S D | rows ops M N |
+// saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1|2 plants a bug.
+#include "ts_cuda_prims.cuh"
+#include <string>
+
+extern "C" void ENTRY(const TsArgs);
+extern "C" unsigned int LAUNCH[7];
+
+Emu emu;
+alignas(128) unsigned char ts_smem[228 * 1024]; // the kernels' extern __shared__ ts_smem[]
+static TsArgs g_args;
+
+static void trampoline()
+{
+  ENTRY(g_args);
+  emu.cur->done = true;
+  emu.n_done++;
+  swapcontext(&emu.cur->ctx, &emu.sched);
+}
+static double urand(uint64_t &s)
+{
+  s = s * 6364136223846793005ull + 1442695040888963407ull;
+  return (double)(s >> 11) / 9007199254740992.0;
+}
+typedef std::vector<STORE> Buf;
+static Buf random_buf(size_t n, uint64_t &seed, double lo, double hi)
+{
+  Buf b(n);
+  for (auto &x : b) {
+    double v = lo + (hi - lo) * urand(seed);
+    if (fabs(v) < 1e-3) v = 0.5; // never zero
+    x = ts_from_f32<STORE>((float)v);
+  }
+  return b;
+}
+static double f(STORE x) { return ts_to_f32(x); }
+
+static int run_launch()
+{
+  const unsigned *L = LAUNCH;
+  emu.grid = Dim3{L[0], L[1], L[2]};
+  emu.block = Dim3{L[3], L[4], L[5]};
+  if (L[4] != 1 || L[5] != 1 || L[3] % 32) { fprintf(stderr, "emu: block shape not emulated\n"); return 2; }
+  if (L[6] > sizeof ts_smem) { fprintf(stderr, "emu: %u bytes of shared memory\n", L[6]); return 2; }
+  emu.smem = ts_smem;
+  emu.smem_bytes = L[6];
+  for (unsigned bz = 0; bz < L[2]; bz++)
+    for (unsigned by = 0; by < L[1]; by++)
+      for (unsigned bx = 0; bx < L[0]; bx++) {
+        emu.bidx = Dim3{bx, by, bz};
+        memset(ts_smem, 0xff, sizeof ts_smem); // garbage, not zeros
+        emu.pending.assign(L[6] + 16, 0);
+        emu.th.assign(L[3], EmuThread());
+        emu.warps.assign(L[3] / 32, EmuWarp());
+        emu.cta_arrived = 0;
+        emu.n_done = 0;
+        for (unsigned t = 0; t < L[3]; t++) {
+          EmuThread &th = emu.th[t];
+          th.tid = t;
+          th.done = false;
+          th.stack.resize(256 * 1024);
+          getcontext(&th.ctx);
+          th.ctx.uc_stack.ss_sp = th.stack.data();
+          th.ctx.uc_stack.ss_size = th.stack.size();
+          th.ctx.uc_link = nullptr;
+          makecontext(&th.ctx, trampoline, 0);
+        }
+        int alive = L[3];
+        long spins = 0;
+        while (alive > 0) {
+          alive = 0;
+          for (auto &th : emu.th)
+            if (!th.done) {
+              emu.cur = &th;
+              swapcontext(&emu.sched, &th.ctx);
+              alive += !th.done;
+            }
+          if (emu.cta_arrived > 0 && emu.cta_arrived + emu.n_done == (int)L[3]) { // exited threads
+            emu.cta_arrived = 0;
+            emu.cta_gen++;
+          }
+          if (++spins > 10000000) { fprintf(stderr, "emu: deadlock in CTA %u\n", bx); return 2; }
+        }
+        emu.cur = nullptr;
+        for (auto &th : emu.th) {
+          if (!th.open.empty()) th.groups.push_back(th.open);
+          for (auto &g : th.groups) for (auto &c : g) emu_apply(c);
+        }
+      }
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 3) return 2;
+  const std::string op = argv[1];
+  long long d[4] = {0, 0, 0, 0};
+  for (int i = 2; i < argc && i < 6; i++) d[i - 2] = atoll(argv[i]);
+  uint64_t seed = 12345;
+  emu.eager = getenv("EMU_EAGER") ? atoi(getenv("EMU_EAGER")) : 0;
+  emu.plant = getenv("EMU_PLANT") ? atoi(getenv("EMU_PLANT")) : 0;
+  for (int i = 0; i < 4; i++) g_args.ints[i] = d[i];
+  const double eps = 1e-5, alpha = 1.75;
+  g_args.floats[0] = op == "saxpy" ? alpha : eps;
+  std::vector<Buf> in;
+  Buf out;
+  std::vector<double> ref;
+  if (op == "gemm") {
+    const long long M = d[0], N = d[1], K = d[2];
+    in = {random_buf(M * K, seed, -1, 1), random_buf(K * N, seed, -1, 1)};
+    out.resize(M * N);
+    ref.assign(M * N, 0);
+    for (long long i = 0; i < M; i++)
+      for (long long k = 0; k < K; k++)
+        for (long long j = 0; j < N; j++) ref[i * N + j] += f(in[0][i * K + k]) * f(in[1][k * N + j]);
+  } else if (op == "flash_attention" || op == "flash_attention_causal") {
+    const bool causal = op == "flash_attention_causal";
+    const long long BH = d[0] * d[1], S = d[2], D = d[3], n = BH * S * D;
+    in = {random_buf(n, seed, -2, 2), random_buf(n, seed, -2, 2), random_buf(n, seed, -1, 1)};
+    out.resize(n);
+    ref.assign(n, 0);
+    std::vector<double> p(S);
+    for (long long h = 0; h < BH; h++)
+      for (long long i = 0; i < S; i++) {
+        const long long nk = causal ? i + 1 : S;
+        double mx = -INFINITY, z = 0;
+        for (long long j = 0; j < nk; j++) {
+          double s = 0;
+          for (long long e = 0; e < D; e++) s += f(in[0][(h * S + i) * D + e]) * f(in[1][(h * S + j) * D + e]);
+          p[j] = s / sqrt((double)D);
+          mx = fmax(mx, p[j]);
+        }
+        for (long long j = 0; j < nk; j++) { p[j] = exp(p[j] - mx); z += p[j]; }
+        for (long long e = 0; e < D; e++) {
+          double acc = 0;
+          for (long long j = 0; j < nk; j++) acc += p[j] * f(in[2][(h * S + j) * D + e]);
+          ref[(h * S + i) * D + e] = acc / z;
+        }
+      }
+  } else if (op == "saxpy") {
+    const long long N = d[0];
+    in = {random_buf(N, seed, -2, 2), random_buf(N, seed, -2, 2)};
+    out.resize(N);
+    for (long long i = 0; i < N; i++) ref.push_back((double)(float)alpha * f(in[0][i]) + f(in[1][i]));
+  } else {
+    const long long M = d[0], N = d[1];
+    in = {random_buf(M * N, seed, -3, 3)};
+    if (op == "layernorm_safe" || op == "rmsnorm_safe") in.push_back(random_buf(N, seed, 0.5, 1.5));
+    if (op == "layernorm_safe") in.push_back(random_buf(N, seed, -1, 1));
+    out.resize(op == "reduce_sum" ? M : M * N);
+    ref.assign(out.size(), 0);
+    const double feps = (float)eps;
+    for (long long i = 0; i < M; i++) {
+      const STORE *x = &in[0][i * N];
+      double s = 0, s2 = 0, mx = -INFINITY;
+      for (long long j = 0; j < N; j++) { s += f(x[j]); s2 += f(x[j]) * f(x[j]); mx = fmax(mx, f(x[j])); }
+      const double mean = s / N;
+      double var = 0, z = 0;
+      for (long long j = 0; j < N; j++) { var += (f(x[j]) - mean) * (f(x[j]) - mean); z += exp(f(x[j]) - mx); }
+      var /= N;
+      for (long long j = 0; j < N; j++) {
+        double &r = op == "reduce_sum" ? ref[i] : ref[i * N + j];
+        if (op == "reduce_sum") r = s;
+        else if (op == "softmax_safe") r = exp(f(x[j]) - mx) / z;
+        else if (op == "layernorm_safe") r = (f(x[j]) - mean) / sqrt(var + feps) * f(in[1][j]) + f(in[2][j]);
+        else if (op == "rmsnorm_safe") r = f(x[j]) / sqrt(s2 / N + feps) * f(in[1][j]);
+        else { fprintf(stderr, "unknown op %s\n", op.c_str()); return 2; }
+      }
+    }
+  }
+  for (auto &x : out) x = ts_from_f32<STORE>(NAN);
+  size_t nb = 0;
+  for (auto &b : in) g_args.bufs[nb++] = b.data();
+  g_args.bufs[nb] = out.data();
+  int rc = run_launch();
+  if (rc) return rc;
+  // ts_numerics_rel_error: every element; a non-finite output fails.
+  double diff2 = 0, ref2 = 0;
+  long bad = 0;
+  for (size_t i = 0; i < out.size(); i++) {
+    const double o = f(out[i]);
+    if (!std::isfinite(o)) { bad++; continue; }
+    diff2 += (o - ref[i]) * (o - ref[i]);
+    ref2 += ref[i] * ref[i];
+  }
+  const double rel = bad ? INFINITY : sqrt(diff2) / sqrt(ref2);
+  const double tol = sizeof(STORE) == 4 ? 1e-5 : (std::string(STORE_NAME) == "bf16" ? 1e-2 : 1e-3);
+  printf("rel_error %.3g (tolerance %g) elements %zu nonfinite %ld emulator_errors %ld\n", rel, tol,
+         out.size(), bad, emu.errors);
+  return (bad || emu.errors || !(rel <= tol)) ? 1 : 0;
+}

@@ -1,0 +1,43 @@
+// emu_subst.cuh — host bodies for the instruction-level (inline PTX) functions of the CUDA
+// headers, and nothing else. Each "// @ DECL" line is a declaration exactly as it appears in
+// runtime/cuda/*.cuh (whitespace aside); prep.py keeps that declaration and puts the body below
+// it in place of the PTX one. The emu_* helpers live in emu_core.h.
+
+// @ __device__ __forceinline__ float ts_to_f32(ts_f16 v)
+{ return emu_f16_to_f32(v.x); }
+// @ template <> __device__ __forceinline__ ts_bf16 ts_from_f32<ts_bf16>(float v)
+{ return ts_bf16{emu_f32_to_bf16(v)}; }
+// @ template <> __device__ __forceinline__ ts_f16 ts_from_f32<ts_f16>(float v)
+{ return ts_f16{emu_f32_to_f16(v)}; }
+// @ template <> __device__ __forceinline__ unsigned ts_pack2<ts_bf16>(float lo, float hi)
+{ return (unsigned)emu_f32_to_bf16(lo) | ((unsigned)emu_f32_to_bf16(hi) << 16); }
+// @ template <> __device__ __forceinline__ unsigned ts_pack2<ts_f16>(float lo, float hi)
+{ return (unsigned)emu_f32_to_f16(lo) | ((unsigned)emu_f32_to_f16(hi) << 16); }
+// @ __device__ __forceinline__ unsigned ts_smem_addr(const void *p)
+{ return emu_smem_offset(p); }
+// @ template <int BYTES> __device__ __forceinline__ void ts_cp_async(void *smem, const void *gmem, bool valid)
+{ emu_cp_async(emu_smem_offset(smem), gmem, BYTES, valid); }
+// @ __device__ __forceinline__ void ts_async_commit()
+{ emu_async_commit(); }
+// @ template <int N> __device__ __forceinline__ void ts_async_wait()
+{ emu_async_wait(N); }
+// @ __device__ __forceinline__ void ts_ldmatrix_x4(unsigned (&r)[4], const void *smem)
+{ emu_ldmatrix(r, 4, emu_smem_offset(smem), false); }
+// @ __device__ __forceinline__ void ts_ldmatrix_x4_trans(unsigned (&r)[4], const void *smem)
+{ emu_ldmatrix(r, 4, emu_smem_offset(smem), true); }
+// @ __device__ __forceinline__ void ts_ldmatrix_x2(unsigned (&r)[2], const void *smem)
+{ emu_ldmatrix(r, 2, emu_smem_offset(smem), false); }
+// @ __device__ __forceinline__ void ts_ldmatrix_x2_trans(unsigned (&r)[2], const void *smem)
+{ emu_ldmatrix(r, 2, emu_smem_offset(smem), true); }
+// @ template <> __device__ __forceinline__ void ts_mma_16816<ts_bf16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
+{ emu_mma_16816(d, a, b, false); }
+// @ template <> __device__ __forceinline__ void ts_mma_16816<ts_f16>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
+{ emu_mma_16816(d, a, b, true); }
+// @ __device__ __forceinline__ float ts_attn_exp2(float x)
+{ return exp2f(x); }
+// @ __device__ __forceinline__ void ts_attn_ldsm_x4(unsigned (&r)[4], unsigned addr)
+{ emu_ldmatrix(r, 4, addr, false); }
+// @ __device__ __forceinline__ void ts_attn_ldsm_x4_trans(unsigned (&r)[4], unsigned addr)
+{ emu_ldmatrix(r, 4, addr, true); }
+// @ __device__ __forceinline__ void ts_attn_cp_async16(unsigned dst, const void *src, bool valid)
+{ emu_cp_async(dst, src, 16, valid); }

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# run-emu.sh TESSERA_TUNE SOURCE_ROOT — the CUDA kernels without a GPU: lowers ops at their
+# default CUDA point and a few others with the real tessera-tune, compiles the unmodified
+# generated source and op-family headers with g++ against a host emulator (emu_core.h; only the
+# inline-PTX functions are substituted, see prep.py and emu_subst.cuh), runs every CTA and checks
+# every output element against an f64 reference (emu_driver.cpp). Two planted bugs must be caught.
+# TAP output; exit 77 when g++ (C++17 with _Float16) or python3 is missing.
+set -u
+TUNE=$1
+ROOT=$2
+HERE="$ROOT/tests/cuda-emu"
+CXX=${CXX_EMU:-g++}
+command -v "$CXX" >/dev/null || { echo "1..0 # SKIP no $CXX (needs g++ >= 12)"; exit 77; }
+command -v python3 >/dev/null || { echo "1..0 # SKIP no python3"; exit 77; }
+W=$(mktemp -d "${TMPDIR:-/tmp}/ts-cuda-emu.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+echo 'int main() { _Float16 h = (_Float16)1.5f; return (float)h == 1.5f ? 0 : 1; }' >"$W/probe.cpp"
+if ! "$CXX" -std=c++17 "$W/probe.cpp" -o "$W/probe" 2>/dev/null || ! "$W/probe"; then
+  echo "1..0 # SKIP $CXX cannot compile C++17 with _Float16 (needs g++ >= 12)"
+  exit 77
+fi
+mkdir -p "$W/inc"
+python3 "$HERE/prep.py" "$ROOT/runtime/cuda" "$HERE/emu_subst.cuh" "$W/inc" >&2 || {
+  echo "1..1"; echo "not ok 1 - prep.py: the CUDA headers changed; update tests/cuda-emu/emu_subst.cuh"; exit 1; }
+
+# name | op | --shape | driver dims | dtype | schedule point ('' = the op's default) | env | expect
+G1='block(m=64,n=64,k=32).warps(4).stages(2)'
+G2='block(m=128,n=64,k=64).warps(8).stages(3)'
+G3='block(m=64,n=128,k=64).warps(4).stages(2)'
+A1='block(m=64,n=32).warps(4).stages(2)'
+A2='block(m=128,n=128).warps(8).stages(3)'
+A3='block(m=64,n=64).warps(4).stages(3)'
+R1='block(m=4).warps(4).vector(4)'
+R2='block(m=16).warps(16).vector(8)'
+CASES=()
+for dt in bf16 f16; do
+  for p in '' "$G1" "$G2" "$G3"; do CASES+=("gemm|M=72,N=80,K=48|72 80 48|$dt|$p|EMU_EAGER=0|pass"); done
+done
+for op in flash_attention flash_attention_causal; do
+  for p in '' "$A1" "$A2" "$A3"; do CASES+=("$op|B=1,H=2,S=77,D=64|1 2 77 64|bf16|$p|EMU_EAGER=0|pass"); done
+  CASES+=("$op|B=1,H=1,S=40,D=128|1 1 40 128|bf16||EMU_EAGER=1|pass")
+  CASES+=("$op|B=1,H=1,S=40,D=128|1 1 40 128|bf16|$A1|EMU_EAGER=0|pass")
+done
+for op in softmax_safe layernorm_safe rmsnorm_safe reduce_sum; do
+  for p in '' "$R1" "$R2"; do CASES+=("$op|M=37,N=203|37 203|bf16|$p|EMU_EAGER=0|pass"); done
+done
+for p in '' 'block(n=2048).warps(4).vector(4)' 'block(n=8192).warps(8).vector(8)'; do
+  CASES+=("saxpy|N=5001|5001|bf16|$p|EMU_EAGER=0|pass")
+done
+# Self-test: a wrong fragment layout (ldmatrix.x4 transposing) and a cp.async.wait_group that
+# waits for nothing must both fail, or the checks above vouch for nothing.
+CASES+=("gemm|M=72,N=80,K=48|72 80 48|f16||EMU_PLANT=1|fail")
+CASES+=("flash_attention|B=1,H=2,S=77,D=64|1 2 77 64|bf16|$A1|EMU_PLANT=2|fail")
+
+run_case() { # index, case line; writes $W/r.INDEX
+  local i=$1 op shape dims dt pt env expect entry store rc
+  IFS='|' read -r op shape dims dt pt env expect <<<"$2"
+  local d="$W/c$i" name="$op $shape $dt ${pt:-default} $env"
+  mkdir -p "$d"
+  if ! "$TUNE" lower "$op" --shape "$shape" --dtype "$dt" --backend cuda ${pt:+--schedule "$pt"} \
+      --stage target >"$d/lower.txt" 2>"$d/log"; then
+    echo "not ok $i - $name # lowering failed: $(tail -1 "$d/log")" >"$W/r.$i"; return; fi
+  sed 1d "$d/lower.txt" >"$d/k.cu"
+  entry=$(grep -o 'extern "C" __constant__ unsigned int [a-z_0-9]*_launch' "$d/k.cu" | awk '{print $NF}')
+  entry=${entry%_launch}
+  store=ts_bf16; [ "$dt" = f16 ] && store=ts_f16
+  if ! "$CXX" -std=c++17 -O1 -w -include "$HERE/emu_core.h" -I"$W/inc" -DENTRY="$entry" \
+      -DLAUNCH="${entry}_launch" -DSTORE=$store -DSTORE_NAME="\"$dt\"" -x c++ "$d/k.cu" \
+      -x c++ "$HERE/emu_driver.cpp" -o "$d/emu" 2>"$d/log"; then
+    echo "not ok $i - $name # g++ failed: $(grep -m1 error "$d/log")" >"$W/r.$i"; return; fi
+  # shellcheck disable=SC2086
+  env $env "$d/emu" "$op" $dims >"$d/out" 2>"$d/err"; rc=$?
+  local res; res="$(tail -1 "$d/out") $(head -1 "$d/err")"
+  if { [ "$expect" = pass ] && [ $rc -eq 0 ]; } || { [ "$expect" = fail ] && [ $rc -eq 1 ]; }; then
+    echo "ok $i - $name (expect $expect) # $res" >"$W/r.$i"
+  else
+    echo "not ok $i - $name (expect $expect, rc $rc) # $res" >"$W/r.$i"
+  fi
+}
+
+JOBS=${EMU_JOBS:-$(nproc 2>/dev/null || echo 2)}
+n=${#CASES[@]}
+echo "1..$n"
+for ((i = 1; i <= n; i++)); do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  run_case "$i" "${CASES[$((i - 1))]}" &
+done
+wait
+fail=0
+for ((i = 1; i <= n; i++)); do
+  if [ -f "$W/r.$i" ]; then cat "$W/r.$i"; else echo "not ok $i - no result"; fi
+  grep -q '^not ok' "$W/r.$i" 2>/dev/null && fail=1
+done
+exit $fail
