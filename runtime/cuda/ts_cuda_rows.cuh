@@ -124,13 +124,17 @@ __device__ __forceinline__ void ts_rows_ldv_part(float (&v)[VEC], const T *p, lo
   }
 }
 
-// x <- the row tile at (r0, c0) of src, a row-major matrix of `rows` rows of NCOLS.
+// x <- the row tile at (r0, c0) of src, a row-major matrix of rows x cols. The code is made
+// for rows of NCOLS (masks and strides are constants): a launch with another row length traps
+// rather than reading the wrong elements, as the launch-shape check does for the grid.
 template <class T, int BM, int THREADS, int VEC, int COLS, long long NCOLS, int NX>
 __device__ __forceinline__ void ts_rows_load(float (&x)[NX], const T *src, long long r0,
-                                             long long c0, long long rows)
+                                             long long c0, long long rows, long long cols)
 {
   typedef ts_row_tile<BM, THREADS, VEC, COLS, NCOLS> L;
   static_assert(NX == L::PER * VEC, "register tile must hold PER * VEC floats");
+  if (cols != NCOLS)
+    __trap();
   const long long r = r0 + L::row(), c1 = L::first(c0);
   const bool full = L::full(c0);
   const T *at = src + (r < rows ? r : 0) * NCOLS + c1;
