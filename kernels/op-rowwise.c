@@ -155,7 +155,7 @@ rows_gpu_pass(RowsGpu *r, const char *X)
     body = ts_tile_for(r->g, "c0", "0", "N", "COLS", TS_FOR_SERIAL);
     r->c0 = "c0";
   }
-  ts_tile_intrinsic(body, "rows_load", r->ttile, "x", X, "r0", r->c0, "M", NULL);
+  ts_tile_intrinsic(body, "rows_load", r->ttile, "x", X, "r0", r->c0, "M", "N", NULL);
   return body;
 }
 
@@ -252,8 +252,8 @@ saxpy_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKern
                 "vector p at element (p * THREADS + thread) * VEC of the tile");
   ts_tile_alloc(g, k, "y", TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC", FALSE, "as x");
   ts_tile_let(g, "i0", TS_DTYPE_INT32, "bx * BN");
-  ts_tile_intrinsic(g, "rows_load", tile, "x", "X", "0", "i0", "1", NULL);
-  ts_tile_intrinsic(g, "rows_load", tile, "y", "Y", "0", "i0", "1", NULL);
+  ts_tile_intrinsic(g, "rows_load", tile, "x", "X", "0", "i0", "1", "N", NULL);
+  ts_tile_intrinsic(g, "rows_load", tile, "y", "Y", "0", "i0", "1", "N", NULL);
   ts_tile_intrinsic(g, "rows_axpy", NULL, "y", "alpha", "x", NULL);
   ts_tile_intrinsic(g, "rows_store", tile, "Z", "0", "i0", "1", "y", "1.0f", "nullptr", "nullptr",
                     NULL);

@@ -59,18 +59,23 @@ template <int BM, int THREADS, int VEC, int COLS, long long NCOLS> struct ts_row
   static_assert(TPR % 32 == 0 || (TPR & (TPR - 1)) == 0,
                 "threads per row must be a power of two below 32 or a multiple of 32");
   static_assert(PER > 0 && COLS % (TPR * VEC) == 0, "COLS must be a multiple of TPR * VEC");
+  static constexpr int STRIDE = TPR * VEC; // columns from one of a thread's vectors to the next
   // Unsigned division: TPR is a power of two or a multiple of 32, and shifts beat sign fixes.
   static __device__ __forceinline__ int row() { return (int)(threadIdx.x / TPR); }
-  // Column of this thread's vector p, relative to the tile's c0.
-  static __device__ __forceinline__ int col(int p) { return (p * TPR + (int)(threadIdx.x % TPR)) * VEC; }
-  // The tile starting at column c0 lies wholly inside the row: no masks (uniform; a constant
-  // when the row is held whole, c0 = 0 and COLS = NCOLS).
-  static __device__ __forceinline__ bool full(long long c0) { return c0 + COLS <= NCOLS; }
-  // Vector p holds at least one element of the row / all its VEC elements.
-  static __device__ __forceinline__ bool any(long long c0, int p) { return full(c0) || c0 + col(p) < NCOLS; }
-  static __device__ __forceinline__ bool whole(long long c0, int p)
+  // Column of this thread's first vector in the tile at c0; vector p is STRIDE * p further, so
+  // one address register and immediate offsets serve all of them.
+  static __device__ __forceinline__ long long first(long long c0)
   {
-    return full(c0) || (TAIL ? c0 + col(p) + VEC <= NCOLS : c0 + col(p) < NCOLS);
+    return c0 + (long long)(threadIdx.x % TPR) * VEC;
+  }
+  // The tile at c0 lies wholly inside the row: no masks (uniform; a constant when the row is
+  // held whole, c0 = 0 and COLS = NCOLS).
+  static __device__ __forceinline__ bool full(long long c0) { return c0 + COLS <= NCOLS; }
+  // The vector at column c holds at least one element of the row / all of its VEC elements.
+  static __device__ __forceinline__ bool any(bool full, long long c) { return full || c < NCOLS; }
+  static __device__ __forceinline__ bool whole(bool full, long long c)
+  {
+    return full || (TAIL ? c + VEC <= NCOLS : c < NCOLS);
   }
 };
 
@@ -104,35 +109,41 @@ __device__ __forceinline__ void ts_rows_stv(T *p, const float (&v)[VEC])
   }
 }
 
-// Elements [c, c + VEC) of a row of NCOLS as floats: one vector access when whole, else
-// element by element up to the row's end (only a row whose length is not a multiple of VEC).
+// The VEC elements at p, column c of a row of NCOLS, as floats: one vector access when whole,
+// else element by element up to the row's end (a row whose length is not a multiple of VEC).
 template <class T, int VEC, long long NCOLS>
-__device__ __forceinline__ void ts_rows_ldv_part(float (&v)[VEC], const T *row, long long c,
+__device__ __forceinline__ void ts_rows_ldv_part(float (&v)[VEC], const T *p, long long c,
                                                  bool whole)
 {
   if (whole) {
-    ts_rows_ldv<T, VEC>(v, row + c);
+    ts_rows_ldv<T, VEC>(v, p);
   } else {
 #pragma unroll
     for (int i = 0; i < VEC; i++)
-      v[i] = c + i < NCOLS ? ts_to_f32(row[c + i]) : 0.0f;
+      v[i] = c + i < NCOLS ? ts_to_f32(p[i]) : 0.0f;
   }
 }
 
-// x <- the row tile at (r0, c0) of src, a row-major matrix of `rows` rows of NCOLS.
+// x <- the row tile at (r0, c0) of src, a row-major matrix of rows x cols. The code is made
+// for rows of NCOLS (masks and strides are constants): a launch with another row length traps
+// rather than reading the wrong elements, as the launch-shape check does for the grid.
 template <class T, int BM, int THREADS, int VEC, int COLS, long long NCOLS, int NX>
 __device__ __forceinline__ void ts_rows_load(float (&x)[NX], const T *src, long long r0,
-                                             long long c0, long long rows)
+                                             long long c0, long long rows, long long cols)
 {
   typedef ts_row_tile<BM, THREADS, VEC, COLS, NCOLS> L;
   static_assert(NX == L::PER * VEC, "register tile must hold PER * VEC floats");
-  const long long r = r0 + L::row();
-  const T *row = src + (r < rows ? r : 0) * NCOLS;
+  if (cols != NCOLS)
+    __trap();
+  const long long r = r0 + L::row(), c1 = L::first(c0);
+  const bool full = L::full(c0);
+  const T *at = src + (r < rows ? r : 0) * NCOLS + c1;
 #pragma unroll
   for (int p = 0; p < L::PER; p++) {
+    const long long c = c1 + p * L::STRIDE;
     float v[VEC] = {};
-    if (r < rows && L::any(c0, p))
-      ts_rows_ldv_part<T, VEC, NCOLS>(v, row, c0 + L::col(p), L::whole(c0, p));
+    if (r < rows && L::any(full, c))
+      ts_rows_ldv_part<T, VEC, NCOLS>(v, at + p * L::STRIDE, c, L::whole(full, c));
 #pragma unroll
     for (int i = 0; i < VEC; i++)
       x[p * VEC + i] = v[i];
@@ -145,11 +156,13 @@ __device__ __forceinline__ void ts_rows_accum(float &s, const float (&x)[NX], lo
 {
   typedef ts_row_tile<BM, THREADS, VEC, COLS, NCOLS> L;
   static_assert(NX == L::PER * VEC, "register tile must hold PER * VEC floats");
+  const long long c1 = L::first(c0);
+  const bool full = L::full(c0);
 #pragma unroll
   for (int p = 0; p < L::PER; p++)
 #pragma unroll
     for (int i = 0; i < VEC; i++)
-      if (L::whole(c0, p) || (L::TAIL && c0 + L::col(p) + i < NCOLS))
+      if (L::whole(full, c1 + p * L::STRIDE) || (L::TAIL && c1 + p * L::STRIDE + i < NCOLS))
         s = OP::acc(s, x[p * VEC + i]);
 }
 
@@ -188,12 +201,14 @@ __device__ __forceinline__ void ts_rows_accum_softmax(float &m, float &l, const 
   ts_rows_accum<ts_max, BM, THREADS, VEC, COLS, NCOLS>(tm, x, c0);
   const float mn = fmaxf(m, tm);
   if (mn != ts_max::init()) {
+    const long long c1 = L::first(c0);
+    const bool full = L::full(c0);
     float t = l * __expf(m - mn); // m = -inf (nothing yet): l = 0 and exp(-inf) = 0
 #pragma unroll
     for (int p = 0; p < L::PER; p++)
 #pragma unroll
       for (int i = 0; i < VEC; i++)
-        if (L::whole(c0, p) || (L::TAIL && c0 + L::col(p) + i < NCOLS))
+        if (L::whole(full, c1 + p * L::STRIDE) || (L::TAIL && c1 + p * L::STRIDE + i < NCOLS))
           t += __expf(x[p * VEC + i] - mn);
     l = t;
     m = mn;
@@ -265,38 +280,40 @@ __device__ __forceinline__ void ts_rows_store(T *dst, long long r0, long long c0
   const long long r = r0 + L::row();
   if (r >= rows)
     return; // no barrier or shuffle follows in this primitive
-  T *row = dst + r * NCOLS;
+  const long long c1 = L::first(c0);
+  const bool full = L::full(c0);
+  T *at = dst + r * NCOLS + c1;
 #pragma unroll
   for (int p = 0; p < L::PER; p++) {
-    if (!L::any(c0, p))
+    const long long c = c1 + p * L::STRIDE;
+    if (!L::any(full, c))
       continue;
-    const long long c = c0 + L::col(p);
-    const bool whole = L::whole(c0, p);
+    const bool whole = L::whole(full, c);
     float v[VEC];
 #pragma unroll
     for (int i = 0; i < VEC; i++)
       v[i] = x[p * VEC + i] * scale;
     if (gamma != nullptr) {
       float g[VEC];
-      ts_rows_ldv_part<T, VEC, NCOLS>(g, gamma, c, whole);
+      ts_rows_ldv_part<T, VEC, NCOLS>(g, gamma + c, c, whole);
 #pragma unroll
       for (int i = 0; i < VEC; i++)
         v[i] *= g[i];
     }
     if (beta != nullptr) {
       float b[VEC];
-      ts_rows_ldv_part<T, VEC, NCOLS>(b, beta, c, whole);
+      ts_rows_ldv_part<T, VEC, NCOLS>(b, beta + c, c, whole);
 #pragma unroll
       for (int i = 0; i < VEC; i++)
         v[i] += b[i];
     }
     if (whole) {
-      ts_rows_stv<T, VEC>(row + c, v);
+      ts_rows_stv<T, VEC>(at + p * L::STRIDE, v);
     } else {
 #pragma unroll
       for (int i = 0; i < VEC; i++)
         if (c + i < NCOLS)
-          row[c + i] = ts_from_f32<T>(v[i]);
+          at[p * L::STRIDE + i] = ts_from_f32<T>(v[i]);
     }
   }
 }
