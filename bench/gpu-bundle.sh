@@ -11,7 +11,7 @@ mkdir -p .gpu/lib
 meson setup .gpu/build -Dbuildtype=release -Dopenblas=disabled >/dev/null
 meson compile -C .gpu/build >/dev/null
 for exe in .gpu/build/tools/tessera-tune .gpu/build/tools/tessera-perfgate .gpu/build/tests/test-*; do
-  [ -x "$exe" ] || continue
+  [ -f "$exe" ] && [ -x "$exe" ] || continue
   ldd "$exe" | awk '/=> \//{print $3}'
 done | sort -u | grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" .gpu/lib/; done
