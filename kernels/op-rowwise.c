@@ -424,8 +424,8 @@ softmax_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKe
     rows_gpu_allreduce(&r, "ts_sum", "l", r.red2);
   } else {
     ts_tile_intrinsic(pass, "rows_accum_softmax", r.tile, "m", "l", "x", "c0", NULL);
-    g_autofree char *p = g_strdup("BM=BM,THREADS=THREADS");
-    ts_tile_intrinsic(r.g, "rows_allreduce_softmax", p, "m", "l", r.red, NULL);
+    ts_tile_intrinsic(r.g, "rows_allreduce_softmax", "BM=BM,THREADS=THREADS", "m", "l", r.red,
+                      NULL);
   }
   ts_tile_let(r.g, "rl", TS_DTYPE_F32, "1.0f / l");
   pass = rows_gpu_pass(&r, "X");
