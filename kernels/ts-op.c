@@ -2,6 +2,7 @@
  * workload, its schedule spaces and points, and lowering to target source. */
 #include "ts-op-private.h"
 
+#include "ts-cuda.h"
 #include "ts-emit.h"
 
 #include <string.h>
@@ -314,7 +315,7 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
     /* No device to ask (lowering for inspection, completing a user's point): the largest
      * opt-in shared memory of the GPUs we target (sm_90a, 227 KiB). The device's own limit
      * applies when the point runs. */
-    ts_sched_env_set(env, "smem_bytes", 232448);
+    ts_sched_env_set(env, "smem_bytes", ts_cuda_arch_lookup("sm_90a")->smem_per_block);
   }
   return env;
 }

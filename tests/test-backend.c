@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include "test-util.h"
 #include "ts-backend.h"
 
 #include <glib/gstdio.h>
@@ -15,22 +16,6 @@ typedef struct {
   TsBackend *backend;
   char *cache_dir;
 } Fixture;
-
-static void
-remove_tree(const char *path)
-{
-  if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
-    g_autoptr(GDir) dir = g_dir_open(path, 0, NULL);
-    const char *name;
-    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
-      g_autofree char *child = g_build_filename(path, name, NULL);
-      remove_tree(child);
-    }
-    g_rmdir(path);
-  } else {
-    g_unlink(path);
-  }
-}
 
 static void
 fixture_set_up(Fixture *f, gconstpointer data)
@@ -49,7 +34,7 @@ static void
 fixture_tear_down(Fixture *f, gconstpointer data)
 {
   g_clear_pointer(&f->backend, ts_backend_free);
-  remove_tree(f->cache_dir);
+  ts_test_remove_tree(f->cache_dir);
   g_free(f->cache_dir);
 }
 
@@ -398,7 +383,7 @@ test_cache_other_fs(Fixture *f, gconstpointer data)
     g_autoptr(TsModule) again = compile_ok(f, saxpy_src, "ts_kernel");
     g_assert_true(ts_module_from_cache(again));
   }
-  remove_tree(dir);
+  ts_test_remove_tree(dir);
 }
 
 /* A missing compiler is not a failure to open (the backend still allocates and runs loaded
@@ -428,7 +413,7 @@ test_missing_compiler(void)
   g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE);
   g_assert_nonnull(strstr(error->message, "ts-no-such-cc"));
   g_assert_nonnull(strstr(error->message, "TS_CC"));
-  remove_tree(cache);
+  ts_test_remove_tree(cache);
 }
 
 static void

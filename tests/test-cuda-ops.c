@@ -4,9 +4,9 @@
  * the f64 reference. Needs an NVIDIA GPU: exits 77 (skip) with the reason when there is none. */
 #include <glib.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "test-util.h"
 #include "ts-op.h"
 
 static TsBackend *backend;
@@ -90,8 +90,6 @@ main(int argc, char **argv)
   }
   int rc = g_test_run();
   ts_backend_free(backend);
-  g_autofree char *rm = g_strdup_printf("rm -rf '%s'", dir);
-  if (system(rm) != 0)
-    g_warning("could not remove %s", dir);
+  ts_test_remove_tree(dir);
   return rc;
 }

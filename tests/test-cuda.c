@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include "test-util.h"
 #include "ts-backend.h"
 #include "ts-cuda.h"
 #include "ts-nvtx.h"
@@ -370,22 +371,6 @@ typedef struct {
 } Fixture;
 
 static void
-remove_tree(const char *path)
-{
-  if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
-    g_autoptr(GDir) dir = g_dir_open(path, 0, NULL);
-    const char *name;
-    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
-      g_autofree char *child = g_build_filename(path, name, NULL);
-      remove_tree(child);
-    }
-    g_rmdir(path);
-  } else {
-    g_unlink(path);
-  }
-}
-
-static void
 fixture_set_up(Fixture *f, gconstpointer data)
 {
   g_autoptr(GError) error = NULL;
@@ -403,7 +388,7 @@ static void
 fixture_tear_down(Fixture *f, gconstpointer data)
 {
   g_clear_pointer(&f->backend, ts_backend_free);
-  remove_tree(f->cache_dir);
+  ts_test_remove_tree(f->cache_dir);
   g_free(f->cache_dir);
 }
 
