@@ -82,7 +82,7 @@ typedef struct {
 /* Device rows are keyed by (backend, name, arch); the other fields are recorded on insert. */
 gint64 ts_db_ensure_device(TsDb *db, const TsDbDevice *device, GError **error);
 /* Measured ceilings as a JSON object (peak FLOP/s per dtype, bandwidths, ...), filled by the
- * profiler; toolchain-independent. NULL clears. */
+ * profiler, which records in it the toolchain they were measured with. NULL clears. */
 gboolean ts_db_set_device_peaks(TsDb *db, gint64 device_id, const char *peaks_json,
                                 GError **error);
 /* The peaks JSON, or NULL (error unset) when none recorded. */

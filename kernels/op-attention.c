@@ -303,6 +303,7 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
 const TsOpDef ts__op_flash_attention = {
   .name = "flash_attention",
   .summary = "O[B*H,S,D] = softmax(Q K^T / sqrt(D)) V (online softmax); bf16/f16, f32 accum",
+  .tensor_math = TRUE,
   .flops = attn_flops,
   ATTN_COMMON,
 };
@@ -310,6 +311,7 @@ const TsOpDef ts__op_flash_attention = {
 const TsOpDef ts__op_flash_attention_causal = {
   .name = "flash_attention_causal",
   .summary = "flash_attention with the causal mask (key <= query); FLOPs counted as half",
+  .tensor_math = TRUE,
   .flops = attn_causal_flops,
   ATTN_COMMON,
 };

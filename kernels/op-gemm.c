@@ -214,6 +214,7 @@ const TsOpDef ts__op_gemm = {
   /* MC=144: the 144x256 packed A block is 144 KiB of the 512 KiB L2; NC=4080 keeps the 4 MiB
    * B block well inside the L3 and is a multiple of 8, 16 and 24 (as is 2016). */
   .cpu_default = "block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8).threads(2)",
+  .tensor_math = TRUE,
   .flops = gemm_flops,
   .bytes = gemm_bytes,
   .reference = gemm_reference,

@@ -24,6 +24,9 @@ struct _TsOpDef {
   double float_values[2];
   const char *cpu_space;   /* default space on the CPU, with the op's constraints */
   const char *cpu_default; /* default point: fills the knobs a user's point leaves out */
+  /* Its FLOPs are matrix products on tensor cores where the GPU has them (gemm, attention):
+   * the roofline holds it to the tensor-core peak of its dtype, not the FMA peak. */
+  gboolean tensor_math;
   double (*flops)(const TsShape *shape);
   double (*bytes)(const TsShape *shape, double elem_bytes);
   /* f64 reference: inputs in storage dtype, output as doubles. */

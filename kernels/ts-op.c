@@ -64,6 +64,12 @@ ts_op_summary(const TsOpDef *op)
   return op->summary;
 }
 
+gboolean
+ts_op_tensor_math(const TsOpDef *op)
+{
+  return op->tensor_math;
+}
+
 const char *
 ts_op_default_space(const TsOpDef *op, const char *backend)
 {

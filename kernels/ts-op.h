@@ -44,6 +44,8 @@ const TsOpDef *ts_op_nth(guint i);
 const TsOpDef *ts_op_lookup(const char *name); /* NULL if unknown */
 const char *ts_op_name(const TsOpDef *op);
 const char *ts_op_summary(const TsOpDef *op);
+/* TRUE for ops whose FLOPs are matrix products (tensor cores on a GPU): gemm, attention. */
+gboolean ts_op_tensor_math(const TsOpDef *op);
 /* Default space for a backend ("cpu"), including the op's constraints. NULL if none. */
 const char *ts_op_default_space(const TsOpDef *op, const char *backend);
 /* Comma-separated dims the op needs ("M,N,K"). */

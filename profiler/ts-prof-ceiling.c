@@ -66,24 +66,24 @@ min_ns(TsBackend *be, TsModule *m, const TsLaunch *l, guint n, GError **error)
   return s[0]; /* a ceiling is the best the machine can do: the fastest run */
 }
 
-gboolean
-ts_prof_measure_ceilings(TsBackend *be, TsProfCeilings *out, GError **error)
+TsProfCeilings *
+ts_prof_measure_ceilings(TsBackend *be, GError **error)
 {
   const TsDeviceInfo *d = ts_backend_describe(be);
   if (g_strcmp0(d->backend, "cpu") != 0) {
     g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNAVAILABLE,
                 "ceilings are measured on the cpu backend only so far (not %s)", d->backend);
-    return FALSE;
+    return NULL;
   }
   guint vec = d->vector_bits >= 256 ? 8 : 4;
   g_autofree char *fma = g_strdup_printf("#define TS_VEC %u\n%s", vec, FMA_SRC);
   TsSource s1 = {.lang = TS_LANG_C, .text = fma, .entry = "ts_peak_fma"};
   g_autoptr(TsModule) m1 = ts_backend_compile(be, &s1, error);
   if (m1 == NULL)
-    return FALSE;
+    return NULL;
   TsBuffer *sink = ts_backend_alloc(be, 64, error);
   if (sink == NULL)
-    return FALSE;
+    return NULL;
   const gint64 iters = 20 * 1000 * 1000;
   double per_thread = 2.0 * 12 * vec * iters;
   gint64 ints[2] = {iters, 1};
@@ -93,12 +93,12 @@ ts_prof_measure_ceilings(TsBackend *be, TsProfCeilings *out, GError **error)
   double tn = t1 > 0 ? min_ns(be, m1, &l1, 5, error) : -1;
   ts_backend_buffer_free(be, sink);
   if (t1 <= 0 || tn <= 0)
-    return FALSE;
+    return NULL;
 
   TsSource s2 = {.lang = TS_LANG_C, .text = TRIAD_SRC, .entry = "ts_peak_triad"};
   g_autoptr(TsModule) m2 = ts_backend_compile(be, &s2, error);
   if (m2 == NULL)
-    return FALSE;
+    return NULL;
   const gint64 n = 16 * 1024 * 1024; /* floats: 64 MiB per array */
   TsBuffer *bufs[3] = {0};
   g_autofree float *init = g_new(float, n);
@@ -121,48 +121,12 @@ ts_prof_measure_ceilings(TsBackend *be, TsProfCeilings *out, GError **error)
     if (bufs[i])
       ts_backend_buffer_free(be, bufs[i]);
   if (tt <= 0)
-    return FALSE;
-  *out = (TsProfCeilings){
-    .f32_gflops_core = per_thread / t1,
-    .f32_gflops_all = per_thread * ints[1] / tn,
-    .dram_gbps = 3.0 * n * sizeof(float) / tt,
-    .vector = vec,
-  };
-  return TRUE;
-}
-
-char *
-ts_prof_ceilings_to_json(const TsProfCeilings *c)
-{
-  return g_strdup_printf("{\"f32_gflops_core\": %.3f, \"f32_gflops_all\": %.3f, "
-                         "\"dram_gbps\": %.3f, \"vector\": %u, \"method\": \"12 FMA chains x "
-                         "%u floats per thread; STREAM triad over 3 x 64 MiB; fastest of 5\"}",
-                         c->f32_gflops_core, c->f32_gflops_all, c->dram_gbps, c->vector,
-                         c->vector);
-}
-
-gboolean
-ts_prof_ceilings_from_json(const char *json, TsProfCeilings *out)
-{
-  g_autoptr(JsonParser) p = json_parser_new();
-  if (json == NULL || !json_parser_load_from_data(p, json, -1, NULL))
-    return FALSE;
-  JsonNode *root = json_parser_get_root(p);
-  if (!JSON_NODE_HOLDS_OBJECT(root))
-    return FALSE;
-  JsonObject *o = json_node_get_object(root);
-  *out = (TsProfCeilings){
-    .f32_gflops_core = json_object_get_double_member_with_default(o, "f32_gflops_core", 0),
-    .f32_gflops_all = json_object_get_double_member_with_default(o, "f32_gflops_all", 0),
-    .dram_gbps = json_object_get_double_member_with_default(o, "dram_gbps", 0),
-    .vector = (guint)json_object_get_int_member_with_default(o, "vector", 0),
-  };
-  return out->f32_gflops_all > 0 && out->dram_gbps > 0;
-}
-
-double
-ts_prof_roofline_gflops(const TsProfCeilings *c, double flops, double bytes)
-{
-  double ai = bytes > 0 ? flops / bytes : INFINITY;
-  return MIN(c->f32_gflops_all, ai * c->dram_gbps);
+    return NULL;
+  TsProfCeilings *c = ts_prof_ceilings_new(d->backend, d->toolchain);
+  ts_prof_ceilings_set(c, "f32", TS_PROF_COMPUTE, per_thread * ints[1] / tn, per_thread / t1);
+  ts_prof_ceilings_set(c, "dram", TS_PROF_MEMORY, 3.0 * n * sizeof(float) / tt, 0);
+  g_autofree char *method = g_strdup_printf("12 FMA chains x %u floats per thread; STREAM triad "
+                                            "over 3 x 64 MiB; fastest of 5", vec);
+  ts_prof_ceilings_set_method(c, method);
+  return c;
 }

@@ -1,30 +1,92 @@
 /* ts-prof.h — device ceilings: microbenchmarks that measure what the hardware really delivers,
- * the roofline's ceilings. CPU today: f32 FMA throughput on one core and on all cores, and
- * memory bandwidth with a STREAM-like triad on arrays far beyond the last-level cache. */
+ * the roofline's ceilings, and the roofline coordinates of a kernel against them.
+ *
+ * A ceiling set is a list of named roofs. Compute roofs are named by the math they measure
+ * ("f32", "f64" FMA on CPU cores or CUDA cores; "bf16_tensor", "f16_tensor", "fp8_tensor",
+ * "tf32_tensor" on tensor cores) in GFLOP/s; memory roofs by the level they stream from
+ * ("dram", "l3", "l2", "l1") in GB/s. Each has the whole-device figure and, on the CPU, the
+ * figure of one core. The set remembers the toolchain it was measured with: ceilings are
+ * re-measured when the device or the toolchain changes (the device row is per device; the
+ * caller compares ts_prof_ceilings_toolchain with the backend's). */
 #pragma once
 
 #include <glib.h>
 
 #include "ts-backend.h"
+#include "ts-db.h"
 
 G_BEGIN_DECLS
 
+typedef enum {
+  TS_PROF_COMPUTE, /* GFLOP/s */
+  TS_PROF_MEMORY,  /* GB/s */
+} TsProfCeilingKind;
+
 typedef struct {
-  double f32_gflops_core; /* one core */
-  double f32_gflops_all;  /* every core */
-  double dram_gbps;       /* triad over arrays of 3 x 64 MiB, every core */
-  guint vector;           /* floats per vector used */
-} TsProfCeilings;
+  char *name;
+  TsProfCeilingKind kind;
+  double value;    /* whole device */
+  double per_core; /* one core (CPU); 0 when not measured */
+} TsProfCeiling;
 
-/* Compiles and runs the microbenchmarks on backend (CPU only for now). */
-gboolean ts_prof_measure_ceilings(TsBackend *backend, TsProfCeilings *out, GError **error);
-/* {"f32_gflops_core": ..., "f32_gflops_all": ..., "dram_gbps": ..., "vector": 8,
- *  "method": "..."} */
-char *ts_prof_ceilings_to_json(const TsProfCeilings *c);
-gboolean ts_prof_ceilings_from_json(const char *json, TsProfCeilings *out);
+typedef struct _TsProfCeilings TsProfCeilings;
 
-/* Roofline bound for a kernel of the given FLOPs and bytes: min(peak, intensity x bandwidth),
- * in GFLOP/s. */
-double ts_prof_roofline_gflops(const TsProfCeilings *c, double flops, double bytes);
+TsProfCeilings *ts_prof_ceilings_new(const char *backend, const char *toolchain);
+void ts_prof_ceilings_free(TsProfCeilings *ceilings);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsProfCeilings, ts_prof_ceilings_free)
+/* Adds or replaces the roof called name. */
+void ts_prof_ceilings_set(TsProfCeilings *ceilings, const char *name, TsProfCeilingKind kind,
+                          double value, double per_core);
+/* NULL when the set has no roof of that name. */
+const TsProfCeiling *ts_prof_ceilings_get(const TsProfCeilings *ceilings, const char *name);
+guint ts_prof_ceilings_count(const TsProfCeilings *ceilings);
+const TsProfCeiling *ts_prof_ceilings_nth(const TsProfCeilings *ceilings, guint i);
+const char *ts_prof_ceilings_backend(const TsProfCeilings *ceilings);
+const char *ts_prof_ceilings_toolchain(const TsProfCeilings *ceilings);
+/* How they were measured, one line for people; "" when unknown. */
+const char *ts_prof_ceilings_method(const TsProfCeilings *ceilings);
+void ts_prof_ceilings_set_method(TsProfCeilings *ceilings, const char *method);
+
+/* {"version": 2, "backend": "cpu", "toolchain": "gcc 12.2.0", "method": "...",
+ *  "compute": {"f32": {"gflops": 812.5, "per_core": 101.3}, ...},
+ *  "memory": {"dram": {"gbps": 18.2, "per_core": 9.1}, "l1": {...}, ...}} */
+char *ts_prof_ceilings_to_json(const TsProfCeilings *ceilings);
+/* NULL with a GError naming what is missing or malformed; a set needs at least one compute and
+ * one memory roof. */
+TsProfCeilings *ts_prof_ceilings_from_json(const char *json, GError **error);
+
+/* Runs the microbenchmarks on backend's device: cpu (FMA per dtype on one and all cores, triad
+ * bandwidth far beyond the last-level cache, read bandwidth at each cache level) or cuda
+ * (tensor-core and FMA peaks per dtype, DRAM and L2 bandwidth). */
+TsProfCeilings *ts_prof_measure_ceilings(TsBackend *backend, GError **error);
+
+/* The device's ceilings from the schedule cache's device row, measured (and stored) first when
+ * the row has none, holds an older format, was measured with another toolchain, or remeasure
+ * is set. *measured (may be NULL) tells whether the microbenchmarks ran. */
+TsProfCeilings *ts_prof_ceilings_ensure(TsDb *db, gint64 device_id, TsBackend *backend,
+                                        gboolean remeasure, gboolean *measured, GError **error);
+
+/* The compute roof a kernel is held to: on the GPU, "<dtype>_tensor" for tensor-core ops (gemm,
+ * attention) of 16- and 8-bit inputs, else "f32"; on the CPU the FMA of the math dtype ("f64"
+ * for f64 storage, "f32" otherwise: 16-bit inputs are widened). */
+const char *ts_prof_compute_roof(const char *backend, const char *storage_dtype,
+                                 gboolean tensor_op);
+
+typedef struct {
+  double intensity;    /* FLOP per byte of compulsory DRAM traffic */
+  double gflops;       /* achieved */
+  const char *compute; /* the compute roof used (static or owned by the ceilings) */
+  const char *bound;   /* the roof that bounds at this intensity: compute's name, or "dram" */
+  double bound_gflops; /* min(compute roof, intensity x DRAM bandwidth) */
+  double fraction;     /* gflops / bound_gflops */
+} TsProfRoofline;
+
+/* Coordinates of a kernel doing flops over bytes in seconds. FALSE when the ceilings lack the
+ * compute roof (falling back to "f32" first) or "dram", or seconds <= 0. */
+gboolean ts_prof_roofline(const TsProfCeilings *ceilings, const char *compute, double flops,
+                          double bytes, double seconds, TsProfRoofline *out);
+/* {"intensity": .., "gflops": .., "compute": "f32", "bound": "dram", "bound_gflops": ..,
+ *  "fraction": ..} */
+char *ts_prof_roofline_to_json(const TsProfRoofline *roofline);
 
 G_END_DECLS

@@ -32,7 +32,8 @@ expect 0 'status +ok' -- run saxpy --shape N=10000 --backend cpu
 expect 0 '"status": "ok"' -- run rmsnorm_safe --shape M=16,N=100 --dtype bf16 --json
 expect 0 'gemm' -- ops
 expect 0 '^cpu ' -- devices
-expect 0 'ceilings: f32 FMA [0-9.]+ GFLOP/s on one core' -- devices --measure
+expect 0 'f32 +[0-9.]+ GFLOP/s on [0-9]+ cores, [0-9.]+ GFLOP/s on one core' -- devices --measure
+expect 0 'dram +[0-9.]+ GB/s' -- devices --measure
 expect 0 'lower OP' -- --help
 expect 0 'Exit status' -- lower --help
 

@@ -1,55 +1,155 @@
 /* test-prof.c — device ceilings: measured on the CPU backend, sane against each other, stored
- * as JSON and read back; the roofline bound picks the lower roof. */
+ * as JSON and read back, kept in the device row and re-measured only when the toolchain
+ * changes; the roofline picks the lower roof. */
 #include <glib.h>
 #include <math.h>
+#include <string.h>
 
+#include "test-util.h"
 #include "ts-prof.h"
 
 static void
-test_measure(void)
+test_measure_and_store(void)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(TsBackend) be = ts_backend_open("cpu", &error);
   g_assert_no_error(error);
   g_autofree char *dir = g_dir_make_tmp("ts-prof-XXXXXX", &error);
   ts_backend_set_cache_dir(be, dir);
-  TsProfCeilings c;
-  g_assert_true(ts_prof_measure_ceilings(be, &c, &error));
+  g_autoptr(TsProfCeilings) c = ts_prof_measure_ceilings(be, &error);
   g_assert_no_error(error);
+  g_assert_nonnull(c);
   const TsDeviceInfo *d = ts_backend_describe(be);
-  g_test_message("one core %.1f GFLOP/s, all %.1f, memory %.1f GB/s", c.f32_gflops_core,
-                 c.f32_gflops_all, c.dram_gbps);
+  const TsProfCeiling *f32 = ts_prof_ceilings_get(c, "f32");
+  const TsProfCeiling *dram = ts_prof_ceilings_get(c, "dram");
+  g_assert_nonnull(f32);
+  g_assert_nonnull(dram);
+  g_test_message("one core %.1f GFLOP/s, all %.1f, memory %.1f GB/s", f32->per_core, f32->value,
+                 dram->value);
   /* Any machine this runs on does more than 1 GFLOP/s and 0.5 GB/s, and all cores together
    * do at least 80% of one (noisy neighbours can steal the second core). */
-  g_assert_cmpfloat(c.f32_gflops_core, >, 1.0);
-  g_assert_cmpfloat(c.f32_gflops_all, >, 0.8 * c.f32_gflops_core);
-  g_assert_cmpfloat(c.f32_gflops_all, <, 1.5 * c.f32_gflops_core * d->compute_units);
-  g_assert_cmpfloat(c.dram_gbps, >, 0.5);
-  g_autofree char *json = ts_prof_ceilings_to_json(&c);
-  TsProfCeilings back;
-  g_assert_true(ts_prof_ceilings_from_json(json, &back));
-  g_assert_cmpfloat_with_epsilon(back.f32_gflops_all, c.f32_gflops_all, 1e-2);
-  g_assert_cmpfloat_with_epsilon(back.dram_gbps, c.dram_gbps, 1e-2);
-  g_assert_false(ts_prof_ceilings_from_json("{}", &back));
-  g_assert_false(ts_prof_ceilings_from_json("not json", &back));
-  g_autofree char *rm = g_strdup_printf("rm -rf '%s'", dir);
-  g_assert_cmpint(system(rm), ==, 0);
+  g_assert_cmpint(f32->kind, ==, TS_PROF_COMPUTE);
+  g_assert_cmpint(dram->kind, ==, TS_PROF_MEMORY);
+  g_assert_cmpfloat(f32->per_core, >, 1.0);
+  g_assert_cmpfloat(f32->value, >, 0.8 * f32->per_core);
+  g_assert_cmpfloat(f32->value, <, 1.5 * f32->per_core * d->compute_units);
+  g_assert_cmpfloat(dram->value, >, 0.5);
+  g_assert_cmpstr(ts_prof_ceilings_toolchain(c), ==, d->toolchain);
+
+  /* JSON round trip, every roof. */
+  g_autofree char *json = ts_prof_ceilings_to_json(c);
+  g_autoptr(TsProfCeilings) back = ts_prof_ceilings_from_json(json, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ts_prof_ceilings_count(back), ==, ts_prof_ceilings_count(c));
+  for (guint i = 0; i < ts_prof_ceilings_count(c); i++) {
+    const TsProfCeiling *a = ts_prof_ceilings_nth(c, i);
+    const TsProfCeiling *b = ts_prof_ceilings_get(back, a->name);
+    g_assert_nonnull(b);
+    g_assert_cmpint(a->kind, ==, b->kind);
+    g_assert_cmpfloat_with_epsilon(a->value, b->value, 1e-9 * a->value);
+    g_assert_cmpfloat_with_epsilon(a->per_core, b->per_core, 1e-9 * (a->per_core + 1));
+  }
+  g_assert_cmpstr(ts_prof_ceilings_method(back), ==, ts_prof_ceilings_method(c));
+
+  /* In the device row: read back, not re-measured; a changed toolchain re-measures. */
+  g_autofree char *db_path = g_build_filename(dir, "cache.db", NULL);
+  g_autoptr(TsDb) db = ts_db_open(db_path, TS_DB_OPEN_DEFAULT, &error);
+  g_assert_no_error(error);
+  TsDbDevice dev = {d->backend, d->name, d->arch, d->compute_units, d->memory_bytes,
+                    d->l1_bytes, d->l2_bytes, d->l3_bytes, d->smem_per_block, d->vector_bits};
+  gint64 id = ts_db_ensure_device(db, &dev, &error);
+  g_assert_no_error(error);
+  g_autoptr(TsProfCeilings) planted = ts_prof_ceilings_new(d->backend, d->toolchain);
+  ts_prof_ceilings_set(planted, "f32", TS_PROF_COMPUTE, 1234.5, 0);
+  ts_prof_ceilings_set(planted, "dram", TS_PROF_MEMORY, 67.8, 0);
+  g_autofree char *pj = ts_prof_ceilings_to_json(planted);
+  g_assert_true(ts_db_set_device_peaks(db, id, pj, &error));
+  gboolean measured = TRUE;
+  g_autoptr(TsProfCeilings) got = ts_prof_ceilings_ensure(db, id, be, FALSE, &measured, &error);
+  g_assert_no_error(error);
+  g_assert_false(measured);
+  g_assert_cmpfloat(ts_prof_ceilings_get(got, "f32")->value, ==, 1234.5);
+
+  g_autoptr(TsProfCeilings) old = ts_prof_ceilings_new(d->backend, "gcc 1.0 (another)");
+  ts_prof_ceilings_set(old, "f32", TS_PROF_COMPUTE, 1234.5, 0);
+  ts_prof_ceilings_set(old, "dram", TS_PROF_MEMORY, 67.8, 0);
+  g_autofree char *oj = ts_prof_ceilings_to_json(old);
+  g_assert_true(ts_db_set_device_peaks(db, id, oj, &error));
+  g_autoptr(TsProfCeilings) fresh = ts_prof_ceilings_ensure(db, id, be, FALSE, &measured, &error);
+  g_assert_no_error(error);
+  g_assert_true(measured);
+  g_assert_cmpstr(ts_prof_ceilings_toolchain(fresh), ==, d->toolchain);
+  g_assert_cmpfloat(ts_prof_ceilings_get(fresh, "f32")->value, !=, 1234.5);
+  /* ... and stored: the next call reads it. */
+  g_autoptr(TsProfCeilings) again = ts_prof_ceilings_ensure(db, id, be, FALSE, &measured, &error);
+  g_assert_false(measured);
+  g_assert_cmpfloat(ts_prof_ceilings_get(again, "f32")->value, ==,
+                    ts_prof_ceilings_get(fresh, "f32")->value);
+  g_clear_pointer(&db, ts_db_close);
+  ts_test_remove_tree(dir);
+}
+
+static void
+test_json_errors(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_assert_null(ts_prof_ceilings_from_json("not json", &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO);
+  g_clear_error(&error);
+  /* The first format (flat f32_gflops_all ...) asks for a re-measure. */
+  g_assert_null(ts_prof_ceilings_from_json("{\"f32_gflops_all\": 3, \"dram_gbps\": 2}", &error));
+  g_assert_nonnull(strstr(error->message, "re-measure"));
+  g_clear_error(&error);
+  g_assert_null(ts_prof_ceilings_from_json(
+    "{\"version\": 2, \"compute\": {\"f32\": {\"gflops\": 5}}, \"memory\": {}}", &error));
+  g_assert_nonnull(strstr(error->message, "memory"));
+  g_clear_error(&error);
+  g_assert_null(ts_prof_ceilings_from_json("{\"version\": 2, \"compute\": {\"f32\": {\"gflops\": "
+                                           "-1}}, \"memory\": {\"dram\": {\"gbps\": 3}}}",
+                                           &error));
+  g_assert_nonnull(strstr(error->message, "\"f32\""));
 }
 
 static void
 test_roofline(void)
 {
-  TsProfCeilings c = {.f32_gflops_all = 200, .dram_gbps = 40};
-  /* 1 FLOP per byte: memory bound at 40 GFLOP/s; 100 FLOP per byte: compute bound. */
-  g_assert_cmpfloat(ts_prof_roofline_gflops(&c, 1e9, 1e9), ==, 40);
-  g_assert_cmpfloat(ts_prof_roofline_gflops(&c, 1e11, 1e9), ==, 200);
+  g_autoptr(TsProfCeilings) c = ts_prof_ceilings_new("cuda", "nvrtc 13.0");
+  ts_prof_ceilings_set(c, "f32", TS_PROF_COMPUTE, 200, 0);
+  ts_prof_ceilings_set(c, "bf16_tensor", TS_PROF_COMPUTE, 800, 0);
+  ts_prof_ceilings_set(c, "dram", TS_PROF_MEMORY, 40, 0);
+  TsProfRoofline r;
+  /* 1 FLOP per byte: memory bound at 40 GFLOP/s; 1e9 FLOPs in 0.05 s = 20 GFLOP/s, half. */
+  g_assert_true(ts_prof_roofline(c, "f32", 1e9, 1e9, 0.05, &r));
+  g_assert_cmpfloat(r.bound_gflops, ==, 40);
+  g_assert_cmpstr(r.bound, ==, "dram");
+  g_assert_cmpfloat_with_epsilon(r.fraction, 0.5, 1e-12);
+  /* 100 FLOP per byte: compute bound, by the roof asked for. */
+  g_assert_true(ts_prof_roofline(c, "f32", 1e11, 1e9, 1, &r));
+  g_assert_cmpfloat(r.bound_gflops, ==, 200);
+  g_assert_cmpstr(r.bound, ==, "f32");
+  g_assert_true(ts_prof_roofline(c, "bf16_tensor", 1e11, 1e9, 1, &r));
+  g_assert_cmpfloat(r.bound_gflops, ==, 800);
+  g_assert_cmpstr(r.compute, ==, "bf16_tensor");
+  /* A roof the device lacks falls back to f32; no DRAM roof or no time is no coordinate. */
+  g_assert_true(ts_prof_roofline(c, "fp8_tensor", 1e11, 1e9, 1, &r));
+  g_assert_cmpstr(r.compute, ==, "f32");
+  g_assert_false(ts_prof_roofline(c, "f32", 1e9, 1e9, 0, &r));
+  g_autoptr(TsProfCeilings) nodram = ts_prof_ceilings_new("cpu", "");
+  ts_prof_ceilings_set(nodram, "f32", TS_PROF_COMPUTE, 200, 0);
+  g_assert_false(ts_prof_roofline(nodram, "f32", 1e9, 1e9, 1, &r));
+
+  g_assert_cmpstr(ts_prof_compute_roof("cuda", "bf16", TRUE), ==, "bf16_tensor");
+  g_assert_cmpstr(ts_prof_compute_roof("cuda", "bf16", FALSE), ==, "f32");
+  g_assert_cmpstr(ts_prof_compute_roof("cpu", "bf16", TRUE), ==, "f32");
+  g_assert_cmpstr(ts_prof_compute_roof("cpu", "f64", TRUE), ==, "f64");
 }
 
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/prof/ceilings", test_measure);
+  g_test_add_func("/prof/ceilings", test_measure_and_store);
+  g_test_add_func("/prof/ceilings-json-errors", test_json_errors);
   g_test_add_func("/prof/roofline", test_roofline);
   return g_test_run();
 }

@@ -111,8 +111,20 @@ p = tt("show", *GEMM, "--db", db1, "--json", check=0)
 ok(len(json.loads(p.stdout)) == 16, "show lists every trial")
 
 p = tt("tune", *GEMM, "--space", SPACE, "--strategy", "exhaustive", "--db", db1)
-ok("% roof" in p.stdout and "measured f32 FMA peak" in p.stdout,
+ok("% roof" in p.stdout and "measured f32 peak" in p.stdout,
    "the final table reports each candidate against the measured roofline")
+# Every verified trial carries its roofline coordinates against the stored ceilings.
+con = sqlite3.connect(db1)
+peaks = json.loads(con.execute("SELECT peaks FROM device WHERE backend = 'cpu'").fetchone()[0])
+roofs = [json.loads(m)["roofline"] for (m,) in
+         con.execute("SELECT metrics FROM trial WHERE status = 'ok'")]
+con.close()
+f32, dram = peaks["compute"]["f32"]["gflops"], peaks["memory"]["dram"]["gbps"]
+ok(len(roofs) == 16 and all(
+    r["compute"] == "f32" and r["intensity"] > 0 and
+    abs(r["bound_gflops"] - min(f32, r["intensity"] * dram)) < 1e-6 * r["bound_gflops"] and
+    abs(r["fraction"] - r["gflops"] / r["bound_gflops"]) < 1e-9 for r in roofs),
+   "every verified trial has roofline coordinates against the device's ceilings")
 ok(db_rows(db1, "SELECT peaks FROM device")[0][0] is not None, "the ceilings are stored")
 
 # 2. Faulty candidates are recorded with the right status and the tune completes.

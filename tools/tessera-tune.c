@@ -358,20 +358,33 @@ cmd_ops(void)
   return TT_EXIT_OK;
 }
 
-gboolean
+TsProfCeilings *
 tt_ceilings(TsDb *db, TsBackend *backend, gint64 device_id, gboolean remeasure, gboolean quiet,
-            TsProfCeilings *out, GError **error)
+            GError **error)
 {
+  /* Say so before the microbenchmarks run: they take seconds, on a machine better left quiet. */
   g_autoptr(GError) local = NULL;
   g_autofree char *json = remeasure ? NULL : ts_db_get_device_peaks(db, device_id, &local);
-  if (json && ts_prof_ceilings_from_json(json, out))
-    return TRUE;
-  if (!quiet)
-    g_print("measuring the device ceilings (FMA peak, memory bandwidth)...\n");
-  if (!ts_prof_measure_ceilings(backend, out, error))
-    return FALSE;
-  g_autofree char *fresh = ts_prof_ceilings_to_json(out);
-  return ts_db_set_device_peaks(db, device_id, fresh, error);
+  g_autoptr(TsProfCeilings) stored = json ? ts_prof_ceilings_from_json(json, NULL) : NULL;
+  const TsDeviceInfo *d = ts_backend_describe(backend);
+  if (!quiet && (stored == NULL || g_strcmp0(ts_prof_ceilings_toolchain(stored), d->toolchain)))
+    g_print("measuring the device ceilings (FMA peaks, memory bandwidths)...\n");
+  return ts_prof_ceilings_ensure(db, device_id, backend, remeasure, NULL, error);
+}
+
+static void
+print_ceilings(const TsProfCeilings *c, const TsDeviceInfo *d)
+{
+  for (guint i = 0; i < ts_prof_ceilings_count(c); i++) {
+    const TsProfCeiling *r = ts_prof_ceilings_nth(c, i);
+    const char *unit = r->kind == TS_PROF_COMPUTE ? "GFLOP/s" : "GB/s";
+    g_autofree char *one = r->per_core > 0 ? g_strdup_printf(", %.1f %s on one core", r->per_core,
+                                                             unit)
+                                           : g_strdup("");
+    g_print("       %-12s %10.1f %-7s on %u %s%s\n", r->name, r->value, unit, d->compute_units,
+            strcmp(d->backend, "cuda") == 0 ? "SMs" : "cores", one);
+  }
+  g_print("       method: %s\n", ts_prof_ceilings_method(c));
 }
 
 static int
@@ -380,7 +393,8 @@ cmd_devices(int argc, char **argv)
   g_auto(TtArgs) a = {0};
   if (!tt_parse("devices", "",
                 "List the backends and their devices. With --measure, run the ceiling\n"
-                "microbenchmarks (f32 FMA peak on one and all cores, STREAM triad bandwidth)\n"
+                "microbenchmarks (FMA peak per dtype on one and all cores, memory bandwidth\n"
+                "of DRAM and each cache level; tensor-core peaks on a GPU)\n"
                 "and store them in the schedule cache's device row; tune's table reports each\n"
                 "candidate against them (fraction of the roofline bound).",
                 TT_OPT_MEASURE | TT_OPT_DB, &a, &argc, &argv))
@@ -415,21 +429,20 @@ cmd_devices(int argc, char **argv)
       continue;
     g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_DEFAULT, &error);
     gint64 dev_id = 0;
-    TsProfCeilings c;
+    g_autoptr(TsProfCeilings) c = NULL;
     if (db) {
       TsDbDevice dev = {d->backend, d->name, d->arch, d->compute_units, d->memory_bytes,
                         d->l1_bytes, d->l2_bytes, d->l3_bytes, d->smem_per_block,
                         d->vector_bits};
       dev_id = ts_db_ensure_device(db, &dev, &error);
     }
-    if (dev_id == 0 || !tt_ceilings(db, b, dev_id, TRUE, FALSE, &c, &error)) {
+    if (dev_id == 0 || (c = tt_ceilings(db, b, dev_id, TRUE, FALSE, &error)) == NULL) {
       g_printerr("tessera-tune: %s\n", error->message);
       status = tt_error_code(error);
       continue;
     }
-    g_print("       ceilings: f32 FMA %.1f GFLOP/s on one core, %.1f GFLOP/s on %u; "
-            "memory %.1f GB/s (stored in %s)\n",
-            c.f32_gflops_core, c.f32_gflops_all, d->compute_units, c.dram_gbps, ts_db_path(db));
+    g_print("       ceilings (stored in %s):\n", ts_db_path(db));
+    print_ceilings(c, d);
   }
   return status;
 }

@@ -64,8 +64,8 @@ int tt_open(const char *op, const TtArgs *a, TsDbOpenFlags flags, TsOpInstance *
 
 /* The device's measured ceilings from the cache, measured and stored first when missing (or
  * always, with remeasure). Prints a line when it measures, unless quiet. */
-gboolean tt_ceilings(TsDb *db, TsBackend *backend, gint64 device_id, gboolean remeasure,
-                     gboolean quiet, TsProfCeilings *out, GError **error);
+TsProfCeilings *tt_ceilings(TsDb *db, TsBackend *backend, gint64 device_id, gboolean remeasure,
+                            gboolean quiet, GError **error);
 
 /* The absolute path of the running binary (the tuner re-executes it as its worker). */
 char *tt_self_exe(void);

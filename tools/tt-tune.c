@@ -47,26 +47,33 @@ on_progress(const TsTuneProgress *p, gpointer data)
 }
 
 static void
-print_table(GPtrArray *trials, TsOpInstance *inst, guint top, const TsProfCeilings *c)
+print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top,
+            const TsProfCeilings *c)
 {
   double flops = ts_op_instance_flops(inst), bytes = ts_op_instance_bytes(inst);
-  double roof = ts_prof_roofline_gflops(c, flops, bytes);
+  const char *roof_name = ts_tune_compute_roof(inst, backend);
   g_print("\n%4s  %-13s %11s %11s %10s %7s  %s\n", "rank", "status", "median ms", "GFLOP/s",
           "GB/s", "% roof", "schedule");
+  TsProfRoofline roof = {0};
   for (guint i = 0; i < MIN(top, trials->len); i++) {
     const TsDbTrial *t = g_ptr_array_index(trials, i);
-    if (t->status == TS_DB_TRIAL_OK)
+    if (t->status == TS_DB_TRIAL_OK &&
+        ts_prof_roofline(c, roof_name, flops, bytes, t->median_ns * 1e-9, &roof))
       g_print("%4u  %-13s %11.4f %11.2f %10.2f %6.1f%%  %s\n", i + 1,
               ts_db_trial_status_name(t->status), t->median_ns / 1e6, flops / t->median_ns,
-              bytes / t->median_ns, 100.0 * flops / t->median_ns / roof, t->schedule);
+              bytes / t->median_ns, 100.0 * roof.fraction, t->schedule);
     else
       g_print("%4u  %-13s %11s %11s %10s %7s  %s\n", i + 1, ts_db_trial_status_name(t->status),
               "-", "-", "-", "-", t->schedule);
   }
-  /* The roofline bound: min(FMA peak, intensity x bandwidth), from the measured ceilings. */
-  g_print("%% roof: of the roofline bound %.1f GFLOP/s (measured f32 FMA peak %.1f GFLOP/s on "
-          "all cores, memory %.1f GB/s)\n",
-          roof, c->f32_gflops_all, c->dram_gbps);
+  /* The roofline bound: min(compute roof, intensity x DRAM bandwidth), from measured ceilings. */
+  const TsProfCeiling *peak = ts_prof_ceilings_get(c, roof.compute ? roof.compute : "f32");
+  const TsProfCeiling *dram = ts_prof_ceilings_get(c, "dram");
+  if (roof.bound && peak && dram)
+    g_print("%% roof: of the roofline bound %.1f GFLOP/s at %.2f FLOP/byte (%s bound; measured "
+            "%s peak %.1f GFLOP/s, DRAM %.1f GB/s)\n",
+            roof.bound_gflops, roof.intensity, strcmp(roof.bound, "dram") ? "compute" : "memory",
+            peak->name, peak->value, dram->value);
 }
 
 static void
@@ -148,10 +155,11 @@ tt_cmd_tune(int argc, char **argv)
   }
   /* Ceilings first, on a quiet machine, and once per device: the table reports against them. */
   gint64 w_id, d_id, t_id;
-  TsProfCeilings ceil;
+  g_autoptr(TsProfCeilings) ceil = NULL;
   if (!ts_tune_key_ids(db, inst, backend, &w_id, &d_id, &t_id, &error) ||
-      !tt_ceilings(db, backend, d_id, FALSE, a.json, &ceil, &error))
+      (ceil = tt_ceilings(db, backend, d_id, FALSE, a.json, &error)) == NULL)
     return tt_fail(tt_error_code(error), error);
+  cfg.ceilings = ceil;
   g_auto(TsTuneSummary) sum = {0};
   if (!ts_tune_run(&cfg, &sum, &error)) {
     if (d.tty && !a.json)
@@ -171,7 +179,7 @@ tt_cmd_tune(int argc, char **argv)
             " valid points%s; %.1f s\n",
             sum.n_measured, sum.n_ok, sum.n_failed, sum.n_pruned, sum.n_resumed, sum.n_valid,
             sum.exhausted ? ", all explored" : "", sum.elapsed_ms / 1e3);
-    print_table(trials, inst, (guint)MAX(a.top, 0), &ceil);
+    print_table(trials, inst, backend, (guint)MAX(a.top, 0), ceil);
     if (sum.best_trial_id)
       g_print("\nbest: %s  (%.4f ms)\n", sum.best_schedule, sum.best_median_ns / 1e6);
     else

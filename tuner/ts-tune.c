@@ -145,6 +145,14 @@ compile_batch(GPtrArray *cands, guint threads)
   g_thread_pool_free(pool, FALSE, TRUE);
 }
 
+const char *
+ts_tune_compute_roof(TsOpInstance *inst, TsBackend *backend)
+{
+  return ts_prof_compute_roof(ts_backend_describe(backend)->backend,
+                              ts_dtype_name(ts_op_instance_dtype(inst)->storage),
+                              ts_op_tensor_math(ts_op_instance_op(inst)));
+}
+
 /* ---- the loop ---- */
 
 typedef struct {
@@ -230,10 +238,19 @@ maybe_promote(Loop *l, const TsDbTrial *trial, GError **error)
 /* The trial's rates, and what the kernel uses when the backend knows it (GPU: registers,
  * shared memory, spills — features of the cost model). */
 static char *
-trial_metrics_json(const TsTrialResult *r)
+trial_metrics_json(const Loop *l, const TsTrialResult *r)
 {
   GString *j = g_string_new(NULL);
   g_string_append_printf(j, "{\"gflops\": %.6g, \"gbps\": %.6g", r->gflops, r->gbps);
+  TsProfRoofline roof;
+  TsOpInstance *inst = l->cfg->inst;
+  if (l->cfg->ceilings &&
+      ts_prof_roofline(l->cfg->ceilings, ts_tune_compute_roof(inst, l->cfg->backend),
+                       ts_op_instance_flops(inst), ts_op_instance_bytes(inst), r->median_ns * 1e-9,
+                       &roof)) {
+    g_autofree char *rj = ts_prof_roofline_to_json(&roof);
+    g_string_append_printf(j, ", \"roofline\": %s", rj);
+  }
   const TsModuleResources *res = &r->resources;
   const struct { const char *name; gint v; } f[] = {
     {"registers", res->registers},       {"smem_static", res->smem_static},
@@ -271,7 +288,7 @@ store(Loop *l, const TsSchedPoint *point, const TsTrialResult *r, const char *er
       t->min_ns = r->min_ns;
       t->max_ns = r->max_ns;
       t->samples_ns = g_array_ref(r->samples_ns);
-      t->metrics_json = trial_metrics_json(r);
+      t->metrics_json = trial_metrics_json(l, r);
     }
     if (r->message && *r->message)
       t->error_text = g_strdup(r->message);

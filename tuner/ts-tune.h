@@ -13,6 +13,7 @@
 
 #include "ts-db.h"
 #include "ts-op.h"
+#include "ts-prof.h"
 #include "ts-tune-strategy.h"
 
 G_BEGIN_DECLS
@@ -46,6 +47,7 @@ typedef struct {
   double timeout_s;       /* per candidate run in the worker */
   guint batch;            /* proposals compiled together; 0: the device's compute units */
   TsRunOptions run;       /* sampling and verification */
+  const TsProfCeilings *ceilings; /* NULL: trials get no roofline coordinates */
   TsTuneProgressFunc progress;
   gpointer progress_data;
 } TsTuneConfig;
@@ -69,6 +71,9 @@ void ts_tune_summary_clear(TsTuneSummary *summary);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TsTuneSummary, ts_tune_summary_clear)
 
 gboolean ts_tune_run(const TsTuneConfig *config, TsTuneSummary *summary, GError **error);
+
+/* The compute roof the workload is held to on this backend (ts_prof_compute_roof). */
+const char *ts_tune_compute_roof(TsOpInstance *inst, TsBackend *backend);
 
 /* The device row of a backend (inserted when missing). */
 gint64 ts_tune_device_id(TsDb *db, TsBackend *backend, GError **error);
