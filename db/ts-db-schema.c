@@ -144,6 +144,36 @@ static const char *const migrations[] = {
     "CREATE INDEX gate_run_commit ON gate_run (git_commit);"
     "CREATE INDEX gate_result_run ON gate_result (run_id);"
     "PRAGMA user_version = 3;",
+
+    /* 4: profiled runs and their timelines (events relative to the profile's t0, on the
+     * host clock), for the Chrome-trace export and the GUI's timeline. */
+    "CREATE TABLE profile ("
+    "  id INTEGER PRIMARY KEY,"
+    "  workload_id INTEGER REFERENCES workload(id),"
+    "  device_id INTEGER NOT NULL REFERENCES device(id),"
+    "  toolchain_id INTEGER NOT NULL REFERENCES toolchain(id),"
+    "  trial_id INTEGER REFERENCES trial(id),"
+    "  kind TEXT NOT NULL CHECK (kind IN ('run','tune')),"
+    "  schedule TEXT,"
+    "  summary TEXT CHECK (summary IS NULL OR json_valid(summary)),"
+    "  t0_ns INTEGER NOT NULL,"
+    "  created_at TEXT NOT NULL DEFAULT " NOW ");"
+    "CREATE TABLE profile_event ("
+    "  profile_id INTEGER NOT NULL REFERENCES profile(id),"
+    "  seq INTEGER NOT NULL,"
+    "  kind TEXT NOT NULL"
+    "    CHECK (kind IN ('kernel','compile','memcpy','memset','alloc','free','range')),"
+    "  name TEXT NOT NULL,"
+    "  lane INTEGER NOT NULL,"
+    "  depth INTEGER NOT NULL DEFAULT 0,"
+    "  start_ns INTEGER NOT NULL,"
+    "  dur_ns INTEGER NOT NULL DEFAULT 0,"
+    "  bytes INTEGER NOT NULL DEFAULT 0,"
+    "  address INTEGER NOT NULL DEFAULT 0,"
+    "  detail TEXT,"
+    "  PRIMARY KEY (profile_id, seq)) WITHOUT ROWID;"
+    "CREATE INDEX profile_workload ON profile (workload_id, id);"
+    "PRAGMA user_version = 4;",
 };
 
 int

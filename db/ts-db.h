@@ -157,6 +157,47 @@ typedef enum {
 GPtrArray *ts_db_list_trials(TsDb *db, gint64 workload_id, gint64 device_id,
                              gint64 toolchain_id, TsDbTrialOrder order, GError **error);
 
+/* ---- profiles: a profiled run and its timeline ---- */
+
+/* One timeline event. kind is "kernel", "compile", "memcpy", "memset", "alloc", "free" or
+ * "range"; start_ns is relative to the profile's t0_ns. Strings read back are interned
+ * (g_intern_string): a timeline repeats a few names many times. */
+typedef struct {
+  const char *kind;
+  const char *name;
+  gint64 start_ns, dur_ns;
+  guint64 bytes, address;
+  guint32 lane, depth;
+  const char *detail; /* or NULL */
+} TsDbEvent;
+
+typedef struct {
+  gint64 id; /* set by ts_db_add_profile and by reads */
+  gint64 workload_id;  /* 0: none (a whole tuning session) */
+  gint64 device_id, toolchain_id;
+  gint64 trial_id;     /* 0: none */
+  char *kind;          /* "run" or "tune" */
+  char *schedule;      /* or NULL */
+  char *summary_json;  /* a JSON object (timing, roofline, counters), or NULL */
+  gint64 t0_ns;        /* host clock at the first event */
+  guint n_events;      /* set by reads */
+  char *created_at;    /* read-only */
+} TsDbProfile;
+
+void ts_db_profile_free(TsDbProfile *profile);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsDbProfile, ts_db_profile_free)
+
+/* Stores the profile and its events in one transaction; *profile_id (optional) gets its id.
+ * An event of unknown kind is TS_DB_ERROR_INVALID and nothing is stored. */
+gboolean ts_db_add_profile(TsDb *db, const TsDbProfile *profile, const TsDbEvent *events,
+                           guint n_events, gint64 *profile_id, GError **error);
+/* NULL with TS_DB_ERROR_NOT_FOUND when there is no such profile. */
+TsDbProfile *ts_db_get_profile(TsDb *db, gint64 profile_id, GError **error);
+/* Profiles, newest first (GPtrArray of TsDbProfile*); workload_id 0 lists all. */
+GPtrArray *ts_db_list_profiles(TsDb *db, gint64 workload_id, GError **error);
+/* The profile's events in recorded order (GArray of TsDbEvent). */
+GArray *ts_db_profile_events(TsDb *db, gint64 profile_id, GError **error);
+
 /* ---- best schedules ---- */
 
 /* The trial must belong to the key and be verified (status ok); else TS_DB_ERROR_INVALID. */

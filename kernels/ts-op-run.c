@@ -49,6 +49,7 @@ ts_trial_result_free(TsTrialResult *r)
     return;
   g_free(r->message);
   g_free(r->artifact);
+  g_free(r->counters_json);
   if (r->samples_ns)
     g_array_unref(r->samples_ns);
   g_free(r);
@@ -393,14 +394,20 @@ sample_until_stable(TsOpTimer *t, TsTrialResult *r, const TsRunOptions *options,
     return FALSE;
   guint round = options->min_samples;
   double budget_ns = options->target_ms * 1e6;
+  const TsMeasureHooks *hooks = options->hooks;
+  if (hooks && hooks->begin)
+    hooks->begin(hooks->data);
   double spent = 0;
   while (r->samples_ns->len < options->max_samples) {
     guint n = MIN(round, options->max_samples - r->samples_ns->len);
     guint at = r->samples_ns->len;
     g_array_set_size(r->samples_ns, at + n);
     double *dst = &g_array_index(r->samples_ns, double, at);
-    if (!ts_op_timer_sample(t, 0, n, dst, error))
+    if (!ts_op_timer_sample(t, 0, n, dst, error)) {
+      if (hooks && hooks->end)
+        hooks->end(hooks->data, r->samples_ns->len - n);
       return FALSE;
+    }
     for (guint i = 0; i < n; i++)
       spent += dst[i];
     if (r->samples_ns->len < options->min_samples)
@@ -410,6 +417,8 @@ sample_until_stable(TsOpTimer *t, TsTrialResult *r, const TsRunOptions *options,
     if (spent >= 10 * budget_ns)
       break; /* noisy machine: stop anyway and let the stored spread say so */
   }
+  if (hooks && hooks->end)
+    hooks->end(hooks->data, r->samples_ns->len);
   return TRUE;
 }
 

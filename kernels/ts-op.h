@@ -100,6 +100,14 @@ typedef enum {
 
 const char *ts_trial_status_name(TsTrialStatus status); /* "ok", "compile_error", ... */
 
+/* Called around the timed launches of a trial (after warm-up and verification): what a
+ * profiler counts there (CPU perf counters) belongs to exactly those launches. */
+typedef struct {
+  void (*begin)(gpointer data);
+  void (*end)(gpointer data, guint n_launches);
+  gpointer data;
+} TsMeasureHooks;
+
 typedef struct {
   guint64 seed;       /* input data; the same seed gives the same inputs */
   gboolean verify;    /* default TRUE */
@@ -109,6 +117,7 @@ typedef struct {
   double target_ms;   /* sample at least this much kernel time; default 300 */
   double rel_spread;  /* ... and until (q3 - q1) / median <= this (default 0.02), or 10x
                          target_ms, or max_samples */
+  const TsMeasureHooks *hooks; /* default NULL */
 } TsRunOptions;
 
 void ts_run_options_init(TsRunOptions *options);
@@ -125,6 +134,7 @@ typedef struct {
   gboolean cache_hit;
   char *artifact;    /* module hash */
   TsModuleResources resources; /* registers, shared memory, spills (GPU); -1 when unknown */
+  char *counters_json; /* per-launch hardware counters (a JSON object) when collected, or NULL */
 } TsTrialResult;
 
 void ts_trial_result_free(TsTrialResult *result);

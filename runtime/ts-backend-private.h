@@ -12,6 +12,7 @@
 
 #include "ts-artifact-cache.h"
 #include "ts-backend.h"
+#include "ts-trace.h"
 
 G_BEGIN_DECLS
 
@@ -23,6 +24,9 @@ struct _TsBackend {
   const TsBackendClass *klass;
   TsDeviceInfo info;      /* strings owned; freed by ts-backend.c */
   TsArtifactCache *cache; /* owned by ts-backend.c */
+  TsTrace *trace;         /* ts_backend_set_trace; NULL when not recording. ts-backend.c records
+                             compiles, allocations and copies; time() records each launch it
+                             times (host clock, or device records mapped onto it) */
 };
 
 /* Base of every module. load() allocates the implementation's struct (TsModule first);

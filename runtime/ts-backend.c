@@ -101,6 +101,7 @@ ts_backend_free(TsBackend *backend)
     return;
   ts__device_info_clear(&backend->info);
   g_clear_pointer(&backend->cache, ts__artifact_cache_free);
+  g_clear_pointer(&backend->trace, ts_trace_unref);
   backend->klass->close(backend);
 }
 
@@ -195,8 +196,33 @@ build_artifact(TsBackend *backend, const TsSource *source, const char *key, char
   return final_path;
 }
 
+void
+ts_backend_set_trace(TsBackend *backend, TsTrace *trace)
+{
+  g_return_if_fail(backend != NULL);
+  TsTrace *old = backend->trace;
+  backend->trace = trace ? ts_trace_ref(trace) : NULL;
+  ts_trace_unref(old);
+}
+
+static TsModule *compile_untraced(TsBackend *backend, const TsSource *source, GError **error);
+
 TsModule *
 ts_backend_compile(TsBackend *backend, const TsSource *source, GError **error)
+{
+  g_return_val_if_fail(backend != NULL, NULL);
+  if (backend->trace == NULL)
+    return compile_untraced(backend, source, error);
+  gint64 t0 = ts_trace_now_ns();
+  TsModule *m = compile_untraced(backend, source, error);
+  const char *detail = m == NULL ? "failed" : m->from_cache ? "from the artifact cache" : "built";
+  ts_trace_add_host(backend->trace, TS_TRACE_COMPILE, source && source->entry ? source->entry : "?",
+                    t0, ts_trace_now_ns() - t0, 0, 0, detail);
+  return m;
+}
+
+static TsModule *
+compile_untraced(TsBackend *backend, const TsSource *source, GError **error)
 {
   g_return_val_if_fail(backend != NULL, NULL);
   g_return_val_if_fail(source != NULL && source->text != NULL && source->entry != NULL, NULL);
@@ -389,6 +415,9 @@ ts_backend_alloc(TsBackend *backend, gsize bytes, GError **error)
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   TsBuffer *buffer = backend->klass->alloc(backend, bytes, error);
   g_assert(buffer == NULL || (buffer->backend == backend && buffer->size == bytes));
+  if (buffer && backend->trace)
+    ts_trace_add_host(backend->trace, TS_TRACE_ALLOC, "alloc", ts_trace_now_ns(), 0, bytes,
+                      GPOINTER_TO_SIZE(buffer), NULL);
   return buffer;
 }
 
@@ -398,7 +427,11 @@ ts_backend_buffer_free(TsBackend *backend, TsBuffer *buffer)
   if (buffer == NULL)
     return;
   g_return_if_fail(backend == NULL || buffer->backend == backend);
-  buffer->backend->klass->buffer_free(buffer->backend, buffer);
+  TsBackend *owner = buffer->backend;
+  if (owner->trace)
+    ts_trace_add_host(owner->trace, TS_TRACE_FREE, "free", ts_trace_now_ns(), 0, buffer->size,
+                      GPOINTER_TO_SIZE(buffer), NULL);
+  owner->klass->buffer_free(owner, buffer);
 }
 
 gsize
@@ -430,7 +463,12 @@ ts_backend_upload(TsBackend *backend, TsBuffer *dst, const void *src, gsize byte
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
   if (!check_copy("upload", dst, bytes, error))
     return FALSE;
-  return bytes == 0 || backend->klass->upload(backend, dst, src, bytes, error);
+  gint64 t0 = ts_trace_now_ns();
+  gboolean ok = bytes == 0 || backend->klass->upload(backend, dst, src, bytes, error);
+  if (ok && bytes && backend->trace)
+    ts_trace_add_host(backend->trace, TS_TRACE_MEMCPY, "HtoD", t0, ts_trace_now_ns() - t0, bytes,
+                      GPOINTER_TO_SIZE(dst), NULL);
+  return ok;
 }
 
 gboolean
@@ -443,7 +481,12 @@ ts_backend_download(TsBackend *backend, void *dst, const TsBuffer *src, gsize by
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
   if (!check_copy("download", src, bytes, error))
     return FALSE;
-  return bytes == 0 || backend->klass->download(backend, dst, src, bytes, error);
+  gint64 t0 = ts_trace_now_ns();
+  gboolean ok = bytes == 0 || backend->klass->download(backend, dst, src, bytes, error);
+  if (ok && bytes && backend->trace)
+    ts_trace_add_host(backend->trace, TS_TRACE_MEMCPY, "DtoH", t0, ts_trace_now_ns() - t0, bytes,
+                      GPOINTER_TO_SIZE(src), NULL);
+  return ok;
 }
 
 /* ------------------------------------------------------------------------------------------ */

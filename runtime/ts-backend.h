@@ -17,6 +17,8 @@
 
 #include <glib.h>
 
+#include "ts-trace.h"
+
 G_BEGIN_DECLS
 
 #define TS_BACKEND_ERROR (ts_backend_error_quark())
@@ -91,6 +93,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsBackend, ts_backend_free)
 const char *const *ts_backend_names(void);
 
 const TsDeviceInfo *ts_backend_describe(TsBackend *backend);
+
+/* Records what the backend does into trace (a reference is taken) until set to NULL: compiles,
+ * allocations and frees, copies, and every launch ts_backend_time runs (warm-ups included,
+ * their detail "warm-up"). */
+void ts_backend_set_trace(TsBackend *backend, TsTrace *trace);
 const char *ts_backend_name(TsBackend *backend);
 
 /* Artifact cache root: $XDG_CACHE_HOME/tessera/artifacts by default; NULL restores it. Takes

@@ -6,6 +6,78 @@
 
 #include "ts-nvtx.h"
 
+/* The recording side, independent of NVTX: a per-thread stack of open ranges. */
+typedef struct {
+  const char *name; /* interned */
+  gint64 start_ns;
+  TsTrace *trace;   /* the trace when it opened: a range spanning a set_trace is dropped */
+} Open;
+
+static TsTrace *recording; /* under rec_lock */
+static GMutex rec_lock;
+static void
+free_open_ranges(gpointer p)
+{
+  GArray *a = p;
+  for (guint i = 0; i < a->len; i++)
+    ts_trace_unref(g_array_index(a, Open, i).trace);
+  g_array_unref(a);
+}
+
+static GPrivate open_key = G_PRIVATE_INIT(free_open_ranges);
+
+void
+ts_nvtx_set_trace(TsTrace *trace)
+{
+  g_mutex_lock(&rec_lock);
+  TsTrace *old = recording;
+  recording = trace ? ts_trace_ref(trace) : NULL;
+  g_mutex_unlock(&rec_lock);
+  ts_trace_unref(old);
+}
+
+static void
+record_push(const char *name)
+{
+  GArray *open_ranges = g_private_get(&open_key);
+  if (open_ranges == NULL) {
+    open_ranges = g_array_new(FALSE, FALSE, sizeof(Open));
+    g_private_set(&open_key, open_ranges);
+  }
+  g_mutex_lock(&rec_lock);
+  Open o = {g_intern_string(name), ts_trace_now_ns(), recording ? ts_trace_ref(recording) : NULL};
+  g_mutex_unlock(&rec_lock);
+  g_array_append_val(open_ranges, o);
+}
+
+static void
+record_pop(void)
+{
+  GArray *open_ranges = g_private_get(&open_key);
+  if (open_ranges == NULL || open_ranges->len == 0)
+    return;
+  Open o = g_array_index(open_ranges, Open, open_ranges->len - 1);
+  g_array_set_size(open_ranges, open_ranges->len - 1);
+  if (o.trace == NULL)
+    return;
+  g_mutex_lock(&rec_lock);
+  gboolean same = o.trace == recording;
+  g_mutex_unlock(&rec_lock);
+  if (same) {
+    gint64 now = ts_trace_now_ns();
+    TsTraceEvent e = {
+      .kind = TS_TRACE_RANGE,
+      .name = o.name,
+      .start_ns = o.start_ns,
+      .dur_ns = now - o.start_ns,
+      .lane = ts_trace_thread_lane(),
+      .depth = open_ranges->len,
+    };
+    ts_trace_add(o.trace, &e);
+  }
+  ts_trace_unref(o.trace);
+}
+
 #if TS_HAVE_NVTX
 #include <nvtx3/nvToolsExt.h>
 
@@ -33,12 +105,14 @@ ts_nvtx_push(const char *name)
   attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
   attr.message.ascii = name;
   nvtxDomainRangePushEx(domain(), &attr);
+  record_push(name);
 }
 
 void
 ts_nvtx_pop(void)
 {
   nvtxDomainRangePop(domain());
+  record_pop();
 }
 
 #else /* !TS_HAVE_NVTX */
@@ -46,11 +120,13 @@ ts_nvtx_pop(void)
 void
 ts_nvtx_push(const char *name)
 {
+  record_push(name);
 }
 
 void
 ts_nvtx_pop(void)
 {
+  record_pop();
 }
 
 #endif

@@ -8,11 +8,18 @@
 
 #include <glib.h>
 
+#include "ts-trace.h"
+
 G_BEGIN_DECLS
 
 /* Opens a range named name (copied by the tool; any UTF-8). */
 void ts_nvtx_push(const char *name);
 /* Closes the innermost range this thread opened. */
 void ts_nvtx_pop(void);
+
+/* While set, every range closed on any thread is also recorded in trace (TS_TRACE_RANGE, with
+ * its nesting depth): the CPU timeline gets the same phases Nsight shows. NULL stops it; the
+ * ranges still open then are not recorded. */
+void ts_nvtx_set_trace(TsTrace *trace);
 
 G_END_DECLS

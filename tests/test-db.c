@@ -1418,7 +1418,8 @@ make_v2(const char *path)
   sqlite3 *sql = NULL;
   g_assert_cmpint(sqlite3_open(path, &sql), ==, SQLITE_OK);
   g_assert_cmpint(sqlite3_exec(sql,
-                               "DROP TABLE gate_result; DROP TABLE gate_artifact;"
+                               "DROP TABLE profile_event; DROP TABLE profile;"
+                               " DROP TABLE gate_result; DROP TABLE gate_artifact;"
                                " DROP TABLE gate_run; PRAGMA user_version = 2;",
                                NULL, NULL, NULL),
                   ==, SQLITE_OK);
@@ -1428,7 +1429,7 @@ make_v2(const char *path)
 static void
 test_gate_migrate_v2(Fx *fx, gconstpointer data)
 {
-  g_assert_cmpint(ts_db_schema_version(), ==, 3);
+  g_assert_cmpint(ts_db_schema_version(), ==, 4);
   gint64 a = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
   g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, a, NULL));
   g_clear_pointer(&fx->db, ts_db_close);
@@ -1462,6 +1463,67 @@ test_gate_migrate_v2(Fx *fx, gconstpointer data)
   g_assert_no_error(error);
 }
 
+/* A profile and its timeline in one transaction; read back in order; a bad event stores
+ * nothing. */
+static void
+test_profile(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 trial = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
+  TsDbEvent ev[] = {
+    {"range", "tessera: measure", 0, 1000, 0, 0, 7, 0, NULL},
+    {"alloc", "alloc", 10, 0, 4096, 0xabc, 7, 0, NULL},
+    {"kernel", "ts_gemm_1", 100, 800, 0, 0, 7, 1, "timed"},
+    {"free", "free", 950, 0, 4096, 0xabc, 7, 0, NULL},
+  };
+  TsDbProfile p = {.workload_id = fx->w, .device_id = fx->d, .toolchain_id = fx->t,
+                   .trial_id = trial, .kind = "run", .schedule = "block(m=64)",
+                   .summary_json = "{\"median_ns\": 800}", .t0_ns = 123456789};
+  gint64 id = 0;
+  g_assert_true(ts_db_add_profile(fx->db, &p, ev, G_N_ELEMENTS(ev), &id, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(id, >, 0);
+  g_autoptr(TsDbProfile) back = ts_db_get_profile(fx->db, id, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(back->trial_id, ==, trial);
+  g_assert_cmpint(back->t0_ns, ==, 123456789);
+  g_assert_cmpuint(back->n_events, ==, 4);
+  g_assert_cmpstr(back->kind, ==, "run");
+  g_autoptr(GArray) got = ts_db_profile_events(fx->db, id, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(got->len, ==, 4);
+  for (guint i = 0; i < got->len; i++) {
+    const TsDbEvent *e = &g_array_index(got, TsDbEvent, i);
+    g_assert_cmpstr(e->kind, ==, ev[i].kind);
+    g_assert_cmpstr(e->name, ==, ev[i].name);
+    g_assert_cmpint(e->start_ns, ==, ev[i].start_ns);
+    g_assert_cmpint(e->dur_ns, ==, ev[i].dur_ns);
+    g_assert_cmpuint(e->bytes, ==, ev[i].bytes);
+    g_assert_cmpuint(e->address, ==, ev[i].address);
+    g_assert_cmpuint(e->depth, ==, ev[i].depth);
+    g_assert_cmpstr(e->detail, ==, ev[i].detail);
+  }
+  /* A whole-session profile: no workload, no trial. */
+  TsDbProfile q = {.device_id = fx->d, .toolchain_id = fx->t, .kind = "tune", .t0_ns = 1};
+  gint64 id2 = 0;
+  g_assert_true(ts_db_add_profile(fx->db, &q, NULL, 0, &id2, &error));
+  g_autoptr(GPtrArray) all = ts_db_list_profiles(fx->db, 0, &error);
+  g_assert_cmpuint(all->len, ==, 2);
+  g_assert_cmpint(((TsDbProfile *)all->pdata[0])->id, ==, id2); /* newest first */
+  g_autoptr(GPtrArray) mine = ts_db_list_profiles(fx->db, fx->w, &error);
+  g_assert_cmpuint(mine->len, ==, 1);
+
+  TsDbEvent bad[] = {ev[0], {"teleport", "x", 0, 0, 0, 0, 0, 0, NULL}};
+  g_assert_false(ts_db_add_profile(fx->db, &p, bad, 2, NULL, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "teleport"));
+  g_clear_error(&error);
+  g_autoptr(GPtrArray) still = ts_db_list_profiles(fx->db, 0, &error);
+  g_assert_cmpuint(still->len, ==, 2);
+  g_assert_null(ts_db_get_profile(fx->db, 999, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1487,5 +1549,6 @@ main(int argc, char **argv)
   ADD("gate/invalid", test_gate_invalid);
   ADD("gate/read-only-handle", test_gate_read_only);
   ADD("gate/migrate-v2", test_gate_migrate_v2);
+  ADD("profile", test_profile);
   return g_test_run();
 }

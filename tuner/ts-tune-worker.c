@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ts-prof-perf.h"
 #include "ts-tune-strategy.h"
 
 /* ---- wire format ---- */
@@ -76,6 +77,7 @@ result_to_json(const TsTrialResult *r, const char *refused)
     NUM("spill_stores", res->spill_stores);
     NUM("spill_loads", res->spill_loads);
     NUM("threads", res->threads);
+    STR("counters", r->counters_json);
     json_builder_set_member_name(b, "samples_ns");
     json_builder_begin_array(b);
     for (guint i = 0; i < r->samples_ns->len; i++)
@@ -208,9 +210,19 @@ serve(WorkerState *st, const char *line)
     (guint)json_object_get_double_member_with_default(o, "max_samples", opt.max_samples);
   opt.target_ms = json_object_get_double_member_with_default(o, "target_ms", opt.target_ms);
   opt.rel_spread = json_object_get_double_member_with_default(o, "rel_spread", opt.rel_spread);
+  /* Host performance counters describe a CPU kernel; on a GPU they would count the launcher. */
+  g_autoptr(TsProfCounters) counters = NULL;
+  TsMeasureHooks hooks;
+  if (strcmp(ts_backend_describe(backend)->backend, "cpu") == 0) {
+    counters = ts_prof_counters_new();
+    ts_prof_counters_hooks(counters, &hooks);
+    opt.hooks = &hooks;
+  }
   g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, &error);
   if (r == NULL)
     return result_to_json(NULL, error->message);
+  if (counters && r->status == TS_TRIAL_OK)
+    r->counters_json = ts_prof_counters_to_json(counters, ts_prof_counters_launches(counters));
   return result_to_json(r, NULL);
 }
 
@@ -346,6 +358,8 @@ parse_result(const char *line, GError **error)
   res->spill_stores = (gint)json_object_get_int_member_with_default(o, "spill_stores", -1);
   res->spill_loads = (gint)json_object_get_int_member_with_default(o, "spill_loads", -1);
   res->threads = (gint)json_object_get_int_member_with_default(o, "threads", -1);
+  const char *counters = json_object_get_string_member_with_default(o, "counters", NULL);
+  r->counters_json = counters ? g_strdup(counters) : NULL;
   JsonArray *a = json_object_get_array_member(o, "samples_ns");
   for (guint i = 0; a && i < json_array_get_length(a); i++) {
     double v = json_array_get_double_element(a, i);

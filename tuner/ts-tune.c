@@ -251,6 +251,8 @@ trial_metrics_json(const Loop *l, const TsTrialResult *r)
     g_autofree char *rj = ts_prof_roofline_to_json(&roof);
     g_string_append_printf(j, ", \"roofline\": %s", rj);
   }
+  if (r->counters_json)
+    g_string_append_printf(j, ", \"counters\": %s", r->counters_json);
   const TsModuleResources *res = &r->resources;
   const struct { const char *name; gint v; } f[] = {
     {"registers", res->registers},       {"smem_static", res->smem_static},

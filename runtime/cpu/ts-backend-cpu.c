@@ -542,23 +542,34 @@ release_ptrs(BufferPtrs *p)
     g_free(p->ptrs);
 }
 
-static gboolean
-cpu_launch(TsBackend *backend, TsModule *module, const TsLaunch *launch, GError **error)
-{
-  BufferPtrs p;
-  void *const *bufs = collect_ptrs(&p, launch);
-  ((TsCpuModule *)module)->entry(bufs, (const int64_t *)(const void *)launch->ints,
-                                 launch->floats);
-  release_ptrs(&p);
-  return TRUE;
-}
-
 static gint64
 now_ns(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (gint64)ts.tv_sec * G_GINT64_CONSTANT(1000000000) + ts.tv_nsec;
+}
+
+/* A kernel on the CPU runs in the calling thread (and its OpenMP team): its event goes on the
+ * caller's lane, inside whatever range the caller has open. */
+static void
+record_kernel(TsBackend *backend, TsModule *module, gint64 t0, gint64 t1, const char *detail)
+{
+  ts_trace_add_host(backend->trace, TS_TRACE_KERNEL, module->entry, t0, t1 - t0, 0, 0, detail);
+}
+
+static gboolean
+cpu_launch(TsBackend *backend, TsModule *module, const TsLaunch *launch, GError **error)
+{
+  BufferPtrs p;
+  void *const *bufs = collect_ptrs(&p, launch);
+  gint64 t0 = now_ns();
+  ((TsCpuModule *)module)->entry(bufs, (const int64_t *)(const void *)launch->ints,
+                                 launch->floats);
+  if (backend->trace)
+    record_kernel(backend, module, t0, now_ns(), "launch");
+  release_ptrs(&p);
+  return TRUE;
 }
 
 /* The pointer array is built once so the timed region holds only the call. */
@@ -570,12 +581,19 @@ cpu_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_w
   BufferPtrs p;
   void *const *bufs = collect_ptrs(&p, launch);
   const int64_t *ints = (const int64_t *)(const void *)launch->ints;
-  for (guint i = 0; i < n_warmup; i++)
+  for (guint i = 0; i < n_warmup; i++) {
+    gint64 t0 = now_ns();
     entry(bufs, ints, launch->floats);
+    if (backend->trace)
+      record_kernel(backend, module, t0, now_ns(), "warm-up");
+  }
   for (guint i = 0; i < n_samples; i++) {
     gint64 t0 = now_ns();
     entry(bufs, ints, launch->floats);
-    samples_ns[i] = (double)(now_ns() - t0);
+    gint64 t1 = now_ns();
+    samples_ns[i] = (double)(t1 - t0);
+    if (backend->trace)
+      record_kernel(backend, module, t0, t1, "timed");
   }
   release_ptrs(&p);
   return TRUE;
