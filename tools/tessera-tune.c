@@ -461,6 +461,7 @@ print_usage(void)
           "  lower OP    print Graph, Schedule, Tile and Target IR of a schedule point\n"
           "  run OP      compile, verify and time one schedule point\n"
           "  check OP    compile every point of OP's CUDA space for sm_90a/sm_80 (no GPU needed)\n"
+          "  profile OP  run one point under the profiler: timeline, counters, roofline; Chrome trace\n"
           "              and report registers, shared memory and spills\n"
           "  strategies  list the search strategies; 'strategies compare --replay FILE' ranks\n"
           "              them on a recorded tuning file\n"
@@ -486,7 +487,7 @@ main(int argc, char **argv)
     {"tune", tt_cmd_tune},     {"lookup", tt_cmd_lookup}, {"show", tt_cmd_show},
     {"export", tt_cmd_export}, {"import", tt_cmd_import}, {"lower", cmd_lower},
     {"run", cmd_run},          {"strategies", tt_cmd_strategies},
-    {"check", tt_cmd_check},
+    {"check", tt_cmd_check},         {"profile", tt_cmd_profile},
   };
   const char *cmd = argv[1];
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)

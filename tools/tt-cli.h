@@ -77,3 +77,4 @@ int tt_cmd_export(int argc, char **argv);
 int tt_cmd_import(int argc, char **argv);
 int tt_cmd_strategies(int argc, char **argv);
 int tt_cmd_check(int argc, char **argv);
+int tt_cmd_profile(int argc, char **argv);

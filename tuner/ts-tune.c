@@ -237,15 +237,15 @@ maybe_promote(Loop *l, const TsDbTrial *trial, GError **error)
 
 /* The trial's rates, and what the kernel uses when the backend knows it (GPU: registers,
  * shared memory, spills — features of the cost model). */
-static char *
-trial_metrics_json(const Loop *l, const TsTrialResult *r)
+char *
+ts_tune_trial_metrics_json(TsOpInstance *inst, TsBackend *backend,
+                           const TsProfCeilings *ceilings, const TsTrialResult *r)
 {
   GString *j = g_string_new(NULL);
   g_string_append_printf(j, "{\"gflops\": %.6g, \"gbps\": %.6g", r->gflops, r->gbps);
   TsProfRoofline roof;
-  TsOpInstance *inst = l->cfg->inst;
-  if (l->cfg->ceilings &&
-      ts_prof_roofline(l->cfg->ceilings, ts_tune_compute_roof(inst, l->cfg->backend),
+  if (ceilings &&
+      ts_prof_roofline(ceilings, ts_tune_compute_roof(inst, backend),
                        ts_op_instance_flops(inst), ts_op_instance_bytes(inst), r->median_ns * 1e-9,
                        &roof)) {
     g_autofree char *rj = ts_prof_roofline_to_json(&roof);
@@ -290,7 +290,8 @@ store(Loop *l, const TsSchedPoint *point, const TsTrialResult *r, const char *er
       t->min_ns = r->min_ns;
       t->max_ns = r->max_ns;
       t->samples_ns = g_array_ref(r->samples_ns);
-      t->metrics_json = trial_metrics_json(l, r);
+      t->metrics_json =
+        ts_tune_trial_metrics_json(l->cfg->inst, l->cfg->backend, l->cfg->ceilings, r);
     }
     if (r->message && *r->message)
       t->error_text = g_strdup(r->message);

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""test-profile.py — end-to-end tests of `tessera-tune profile` on the CPU through the real
+binary: the run is stored as a trial with roofline coordinates and counters (or the reason they
+are unavailable), the profile and its timeline are stored, the Chrome trace parses and holds the
+expected events in order, export from the cache reproduces it, and bad input fails clearly.
+Prints TAP."""
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+TT = sys.argv[1]
+TMP = tempfile.mkdtemp(prefix="tessera-profile-test-")
+ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
+DB = os.path.join(TMP, "p.db")
+GEMM = ["gemm", "--shape", "M=64,N=48,K=32", "--db", DB]
+count = 0
+
+
+def ok(cond, what):
+    global count
+    count += 1
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (count, what), flush=True)
+    if not cond:
+        print("1..%d" % count)
+        sys.exit(1)
+
+
+def tt(*args, env=None, timeout=600):
+    p = subprocess.run([TT, *args], env=env or ENV, capture_output=True, text=True,
+                       timeout=timeout)
+    if p.returncode not in (0,):
+        print("# exit %d from %s\n# stdout: %s\n# stderr: %s" % (p.returncode, args,
+                                                               p.stdout[-2000:], p.stderr[-2000:]))
+    return p
+
+
+def rows(sql, *params):
+    con = sqlite3.connect(DB)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def inside(inner, outer):
+    return (inner["tid"] == outer["tid"] and inner["ts"] >= outer["ts"] - 1e-3 and
+            inner["ts"] + inner.get("dur", 0) <= outer["ts"] + outer["dur"] + 1e-3)
+
+
+trace = os.path.join(TMP, "trace.json")
+p = tt("profile", *GEMM, "--output", trace)
+ok(p.returncode == 0, "profile gemm exits 0")
+for label in ["workload", "schedule", "status", "time", "roofline", "counters", "timeline",
+              "trace", "stored"]:
+    ok(re.search(r"^%s +\S" % label, p.stdout, re.M) is not None, "the report has a %s line" % label)
+ok("(default)" in p.stdout, "with nothing cached, the op's default point is profiled")
+
+# The trial: stored with its roofline coordinates and per-launch counters.
+(metrics, status, strategy), = rows("SELECT metrics, status, strategy FROM trial")
+m = json.loads(metrics)
+ok(status == "ok" and strategy == "profile", "the run is stored as a verified trial")
+roof = m["roofline"]
+ok(roof["intensity"] > 0 and 0 < roof["fraction"] and roof["bound"] in ("f32", "dram"),
+   "the trial has roofline coordinates")
+c = m["counters"]
+ok(("cycles" in c and c["instructions"] > 0) or
+   c.get("unavailable", "").startswith("counters unavailable: "),
+   "the trial has hardware counters or says why not")
+ok("unavailable" not in c or "cycles" not in c, "unavailable counters are left out, not zero")
+
+# The profile row and its timeline.
+(pid, trial_id, n_events, summary), = rows(
+    "SELECT p.id, p.trial_id, (SELECT count(*) FROM profile_event e WHERE e.profile_id = p.id),"
+    " p.summary FROM profile p")
+s = json.loads(summary)
+ok(trial_id is not None and n_events > 10, "the profile is stored with its trial and events")
+ok(s["events"]["kernel"] >= 5 and s["status"] == "ok", "the summary counts the kernel launches")
+
+# The Chrome trace: valid JSON, the events in order, nested as they happened.
+with open(trace) as f:
+    doc = json.load(f)
+ev = doc["traceEvents"]
+ok(any(e["ph"] == "M" and e["name"] == "process_name" for e in ev), "the trace names its process")
+xs = [e for e in ev if e["ph"] == "X"]
+ok(xs == sorted(xs, key=lambda e: e["ts"]), "complete events are in time order")
+ranges = {e["name"]: e for e in xs if e["cat"] == "range"}
+ok(set(ranges) >= {"tessera: profile gemm", "tessera: compile", "tessera: verify",
+                   "tessera: measure"}, "the tuner phases are ranges")
+outer = ranges["tessera: profile gemm"]
+ok(all(inside(ranges[r], outer) for r in ranges if r != outer["name"]),
+   "the phases nest inside the profile range")
+ok(ranges["tessera: compile"]["ts"] < ranges["tessera: verify"]["ts"] <
+   ranges["tessera: measure"]["ts"], "compile, then verify, then measure")
+compiles = [e for e in xs if e["cat"] == "compile"]
+ok(len(compiles) == 1 and inside(compiles[0], ranges["tessera: compile"]),
+   "the compile is inside the compile phase")
+kernels = [e for e in xs if e["cat"] == "kernel"]
+verify_k = [k for k in kernels if inside(k, ranges["tessera: verify"])]
+measure_k = [k for k in kernels if inside(k, ranges["tessera: measure"])]
+ok(len(verify_k) == 1 and verify_k[0]["args"]["detail"] == "launch",
+   "verification launches the kernel once")
+ok(len(measure_k) == len(kernels) - 1 and
+   [k["args"]["detail"] for k in measure_k][:2] == ["warm-up", "warm-up"] and
+   all(k["args"]["detail"] == "timed" for k in measure_k[2:]),
+   "measurement: warm-ups, then the timed launches")
+ok(len(measure_k) - 2 == s["samples"] + 1, "every timed launch is on the timeline")
+copies = [e for e in xs if e["cat"] == "memcpy"]
+h2d = [e for e in copies if e["name"] == "HtoD"]
+d2h = [e for e in copies if e["name"] == "DtoH"]
+ok(len(h2d) == 3 and all(e["ts"] < verify_k[0]["ts"] for e in h2d),
+   "the inputs are uploaded before the first launch")
+ok(len(d2h) >= 1 and d2h[0]["ts"] > verify_k[0]["ts"], "the output is read back after it")
+ok(h2d[0]["args"]["bytes"] == 64 * 32 * 4, "copies carry their sizes")
+mem = [e for e in ev if e["ph"] == "C" and e["name"] == "memory in use"]
+peak = max(e["args"]["bytes"] for e in mem)
+ok(peak == (64 * 32 + 32 * 48 + 64 * 48) * 4 and s["peak_bytes"] == peak,
+   "the memory counter peaks at the three buffers")
+ok(mem[-1]["args"]["bytes"] == 0, "and returns to zero when they are freed")
+
+# Export from the cache gives the same events.
+exported = os.path.join(TMP, "exported.json")
+p = tt("profile", "export", str(pid), "--output", exported, "--db", DB)
+ok(p.returncode == 0, "profile export exits 0")
+with open(exported) as f:
+    again = json.load(f)["traceEvents"]
+strip = lambda evs: [(e["ph"], e["name"], e.get("cat"), e["ts"], e.get("dur"), e.get("args"))
+                     for e in evs if e["ph"] != "M"]
+ok(strip(again) == strip(ev), "the exported trace equals the one written at the run")
+p = tt("profile", "list", "--db", DB)
+ok(p.returncode == 0 and re.search(r"^\s+%d\s" % pid, p.stdout, re.M), "profile list shows it")
+
+# A second profile of the same workload uses the cached best once there is one.
+p = tt("tune", *GEMM, "--budget", "2", "--strategy", "random")
+ok(p.returncode == 0, "a short tune caches a best")
+p = tt("profile", *GEMM)
+ok(p.returncode == 0 and "(cached best)" in p.stdout, "profile then runs the cached best")
+
+# Counters turned off: said plainly, and the trial is still stored.
+env = dict(ENV, TESSERA_PERF_COUNTERS="0")
+p = tt("profile", *GEMM, "--schedule", "block(m=36)", env=env)
+ok(p.returncode == 0 and "counters unavailable: turned off by TESSERA_PERF_COUNTERS=0" in p.stdout,
+   "counters off: the report says so")
+(metrics,), = rows("SELECT metrics FROM trial WHERE strategy = 'profile' AND schedule LIKE"
+                   " 'block(m=36,%'")
+ok("roofline" in json.loads(metrics) and "unavailable" in json.loads(metrics)["counters"],
+   "counters off: the trial is stored with its roofline and the reason")
+
+# Bad input.
+p = tt("profile", "export", "999", "--output", exported, "--db", DB)
+ok(p.returncode != 0 and "no profile 999" in p.stderr, "export of an unknown profile says so")
+p = tt("profile", "export", "abc", "--output", exported, "--db", DB)
+ok(p.returncode == 2 and "profile id" in p.stderr, "export of a non-number says so")
+p = tt("profile", "gemm", "--shape", "M=64", "--db", DB)
+ok(p.returncode == 2 and "lacks dim" in p.stderr, "a bad shape is a usage error")
+p = tt("profile", *GEMM, "--schedule", "block(m=", env=env)
+ok(p.returncode == 2, "a malformed schedule is a usage error")
+p = tt("profile", "--help")
+ok(p.returncode == 0 and all(w in p.stdout for w in
+                             ["roofline", "counters unavailable", "timeline", "Chrome trace"]),
+   "profile --help documents the outputs")
+
+print("1..%d" % count)
+shutil.rmtree(TMP, ignore_errors=True)
