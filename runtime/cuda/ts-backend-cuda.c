@@ -792,7 +792,15 @@ time_with_cupti(TsCudaBackend *self, TsCudaModule *m, TsCudaArgs *args, const Sh
   launched = launched && wait_stream(self, m, s, error);
   /* Ends the session even after a failure, so no later launch is recorded by mistake. */
   guint found = 0;
-  *ok = ts__cuda_cupti_end(samples_ns, n, &found, &local) && launched;
+  g_autofree gint64 *starts = self->base.trace ? g_new0(gint64, n) : NULL;
+  *ok = ts__cuda_cupti_end(samples_ns, starts, n, &found, &local) && launched;
+  /* On a profiled run the GPU's own start and end go on the timeline, on the device's lane. */
+  for (guint i = 0; starts && *ok && i < n; i++) {
+    TsTraceEvent e = {.kind = TS_TRACE_KERNEL, .name = m->base.entry, .start_ns = starts[i],
+                      .dur_ns = (gint64)samples_ns[i], .lane = TS_TRACE_DEVICE_LANE,
+                      .detail = "timed (CUPTI)"};
+    ts_trace_add(self->base.trace, &e);
+  }
   if (launched && found == 0) {
     /* CUPTI took the setup but records nothing (a driver that withholds them): it never will. */
     fall_back_to_events(local != NULL ? local->message : "CUPTI delivers no kernel records");

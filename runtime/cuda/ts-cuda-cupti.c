@@ -23,6 +23,7 @@
   X(cuptiActivityFlushAll)                                                                         \
   X(cuptiActivityGetNextRecord)                                                                    \
   X(cuptiActivityGetNumDroppedRecords)                                                             \
+  X(cuptiGetTimestamp)                                                                             \
   X(cuptiSubscribe)                                                                                \
   X(cuptiEnableCallback)
 
@@ -51,6 +52,8 @@ static struct {
   GArray *corr;      /* guint32: correlation ids of the recorded launches, in launch order */
   GHashTable *index; /* correlation id → launch index + 1 */
   GArray *durations; /* double ns per recorded launch; -1 until its record arrives */
+  GArray *starts;    /* guint64: the GPU's start timestamp per recorded launch (CUPTI clock) */
+  gint64 to_host;    /* host clock (ts_trace_now_ns) minus CUPTI clock, taken at begin */
 } rec;
 
 static char *
@@ -86,6 +89,7 @@ buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t size
     if (slot == 0 || k->end < k->start)
       continue;
     g_array_index(rec.durations, double, slot - 1) = (double)(k->end - k->start);
+    g_array_index(rec.starts, guint64, slot - 1) = k->start;
   }
   g_mutex_unlock(&rec.lock);
   g_aligned_free(buffer);
@@ -108,6 +112,8 @@ on_driver_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     g_array_append_val(rec.corr, id);
     double pending = -1.0;
     g_array_append_val(rec.durations, pending);
+    guint64 no_start = 0;
+    g_array_append_val(rec.starts, no_start);
     g_hash_table_insert(rec.index, GUINT_TO_POINTER(id), GUINT_TO_POINTER(rec.corr->len));
   }
   g_mutex_unlock(&rec.lock);
@@ -134,6 +140,7 @@ init_cupti(gpointer data)
   api = fns;
   rec.corr = g_array_new(FALSE, FALSE, sizeof(guint32));
   rec.durations = g_array_new(FALSE, FALSE, sizeof(double));
+  rec.starts = g_array_new(FALSE, FALSE, sizeof(guint64));
   rec.index = g_hash_table_new(NULL, NULL);
 
   CUpti_SubscriberHandle subscriber = NULL;
@@ -169,14 +176,23 @@ ts__cuda_cupti_begin(GError **error)
   g_mutex_lock(&rec.lock);
   g_array_set_size(rec.corr, 0);
   g_array_set_size(rec.durations, 0);
+  g_array_set_size(rec.starts, 0);
   g_hash_table_remove_all(rec.index);
+  /* Both clocks count nanoseconds; one reading of each, back to back, maps one onto the other
+   * within a microsecond, which is what a timeline needs. */
+  uint64_t cupti_now = 0;
+  gint64 host_now = ts_trace_now_ns();
+  rec.to_host = api->cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS
+                    ? host_now - (gint64)cupti_now
+                    : 0;
   rec.thread = g_thread_self();
   g_mutex_unlock(&rec.lock);
   return TRUE;
 }
 
 gboolean
-ts__cuda_cupti_end(double *samples_ns, guint n, guint *n_found, GError **error)
+ts__cuda_cupti_end(double *samples_ns, gint64 *starts_ns, guint n, guint *n_found,
+                   GError **error)
 {
   g_mutex_lock(&rec.lock);
   rec.thread = NULL;
@@ -191,6 +207,8 @@ ts__cuda_cupti_end(double *samples_ns, guint n, guint *n_found, GError **error)
   guint found = 0;
   for (guint i = 0; i < n && i < rec.durations->len; i++) {
     samples_ns[i] = g_array_index(rec.durations, double, i);
+    if (starts_ns)
+      starts_ns[i] = (gint64)g_array_index(rec.starts, guint64, i) + rec.to_host;
     if (samples_ns[i] >= 0)
       found++;
   }

@@ -152,7 +152,10 @@ G_STATIC_ASSERT(G_STRUCT_OFFSET(TsCudaArgs, floats) == 128);
  * the records, and fills samples_ns[i] with the duration of the i-th launch since begin;
  * *n_found says how many arrived, and fewer than n is TS_BACKEND_ERROR_LAUNCH. */
 gboolean ts__cuda_cupti_begin(GError **error);
-gboolean ts__cuda_cupti_end(double *samples_ns, guint n, guint *n_found, GError **error);
+/* samples_ns[i]: duration of the i-th recorded launch; starts_ns (optional): its start on the
+ * host clock of ts_trace_now_ns. */
+gboolean ts__cuda_cupti_end(double *samples_ns, gint64 *starts_ns, guint n, guint *n_found,
+                            GError **error);
 #endif
 
 G_END_DECLS
