@@ -99,4 +99,15 @@ print(f"{'workload':24} {'ours':>9} {'reference':>10}  {'ref':22} {'unit':8} rat
 for r in rows:
     print(f"{r[0]:24} {r[1]:>9} {r[2]:>10}  {r[3]:22} {r[4]:8} {r[5]}")
 EOF
+
+# Issue 7 on the GPU: ceilings, a profiled gemm and attention (timeline + Chrome trace), and the
+# profiler's overhead on kernel times (target within 2%).
+echo "## profiler"
+"$TT" devices --measure --db "$db"
+for w in "gemm M=4096,N=4096,K=4096" "flash_attention B=4,H=16,S=4096,D=128"; do
+  set -- $w
+  "$TT" profile "$1" --shape "$2" --dtype bf16 --backend cuda --db "$db" \
+        --output "$OUT/trace-$1-$device-$(date -u +%Y%m%d).json"
+done
+"$BUILD/bench/profile_overhead" --backend cuda --rounds 6 --samples 10
 echo "log: $log"
