@@ -34,12 +34,19 @@ double ts__prof_bench_rate(const TsProfBench *bench);
 TsProfCeilings *ts__prof_measure_cpu(TsBackend *backend, GError **error);
 TsProfCeilings *ts__prof_measure_cuda(TsBackend *backend, GError **error);
 
-/* A GPU ceiling microbenchmark: its roof, entry symbol and CUDA C source for one arch. */
+/* A GPU ceiling microbenchmark for one arch: the roof it measures, its entry symbol and CUDA C
+ * source. Every kernel takes its sink buffer as bufs[0] and its repeat count as ints[0]; the
+ * memory ones read bufs[1] (and the DRAM copy writes bufs[2]), ints[1] 16-byte vectors long. */
 typedef struct {
   char *roof;
   char *entry;
   char *source;
-  guint threads; /* per block */
+  TsProfCeilingKind kind;
+  guint threads;       /* per block */
+  guint blocks_per_sm; /* the grid is this many blocks per SM */
+  double flops;        /* per repeat per block (compute roofs) */
+  double bytes_per_vector; /* per repeat per 16-byte vector of ints[1] (memory roofs) */
+  char *what;          /* how it measures, for the method line: "wgmma m64n256k16" */
 } TsProfCudaSource;
 
 /* The microbenchmarks measure_cuda runs on arch ("sm_90a": wgmma tensor-core kernels; "sm_89":
