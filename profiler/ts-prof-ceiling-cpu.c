@@ -18,7 +18,7 @@
 /* A launch this long makes the clock's resolution and the OpenMP fork negligible, and keeps
  * the whole set of ~12 microbenchmarks x (calibration + rounds) within a few seconds. */
 #define TARGET_NS 20e6
-#define ROUNDS 7
+#define ROUNDS 5
 #define FMA_CHAINS 12
 #define READ_ACCS 8
 
@@ -200,8 +200,8 @@ add_read(Cpu *c, TsModule *m, const char *roof, guint64 level, gboolean shared, 
   if (data == NULL)
     return FALSE;
   TsBuffer *bufs[2] = {data, c->sink};
-  add_bench(c, roof, 1, m, bufs, 2, 100, (gint64)(one / c->vbytes), (double)one);
-  add_bench(c, roof, c->cores, m, bufs, 2, 100, (gint64)(each / c->vbytes),
+  add_bench(c, roof, 1, m, bufs, 2, 1, (gint64)(one / c->vbytes), (double)one);
+  add_bench(c, roof, c->cores, m, bufs, 2, 1, (gint64)(each / c->vbytes),
             (double)(each * c->cores));
   return TRUE;
 }

@@ -17,28 +17,42 @@ ts_prof_measure_ceilings(TsBackend *be, GError **error)
   return NULL;
 }
 
+/* The fastest of n launches (n <= 3). */
 static gboolean
-time_once(TsBackend *be, TsProfBench *b, guint warmup, double *ns, GError **error)
+time_min(TsBackend *be, TsProfBench *b, guint warmup, guint n, double *ns, GError **error)
 {
+  double s[3];
   b->launch.buffers = b->bufs;
   b->launch.ints = b->ints;
   b->launch.n_ints = MAX(b->launch.n_ints, 1);
-  return ts_backend_time(be, b->module, &b->launch, warmup, 1, ns, error);
+  if (!ts_backend_time(be, b->module, &b->launch, warmup, n, s, error))
+    return FALSE;
+  *ns = s[0];
+  for (guint i = 1; i < n; i++)
+    *ns = MIN(*ns, s[i]);
+  return TRUE;
 }
 
 gboolean
 ts__prof_calibrate(TsBackend *be, TsProfBench *b, double target_ns, GError **error)
 {
   b->ints[0] = MAX(b->ints[0], 1);
-  double ns = 0;
-  /* Grow geometrically until a launch is long enough that the clock's resolution and the launch
-   * overhead are small against it, then scale to the target in one step. */
+  double ns = 0, prev_ns = 0;
+  gint64 growth = 0;
+  /* Grow geometrically, then scale to the target in one step, once a launch is long and its
+   * time grew with the work: a launch can be long for nothing but the start-up of its threads
+   * (a worker waiting for a core a neighbour holds), and scaling by that would leave runs where
+   * the start-up, not the work, is what gets timed. The fastest of three at each size, so one
+   * stall does not decide it either. */
   for (int tries = 0;; tries++) {
-    if (!time_once(be, b, tries == 0 ? 1 : 0, &ns, error))
+    if (!time_min(be, b, tries == 0 ? 1 : 0, 3, &ns, error))
       return FALSE;
-    if (ns >= target_ns / 8 || tries == 8)
+    gboolean grew = growth > 0 && ns >= prev_ns * (double)growth / 2;
+    if ((ns >= target_ns / 8 && grew) || ns >= target_ns || tries == 12)
       break;
-    b->ints[0] *= ns < target_ns / 256 ? 32 : 4;
+    growth = ns < target_ns / 256 ? 32 : 4;
+    b->ints[0] *= growth;
+    prev_ns = ns;
   }
   double scale = target_ns / MAX(ns, 1.0);
   b->ints[0] = MAX((gint64)((double)b->ints[0] * scale), 1);
@@ -51,7 +65,7 @@ ts__prof_run_benches(TsBackend *be, TsProfBench *benches, guint n, guint rounds,
   for (guint r = 0; r < rounds; r++)
     for (guint i = 0; i < n; i++) {
       double ns = 0;
-      if (!time_once(be, &benches[i], r == 0 ? 1 : 0, &ns, error))
+      if (!time_min(be, &benches[i], r == 0 ? 1 : 0, 1, &ns, error))
         return FALSE;
       if (ns > 0 && (benches[i].best_ns == 0 || ns < benches[i].best_ns))
         benches[i].best_ns = ns;
