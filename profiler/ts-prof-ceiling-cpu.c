@@ -112,6 +112,7 @@ typedef struct {
   GPtrArray *buffers; /* TsBuffer, owned */
   GArray *benches;    /* TsProfBench */
   TsBuffer *sink;
+  guint64 triad_bytes; /* per array */
 } Cpu;
 
 static void
@@ -219,6 +220,7 @@ add_triad(Cpu *c, GError **error)
   if (c->d->memory_bytes > 0)
     bytes = MIN(bytes, c->d->memory_bytes / 48);
   bytes = round_down(bytes, 4096);
+  c->triad_bytes = bytes;
   TsBuffer *bufs[3];
   for (int i = 0; i < 3; i++)
     if ((bufs[i] = zeroed(c, bytes, error)) == NULL)
@@ -287,10 +289,10 @@ ts__prof_measure_cpu(TsBackend *be, GError **error)
     g_autofree char *method = g_strdup_printf(
       "FMA: %d chains of %u-byte vectors per thread; cache reads: %d accumulators of %u-byte "
       "loads over half of each level (a quarter of a private one per thread on all cores); "
-      "DRAM: STREAM triad over 3 x %" G_GSIZE_FORMAT " MiB; fastest of %d interleaved runs of "
+      "DRAM: STREAM triad over 3 x %" G_GUINT64_FORMAT " MiB; fastest of %d interleaved runs of "
       "~%.0f ms",
       FMA_CHAINS, c.vbytes, READ_ACCS, c.vbytes,
-      ts_buffer_size(c.buffers->pdata[c.buffers->len - 1]) >> 20, ROUNDS, TARGET_NS / 1e6);
+      c.triad_bytes >> 20, ROUNDS, TARGET_NS / 1e6);
     ts_prof_ceilings_set_method(out, method);
   }
   cpu_clear(&c);
