@@ -1,132 +1,80 @@
-/* ts-prof-ceiling.c — the CPU ceilings, measured through the same backend that runs kernels
- * (the system compiler, OpenMP), so the peak and the kernels share flags and threads.
- *
- * FMA: 12 independent vector accumulators per thread — Zen 3 and Intel cores issue two FMAs a
- * cycle with a 4-5 cycle latency, so at least 8-10 chains are needed to keep both pipes full.
- * Bandwidth: STREAM's triad a = b + s*c; 64 MiB per array puts 192 MiB in flight, six times a
- * 32 MiB L3, and STREAM's convention of 3 words per element (write-allocate not counted). */
-#include "ts-prof.h"
-
-#include <json-glib/json-glib.h>
-#include <math.h>
-#include <stdlib.h>
-
-static const char *FMA_SRC =
-  "#include <stdint.h>\n"
-  "#include \"ts_cpu_prims.h\"\n"
-  "__attribute__((visibility(\"default\"))) void ts_peak_fma(void *const *b, const int64_t *n,"
-  " const double *f);\n"
-  "void ts_peak_fma(void *const *b, const int64_t *n, const double *f)\n"
-  "{\n"
-  "  (void)f;\n"
-  "#pragma omp parallel num_threads((int)n[1])\n"
-  "  {\n"
-  "    ts_vf a0 = ts_vf_splat(1.0f), a1 = a0 + 1.0f, a2 = a0 + 2.0f, a3 = a0 + 3.0f,\n"
-  "          a4 = a0 + 4.0f, a5 = a0 + 5.0f, a6 = a0 + 6.0f, a7 = a0 + 7.0f, a8 = a0 + 8.0f,\n"
-  "          a9 = a0 + 9.0f, a10 = a0 + 10.0f, a11 = a0 + 11.0f;\n"
-  "    const ts_vf m = ts_vf_splat(0.999999f), c = ts_vf_splat(1e-7f);\n"
-  "    for (int64_t i = 0; i < n[0]; i++) {\n"
-  "      a0 = a0 * m + c; a1 = a1 * m + c; a2 = a2 * m + c; a3 = a3 * m + c;\n"
-  "      a4 = a4 * m + c; a5 = a5 * m + c; a6 = a6 * m + c; a7 = a7 * m + c;\n"
-  "      a8 = a8 * m + c; a9 = a9 * m + c; a10 = a10 * m + c; a11 = a11 * m + c;\n"
-  "    }\n"
-  "    float s = ts_vf_hsum(a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11);\n"
-  "    if (s == 12345.0f) ((float *)b[0])[0] = s;\n"
-  "  }\n"
-  "}\n";
-
-static const char *TRIAD_SRC =
-  "#include <stdint.h>\n"
-  "__attribute__((visibility(\"default\"))) void ts_peak_triad(void *const *b, const int64_t *n,"
-  " const double *f);\n"
-  "void ts_peak_triad(void *const *b, const int64_t *n, const double *f)\n"
-  "{\n"
-  "  float *restrict a = b[0];\n"
-  "  const float *restrict x = b[1], *restrict y = b[2];\n"
-  "  const float s = (float)f[0];\n"
-  "#pragma omp parallel for num_threads((int)n[1]) schedule(static)\n"
-  "  for (int64_t i = 0; i < n[0]; i++)\n"
-  "    a[i] = x[i] + s * y[i];\n"
-  "}\n";
-
-static int
-cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double
-min_ns(TsBackend *be, TsModule *m, const TsLaunch *l, guint n, GError **error)
-{
-  g_autofree double *s = g_new(double, n);
-  if (!ts_backend_time(be, m, l, 1, n, s, error))
-    return -1;
-  qsort(s, n, sizeof(double), cmp_double);
-  return s[0]; /* a ceiling is the best the machine can do: the fastest run */
-}
+/* ts-prof-ceiling.c — the ceiling microbenchmarks' common ground: which device gets which
+ * (ts-prof-ceiling-cpu.c, ts-prof-ceiling-cuda.c), stretching a kernel to a measurable time,
+ * and taking the fastest of interleaved runs. */
+#include "ts-prof-private.h"
 
 TsProfCeilings *
 ts_prof_measure_ceilings(TsBackend *be, GError **error)
 {
   const TsDeviceInfo *d = ts_backend_describe(be);
-  if (g_strcmp0(d->backend, "cpu") != 0) {
-    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNAVAILABLE,
-                "ceilings are measured on the cpu backend only so far (not %s)", d->backend);
-    return NULL;
-  }
-  guint vec = d->vector_bits >= 256 ? 8 : 4;
-  g_autofree char *fma = g_strdup_printf("#define TS_VEC %u\n%s", vec, FMA_SRC);
-  TsSource s1 = {.lang = TS_LANG_C, .text = fma, .entry = "ts_peak_fma"};
-  g_autoptr(TsModule) m1 = ts_backend_compile(be, &s1, error);
-  if (m1 == NULL)
-    return NULL;
-  TsBuffer *sink = ts_backend_alloc(be, 64, error);
-  if (sink == NULL)
-    return NULL;
-  const gint64 iters = 20 * 1000 * 1000;
-  double per_thread = 2.0 * 12 * vec * iters;
-  gint64 ints[2] = {iters, 1};
-  TsLaunch l1 = {.buffers = &sink, .n_buffers = 1, .ints = ints, .n_ints = 2};
-  double t1 = min_ns(be, m1, &l1, 5, error);
-  ints[1] = MAX(d->compute_units, 1);
-  double tn = t1 > 0 ? min_ns(be, m1, &l1, 5, error) : -1;
-  ts_backend_buffer_free(be, sink);
-  if (t1 <= 0 || tn <= 0)
-    return NULL;
+  if (g_strcmp0(d->backend, "cpu") == 0)
+    return ts__prof_measure_cpu(be, error);
+  if (g_strcmp0(d->backend, "cuda") == 0)
+    return ts__prof_measure_cuda(be, error);
+  g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNAVAILABLE,
+              "no ceiling microbenchmarks for the %s backend (there are for cpu and cuda)",
+              d->backend);
+  return NULL;
+}
 
-  TsSource s2 = {.lang = TS_LANG_C, .text = TRIAD_SRC, .entry = "ts_peak_triad"};
-  g_autoptr(TsModule) m2 = ts_backend_compile(be, &s2, error);
-  if (m2 == NULL)
-    return NULL;
-  const gint64 n = 16 * 1024 * 1024; /* floats: 64 MiB per array */
-  TsBuffer *bufs[3] = {0};
-  g_autofree float *init = g_new(float, n);
-  for (gint64 i = 0; i < n; i++)
-    init[i] = (float)(i % 1000) * 1e-3f;
-  gboolean ok = TRUE;
-  for (int i = 0; i < 3 && ok; i++) {
-    bufs[i] = ts_backend_alloc(be, n * sizeof(float), error);
-    ok = bufs[i] && ts_backend_upload(be, bufs[i], init, n * sizeof(float), error);
+/* The fastest of n launches (n <= 3). */
+static gboolean
+time_min(TsBackend *be, TsProfBench *b, guint warmup, guint n, double *ns, GError **error)
+{
+  double s[3];
+  b->launch.buffers = b->bufs;
+  b->launch.ints = b->ints;
+  b->launch.n_ints = MAX(b->launch.n_ints, 1);
+  if (!ts_backend_time(be, b->module, &b->launch, warmup, n, s, error))
+    return FALSE;
+  *ns = s[0];
+  for (guint i = 1; i < n; i++)
+    *ns = MIN(*ns, s[i]);
+  return TRUE;
+}
+
+gboolean
+ts__prof_calibrate(TsBackend *be, TsProfBench *b, double target_ns, GError **error)
+{
+  b->ints[0] = MAX(b->ints[0], 1);
+  double ns = 0, prev_ns = 0;
+  gint64 growth = 0;
+  /* Grow geometrically, then scale to the target in one step, once a launch is long and its
+   * time grew with the work: a launch can be long for nothing but the start-up of its threads
+   * (a worker waiting for a core a neighbour holds), and scaling by that would leave runs where
+   * the start-up, not the work, is what gets timed. The fastest of three at each size, so one
+   * stall does not decide it either. */
+  for (int tries = 0;; tries++) {
+    if (!time_min(be, b, tries == 0 ? 1 : 0, 3, &ns, error))
+      return FALSE;
+    gboolean grew = growth > 0 && ns >= prev_ns * (double)growth / 2;
+    if ((ns >= target_ns / 8 && grew) || ns >= target_ns || tries == 12)
+      break;
+    growth = ns < target_ns / 256 ? 32 : 4;
+    b->ints[0] *= growth;
+    prev_ns = ns;
   }
-  double tt = -1;
-  if (ok) {
-    gint64 ti[2] = {n, MAX(d->compute_units, 1)};
-    double s = 3.0;
-    TsLaunch l2 = {.buffers = bufs, .n_buffers = 3, .ints = ti, .n_ints = 2, .floats = &s,
-                   .n_floats = 1};
-    tt = min_ns(be, m2, &l2, 5, error);
-  }
-  for (int i = 0; i < 3; i++)
-    if (bufs[i])
-      ts_backend_buffer_free(be, bufs[i]);
-  if (tt <= 0)
-    return NULL;
-  TsProfCeilings *c = ts_prof_ceilings_new(d->backend, d->toolchain);
-  ts_prof_ceilings_set(c, "f32", TS_PROF_COMPUTE, per_thread * ints[1] / tn, per_thread / t1);
-  ts_prof_ceilings_set(c, "dram", TS_PROF_MEMORY, 3.0 * n * sizeof(float) / tt, 0);
-  g_autofree char *method = g_strdup_printf("12 FMA chains x %u floats per thread; STREAM triad "
-                                            "over 3 x 64 MiB; fastest of 5", vec);
-  ts_prof_ceilings_set_method(c, method);
-  return c;
+  double scale = target_ns / MAX(ns, 1.0);
+  b->ints[0] = MAX((gint64)((double)b->ints[0] * scale), 1);
+  return TRUE;
+}
+
+gboolean
+ts__prof_run_benches(TsBackend *be, TsProfBench *benches, guint n, guint rounds, GError **error)
+{
+  for (guint r = 0; r < rounds; r++)
+    for (guint i = 0; i < n; i++) {
+      double ns = 0;
+      if (!time_min(be, &benches[i], r == 0 ? 1 : 0, 1, &ns, error))
+        return FALSE;
+      if (ns > 0 && (benches[i].best_ns == 0 || ns < benches[i].best_ns))
+        benches[i].best_ns = ns;
+    }
+  return TRUE;
+}
+
+double
+ts__prof_bench_rate(const TsProfBench *b)
+{
+  return b->best_ns > 0 ? b->work * (double)b->ints[0] / b->best_ns : 0;
 }

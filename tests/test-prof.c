@@ -8,6 +8,67 @@
 #include "test-util.h"
 #include "ts-prof.h"
 
+/* What a CPU ceiling set must hold. Timings on a shared VM drift by 30-80% between runs and a
+ * neighbour can hold a core for a whole run, so only relations with a wide margin are checked,
+ * and only between figures measured interleaved (ts__prof_run_benches): a slow spell then slows
+ * both sides of the comparison alike. Nothing compares all cores against one core from below:
+ * one stolen core stalls every all-core run. */
+static void
+check_cpu_ceilings(const TsProfCeilings *c, const TsDeviceInfo *d)
+{
+  /* Exactly the roofs of the levels the host reports, each with both figures. */
+  const struct {
+    const char *name;
+    TsProfCeilingKind kind;
+    gboolean present;
+  } want[] = {{"f32", TS_PROF_COMPUTE, TRUE},       {"f64", TS_PROF_COMPUTE, TRUE},
+              {"l1", TS_PROF_MEMORY, d->l1_bytes > 0}, {"l2", TS_PROF_MEMORY, d->l2_bytes > 0},
+              {"l3", TS_PROF_MEMORY, d->l3_bytes > 0}, {"dram", TS_PROF_MEMORY, TRUE}};
+  guint n = 0;
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+    const TsProfCeiling *r = ts_prof_ceilings_get(c, want[i].name);
+    if (!want[i].present) {
+      g_assert_null(r);
+      continue;
+    }
+    n++;
+    g_assert_nonnull(r);
+    g_test_message("%-4s %8.1f %s on %u cores, %8.1f on one", r->name, r->value,
+                   r->kind == TS_PROF_COMPUTE ? "GFLOP/s" : "GB/s", d->compute_units,
+                   r->per_core);
+    g_assert_cmpint(r->kind, ==, want[i].kind);
+    g_assert_true(isfinite(r->value) && isfinite(r->per_core));
+    g_assert_cmpfloat(r->per_core, >, 0);
+    g_assert_cmpfloat(r->value, >, 0);
+    /* From above it holds: all cores cannot beat one core times their number by 50%, unless the
+     * work per launch is miscounted (a thread count multiplied in twice). */
+    g_assert_cmpfloat(r->value, <, 1.5 * r->per_core * d->compute_units);
+  }
+  g_assert_cmpuint(ts_prof_ceilings_count(c), ==, n);
+
+  /* Any machine this runs on does more than 1 GFLOP/s and 0.5 GB/s on one core. */
+  const TsProfCeiling *f32 = ts_prof_ceilings_get(c, "f32"), *f64 = ts_prof_ceilings_get(c, "f64");
+  const TsProfCeiling *dram = ts_prof_ceilings_get(c, "dram");
+  g_assert_cmpfloat(f32->per_core, >, 1.0);
+  g_assert_cmpfloat(dram->per_core, >, 0.5);
+  /* The same registers hold half as many doubles: f64 is half of f32 on every SIMD unit we
+   * know. A factor of two either way (a lane count wrong by two lands at 1.0 or 0.25). */
+  g_assert_cmpfloat(f64->per_core, <, 0.95 * f32->per_core);
+  g_assert_cmpfloat(f64->per_core, >, 0.3 * f32->per_core);
+  /* L1 and L2 deliver several times what DRAM does to one core (5-15x on the x86 and arm parts
+   * we know); a 2x margin still catches a working set that spilled to memory or bytes
+   * miscounted by a vector width. L3 is not compared: on a VM it is shared with other guests
+   * (or reported as the host's whole L3) and can measure like DRAM. */
+  const TsProfCeiling *l1 = ts_prof_ceilings_get(c, "l1"), *l2 = ts_prof_ceilings_get(c, "l2");
+  if (l1)
+    g_assert_cmpfloat(l1->per_core, >, 2 * dram->per_core);
+  if (l2)
+    g_assert_cmpfloat(l2->per_core, >, 1.5 * dram->per_core);
+  const char *method = ts_prof_ceilings_method(c);
+  g_assert_nonnull(strstr(method, "FMA"));
+  g_assert_nonnull(strstr(method, "triad"));
+}
+
 static void
 test_measure_and_store(void)
 {
@@ -20,20 +81,7 @@ test_measure_and_store(void)
   g_assert_no_error(error);
   g_assert_nonnull(c);
   const TsDeviceInfo *d = ts_backend_describe(be);
-  const TsProfCeiling *f32 = ts_prof_ceilings_get(c, "f32");
-  const TsProfCeiling *dram = ts_prof_ceilings_get(c, "dram");
-  g_assert_nonnull(f32);
-  g_assert_nonnull(dram);
-  g_test_message("one core %.1f GFLOP/s, all %.1f, memory %.1f GB/s", f32->per_core, f32->value,
-                 dram->value);
-  /* Any machine this runs on does more than 1 GFLOP/s and 0.5 GB/s, and all cores together
-   * do at least 80% of one (noisy neighbours can steal the second core). */
-  g_assert_cmpint(f32->kind, ==, TS_PROF_COMPUTE);
-  g_assert_cmpint(dram->kind, ==, TS_PROF_MEMORY);
-  g_assert_cmpfloat(f32->per_core, >, 1.0);
-  g_assert_cmpfloat(f32->value, >, 0.8 * f32->per_core);
-  g_assert_cmpfloat(f32->value, <, 1.5 * f32->per_core * d->compute_units);
-  g_assert_cmpfloat(dram->value, >, 0.5);
+  check_cpu_ceilings(c, d);
   g_assert_cmpstr(ts_prof_ceilings_toolchain(c), ==, d->toolchain);
 
   /* JSON round trip, every roof. */

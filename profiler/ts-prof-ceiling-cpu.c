@@ -1,0 +1,300 @@
+/* ts-prof-ceiling-cpu.c — the CPU ceilings, measured through the same backend that runs kernels
+ * (the system compiler, OpenMP), so the peaks and the kernels share flags and threads. Each roof
+ * is measured on one thread (per_core) and on one thread per core (value).
+ *
+ * FMA: 12 independent vector accumulators per thread. Zen and Intel cores issue two FMAs a cycle
+ * with a 4-5 cycle latency, so at least 8-10 chains are needed to keep both pipes busy, and 12
+ * accumulators plus the two constants still fit AVX2's 16 registers. f64 runs the same vectors
+ * with half the lanes.
+ * Cache reads: integer adds of vector loads into 8 accumulators. An integer add has a one-cycle
+ * latency on every core, so 8 chains outrun the two or three loads a cycle a core can issue and
+ * the loop is bound by the loads, not by the adds (float adds, 3-4 cycles, would not be).
+ * DRAM: STREAM's triad a = b + s*c over arrays beyond the L3, counted STREAM's way (3 words per
+ * element; the write-allocate read is not counted); per_core is one thread's triad. */
+#include "ts-prof-private.h"
+
+#include <string.h>
+
+/* A launch this long makes the clock's resolution and the OpenMP fork negligible, and keeps
+ * the whole set of ~12 microbenchmarks x (calibration + rounds) within a few seconds. */
+#define TARGET_NS 20e6
+#define ROUNDS 5
+#define FMA_CHAINS 12
+#define READ_ACCS 8
+
+static const char FMA_SRC[] =
+  "#include <stdint.h>\n"
+  "typedef T tsv __attribute__((vector_size(VB)));\n"
+  "__attribute__((visibility(\"default\"))) void ENTRY(void *const *b, const int64_t *n,"
+  " const double *f);\n"
+  "#define STEP(k) a##k = a##k * m + c;\n"
+  "void ENTRY(void *const *b, const int64_t *n, const double *f)\n"
+  "{\n"
+  "  (void)f;\n"
+  "#pragma omp parallel num_threads((int)n[1])\n"
+  "  {\n"
+  "    tsv a0 = (tsv){0} + (T)1, a1 = a0 + (T)1, a2 = a0 + (T)2, a3 = a0 + (T)3, a4 = a0 + (T)4,\n"
+  "        a5 = a0 + (T)5, a6 = a0 + (T)6, a7 = a0 + (T)7, a8 = a0 + (T)8, a9 = a0 + (T)9,\n"
+  "        a10 = a0 + (T)10, a11 = a0 + (T)11;\n"
+  /* Converges on c / (1 - m) = 0.1: no overflow, no denormals, whatever the count. */
+  "    const tsv m = (tsv){0} + (T)0.999999, c = (tsv){0} + (T)1e-7;\n"
+  "    for (int64_t i = 0; i < n[0]; i++) {\n"
+  "      STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)\n"
+  "      STEP(6) STEP(7) STEP(8) STEP(9) STEP(10) STEP(11)\n"
+  "    }\n"
+  "    tsv s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;\n"
+  "    T t = 0;\n"
+  "    for (unsigned k = 0; k < VB / sizeof(T); k++)\n"
+  "      t += s[k];\n"
+  "    if (t == (T)12345)\n" /* never true, but the compiler cannot know: the chains stay */
+  "      ((T *)b[0])[0] = t;\n"
+  "  }\n"
+  "}\n";
+
+/* ints: repeats, threads, vectors per thread (a multiple of 8); b[0] the data (one slice per
+ * thread), b[1] a sink. */
+static const char READ_SRC[] =
+  "#include <stdint.h>\n"
+  "typedef uint32_t tsv __attribute__((vector_size(VB)));\n"
+  "__attribute__((visibility(\"default\"))) void ts_peak_read(void *const *b, const int64_t *n,"
+  " const double *f);\n"
+  "void ts_peak_read(void *const *b, const int64_t *n, const double *f)\n"
+  "{\n"
+  "  (void)f;\n"
+  "  const int64_t per = n[2];\n"
+  "#pragma omp parallel for num_threads((int)n[1]) schedule(static, 1)\n"
+  "  for (int64_t t = 0; t < n[1]; t++) {\n"
+  "    tsv a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};\n"
+  "    for (int64_t r = 0; r < n[0]; r++) {\n"
+  "      const tsv *q = (const tsv *)b[0] + t * per;\n"
+  /* An opaque pointer per pass: the compiler may not fold passes over the same data into one. */
+  "      __asm__ volatile(\"\" : \"+r\"(q));\n"
+  "      for (int64_t i = 0; i < per; i += 8) {\n"
+  "        a0 += q[i]; a1 += q[i + 1]; a2 += q[i + 2]; a3 += q[i + 3];\n"
+  "        a4 += q[i + 4]; a5 += q[i + 5]; a6 += q[i + 6]; a7 += q[i + 7];\n"
+  "      }\n"
+  "    }\n"
+  "    tsv s = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;\n"
+  "    uint32_t x = 0;\n"
+  "    for (unsigned k = 0; k < VB / 4; k++)\n"
+  "      x |= s[k];\n"
+  "    if (x == 0x9e3779b9u)\n"
+  "      ((uint32_t *)b[1])[0] = x;\n"
+  "  }\n"
+  "}\n";
+
+/* ints: repeats, threads, elements; b[0] = b[1] + 3 * b[2]. */
+static const char TRIAD_SRC[] =
+  "#include <stdint.h>\n"
+  "__attribute__((visibility(\"default\"))) void ts_peak_triad(void *const *b, const int64_t *n,"
+  " const double *f);\n"
+  "void ts_peak_triad(void *const *b, const int64_t *n, const double *f)\n"
+  "{\n"
+  "  float *restrict a = b[0];\n"
+  "  const float *restrict x = b[1], *restrict y = b[2];\n"
+  "  const float s = 3.0f;\n"
+  "  (void)f;\n"
+  "#pragma omp parallel num_threads((int)n[1])\n"
+  "  for (int64_t r = 0; r < n[0]; r++) {\n"
+  /* The same static split every pass: each thread streams the pages it touched before. */
+  "#pragma omp for schedule(static)\n"
+  "    for (int64_t i = 0; i < n[2]; i++)\n"
+  "      a[i] = x[i] + s * y[i];\n"
+  "  }\n"
+  "}\n";
+
+typedef struct {
+  TsBackend *be;
+  const TsDeviceInfo *d;
+  guint cores;
+  guint vbytes;       /* bytes of one vector */
+  GPtrArray *modules; /* TsModule, owned */
+  GPtrArray *buffers; /* TsBuffer, owned */
+  GArray *benches;    /* TsProfBench */
+  TsBuffer *sink;
+  guint64 triad_bytes; /* per array */
+} Cpu;
+
+static void
+cpu_clear(Cpu *c)
+{
+  for (guint i = 0; i < c->buffers->len; i++)
+    ts_backend_buffer_free(c->be, c->buffers->pdata[i]);
+  g_ptr_array_unref(c->buffers);
+  g_ptr_array_unref(c->modules);
+  g_array_unref(c->benches);
+}
+
+static TsModule *
+compile(Cpu *c, const char *text, const char *entry, GError **error)
+{
+  TsSource s = {.lang = TS_LANG_C, .text = text, .entry = entry};
+  TsModule *m = ts_backend_compile(c->be, &s, error);
+  if (m != NULL)
+    g_ptr_array_add(c->modules, m);
+  return m;
+}
+
+/* A buffer of zeros, written so that every page is really mapped: untouched pages all map the
+ * one zero page, and reading them would hit in cache whatever their size. */
+static TsBuffer *
+zeroed(Cpu *c, gsize bytes, GError **error)
+{
+  TsBuffer *b = ts_backend_alloc(c->be, bytes, error);
+  if (b == NULL)
+    return NULL;
+  g_ptr_array_add(c->buffers, b);
+  g_autofree void *zeros = g_malloc0(bytes);
+  return ts_backend_upload(c->be, b, zeros, bytes, error) ? b : NULL;
+}
+
+static void
+add_bench(Cpu *c, const char *roof, guint threads, TsModule *m, TsBuffer *const *bufs,
+          guint n_bufs, gint64 reps, gint64 size, double work)
+{
+  TsProfBench b = {.roof = roof, .one_core = threads == 1, .module = m, .work = work};
+  memcpy(b.bufs, bufs, n_bufs * sizeof(TsBuffer *));
+  b.launch.n_buffers = n_bufs;
+  b.ints[0] = reps;
+  b.ints[1] = threads;
+  b.ints[2] = size;
+  b.launch.n_ints = 3;
+  g_array_append_val(c->benches, b);
+}
+
+static gboolean
+add_fma(Cpu *c, const char *roof, const char *type, gsize type_bytes, GError **error)
+{
+  g_autofree char *entry = g_strdup_printf("ts_peak_fma_%s", roof);
+  g_autofree char *src = g_strdup_printf("#define T %s\n#define VB %u\n#define ENTRY %s\n%s",
+                                         type, c->vbytes, entry, FMA_SRC);
+  TsModule *m = compile(c, src, entry, error);
+  if (m == NULL)
+    return FALSE;
+  double per_thread = 2.0 * FMA_CHAINS * (double)(c->vbytes / type_bytes);
+  add_bench(c, roof, 1, m, &c->sink, 1, 1000, 0, per_thread);
+  add_bench(c, roof, c->cores, m, &c->sink, 1, 1000, 0, per_thread * c->cores);
+  return TRUE;
+}
+
+static guint64
+round_down(guint64 bytes, guint64 unit)
+{
+  return MAX(bytes / unit, 1) * unit;
+}
+
+/* Read bandwidth of one cache level: one thread over half of it (per_core); on all cores, a
+ * quarter of a private level per thread, so that two SMT siblings sharing it still fit in it,
+ * or a shared level split between the threads. */
+static gboolean
+add_read(Cpu *c, TsModule *m, const char *roof, guint64 level, gboolean shared, GError **error)
+{
+  const guint64 unit = (guint64)c->vbytes * READ_ACCS;
+  guint64 one = round_down(level / 2, unit);
+  guint64 each = shared ? level / 2 / c->cores : level / 4;
+  /* A slice of a shared level must still miss the private L2: on a many-core part the share of
+   * L3 per thread can be smaller than the L2. */
+  if (shared)
+    each = MAX(each, 2 * c->d->l2_bytes);
+  each = round_down(each, unit);
+  TsBuffer *data = zeroed(c, MAX(one, each * c->cores), error);
+  if (data == NULL)
+    return FALSE;
+  TsBuffer *bufs[2] = {data, c->sink};
+  add_bench(c, roof, 1, m, bufs, 2, 1, (gint64)(one / c->vbytes), (double)one);
+  add_bench(c, roof, c->cores, m, bufs, 2, 1, (gint64)(each / c->vbytes),
+            (double)(each * c->cores));
+  return TRUE;
+}
+
+/* Each array twice the last-level cache (at least three times it in flight: no pass finds the
+ * previous one's data), from 32 MiB to 256 MiB, and together at most a sixteenth of the RAM. */
+static gboolean
+add_triad(Cpu *c, GError **error)
+{
+  TsModule *m = compile(c, TRIAD_SRC, "ts_peak_triad", error);
+  if (m == NULL)
+    return FALSE;
+  guint64 llc = c->d->l3_bytes > 0 ? c->d->l3_bytes : c->d->l2_bytes * c->cores;
+  guint64 bytes = CLAMP(2 * llc, (guint64)32 << 20, (guint64)256 << 20);
+  if (c->d->memory_bytes > 0)
+    bytes = MIN(bytes, c->d->memory_bytes / 48);
+  bytes = round_down(bytes, 4096);
+  c->triad_bytes = bytes;
+  TsBuffer *bufs[3];
+  for (int i = 0; i < 3; i++)
+    if ((bufs[i] = zeroed(c, bytes, error)) == NULL)
+      return FALSE;
+  gint64 n = (gint64)(bytes / sizeof(float));
+  add_bench(c, "dram", 1, m, bufs, 3, 1, n, 3.0 * (double)bytes);
+  add_bench(c, "dram", c->cores, m, bufs, 3, 1, n, 3.0 * (double)bytes);
+  return TRUE;
+}
+
+static gboolean
+build(Cpu *c, GError **error)
+{
+  if (!add_fma(c, "f32", "float", sizeof(float), error) ||
+      !add_fma(c, "f64", "double", sizeof(double), error))
+    return FALSE;
+  g_autofree char *src = g_strdup_printf("#define VB %u\n%s", c->vbytes, READ_SRC);
+  const struct {
+    const char *roof;
+    guint64 bytes;
+    gboolean shared;
+  } levels[] = {{"l1", c->d->l1_bytes, FALSE},
+                {"l2", c->d->l2_bytes, FALSE},
+                {"l3", c->d->l3_bytes, TRUE}};
+  TsModule *read = NULL;
+  for (gsize i = 0; i < G_N_ELEMENTS(levels); i++) {
+    if (levels[i].bytes == 0)
+      continue; /* a level the host does not report is not guessed */
+    if (read == NULL && (read = compile(c, src, "ts_peak_read", error)) == NULL)
+      return FALSE;
+    if (!add_read(c, read, levels[i].roof, levels[i].bytes, levels[i].shared, error))
+      return FALSE;
+  }
+  return add_triad(c, error);
+}
+
+TsProfCeilings *
+ts__prof_measure_cpu(TsBackend *be, GError **error)
+{
+  const TsDeviceInfo *d = ts_backend_describe(be);
+  Cpu c = {
+    .be = be,
+    .d = d,
+    .cores = MAX(d->compute_units, 1),
+    /* The widest register; 16 bytes where the ISA is unknown (every SIMD ISA has those). */
+    .vbytes = d->vector_bits >= 128 ? d->vector_bits / 8 : 16,
+    .modules = g_ptr_array_new_with_free_func((GDestroyNotify)ts_module_free),
+    .buffers = g_ptr_array_new(),
+    .benches = g_array_new(FALSE, TRUE, sizeof(TsProfBench)),
+  };
+  gboolean ok = (c.sink = zeroed(&c, 64, error)) != NULL && build(&c, error);
+  TsProfBench *b = (TsProfBench *)(void *)c.benches->data;
+  for (guint i = 0; ok && i < c.benches->len; i++)
+    ok = ts__prof_calibrate(be, &b[i], TARGET_NS, error);
+  ok = ok && ts__prof_run_benches(be, b, c.benches->len, ROUNDS, error);
+  TsProfCeilings *out = NULL;
+  if (ok) {
+    out = ts_prof_ceilings_new(d->backend, d->toolchain);
+    /* Benches come in pairs, one core then all cores. */
+    for (guint i = 0; i + 1 < c.benches->len; i += 2)
+      ts_prof_ceilings_set(out, b[i].roof,
+                           strcmp(b[i].roof, "f32") == 0 || strcmp(b[i].roof, "f64") == 0
+                             ? TS_PROF_COMPUTE
+                             : TS_PROF_MEMORY,
+                           ts__prof_bench_rate(&b[i + 1]), ts__prof_bench_rate(&b[i]));
+    g_autofree char *method = g_strdup_printf(
+      "FMA: %d chains of %u-byte vectors per thread; cache reads: %d accumulators of %u-byte "
+      "loads over half of each level (a quarter of a private one per thread on all cores); "
+      "DRAM: STREAM triad over 3 x %" G_GUINT64_FORMAT " MiB; fastest of %d interleaved runs of "
+      "~%.0f ms",
+      FMA_CHAINS, c.vbytes, READ_ACCS, c.vbytes,
+      c.triad_bytes >> 20, ROUNDS, TARGET_NS / 1e6);
+    ts_prof_ceilings_set_method(out, method);
+  }
+  cpu_clear(&c);
+  return out;
+}
