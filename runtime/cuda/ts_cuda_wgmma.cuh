@@ -156,12 +156,14 @@ __device__ __forceinline__ void ts_wgmma_tile(float *acc, const T *As, const T *
 }
 
 // Rounds the accumulators to T and stores them into the BM x BN tile of C at (row0, col0)
-// (leading dimension ldc, extent rows x cols), in the fragment layout of ts_wgmma_ss.
+// (leading dimension ldc, extent rows x cols), in the fragment layout of ts_wgmma_ss. Called
+// after ts_wgmma_wait<0>: the operand fence keeps the compiler from reading acc before it.
 template <class T, int BM, int BN, int WGS>
 __device__ __forceinline__ void ts_wgmma_store_acc(T *C, long long ldc, long long row0, long long col0,
-                                                   long long rows, long long cols, const float *acc)
+                                                   long long rows, long long cols, float *acc)
 {
   constexpr int WM = BM / WGS, MI = WM / 64;
+  ts_wgmma_fence_acc<MI * BN / 2>(acc);
   // Checked here, after the last wgmma, because a trap on a divergent path before one makes
   // ptxas serialize every wgmma of the kernel (C7518).
   extern __shared__ unsigned char ts_smem[];
