@@ -91,32 +91,38 @@ __device__ __forceinline__ void ts_wgmma_ss(float *d, unsigned long long da, uns
   static_assert(N == 64 || N == 128 || N == 256, "wgmma tiles are 64, 128 or 256 columns wide");
   if constexpr (N == 64 && ts_is_bf16<T>)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" TS_WG_REGS64 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{" TS_WG_REGS64 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
                  : TS_WG_D32(0)
                  : "l"(da), "l"(db), "r"(scale_d));
   else if constexpr (N == 64)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" TS_WG_REGS64 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{" TS_WG_REGS64 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
                  : TS_WG_D32(0)
                  : "l"(da), "l"(db), "r"(scale_d));
   else if constexpr (N == 128 && ts_is_bf16<T>)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" TS_WG_REGS128 "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{" TS_WG_REGS128 "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
                  : TS_WG_D32(0), TS_WG_D32(32)
                  : "l"(da), "l"(db), "r"(scale_d));
   else if constexpr (N == 128)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" TS_WG_REGS128 "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                 "{" TS_WG_REGS128 "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
                  : TS_WG_D32(0), TS_WG_D32(32)
                  : "l"(da), "l"(db), "r"(scale_d));
   else if constexpr (ts_is_bf16<T>)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" TS_WG_REGS256 "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+                 "{" TS_WG_REGS256 "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
                  : TS_WG_D32(0), TS_WG_D32(32), TS_WG_D32(64), TS_WG_D32(96)
                  : "l"(da), "l"(db), "r"(scale_d));
   else
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {" TS_WG_REGS256 "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+                 "{" TS_WG_REGS256 "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
                  : TS_WG_D32(0), TS_WG_D32(32), TS_WG_D32(64), TS_WG_D32(96)
                  : "l"(da), "l"(db), "r"(scale_d));
 }
@@ -146,7 +152,8 @@ __device__ __forceinline__ void ts_wgmma_tile(float *acc, const T *As, const T *
     for (int mi = 0; mi < MI; mi++) {
       // A: 16 elements (32 bytes) along the swizzled row; SBO = 8 rows; LBO is unused by a
       // swizzled K-major layout (the ISA assumes 1), so 16 bytes encodes that 1.
-      const unsigned long long da = ts_wgmma_desc(a + mi * 64 * ROW + kk * (int)sizeof(T), 16, 8 * ROW);
+      const unsigned long long da =
+        ts_wgmma_desc(a + mi * 64 * ROW + kk * (int)sizeof(T), 16, 8 * ROW);
       ts_wgmma_ss<T, BN>(acc + mi * (BN / 2), da, db, 1);
     }
   }

@@ -472,7 +472,8 @@ static inline void emu_wgmma_run(EmuWgmma &w)
   });
   for (int t = 0; t < 128; t++)
     for (int i = 0; i < w.n / 2; i++) {
-      const int r = 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2), c = 8 * (i / 4) + 2 * (t % 4) + i % 2;
+      const int r = 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2);
+      const int c = 8 * (i / 4) + 2 * (t % 4) + i % 2;
       double acc = w.scale_d ? w.d[t][i] : 0.0;
       for (int k = 0; k < 16; k++)
         acc += (double)A[r][k] * B[k][c];
