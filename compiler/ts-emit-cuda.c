@@ -8,7 +8,9 @@
  *
  * Shared ALLOCs are carved, in order and 128-byte aligned, from the dynamic shared memory the
  * GRID node declares; a static_assert checks that they fit, so a lowering that miscounts fails
- * to compile instead of corrupting memory. */
+ * to compile instead of corrupting memory. The dynamic shared memory itself starts on a
+ * 1024-byte boundary, where the 128-byte swizzle pattern of wgmma operands repeats
+ * (ts_cuda_wgmma.cuh). */
 #include "ts-emit.h"
 
 #include <string.h>
@@ -288,7 +290,7 @@ ts_emit_cuda(const TsTileKernel *kernel, const char *entry, const char *banner, 
   g_string_append_printf(src,
                          "extern \"C\" __global__ void __launch_bounds__(%" G_GINT64_FORMAT ", 1)\n"
                          "%s(const TsArgs ts_args)\n{\n"
-                         "  extern __shared__ __align__(128) unsigned char ts_smem[];\n"
+                         "  extern __shared__ __align__(1024) unsigned char ts_smem[];\n"
                          "  (void)ts_smem;\n",
                          grid->ints[3], entry);
   g_string_append(src, body);

@@ -26,6 +26,9 @@ const TsSchedMethod ts__sched_methods[] = {
      * of CTAs reads are shared in L2 (Triton's GROUP_SIZE_M). Appended, not inserted: the
      * canonical order of existing points (and their hashes) must not change. */
     {"raster", 1, {"raster"}, {NULL}},
+    /* GPU: the tensor-core instruction family ("sync": mma.sync; "wgmma": warpgroup mma,
+     * sm_90a). Appended for the same reason as raster. */
+    {"mma", 1, {"mma"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

@@ -21,6 +21,7 @@
  * Knobs. Chained methods map onto canonical knob names; the dict form takes any identifier:
  *   block(m,n,k) -> BM BN BK     micro(m,n) -> MR NR     warps -> warps    stages -> stages
  *   vector -> vector    swizzle -> swizzle    threads -> threads    unroll -> unroll
+ *   raster -> raster    mma -> mma
  * A chained method with an unknown name is an error ("unknown knob 'wraps' ...; did you mean
  * 'warps'?"). Values are integers (int64) or double-quoted strings, never mixed in one knob.
  *
@@ -43,8 +44,9 @@
  * print(parse(print(s))) == print(s).
  *
  * Points print in canonical knob order instead — the chained methods in the order block, micro,
- * warps, stages, vector, swizzle, threads, unroll (m, n, k inside), then other knobs by name —
- * so a point's text and hash do not depend on how it was written or which space produced it.
+ * warps, stages, vector, swizzle, threads, unroll, raster, mma (m, n, k inside), then other
+ * knobs by name — so a point's text and hash do not depend on how it was written or which
+ * space produced it.
  *
  * Errors (TS_SCHED_ERROR) report "schedule:LINE:COLUMN: message" (1-based, columns in bytes)
  * followed by the source line and a caret under the column, e.g.

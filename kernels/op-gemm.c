@@ -97,76 +97,18 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   return TRUE;
 }
 
-/* The CUDA lowering: one CTA per BM x BN tile of C, a STAGES-deep cp.async ring of BK slices
- * of A and B in (swizzled) shared memory, and mma.sync m16n8k16 on warp tiles with f32
- * accumulators in registers (ts_cuda_gemm.cuh). The loop is the classic multi-stage one: wait
- * for slice t, barrier (so every warp is done with the buffer about to be refilled), issue the
- * copy of slice t + STAGES - 1, compute on slice t. CTAs are rasterised in groups of `raster`
- * tile rows for L2 reuse. */
-static gboolean
-gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
-                GError **error)
+/* The CUDA lowerings: one CTA per BM x BN tile of C and a STAGES-deep cp.async ring of BK
+ * slices of A and B in (swizzled) shared memory, with f32 accumulators in registers; CTAs are
+ * rasterised in groups of `raster` tile rows for L2 reuse. The `mma` knob picks the tensor-core
+ * instruction: "sync" is mma.sync m16n8k16 on warp tiles (ts_cuda_gemm.cuh), "wgmma" the
+ * sm_90a warpgroup mma reading both operands from shared memory (ts_cuda_wgmma.cuh). */
+
+/* mma.sync: the classic multi-stage loop — wait for slice t, barrier (so every warp is done
+ * with the buffer about to be refilled), issue the copy of slice t + STAGES - 1, compute on
+ * slice t. */
+static void
+gemm_cuda_sync(TsTileNode *g, const char *t, gint64 S)
 {
-  const gint64 BM = KNOB("BM"), BN = KNOB("BN"), BK = KNOB("BK"), W = KNOB("warps"),
-               S = KNOB("stages"), V = KNOB("vector"), G = KNOB("raster");
-  const char *swz = ts_sched_point_get_str(point, "swizzle", "xor");
-  TsDtype dt = ts_op_instance_dtype(inst)->storage;
-  if (dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
-                "gemm: the CUDA kernels use tensor cores and take bf16 or f16 inputs "
-                "(f32 accumulation); %s is not supported on the GPU", ts_dtype_name(dt));
-    return FALSE;
-  }
-  if (BM <= 0 || BN <= 0 || BK <= 0 || (W != 4 && W != 8) || S < 2 || V <= 0 || G <= 0) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "gemm: the CUDA lowering needs positive BM, BN, BK, vector and raster, warps 4 "
-                "or 8, and at least 2 stages");
-    return FALSE;
-  }
-  /* 8 warps split the longer side of the tile 4 ways, so warp tiles stay square-ish. */
-  const gint64 WARPS_M = W == 4 ? 2 : (BM >= BN ? 4 : 2), WARPS_N = W / WARPS_M;
-  if ((BM / WARPS_M) % 16 || (BN / WARPS_N) % 16 || BK % 16) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "gemm: warp tiles of %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
-                " and BK=%" G_GINT64_FORMAT " must be multiples of 16",
-                BM / WARPS_M, BN / WARPS_N, BK);
-    return FALSE;
-  }
-  const TsShape *s = ts_op_instance_shape(inst);
-  const gint64 M = ts_shape_get(s, "M"), N = ts_shape_get(s, "N");
-  const gint64 gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
-  const gint64 elem = ts_dtype_bits(dt) / 8;
-  const gint64 smem = S * (BM * BK + BK * BN) * elem;
-
-  ts_tile_kernel_define(k, "BM", BM);
-  ts_tile_kernel_define(k, "BN", BN);
-  ts_tile_kernel_define(k, "BK", BK);
-  ts_tile_kernel_define(k, "STAGES", S);
-  ts_tile_kernel_define(k, "WARPS_M", WARPS_M);
-  ts_tile_kernel_define(k, "WARPS_N", WARPS_N);
-  ts_tile_kernel_define(k, "THREADS", W * 32);
-  ts_tile_kernel_define(k, "VEC", V);
-  ts_tile_kernel_define(k, "SWZ", g_strcmp0(swz, "xor") == 0);
-  ts_tile_kernel_define(k, "GROUP", G);
-  ts_tile_kernel_define(k, "TILES_M", gm);
-  ts_tile_kernel_define(k, "TILES_N", gn);
-
-  const char *t = ts_dtype_name(dt);
-  TsTileNode *g = ts_tile_grid(k->body, gm * gn, 1, 1, W * 32, smem);
-  ts_tile_alloc(g, k, "As", TS_MEM_SHARED, dt, "STAGES * BM * BK", FALSE,
-                "ring of STAGES BMxBK slices, row-major, 16-byte chunks xor-swizzled by row");
-  ts_tile_alloc(g, k, "Bs", TS_MEM_SHARED, dt, "STAGES * BK * BN", FALSE,
-                "ring of STAGES BKxBN slices, row-major, swizzled");
-  ts_tile_alloc(g, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
-                "m16n8 accumulator fragments [mi][ni][4]");
-  /* Grouped rasterisation: consecutive CTAs walk GROUP tile rows down one tile column. */
-  ts_tile_let(g, "width", TS_DTYPE_INT32, "GROUP * TILES_N");
-  ts_tile_let(g, "first_m", TS_DTYPE_INT32, "bx / width * GROUP");
-  ts_tile_let(g, "group_m", TS_DTYPE_INT32, "min(TILES_M - first_m, GROUP)");
-  ts_tile_let(g, "m0", TS_DTYPE_INT32, "(first_m + bx % width % group_m) * BM");
-  ts_tile_let(g, "n0", TS_DTYPE_INT32, "bx % width / group_m * BN");
-  ts_tile_let(g, "kt", TS_DTYPE_INT32, "(K + BK - 1) / BK");
-
   g_autofree char *copy_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK,VEC=VEC,SWZ=SWZ,THREADS=THREADS", t);
   g_autofree char *copy_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN,VEC=VEC,SWZ=SWZ,THREADS=THREADS", t);
   TsTileNode *pro = ts_tile_for(g, "s", "0", "STAGES - 1", "1", TS_FOR_UNROLL);
@@ -195,6 +137,147 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   ts_tile_intrinsic(g, "async_wait", "PENDING=0", NULL);
   g_autofree char *store = g_strdup_printf("T=%s,BM=BM,BN=BN,WARPS_M=WARPS_M,WARPS_N=WARPS_N", t);
   ts_tile_intrinsic(g, "store_acc", store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
+}
+
+/* wgmma: the tensor cores read a slice while the next copies are issued, so a buffer is free
+ * for refilling only once the wgmmas reading it have finished. ts_wgmma_tile leaves the newest
+ * slice's group running and waits for the one before; after the next barrier every warpgroup
+ * is past that wait, so the loop refills the buffer of slice t - 2 with slice t + STAGES - 2:
+ * one stage fewer in flight than mma.sync for the same ring, hence STAGES >= 3. Each thread
+ * fences its landed copies into the async proxy (which wgmma reads in) before the barrier. */
+static void
+gemm_cuda_wgmma(TsTileNode *g, const char *t, gint64 S)
+{
+  g_autofree char *copy_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK,VEC=VEC,SWZ=2,THREADS=THREADS", t);
+  g_autofree char *copy_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN,VEC=VEC,SWZ=2,THREADS=THREADS", t);
+  TsTileNode *pro = ts_tile_for(g, "s", "0", "STAGES - 2", "1", TS_FOR_UNROLL);
+  ts_tile_intrinsic(pro, "copy_tile_async", copy_a, "As + s * BM * BK", "A", "K", "m0", "s * BK",
+                    "M", "K", NULL);
+  ts_tile_intrinsic(pro, "copy_tile_async", copy_b, "Bs + s * BK * BN", "B", "N", "s * BK", "n0",
+                    "K", "N", NULL);
+  ts_tile_intrinsic(pro, "async_commit", NULL, NULL);
+
+  TsTileNode *main = ts_tile_for(g, "kb", "0", "kt", "1", TS_FOR_SERIAL);
+  g_autofree char *wait = g_strdup_printf("PENDING=%" G_GINT64_FORMAT, S - 3);
+  ts_tile_intrinsic(main, "async_wait", wait, NULL);
+  ts_tile_intrinsic(main, "async_proxy_fence", NULL, NULL);
+  ts_tile_barrier(main);
+  ts_tile_let(main, "next", TS_DTYPE_INT32, "kb + STAGES - 2");
+  ts_tile_let(main, "ring_next", TS_DTYPE_INT32, "next % STAGES");
+  ts_tile_intrinsic(main, "copy_tile_async", copy_a, "As + ring_next * BM * BK", "A", "K", "m0",
+                    "next * BK", "M", "K", NULL);
+  ts_tile_intrinsic(main, "copy_tile_async", copy_b, "Bs + ring_next * BK * BN", "B", "N",
+                    "next * BK", "n0", "K", "N", NULL);
+  ts_tile_intrinsic(main, "async_commit", NULL, NULL);
+  ts_tile_let(main, "ring", TS_DTYPE_INT32, "kb % STAGES");
+  g_autofree char *mma = g_strdup_printf("T=%s,BM=BM,BN=BN,BK=BK,WGS=WGS", t);
+  ts_tile_intrinsic(main, "wgmma_tile", mma, "acc", "As + ring * BM * BK", "Bs + ring * BK * BN",
+                    NULL);
+  ts_tile_intrinsic(g, "wgmma_wait", "PENDING=0", NULL);
+  ts_tile_intrinsic(g, "async_wait", "PENDING=0", NULL);
+  g_autofree char *store = g_strdup_printf("T=%s,BM=BM,BN=BN,WGS=WGS", t);
+  ts_tile_intrinsic(g, "wgmma_store_acc", store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
+}
+
+static gboolean
+gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                GError **error)
+{
+  const gint64 BM = KNOB("BM"), BN = KNOB("BN"), BK = KNOB("BK"), W = KNOB("warps"),
+               S = KNOB("stages"), V = KNOB("vector"), G = KNOB("raster");
+  const char *swz = ts_sched_point_get_str(point, "swizzle", "xor");
+  const char *mma = ts_sched_point_get_str(point, "mma", "sync");
+  TsDtype dt = ts_op_instance_dtype(inst)->storage;
+  if (dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
+                "gemm: the CUDA kernels use tensor cores and take bf16 or f16 inputs "
+                "(f32 accumulation); %s is not supported on the GPU", ts_dtype_name(dt));
+    return FALSE;
+  }
+  if (BM <= 0 || BN <= 0 || BK <= 0 || (W != 4 && W != 8) || S < 2 || V <= 0 || G <= 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: the CUDA lowering needs positive BM, BN, BK, vector and raster, warps 4 "
+                "or 8, and at least 2 stages");
+    return FALSE;
+  }
+  const gboolean wgmma = g_strcmp0(mma, "wgmma") == 0;
+  if (!wgmma && g_strcmp0(mma, "sync") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: mma(\"%s\"): the CUDA lowering has \"sync\" (mma.sync) and \"wgmma\"",
+                mma);
+    return FALSE;
+  }
+  const gint64 elem = ts_dtype_bits(dt) / 8;
+  /* mma.sync: 8 warps split the longer side of the tile 4 ways, so warp tiles stay
+   * square-ish. wgmma: warpgroups (4 warps) split the rows, 64 or 128 each. */
+  const gint64 WARPS_M = W == 4 ? 2 : (BM >= BN ? 4 : 2), WARPS_N = W / WARPS_M, WGS = W / 4;
+  if (wgmma) {
+    if (BK * elem != 128 || (BM / WGS) % 64 || BN % 64 || BN > 256 || S < 3 ||
+        g_strcmp0(swz, "xor") != 0) {
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                  "gemm: wgmma needs BK=64 (one 128-byte swizzled row), 64-row blocks per "
+                  "warpgroup (BM=%" G_GINT64_FORMAT " over %" G_GINT64_FORMAT "), BN a "
+                  "multiple of 64 up to 256, at least 3 stages and swizzle(\"xor\")",
+                  BM, WGS);
+      return FALSE;
+    }
+  } else if ((BM / WARPS_M) % 16 || (BN / WARPS_N) % 16 || BK % 16) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: warp tiles of %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                " and BK=%" G_GINT64_FORMAT " must be multiples of 16",
+                BM / WARPS_M, BN / WARPS_N, BK);
+    return FALSE;
+  }
+  const TsShape *s = ts_op_instance_shape(inst);
+  const gint64 M = ts_shape_get(s, "M"), N = ts_shape_get(s, "N");
+  const gint64 gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
+  const gint64 smem = S * (BM * BK + BK * BN) * elem;
+
+  ts_tile_kernel_define(k, "BM", BM);
+  ts_tile_kernel_define(k, "BN", BN);
+  ts_tile_kernel_define(k, "BK", BK);
+  ts_tile_kernel_define(k, "STAGES", S);
+  if (wgmma) {
+    ts_tile_kernel_define(k, "WGS", WGS);
+  } else {
+    ts_tile_kernel_define(k, "WARPS_M", WARPS_M);
+    ts_tile_kernel_define(k, "WARPS_N", WARPS_N);
+  }
+  ts_tile_kernel_define(k, "THREADS", W * 32);
+  ts_tile_kernel_define(k, "VEC", V);
+  if (!wgmma)
+    ts_tile_kernel_define(k, "SWZ", g_strcmp0(swz, "xor") == 0);
+  ts_tile_kernel_define(k, "GROUP", G);
+  ts_tile_kernel_define(k, "TILES_M", gm);
+  ts_tile_kernel_define(k, "TILES_N", gn);
+
+  TsTileNode *g = ts_tile_grid(k->body, gm * gn, 1, 1, W * 32, smem);
+  if (wgmma) {
+    ts_tile_alloc(g, k, "As", TS_MEM_SHARED, dt, "STAGES * BM * BK", FALSE,
+                  "ring of STAGES BMx64 slices, K-major, 128-byte swizzle");
+    ts_tile_alloc(g, k, "Bs", TS_MEM_SHARED, dt, "STAGES * BK * BN", FALSE,
+                  "ring of STAGES 64xBN slices, N-major 64x64 panels, 128-byte swizzle");
+    ts_tile_alloc(g, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
+                  "m64nBNk16 accumulators [mi][BN/2] of each warpgroup thread");
+  } else {
+    ts_tile_alloc(g, k, "As", TS_MEM_SHARED, dt, "STAGES * BM * BK", FALSE,
+                  "ring of STAGES BMxBK slices, row-major, 16-byte chunks xor-swizzled by row");
+    ts_tile_alloc(g, k, "Bs", TS_MEM_SHARED, dt, "STAGES * BK * BN", FALSE,
+                  "ring of STAGES BKxBN slices, row-major, swizzled");
+    ts_tile_alloc(g, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
+                  "m16n8 accumulator fragments [mi][ni][4]");
+  }
+  /* Grouped rasterisation: consecutive CTAs walk GROUP tile rows down one tile column. */
+  ts_tile_let(g, "width", TS_DTYPE_INT32, "GROUP * TILES_N");
+  ts_tile_let(g, "first_m", TS_DTYPE_INT32, "bx / width * GROUP");
+  ts_tile_let(g, "group_m", TS_DTYPE_INT32, "min(TILES_M - first_m, GROUP)");
+  ts_tile_let(g, "m0", TS_DTYPE_INT32, "(first_m + bx % width % group_m) * BM");
+  ts_tile_let(g, "n0", TS_DTYPE_INT32, "bx % width / group_m * BN");
+  ts_tile_let(g, "kt", TS_DTYPE_INT32, "(K + BK - 1) / BK");
+  if (wgmma)
+    gemm_cuda_wgmma(g, ts_dtype_name(dt), S);
+  else
+    gemm_cuda_sync(g, ts_dtype_name(dt), S);
   return TRUE;
 }
 
@@ -219,17 +302,24 @@ const TsOpDef ts__op_gemm = {
   .bytes = gemm_bytes,
   .reference = gemm_reference,
   .lower_cpu = gemm_lower_cpu,
-  /* Every point keeps its accumulators within 128 registers a thread — 64 with 4 warps or
-   * BK=64, where the fragments and the copy loop's addresses need the rest (measured with
-   * `tessera-tune check`: those points spilled) —, its ring within the arch's shared memory, and
-   * its global loads aligned. */
+  /* Every point keeps its accumulators within 128 registers a thread — 64 with 4 warps (or,
+   * with mma.sync, BK=64), where the fragments and the copy loop's addresses need the rest
+   * (measured with `tessera-tune check`: those points spilled; a wgmma warpgroup alone spills
+   * with 128 too) —,
+   * its ring within the arch's shared memory, and its global loads aligned. wgmma points exist
+   * only where the arch has wgmma (has_wgmma: sm_90a) and in its shapes: 64-row blocks per
+   * warpgroup, whole 64-column B panels, BK one 128-byte swizzle row, and a ring of at least
+   * 3 stages (the loop keeps one slice's wgmmas in flight). */
   .cuda_space = "block(m=[64,128,256], n=[64,128,256], k=[32,64]).warps([4,8]).stages([2,3,4])"
-                ".vector([8]).swizzle([\"xor\"]).raster([8])"
+                ".vector([8]).swizzle([\"xor\"]).raster([8]).mma([\"sync\",\"wgmma\"])"
                 ".where(BM * BN / (warps * 32) <= 128,"
                 " warps == 8 || BM * BN / (warps * 32) <= 64,"
                 " stages * (BM * BK + BK * BN) * 2 <= smem_bytes,"
-                " BM * BN / (warps * 32) * BK <= 128 * 32,"
+                " mma == \"wgmma\" || BM * BN / (warps * 32) * BK <= 128 * 32,"
+                " mma == \"sync\" || has_wgmma == 1 && BK == 64 && stages >= 3"
+                " && BM / (warps / 4) % 64 == 0 && BN % 64 == 0 && swizzle == \"xor\","
                 " K % vector == 0, N % vector == 0)",
-  .cuda_default = "block(m=128,n=128,k=32).warps(8).stages(4).vector(8).swizzle(\"xor\").raster(8)",
+  .cuda_default = "block(m=128,n=128,k=32).warps(8).stages(4).vector(8).swizzle(\"xor\").raster(8)"
+                  ".mma(\"sync\")",
   .lower_cuda = gemm_lower_cuda,
 };

@@ -317,11 +317,19 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
     ts_sched_env_set(env, "l1_bytes", (gint64)device->l1_bytes);
     ts_sched_env_set(env, "l2_bytes", (gint64)device->l2_bytes);
     ts_sched_env_set(env, "smem_bytes", (gint64)device->smem_per_block);
+    /* Warpgroup mma exists only in the arch-specific sm_90a target: the space prunes wgmma
+     * points elsewhere by constraint instead of leaving them to fail in the compiler. */
+    const TsCudaArch *arch = g_strcmp0(device->backend, "cuda") == 0 && device->arch
+                               ? ts_cuda_arch_lookup(device->arch)
+                               : NULL;
+    ts_sched_env_set(env, "has_wgmma", arch && arch->wgmma);
   } else {
-    /* No device to ask (lowering for inspection, completing a user's point): the largest
-     * opt-in shared memory of the GPUs we target (sm_90a, 227 KiB). The device's own limit
-     * applies when the point runs. */
-    ts_sched_env_set(env, "smem_bytes", ts_cuda_arch_lookup("sm_90a")->smem_per_block);
+    /* No device to ask (lowering for inspection, completing a user's point): the GPU we
+     * target first, sm_90a — its 227 KiB of opt-in shared memory and its wgmma. The device's
+     * own limits apply when the point runs. */
+    const TsCudaArch *arch = ts_cuda_arch_lookup("sm_90a");
+    ts_sched_env_set(env, "smem_bytes", arch->smem_per_block);
+    ts_sched_env_set(env, "has_wgmma", arch->wgmma);
   }
   return env;
 }

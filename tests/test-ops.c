@@ -539,6 +539,64 @@ test_attention_cuda_lowering(void)
   }
 }
 
+/* gemm's wgmma points exist where the arch has wgmma: the space's env says so per device
+ * (has_wgmma), so sm_80 prunes them by constraint and sm_90a (also the no-device default)
+ * keeps them, every one lowering to the warpgroup primitives. */
+static void
+test_gemm_wgmma_space(void)
+{
+  GError *error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=4096,N=4096,K=4096", "bf16",
+                                                    &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cuda", NULL, &error);
+  g_assert_no_error(error);
+  static const struct {
+    const char *arch; /* NULL: no device */
+    guint wgmma;
+  } archs[] = {{"sm_90a", 16}, {NULL, 16}, {"sm_90", 0}, {"sm_80", 0}};
+  guint sync_90a = 0;
+  for (guint a = 0; a < G_N_ELEMENTS(archs); a++) {
+    TsDeviceInfo dev = {.backend = (char *)"cuda", .name = (char *)archs[a].arch,
+                        .arch = (char *)archs[a].arch, .smem_per_block = 232448};
+    g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, archs[a].arch ? &dev : NULL);
+    g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+    TsSchedPoint *p = NULL;
+    guint wgmma = 0, sync = 0;
+    while (ts_sched_iter_next(it, &p, &error)) {
+      g_autoptr(TsSchedPoint) point = p;
+      if (g_strcmp0(ts_sched_point_get_str(point, "mma", NULL), "wgmma") != 0) {
+        sync++;
+        continue;
+      }
+      wgmma++;
+      if (a == 0) {
+        g_autofree char *src = ts_op_emit(inst, "cuda", point, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_nonnull(strstr(src, "ts_wgmma_tile<"));
+        g_assert_nonnull(strstr(src, "ts_async_proxy_fence();"));
+        g_assert_nonnull(strstr(src, "ts_wgmma_store_acc<"));
+        g_assert_null(strstr(src, "ts_mma_tile<"));
+      }
+    }
+    g_assert_no_error(error);
+    g_assert_cmpuint(wgmma, ==, archs[a].wgmma);
+    if (a == 0)
+      sync_90a = sync;
+    else if (archs[a].arch)
+      g_assert_cmpuint(sync, ==, sync_90a); /* same shared memory: the same mma.sync points */
+  }
+  /* The default stays on mma.sync; a wgmma point must take BK=64. */
+  g_autoptr(TsSchedPoint) def = ts_op_instance_complete_point(inst, "cuda", NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(ts_sched_point_get_str(def, "mma", NULL), ==, "sync");
+  g_autoptr(TsSchedPoint) bad = ts_sched_point_parse("block(k=32).mma(\"wgmma\")", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_instance_complete_point(inst, "cuda", bad, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "has_wgmma == 1");
+  g_clear_error(&error);
+}
+
 /* The reference against a naive f64 computation done differently: no max subtraction, the
  * whole probability matrix first, then P·V. */
 static void
@@ -741,6 +799,7 @@ main(int argc, char **argv)
     g_autofree char *path = g_strdup_printf("/ops/attention/space/%s", attn_cases[i].op);
     g_test_add_data_func(path, &attn_cases[i], test_space_runs);
   }
+  g_test_add_func("/ops/gemm/wgmma-space", test_gemm_wgmma_space);
   g_test_add_func("/ops/attention/workloads", test_attention_workloads);
   g_test_add_func("/ops/attention/cuda-lowering", test_attention_cuda_lowering);
   g_test_add_func("/ops/attention/reference", test_attention_reference);

@@ -161,6 +161,7 @@ ts_cuda_parse_resources(const char *log, const char *entry, TsModuleResources *o
 static const char *const header_names[] = {
     "ts_cuda_prims.cuh",
     "ts_cuda_gemm.cuh",
+    "ts_cuda_wgmma.cuh",
     "ts_cuda_rows.cuh",
     "ts_cuda_attn.cuh",
 };

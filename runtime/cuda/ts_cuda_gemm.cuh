@@ -7,10 +7,27 @@
 // registers as m16n8 f32 accumulators, laid out [mi][ni][4].
 #pragma once
 
+// Element offset of (row, col) in a shared ROWS x COLS tile of 16-bit elements. SWZ 0 and 1:
+// row-major, 16-byte chunks xor-swizzled by row when 1 (ts_swz). SWZ 2: the wgmma operand
+// layout (ts_cuda_wgmma.cuh) — COLS / 64 panels of ROWS x 64, one after the other, each row
+// 128 bytes whose 16-byte chunks are xor-ed by row % 8 (the PTX 128-byte swizzle when the tile
+// starts on a 1024-byte boundary).
+template <int ROWS, int COLS, int SWZ>
+__device__ __forceinline__ int ts_tile_offset(int row, int col)
+{
+  if constexpr (SWZ != 2) {
+    return ts_swz<COLS, SWZ>(row, col);
+  } else {
+    static_assert(COLS % 64 == 0, "128-byte swizzled tiles are whole 64-column panels");
+    return (col >> 6) * ROWS * 64 + row * 64 + ((((col >> 3) & 7) ^ (row & 7)) << 3) + (col & 7);
+  }
+}
+
 // Copies the ROWS x COLS tile at (row0, col0) of a row-major matrix (leading dimension ld,
-// extent rows x cols) into a shared tile, VEC elements per cp.async, swizzled when SWZ. What
-// lies past the extent is zero-filled, so edge tiles need no other special case. Needs
-// cols % VEC == 0 (the space's alignment constraint) for rows to be copied whole.
+// extent rows x cols) into a shared tile laid out as ts_tile_offset<ROWS, COLS, SWZ>, VEC
+// elements per cp.async. What lies past the extent is zero-filled, so edge tiles need no other
+// special case. Needs cols % VEC == 0 (the space's alignment constraint) for rows to be copied
+// whole.
 template <class T, int ROWS, int COLS, int VEC, int SWZ, int THREADS>
 __device__ __forceinline__ void ts_copy_tile_async(T *smem, const T *g, long long ld, long long row0,
                                                    long long col0, long long rows, long long cols)
@@ -30,7 +47,7 @@ __device__ __forceinline__ void ts_copy_tile_async(T *smem, const T *g, long lon
     const long long gr = row0 + r, gc = col0 + c;
     const bool valid = gr < rows && gc + VEC <= cols;
     const T *src = valid ? g + gr * ld + gc : g;
-    ts_cp_async<VEC * sizeof(T)>(smem + ts_swz<COLS, SWZ>(r, c), src, valid);
+    ts_cp_async<VEC * sizeof(T)>(smem + ts_tile_offset<ROWS, COLS, SWZ>(r, c), src, valid);
   }
 }
 
@@ -69,6 +86,24 @@ __device__ __forceinline__ void ts_mma_tile(float *acc, const T *As, const T *Bs
   }
 }
 
+// Rounds v0, v1 to T and stores them at C[r][c], C[r][c + 1] (leading dimension ldc) where
+// they lie inside rows x cols: one 32-bit store when both do and the pair is aligned.
+template <class T>
+__device__ __forceinline__ void ts_store_pair(T *C, long long ldc, long long r, long long c,
+                                              long long rows, long long cols, float v0, float v1)
+{
+  if (r >= rows)
+    return;
+  if (c + 1 < cols && ((r * ldc + c) & 1) == 0) {
+    *reinterpret_cast<unsigned *>(C + r * ldc + c) = ts_pack2<T>(v0, v1);
+  } else {
+    if (c < cols)
+      C[r * ldc + c] = ts_from_f32<T>(v0);
+    if (c + 1 < cols)
+      C[r * ldc + c + 1] = ts_from_f32<T>(v1);
+  }
+}
+
 // Rounds the accumulators to T and stores them into the BM x BN tile of C at (row0, col0)
 // (leading dimension ldc, extent rows x cols): pairs of adjacent columns as one 32-bit store.
 template <class T, int BM, int BN, int WARPS_M, int WARPS_N>
@@ -87,16 +122,6 @@ __device__ __forceinline__ void ts_store_acc(T *C, long long ldc, long long row0
         const long long r = row0 + wm * WM + mi * 16 + lane / 4 + h * 8;
         const long long c = col0 + wn * WN + ni * 8 + (lane % 4) * 2;
         const float *v = acc + (mi * NI + ni) * 4 + h * 2;
-        if (r >= rows)
-          continue;
-        if (c + 1 < cols && ((r * ldc + c) & 1) == 0) {
-          const unsigned p = ts_pack2<T>(v[0], v[1]);
-          *reinterpret_cast<unsigned *>(C + r * ldc + c) = p;
-        } else {
-          if (c < cols)
-            C[r * ldc + c] = ts_from_f32<T>(v[0]);
-          if (c + 1 < cols)
-            C[r * ldc + c + 1] = ts_from_f32<T>(v[1]);
-        }
+        ts_store_pair<T>(C, ldc, r, c, rows, cols, v[0], v[1]);
       }
 }

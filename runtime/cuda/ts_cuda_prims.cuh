@@ -7,7 +7,8 @@
 //
 // This file holds the core (types, the kernel ABI, conversions, async copies, ldmatrix, mma,
 // swizzled shared-memory addressing, warp reductions); the op families build on it in
-// ts_cuda_gemm.cuh, ts_cuda_rows.cuh and ts_cuda_attn.cuh, included at the end.
+// ts_cuda_gemm.cuh (mma.sync), ts_cuda_wgmma.cuh (wgmma, sm_90a), ts_cuda_rows.cuh and
+// ts_cuda_attn.cuh, included at the end.
 #pragma once
 
 // ---- the kernel ABI (ts-backend.h) ----
@@ -215,5 +216,6 @@ __device__ __forceinline__ float ts_warp_max(float v)
 }
 
 #include "ts_cuda_gemm.cuh"
+#include "ts_cuda_wgmma.cuh"
 #include "ts_cuda_rows.cuh"
 #include "ts_cuda_attn.cuh"

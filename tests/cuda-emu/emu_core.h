@@ -5,7 +5,12 @@
 // cp.async is queued per thread and applied at cp.async.wait_group (EMU_EAGER=0) or at issue
 // (1), and every ldmatrix read of a byte whose copy is still queued is reported as a race.
 // Fragment layouts follow the PTX ISA text for mma.m16n8k16 and ldmatrix, written independently
-// of the headers under test. EMU_PLANT selects a deliberate bug (self-test: must fail).
+// of the headers under test. wgmma.mma_async (sm_90a) is warpgroup-wide: issued once all 128
+// threads arrived, queued, and computed as late as wgmma.wait_group allows, from shared memory
+// located by decoding the matrix descriptors (swizzle mode, LBO, SBO) per the ISA text; shared
+// memory it still has to read must not be overwritten, and cp.async data must have been fenced
+// into the async proxy (fence.proxy.async) before it reads them. EMU_PLANT selects a
+// deliberate bug (self-test: must fail).
 #pragma once
 #include <cassert>
 #include <cmath>
@@ -38,6 +43,25 @@ struct EmuThread {
   bool done;
   std::vector<std::vector<EmuCopy>> groups; // committed cp.async groups, oldest first
   std::vector<EmuCopy> open;                // issued, not yet committed
+  std::vector<EmuCopy> landed;              // applied since this thread's last fence.proxy.async
+};
+// One wgmma.mma_async of a warpgroup: D (m64 x n, in the 128 threads' registers) = A · B + D.
+struct EmuWgmma {
+  int n;
+  uint64_t da, db;
+  bool f16, trans_a, trans_b, scale_d;
+  float *d[128];
+};
+struct EmuGroup { // a warpgroup: its collectives and its queue of unfinished wgmmas
+  int arrived = 0;
+  unsigned gen = 0;
+  int kind = -1;
+  uint64_t in_a[128], in_b[128];
+  float *in_d[128];
+  int in_i[128];
+  bool fenced = false;                      // a wgmma.fence has been executed
+  std::vector<EmuWgmma> open;               // issued, not yet committed
+  std::vector<std::vector<EmuWgmma>> groups; // committed, unfinished, oldest first
 };
 struct EmuWarp {
   int arrived = 0;
@@ -59,8 +83,12 @@ struct Emu {
   unsigned char *smem = nullptr;
   size_t smem_bytes = 0;
   std::vector<int> pending; // per smem byte: copies issued and not yet applied
+  std::vector<int> unfenced; // per smem byte: copies applied, not yet fenced into the async proxy
+  std::vector<int> wg_reads; // per smem byte: reads of wgmmas not yet finished
+  std::vector<EmuGroup> wgs;
   int eager = 0;
-  int plant = 0; // 1: ldmatrix without .trans transposes; 2: cp.async.wait_group waits for nothing
+  int plant = 0; // 1: ldmatrix without .trans transposes; 2: cp.async.wait_group waits for nothing;
+                 // 3: wgmma ignores imm-trans-b; 4: wgmma ignores the descriptor's swizzle mode
   long errors = 0;
 };
 extern Emu emu;
@@ -180,14 +208,23 @@ static inline void emu_apply(const EmuCopy &c)
     memcpy(emu.smem + c.dst, c.src, c.bytes);
   else
     memset(emu.smem + c.dst, 0, c.bytes);
-  for (int i = 0; i < c.bytes; i++)
+  for (int i = 0; i < c.bytes; i++) {
     emu.pending[c.dst + i]--;
+    emu.unfenced[c.dst + i]++;
+  }
+  if (emu.cur)
+    emu.cur->landed.push_back(c);
 }
 static inline void emu_cp_async(unsigned dst, const void *src, int bytes, bool valid)
 {
   if (dst % bytes || dst + bytes > emu.smem_bytes || ((uintptr_t)src % bytes))
     emu_fail("cp.async misaligned or outside shared memory");
   else {
+    for (int i = 0; i < bytes; i++)
+      if (emu.wg_reads[dst + i]) {
+        emu_fail("cp.async into shared memory that an unfinished wgmma reads");
+        break;
+      }
     EmuCopy c{dst, src, bytes, valid};
     for (int i = 0; i < bytes; i++)
       emu.pending[dst + i]++;
@@ -308,4 +345,191 @@ static inline void emu_mma_16816(float (&d)[4], const unsigned (&a)[4], const un
   });
   for (int i = 0; i < 4; i++)
     d[i] = w.out_f[lane][i];
+}
+
+// ---- wgmma (sm_90a), warpgroup-wide ----
+// A warpgroup collective: the 128th thread to arrive runs op.
+static inline void emu_wg_collective(int kind, const std::function<void(EmuGroup &)> &op)
+{
+  if (emu.wgs.empty() || emu.cur->tid / 128 >= emu.wgs.size()) {
+    fprintf(stderr, "emu: wgmma instruction in a block that is not whole warpgroups\n");
+    abort();
+  }
+  EmuGroup &g = emu.wgs[emu.cur->tid / 128];
+  if (g.arrived == 0)
+    g.kind = kind;
+  else if (g.kind != kind) {
+    fprintf(stderr, "emu: divergent wgmma instructions in warpgroup %u: %d vs %d\n",
+            emu.cur->tid / 128, g.kind, kind);
+    abort();
+  }
+  unsigned gen = g.gen;
+  if (++g.arrived == 128) {
+    op(g);
+    g.arrived = 0;
+    g.gen++;
+  } else {
+    while (g.gen == gen)
+      emu_yield();
+  }
+}
+
+// fence.proxy.async: this thread's landed cp.async data become visible to the async proxy.
+static inline void emu_proxy_fence()
+{
+  for (auto &c : emu.cur->landed)
+    for (int i = 0; i < c.bytes; i++)
+      emu.unfenced[c.dst + i]--;
+  emu.cur->landed.clear();
+}
+
+// The shared-memory byte holding element (mn, k) of a 16-bit operand, decoded from a matrix
+// descriptor as the PTX ISA describes it ("Matrix Descriptor Format", "Shared Memory Matrix
+// Layout"): start address, leading (LBO) and stride (SBO) byte offsets, each stored >> 4 in 14
+// bits at bits 0, 16, 32; base offset at bits 49-51; swizzle mode at bits 62-63 (1: 128-byte,
+// 2: 64-byte, 3: 32-byte). A swizzled matrix is made of atoms whose rows are W = swizzle bytes
+// long: K-major, atom rows run along K and the 8-row groups along M/N are SBO apart (LBO
+// unused); MN-major, atom rows run along M/N, 8-row groups along K are SBO apart and atoms
+// side by side along M/N (W / 2 elements each) are LBO apart. The swizzle XORs address bits
+// [4, 4 + log2(W / 16)) with the bits three above them, i.e. the 16-byte chunk index with the
+// row index within the repeating pattern of 8 rows (base offset 0: patterns start on W * 8-byte
+// boundaries). The interleaved (no-swizzle) layouts are not used by the kernels and not emulated.
+static inline unsigned emu_desc_addr(uint64_t desc, bool mn_major, int mn, int k)
+{
+  const unsigned start = (unsigned)(desc & 0x3fff) << 4;
+  const unsigned lbo = (unsigned)((desc >> 16) & 0x3fff) << 4;
+  const unsigned sbo = (unsigned)((desc >> 32) & 0x3fff) << 4;
+  const unsigned base = (unsigned)(desc >> 49) & 7, mode = (unsigned)(desc >> 62) & 3;
+  if (mode == 0 || base != 0) {
+    emu_fail("wgmma descriptor: no-swizzle layouts and nonzero base offsets are not emulated");
+    return 0;
+  }
+  const unsigned W = mode == 1 ? 128 : mode == 2 ? 64 : 32, E = 2; // bytes per element
+  unsigned addr;
+  if (!mn_major) {
+    if ((unsigned)k * E >= W)
+      emu_fail("wgmma descriptor: K-major k16 slice wider than the swizzle row");
+    addr = start + (unsigned)(mn / 8) * sbo + (unsigned)(mn % 8) * W + (unsigned)k * E;
+  } else {
+    const unsigned per_row = W / E;
+    addr = start + (unsigned)mn / per_row * lbo + (unsigned)(k / 8) * sbo + (unsigned)(k % 8) * W +
+           (unsigned)mn % per_row * E;
+  }
+  if (emu.plant == 4)
+    return addr;
+  return addr ^ (((addr >> 7) & (W / 16 - 1)) << 4);
+}
+
+// Calls f(byte address) for every byte an m64nNk16 wgmma reads (A 64 x 16, B 16 x N).
+template <class F> static inline void emu_wgmma_bytes(const EmuWgmma &w, F f)
+{
+  const bool tb = emu.plant == 3 ? !w.trans_b : w.trans_b;
+  for (int m = 0; m < 64; m++)
+    for (int k = 0; k < 16; k++)
+      f(emu_desc_addr(w.da, w.trans_a, m, k), 0, m, k);
+  for (int k = 0; k < 16; k++)
+    for (int n = 0; n < w.n; n++)
+      f(emu_desc_addr(w.db, tb, n, k), 1, n, k);
+}
+
+static inline unsigned short emu_smem16(unsigned a)
+{
+  if (a % 2 || a + 2 > emu.smem_bytes) {
+    emu_fail("wgmma operand outside shared memory or misaligned");
+    return 0;
+  }
+  for (unsigned i = a; i < a + 2; i++) {
+    if (emu.pending[i]) {
+      emu_fail("wgmma read a shared-memory byte whose cp.async was not waited for");
+      break;
+    }
+    if (emu.unfenced[i]) {
+      emu_fail("wgmma read cp.async data not fenced into the async proxy (fence.proxy.async)");
+      break;
+    }
+  }
+  unsigned short v;
+  memcpy(&v, emu.smem + a, 2);
+  return v;
+}
+
+// Runs one wgmma: accumulator register i of warpgroup thread t is D[16 (t / 32) + (t % 32) / 4
+// + 8 ((i / 2) % 2)][8 (i / 4) + 2 (t % 4) + i % 2] (the ISA's m64nNk16 D fragment).
+static inline void emu_wgmma_run(EmuWgmma &w)
+{
+  static float A[64][16], B[16][256];
+  emu_wgmma_bytes(w, [&](unsigned a, int which, int i, int k) {
+    if (a + 2 <= emu.smem_bytes) {
+      emu.wg_reads[a]--;
+      emu.wg_reads[a + 1]--;
+    }
+    const unsigned short v = emu_smem16(a);
+    const float f = w.f16 ? emu_f16_to_f32(v) : __uint_as_float((unsigned)v << 16);
+    if (which == 0)
+      A[i][k] = f;
+    else
+      B[k][i] = f;
+  });
+  for (int t = 0; t < 128; t++)
+    for (int i = 0; i < w.n / 2; i++) {
+      const int r = 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2);
+      const int c = 8 * (i / 4) + 2 * (t % 4) + i % 2;
+      double acc = w.scale_d ? w.d[t][i] : 0.0;
+      for (int k = 0; k < 16; k++)
+        acc += (double)A[r][k] * B[k][c];
+      w.d[t][i] = (float)acc;
+    }
+}
+
+static inline void emu_wgmma_fence()
+{
+  emu_wg_collective(2000, [](EmuGroup &g) { g.fenced = true; });
+}
+
+static inline void emu_wgmma(float *d, int n, uint64_t da, uint64_t db, int scale_d, bool f16,
+                             bool trans_a, bool trans_b)
+{
+  EmuGroup &g = emu.wgs[emu.cur->tid / 128];
+  const unsigned t = emu.cur->tid % 128;
+  g.in_a[t] = da;
+  g.in_b[t] = db;
+  g.in_d[t] = d;
+  g.in_i[t] = scale_d;
+  emu_wg_collective(2001 + n, [&](EmuGroup &gg) {
+    if (!gg.fenced)
+      emu_fail("wgmma.mma_async before the warpgroup's first wgmma.fence");
+    EmuWgmma w{n, gg.in_a[0], gg.in_b[0], f16, trans_a, trans_b, gg.in_i[0] != 0, {}};
+    for (int i = 0; i < 128; i++) {
+      if (gg.in_a[i] != w.da || gg.in_b[i] != w.db || (gg.in_i[i] != 0) != w.scale_d)
+        emu_fail("wgmma descriptors or scale-d differ across the warpgroup");
+      w.d[i] = gg.in_d[i];
+    }
+    emu_wgmma_bytes(w, [&](unsigned a, int, int, int) {
+      if (a + 2 <= emu.smem_bytes) {
+        emu.wg_reads[a]++;
+        emu.wg_reads[a + 1]++;
+      }
+    });
+    gg.open.push_back(w);
+  });
+}
+
+static inline void emu_wgmma_commit()
+{
+  emu_wg_collective(2300, [](EmuGroup &g) {
+    g.groups.push_back(g.open);
+    g.open.clear();
+  });
+}
+
+// wgmma.wait_group n: every group but the newest n finishes (now, as late as allowed).
+static inline void emu_wgmma_wait(int n)
+{
+  emu_wg_collective(2400 + n, [n](EmuGroup &g) {
+    while ((int)g.groups.size() > n) {
+      for (auto &w : g.groups.front())
+        emu_wgmma_run(w);
+      g.groups.erase(g.groups.begin());
+    }
+  });
 }

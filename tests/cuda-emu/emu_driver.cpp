@@ -3,7 +3,7 @@
 // reference from the same (rounded) inputs, with ts_numerics_rel_error's norm-wise relative error
 // and ts_numerics_tolerance's bound. Inputs are random and nonzero; outputs are NaN-poisoned.
 // usage: emu-kernel OP DIM... (gemm M N K | flash_attention[_causal] B H S D | rows ops M N |
-// saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1|2 plants a bug.
+// saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1..4 plants a bug.
 #include "ts_cuda_prims.cuh"
 #include <string>
 
@@ -11,7 +11,7 @@ extern "C" void ENTRY(const TsArgs);
 extern "C" unsigned int LAUNCH[7];
 
 Emu emu;
-alignas(128) unsigned char ts_smem[228 * 1024]; // the kernels' extern __shared__ ts_smem[]
+alignas(1024) unsigned char ts_smem[228 * 1024]; // the kernels' extern __shared__ ts_smem[]
 static TsArgs g_args;
 
 static void trampoline()
@@ -54,6 +54,9 @@ static int run_launch()
         emu.bidx = Dim3{bx, by, bz};
         memset(ts_smem, 0xff, sizeof ts_smem); // garbage, not zeros
         emu.pending.assign(L[6] + 16, 0);
+        emu.unfenced.assign(L[6] + 16, 0);
+        emu.wg_reads.assign(L[6] + 16, 0);
+        emu.wgs.assign(L[3] % 128 ? 0 : L[3] / 128, EmuGroup());
         emu.th.assign(L[3], EmuThread());
         emu.warps.assign(L[3] / 32, EmuWarp());
         emu.cta_arrived = 0;
@@ -86,6 +89,9 @@ static int run_launch()
           if (++spins > 10000000) { fprintf(stderr, "emu: deadlock in CTA %u\n", bx); return 2; }
         }
         emu.cur = nullptr;
+        for (auto &g : emu.wgs)
+          if (!g.open.empty() || !g.groups.empty())
+            emu_fail("the kernel ended with wgmmas not waited for");
         for (auto &th : emu.th) {
           if (!th.open.empty()) th.groups.push_back(th.open);
           for (auto &g : th.groups) for (auto &c : g) emu_apply(c);

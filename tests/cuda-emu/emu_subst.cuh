@@ -41,3 +41,15 @@
 { emu_ldmatrix(r, 4, addr, true); }
 // @ __device__ __forceinline__ void ts_attn_cp_async16(unsigned dst, const void *src, bool valid)
 { emu_cp_async(dst, src, 16, valid); }
+// @ __device__ __forceinline__ void ts_async_proxy_fence()
+{ emu_proxy_fence(); }
+// @ __device__ __forceinline__ void ts_wgmma_fence()
+{ emu_wgmma_fence(); }
+// @ __device__ __forceinline__ void ts_wgmma_commit()
+{ emu_wgmma_commit(); }
+// @ template <int N> __device__ __forceinline__ void ts_wgmma_wait()
+{ emu_wgmma_wait(N); }
+// @ template <int NACC> __device__ __forceinline__ void ts_wgmma_fence_acc(float *acc)
+{ (void)acc; }
+// @ template <class T, int N> __device__ __forceinline__ void ts_wgmma_ss(float *d, unsigned long long da, unsigned long long db, int scale_d)
+{ emu_wgmma(d, N, da, db, scale_d, !ts_is_bf16<T>, /*imm-trans-a*/ false, /*imm-trans-b*/ true); }

@@ -3,7 +3,7 @@
 # default CUDA point and a few others with the real tessera-tune, compiles the unmodified
 # generated source and op-family headers with g++ against a host emulator (emu_core.h; only the
 # inline-PTX functions are substituted, see prep.py and emu_subst.cuh), runs every CTA and checks
-# every output element against an f64 reference (emu_driver.cpp). Two planted bugs must be caught.
+# every output element against an f64 reference (emu_driver.cpp). Four planted bugs must be caught.
 # TAP output; exit 77 when g++ (C++17 with _Float16) or python3 is missing.
 set -u
 TUNE=$1
@@ -30,12 +30,24 @@ G3='block(m=64,n=128,k=64).warps(4).stages(2)'
 A1='block(m=64,n=32).warps(4).stages(2)'
 A2='block(m=128,n=128).warps(8).stages(3)'
 A3='block(m=64,n=64).warps(4).stages(3)'
+# wgmma (sm_90a): 1 and 2 warpgroups, 1 or 2 m64 blocks each, BN 64 / 128 / 256.
+W1='block(m=64,n=64,k=64).warps(4).stages(3).mma("wgmma")'
+W2='block(m=128,n=128,k=64).warps(8).stages(4).mma("wgmma")'
+W3='block(m=256,n=64,k=64).warps(8).stages(3).mma("wgmma")'
+W4='block(m=128,n=256,k=64).warps(8).stages(3).mma("wgmma")'
+W5='block(m=128,n=64,k=64).warps(4).stages(4).mma("wgmma")'
 R1='block(m=4).warps(4).vector(4)'
 R2='block(m=16).warps(16).vector(8)'
 CASES=()
 for dt in bf16 f16; do
   for p in '' "$G1" "$G2" "$G3"; do CASES+=("gemm|M=72,N=80,K=48|72 80 48|$dt|$p|EMU_EAGER=0|pass"); done
 done
+# Odd shapes: M, N and K tails; K=200 walks the ring more than once.
+for p in "$W1" "$W2" "$W3" "$W4" "$W5"; do
+  CASES+=("gemm|M=72,N=80,K=48|72 80 48|bf16|$p|EMU_EAGER=0|pass")
+done
+for p in "$W1" "$W2" "$W4"; do CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$p|EMU_EAGER=0|pass"); done
+CASES+=("gemm|M=136,N=200,K=200|136 200 200|bf16|$W3|EMU_EAGER=1|pass")
 for op in flash_attention flash_attention_causal; do
   for p in '' "$A1" "$A2" "$A3"; do CASES+=("$op|B=1,H=2,S=77,D=64|1 2 77 64|bf16|$p|EMU_EAGER=0|pass"); done
   CASES+=("$op|B=1,H=1,S=40,D=128|1 1 40 128|bf16||EMU_EAGER=1|pass")
@@ -47,10 +59,13 @@ done
 for p in '' 'block(n=2048).warps(4).vector(4)' 'block(n=8192).warps(8).vector(8)'; do
   CASES+=("saxpy|N=5001|5001|bf16|$p|EMU_EAGER=0|pass")
 done
-# Self-test: a wrong fragment layout (ldmatrix.x4 transposing) and a cp.async.wait_group that
-# waits for nothing must both fail, or the checks above vouch for nothing.
+# Self-test: a wrong fragment layout (ldmatrix.x4 transposing), a cp.async.wait_group that
+# waits for nothing, a wgmma reading B K-major and a wgmma ignoring the 128-byte swizzle must
+# all fail, or the checks above vouch for nothing.
 CASES+=("gemm|M=72,N=80,K=48|72 80 48|f16||EMU_PLANT=1|fail")
 CASES+=("flash_attention|B=1,H=2,S=77,D=64|1 2 77 64|bf16|$A1|EMU_PLANT=2|fail")
+CASES+=("gemm|M=72,N=80,K=48|72 80 48|bf16|$W2|EMU_PLANT=3|fail")
+CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$W1|EMU_PLANT=4|fail")
 
 run_case() { # index, case line; writes $W/r.INDEX
   local i=$1 op shape dims dt pt env expect entry store rc

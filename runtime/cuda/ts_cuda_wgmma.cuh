@@ -1,0 +1,191 @@
+// ts_cuda_wgmma.cuh — tile primitives of the warpgroup tensor-core GEMM (wgmma.mma_async,
+// sm_90a only; the space's `has_wgmma` constraint keeps these kernels off other arches).
+//
+// The CTA is WGS warpgroups of 128 threads; warpgroup g owns rows [g * BM / WGS, (g + 1) * BM /
+// WGS) of the BM x BN tile of C as BM / WGS / 64 m64nBNk16 accumulators. Both operands are read
+// by the tensor cores straight from shared memory through 64-bit matrix descriptors, so no
+// fragment passes through registers. The BK = 64 slices (one 128-byte row of 16-bit elements)
+// come from the same cp.async ring as the mma.sync path, written in the layout the descriptors
+// describe (ts_tile_offset with SWZ = 2, ts_cuda_gemm.cuh):
+//   A slice, BM x 64, K-major: 128-byte rows, 16-byte chunks xor-ed by row % 8 — the PTX
+//     128-byte swizzle; 8-row groups 1024 bytes apart (the stride byte offset).
+//   B slice, 64 x BN, N-major (global B is [K, N], N contiguous, and wgmma reads a 16-bit B
+//     transposed with imm-trans-b = 1): BN / 64 panels of 64 x 64, each 64 k-rows of 128 bytes
+//     swizzled alike; k-row groups of 8 are 1024 bytes apart (stride byte offset), the panels
+//     64 * 128 bytes apart (leading byte offset).
+// The hardware applies the swizzle to address bits (bits 4-6 ^= bits 7-9), so every tile must
+// start on a 1024-byte boundary: the emitter aligns dynamic shared memory to 1024 and each ring
+// slice is a multiple of 8 KiB (both static_asserted or trapped on).
+#pragma once
+
+// ---- instructions ----
+// 64-bit shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address,
+// leading and stride dimension byte offsets, each (x & 0x3ffff) >> 4 in a 14-bit field at bits
+// 0, 16 and 32; base offset (bits 49-51) 0 since tiles start on the pattern's 1024-byte
+// boundary; swizzle mode 1 (128-byte) in bits 62-63.
+__device__ __forceinline__ unsigned long long ts_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo)
+{
+  return (unsigned long long)((addr & 0x3ffffu) >> 4) |
+         (unsigned long long)((lbo & 0x3ffffu) >> 4) << 16 |
+         (unsigned long long)((sbo & 0x3ffffu) >> 4) << 32 | 1ull << 62;
+}
+
+// cp.async writes shared memory in the generic proxy and wgmma reads it in the async proxy:
+// each writer fences after its copies landed, before the barrier that publishes them.
+__device__ __forceinline__ void ts_async_proxy_fence()
+{
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Orders this thread's register accesses before the warpgroup's next wgmma.mma_async.
+__device__ __forceinline__ void ts_wgmma_fence()
+{
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void ts_wgmma_commit()
+{
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+// Waits until at most N committed wgmma groups of this warpgroup are unfinished.
+template <int N> __device__ __forceinline__ void ts_wgmma_wait()
+{
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// The accumulators are written by the tensor cores behind the compiler's back between a wgmma
+// and its wait: an empty asm that "reads and writes" each one keeps the compiler from moving or
+// copying them across those points.
+template <int NACC> __device__ __forceinline__ void ts_wgmma_fence_acc(float *acc)
+{
+#pragma unroll
+  for (int i = 0; i < NACC; i++)
+    asm volatile("" : "+f"(acc[i])::"memory");
+}
+
+// PTX has no register ranges: the accumulator lists are spelled out. TS_WG_R10(t) is the ten
+// operands %t0 .. %t9 (t empty: %0 .. %9); TS_WG_D8(i) binds d[i] .. d[i + 7] in order.
+#define TS_WG_R10(t)                                                                             \
+  "%" #t "0, %" #t "1, %" #t "2, %" #t "3, %" #t "4, %" #t "5, %" #t "6, %" #t "7, %" #t "8, %" #t "9"
+#define TS_WG_D8(i)                                                                              \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),    \
+    "+f"(d[i + 6]), "+f"(d[i + 7])
+#define TS_WG_D32(i) TS_WG_D8(i), TS_WG_D8(i + 8), TS_WG_D8(i + 16), TS_WG_D8(i + 24)
+#define TS_WG_REGS64 TS_WG_R10() ", " TS_WG_R10(1) ", " TS_WG_R10(2) ", %30, %31"
+#define TS_WG_REGS128                                                                            \
+  TS_WG_R10() ", " TS_WG_R10(1) ", " TS_WG_R10(2) ", " TS_WG_R10(3) ", " TS_WG_R10(4) ", "       \
+  TS_WG_R10(5) ", %60, %61, %62, %63"
+#define TS_WG_REGS256                                                                            \
+  TS_WG_R10() ", " TS_WG_R10(1) ", " TS_WG_R10(2) ", " TS_WG_R10(3) ", " TS_WG_R10(4) ", "       \
+  TS_WG_R10(5) ", " TS_WG_R10(6) ", " TS_WG_R10(7) ", " TS_WG_R10(8) ", " TS_WG_R10(9) ", "      \
+  TS_WG_R10(10) ", " TS_WG_R10(11) ", %120, %121, %122, %123, %124, %125, %126, %127"
+
+template <class T> constexpr bool ts_is_bf16 = false;
+template <> constexpr bool ts_is_bf16<ts_bf16> = true;
+
+// d (N/2 floats per thread) = A · B + (scale_d ? d : 0) for one m64nNk16 step of the
+// warpgroup: A (64 x 16, K-major) and B (16 x N, N-major: imm-trans-b = 1) from the
+// descriptors; imm-scale-a/b = 1, imm-trans-a = 0. Thread t of the warpgroup holds, for each
+// 8-column block j, d[4j + e] = D[16 (t / 32) + (t % 32) / 4 + 8 (e / 2)][8j + 2 (t % 4) + e % 2].
+template <class T, int N>
+__device__ __forceinline__ void ts_wgmma_ss(float *d, unsigned long long da, unsigned long long db, int scale_d)
+{
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma tiles are 64, 128 or 256 columns wide");
+  if constexpr (N == 64 && ts_is_bf16<T>)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{" TS_WG_REGS64 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
+                 : TS_WG_D32(0)
+                 : "l"(da), "l"(db), "r"(scale_d));
+  else if constexpr (N == 64)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{" TS_WG_REGS64 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
+                 : TS_WG_D32(0)
+                 : "l"(da), "l"(db), "r"(scale_d));
+  else if constexpr (N == 128 && ts_is_bf16<T>)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{" TS_WG_REGS128 "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
+                 : TS_WG_D32(0), TS_WG_D32(32)
+                 : "l"(da), "l"(db), "r"(scale_d));
+  else if constexpr (N == 128)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                 "{" TS_WG_REGS128 "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
+                 : TS_WG_D32(0), TS_WG_D32(32)
+                 : "l"(da), "l"(db), "r"(scale_d));
+  else if constexpr (ts_is_bf16<T>)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+                 "{" TS_WG_REGS256 "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+                 : TS_WG_D32(0), TS_WG_D32(32), TS_WG_D32(64), TS_WG_D32(96)
+                 : "l"(da), "l"(db), "r"(scale_d));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+                 "{" TS_WG_REGS256 "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+                 : TS_WG_D32(0), TS_WG_D32(32), TS_WG_D32(64), TS_WG_D32(96)
+                 : "l"(da), "l"(db), "r"(scale_d));
+}
+
+// ---- tiles ----
+// acc += As · Bs for one BK = 64 slice (layouts above), issued asynchronously: the slice's
+// BK / 16 x MI wgmmas form one group, and on return only that group may still be running — the
+// previous slice's has finished, so its ring buffer may be refilled once every warpgroup has
+// passed this point (the next iteration's barrier). acc holds MI blocks of BN / 2 floats.
+template <class T, int BM, int BN, int BK, int WGS>
+__device__ __forceinline__ void ts_wgmma_tile(float *acc, const T *As, const T *Bs)
+{
+  constexpr int WM = BM / WGS, MI = WM / 64, ROW = BK * (int)sizeof(T);
+  static_assert(ROW == 128, "a BK slice row must be one 128-byte swizzle row");
+  static_assert(WM % 64 == 0 && BN % 64 == 0, "warpgroup tiles are m64 blocks, BN whole panels");
+  static_assert(BM * ROW % 1024 == 0 && BK * BN * (int)sizeof(T) % 1024 == 0,
+                "ring slices must keep every tile on a 1024-byte boundary");
+  const unsigned a = ts_smem_addr(As) + (unsigned)((int)threadIdx.x / 128 * WM * ROW);
+  const unsigned b = ts_smem_addr(Bs);
+  ts_wgmma_fence_acc<MI * BN / 2>(acc);
+  ts_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BK; kk += 16) {
+    // B: 16 k-rows further down each panel; LBO = one 64 x 64 panel, SBO = 8 k-rows.
+    const unsigned long long db = ts_wgmma_desc(b + kk * ROW, BK * ROW, 8 * ROW);
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++) {
+      // A: 16 elements (32 bytes) along the swizzled row; SBO = 8 rows; LBO is unused by a
+      // swizzled K-major layout (the ISA assumes 1), so 16 bytes encodes that 1.
+      const unsigned long long da =
+        ts_wgmma_desc(a + mi * 64 * ROW + kk * (int)sizeof(T), 16, 8 * ROW);
+      ts_wgmma_ss<T, BN>(acc + mi * (BN / 2), da, db, 1);
+    }
+  }
+  ts_wgmma_commit();
+  ts_wgmma_wait<1>();
+  ts_wgmma_fence_acc<MI * BN / 2>(acc);
+}
+
+// Rounds the accumulators to T and stores them into the BM x BN tile of C at (row0, col0)
+// (leading dimension ldc, extent rows x cols), in the fragment layout of ts_wgmma_ss. Called
+// after ts_wgmma_wait<0>: the operand fence keeps the compiler from reading acc before it.
+template <class T, int BM, int BN, int WGS>
+__device__ __forceinline__ void ts_wgmma_store_acc(T *C, long long ldc, long long row0, long long col0,
+                                                   long long rows, long long cols, float *acc)
+{
+  constexpr int WM = BM / WGS, MI = WM / 64;
+  ts_wgmma_fence_acc<MI * BN / 2>(acc);
+  // Checked here, after the last wgmma, because a trap on a divergent path before one makes
+  // ptxas serialize every wgmma of the kernel (C7518).
+  extern __shared__ unsigned char ts_smem[];
+  if (ts_smem_addr(ts_smem) & 1023u)
+    __trap();
+  const int t = (int)threadIdx.x, lane = t % 32;
+  const long long r0 = row0 + t / 128 * WM + t / 32 % 4 * 16 + lane / 4;
+  const long long c0 = col0 + (lane % 4) * 2;
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const float *v = acc + mi * (BN / 2) + j * 4 + h * 2;
+        ts_store_pair<T>(C, ldc, r0 + mi * 64 + h * 8, c0 + j * 8, rows, cols, v[0], v[1]);
+      }
+}
