@@ -159,6 +159,26 @@ ts_prof_counters_hooks(TsProfCounters *c, TsMeasureHooks *hooks)
   *hooks = (TsMeasureHooks){.begin = hook_begin, .end = hook_end, .data = c};
 }
 
+TsProfCounters *
+ts_prof_counters_attach(TsBackend *backend, TsRunOptions *options, TsMeasureHooks *hooks)
+{
+  if (strcmp(ts_backend_describe(backend)->backend, "cpu") != 0)
+    return NULL;
+  TsProfCounters *c = ts_prof_counters_new();
+  ts_prof_counters_hooks(c, hooks);
+  options->hooks = hooks;
+  return c;
+}
+
+void
+ts_prof_counters_finish(const TsProfCounters *c, TsTrialResult *r)
+{
+  if (c == NULL || r == NULL || r->status != TS_TRIAL_OK)
+    return;
+  g_free(r->counters_json);
+  r->counters_json = ts_prof_counters_to_json(c, c->launches);
+}
+
 guint
 ts_prof_counters_launches(const TsProfCounters *c)
 {

@@ -31,6 +31,13 @@ void ts_prof_counters_hooks(TsProfCounters *counters, TsMeasureHooks *hooks);
 /* Launches counted through the hooks, 0 when none. */
 guint ts_prof_counters_launches(const TsProfCounters *counters);
 
+/* A trial's counters: on the cpu backend, new counters hooked into options through hooks
+ * (which must outlive the run); NULL elsewhere, where host counters would count the launcher.
+ * After the run, ts_prof_counters_finish stores the per-launch figures in a verified result. */
+TsProfCounters *ts_prof_counters_attach(TsBackend *backend, TsRunOptions *options,
+                                        TsMeasureHooks *hooks);
+void ts_prof_counters_finish(const TsProfCounters *counters, TsTrialResult *result);
+
 /* Counter names: "cycles", "instructions", "cache_references", "cache_misses",
  * "task_clock_ns", "page_faults", "context_switches". TRUE and *value (total) when counted. */
 gboolean ts_prof_counters_get(const TsProfCounters *counters, const char *name, double *value);

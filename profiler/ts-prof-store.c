@@ -3,24 +3,38 @@
 #include "ts-prof.h"
 
 TsProfCeilings *
+ts_prof_ceilings_load(TsDb *db, gint64 device_id, TsBackend *backend, GError **error)
+{
+  const TsDeviceInfo *d = ts_backend_describe(backend);
+  g_autoptr(GError) local = NULL;
+  g_autofree char *json = ts_db_get_device_peaks(db, device_id, &local);
+  if (local) {
+    g_propagate_error(error, g_steal_pointer(&local));
+    return NULL;
+  }
+  /* A stale or unreadable row is not an error: the microbenchmarks rebuild it. */
+  g_autoptr(TsProfCeilings) stored = json ? ts_prof_ceilings_from_json(json, NULL) : NULL;
+  if (stored && g_strcmp0(ts_prof_ceilings_toolchain(stored), d->toolchain) == 0 &&
+      g_strcmp0(ts_prof_ceilings_backend(stored), d->backend) == 0)
+    return g_steal_pointer(&stored);
+  return NULL;
+}
+
+TsProfCeilings *
 ts_prof_ceilings_ensure(TsDb *db, gint64 device_id, TsBackend *backend, gboolean remeasure,
                         gboolean *measured, GError **error)
 {
   if (measured)
     *measured = FALSE;
-  const TsDeviceInfo *d = ts_backend_describe(backend);
   if (!remeasure) {
     g_autoptr(GError) local = NULL;
-    g_autofree char *json = ts_db_get_device_peaks(db, device_id, &local);
+    TsProfCeilings *stored = ts_prof_ceilings_load(db, device_id, backend, &local);
     if (local) {
       g_propagate_error(error, g_steal_pointer(&local));
       return NULL;
     }
-    /* A stale or unreadable row is replaced, not an error: the microbenchmarks rebuild it. */
-    g_autoptr(TsProfCeilings) stored = json ? ts_prof_ceilings_from_json(json, NULL) : NULL;
-    if (stored && g_strcmp0(ts_prof_ceilings_toolchain(stored), d->toolchain) == 0 &&
-        g_strcmp0(ts_prof_ceilings_backend(stored), d->backend) == 0)
-      return g_steal_pointer(&stored);
+    if (stored)
+      return stored;
   }
   g_autoptr(TsProfCeilings) fresh = ts_prof_measure_ceilings(backend, error);
   if (fresh == NULL)

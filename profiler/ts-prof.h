@@ -60,6 +60,10 @@ TsProfCeilings *ts_prof_ceilings_from_json(const char *json, GError **error);
  * (tensor-core and FMA peaks per dtype, DRAM and L2 bandwidth). */
 TsProfCeilings *ts_prof_measure_ceilings(TsBackend *backend, GError **error);
 
+/* The ceilings stored in the device row when they are current for backend's device and
+ * toolchain; NULL (error unset) when there are none or they are stale. */
+TsProfCeilings *ts_prof_ceilings_load(TsDb *db, gint64 device_id, TsBackend *backend,
+                                      GError **error);
 /* The device's ceilings from the schedule cache's device row, measured (and stored) first when
  * the row has none, holds an older format, was measured with another toolchain, or remeasure
  * is set. *measured (may be NULL) tells whether the microbenchmarks ran. */

@@ -362,14 +362,20 @@ TsProfCeilings *
 tt_ceilings(TsDb *db, TsBackend *backend, gint64 device_id, gboolean remeasure, gboolean quiet,
             GError **error)
 {
+  if (!remeasure) {
+    g_autoptr(GError) local = NULL;
+    TsProfCeilings *stored = ts_prof_ceilings_load(db, device_id, backend, &local);
+    if (local) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return NULL;
+    }
+    if (stored)
+      return stored;
+  }
   /* Say so before the microbenchmarks run: they take seconds, on a machine better left quiet. */
-  g_autoptr(GError) local = NULL;
-  g_autofree char *json = remeasure ? NULL : ts_db_get_device_peaks(db, device_id, &local);
-  g_autoptr(TsProfCeilings) stored = json ? ts_prof_ceilings_from_json(json, NULL) : NULL;
-  const TsDeviceInfo *d = ts_backend_describe(backend);
-  if (!quiet && (stored == NULL || g_strcmp0(ts_prof_ceilings_toolchain(stored), d->toolchain)))
+  if (!quiet)
     g_print("measuring the device ceilings (FMA peaks, memory bandwidths)...\n");
-  return ts_prof_ceilings_ensure(db, device_id, backend, remeasure, NULL, error);
+  return ts_prof_ceilings_ensure(db, device_id, backend, TRUE, NULL, error);
 }
 
 static void

@@ -185,13 +185,8 @@ profile_run(const char *op, TtArgs *a)
   TsRunOptions opt;
   ts_run_options_init(&opt);
   opt.seed = (guint64)a->seed;
-  g_autoptr(TsProfCounters) counters = NULL;
   TsMeasureHooks hooks;
-  if (strcmp(ts_backend_describe(backend)->backend, "cpu") == 0) {
-    counters = ts_prof_counters_new();
-    ts_prof_counters_hooks(counters, &hooks);
-    opt.hooks = &hooks;
-  }
+  g_autoptr(TsProfCounters) counters = ts_prof_counters_attach(backend, &opt, &hooks);
   g_autoptr(TsTrace) trace = ts_trace_new();
   ts_backend_set_trace(backend, trace);
   ts_nvtx_set_trace(trace);
@@ -203,30 +198,14 @@ profile_run(const char *op, TtArgs *a)
   ts_backend_set_trace(backend, NULL);
   if (r == NULL)
     return tt_fail(tt_error_code(error), error);
-  if (counters && r->status == TS_TRIAL_OK)
-    r->counters_json = ts_prof_counters_to_json(counters, ts_prof_counters_launches(counters));
+  ts_prof_counters_finish(counters, r);
 
   /* The trial, as the tuner would have stored it (a point already stored keeps its row). */
-  g_autoptr(TsDbTrial) trial = ts_db_trial_new();
+  g_autoptr(TsDbTrial) trial =
+    ts_tune_trial_from_result(inst, backend, ceil, point, r, "profile");
   trial->workload_id = w;
   trial->device_id = d;
   trial->toolchain_id = t;
-  trial->schedule = ts_sched_point_to_string(point);
-  trial->hash = g_strdup(ts_sched_point_hash(point));
-  trial->status = (TsDbTrialStatus)r->status;
-  trial->strategy = g_strdup("profile");
-  trial->compile_ms = r->compile_ms;
-  if (isfinite(r->rel_error))
-    trial->rel_error = r->rel_error;
-  if (r->status == TS_TRIAL_OK) {
-    trial->median_ns = r->median_ns;
-    trial->min_ns = r->min_ns;
-    trial->max_ns = r->max_ns;
-    trial->samples_ns = g_array_ref(r->samples_ns);
-    trial->metrics_json = ts_tune_trial_metrics_json(inst, backend, ceil, r);
-  }
-  if (r->message && *r->message)
-    trial->error_text = g_strdup(r->message);
   gint64 trial_id = 0;
   if (!ts_db_add_trial(db, trial, &trial_id, NULL, &error))
     return tt_fail(TT_EXIT_MACHINE, error);

@@ -210,19 +210,12 @@ serve(WorkerState *st, const char *line)
     (guint)json_object_get_double_member_with_default(o, "max_samples", opt.max_samples);
   opt.target_ms = json_object_get_double_member_with_default(o, "target_ms", opt.target_ms);
   opt.rel_spread = json_object_get_double_member_with_default(o, "rel_spread", opt.rel_spread);
-  /* Host performance counters describe a CPU kernel; on a GPU they would count the launcher. */
-  g_autoptr(TsProfCounters) counters = NULL;
   TsMeasureHooks hooks;
-  if (strcmp(ts_backend_describe(backend)->backend, "cpu") == 0) {
-    counters = ts_prof_counters_new();
-    ts_prof_counters_hooks(counters, &hooks);
-    opt.hooks = &hooks;
-  }
+  g_autoptr(TsProfCounters) counters = ts_prof_counters_attach(backend, &opt, &hooks);
   g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, &error);
   if (r == NULL)
     return result_to_json(NULL, error->message);
-  if (counters && r->status == TS_TRIAL_OK)
-    r->counters_json = ts_prof_counters_to_json(counters, ts_prof_counters_launches(counters));
+  ts_prof_counters_finish(counters, r);
   return result_to_json(r, NULL);
 }
 

@@ -237,9 +237,9 @@ maybe_promote(Loop *l, const TsDbTrial *trial, GError **error)
 
 /* The trial's rates, and what the kernel uses when the backend knows it (GPU: registers,
  * shared memory, spills — features of the cost model). */
-char *
-ts_tune_trial_metrics_json(TsOpInstance *inst, TsBackend *backend,
-                           const TsProfCeilings *ceilings, const TsTrialResult *r)
+static char *
+trial_metrics_json(TsOpInstance *inst, TsBackend *backend, const TsProfCeilings *ceilings,
+                   const TsTrialResult *r)
 {
   GString *j = g_string_new(NULL);
   g_string_append_printf(j, "{\"gflops\": %.6g, \"gbps\": %.6g", r->gflops, r->gbps);
@@ -267,37 +267,47 @@ ts_tune_trial_metrics_json(TsOpInstance *inst, TsBackend *backend,
   return g_string_free(j, FALSE);
 }
 
+TsDbTrial *
+ts_tune_trial_from_result(TsOpInstance *inst, TsBackend *backend, const TsProfCeilings *ceilings,
+                          const TsSchedPoint *point, const TsTrialResult *r, const char *strategy)
+{
+  TsDbTrial *t = ts_db_trial_new();
+  t->schedule = ts_sched_point_to_string(point);
+  t->hash = g_strdup(ts_sched_point_hash(point));
+  t->status = (TsDbTrialStatus)(r ? r->status : TS_TRIAL_COMPILE_ERROR);
+  t->strategy = g_strdup(strategy);
+  if (r == NULL)
+    return t;
+  t->compile_ms = r->compile_ms;
+  if (isfinite(r->rel_error))
+    t->rel_error = r->rel_error;
+  if (r->status == TS_TRIAL_OK) {
+    t->median_ns = r->median_ns;
+    t->min_ns = r->min_ns;
+    t->max_ns = r->max_ns;
+    t->samples_ns = g_array_ref(r->samples_ns);
+    t->metrics_json = trial_metrics_json(inst, backend, ceilings, r);
+  }
+  if (r->message && *r->message)
+    t->error_text = g_strdup(r->message);
+  return t;
+}
+
 static gboolean
 store(Loop *l, const TsSchedPoint *point, const TsTrialResult *r, const char *error_text,
       double compile_ms, GError **error)
 {
   TsTuneSummary *s = l->sum;
-  g_autoptr(TsDbTrial) t = ts_db_trial_new();
+  g_autoptr(TsDbTrial) t =
+    ts_tune_trial_from_result(l->cfg->inst, l->cfg->backend, l->cfg->ceilings, point, r,
+                              ts_tune_strategy_name(l->strategy));
   t->workload_id = s->workload_id;
   t->device_id = s->device_id;
   t->toolchain_id = s->toolchain_id;
   t->run_id = s->run_id;
-  t->schedule = ts_sched_point_to_string(point);
-  t->hash = g_strdup(ts_sched_point_hash(point));
-  t->status = (TsDbTrialStatus)(r ? r->status : TS_TRIAL_COMPILE_ERROR);
-  t->strategy = g_strdup(ts_tune_strategy_name(l->strategy));
   t->compile_ms = compile_ms;
-  if (r) {
-    if (isfinite(r->rel_error))
-      t->rel_error = r->rel_error;
-    if (r->status == TS_TRIAL_OK) {
-      t->median_ns = r->median_ns;
-      t->min_ns = r->min_ns;
-      t->max_ns = r->max_ns;
-      t->samples_ns = g_array_ref(r->samples_ns);
-      t->metrics_json =
-        ts_tune_trial_metrics_json(l->cfg->inst, l->cfg->backend, l->cfg->ceilings, r);
-    }
-    if (r->message && *r->message)
-      t->error_text = g_strdup(r->message);
-  } else {
+  if (r == NULL)
     t->error_text = g_strdup(error_text);
-  }
   gboolean existed = FALSE;
   if (!ts_db_add_trial(l->cfg->db, t, &t->id, &existed, error))
     return FALSE;

@@ -72,10 +72,13 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TsTuneSummary, ts_tune_summary_clear)
 
 gboolean ts_tune_run(const TsTuneConfig *config, TsTuneSummary *summary, GError **error);
 
-/* A verified trial's metrics JSON as stored: rates, roofline coordinates against ceilings (when
- * given), kernel resources (GPU), per-launch counters (CPU). */
-char *ts_tune_trial_metrics_json(TsOpInstance *inst, TsBackend *backend,
-                                 const TsProfCeilings *ceilings, const TsTrialResult *result);
+/* The trial row of a result as the tuner stores it (keys left 0 for the caller): schedule,
+ * status, timings and, for a verified one, the metrics JSON — rates, roofline coordinates
+ * against ceilings (when given), kernel resources (GPU), per-launch counters (CPU). A NULL
+ * result is a compile error whose text the caller sets. */
+TsDbTrial *ts_tune_trial_from_result(TsOpInstance *inst, TsBackend *backend,
+                                     const TsProfCeilings *ceilings, const TsSchedPoint *point,
+                                     const TsTrialResult *result, const char *strategy);
 
 /* The compute roof the workload is held to on this backend (ts_prof_compute_roof). */
 const char *ts_tune_compute_roof(TsOpInstance *inst, TsBackend *backend);
