@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(gcc g++ pkg-config meson ninja-build libglib2.0-dev libjson-glib-dev libsqlite3-dev
-          libopenblas-dev python3)
+          libopenblas-dev libxgboost-dev python3)
 
 install_missing() {
   local missing=()
