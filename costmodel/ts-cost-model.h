@@ -95,6 +95,51 @@ gint64 ts_cost_model_store(TsDb *db, const TsCostModel *model, const char *kind,
 TsCostModel *ts_cost_model_load(TsDb *db, const char *kind, gint64 *model_id,
                                 char **quality_json, GError **error);
 
+/* The model table's kind for a backend's learned model: "xgb-rank/cpu", "xgb-rank/cuda". */
+char *ts_cost_model_kind(const char *backend);
+
+/* ---- training data from the schedule cache ---- */
+
+/* Every stored trial of the selected keys as a row: the features of its point on its
+ * workload and device (resources estimated, as for points not yet compiled, so training and
+ * scoring see the same features), its median time, or INFINITY for a failed candidate. One
+ * group per (workload, device, toolchain), named "<workload> | <backend>:<device> | <toolchain>";
+ * the part before the first " | " is the workload (ts_cost_group_workload). Keys of unknown ops
+ * and unparsable schedules are skipped and counted in *skipped (optional). backend: "cpu",
+ * "cuda", or NULL for both. */
+TsCostDataset *ts_cost_dataset_from_db(TsDb *db, const char *backend, guint *skipped,
+                                       GError **error);
+/* The workload part of a group name (a new string). */
+char *ts_cost_group_workload(const char *group);
+
+/* The rows of dataset whose group's workload is (keep TRUE) or is not (keep FALSE) `workload`:
+ * the training set that holds a workload out, or the held-out rows. */
+TsCostDataset *ts_cost_dataset_select(const TsCostDataset *dataset, const char *workload,
+                                      gboolean keep);
+
+/* Held-out evaluation: for each workload with at least min_rows verified trials, a model is
+ * trained on the rows of every other workload and ranks this one's (shapes it never saw). */
+typedef struct {
+  char *group;
+  guint n_rows, n_ok;
+  double tau, regret, recall;                            /* the learned model */
+  double analytic_tau, analytic_regret, analytic_recall; /* the analytic estimate alone */
+} TsCostEvalRow;
+
+typedef struct {
+  GArray *rows; /* TsCostEvalRow */
+  double mean_tau, mean_regret, mean_recall;
+  double mean_analytic_tau, mean_analytic_regret, mean_analytic_recall;
+} TsCostEval;
+
+/* TS_COST_ERROR_DATA when fewer than two workloads qualify (nothing to hold out against). */
+TsCostEval *ts_cost_evaluate(const TsCostDataset *dataset, const TsCostTrainOptions *options,
+                             guint min_rows, GError **error);
+void ts_cost_eval_free(TsCostEval *eval);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsCostEval, ts_cost_eval_free)
+/* {"heldout": "workload", "mean_tau": .., ..., "workloads": [{"group", "rows", "tau", ...}]} */
+char *ts_cost_eval_to_json(const TsCostEval *eval);
+
 /* ---- judging a ranking ---- */
 
 /* Kendall's tau-b between predicted scores (higher = faster) and measured times (lower =

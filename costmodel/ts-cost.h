@@ -36,9 +36,10 @@ typedef enum {
 
 typedef struct _TsCostTarget TsCostTarget;
 
-/* An op workload on a device. inst, device and ceilings are copied or referenced as needed;
- * ceilings may be NULL (the estimate then uses nominal figures derived from the device
- * description, and the ceiling features are NaN). backend is "cpu" or "cuda". */
+/* An op workload on a device. inst is borrowed and must outlive the target; device and
+ * ceilings are copied. ceilings may be NULL: the estimate then uses nominal figures derived
+ * from the device description (docs/costmodel.md lists them), and the ceiling features are
+ * NaN. backend is "cpu" or "cuda". */
 TsCostTarget *ts_cost_target_new(const TsOpInstance *inst, const char *backend,
                                  const TsDeviceInfo *device, const TsProfCeilings *ceilings);
 /* A recorded space with no op behind it (a Kernel Tuner file of a foreign kernel): features are

@@ -130,7 +130,7 @@ typedef struct {
   GArray *samples_ns;  /* double, or NULL */
   char *metrics_json;  /* a JSON object, or NULL */
   char *error_text;    /* NULL or a message */
-  double predicted_cost; /* NAN when no model predicted */
+  double predicted_cost; /* the analytic cost model's estimate in ns (as median_ns); NAN: none */
   char *strategy;
   double compile_ms;
   char *created_at; /* ISO 8601 UTC, set by the database; read-only */
@@ -156,6 +156,24 @@ typedef enum {
 /* The trials of a key (GPtrArray of TsDbTrial*, owning them); empty when none. */
 GPtrArray *ts_db_list_trials(TsDb *db, gint64 workload_id, gint64 device_id,
                              gint64 toolchain_id, TsDbTrialOrder order, GError **error);
+
+/* ---- what the cache holds: every key with trials ---- */
+
+/* One (workload, device, toolchain) with stored trials, with what names it: the cost model's
+ * training set is built key by key from these. Strings owned. */
+typedef struct {
+  gint64 workload_id, device_id, toolchain_id;
+  char *op, *shape, *dtype;
+  TsDbDevice device;              /* its strings owned too */
+  char *compiler, *kgen_version;  /* the toolchain */
+  guint n_trials, n_ok;
+} TsDbTrialKey;
+
+void ts_db_trial_key_free(TsDbTrialKey *key);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsDbTrialKey, ts_db_trial_key_free)
+/* Every key with at least one trial (GPtrArray of TsDbTrialKey*, owning them), by workload,
+ * device, toolchain id. */
+GPtrArray *ts_db_list_trial_keys(TsDb *db, GError **error);
 
 /* ---- profiles: a profiled run and its timeline ---- */
 

@@ -89,7 +89,7 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
     {"db", 0, 0, G_OPTION_ARG_FILENAME, &a->db,
      "Schedule cache (default $XDG_CACHE_HOME/tessera/schedules.db)", "PATH"},
     {"strategy", 0, 0, G_OPTION_ARG_STRING, &a->strategy,
-     "exhaustive, random, annealing or evolutionary (default random)", "NAME"},
+     "exhaustive, random, annealing, evolutionary or model (default random)", "NAME"},
     {"budget", 0, 0, G_OPTION_ARG_INT, &a->budget,
      "Evaluations to spend (default 50; 0 with --budget-ms: time only)", "N"},
     {"budget-ms", 0, 0, G_OPTION_ARG_DOUBLE, &a->budget_ms, "Wall-clock budget in ms", "MS"},
@@ -469,8 +469,9 @@ print_usage(void)
           "  check OP    compile every point of OP's CUDA space for sm_90a/sm_80 (no GPU needed)\n"
           "  profile OP  run one point under the profiler: timeline, counters, roofline; Chrome trace\n"
           "              and report registers, shared memory and spills\n"
-          "  strategies  list the search strategies; 'strategies compare --replay FILE' ranks\n"
-          "              them on a recorded tuning file\n"
+          "  strategies  list the search strategies; 'strategies compare' ranks them on a\n"
+          "              recorded tuning file or on a workload's trials in the cache\n"
+          "  model       train, evaluate (held out by workload) and show the learned cost model\n"
           "  ops         list the ops, their dims and default spaces\n"
           "  devices     list the backends and their devices\n\n"
           "'tessera-tune COMMAND --help' documents each command.\n%s\n",
@@ -494,6 +495,7 @@ main(int argc, char **argv)
     {"export", tt_cmd_export}, {"import", tt_cmd_import}, {"lower", cmd_lower},
     {"run", cmd_run},          {"strategies", tt_cmd_strategies},
     {"check", tt_cmd_check},         {"profile", tt_cmd_profile},
+    {"model", tt_cmd_model},
   };
   const char *cmd = argv[1];
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)

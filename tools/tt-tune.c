@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ts-tune.h"
+#include "ts-cost-model.h"
 #include "tt-cli.h"
 
 typedef struct {
@@ -100,6 +101,56 @@ print_json(const TsTuneSummary *s, GPtrArray *trials, TsOpInstance *inst, guint 
   g_print("]}\n");
 }
 
+/* The model strategy's prior: the cache's stored model of this backend, else one trained now on
+ * the cache's other workloads, else none (the analytic estimate ranks the first candidates). */
+static TsCostModel *
+load_prior(TsDb *db, TsOpInstance *inst, TsBackend *backend, gboolean quiet)
+{
+  const char *be = ts_backend_name(backend);
+  g_autofree char *kind = ts_cost_model_kind(be);
+  g_autoptr(GError) error = NULL;
+  gint64 id = 0;
+  TsCostModel *m = ts_cost_model_load(db, kind, &id, NULL, &error);
+  if (m) {
+    if (!quiet)
+      g_print("model: learned prior %" G_GINT64_FORMAT " (%s) from the cache\n", id, kind);
+    return m;
+  }
+  g_autoptr(TsCostDataset) all = ts_cost_dataset_from_db(db, be, NULL, NULL);
+  g_autofree char *what = ts_op_instance_describe(inst);
+  g_autoptr(TsCostDataset) others = all ? ts_cost_dataset_select(all, what, FALSE) : NULL;
+  m = others ? ts_cost_model_train(others, NULL, NULL) : NULL;
+  if (!quiet) {
+    if (m)
+      g_print("model: prior trained on %u stored trials of %u other workloads\n",
+              ts_cost_dataset_n_rows(others), ts_cost_dataset_n_groups(others));
+    else
+      g_print("model: no stored trials of other workloads yet; the analytic estimate ranks the "
+              "first candidates\n");
+  }
+  return m;
+}
+
+/* After a model-guided tune the cache's model learns from the new trials too. */
+static void
+retrain_stored(TsDb *db, TsBackend *backend, gboolean quiet)
+{
+  const char *be = ts_backend_name(backend);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsCostDataset) ds = ts_cost_dataset_from_db(db, be, NULL, &error);
+  g_autoptr(TsCostModel) m = ds ? ts_cost_model_train(ds, NULL, &error) : NULL;
+  g_autofree char *kind = ts_cost_model_kind(be);
+  gint64 id = m ? ts_cost_model_store(db, m, kind, ds, NULL, &error) : 0;
+  if (quiet)
+    return;
+  if (id)
+    g_print("model: retrained on %u trials of %u workloads, stored as model %" G_GINT64_FORMAT
+            " (%s)\n",
+            ts_cost_dataset_n_rows(ds), ts_cost_dataset_n_groups(ds), id, kind);
+  else
+    g_print("model: not retrained: %s\n", error ? error->message : "no data");
+}
+
 int
 tt_cmd_tune(int argc, char **argv)
 {
@@ -160,6 +211,9 @@ tt_cmd_tune(int argc, char **argv)
       (ceil = tt_ceilings(db, backend, d_id, FALSE, a.json, &error)) == NULL)
     return tt_fail(tt_error_code(error), error);
   cfg.ceilings = ceil;
+  gboolean model = g_strcmp0(cfg.strategy, "model") == 0;
+  g_autoptr(TsCostModel) prior = model ? load_prior(db, inst, backend, a.json) : NULL;
+  cfg.prior = prior;
   g_auto(TsTuneSummary) sum = {0};
   if (!ts_tune_run(&cfg, &sum, &error)) {
     if (d.tty && !a.json)
@@ -168,6 +222,8 @@ tt_cmd_tune(int argc, char **argv)
   }
   if (d.tty && !a.json)
     g_print("\n");
+  if (model)
+    retrain_stored(db, backend, a.json);
   g_autoptr(GPtrArray) trials = ts_db_list_trials(db, sum.workload_id, sum.device_id,
                                                   sum.toolchain_id, TS_DB_ORDER_BEST_FIRST, &error);
   if (trials == NULL)

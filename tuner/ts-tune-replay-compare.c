@@ -43,9 +43,11 @@ run_once(const TsTuneReplay *replay, const char *name, const TsSchedEnv *env, gu
          double budget_ms, guint64 seed, RunResult *out, GError **error)
 {
   *out = (RunResult){INFINITY, 0, 0, 0.0};
-  g_autoptr(TsTuneStrategy) strategy = ts_tune_strategy_new(name, replay->space, env, seed, error);
+  g_autoptr(TsTuneStrategy) strategy =
+    ts_tune_strategy_new(name, replay->space, replay->env ? replay->env : env, seed, error);
   if (!strategy)
     return FALSE;
+  ts_tune_strategy_set_cost(strategy, replay->target, replay->prior);
   if (budget)
     ts_tune_strategy_set_budget(strategy, budget);
   double optimum = replay->best->time_s;

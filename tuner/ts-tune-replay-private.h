@@ -28,6 +28,10 @@ struct _TsTuneReplay {
   GHashTable *by_index; /* &entry->index -> entry */
   guint n_valid, n_failed;
   const TsReplayEntry *best;
+  /* ts_tune_replay_set_context, borrowed */
+  const TsSchedEnv *env;
+  const TsCostTarget *target;
+  const TsCostModel *prior;
 };
 
 /* Fill replay (space, entries, metadata) from a parsed root object. */

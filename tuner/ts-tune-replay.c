@@ -208,6 +208,62 @@ ts_tune_replay_load_data(const void *data, gsize len, const char *name, GError *
 }
 
 TsTuneReplay *
+ts_tune_replay_new(const TsSchedSpace *space, const char *name, const char *device,
+                   const char *kernel)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  TsTuneReplay *replay = g_new0(TsTuneReplay, 1);
+  replay->format = TS_TUNE_REPLAY_FORMAT_RECORDS;
+  replay->name = g_strdup(name ? name : "(records)");
+  replay->device = g_strdup(device);
+  replay->kernel = g_strdup(kernel);
+  replay->objective = g_strdup("time");
+  replay->space = ts_sched_space_copy(space);
+  replay->entries = g_ptr_array_new_with_free_func((GDestroyNotify)ts__replay_entry_free);
+  replay->by_index = g_hash_table_new(g_int64_hash, g_int64_equal);
+  return replay;
+}
+
+gboolean
+ts_tune_replay_add(TsTuneReplay *replay, const TsSchedPoint *point, TsTuneReplayStatus status,
+                   double time_s, double cost_ms, GError **error)
+{
+  g_return_val_if_fail(replay != NULL && point != NULL, FALSE);
+  TsReplayEntry *e = g_new0(TsReplayEntry, 1);
+  e->point = ts_sched_point_copy(point);
+  e->label = ts_sched_point_to_string(point);
+  if (!ts_sched_space_index_of(replay->space, point, &e->index)) {
+    g_set_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_FORMAT,
+                "%s: %s is not a point of the space", replay->name, e->label);
+    ts__replay_entry_free(e);
+    return FALSE;
+  }
+  e->status = status;
+  e->time_s = status == TS_TUNE_REPLAY_OK ? time_s : NAN;
+  e->cost_ms = isfinite(cost_ms) ? cost_ms : 0;
+  if (!ts__replay_add_entry(replay, e, error))
+    return FALSE;
+  if (status == TS_TUNE_REPLAY_OK) {
+    replay->n_valid++;
+    if (!replay->best || e->time_s < replay->best->time_s)
+      replay->best = e;
+  } else {
+    replay->n_failed++;
+  }
+  return TRUE;
+}
+
+void
+ts_tune_replay_set_context(TsTuneReplay *replay, const TsSchedEnv *env,
+                           const TsCostTarget *target, const TsCostModel *prior)
+{
+  g_return_if_fail(replay != NULL);
+  replay->env = env;
+  replay->target = target;
+  replay->prior = prior;
+}
+
+TsTuneReplay *
 ts_tune_replay_load(const char *path, GError **error)
 {
   g_return_val_if_fail(path != NULL, NULL);

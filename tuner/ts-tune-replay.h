@@ -72,6 +72,7 @@ typedef enum {
 typedef enum {
   TS_TUNE_REPLAY_FORMAT_KERNEL_TUNER, /* Kernel Tuner cache file */
   TS_TUNE_REPLAY_FORMAT_T4,           /* T4 results file */
+  TS_TUNE_REPLAY_FORMAT_RECORDS,      /* built by ts_tune_replay_new (a schedule cache's trials) */
 } TsTuneReplayFormat;
 
 typedef enum {
@@ -105,6 +106,24 @@ TsTuneReplay *ts_tune_replay_load_data(const void *data, gsize len, const char *
                                        GError **error);
 void ts_tune_replay_free(TsTuneReplay *replay);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTuneReplay, ts_tune_replay_free)
+
+/* An empty replay of `space` (copied; its constraints stay: strategies then propose only valid
+ * points) to fill with ts_tune_replay_add: a schedule cache's trials of one workload, replayed
+ * the same way as a recorded file. name prefixes errors; device and kernel may be NULL. */
+TsTuneReplay *ts_tune_replay_new(const TsSchedSpace *space, const char *name, const char *device,
+                                 const char *kernel);
+/* Records a point's outcome: time_s (seconds) for TS_TUNE_REPLAY_OK, cost_ms what measuring it
+ * cost. A point outside the space or recorded twice is TS_TUNE_REPLAY_ERROR_FORMAT. */
+gboolean ts_tune_replay_add(TsTuneReplay *replay, const TsSchedPoint *point,
+                            TsTuneReplayStatus status, double time_s, double cost_ms,
+                            GError **error);
+/* What the strategies of a comparison get besides the space: the environment its constraints
+ * see (NULL: an empty one), and the cost context of ts_tune_strategy_set_cost (target and
+ * prior may be NULL). All borrowed: they must outlive the replay's comparisons. */
+typedef struct _TsCostTarget TsCostTarget;
+typedef struct _TsCostModel TsCostModel;
+void ts_tune_replay_set_context(TsTuneReplay *replay, const TsSchedEnv *env,
+                                const TsCostTarget *target, const TsCostModel *prior);
 
 TsTuneReplayFormat ts_tune_replay_format(const TsTuneReplay *replay);
 /* The recorded space (no constraints; see "Validity" above). Owned by the replay. */

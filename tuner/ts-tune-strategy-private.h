@@ -37,5 +37,6 @@ extern const TsTuneStrategyClass ts__tune_exhaustive_class;
 extern const TsTuneStrategyClass ts__tune_random_class;
 extern const TsTuneStrategyClass ts__tune_annealing_class;
 extern const TsTuneStrategyClass ts__tune_evolutionary_class;
+extern const TsTuneStrategyClass ts__tune_model_class;
 
 G_END_DECLS

@@ -61,6 +61,7 @@ ensure_builtins_locked(void)
   register_locked(&ts__tune_random_class);
   register_locked(&ts__tune_annealing_class);
   register_locked(&ts__tune_evolutionary_class);
+  register_locked(&ts__tune_model_class);
 }
 
 void
@@ -213,6 +214,15 @@ ts_tune_strategy_set_budget(TsTuneStrategy *strategy, guint64 budget)
   g_return_if_fail(strategy != NULL);
   if (strategy->klass.set_budget)
     strategy->klass.set_budget(strategy->state, MAX(budget, 1));
+}
+
+void
+ts_tune_strategy_set_cost(TsTuneStrategy *strategy, const TsCostTarget *target,
+                          const TsCostModel *prior)
+{
+  g_return_if_fail(strategy != NULL);
+  if (strategy->klass.set_cost)
+    strategy->klass.set_cost(strategy->state, target, prior);
 }
 
 /* What the class's seen() sees: the record, plus the points it has appended to out in this call

@@ -28,8 +28,8 @@ typedef enum {
 
 typedef struct _TsTuneStrategy TsTuneStrategy;
 
-/* Names: "exhaustive", "random", "annealing", "evolutionary"; later "model" (cost-model issue),
- * registered through ts_tune_strategy_register(). Unknown names list the known ones
+/* Names: "exhaustive", "random", "annealing", "evolutionary", "model" (cost-model guided; see
+ * ts-tune-model.c), and any registered through ts_tune_strategy_register(). Unknown names list the known ones
  * (TS_TUNE_ERROR_UNKNOWN_STRATEGY); a space with no valid point under env fails with
  * TS_TUNE_ERROR_EMPTY_SPACE. The space is copied; env (may be NULL) is borrowed and must outlive
  * the strategy (TsSchedEnv has no copy). */
@@ -55,6 +55,17 @@ guint ts_tune_strategy_n_observed(const TsTuneStrategy *strategy);
  * the number of valid points, at most 1000. */
 void ts_tune_strategy_set_budget(TsTuneStrategy *strategy, guint64 budget);
 
+/* What a cost model knows about the workload (costmodel/ts-cost.h): for the strategies that rank
+ * candidates before measuring them ("model"); the others ignore it. target describes the
+ * workload on its device (NULL: the model strategy makes a generic one from the space, with the
+ * raw knob values as its only features); prior is a learned model trained on other workloads
+ * (NULL: none; the analytic estimate ranks the first batch). Both borrowed: they must outlive
+ * the strategy. Call before the first propose. */
+typedef struct _TsCostTarget TsCostTarget;
+typedef struct _TsCostModel TsCostModel;
+void ts_tune_strategy_set_cost(TsTuneStrategy *strategy, const TsCostTarget *target,
+                               const TsCostModel *prior);
+
 /* Extension point for strategies defined elsewhere (the model-guided one). The built-ins register
  * through it too. create() may keep space, env and rng for the life of its state (the strategy
  * owns them and frees them after destroy()). The strategy checks what propose() returns: points
@@ -74,6 +85,8 @@ typedef struct {
   /* Optional (may be NULL): the expected number of evaluations; called once after create()
    * with the default and again on ts_tune_strategy_set_budget(). */
   void (*set_budget)(gpointer state, guint64 budget);
+  /* Optional: the cost context of ts_tune_strategy_set_cost(). */
+  void (*set_cost)(gpointer state, const TsCostTarget *target, const TsCostModel *prior);
 } TsTuneStrategyClass;
 
 /* Copies the class; a class with the name of one already registered replaces it. At most 32. */

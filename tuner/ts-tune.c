@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ts-cost.h"
 #include "ts-tune-stats.h"
 #include "ts-tune-worker.h"
 
@@ -165,6 +166,7 @@ typedef struct {
   char *shape, *dtype;
   const char *backend_name;
   const char *cache_dir;
+  TsCostTarget *target; /* the analytic estimate of every trial, and the model strategy's */
 } Loop;
 
 static double
@@ -306,6 +308,11 @@ store(Loop *l, const TsSchedPoint *point, const TsTrialResult *r, const char *er
   t->toolchain_id = s->toolchain_id;
   t->run_id = s->run_id;
   t->compile_ms = compile_ms;
+  /* What the analytic model expected, next to what was measured (the GUI's predicted vs.
+   * measured plot, and a check on the model). */
+  TsCostEstimate est;
+  if (ts_cost_analytic(l->target, point, NULL, &est, NULL))
+    t->predicted_cost = est.time_s * 1e9;
   if (r == NULL)
     t->error_text = g_strdup(error_text);
   gboolean existed = FALSE;
@@ -434,6 +441,7 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
     return FALSE;
 
   Loop l = {
+    .target = ts_cost_target_new(cfg->inst, be, dev, cfg->ceilings),
     .cfg = cfg,
     .sum = sum,
     .strategy = strategy,
@@ -444,6 +452,7 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
     .backend_name = be,
     .cache_dir = ts_backend_get_cache_dir(cfg->backend),
   };
+  ts_tune_strategy_set_cost(strategy, l.target, cfg->prior);
   gboolean ok = resume(&l, error);
   g_autofree char *budget = g_strdup_printf("evals=%u ms=%.0f", cfg->budget_evals, cfg->budget_ms);
   if (ok) {
@@ -494,6 +503,7 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
   if (sum->run_id)
     ts_db_end_run(cfg->db, sum->run_id, ok ? "done" : "failed", NULL);
   ts_tune_worker_free(l.worker);
+  ts_cost_target_free(l.target);
   g_free(l.shape);
   g_free(l.dtype);
   return ok;

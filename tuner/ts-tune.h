@@ -39,7 +39,7 @@ typedef struct {
   TsBackend *backend;     /* compiles in this process; the worker opens the same backend */
   TsDb *db;
   const char *space;      /* NULL: the op's default space for the backend */
-  const char *strategy;   /* "exhaustive", "random", "annealing", "evolutionary" */
+  const char *strategy;   /* "exhaustive", "random", "annealing", "evolutionary", "model" */
   guint64 seed;
   guint budget_evals;     /* 0: no limit */
   double budget_ms;       /* 0: no limit (wall clock of the whole tune) */
@@ -48,6 +48,7 @@ typedef struct {
   guint batch;            /* proposals compiled together; 0: the device's compute units */
   TsRunOptions run;       /* sampling and verification */
   const TsProfCeilings *ceilings; /* NULL: trials get no roofline coordinates */
+  const TsCostModel *prior;       /* the model strategy's learned prior (NULL: none) */
   TsTuneProgressFunc progress;
   gpointer progress_data;
 } TsTuneConfig;

@@ -1,0 +1,402 @@
+/* ts-cost-work.c — how a point splits an op's work: parallel units, FLOPs with the edge tiles'
+ * padding, bytes per memory level with the tiling's re-reads, and what a unit needs of the
+ * machine (registers, shared memory, occupancy). One function per kernel family and target,
+ * each a model of the kernel the lowering emits (kernels/op-*.c), not of an ideal one; the
+ * constants are the machine's, and docs/costmodel.md derives them. */
+#include "ts-cost-private.h"
+
+#include <math.h>
+#include <string.h>
+
+#define KNOB(name) knob(p, name)
+
+static double
+knob(const TsSchedPoint *p, const char *name)
+{
+  if (!ts_sched_point_has(p, name))
+    return NAN;
+  if (strcmp(name, "swizzle") == 0)
+    return g_strcmp0(ts_sched_point_get_str(p, name, "none"), "none") != 0;
+  if (strcmp(name, "mma") == 0)
+    return g_strcmp0(ts_sched_point_get_str(p, name, "sync"), "wgmma") == 0;
+  return (double)ts_sched_point_get_int(p, name, 0);
+}
+
+static double
+dim(const TsCostTarget *t, const char *name)
+{
+  return (double)ts_shape_get(ts_op_instance_shape(t->inst), name);
+}
+
+static double
+cdiv(double a, double b)
+{
+  return ceil(a / b);
+}
+
+/* Executors busy on average over the rounds it takes to run units on n of them. */
+static double
+balance(double units, double n)
+{
+  return units / (cdiv(units, n) * n);
+}
+
+/* ---- GPU: occupancy from registers, shared memory and threads ---- */
+
+typedef struct {
+  const char *arch;
+  double threads_sm, blocks_sm, smem_sm; /* bytes */
+} SmLimits;
+
+static const SmLimits sm_limits[] = {
+  {"sm_100", 2048, 32, 228 * 1024.0}, {"sm_120", 1536, 32, 100 * 1024.0},
+  {"sm_90", 2048, 32, 228 * 1024.0},  {"sm_89", 1536, 24, 100 * 1024.0},
+  {"sm_86", 1536, 16, 100 * 1024.0},  {"sm_80", 2048, 32, 164 * 1024.0},
+};
+
+static const SmLimits *
+sm_of(const TsCostTarget *t)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(sm_limits); i++)
+    if (t->device.arch && g_str_has_prefix(t->device.arch, sm_limits[i].arch))
+      return &sm_limits[i];
+  return &sm_limits[G_N_ELEMENTS(sm_limits) - 1];
+}
+
+/* Registers are allocated per warp in 256-register chunks and the block's shared memory with
+ * 1 KiB the driver reserves; a block that fits nowhere still runs one at a time. */
+static void
+gpu_occupancy(const TsCostTarget *t, double threads, const TsModuleResources *res,
+              double regs_est, double smem_est, TsCostWork *w)
+{
+  const SmLimits *sm = sm_of(t);
+  w->regs = res && res->registers > 0 ? res->registers : MIN(regs_est, 255);
+  double smem = res && res->smem_static >= 0 && res->smem_dynamic >= 0
+                  ? res->smem_static + res->smem_dynamic
+                  : smem_est;
+  if (!(smem > 0))
+    smem = smem_est;
+  w->smem = smem;
+  w->spill_bytes = res && res->spill_stores >= 0 ? res->spill_stores + MAX(res->spill_loads, 0)
+                                                 : 0;
+  double warps = cdiv(threads, 32);
+  double regs_warp = cdiv(w->regs * 32, 256) * 256;
+  double by_regs = floor(65536 / (regs_warp * warps));
+  double by_smem = smem > 0 ? floor(sm->smem_sm / (smem + 1024)) : sm->blocks_sm;
+  double by_threads = floor(sm->threads_sm / (warps * 32));
+  w->blocks_per_sm = MAX(1, MIN(MIN(by_regs, by_smem), MIN(by_threads, sm->blocks_sm)));
+  w->occupancy = MIN(1, w->blocks_per_sm * warps * 32 / sm->threads_sm);
+  w->workers = w->blocks_per_sm * MAX(t->device.compute_units, 1);
+}
+
+/* The tensor-core instruction's share of the peak: wgmma reaches Hopper's; mma.sync issues from
+ * one warp at a time and, on Hopper, reaches about two thirds of it. */
+static double
+mma_efficiency(const TsCostTarget *t, gboolean wgmma)
+{
+  if (wgmma)
+    return 0.9;
+  return t->device.arch && g_str_has_prefix(t->device.arch, "sm_90") ? 0.65 : 0.85;
+}
+
+/* Shared memory delivers 128 bytes a clock per SM; a warp tile of wm x wn reads (wm + wn) x k
+ * elements for 2 wm wn k FLOPs, so small warp tiles starve the tensor cores. */
+static double
+smem_feed(const TsCostTarget *t, double wm, double wn, double mma_eff)
+{
+  double roof = ts__cost_roof(t, t->compute_roof, FALSE, NULL);
+  double clk = 1.7e9, sms = MAX(t->device.compute_units, 1);
+  double flop_clk_sm = roof * mma_eff / (sms * clk);
+  double need = flop_clk_sm * (wm + wn) * t->elem_bytes / (2 * wm * wn);
+  return MIN(1, 128 / need);
+}
+
+/* Little's law on the memory system: DRAM bandwidth x ~600 ns latency of bytes in flight per
+ * SM, against what the resident threads have outstanding. */
+static double
+gpu_mem_eff(const TsCostTarget *t, const TsCostWork *w, double bytes_per_thread_in_flight)
+{
+  const SmLimits *sm = sm_of(t);
+  double need = ts__cost_roof(t, "dram", FALSE, NULL) * 600e-9 / MAX(t->device.compute_units, 1);
+  double have = w->occupancy * sm->threads_sm * bytes_per_thread_in_flight;
+  return MIN(1, 0.2 + 0.8 * have / need);
+}
+
+static void
+gemm_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources *res,
+          TsCostWork *w)
+{
+  double M = dim(t, "M"), N = dim(t, "N"), K = dim(t, "K"), e = t->elem_bytes;
+  double BM = w->tile_m, BN = w->tile_n, BK = w->tile_k, W = w->warps, S = w->stages;
+  gboolean wg = w->wgmma > 0;
+  double threads = W * 32;
+  w->units = cdiv(M, BM) * cdiv(N, BN);
+  w->work_flops = w->units * BM * BN * K * 2;
+  w->accumulators = BM * BN / threads;
+  double regs = wg ? 1.5 * w->accumulators + 56 : 1.25 * w->accumulators + 40;
+  gpu_occupancy(t, threads, res, regs, S * (BM * BK + BK * BN) * e, w);
+  /* CTA tiles are read from L2 once per CTA; a raster group of R tile rows sweeps B once, so B
+   * comes from DRAM once per group when A and B do not stay in L2 together. */
+  w->cache_bytes = w->units * (BM + BN) * K * e + M * N * e;
+  double R = isnan(w->raster) ? 1 : MAX(w->raster, 1);
+  double a = M * K * e, b = K * N * e, c = M * N * e;
+  gboolean fits = a + b <= 0.5 * t->device.l2_bytes;
+  w->dram_bytes = fits ? a + b + c : a + b * cdiv(M, BM * R) + c;
+  w->dram_bytes = MIN(w->dram_bytes, w->cache_bytes);
+  double mma = mma_efficiency(t, wg);
+  /* Warps split the tile 2 x (W/2) for mma.sync; a warpgroup owns 64 rows for wgmma. */
+  double wm = wg ? 64 : BM / 2, wn = wg ? BN : BN / MAX(W / 2, 1);
+  w->compute_eff = mma * smem_feed(t, wm, wn, mma) * (w->spill_bytes > 0 ? 0.7 : 1);
+  w->overlap = 1 - 1 / (MAX(S, 1) * w->blocks_per_sm);
+  w->mem_eff = gpu_mem_eff(t, w, 16 * MAX(S - 1, 1));
+  w->tensor = TRUE;
+}
+
+static void
+attn_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources *res,
+          TsCostWork *w)
+{
+  double B = dim(t, "B"), H = dim(t, "H"), S = dim(t, "S"), D = dim(t, "D"), e = t->elem_bytes;
+  double BM = w->tile_m, BN = w->tile_n, W = w->warps, ST = w->stages;
+  gboolean causal = strstr(t->op, "causal") != NULL;
+  double threads = W * 32, heads = B * H;
+  w->units = heads * cdiv(S, BM);
+  /* A CTA visits every key block, or (causal) those up to its own diagonal: half on average,
+   * plus the diagonal block. */
+  double keys = causal ? S / 2 + BN / 2 + BM / 2 : cdiv(S, BN) * BN;
+  w->work_flops = w->units * BM * keys * D * 4;
+  w->accumulators = (16 * D + 16 * BN) / 32; /* O and S fragments of a warp's 16 rows */
+  double regs = w->accumulators + D / 4 + 40;
+  gpu_occupancy(t, threads, res, regs, (BM + 2 * ST * BN) * D * e, w);
+  w->cache_bytes = w->units * (2 * BM + 2 * keys) * D * e;
+  w->dram_bytes = MIN(4 * heads * S * D * e + (2 * S * D * e > 0.5 * t->device.l2_bytes
+                                                  ? w->cache_bytes / 2
+                                                  : 0),
+                      w->cache_bytes);
+  double mma = mma_efficiency(t, FALSE);
+  /* Softmax between the two products: exp and rescale per score, a fixed share per key
+   * block. */
+  w->compute_eff = mma * smem_feed(t, 16, BN, mma) / (1 + 16 / BN);
+  w->overlap = 1 - 1 / (MAX(ST, 1) * w->blocks_per_sm);
+  w->mem_eff = gpu_mem_eff(t, w, 16 * MAX(ST - 1, 1));
+  w->tensor = TRUE;
+}
+
+/* Row ops on the GPU: a CTA of W warps takes BM rows (or BN elements for saxpy). */
+static void
+rows_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources *res,
+          TsCostWork *w, double rows, double cols)
+{
+  double threads = w->warps * 32, V = isnan(w->vector) ? 1 : w->vector;
+  double per_unit = isnan(w->tile_m) ? w->tile_n : w->tile_m * cols;
+  w->units = cdiv(rows * cols, per_unit);
+  w->work_flops = w->flops * w->units * per_unit / (rows * cols);
+  w->accumulators = V;
+  gpu_occupancy(t, threads, res, 32 + 4 * V, 0, w);
+  w->cache_bytes = w->dram_bytes = ts_op_instance_bytes(t->inst);
+  w->compute_eff = 0.5;
+  w->overlap = 1 - 1 / (2 * w->blocks_per_sm);
+  w->mem_eff = gpu_mem_eff(t, w, V * t->elem_bytes * MIN(per_unit / threads / V, 4));
+  /* Lanes issuing narrower than 16-byte accesses waste transactions. */
+  w->mem_eff *= MIN(1, 0.6 + 0.4 * V * t->elem_bytes / 16);
+}
+
+/* ---- CPU ---- */
+
+static double
+cpu_vector_eff(const TsCostTarget *t, double V)
+{
+  double lanes = MAX(t->device.vector_bits, 128) / 32.0;
+  return isnan(V) ? 1 / lanes : MIN(1, V / lanes);
+}
+
+/* Bytes streamed from the level where a working set of `set` bytes lives, per core. */
+static const char *
+cpu_level(const TsCostTarget *t, double set)
+{
+  if (set <= 0.5 * t->device.l1_bytes)
+    return "l1";
+  if (set <= 0.75 * t->device.l2_bytes)
+    return "l2";
+  if (t->device.l3_bytes > 0 && set <= 0.75 * t->device.l3_bytes)
+    return "l3";
+  return "dram";
+}
+
+static double
+cpu_stream_s(const TsCostTarget *t, const char *level, double bytes, double cores)
+{
+  /* L3 and DRAM are shared: their whole-chip figure is what all cores get together. */
+  gboolean shared = strcmp(level, "l3") == 0 || strcmp(level, "dram") == 0;
+  double bw = shared ? MIN(ts__cost_roof(t, level, TRUE, NULL) * cores,
+                           ts__cost_roof(t, level, FALSE, NULL))
+                     : ts__cost_roof(t, level, TRUE, NULL) * cores;
+  return bytes / bw;
+}
+
+/* BLIS-style: the team packs a BK x BN block of B (meant for L3), each thread a BM x BK block
+ * of A (L2), and the MR x NR micro-kernel streams BK x NR panels of B (L1). */
+static void
+gemm_cpu(const TsCostTarget *t, TsCostWork *w)
+{
+  double M = dim(t, "M"), N = dim(t, "N"), K = dim(t, "K");
+  double BM = w->tile_m, BN = MIN(w->tile_n, N), BK = MIN(w->tile_k, K), MR = w->micro_m,
+         NR = w->micro_n, V = w->vector, T = w->threads;
+  double blocks = cdiv(N, BN) * cdiv(K, BK);
+  double tasks = cdiv(M, BM) * cdiv(BN, NR);
+  w->units = tasks * blocks;
+  w->workers = T;
+  w->cores_used = MIN(MIN(T, MAX(t->device.compute_units, 1)), tasks);
+  w->balance = balance(tasks, T);
+  w->work_flops = cdiv(M, MR) * MR * cdiv(N, NR) * NR * K * 2;
+  /* Ports: two FMAs and two loads a clock; a k step does MR*NR/V FMAs and NR/V + MR loads
+   * (broadcasts of A). Latency: 4-cycle FMAs on two ports need 8 independent accumulators. */
+  double acc = MR * NR / V, loads = NR / V + MR;
+  w->accumulators = acc;
+  w->compute_eff = MIN(MIN(1, acc / loads), MIN(1, acc / 8)) * cpu_vector_eff(t, V);
+  double e = 4; /* packed panels are f32 whatever the storage */
+  double a_bytes = M * K * e * cdiv(N, BN) * cdiv(BN, NR); /* Ap read once per NR column */
+  double b_bytes = K * N * e * cdiv(M, MR);                 /* a Bp panel per MR row */
+  double c_bytes = 2 * M * N * e * cdiv(K, BK);             /* C read and written per kc */
+  double in_bytes = ts_op_instance_bytes(t->inst) + M * K * e * (cdiv(N, BN) - 1);
+  double cores = w->cores_used;
+  double ta = cpu_stream_s(t, cpu_level(t, BM * BK * e), a_bytes, cores);
+  double tb = cpu_stream_s(t, cpu_level(t, BK * NR * e), b_bytes, cores);
+  double tc = cpu_stream_s(t, cpu_level(t, M * N * e / cores), c_bytes, cores);
+  w->cache_bytes = a_bytes + b_bytes + c_bytes;
+  w->cache_s = MAX(MAX(ta, tb), tc);
+  w->dram_bytes = in_bytes + (strcmp(cpu_level(t, M * N * e), "dram") == 0 ? c_bytes : 0);
+  w->overlap = 0.8; /* hardware prefetch streams the packed panels */
+  w->mem_eff = 1;
+  /* The team forks once and meets at a barrier per block (twice: after packing B). */
+  w->launch_s = 3e-6 + (T > 1 ? 8e-6 + blocks * 2 * 1e-6 : 0);
+}
+
+/* Rows split into tasks of BM rows (saxpy: BN elements), each streamed once per pass. */
+static void
+rows_cpu(const TsCostTarget *t, TsCostWork *w, double rows, double cols, double passes)
+{
+  double T = w->threads, e = t->elem_bytes;
+  double per_task = isnan(w->tile_m) ? w->tile_n : w->tile_m * cols;
+  w->units = cdiv(rows * cols, per_task);
+  w->workers = T;
+  w->cores_used = MIN(MIN(T, MAX(t->device.compute_units, 1)), w->units);
+  w->balance = balance(w->units, T);
+  w->work_flops = w->flops;
+  w->accumulators = 1;
+  w->compute_eff = cpu_vector_eff(t, w->vector) * 0.5;
+  double compulsory = ts_op_instance_bytes(t->inst);
+  double row_set = cols * e * (isnan(w->tile_m) ? 1 : w->tile_m);
+  const char *reread = cpu_level(t, row_set);
+  double rereads = (passes - 1) * rows * cols * e;
+  w->dram_bytes = compulsory + (strcmp(reread, "dram") == 0 ? rereads : 0);
+  w->cache_bytes = rereads;
+  w->cache_s = cpu_stream_s(t, reread, rereads, w->cores_used);
+  w->overlap = 0.8;
+  w->mem_eff = 1;
+  w->launch_s = 3e-6 + (T > 1 ? 8e-6 : 0) + w->units / T * 0.1e-6;
+}
+
+/* A task of BM query rows of one head reads all of K and V (causal: up to its diagonal). */
+static void
+attn_cpu(const TsCostTarget *t, TsCostWork *w)
+{
+  double B = dim(t, "B"), H = dim(t, "H"), S = dim(t, "S"), D = dim(t, "D"), e = t->elem_bytes;
+  double BM = w->tile_m, T = w->threads;
+  gboolean causal = strstr(t->op, "causal") != NULL;
+  w->units = B * H * cdiv(S, BM);
+  w->workers = T;
+  w->cores_used = MIN(MIN(T, MAX(t->device.compute_units, 1)), w->units);
+  w->balance = balance(w->units, T);
+  w->work_flops = w->flops;
+  w->accumulators = BM;
+  w->compute_eff = cpu_vector_eff(t, w->vector) * 0.6 * MIN(1, BM / 4);
+  double keys = causal ? S / 2 : S;
+  w->cache_bytes = w->units * 2 * keys * D * e;
+  const char *lvl = cpu_level(t, 2 * S * D * e);
+  w->cache_s = cpu_stream_s(t, lvl, w->cache_bytes, w->cores_used);
+  w->dram_bytes = ts_op_instance_bytes(t->inst) + (strcmp(lvl, "dram") == 0 ? w->cache_bytes : 0);
+  w->overlap = 0.8;
+  w->mem_eff = 1;
+  w->launch_s = 3e-6 + (T > 1 ? 8e-6 : 0);
+}
+
+/* Passes over the input a row op makes (kernels/op-rowwise.c): the online softmax reads a row
+ * twice (max and sum together, then normalise), layernorm three times (mean, variance,
+ * normalise), rmsnorm twice. */
+static double
+row_passes(const char *op)
+{
+  if (strcmp(op, "layernorm_safe") == 0)
+    return 3;
+  if (strcmp(op, "softmax_safe") == 0 || strcmp(op, "rmsnorm_safe") == 0)
+    return 2;
+  return 1;
+}
+
+gboolean
+ts__cost_work(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources *res,
+              TsCostWork *w)
+{
+  memset(w, 0, sizeof *w);
+  w->tile_m = KNOB("BM");
+  w->tile_n = KNOB("BN");
+  w->tile_k = KNOB("BK");
+  w->micro_m = KNOB("MR");
+  w->micro_n = KNOB("NR");
+  w->vector = KNOB("vector");
+  w->unroll = KNOB("unroll");
+  w->threads = KNOB("threads");
+  w->warps = KNOB("warps");
+  w->stages = KNOB("stages");
+  w->swizzle = KNOB("swizzle");
+  w->wgmma = KNOB("mma");
+  w->raster = KNOB("raster");
+  w->regs = w->smem = w->blocks_per_sm = w->occupancy = w->spill_bytes = NAN;
+  w->cache_s = 0;
+  if (t->inst == NULL)
+    return FALSE;
+  w->flops = ts_op_instance_flops(t->inst);
+  const char *op = t->op;
+  gboolean gemm = strcmp(op, "gemm") == 0, attn = g_str_has_prefix(op, "flash_attention");
+  gboolean saxpy = strcmp(op, "saxpy") == 0;
+  gboolean rows = saxpy || strcmp(op, "reduce_sum") == 0 || strcmp(op, "softmax_safe") == 0 ||
+                  strcmp(op, "layernorm_safe") == 0 || strcmp(op, "rmsnorm_safe") == 0;
+  double R = saxpy ? 1 : dim(t, "M"), C = saxpy ? dim(t, "N") : dim(t, "N");
+  if (t->gpu) {
+    if (isnan(w->warps))
+      return FALSE;
+    if (gemm && !isnan(w->tile_m) && !isnan(w->tile_n) && !isnan(w->tile_k))
+      gemm_cuda(t, p, res, w);
+    else if (attn && !isnan(w->tile_m) && !isnan(w->tile_n))
+      attn_cuda(t, p, res, w);
+    else if (rows && (!isnan(w->tile_m) || !isnan(w->tile_n)))
+      rows_cuda(t, p, res, w, R, C);
+    else
+      return FALSE;
+    w->cores_used = MIN(w->units, MAX(t->device.compute_units, 1));
+    w->balance = balance(w->units, MAX(t->device.compute_units, 1));
+    w->launch_s = 4e-6;
+  } else {
+    if (isnan(w->threads))
+      return FALSE;
+    if (gemm && !isnan(w->micro_m) && !isnan(w->micro_n) && !isnan(w->vector))
+      gemm_cpu(t, w);
+    else if (attn && !isnan(w->tile_m))
+      attn_cpu(t, w);
+    else if (rows && (!isnan(w->tile_m) || !isnan(w->tile_n)))
+      rows_cpu(t, w, R, C, row_passes(op));
+    else
+      return FALSE;
+  }
+  w->waves = cdiv(w->units, MAX(w->workers, 1));
+  w->wave_eff = w->units / (w->waves * MAX(w->workers, 1));
+  w->pad_waste = w->flops > 0 ? w->work_flops / w->flops - 1 : 0;
+  double unit_bytes = w->cache_bytes / MAX(w->units, 1);
+  w->tile_intensity = unit_bytes > 0 ? w->work_flops / w->units / unit_bytes : NAN;
+  if (t->gpu) {
+    const char *lvl = "l2";
+    w->cache_s = w->cache_bytes / ts__cost_roof(t, lvl, FALSE, NULL);
+  }
+  return TRUE;
+}

@@ -1,0 +1,322 @@
+/* test-cost.c — features and the analytic estimate: deterministic, named, knob-only for foreign
+ * spaces; the estimate never beats the plain roofline, ranks a well-tiled point above a badly
+ * tiled one on both backends, sees wave quantization, occupancy and spills, and says which
+ * roof binds. Devices are described by hand so the figures do not depend on this machine. */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "ts-cost.h"
+
+static const TsDeviceInfo cpu_dev = {
+  .backend = "cpu", .name = "test x86", .arch = "x86_64+avx2+fma", .compute_units = 2,
+  .memory_bytes = 24ull << 30, .l1_bytes = 32 << 10, .l2_bytes = 512 << 10, .l3_bytes = 32 << 20,
+  .vector_bits = 256, .toolchain = "gcc 12.2.0"};
+
+static const TsDeviceInfo h100 = {
+  .backend = "cuda", .name = "NVIDIA H100 80GB HBM3", .arch = "sm_90a", .compute_units = 132,
+  .memory_bytes = 80ull << 30, .l1_bytes = 256 << 10, .l2_bytes = 50 << 20,
+  .smem_per_block = 227 << 10, .toolchain = "nvrtc 13.0"};
+
+static TsProfCeilings *
+cpu_ceilings(void)
+{
+  TsProfCeilings *c = ts_prof_ceilings_new("cpu", "gcc 12.2.0");
+  ts_prof_ceilings_set(c, "f32", TS_PROF_COMPUTE, 181.0, 93.9);
+  ts_prof_ceilings_set(c, "f64", TS_PROF_COMPUTE, 90.4, 46.3);
+  ts_prof_ceilings_set(c, "l1", TS_PROF_MEMORY, 263.1, 137.2);
+  ts_prof_ceilings_set(c, "l2", TS_PROF_MEMORY, 175.5, 78.7);
+  ts_prof_ceilings_set(c, "l3", TS_PROF_MEMORY, 60.0, 40.0);
+  ts_prof_ceilings_set(c, "dram", TS_PROF_MEMORY, 19.2, 14.0);
+  return c;
+}
+
+static TsSchedPoint *
+point(const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  TsSchedPoint *p = ts_sched_point_parse(text, &error);
+  g_assert_no_error(error);
+  return p;
+}
+
+static TsOpInstance *
+instance(const char *op, const char *shape, const char *dtype)
+{
+  g_autoptr(GError) error = NULL;
+  TsOpInstance *inst = ts_op_instance_new(op, shape, dtype, &error);
+  g_assert_no_error(error);
+  return inst;
+}
+
+static double
+estimate(const TsCostTarget *t, const char *text, TsCostEstimate *out)
+{
+  g_autoptr(TsSchedPoint) p = point(text);
+  g_autoptr(GError) error = NULL;
+  TsCostEstimate e;
+  g_assert_true(ts_cost_analytic(t, p, NULL, &e, &error));
+  g_assert_no_error(error);
+  g_assert_true(isfinite(e.time_s) && e.time_s > 0);
+  if (out)
+    *out = e;
+  return e.time_s;
+}
+
+static int
+feature_index(const TsCostTarget *t, const char *name)
+{
+  const char *const *names = ts_cost_feature_names(t);
+  for (int i = 0; names[i]; i++)
+    if (strcmp(names[i], name) == 0)
+      return i;
+  return -1;
+}
+
+static void
+test_features_deterministic(void)
+{
+  g_autoptr(TsOpInstance) inst = instance("gemm", "M=512,N=512,K=512", "f32");
+  g_autoptr(TsProfCeilings) c = cpu_ceilings();
+  g_autoptr(TsCostTarget) t = ts_cost_target_new(inst, "cpu", &cpu_dev, c);
+  guint n = ts_cost_n_features(t);
+  const char *const *names = ts_cost_feature_names(t);
+  g_assert_cmpuint(g_strv_length((char **)names), ==, n);
+  /* Names are unique, the knobs come last, one per knob of the op's CPU space. */
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  guint knobs = 0;
+  for (guint i = 0; i < n; i++) {
+    g_assert_false(g_hash_table_contains(seen, names[i]));
+    g_hash_table_add(seen, (gpointer)names[i]);
+    if (g_str_has_prefix(names[i], "knob."))
+      knobs++;
+    else
+      g_assert_cmpuint(knobs, ==, 0);
+  }
+  g_assert_cmpuint(knobs, ==, 8); /* BM BN BK MR NR vector unroll threads */
+
+  g_autoptr(TsSchedPoint) p =
+    point("block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8).threads(2)");
+  g_autofree float *a = g_new(float, n);
+  g_autofree float *b = g_new(float, n);
+  ts_cost_features(t, p, NULL, a);
+  /* A second target of the same workload gives the same bits. */
+  g_autoptr(TsCostTarget) t2 = ts_cost_target_new(inst, "cpu", &cpu_dev, c);
+  ts_cost_features(t2, p, NULL, b);
+  g_assert_cmpmem(a, n * sizeof(float), b, n * sizeof(float));
+
+  const struct {
+    const char *name;
+    double want;
+  } exact[] = {{"tile.m", 144}, {"tile.n", 4080}, {"tile.k", 256}, {"tile.micro_m", 6},
+               {"tile.micro_n", 16}, {"tile.vector", 8}, {"tile.threads", 2}, {"knob.MR", 6},
+               {"op.log2_flops", log2(2.0 * 512 * 512 * 512)}, {"dev.gpu", 0},
+               {"ceil.compute_gflops", 181.0}, {"ceil.measured", 1}};
+  for (guint i = 0; i < G_N_ELEMENTS(exact); i++) {
+    int k = feature_index(t, exact[i].name);
+    g_assert_cmpint(k, >=, 0);
+    g_assert_cmpfloat_with_epsilon(a[k], exact[i].want, 1e-4);
+  }
+  /* The work decomposition and the estimate are filled in; GPU resources are not. */
+  const char *finite[] = {"work.waves", "work.wave_eff", "work.balance", "work.tile_intensity",
+                          "est.log2_time", "est.rel_time", "est.compute_eff"};
+  for (guint i = 0; i < G_N_ELEMENTS(finite); i++)
+    g_assert_true(isfinite(a[feature_index(t, finite[i])]));
+  g_assert_true(isnan(a[feature_index(t, "res.regs")]));
+  g_assert_true(isnan(a[feature_index(t, "tile.warps")]));
+  /* The estimate is never below the plain roofline. */
+  g_assert_cmpfloat(a[feature_index(t, "est.rel_time")], >=, 1.0);
+}
+
+static void
+test_features_generic(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsSchedSpace) s =
+    ts_sched_space_parse("space=dict(block_size_x=[128,256], alg=[\"a\",\"b\",\"c\"])", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsCostTarget) t = ts_cost_target_new_generic(s, "RTX A4000");
+  g_assert_null(ts_cost_target_op(t));
+  guint n = ts_cost_n_features(t);
+  g_autoptr(TsSchedPoint) p = point("space=dict(block_size_x=256, alg=\"c\")");
+  g_autofree float *f = g_new(float, n);
+  ts_cost_features(t, p, NULL, f);
+  const char *const *names = ts_cost_feature_names(t);
+  for (guint i = 0; i < n; i++) {
+    if (strcmp(names[i], "knob.block_size_x") == 0)
+      g_assert_cmpfloat(f[i], ==, 256);
+    else if (strcmp(names[i], "knob.alg") == 0)
+      g_assert_cmpfloat(f[i], ==, 2); /* index of "c" */
+    else
+      g_assert_true(isnan(f[i]));
+  }
+  TsCostEstimate e;
+  g_assert_false(ts_cost_analytic(t, p, NULL, &e, &error));
+  g_assert_error(error, TS_COST_ERROR, TS_COST_ERROR_NO_MODEL);
+  g_assert_nonnull(strstr(error->message, "not a Tessera op"));
+}
+
+static void
+test_cpu_gemm_ranking(void)
+{
+  g_autoptr(TsOpInstance) inst = instance("gemm", "M=1024,N=1024,K=1024", "f32");
+  g_autoptr(TsProfCeilings) c = cpu_ceilings();
+  g_autoptr(TsCostTarget) t = ts_cost_target_new(inst, "cpu", &cpu_dev, c);
+  /* The AVX2 classic against a register-starved, half-width, single-threaded tiling. */
+  TsCostEstimate good, bad;
+  estimate(t, "block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8).threads(2)", &good);
+  estimate(t, "block(m=72,n=2016,k=128).micro(m=4,n=8).vector(4).unroll(4).threads(1)", &bad);
+  g_test_message("good %.3f ms (%s), bad %.3f ms (%s)", good.time_s * 1e3, good.bound,
+                 bad.time_s * 1e3, bad.bound);
+  g_assert_cmpfloat(bad.time_s, >, 3 * good.time_s);
+  g_assert_cmpstr(good.bound, ==, "compute");
+  /* One knob at a time: more threads, full vectors, more accumulators each help. */
+  double t1 = estimate(t, "block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8)"
+                          ".threads(1)", NULL);
+  g_assert_cmpfloat(t1, >, 1.5 * good.time_s);
+  double v4 = estimate(t, "block(m=144,n=4080,k=256).micro(m=6,n=8).vector(4).unroll(8)"
+                          ".threads(2)", NULL);
+  g_assert_cmpfloat(v4, >, 1.5 * good.time_s);
+  /* The 6x16 kernel reaches the roof within the model's reach: at most 1.5x the FMA bound. */
+  g_assert_cmpfloat(good.time_s, <, 1.5 * 2.0 * 1024 * 1024 * 1024 / 181e9);
+}
+
+static void
+test_cuda_gemm_ranking(void)
+{
+  g_autoptr(TsOpInstance) inst = instance("gemm", "M=4096,N=4096,K=4096", "bf16 @accum(f32)");
+  g_autoptr(TsCostTarget) t = ts_cost_target_new(inst, "cuda", &h100, NULL);
+  TsCostEstimate good, bad;
+  estimate(t, "block(m=128,n=128,k=64).warps(8).stages(4).vector(8).swizzle(\"xor\").raster(8)"
+              ".mma(\"wgmma\")", &good);
+  estimate(t, "block(m=64,n=64,k=32).warps(4).stages(2).vector(8).swizzle(\"xor\").raster(8)"
+              ".mma(\"sync\")", &bad);
+  g_test_message("good %.3f ms occ %.2f, bad %.3f ms occ %.2f", good.time_s * 1e3,
+                 good.occupancy, bad.time_s * 1e3, bad.occupancy);
+  g_assert_cmpfloat(bad.time_s, >, 1.3 * good.time_s);
+  /* 128x128 tiles read 15 bytes from L2 per 1000 FLOPs: at 989 TFLOP/s that is about what L2
+   * delivers, so either roof may bind; DRAM must not. */
+  g_assert_cmpstr(good.bound, !=, "dram");
+  /* Nominal H100: 989 TFLOP/s dense bf16; nothing beats it, and a good tile gets within 2x. */
+  double ideal = 2.0 * 4096.0 * 4096 * 4096 / 989e12;
+  g_assert_cmpfloat(good.time_s, >=, ideal);
+  g_assert_cmpfloat(good.time_s, <, 2 * ideal);
+}
+
+static void
+test_wave_quantization(void)
+{
+  /* 132 SMs: 132 tiles fill one wave exactly, 133 need a second for one tile. */
+  g_autoptr(TsOpInstance) full = instance("gemm", "M=1536,N=1408,K=4096", "bf16 @accum(f32)");
+  g_autoptr(TsOpInstance) over = instance("gemm", "M=1664,N=1408,K=4096", "bf16 @accum(f32)");
+  g_autoptr(TsCostTarget) tf = ts_cost_target_new(full, "cuda", &h100, NULL);
+  g_autoptr(TsCostTarget) to = ts_cost_target_new(over, "cuda", &h100, NULL);
+  /* 128x128 tiles, a 4-stage ring of 128 KiB: one block per SM. */
+  const char *p = "block(m=128,n=128,k=64).warps(8).stages(4).vector(8).swizzle(\"xor\")"
+                  ".raster(8).mma(\"sync\")";
+  TsCostEstimate a, b;
+  estimate(tf, p, &a); /* 12 x 11 = 132 tiles */
+  estimate(to, p, &b); /* 13 x 11 = 143 tiles */
+  g_test_message("132 tiles: wave eff %.3f, %.3f ms; 143 tiles: %.3f, %.3f ms",
+                 a.wave_efficiency, a.time_s * 1e3, b.wave_efficiency, b.time_s * 1e3);
+  g_assert_cmpfloat(b.time_s / a.time_s, >, 1.3); /* 8% more work, a whole second round */
+}
+
+static void
+test_resources_and_bounds(void)
+{
+  g_autoptr(TsOpInstance) inst = instance("gemm", "M=4096,N=4096,K=4096", "bf16 @accum(f32)");
+  g_autoptr(TsCostTarget) t = ts_cost_target_new(inst, "cuda", &h100, NULL);
+  g_autoptr(TsSchedPoint) p = point("block(m=128,n=128,k=32).warps(8).stages(4).vector(8)"
+                                    ".swizzle(\"xor\").raster(8).mma(\"sync\")");
+  TsCostEstimate lean, fat;
+  TsModuleResources r = {.registers = 96, .smem_static = 0, .smem_dynamic = 64 << 10,
+                         .local_bytes = 0, .spill_stores = 0, .spill_loads = 0, .threads = 256};
+  g_assert_true(ts_cost_analytic(t, p, &r, &lean, NULL));
+  r.registers = 255;
+  r.spill_stores = r.spill_loads = 64;
+  g_assert_true(ts_cost_analytic(t, p, &r, &fat, NULL));
+  g_assert_cmpfloat(fat.occupancy, <, lean.occupancy);
+  g_assert_cmpfloat(fat.time_s, >, lean.time_s);
+
+  /* Row ops are memory-bound on both backends. */
+  g_autoptr(TsOpInstance) sm = instance("softmax_safe", "M=4096,N=8192", "f32");
+  g_autoptr(TsCostTarget) tg = ts_cost_target_new(sm, "cuda", &h100, NULL);
+  TsCostEstimate e;
+  estimate(tg, "block(m=1).warps(8).vector(4)", &e);
+  g_assert_cmpstr(e.bound, ==, "dram");
+  g_autoptr(TsProfCeilings) c = cpu_ceilings();
+  g_autoptr(TsCostTarget) tc = ts_cost_target_new(sm, "cpu", &cpu_dev, c);
+  estimate(tc, "block(m=4).vector(8).threads(2)", &e);
+  g_assert_true(strcmp(e.bound, "dram") == 0 || strcmp(e.bound, "cache") == 0);
+}
+
+/* Over whole spaces: every valid point gets a finite estimate no faster than the roofline of
+ * its op, on both backends. */
+static void
+check_space(const char *op, const char *shape, const char *dtype, const char *backend,
+            const TsDeviceInfo *dev, const TsProfCeilings *c)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = instance(op, shape, dtype);
+  g_autoptr(TsCostTarget) t = ts_cost_target_new(inst, backend, dev, c);
+  g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, backend, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, dev);
+  ts_sched_env_set(env, "has_wgmma", 1);
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+  TsSchedPoint *p;
+  guint n = 0;
+  guint nf = ts_cost_n_features(t);
+  g_autofree float *f = g_new(float, nf);
+  int rel = feature_index(t, "est.rel_time");
+  while (ts_sched_iter_next(it, &p, &error)) {
+    TsCostEstimate e;
+    g_assert_true(ts_cost_analytic(t, p, NULL, &e, NULL));
+    g_assert_true(isfinite(e.time_s));
+    ts_cost_features(t, p, NULL, f);
+    if (!(f[rel] >= 0.999)) {
+      g_autofree char *s = ts_sched_point_to_string(p);
+      g_error("%s %s: %s estimated %.3g x the roofline", op, backend, s, f[rel]);
+    }
+    ts_sched_point_free(p);
+    n++;
+  }
+  g_assert_no_error(error);
+  g_test_message("%s %s %s: %u points", op, shape, backend, n);
+  g_assert_cmpuint(n, >, 0);
+}
+
+static void
+test_whole_spaces(void)
+{
+  g_autoptr(TsProfCeilings) c = cpu_ceilings();
+  const char *ops[][3] = {{"gemm", "M=512,N=768,K=1024", "f32"},
+                          {"flash_attention", "B=2,H=4,S=1024,D=64", "bf16 @accum(f32)"},
+                          {"flash_attention_causal", "B=2,H=4,S=1024,D=128", "bf16 @accum(f32)"},
+                          {"softmax_safe", "M=1024,N=4096", "f32"},
+                          {"layernorm_safe", "M=1024,N=4096", "f32"},
+                          {"rmsnorm_safe", "M=1024,N=4096", "f32"},
+                          {"reduce_sum", "M=1024,N=4096", "f32"},
+                          {"saxpy", "N=1048576", "f32"}};
+  for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
+    gboolean tensor = strcmp(ops[i][0], "gemm") == 0 || g_str_has_prefix(ops[i][0], "flash");
+    check_space(ops[i][0], ops[i][1], ops[i][2], "cpu", &cpu_dev, c);
+    check_space(ops[i][0], ops[i][1], tensor ? "bf16 @accum(f32)" : ops[i][2], "cuda", &h100,
+                NULL);
+  }
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/cost/features/deterministic", test_features_deterministic);
+  g_test_add_func("/cost/features/generic", test_features_generic);
+  g_test_add_func("/cost/analytic/cpu-gemm", test_cpu_gemm_ranking);
+  g_test_add_func("/cost/analytic/cuda-gemm", test_cuda_gemm_ranking);
+  g_test_add_func("/cost/analytic/waves", test_wave_quantization);
+  g_test_add_func("/cost/analytic/resources-bounds", test_resources_and_bounds);
+  g_test_add_func("/cost/analytic/whole-spaces", test_whole_spaces);
+  return g_test_run();
+}
