@@ -51,7 +51,9 @@ typedef struct {
   double eta;            /* learning rate; default 0.2 */
   double subsample;      /* default 1.0 (deterministic) */
   guint64 seed;          /* default 0 */
-  guint n_threads;       /* default 0: XGBoost's choice */
+  guint n_threads;       /* default 1: an OpenMP team spins between rounds, and on a busy
+                          * machine (a tune measuring beside it) that costs more than it saves;
+                          * 0: XGBoost's choice */
 } TsCostTrainOptions;
 
 void ts_cost_train_options_init(TsCostTrainOptions *options);

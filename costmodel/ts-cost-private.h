@@ -1,9 +1,11 @@
-/* ts-cost-private.h — what the feature extractor and the analytic estimate share: the target's
- * insides and the work decomposition of a point (how an op's work splits into parallel units,
- * what each unit moves through which memory level, what it needs of the machine). */
+/* ts-cost-private.h — what the files of costmodel/ share and nothing outside it may use: the
+ * target's insides and the work decomposition of a point (how an op's work splits into
+ * parallel units, what each unit moves through which memory level, what it needs of the
+ * machine), shared by the features and the analytic estimate; the dataset's matrix writer,
+ * shared by the dataset and the XGBoost glue. */
 #pragma once
 
-#include "ts-cost.h"
+#include "ts-cost-model.h"
 
 G_BEGIN_DECLS
 
@@ -74,4 +76,12 @@ G_BEGIN_DECLS
 /* The derived features' names, in the order ts_cost_features() writes them (features.c). */
 extern const char *const ts__cost_derived_names[];
 guint ts__cost_n_derived(void);
+G_END_DECLS
+
+G_BEGIN_DECLS
+/* Writes rows[0 .. n_rows) of dataset as an n_rows x n_out row-major matrix: the cell of
+ * dataset column c goes to output column map[c], or nowhere when map[c] < 0 (map has one entry
+ * per dataset column); cells a row lacks are NaN. */
+void ts__cost_dataset_fill(const TsCostDataset *dataset, const guint *rows, guint n_rows,
+                           const int *map, guint n_out, float *out);
 G_END_DECLS

@@ -5,8 +5,6 @@
 #include <math.h>
 #include <string.h>
 
-G_DEFINE_QUARK(ts-cost-error-quark, ts_cost_error) /*TMP*/
-
 /* Nominal GPU figures per arch family, used only when no ceilings were measured: the clock and
  * per-SM throughput of the usual part of each family (datasheet dense rates divided by SMs and
  * boost clock: H100 SXM 989 TFLOP/s bf16 = 132 SMs x 1.83 GHz x 4096). */

@@ -6,7 +6,7 @@
 
 #include "ts-tune-strategy.h"
 
-static const char *const all[] = {"exhaustive", "random", "annealing", "evolutionary"};
+static const char *const all[] = {"exhaustive", "random", "annealing", "evolutionary", "model"};
 
 /* ---- synthetic landscapes ---- */
 

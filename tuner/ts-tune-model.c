@@ -8,9 +8,9 @@
  * with neither (a foreign recorded kernel), no ranking at all (pure exploration). Once
  * MIN_TRAIN points have been measured, an online model (XGBoost, pairwise ranking) is trained
  * on this workload's measurements every RETRAIN_EVERY observations, with the prior's score and
- * the analytic estimate among its features; its ranking is blended with the first one by rank,
- * its weight growing with the measurements behind it, so a dozen noisy points cannot overrule
- * a good prior at once. */
+ * the analytic estimate among its features; its scores are blended with the first ranking's
+ * (each as z-scores over the pool), its weight growing with the measurements behind it, so a
+ * dozen noisy points cannot overrule a good prior at once. */
 #include <math.h>
 #include <string.h>
 
@@ -27,15 +27,19 @@ typedef struct {
   TsSchedPoint *point;
   char *key;
   float *row;   /* features (n_cols) */
-  double base;  /* prior score, or minus the estimated log2 time, or 0 */
-  double online;
-  double score; /* blended; higher = try first */
+  double base;   /* prior score, or minus the estimated log2 time, or 0 */
+  double online; /* the online model's score; NaN until scored */
+  double score;  /* blended; higher = try first */
 } Cand;
 
 typedef struct {
   TsSchedPoint *point;
   double cost;
 } Measured;
+
+typedef struct {
+  double mean, sd;
+} Scale;
 
 typedef struct {
   const TsSchedSpace *space;
@@ -52,8 +56,9 @@ typedef struct {
   GPtrArray *pool; /* Cand* */
   GHashTable *in_pool; /* key -> Cand* (borrowed from pool) */
   GArray *best;        /* Measured, the NEIGHBOURS_OF cheapest verified, cheapest first */
-  guint n_ok, since_train;
-  gboolean rescore;
+  guint n_ok, n_observed, since_train;
+  gboolean rescore; /* the model changed: score the whole pool again */
+  Scale base_scale, online_scale;
   /* during propose: the driver's seen() */
   TsTuneSeenFunc seen;
   gpointer seen_data;
@@ -82,6 +87,7 @@ model_create(const TsSchedSpace *space, const TsSchedEnv *env, GRand *rng, GErro
   m->in_pool = g_hash_table_new(g_str_hash, g_str_equal);
   m->best = g_array_new(FALSE, FALSE, sizeof(Measured));
   m->est_col = -1;
+  m->base_scale = m->online_scale = (Scale){0, 1};
   return m;
 }
 
@@ -177,7 +183,6 @@ pool_add(Model *m, TsSchedPoint *p)
   c->online = NAN;
   g_ptr_array_add(m->pool, c);
   g_hash_table_insert(m->in_pool, c->key, c);
-  m->rescore = TRUE;
 }
 
 static void
@@ -242,67 +247,77 @@ fill_pool(Model *m, GError **error)
 
 /* ---- ranking ---- */
 
-static GArray *sort_keys; /* only during rank_of(); qsort has no user data */
-
-static int
-cmp_by_key(const void *a, const void *b)
+/* Mean and standard deviation of the pool's scores of one kind, from the last full rescoring:
+ * candidates added later are placed on the same scale without rescoring the whole pool. */
+static Scale
+scale_of(const Model *m, gboolean online)
 {
-  double x = g_array_index(sort_keys, double, *(const guint *)a);
-  double y = g_array_index(sort_keys, double, *(const guint *)b);
-  if (x != y)
-    return x < y ? -1 : 1;
-  return (*(const guint *)a > *(const guint *)b) - (*(const guint *)a < *(const guint *)b);
-}
-
-/* Ranks in [0, 1] (1 = highest value), NaN lowest. */
-static void
-ranks(const double *v, guint n, double *out)
-{
-  g_autoptr(GArray) keys = g_array_sized_new(FALSE, FALSE, sizeof(double), n);
-  g_autofree guint *idx = g_new(guint, n);
-  for (guint i = 0; i < n; i++) {
-    double x = isnan(v[i]) ? -INFINITY : v[i];
-    g_array_append_val(keys, x);
-    idx[i] = i;
+  double s = 0, s2 = 0;
+  guint n = 0;
+  for (guint i = 0; i < m->pool->len; i++) {
+    const Cand *c = m->pool->pdata[i];
+    double v = online ? c->online : c->base;
+    if (!isfinite(v))
+      continue;
+    s += v;
+    s2 += v * v;
+    n++;
   }
-  sort_keys = keys;
-  qsort(idx, n, sizeof(guint), cmp_by_key);
-  sort_keys = NULL;
-  for (guint r = 0; r < n; r++)
-    out[idx[r]] = n > 1 ? (double)r / (n - 1) : 1;
+  double mean = n ? s / n : 0, var = n ? s2 / n - mean * mean : 0;
+  return (Scale){mean, var > 1e-24 ? sqrt(var) : 1};
+}
+
+/* The online model's weight: 8 measurements 1/3, 32 measurements 2/3, never all of it. */
+static double
+online_weight(const Model *m)
+{
+  return m->online ? MIN(0.9, m->n_ok / (m->n_ok + 16.0)) : 0;
 }
 
 static void
-score_pool(Model *m)
+blend(const Model *m, Cand *c)
 {
-  guint n = m->pool->len, nc = m->cols->len;
-  if (n == 0)
+  double w = online_weight(m);
+  double b = (c->base - m->base_scale.mean) / m->base_scale.sd;
+  if (w == 0 || !isfinite(c->online)) {
+    c->score = b;
     return;
-  g_autofree double *base = g_new(double, n);
-  g_autofree double *rb = g_new(double, n);
-  for (guint i = 0; i < n; i++)
-    base[i] = ((Cand *)m->pool->pdata[i])->base;
-  ranks(base, n, rb);
-  double w = 0;
-  g_autofree double *ro = NULL;
-  if (m->online) {
-    g_autofree float *mat = g_new(float, (gsize)n * nc);
-    g_autofree double *on = g_new(double, n);
-    for (guint i = 0; i < n; i++)
-      memcpy(mat + (gsize)i * nc, ((Cand *)m->pool->pdata[i])->row, nc * sizeof(float));
-    if (ts_cost_model_predict_rows(m->online, (const char *const *)m->cols->pdata, nc, mat, n,
-                                   on, NULL)) {
-      ro = g_new(double, n);
-      ranks(on, n, ro);
-      /* 8 measurements: weight 1/3; 32: 2/3; never all of it. */
-      w = MIN(0.9, m->n_ok / (m->n_ok + 16.0));
-    }
   }
-  for (guint i = 0; i < n; i++) {
+  double o = (c->online - m->online_scale.mean) / m->online_scale.sd;
+  c->score = w * o + (1 - w) * b;
+}
+
+/* Scores the candidates that have no online score yet (all of them after a retraining), in one
+ * call to the model. */
+static void
+score_new(Model *m, gboolean all)
+{
+  guint nc = m->cols->len;
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  for (guint i = 0; i < m->pool->len; i++) {
     Cand *c = m->pool->pdata[i];
-    c->score = ro ? w * ro[i] + (1 - w) * rb[i] : rb[i];
+    if (all || isnan(c->online))
+      g_ptr_array_add(todo, c);
   }
-  m->rescore = FALSE;
+  if (m->online && todo->len > 0) {
+    g_autofree float *mat = g_new(float, (gsize)todo->len * nc);
+    g_autofree double *on = g_new(double, todo->len);
+    for (guint i = 0; i < todo->len; i++)
+      memcpy(mat + (gsize)i * nc, ((Cand *)todo->pdata[i])->row, nc * sizeof(float));
+    gboolean ok = ts_cost_model_predict_rows(m->online, (const char *const *)m->cols->pdata, nc,
+                                             mat, todo->len, on, NULL);
+    for (guint i = 0; i < todo->len; i++)
+      ((Cand *)todo->pdata[i])->online = ok ? on[i] : -INFINITY;
+  }
+  if (all) {
+    m->base_scale = scale_of(m, FALSE);
+    m->online_scale = scale_of(m, TRUE);
+    for (guint i = 0; i < m->pool->len; i++)
+      blend(m, m->pool->pdata[i]);
+  } else {
+    for (guint i = 0; i < todo->len; i++)
+      blend(m, todo->pdata[i]);
+  }
 }
 
 static void
@@ -334,9 +349,12 @@ model_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data, 
   ensure_columns(m);
   m->seen = seen;
   m->seen_data = seen_data;
+  gboolean first = m->pool->len == 0 && m->n_observed == 0;
   gboolean ok = fill_pool(m, error);
-  if (ok && m->rescore)
-    score_pool(m);
+  if (ok) {
+    score_new(m, m->rescore || first);
+    m->rescore = FALSE;
+  }
   for (guint i = 0; ok && i < n && m->pool->len > 0; i++) {
     Cand *pick = NULL;
     if (g_rand_double(m->rng) < EPSILON) {
@@ -388,7 +406,10 @@ model_observe(gpointer state, const TsSchedPoint *p, gboolean ok, double cost)
     m->n_ok++;
     keep_best(m, p, cost);
   }
-  if (++m->since_train >= RETRAIN_EVERY && m->n_ok >= MIN_TRAIN)
+  m->n_observed++;
+  /* Every RETRAIN_EVERY observations, and no more often than every eighth of what the model is
+   * trained on, so a long search does not spend its time retraining. */
+  if (++m->since_train >= MAX(RETRAIN_EVERY, m->n_observed / 8) && m->n_ok >= MIN_TRAIN)
     retrain(m);
 }
 
