@@ -863,6 +863,7 @@ cuda_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_
 /* ------------------------------------------------------------------------------------------ */
 /* hardware metrics, device timeline */
 
+#if TS_HAVE_CUPTI
 typedef struct {
   TsCudaBackend *self;
   TsBackendLaunchFunc launch;
@@ -898,6 +899,8 @@ metrics_launch(gpointer data, GError **error)
                 "failure while running a metrics pass");
   return TRUE;
 }
+
+#endif /* TS_HAVE_CUPTI */
 
 static gboolean
 cuda_collect_metrics(TsBackend *backend, const char *const *metrics, TsBackendLaunchFunc launch,

@@ -412,6 +412,8 @@ static const struct {
  * process's first NVTX call; pointing it at the libcupti we use lets MARKER records arrive. A
  * path already set (nsys sets its own) is left alone, and when NVTX has already started, no
  * MARKER records come: the kind is best effort. */
+static gboolean offered_nvtx; /* we set NVTX_INJECTION64_PATH (under rec.lock) */
+
 static void
 offer_nvtx_injection(void)
 {
@@ -419,7 +421,16 @@ offer_nvtx_injection(void)
     return;
   Dl_info info;
   if (dladdr((void *)api->cuptiActivityEnable, &info) != 0 && info.dli_fname != NULL)
-    g_setenv("NVTX_INJECTION64_PATH", info.dli_fname, FALSE);
+    offered_nvtx = g_setenv("NVTX_INJECTION64_PATH", info.dli_fname, FALSE);
+}
+
+/* Child processes (the tuner's workers) must not inherit it: their NVTX would load libcupti. */
+static void
+withdraw_nvtx_injection(void)
+{
+  if (offered_nvtx)
+    g_unsetenv("NVTX_INJECTION64_PATH");
+  offered_nvtx = FALSE;
 }
 
 void
@@ -439,8 +450,8 @@ ts__cuda_cupti_set_trace(TsTrace *trace)
     return;
   }
   if (trace != NULL) {
-    offer_nvtx_injection();
     g_mutex_lock(&rec.lock);
+    offer_nvtx_injection();
     TsTrace *old = rec.trace;
     rec.trace = ts_trace_ref(trace);
     map_clocks();
@@ -469,6 +480,7 @@ ts__cuda_cupti_set_trace(TsTrace *trace)
   TsTrace *old = g_steal_pointer(&rec.trace);
   g_hash_table_remove_all(rec.open_markers);
   rec.marker_depth = 0;
+  withdraw_nvtx_injection();
   g_mutex_unlock(&rec.lock);
   if (old != NULL)
     ts_trace_unref(old);
