@@ -4,7 +4,8 @@
  * A figure lists alternatives, tried in order; the first whose counters were all collected
  * gives the value, as a weighted sum. Alternatives exist because chips name the same work
  * differently: GH100 counts fp16 tensor math as sm__ops_path_tensor_src_fp16, GA100 and AD102
- * split it by destination precision (…_dst_fp16 + …_dst_fp32). The names were checked against
+ * split it by destination precision (…_dst_fp16 + …_dst_fp32); GB202 has no dram__bytes_read
+ * but dram__bytes_op_read. The names were checked against
  * CUPTI 13.0's host API for GA100, GA102, AD102, GH100, GB100 and GB202 (test-prof-metrics
  * repeats that check wherever libcupti loads).
  */
@@ -36,14 +37,15 @@ typedef struct {
 #define TENSOR(src) "sm__ops_path_tensor_src_" src ".sum"
 
 static const Spec catalog[] = {
+    /* GB20x (GDDR7) counts DRAM traffic per operation instead. */
     {{"dram_read_bytes", "DRAM bytes read", "B"},
      AT(dram_read_bytes),
      NULL,
-     {{{"dram__bytes_read.sum", 1}}}},
+     {{{"dram__bytes_read.sum", 1}}, {{"dram__bytes_op_read.sum", 1}}}},
     {{"dram_write_bytes", "DRAM bytes written", "B"},
      AT(dram_write_bytes),
      NULL,
-     {{{"dram__bytes_write.sum", 1}}}},
+     {{{"dram__bytes_write.sum", 1}}, {{"dram__bytes_op_write.sum", 1}}}},
     /* An FMA is two FLOPs; add and mul one each. */
     {{"flops_f32", "FP32 FLOPs (FMA pipe)", "FLOP"},
      AT(flops_f32),
@@ -183,7 +185,6 @@ ts_prof_kernel_metrics_free(TsProfKernelMetrics *m)
     return;
   for (guint i = 0; i < G_N_ELEMENTS(catalog); i++)
     g_free(figure_at(m, i)->detail);
-  g_strfreev(m->unsupported);
   g_free(m);
 }
 
@@ -254,13 +255,11 @@ fill(TsProfFigure *f, GHashTable *values, const Spec *spec, double op_flops,
 }
 
 TsProfKernelMetrics *
-ts_prof_kernel_metrics_from_values(GHashTable *values, const char *const *unsupported,
-                                   double op_flops, const char *tensor_dtype)
+ts_prof_kernel_metrics_from_values(GHashTable *values, double op_flops, const char *tensor_dtype)
 {
   TsProfKernelMetrics *m = g_new0(TsProfKernelMetrics, 1);
   for (guint i = 0; i < G_N_ELEMENTS(catalog); i++)
     fill(figure_at(m, i), values, &catalog[i], op_flops, tensor_dtype);
-  m->unsupported = g_strdupv((char **)(unsupported ? unsupported : (const char *const[]){NULL}));
   return m;
 }
 
@@ -287,11 +286,6 @@ ts_prof_kernel_metrics_to_json_node(const TsProfKernelMetrics *m)
     }
     json_builder_end_object(b);
   }
-  json_builder_set_member_name(b, "unsupported");
-  json_builder_begin_array(b);
-  for (char **u = m->unsupported; u && *u; u++)
-    json_builder_add_string_value(b, *u);
-  json_builder_end_array(b);
   json_builder_end_object(b);
   return json_builder_get_root(b);
 }
@@ -309,10 +303,9 @@ ts_prof_collect_kernel_metrics(TsBackend *backend, TsBackendLaunchFunc launch, g
 {
   g_return_val_if_fail(backend != NULL && launch != NULL, NULL);
   g_autoptr(GHashTable) values = NULL;
-  g_auto(GStrv) unsupported = NULL;
+  g_auto(GStrv) unsupported = NULL; /* each figure's detail names what its chip lacks */
   if (!ts_backend_collect_metrics_with(backend, ts_prof_metric_names(), launch, data, &values,
                                        &unsupported, error))
     return NULL;
-  return ts_prof_kernel_metrics_from_values(values, (const char *const *)unsupported, op_flops,
-                                            tensor_dtype);
+  return ts_prof_kernel_metrics_from_values(values, op_flops, tensor_dtype);
 }

@@ -51,7 +51,6 @@ typedef struct {
   TsProfFigure l2_hit_pct;    /* L2 sector lookups that hit */
   TsProfFigure smem_conflicts_ld, smem_conflicts_st; /* shared-memory bank conflicts */
   TsProfFigure duration_ns; /* of the profiled pass (replayed, serialised): not the timing */
-  char **unsupported;       /* catalog counters the chip lacks, NULL-terminated */
 } TsProfKernelMetrics;
 
 void ts_prof_kernel_metrics_free(TsProfKernelMetrics *metrics);
@@ -76,16 +75,15 @@ const TsProfFigure *ts_prof_kernel_metrics_figure(const TsProfKernelMetrics *met
 const char *ts_prof_op_tensor_dtype(const TsOpInstance *inst);
 
 /* The figures from a name → value table (values: const char * → double *, as
- * ts_backend_collect_metrics returns; names missing from it count as unavailable). unsupported
- * (may be NULL) is copied. op_flops and tensor_dtype (may be NULL) decide the derived figure:
- * when the chip has no tensor counter for tensor_dtype, that figure is op_flops, marked
- * derived. Pure: no device, no CUPTI. */
-TsProfKernelMetrics *ts_prof_kernel_metrics_from_values(GHashTable *values,
-                                                        const char *const *unsupported,
-                                                        double op_flops, const char *tensor_dtype);
+ * ts_backend_collect_metrics returns; a name missing from it is a counter the chip lacks, and
+ * a figure without its counters names the missing ones in its detail). op_flops and
+ * tensor_dtype (may be NULL) decide the derived figure: when the chip has no tensor counter
+ * for tensor_dtype, that figure is op_flops, marked derived. Pure: no device, no CUPTI. */
+TsProfKernelMetrics *ts_prof_kernel_metrics_from_values(GHashTable *values, double op_flops,
+                                                        const char *tensor_dtype);
 
 /* {"dram_read_bytes": {"value": 1.2e7, "source": "counter", "detail": "dram__bytes_read.sum"},
- *  ..., "unsupported": [...]}; an unavailable value is null. */
+ *  ...}: every figure; an unavailable value is null. */
 char *ts_prof_kernel_metrics_to_json(const TsProfKernelMetrics *metrics);
 JsonNode *ts_prof_kernel_metrics_to_json_node(const TsProfKernelMetrics *metrics);
 

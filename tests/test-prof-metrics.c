@@ -79,7 +79,7 @@ test_all_counters(void)
 {
   g_autoptr(GHashTable) v = gh100_values();
   double flops = 2.0 * 512 * 512 * 512;
-  g_autoptr(TsProfKernelMetrics) m = ts_prof_kernel_metrics_from_values(v, NULL, flops, "bf16");
+  g_autoptr(TsProfKernelMetrics) m = ts_prof_kernel_metrics_from_values(v, flops, "bf16");
   g_assert_cmpfloat(m->dram_read_bytes.value, ==, 4.0e6);
   g_assert_cmpint(m->dram_read_bytes.source, ==, TS_PROF_SOURCE_COUNTER);
   g_assert_cmpstr(m->dram_read_bytes.detail, ==, "dram__bytes_read.sum");
@@ -102,7 +102,6 @@ test_all_counters(void)
   g_assert_cmpfloat(m->duration_ns.value, ==, 15000);
   for (guint i = 0; i < ts_prof_figure_count(); i++)
     g_assert_cmpint(ts_prof_kernel_metrics_figure(m, i)->source, ==, TS_PROF_SOURCE_COUNTER);
-  g_assert_cmpuint(g_strv_length(m->unsupported), ==, 0);
 }
 
 /* Ampere and Ada split fp16 tensor math by destination precision: the sum is the figure. */
@@ -111,14 +110,14 @@ test_split_destinations(void)
 {
   g_autoptr(GHashTable) v =
       table(TENSOR("fp16_dst_fp16"), 100.0, TENSOR("fp16_dst_fp32"), 2000.0, NULL);
-  g_autoptr(TsProfKernelMetrics) m = ts_prof_kernel_metrics_from_values(v, NULL, 5000, "f16");
+  g_autoptr(TsProfKernelMetrics) m = ts_prof_kernel_metrics_from_values(v, 5000, "f16");
   g_assert_cmpfloat(m->tensor_flops_f16.value, ==, 2100);
   g_assert_cmpint(m->tensor_flops_f16.source, ==, TS_PROF_SOURCE_COUNTER);
   g_assert_cmpstr(m->tensor_flops_f16.detail, ==,
                   TENSOR("fp16_dst_fp16") " + " TENSOR("fp16_dst_fp32"));
   /* Half an alternative is no alternative. */
   g_autoptr(GHashTable) half = table(TENSOR("fp16_dst_fp32"), 2000.0, NULL);
-  g_autoptr(TsProfKernelMetrics) h = ts_prof_kernel_metrics_from_values(half, NULL, 5000, NULL);
+  g_autoptr(TsProfKernelMetrics) h = ts_prof_kernel_metrics_from_values(half, 5000, NULL);
   g_assert_true(isnan(h->tensor_flops_f16.value));
   g_assert_cmpint(h->tensor_flops_f16.source, ==, TS_PROF_SOURCE_UNAVAILABLE);
 }
@@ -128,12 +127,9 @@ test_split_destinations(void)
 static void
 test_derived_tensor(void)
 {
-  static const char *const unsupported[] = {TENSOR("fp8"), TENSOR("fp8_dst_fp16"),
-                                            TENSOR("fp8_dst_fp32"), NULL};
   g_autoptr(GHashTable) v = table("dram__bytes_read.sum", 1.0, NULL);
   double flops = 2.0 * 1024 * 1024 * 1024;
-  g_autoptr(TsProfKernelMetrics) m =
-      ts_prof_kernel_metrics_from_values(v, unsupported, flops, "fp8");
+  g_autoptr(TsProfKernelMetrics) m = ts_prof_kernel_metrics_from_values(v, flops, "fp8");
   g_assert_cmpfloat(m->tensor_flops_fp8.value, ==, flops);
   g_assert_cmpint(m->tensor_flops_fp8.source, ==, TS_PROF_SOURCE_DERIVED);
   g_assert_cmpstr(ts_prof_source_name(m->tensor_flops_fp8.source), ==,
@@ -144,13 +140,12 @@ test_derived_tensor(void)
   g_assert_true(isnan(m->tensor_flops_bf16.value));
   g_assert_cmpint(m->occupancy_pct.source, ==, TS_PROF_SOURCE_UNAVAILABLE);
   g_assert_cmpint(m->dram_read_bytes.source, ==, TS_PROF_SOURCE_COUNTER);
-  g_assert_cmpuint(g_strv_length(m->unsupported), ==, 3);
   /* Not a tensor op: nothing is derived. */
-  g_autoptr(TsProfKernelMetrics) plain = ts_prof_kernel_metrics_from_values(v, NULL, flops, NULL);
+  g_autoptr(TsProfKernelMetrics) plain = ts_prof_kernel_metrics_from_values(v, flops, NULL);
   for (guint i = 0; i < ts_prof_figure_count(); i++)
     g_assert_cmpint(ts_prof_kernel_metrics_figure(plain, i)->source, !=, TS_PROF_SOURCE_DERIVED);
   /* An empty table (no values at all) still yields the derived figure. */
-  g_autoptr(TsProfKernelMetrics) none = ts_prof_kernel_metrics_from_values(NULL, NULL, 8, "bf16");
+  g_autoptr(TsProfKernelMetrics) none = ts_prof_kernel_metrics_from_values(NULL, 8, "bf16");
   g_assert_cmpint(none->tensor_flops_bf16.source, ==, TS_PROF_SOURCE_DERIVED);
   g_assert_cmpfloat(none->tensor_flops_bf16.value, ==, 8);
 }
@@ -178,11 +173,9 @@ test_op_tensor_dtype(void)
 static void
 test_json(void)
 {
-  static const char *const unsupported[] = {TENSOR("fp8_dst_fp16"), NULL};
   g_autoptr(GHashTable) v = gh100_values();
   g_hash_table_remove(v, TENSOR("tf32_dst_fp32"));
-  g_autoptr(TsProfKernelMetrics) m =
-      ts_prof_kernel_metrics_from_values(v, unsupported, 1e9, "bf16");
+  g_autoptr(TsProfKernelMetrics) m = ts_prof_kernel_metrics_from_values(v, 1e9, "bf16");
   g_autofree char *text = ts_prof_kernel_metrics_to_json(m);
   g_autoptr(JsonParser) p = json_parser_new();
   g_autoptr(GError) error = NULL;
@@ -197,9 +190,8 @@ test_json(void)
   JsonObject *tf32 = json_object_get_object_member(o, "tensor_flops_tf32");
   g_assert_true(json_object_get_null_member(tf32, "value"));
   g_assert_cmpstr(json_object_get_string_member(tf32, "source"), ==, "unavailable");
-  JsonArray *u = json_object_get_array_member(o, "unsupported");
-  g_assert_cmpuint(json_array_get_length(u), ==, 1);
-  g_assert_cmpstr(json_array_get_string_element(u, 0), ==, TENSOR("fp8_dst_fp16"));
+  g_assert_cmpstr(json_object_get_string_member(tf32, "detail"), ==,
+                  "no " TENSOR("tf32_dst_fp32") " on this GPU");
 }
 
 static void
@@ -263,6 +255,20 @@ test_device_memory_account(void)
   g_assert_cmpuint(s.peak_bytes, ==, 100);
 }
 
+/* Every arch Tessera compiles for has a chip to check the catalog against. */
+static void
+test_chip_per_arch(void)
+{
+  static const char *const arches[] = {"sm_80",  "sm_86",   "sm_89", "sm_90",
+                                       "sm_90a", "sm_100a", "sm_120"};
+  for (guint i = 0; i < G_N_ELEMENTS(arches); i++) {
+    g_assert_nonnull(ts_cuda_arch_lookup(arches[i]));
+    g_assert_nonnull(ts_cuda_metrics_chip(arches[i]));
+  }
+  g_assert_cmpstr(ts_cuda_metrics_chip("sm_90a"), ==, "GH100");
+  g_assert_null(ts_cuda_metrics_chip("sm_1"));
+}
+
 /* ---- CUPTI's host API: the catalog against each chip's metric list (no device) ---- */
 
 static gboolean
@@ -292,8 +298,7 @@ as_if_counted(const char *chip, const char *tensor_dtype, guint *n_passes, GStrv
       double one = 1;
       g_hash_table_replace(v, g_strdup(*n), g_memdup2(&one, sizeof one));
     }
-  return ts_prof_kernel_metrics_from_values(v, (const char *const *)*unsupported, 1e6,
-                                            tensor_dtype);
+  return ts_prof_kernel_metrics_from_values(v, 1e6, tensor_dtype);
 }
 
 static void
@@ -301,32 +306,41 @@ test_plan_chips(void)
 {
   if (!cupti_host())
     return;
-  /* Checked against CUPTI 13.0: every figure has its counters on Hopper; Ampere has no fp8
-   * tensor cores (fp8 derived for an fp8 op, unavailable otherwise); Blackwell GB100 names its
-   * fp8 tensor counters otherwise (derived); all others come from counters. */
+  /* Checked against CUPTI 13.0, for the chip of every arch Tessera compiles for: every figure
+   * but tensor ones comes from counters everywhere; the op's tensor figure is derived where the
+   * chip has no counter for its dtype (no fp8 tensor cores on Ampere; GB100 names fp8 tensor
+   * counters otherwise). */
   static const struct {
-    const char *chip, *tensor, *not_counted;
+    const char *arch, *tensor, *derived;
   } chips[] = {
-      {"GH100", "bf16", ""},
-      {"GA100", "fp8", "tensor_flops_fp8"},
-      {"AD102", "f16", ""},
-      {"GB100", "fp8", "tensor_flops_fp8"},
+      {"sm_80", "fp8", "tensor_flops_fp8"},
+      {"sm_86", "bf16", ""},
+      {"sm_89", "fp8", ""},
+      {"sm_90a", "bf16", ""},
+      {"sm_90a", "f16", ""},
+      {"sm_90a", "fp8", ""},
+      {"sm_100a", "fp8", "tensor_flops_fp8"},
+      {"sm_100a", "f16", ""},
+      {"sm_120", "bf16", ""},
   };
   for (guint c = 0; c < G_N_ELEMENTS(chips); c++) {
+    const char *chip = ts_cuda_metrics_chip(chips[c].arch);
     guint passes = 0;
     g_auto(GStrv) unsupported = NULL;
-    g_autoptr(TsProfKernelMetrics) m =
-        as_if_counted(chips[c].chip, chips[c].tensor, &passes, &unsupported);
+    g_autoptr(TsProfKernelMetrics) m = as_if_counted(chip, chips[c].tensor, &passes, &unsupported);
     g_autofree char *missing = g_strjoinv(" ", unsupported);
-    g_test_message("%s: %u passes; not on this chip: %s", chips[c].chip, passes, missing);
+    g_test_message("%s (%s): %u passes; not on this chip: %s", chip, chips[c].arch, passes,
+                   missing);
     g_assert_cmpuint(passes, >=, 1);
     for (guint i = 0; i < ts_prof_figure_count(); i++) {
       const TsProfFigure *f = ts_prof_kernel_metrics_figure(m, i);
       const char *key = ts_prof_figure_info(i)->key;
-      if (strcmp(key, chips[c].not_counted) == 0)
+      if (strcmp(key, chips[c].derived) == 0)
         g_assert_cmpint(f->source, ==, TS_PROF_SOURCE_DERIVED);
-      else
-        g_assert_cmpint(f->source, ==, TS_PROF_SOURCE_COUNTER);
+      else if (g_str_has_prefix(key, "tensor_flops_") && !g_str_has_suffix(key, chips[c].tensor))
+        g_assert_cmpint(f->source, !=, TS_PROF_SOURCE_DERIVED);
+      else if (f->source != TS_PROF_SOURCE_COUNTER)
+        g_error("%s on %s: %s (%s)", key, chip, ts_prof_source_name(f->source), f->detail);
     }
   }
 }
@@ -350,8 +364,6 @@ test_plan_errors(void)
   g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNSUPPORTED);
   g_assert_nonnull(strstr(error->message, "XX999"));
   g_assert_nonnull(strstr(error->message, "GH100")); /* the chips it knows */
-  g_assert_cmpstr(ts_cuda_metrics_chip("sm_90a"), ==, "GH100");
-  g_assert_null(ts_cuda_metrics_chip("sm_1"));
 }
 
 /* ---- on a GPU (skipped elsewhere) ---- */
@@ -502,6 +514,7 @@ main(int argc, char **argv)
   g_test_add_func("/prof-metrics/permission-text", test_permission_text);
   g_test_add_func("/prof-metrics/cpu-backend", test_cpu_backend);
   g_test_add_func("/prof-metrics/device-memory-account", test_device_memory_account);
+  g_test_add_func("/prof-metrics/chip-per-arch", test_chip_per_arch);
   g_test_add_func("/prof-metrics/cupti-host/chips", test_plan_chips);
   g_test_add_func("/prof-metrics/cupti-host/errors", test_plan_errors);
   g_test_add_func("/prof-metrics/gpu/metrics", test_gpu_metrics);
