@@ -620,7 +620,8 @@ ts_backend_collect_metrics(TsBackend *backend, TsModule *module, const TsLaunch 
   g_return_val_if_fail(backend != NULL && module != NULL && launch != NULL, FALSE);
   g_return_val_if_fail(module->backend == backend, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  if (!check_launch(backend, launch, error))
+  /* A backend without counters says so before anything about the launch. */
+  if (backend->klass->collect_metrics != NULL && !check_launch(backend, launch, error))
     return FALSE;
   OneLaunch one = {backend, module, launch};
   return ts_backend_collect_metrics_with(backend, metrics, launch_once, &one, values_out,

@@ -234,6 +234,27 @@ test_cpu_backend(void)
       ts_prof_collect_kernel_metrics(cpu, never_called, &called, 1, "bf16", &error);
   g_assert_null(m);
   g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNSUPPORTED);
+  g_clear_error(&error);
+
+  /* The module form too, with a real module and launch. */
+  g_autofree char *cache = g_dir_make_tmp("ts-test-prof-metrics-XXXXXX", &error);
+  g_assert_no_error(error);
+  ts_backend_set_cache_dir(cpu, cache);
+  TsSource src = {TS_LANG_C,
+                  "#include <stdint.h>\n"
+                  "void nop(void *const *bufs, const int64_t *ints, const double *floats) {}\n",
+                  "nop"};
+  g_autoptr(TsModule) module = ts_backend_compile(cpu, &src, &error);
+  g_assert_no_error(error);
+  TsLaunch launch = {0};
+  static const char *const names[] = {"dram__bytes_read.sum", NULL};
+  g_assert_false(ts_backend_collect_metrics(cpu, module, &launch, names, &values, NULL, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNSUPPORTED);
+  g_assert_cmpstr(error->message, ==,
+                  "hardware metrics need a CUDA device; the cpu backend has perf counters "
+                  "instead");
+  g_clear_pointer(&module, ts_module_free);
+  ts_test_remove_tree(cache);
 }
 
 /* Host lane and device lane see the same buffers on a GPU; the peak must not add them up. */

@@ -474,8 +474,13 @@ ts__cuda_cupti_set_trace(TsTrace *trace)
     g_autofree char *text = result_text(r);
     g_debug("cuda: cuptiActivityFlushAll: %s", text);
   }
-  for (gsize i = 0; i < G_N_ELEMENTS(trace_kinds); i++)
-    api->cuptiActivityDisable(trace_kinds[i].kind);
+  for (gsize i = 0; i < G_N_ELEMENTS(trace_kinds); i++) {
+    r = api->cuptiActivityDisable(trace_kinds[i].kind);
+    if (r != CUPTI_SUCCESS) {
+      g_autofree char *text = result_text(r);
+      g_debug("cuda: cuptiActivityDisable(%s): %s", trace_kinds[i].name, text);
+    }
+  }
   g_mutex_lock(&rec.lock);
   TsTrace *old = g_steal_pointer(&rec.trace);
   g_hash_table_remove_all(rec.open_markers);
