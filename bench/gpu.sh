@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/gpu.sh — everything that needs an NVIDIA GPU, in one command:
 #   1. the device as the workbench sees it (`tessera-tune devices`),
-#   2. the GPU tests (test-cuda, test-cuda-ops), which skip (exit 77) everywhere else,
+#   2. the GPU tests (test-cuda, test-cuda-ops, test-prof-metrics: a real CUPTI range-profiler
+#      pass and the CUPTI records on a timeline), which skip everywhere else,
 #   3. Tessera's kernels, tuned here, side by side with the references measured in the same run
 #      (bench/gpu_ref.py): gemm bf16 4096^3 and 8192^3 vs cuBLAS, flash_attention bf16
 #      B=4 H=16 S=4096 D=128 causal and not vs PyTorch SDPA, layernorm/softmax 16384x8192 bf16
@@ -35,7 +36,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format
 echo "## GPU tests"
 # Run directly, not through meson: a carried build directory (bench/gpu-bundle.sh) cannot be
 # regenerated on a machine without the build's dependencies.
-for t in test-cuda test-cuda-ops; do
+for t in test-cuda test-cuda-ops test-prof-metrics; do
   "$BUILD/tests/$t" --tap 2>&1 | grep -v '^# ' | tail -40
   echo "$t: exit ${PIPESTATUS[0]}"
 done
@@ -100,8 +101,10 @@ for r in rows:
     print(f"{r[0]:24} {r[1]:>9} {r[2]:>10}  {r[3]:22} {r[4]:8} {r[5]}")
 EOF
 
-# Issue 7 on the GPU: ceilings, a profiled gemm and attention (timeline + Chrome trace), and the
-# profiler's overhead on kernel times (target within 2%).
+# Issue 7 on the GPU: ceilings, a profiled gemm and attention (timeline + Chrome trace, and the
+# hardware-metrics block from CUPTI's range profiler: DRAM bytes, FLOPs by precision, occupancy,
+# L2 hit rate, bank conflicts, each with its source), and the profiler's overhead on kernel
+# times (target within 2%).
 echo "## profiler"
 "$TT" devices --measure --db "$db"
 for w in "gemm M=4096,N=4096,K=4096" "flash_attention B=4,H=16,S=4096,D=128"; do
@@ -109,5 +112,10 @@ for w in "gemm M=4096,N=4096,K=4096" "flash_attention B=4,H=16,S=4096,D=128"; do
   "$TT" profile "$1" --shape "$2" --dtype bf16 --backend cuda --db "$db" \
         --output "$OUT/trace-$1-$device-$(date -u +%Y%m%d).json"
 done
+# The metrics as stored (gpu_metrics in the trial's metrics JSON), for the log: the DRAM bytes
+# next to the op's compulsory bytes and the tensor FLOPs next to 2*M*N*K say whether the
+# counters can be trusted on this GPU.
+"$TT" profile gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --backend cuda --db "$db" --json |
+  python3 -c 'import json,sys; m=json.loads(sys.stdin.read())["summary"].get("metrics",{}).get("gpu_metrics"); print("gpu_metrics:", json.dumps(m, indent=1))'
 "$BUILD/bench/profile_overhead" --backend cuda --rounds 6 --samples 10
 echo "log: $log"

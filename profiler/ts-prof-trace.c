@@ -33,14 +33,28 @@ ts_prof_trace_events(TsTrace *trace, gint64 *t0_ns)
 /* Walks allocations in time order; calls back with the bytes in use after each change. */
 typedef void (*MemoryFunc)(const TsDbEvent *e, guint64 in_use, gpointer data);
 
+static gboolean
+is_memory(const TsDbEvent *e, TsTraceKind *k)
+{
+  return ts_trace_kind_from_name(e->kind, k) && (*k == TS_TRACE_ALLOC || *k == TS_TRACE_FREE);
+}
+
 static guint64
 walk_memory(const TsDbEvent *events, guint n, MemoryFunc fn, gpointer data)
 {
+  /* On a GPU the same buffers are seen twice: the backend's calls on the host lane and the
+   * device's own records (CUPTI MEMORY2) on a device lane. The device's account wins when it is
+   * there: it also holds what was allocated past the backend's API (the L2 flush buffer). */
+  gboolean device = FALSE;
+  for (guint i = 0; i < n && !device; i++) {
+    TsTraceKind k;
+    device = is_memory(&events[i], &k) && events[i].lane >= TS_TRACE_DEVICE_LANE;
+  }
   guint64 in_use = 0, peak = 0;
   for (guint i = 0; i < n; i++) {
     const TsDbEvent *e = &events[i];
     TsTraceKind k;
-    if (!ts_trace_kind_from_name(e->kind, &k) || (k != TS_TRACE_ALLOC && k != TS_TRACE_FREE))
+    if (!is_memory(e, &k) || (device && e->lane < TS_TRACE_DEVICE_LANE))
       continue;
     if (k == TS_TRACE_ALLOC) {
       in_use += e->bytes;

@@ -90,6 +90,16 @@ struct _TsBackendClass {
    * CPU; kernel records or events on a GPU, never a host clock around an async launch). */
   gboolean (*time)(TsBackend *backend, TsModule *module, const TsLaunch *launch,
                    guint n_warmup, guint n_samples, double *samples_ns, GError **error);
+
+  /* Optional (NULL: the backend has no hardware counters). Collects metrics over launch's work
+   * into values (name → g_new'd double); names the device lacks go to unsupported when it is
+   * non-NULL, else they are an UNSUPPORTED error. metrics is non-empty. */
+  gboolean (*collect_metrics)(TsBackend *backend, const char *const *metrics,
+                              TsBackendLaunchFunc launch, gpointer data, GHashTable *values,
+                              GPtrArray *unsupported, GError **error);
+  /* Optional: told after backend->trace changed (trace may be NULL), so a backend that records
+   * device activity of its own (CUPTI records) starts or stops it. */
+  void (*trace_changed)(TsBackend *backend, TsTrace *trace);
 };
 
 /* Registered implementations. */

@@ -203,6 +203,8 @@ ts_backend_set_trace(TsBackend *backend, TsTrace *trace)
   TsTrace *old = backend->trace;
   backend->trace = trace ? ts_trace_ref(trace) : NULL;
   ts_trace_unref(old);
+  if (backend->klass->trace_changed)
+    backend->klass->trace_changed(backend, backend->trace);
 }
 
 static TsModule *compile_untraced(TsBackend *backend, const TsSource *source, GError **error);
@@ -543,6 +545,87 @@ ts_backend_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, gu
   if (!check_launch(backend, launch, error))
     return FALSE;
   return backend->klass->time(backend, module, launch, n_warmup, n_samples, samples_ns, error);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Hardware metrics */
+
+const char *
+ts_backend_counter_permission_help(void)
+{
+  /* The driver's default on most installs; NVIDIA documents it under ERR_NVGPUCTRPERM. */
+  return "the driver restricts GPU performance counters to administrators (NVIDIA: "
+         "ERR_NVGPUCTRPERM); fix: run as root, or put 'options nvidia "
+         "NVreg_RestrictProfilingToAdminUsers=0' in a file under /etc/modprobe.d and reload the "
+         "nvidia kernel module (or reboot)";
+}
+
+gboolean
+ts_backend_has_metrics(TsBackend *backend)
+{
+  g_return_val_if_fail(backend != NULL, FALSE);
+  return backend->klass->collect_metrics != NULL;
+}
+
+gboolean
+ts_backend_collect_metrics_with(TsBackend *backend, const char *const *metrics,
+                                TsBackendLaunchFunc launch, gpointer data,
+                                GHashTable **values_out, GStrv *unsupported_out, GError **error)
+{
+  g_return_val_if_fail(backend != NULL && metrics != NULL && launch != NULL, FALSE);
+  g_return_val_if_fail(values_out != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  *values_out = NULL;
+  if (unsupported_out)
+    *unsupported_out = NULL;
+  if (backend->klass->collect_metrics == NULL) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNSUPPORTED,
+                "hardware metrics need a CUDA device; the %s backend has %s instead",
+                backend->klass->name,
+                strcmp(backend->klass->name, "cpu") == 0 ? "perf counters" : "none");
+    return FALSE;
+  }
+  g_autoptr(GHashTable) values = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GPtrArray) unsupported = g_ptr_array_new_with_free_func(g_free);
+  if (metrics[0] != NULL &&
+      !backend->klass->collect_metrics(backend, metrics, launch, data, values,
+                                       unsupported_out ? unsupported : NULL, error))
+    return FALSE;
+  *values_out = g_steal_pointer(&values);
+  if (unsupported_out) {
+    g_ptr_array_add(unsupported, NULL);
+    *unsupported_out = (GStrv)g_ptr_array_free(g_steal_pointer(&unsupported), FALSE);
+  }
+  return TRUE;
+}
+
+typedef struct {
+  TsBackend *backend;
+  TsModule *module;
+  const TsLaunch *launch;
+} OneLaunch;
+
+static gboolean
+launch_once(gpointer data, GError **error)
+{
+  const OneLaunch *one = data;
+  return one->backend->klass->launch(one->backend, one->module, one->launch, error);
+}
+
+gboolean
+ts_backend_collect_metrics(TsBackend *backend, TsModule *module, const TsLaunch *launch,
+                           const char *const *metrics, GHashTable **values_out,
+                           GStrv *unsupported_out, GError **error)
+{
+  g_return_val_if_fail(backend != NULL && module != NULL && launch != NULL, FALSE);
+  g_return_val_if_fail(module->backend == backend, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  /* A backend without counters says so before anything about the launch. */
+  if (backend->klass->collect_metrics != NULL && !check_launch(backend, launch, error))
+    return FALSE;
+  OneLaunch one = {backend, module, launch};
+  return ts_backend_collect_metrics_with(backend, metrics, launch_once, &one, values_out,
+                                         unsupported_out, error);
 }
 
 /* ------------------------------------------------------------------------------------------ */

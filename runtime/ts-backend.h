@@ -31,6 +31,10 @@ typedef enum {
   TS_BACKEND_ERROR_MEMORY,      /* allocation or copy failed */
   TS_BACKEND_ERROR_LAUNCH,      /* launch or execution failed */
   TS_BACKEND_ERROR_IO,          /* cache directory, temp files */
+  TS_BACKEND_ERROR_UNSUPPORTED, /* this backend, build or device cannot do what was asked
+                                   (hardware metrics on the CPU; a metric the GPU lacks) */
+  TS_BACKEND_ERROR_PERMISSION,  /* the driver refuses: GPU performance counters restricted to
+                                   administrators; the message carries the fix */
 } TsBackendError;
 
 typedef enum { TS_LANG_C, TS_LANG_CUDA } TsSourceLang;
@@ -144,5 +148,40 @@ gboolean ts_backend_launch(TsBackend *backend, TsModule *module, const TsLaunch 
  * launch i in nanoseconds (CPU: monotonic clock around the call; GPU: kernel records). */
 gboolean ts_backend_time(TsBackend *backend, TsModule *module, const TsLaunch *launch,
                          guint n_warmup, guint n_samples, double *samples_ns, GError **error);
+
+/* ---- hardware metrics (GPU performance counters) ----
+ *
+ * Counters of one stretch of GPU work, collected by CUPTI's range profiler: the work is run
+ * inside one user range, once per replay pass the chosen metrics need (most need several), with
+ * the L2 cache flushed before each pass outside the range, so every pass starts as a timed launch
+ * does. The profiler serialises and replays the work, so what it measures is never a time the
+ * tuner ranks by; gpu__time_duration is the profiled pass's own duration. */
+
+/* Runs the work to be measured, exactly once per call, and returns when it has finished (a
+ * ts_backend_launch; or ts_backend_time, which inside a metrics pass only launches: its
+ * samples are NaN there). FALSE with error set stops the collection. */
+typedef gboolean (*TsBackendLaunchFunc)(gpointer data, GError **error);
+
+/* Collects `metrics` (NULL-terminated CUPTI metric names, "dram__bytes_read.sum") over what
+ * launch runs and returns *values_out: name → double (g_new'd; the table frees both). Metrics
+ * the device lacks: with unsupported_out, their names go there (NULL-terminated, maybe empty)
+ * and the rest are collected; without it, TS_BACKEND_ERROR_UNSUPPORTED names them and the chip.
+ * Errors: UNSUPPORTED on a backend without GPU counters (the CPU backend: it has perf counters
+ * instead) or a build without CUPTI; PERMISSION when the driver restricts counters to
+ * administrators (the message says how to lift it); UNAVAILABLE when libcupti is missing;
+ * otherwise the failing CUPTI call, named. */
+gboolean ts_backend_collect_metrics_with(TsBackend *backend, const char *const *metrics,
+                                         TsBackendLaunchFunc launch, gpointer data,
+                                         GHashTable **values_out, GStrv *unsupported_out,
+                                         GError **error);
+/* The same over one launch of module. */
+gboolean ts_backend_collect_metrics(TsBackend *backend, TsModule *module, const TsLaunch *launch,
+                                    const char *const *metrics, GHashTable **values_out,
+                                    GStrv *unsupported_out, GError **error);
+/* TRUE when the backend can collect hardware metrics at all (the cuda backend of a build with
+ * CUPTI); the driver may still refuse them. */
+gboolean ts_backend_has_metrics(TsBackend *backend);
+/* What TS_BACKEND_ERROR_PERMISSION says: why the counters were refused and how to allow them. */
+const char *ts_backend_counter_permission_help(void);
 
 G_END_DECLS

@@ -1,11 +1,13 @@
 /* tt-profile.c — `tessera-tune profile`: one schedule point run under the profiler (timeline,
- * counters, roofline), stored in the schedule cache with its trial, and written as a Chrome
- * trace; `profile list` and `profile export ID` read stored ones back. */
+ * counters, roofline; on a GPU also a separate pass of hardware metrics), stored in the schedule
+ * cache with its trial, and written as a Chrome trace; `profile list` and `profile export ID`
+ * read stored ones back. */
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
 
 #include "ts-nvtx.h"
+#include "ts-prof-metrics.h"
 #include "ts-prof-perf.h"
 #include "ts-prof-trace.h"
 #include "ts-tune.h"
@@ -18,6 +20,7 @@ static const char PROFILE_HELP[] =
   "the profile go to the schedule cache; --output writes the timeline as a Chrome trace.\n"
   "\n"
   "  tessera-tune profile OP --shape DIMS [--dtype D] [--schedule P] [--output TRACE.json]\n"
+  "                          [--no-metrics]     (no GPU hardware-metrics pass)\n"
   "  tessera-tune profile list [--db PATH]           stored profiles, newest first\n"
   "  tessera-tune profile export ID --output FILE    a stored profile as a Chrome trace\n"
   "\n"
@@ -33,9 +36,19 @@ static const char PROFILE_HELP[] =
   "             references and misses; task clock, page faults, context switches. Where the\n"
   "             kernel or VM refuses hardware counters: 'counters unavailable: WHY (FIX)'\n"
   "             and the software ones still shown\n"
+  "  metrics    GPU only (cuda backend), unless --no-metrics: hardware counters from a\n"
+  "             separate pass after the timed run (CUPTI's range profiler replays the kernel,\n"
+  "             so none of it is the time above): DRAM bytes read and written; FP32, FP16,\n"
+  "             FP64 FLOPs on the FMA pipes (add + mul + 2 fma instructions); tensor-core\n"
+  "             FLOPs per dtype; achieved occupancy; L2 hit rate; shared-memory bank\n"
+  "             conflicts of loads and stores; the profiled pass's duration. Each figure says\n"
+  "             its source: 'counter', 'derived from the op's FLOP count' (tensor FLOPs on a\n"
+  "             chip without that counter) or 'unavailable' (no counter on this GPU). When the\n"
+  "             driver refuses counters: 'metrics    unavailable: WHY (FIX)', the time kept\n"
   "  timeline   events recorded by kind (kernel, compile, memcpy, memset, alloc, free,\n"
   "             range), peak memory allocated at once, the span from first to last event,\n"
-  "             and the time inside kernels\n"
+  "             and the time inside kernels; on a GPU the device's own copies, sets,\n"
+  "             allocations and frees (CUPTI records) are counted beside the host's calls\n"
   "  trace      the Chrome trace written (open it in https://ui.perfetto.dev)\n"
   "  stored     the profile id and trial id in the schedule cache\n"
   "With --json, one object with the same figures.";
@@ -162,8 +175,87 @@ print_timeline(const TsProfTraceSummary *s)
           total, kinds->str, s->peak_bytes / 1048576.0, s->span_ns / 1e9, s->kernel_ns / 1e9);
 }
 
+/* The kernel of the profiled point once more, on buffers of its own, for the metrics pass: it
+ * is compiled already (an artifact-cache hit) and verified again before it is counted. */
+typedef struct {
+  TsOpTimer *timer;
+} MetricsRun;
+
+static gboolean
+metrics_launch(gpointer data, GError **error)
+{
+  MetricsRun *run = data;
+  double sample = 0; /* NaN inside a metrics pass: the range profiler replays, nothing is timed */
+  return ts_op_timer_sample(run->timer, 0, 1, &sample, error);
+}
+
+/* NULL with *why set when the metrics cannot be had; the timing stands either way. */
+static TsProfKernelMetrics *
+gpu_metrics(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+            const TsRunOptions *opt, char **why)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *entry = NULL;
+  g_autofree char *text = ts_op_emit(inst, ts_backend_name(backend), point, &entry, &error);
+  TsSource src = {.lang = TS_LANG_CUDA, .text = text, .entry = entry};
+  g_autoptr(TsModule) module = text ? ts_backend_compile(backend, &src, &error) : NULL;
+  g_autoptr(TsTrialResult) check = NULL;
+  g_autoptr(TsOpTimer) timer =
+    module ? ts_op_timer_new(inst, backend, module, opt, &check, &error) : NULL;
+  if (timer == NULL) {
+    *why = g_strdup(error ? error->message : check ? check->message : "the kernel did not run");
+    return NULL;
+  }
+  MetricsRun run = {timer};
+  TsProfKernelMetrics *m =
+    ts_prof_collect_kernel_metrics(backend, metrics_launch, &run, ts_op_instance_flops(inst),
+                                   ts_prof_op_tensor_dtype(inst), &error);
+  if (m == NULL)
+    *why = g_strdup(error->message);
+  return m;
+}
+
+/* The trial's metrics JSON with "gpu_metrics" added: the figures, or {"unavailable": why}. */
+static char *
+with_gpu_metrics(const char *metrics_json, const TsProfKernelMetrics *m, const char *why)
+{
+  g_autoptr(JsonNode) root = metrics_json ? json_from_string(metrics_json, NULL) : NULL;
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+    root = json_node_init_object(json_node_alloc(), json_object_new());
+  JsonObject *o = json_node_get_object(root);
+  if (m) {
+    json_object_set_member(o, "gpu_metrics", ts_prof_kernel_metrics_to_json_node(m));
+  } else {
+    JsonObject *u = json_object_new();
+    json_object_set_string_member(u, "unavailable", why);
+    json_object_set_object_member(o, "gpu_metrics", u);
+  }
+  return json_to_string(root, FALSE);
+}
+
+static void
+print_gpu_metrics(const TsProfKernelMetrics *m, const char *why)
+{
+  if (m == NULL) {
+    g_print("metrics    unavailable: %s\n", why);
+    return;
+  }
+  g_print("metrics    hardware counters of a separate, replayed run (CUPTI range profiler; not "
+          "the time above)\n");
+  for (guint i = 0; i < ts_prof_figure_count(); i++) {
+    const TsProfFigureInfo *info = ts_prof_figure_info(i);
+    const TsProfFigure *f = ts_prof_kernel_metrics_figure(m, i);
+    g_autofree char *value =
+      isfinite(f->value) ? g_strdup_printf("%.4g %s", f->value, info->unit) : g_strdup("-");
+    g_print("           %-31s %-16s %s", info->label, value, ts_prof_source_name(f->source));
+    if (f->source != TS_PROF_SOURCE_COUNTER && f->detail)
+      g_print(" (%s)", f->detail);
+    g_print("\n");
+  }
+}
+
 static int
-profile_run(const char *op, TtArgs *a)
+profile_run(const char *op, TtArgs *a, gboolean no_metrics)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(TsOpInstance) inst = NULL;
@@ -200,9 +292,21 @@ profile_run(const char *op, TtArgs *a)
     return tt_fail(tt_error_code(error), error);
   ts_prof_counters_finish(counters, r);
 
+  /* GPU hardware metrics: a pass of their own after the timed run and off the timeline, since
+   * the range profiler replays and serialises the kernel. */
+  gboolean metrics = !no_metrics && ts_backend_has_metrics(backend) && r->status == TS_TRIAL_OK;
+  g_autofree char *metrics_why = NULL;
+  g_autoptr(TsProfKernelMetrics) gm =
+    metrics ? gpu_metrics(inst, backend, point, &opt, &metrics_why) : NULL;
+
   /* The trial, as the tuner would have stored it (a point already stored keeps its row). */
   g_autoptr(TsDbTrial) trial =
     ts_tune_trial_from_result(inst, backend, ceil, point, r, "profile");
+  if (metrics) {
+    char *merged = with_gpu_metrics(trial->metrics_json, gm, metrics_why);
+    g_free(trial->metrics_json);
+    trial->metrics_json = merged;
+  }
   trial->workload_id = w;
   trial->device_id = d;
   trial->toolchain_id = t;
@@ -244,6 +348,8 @@ profile_run(const char *op, TtArgs *a)
               r->min_ns / 1e6, r->max_ns / 1e6, r->samples_ns->len);
       print_roofline(trial->metrics_json);
       print_counters(r->counters_json);
+      if (metrics)
+        print_gpu_metrics(gm, metrics_why);
     } else {
       g_print("           %s\n", r->message);
     }
@@ -303,10 +409,31 @@ profile_export(const char *id_text, TtArgs *a)
   return TT_EXIT_OK;
 }
 
+/* --no-metrics is profile's alone; it is taken out of argv here so the shared option table of
+ * tessera-tune.c does not have to learn it. Arguments after "--" are left alone. */
+static gboolean
+take_flag(const char *flag, int *argc, char **argv)
+{
+  gboolean found = FALSE;
+  int out = 1;
+  gboolean rest = FALSE;
+  for (int i = 1; i < *argc; i++) {
+    rest = rest || strcmp(argv[i], "--") == 0;
+    if (!rest && strcmp(argv[i], flag) == 0)
+      found = TRUE;
+    else
+      argv[out++] = argv[i];
+  }
+  *argc = out;
+  argv[out] = NULL;
+  return found;
+}
+
 int
 tt_cmd_profile(int argc, char **argv)
 {
   g_auto(TtArgs) a = {.seed = 1};
+  gboolean no_metrics = take_flag("--no-metrics", &argc, argv);
   if (!tt_parse("profile", "OP | list | export ID", PROFILE_HELP,
                 TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_BACKEND | TT_OPT_SEED | TT_OPT_JSON |
                   TT_OPT_DB | TT_OPT_OUTPUT,
@@ -318,5 +445,5 @@ tt_cmd_profile(int argc, char **argv)
     return profile_export(argv[2], &a);
   if (argc != 2)
     return tt_usage("profile takes one OP (see 'tessera-tune ops'), 'list' or 'export ID'");
-  return profile_run(argv[1], &a);
+  return profile_run(argv[1], &a, no_metrics);
 }

@@ -12,6 +12,7 @@
 #include "ts-cuda-private.h"
 
 #include <elf.h>
+#include <math.h>
 #include <string.h>
 
 /* Launches with more dynamic shared memory than this must opt in per kernel. */
@@ -26,6 +27,8 @@ typedef struct {
   CUevent events[2]; /* start/stop of the event timer, created on first use */
   CUdeviceptr flush; /* 2x L2, overwritten before every timed launch; allocated on first use */
   gsize flush_bytes;
+  int ordinal;       /* the device's index: what CUPTI's profiler names it by */
+  gboolean in_metrics; /* inside a metrics pass: time() only launches (see cuda_time) */
   GMutex lock;          /* guards compiled */
   GHashTable *compiled; /* SHA-256 of a cubin built in this process → its TsModuleResources */
   char *lost;           /* set once a sticky error has made the context unusable */
@@ -189,6 +192,7 @@ setup(TsCudaBackend *self, int ordinal, GError **error)
   if (r != CUDA_SUCCESS)
     return fail(self, r, "cuDeviceGet", TS_BACKEND_ERROR_UNAVAILABLE, error,
                 "no CUDA device: cannot open device %d", ordinal);
+  self->ordinal = ordinal;
   CUcontext ctx = NULL;
   r = cu->cuDevicePrimaryCtxRetain(&ctx, self->device);
   if (r != CUDA_SUCCESS)
@@ -823,6 +827,16 @@ cuda_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_
   if (!enter(self, TS_BACKEND_ERROR_LAUNCH, error) ||
       !prepare(self, m, launch, &args, &shape, error))
     return FALSE;
+  if (self->in_metrics) {
+    /* The range profiler owns the counters and replays the work: no flush inside its range (it
+     * would count the flush's traffic), no kernel records, and no times to give. */
+    for (guint i = 0; i < n_warmup + n_samples; i++)
+      if (!enqueue(self, m, &args, &shape, error))
+        return FALSE;
+    for (guint i = 0; i < n_samples; i++)
+      samples_ns[i] = NAN;
+    return wait_stream(self, m, &shape, error);
+  }
   for (guint i = 0; i < n_warmup; i++)
     if (!enqueue(self, m, &args, &shape, error))
       return FALSE;
@@ -846,6 +860,86 @@ cuda_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_
   return time_with_events(self, m, &args, &shape, n_samples, samples_ns, error);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* hardware metrics, device timeline */
+
+#if TS_HAVE_CUPTI
+typedef struct {
+  TsCudaBackend *self;
+  TsBackendLaunchFunc launch;
+  gpointer data;
+} MetricsPass;
+
+/* Outside the profiled range: every pass starts with a cold L2, as a timed launch does, and the
+ * flush's own traffic is not counted. */
+static gboolean
+metrics_before_pass(gpointer data, guint pass, GError **error)
+{
+  MetricsPass *mp = data;
+  TsCudaBackend *self = mp->self;
+  if (!flush_l2(self, pass, error))
+    return FALSE;
+  CUresult r = self->cu->cuStreamSynchronize(self->stream);
+  if (r != CUDA_SUCCESS)
+    return fail(self, r, "cuStreamSynchronize", TS_BACKEND_ERROR_LAUNCH, error,
+                "cannot flush the L2 cache before a metrics pass");
+  return TRUE;
+}
+
+static gboolean
+metrics_launch(gpointer data, GError **error)
+{
+  MetricsPass *mp = data;
+  if (!mp->launch(mp->data, error))
+    return FALSE;
+  /* The pass ends at the range's pop: the work must be finished by then. */
+  CUresult r = mp->self->cu->cuStreamSynchronize(mp->self->stream);
+  if (r != CUDA_SUCCESS)
+    return fail(mp->self, r, "cuStreamSynchronize", TS_BACKEND_ERROR_LAUNCH, error,
+                "failure while running a metrics pass");
+  return TRUE;
+}
+
+#endif /* TS_HAVE_CUPTI */
+
+static gboolean
+cuda_collect_metrics(TsBackend *backend, const char *const *metrics, TsBackendLaunchFunc launch,
+                     gpointer data, GHashTable *values, GPtrArray *unsupported, GError **error)
+{
+#if TS_HAVE_CUPTI
+  TsCudaBackend *self = (TsCudaBackend *)backend;
+  if (!enter(self, TS_BACKEND_ERROR_LAUNCH, error))
+    return FALSE;
+  MetricsPass mp = {self, launch, data};
+  TsCudaMetricsWork work = {
+      .before_pass = metrics_before_pass, .launch = metrics_launch, .data = &mp};
+  self->in_metrics = TRUE;
+  gboolean ok = ts__cuda_metrics_collect(self->ctx, self->ordinal, metrics, &work, values,
+                                         unsupported, error);
+  self->in_metrics = FALSE;
+  return ok;
+#else
+  g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNSUPPORTED,
+              "this build has no CUPTI headers, so no hardware metrics (rebuild with a CUDA "
+              "toolkit that has CUPTI)");
+  return FALSE;
+#endif
+}
+
+static void
+cuda_trace_changed(TsBackend *backend, TsTrace *trace)
+{
+#if TS_HAVE_CUPTI
+  /* Whoever chose events over CUPTI (TESSERA_TIMER=events: another profiler holds CUPTI) gets
+   * no CUPTI records on the timeline either. */
+  const char *timer = g_getenv("TESSERA_TIMER");
+  if (trace != NULL && ((timer != NULL && strcmp(timer, "events") == 0) ||
+                        g_atomic_int_get(&events_only)))
+    return;
+  ts__cuda_cupti_set_trace(trace);
+#endif
+}
+
 const TsBackendClass ts__backend_cuda_class = {
     .name = "cuda",
     .artifact_suffix = ".cubin",
@@ -861,4 +955,6 @@ const TsBackendClass ts__backend_cuda_class = {
     .download = cuda_download,
     .launch = cuda_launch,
     .time = cuda_time,
+    .collect_metrics = cuda_collect_metrics,
+    .trace_changed = cuda_trace_changed,
 };

@@ -156,6 +156,33 @@ gboolean ts__cuda_cupti_begin(GError **error);
  * host clock of ts_trace_now_ns. */
 gboolean ts__cuda_cupti_end(double *samples_ns, gint64 *starts_ns, guint n, guint *n_found,
                             GError **error);
+
+/* libcupti, opened once per process (ts__cuda_dlopen); NULL with the reason in *why (free it). */
+void *ts__cuda_cupti_library(char **why);
+/* "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (...)" from the loaded library, or the bare number. */
+char *ts__cuda_cupti_result_text(void *library, int result);
+
+/* The device timeline: while trace is set, CUPTI's MEMCPY, MEMSET, MEMORY2 (device allocations
+ * and frees) and NVTX MARKER records go onto it as memcpy, memset, alloc, free and range events
+ * on TS_TRACE_DEVICE_LANE, their CUPTI timestamps mapped onto the host clock as the kernel
+ * records are. NULL flushes what is still buffered into the trace set before and stops those
+ * records; kernel timing is not affected either way. Best effort: without CUPTI it does nothing
+ * (the host events of ts-backend.c remain). */
+void ts__cuda_cupti_set_trace(TsTrace *trace);
+
+/* Hardware metrics (ts-cuda-metrics.c): CUPTI's range profiler over work run once per replay
+ * pass. before_pass runs outside the profiled range (the L2 flush), launch inside it; both must
+ * have finished their GPU work when they return. Values go to values (name → g_new'd double);
+ * names the chip lacks to unsupported, or an UNSUPPORTED error when it is NULL. */
+typedef struct {
+  gboolean (*before_pass)(gpointer data, guint pass, GError **error);
+  gboolean (*launch)(gpointer data, GError **error);
+  gpointer data;
+} TsCudaMetricsWork;
+
+gboolean ts__cuda_metrics_collect(CUcontext ctx, int ordinal, const char *const *metrics,
+                                  const TsCudaMetricsWork *work, GHashTable *values,
+                                  GPtrArray *unsupported, GError **error);
 #endif
 
 G_END_DECLS

@@ -51,4 +51,20 @@ GBytes *ts_cuda_compile(const char *source, const char *entry, const char *arch,
  * spill loads"). FALSE when the log has no report for entry. Exposed for tests. */
 gboolean ts_cuda_parse_resources(const char *log, const char *entry, TsModuleResources *out);
 
+/* ---- hardware metrics without a device ----
+ * CUPTI's profiler host API knows every supported chip's metrics, so which metric names a chip
+ * offers and how many replay passes a set of them costs can be settled without a GPU: CI checks
+ * the profiler's metric catalog with it. Needs libcupti (and the libnvperf_host beside it). */
+
+/* CUPTI's chip name for an arch of ts_cuda_arch_lookup, taking the arch's data-center part
+ * ("sm_90a" → "GH100", "sm_80" → "GA100", "sm_89" → "AD102"); NULL when unknown. */
+const char *ts_cuda_metrics_chip(const char *arch);
+/* For chip ("GH100"): the names of metrics (NULL-terminated) the chip lacks go to *unsupported
+ * (NULL-terminated, maybe empty; g_strfreev), and *n_passes (may be NULL) receives how many
+ * replay passes the range profiler needs for the others (0 when none is supported).
+ * UNAVAILABLE without libcupti or in a build without the CUPTI headers; UNSUPPORTED for a chip
+ * CUPTI does not know (the message lists those it does). */
+gboolean ts_cuda_metrics_plan(const char *chip, const char *const *metrics, GStrv *unsupported,
+                              guint *n_passes, GError **error);
+
 G_END_DECLS
