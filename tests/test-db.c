@@ -293,6 +293,33 @@ test_trials(Fx *fx, gconstpointer data)
   gint64 best_id = 0;
   g_assert_true(ts_db_refresh_best(fx->db, fx->w, fx->d, fx->t, &best_id, &error));
   g_assert_cmpint(best_id, ==, c);
+
+  /* The key listing: one key with its names, counts and the device row's fields; a workload
+   * with no trials is not listed, a second key with one is. */
+  gint64 w2 = ts_db_ensure_workload(fx->db, "softmax_safe", "M=8,N=64", "f32", &error);
+  ts_db_ensure_workload(fx->db, "saxpy", "N=64", "f32", &error);
+  add(fx->db, w2, fx->d, fx->t, "block(m=1).warps(4)", TS_DB_TRIAL_OK, 10, NULL);
+  g_autoptr(GPtrArray) keys = ts_db_list_trial_keys(fx->db, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(keys->len, ==, 2);
+  const TsDbTrialKey *k = keys->pdata[0];
+  g_assert_cmpint(k->workload_id, ==, fx->w);
+  g_assert_cmpint(k->device_id, ==, fx->d);
+  g_assert_cmpint(k->toolchain_id, ==, fx->t);
+  g_assert_cmpstr(k->op, ==, "gemm");
+  g_assert_cmpstr(k->shape, ==, "M=1024,N=1024,K=1024");
+  g_assert_cmpstr(k->dtype, ==, "f32");
+  g_assert_cmpstr(k->device.name, ==, test_device.name);
+  g_assert_cmpstr(k->device.backend, ==, test_device.backend);
+  g_assert_cmpuint(k->device.compute_units, ==, test_device.compute_units);
+  g_assert_cmpuint(k->device.l2_bytes, ==, test_device.l2_bytes);
+  g_assert_cmpstr(k->compiler, ==, "gcc 12.2.0");
+  g_assert_cmpstr(k->kgen_version, ==, "tessera-kgen-1");
+  g_assert_cmpuint(k->n_trials, ==, 4);
+  g_assert_cmpuint(k->n_ok, ==, 2);
+  k = keys->pdata[1];
+  g_assert_cmpint(k->workload_id, ==, w2);
+  g_assert_cmpuint(k->n_trials, ==, 1);
 }
 
 static void

@@ -165,7 +165,7 @@ tt_cmd_strategies(int argc, char **argv)
   if (argc < 2 || argc > 3 || strcmp(argv[1], "compare") != 0)
     return tt_usage("strategies takes no argument, 'compare --replay FILE' or 'compare OP'");
   if ((a.replay == NULL) == (argc == 2))
-    return tt_usage("strategies compare needs either --replay FILE or an OP with --shape");
+    return tt_usage("strategies compare needs --replay FILE, or an OP with --shape");
   /* --budget-ms alone: time is the only limit; neither: 20 evaluations. */
   if (a.budget < 0)
     a.budget = a.budget_ms > 0 ? 0 : 20;

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""test-model.py — end-to-end tests of the cost model through the real binary on the CPU: a
+cache filled by exhaustive tunes of three small gemm shapes; `model eval` holds each out and
+judges the ranking; `model train` stores a model with its quality; `tune --strategy model`
+starts from it, stores the analytic prediction with every trial and retrains the stored model;
+`strategies compare OP --db` replays a workload's trials with the model strategy among the
+others; bad input (unknown action, empty cache, corrupt stored model) fails clearly.
+Prints TAP."""
+import json
+import math
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+TT = sys.argv[1]
+TMP = tempfile.mkdtemp(prefix="tessera-model-test-")
+ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
+DB = os.path.join(TMP, "m.db")
+# 16 points, all valid: enough to rank, small enough to measure exhaustively in seconds.
+SPACE = ("block(m=[72,96], n=[2016], k=[128,256]).micro(m=[4,6], n=[8,16]).vector([8])"
+         ".unroll([4]).threads([1])")
+SHAPES = ["M=96,N=96,K=96", "M=144,N=64,K=128", "M=64,N=160,K=96"]
+count = 0
+
+
+def ok(cond, what):
+    global count
+    count += 1
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (count, what), flush=True)
+    if not cond:
+        print("1..%d" % count)
+        sys.exit(1)
+
+
+def tt(*args, timeout=900):
+    p = subprocess.run([TT, *args], env=ENV, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        print("# exit %d from %s\n# stdout: %s\n# stderr: %s" % (p.returncode, args,
+                                                               p.stdout[-2000:], p.stderr[-2000:]))
+    return p
+
+
+def rows(sql, *params):
+    con = sqlite3.connect(DB)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+# ---- bad input before there is anything ----
+p = tt("model", "frobnicate", "--db", DB)
+ok(p.returncode == 2 and "train, eval or show" in p.stderr, "an unknown action: exit 2 naming the actions")
+p = tt("model", "eval", "--db", DB)
+ok(p.returncode == 3 and "nothing tuned yet" in p.stderr, "eval without a cache: exit 3 saying so")
+p = tt("model", "train", "--db", DB)
+ok(p.returncode == 2 and "tune some workloads first" in p.stderr,
+   "train on an empty cache (created): exit 2 saying to tune first")
+p = tt("model", "eval", "--db", DB)
+ok(p.returncode == 2 and "tune some workloads first" in p.stderr,
+   "eval on an empty cache: exit 2 saying to tune first")
+p = tt("model", "show", "--db", DB)
+ok(p.returncode == 1 and "tessera-tune model train" in p.stderr,
+   "show without a model: exit 1 saying how to train one")
+p = tt("model", "train", "--backend", "tpu", "--db", DB)
+ok(p.returncode == 2, "an unknown backend: exit 2")
+
+# ---- the cache ----
+for shape in SHAPES:
+    p = tt("tune", "gemm", "--shape", shape, "--backend", "cpu", "--space", SPACE,
+           "--strategy", "exhaustive", "--budget", "100", "--db", DB)
+    ok(p.returncode == 0 and "all explored" in p.stdout, "exhaustive tune of gemm %s" % shape)
+n = rows("SELECT count(*) FROM trial WHERE status = 'ok'")[0][0]
+ok(n == 48, "48 verified trials stored (%d)" % n)
+pred = rows("SELECT count(*) FROM trial WHERE predicted_cost > 0")[0][0]
+ok(pred == 48, "every trial carries the analytic estimate as predicted_cost")
+
+# ---- eval ----
+p = tt("model", "eval", "--db", DB)
+ok(p.returncode == 0, "model eval exits 0")
+lines = [l for l in p.stdout.splitlines() if l.startswith("gemm ")]
+ok(len(lines) == 3, "one row per held-out workload")
+ok(re.search(r"^mean\s+-?\d", p.stdout, re.M) is not None, "a mean row")
+p = tt("model", "eval", "--db", DB, "--json")
+ok(p.returncode == 0, "model eval --json exits 0")
+e = json.loads(p.stdout)["cpu"]
+ok(e["heldout"] == "workload" and len(e["workloads"]) == 3, "JSON: three held-out workloads")
+for w in e["workloads"]:
+    ok(w["rows"] == 16 and w["ok"] == 16, "%s: 16 rows, all verified" % w["group"].split(" | ")[0])
+    for k in ["tau", "analytic_tau"]:
+        ok(w[k] is not None and -1 <= w[k] <= 1, "%s in [-1, 1]" % k)
+    for k in ["recall_5_in_20", "analytic_recall_5_in_20"]:
+        # 16 rows: the top 20 holds everything
+        ok(w[k] == 1.0, "%s is 1 when the top 20 covers all 16" % k)
+    ok(w["regret"] is not None and w["regret"] >= 0, "regret >= 0")
+ok(isinstance(e["mean_tau"], float) and math.isfinite(e["mean_tau"]), "a finite mean tau")
+
+# ---- train and show ----
+p = tt("model", "train", "--db", DB)
+ok(p.returncode == 0 and re.search(r"model 1 \(xgb-rank/cpu\): 48 trials of 3 workloads", p.stdout),
+   "model train stores model 1 on 48 trials of 3 workloads")
+m = rows("SELECT kind, quality, trained_on FROM model")
+ok(len(m) == 1 and m[0][0] == "xgb-rank/cpu", "one model row of kind xgb-rank/cpu")
+ok(json.loads(m[0][1])["heldout"] == "workload", "its quality is the held-out evaluation")
+trained = json.loads(m[0][2])
+ok(trained["rows"] == 48 and len(trained["groups"]) == 3 and "est.log2_time" in trained["features"],
+   "trained_on names the rows, groups and features (the analytic estimate among them)")
+p = tt("model", "show", "--db", DB)
+ok(p.returncode == 0 and "xgb-rank/cpu" in p.stdout and "mean_tau" in p.stdout,
+   "model show prints the model and its quality")
+
+# ---- a model-guided tune ----
+p = tt("tune", "gemm", "--shape", "M=120,N=96,K=64", "--backend", "cpu", "--space", SPACE,
+       "--strategy", "model", "--budget", "6", "--db", DB)
+ok(p.returncode == 0, "tune --strategy model exits 0")
+ok("model: learned prior 1 (xgb-rank/cpu)" in p.stdout, "it starts from the stored model")
+ok(re.search(r"model: retrained on 54 trials of 4 workloads, stored as model 2", p.stdout),
+   "and stores a model retrained with its trials")
+t = rows("SELECT count(*), min(predicted_cost) FROM trial t JOIN workload w ON w.id = t.workload_id"
+         " WHERE w.shape = 'M=120,N=96,K=64' AND t.strategy = 'model'")
+ok(t[0][0] == 6 and t[0][1] > 0, "6 trials stored with strategy 'model' and a prediction")
+
+# ---- strategy comparison on a cached workload ----
+p = tt("strategies", "compare", "gemm", "--shape", SHAPES[0], "--backend", "cpu", "--space",
+       SPACE, "--db", DB, "--budget", "16", "--repeats", "3")
+ok(p.returncode == 0, "strategies compare gemm --db exits 0")
+ok("model prior: trained on 38 trials of 3 other workloads" in p.stdout,
+   "the model's prior holds the compared workload out")
+ok("16 recorded of 16 configurations, 16 valid" in p.stdout, "the whole space is replayed")
+for s in ["random", "annealing", "evolutionary", "model"]:
+    r = re.search(r"^%s\s+([\d.]+)\s+[\d.]+\s+(\d+)/3" % s, p.stdout, re.M)
+    ok(r is not None and r.group(2) == "3" and float(r.group(1)) == 1.0,
+       "%s reaches the optimum within the whole space in every repeat" % s)
+p = tt("strategies", "compare", "gemm", "--shape", "M=8,N=8,K=8", "--db", DB)
+ok(p.returncode == 2 and "has no trials of gemm M=8,N=8,K=8" in p.stderr,
+   "comparing a workload the cache lacks: exit 2 naming it")
+
+# ---- a corrupt stored model ----
+con = sqlite3.connect(DB)
+con.execute("UPDATE model SET blob = x'00ff00' WHERE id = 2")
+con.commit()
+con.close()
+p = tt("model", "show", "--db", DB)
+ok(p.returncode == 2 and "stored cost model" in p.stderr, "a corrupt model: exit 2 naming it")
+ok(rows("SELECT count(*) FROM trial")[0][0] == 54, "and no trial is lost")
+
+print("1..%d" % count)
+shutil.rmtree(TMP, ignore_errors=True)
