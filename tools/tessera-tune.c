@@ -108,12 +108,14 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
      "Measure the device ceilings (FMA peak, memory bandwidth) and store them", NULL},
     {"arch", 0, 0, G_OPTION_ARG_STRING, &a->arch,
      "GPU architectures, comma-separated (default sm_90a,sm_80)", "ARCHS"},
+    {"no-metrics", 0, 0, G_OPTION_ARG_NONE, &a->no_metrics,
+     "Skip the GPU hardware-metrics pass (CUPTI range profiler)", NULL},
   };
   static const guint masks[] = {
     TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
     TT_OPT_JSON,     TT_OPT_STAGE,    TT_OPT_DB,       TT_OPT_TUNE,  TT_OPT_TUNE,    TT_OPT_TUNE,
     TT_OPT_TUNE,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
-    TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,  TT_OPT_ARCH,
+    TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,  TT_OPT_ARCH,   TT_OPT_METRICS,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];

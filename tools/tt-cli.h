@@ -30,13 +30,14 @@ enum {
   TT_OPT_REPLAY = 1 << 12,  /* --replay --repeats */
   TT_OPT_MEASURE = 1 << 13, /* --measure */
   TT_OPT_ARCH = 1 << 14,    /* --arch */
+  TT_OPT_METRICS = 1 << 15, /* --no-metrics */
 };
 
 typedef struct {
   char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output, *replay;
   char *arch;
   gint64 seed;
-  gboolean json, nearest, measure;
+  gboolean json, nearest, measure, no_metrics;
   gint budget, limit, top, repeats;
   double budget_ms, timeout_s;
 } TtArgs;

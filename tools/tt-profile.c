@@ -409,34 +409,13 @@ profile_export(const char *id_text, TtArgs *a)
   return TT_EXIT_OK;
 }
 
-/* --no-metrics is profile's alone; it is taken out of argv here so the shared option table of
- * tessera-tune.c does not have to learn it. Arguments after "--" are left alone. */
-static gboolean
-take_flag(const char *flag, int *argc, char **argv)
-{
-  gboolean found = FALSE;
-  int out = 1;
-  gboolean rest = FALSE;
-  for (int i = 1; i < *argc; i++) {
-    rest = rest || strcmp(argv[i], "--") == 0;
-    if (!rest && strcmp(argv[i], flag) == 0)
-      found = TRUE;
-    else
-      argv[out++] = argv[i];
-  }
-  *argc = out;
-  argv[out] = NULL;
-  return found;
-}
-
 int
 tt_cmd_profile(int argc, char **argv)
 {
   g_auto(TtArgs) a = {.seed = 1};
-  gboolean no_metrics = take_flag("--no-metrics", &argc, argv);
   if (!tt_parse("profile", "OP | list | export ID", PROFILE_HELP,
                 TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_BACKEND | TT_OPT_SEED | TT_OPT_JSON |
-                  TT_OPT_DB | TT_OPT_OUTPUT,
+                  TT_OPT_DB | TT_OPT_OUTPUT | TT_OPT_METRICS,
                 &a, &argc, &argv))
     return TT_EXIT_USAGE;
   if (argc == 2 && strcmp(argv[1], "list") == 0)
@@ -445,5 +424,5 @@ tt_cmd_profile(int argc, char **argv)
     return profile_export(argv[2], &a);
   if (argc != 2)
     return tt_usage("profile takes one OP (see 'tessera-tune ops'), 'list' or 'export ID'");
-  return profile_run(argv[1], &a, no_metrics);
+  return profile_run(argv[1], &a, a.no_metrics);
 }
