@@ -92,6 +92,14 @@ static gpointer
 load_profiler(gpointer data)
 {
   Loaded *loaded = g_new0(Loaded, 1);
+#if defined(__SANITIZE_ADDRESS__)
+  /* CUPTI's host API dlopens libnvperf_host.so with RTLD_DEEPBIND, which AddressSanitizer
+   * cannot run: it aborts the process (google/sanitizers#611). Say so instead. */
+  loaded->why = g_strdup("this is an AddressSanitizer build, and CUPTI's profiler library is "
+                         "loaded with RTLD_DEEPBIND, which AddressSanitizer cannot run "
+                         "(google/sanitizers#611); use a build without sanitizers");
+  return loaded;
+#endif
   void *library = ts__cuda_cupti_library(&loaded->why);
   if (library == NULL)
     return loaded;
