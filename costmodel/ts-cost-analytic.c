@@ -22,6 +22,14 @@ ts_cost_analytic(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleRes
                                 : "the point lacks the knobs its op's kernel is tiled by");
     return FALSE;
   }
+  ts__cost_estimate(t, &w, est);
+  return TRUE;
+}
+
+void
+ts__cost_estimate(const TsCostTarget *t, const TsCostWork *wp, TsCostEstimate *est)
+{
+  const TsCostWork w = *wp;
   double roof = t->gpu ? ts__cost_roof(t, t->compute_roof, FALSE, NULL)
                        : ts__cost_roof(t, t->compute_roof, TRUE, NULL) * w.cores_used;
   double compute = w.work_flops / (roof * MAX(w.compute_eff, 1e-3) * MAX(w.balance, 1e-3));
@@ -45,5 +53,4 @@ ts_cost_analytic(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleRes
     est->bound = "compute";
   else
     est->bound = dram >= w.cache_s ? "dram" : "cache";
-  return TRUE;
 }

@@ -179,6 +179,6 @@ ts_cost_features(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleRes
     return;
   work_features(t, &w, out);
   TsCostEstimate e;
-  if (ts_cost_analytic(t, p, res, &e, NULL))
-    estimate_features(t, &e, &w, out);
+  ts__cost_estimate(t, &w, &e);
+  estimate_features(t, &e, &w, out);
 }

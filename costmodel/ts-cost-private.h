@@ -69,6 +69,8 @@ typedef struct {
 /* FALSE for a generic target or an op the model does not know. */
 gboolean ts__cost_work(const TsCostTarget *t, const TsSchedPoint *p,
                        const TsModuleResources *res, TsCostWork *w);
+/* The analytic estimate of a work decomposition (ts_cost_analytic without recomputing it). */
+void ts__cost_estimate(const TsCostTarget *t, const TsCostWork *w, TsCostEstimate *est);
 
 G_END_DECLS
 
