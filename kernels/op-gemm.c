@@ -103,54 +103,45 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
  * instruction: "sync" is mma.sync m16n8k16 on warp tiles (ts_cuda_gemm.cuh), "wgmma" the
  * sm_90a warpgroup mma reading both operands from shared memory (ts_cuda_wgmma.cuh). */
 
-/* mma.sync: the classic multi-stage loop — wait for slice t, barrier (so every warp is done
- * with the buffer about to be refilled), issue the copy of slice t + STAGES - 1, compute on
- * slice t. */
-static void
-gemm_cuda_sync(TsTileNode *g, const char *t, gint64 S)
-{
-  g_autofree char *copy_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK,VEC=VEC,SWZ=SWZ,THREADS=THREADS", t);
-  g_autofree char *copy_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN,VEC=VEC,SWZ=SWZ,THREADS=THREADS", t);
-  TsTileNode *pro = ts_tile_for(g, "s", "0", "STAGES - 1", "1", TS_FOR_UNROLL);
-  ts_tile_intrinsic(pro, "copy_tile_async", copy_a, "As + s * BM * BK", "A", "K", "m0", "s * BK",
-                    "M", "K", NULL);
-  ts_tile_intrinsic(pro, "copy_tile_async", copy_b, "Bs + s * BK * BN", "B", "N", "s * BK", "n0",
-                    "K", "N", NULL);
-  ts_tile_intrinsic(pro, "async_commit", NULL, NULL);
-
-  TsTileNode *main = ts_tile_for(g, "kb", "0", "kt", "1", TS_FOR_SERIAL);
-  g_autofree char *wait = g_strdup_printf("PENDING=%" G_GINT64_FORMAT, S - 2);
-  ts_tile_intrinsic(main, "async_wait", wait, NULL);
-  ts_tile_barrier(main);
-  ts_tile_let(main, "next", TS_DTYPE_INT32, "kb + STAGES - 1");
-  ts_tile_let(main, "ring_next", TS_DTYPE_INT32, "next % STAGES");
-  ts_tile_intrinsic(main, "copy_tile_async", copy_a, "As + ring_next * BM * BK", "A", "K", "m0",
-                    "next * BK", "M", "K", NULL);
-  ts_tile_intrinsic(main, "copy_tile_async", copy_b, "Bs + ring_next * BK * BN", "B", "N",
-                    "next * BK", "n0", "K", "N", NULL);
-  ts_tile_intrinsic(main, "async_commit", NULL, NULL);
-  ts_tile_let(main, "ring", TS_DTYPE_INT32, "kb % STAGES");
-  g_autofree char *mma = g_strdup_printf("T=%s,BM=BM,BN=BN,BK=BK,WARPS_M=WARPS_M,WARPS_N=WARPS_N,"
-                                         "SWZ=SWZ", t);
-  ts_tile_intrinsic(main, "mma_tile", mma, "acc", "As + ring * BM * BK", "Bs + ring * BK * BN",
-                    NULL);
-  ts_tile_intrinsic(g, "async_wait", "PENDING=0", NULL);
-  g_autofree char *store = g_strdup_printf("T=%s,BM=BM,BN=BN,WARPS_M=WARPS_M,WARPS_N=WARPS_N", t);
-  ts_tile_intrinsic(g, "store_acc", store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
-}
-
-/* wgmma: the tensor cores read a slice while the next copies are issued, so a buffer is free
+/* What the two math paths do differently in the same multi-stage loop.
+ *
+ * mma.sync: the classic loop — wait for slice t, barrier (so every warp is done with the
+ * buffer about to be refilled), issue the copy of slice t + STAGES - 1, compute on slice t.
+ *
+ * wgmma: the tensor cores read a slice while the next copies are issued, so a buffer is free
  * for refilling only once the wgmmas reading it have finished. ts_wgmma_tile leaves the newest
  * slice's group running and waits for the one before; after the next barrier every warpgroup
  * is past that wait, so the loop refills the buffer of slice t - 2 with slice t + STAGES - 2:
  * one stage fewer in flight than mma.sync for the same ring, hence STAGES >= 3. Each thread
  * fences its landed copies into the async proxy (which wgmma reads in) before the barrier. */
+typedef struct {
+  gint64 lag;             /* stages kept back from the ring: 1 (sync), 2 (wgmma) */
+  const char *swizzle;    /* the copies' SWZ: the knob's, or wgmma's 128-byte pattern (2) */
+  gboolean proxy_fence;   /* fence.proxy.async before the barrier */
+  const char *mma, *mma_params;     /* the tile-math intrinsic, its parameters after T= */
+  const char *drain;                /* waits for the math before the epilogue, or NULL */
+  const char *store, *store_params; /* the epilogue intrinsic, its parameters after T= */
+} GemmMath;
+
+static const GemmMath gemm_sync = {
+  .lag = 1, .swizzle = "SWZ", .mma = "mma_tile",
+  .mma_params = "BM=BM,BN=BN,BK=BK,WARPS_M=WARPS_M,WARPS_N=WARPS_N,SWZ=SWZ",
+  .store = "store_acc", .store_params = "BM=BM,BN=BN,WARPS_M=WARPS_M,WARPS_N=WARPS_N"};
+
+static const GemmMath gemm_wgmma = {
+  .lag = 2, .swizzle = "2", .proxy_fence = TRUE, .mma = "wgmma_tile",
+  .mma_params = "BM=BM,BN=BN,BK=BK,WGS=WGS", .drain = "wgmma_wait",
+  .store = "wgmma_store_acc", .store_params = "BM=BM,BN=BN,WGS=WGS"};
+
 static void
-gemm_cuda_wgmma(TsTileNode *g, const char *t, gint64 S)
+gemm_cuda_loop(TsTileNode *g, const char *t, gint64 S, const GemmMath *m)
 {
-  g_autofree char *copy_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK,VEC=VEC,SWZ=2,THREADS=THREADS", t);
-  g_autofree char *copy_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN,VEC=VEC,SWZ=2,THREADS=THREADS", t);
-  TsTileNode *pro = ts_tile_for(g, "s", "0", "STAGES - 2", "1", TS_FOR_UNROLL);
+  g_autofree char *copy_a =
+    g_strdup_printf("T=%s,ROWS=BM,COLS=BK,VEC=VEC,SWZ=%s,THREADS=THREADS", t, m->swizzle);
+  g_autofree char *copy_b =
+    g_strdup_printf("T=%s,ROWS=BK,COLS=BN,VEC=VEC,SWZ=%s,THREADS=THREADS", t, m->swizzle);
+  g_autofree char *prologue = g_strdup_printf("STAGES - %" G_GINT64_FORMAT, m->lag);
+  TsTileNode *pro = ts_tile_for(g, "s", "0", prologue, "1", TS_FOR_UNROLL);
   ts_tile_intrinsic(pro, "copy_tile_async", copy_a, "As + s * BM * BK", "A", "K", "m0", "s * BK",
                     "M", "K", NULL);
   ts_tile_intrinsic(pro, "copy_tile_async", copy_b, "Bs + s * BK * BN", "B", "N", "s * BK", "n0",
@@ -158,11 +149,13 @@ gemm_cuda_wgmma(TsTileNode *g, const char *t, gint64 S)
   ts_tile_intrinsic(pro, "async_commit", NULL, NULL);
 
   TsTileNode *main = ts_tile_for(g, "kb", "0", "kt", "1", TS_FOR_SERIAL);
-  g_autofree char *wait = g_strdup_printf("PENDING=%" G_GINT64_FORMAT, S - 3);
+  g_autofree char *wait = g_strdup_printf("PENDING=%" G_GINT64_FORMAT, S - 1 - m->lag);
   ts_tile_intrinsic(main, "async_wait", wait, NULL);
-  ts_tile_intrinsic(main, "async_proxy_fence", NULL, NULL);
+  if (m->proxy_fence)
+    ts_tile_intrinsic(main, "async_proxy_fence", NULL, NULL);
   ts_tile_barrier(main);
-  ts_tile_let(main, "next", TS_DTYPE_INT32, "kb + STAGES - 2");
+  g_autofree char *next = g_strdup_printf("kb + STAGES - %" G_GINT64_FORMAT, m->lag);
+  ts_tile_let(main, "next", TS_DTYPE_INT32, next);
   ts_tile_let(main, "ring_next", TS_DTYPE_INT32, "next % STAGES");
   ts_tile_intrinsic(main, "copy_tile_async", copy_a, "As + ring_next * BM * BK", "A", "K", "m0",
                     "next * BK", "M", "K", NULL);
@@ -170,13 +163,13 @@ gemm_cuda_wgmma(TsTileNode *g, const char *t, gint64 S)
                     "next * BK", "n0", "K", "N", NULL);
   ts_tile_intrinsic(main, "async_commit", NULL, NULL);
   ts_tile_let(main, "ring", TS_DTYPE_INT32, "kb % STAGES");
-  g_autofree char *mma = g_strdup_printf("T=%s,BM=BM,BN=BN,BK=BK,WGS=WGS", t);
-  ts_tile_intrinsic(main, "wgmma_tile", mma, "acc", "As + ring * BM * BK", "Bs + ring * BK * BN",
-                    NULL);
-  ts_tile_intrinsic(g, "wgmma_wait", "PENDING=0", NULL);
+  g_autofree char *mma = g_strdup_printf("T=%s,%s", t, m->mma_params);
+  ts_tile_intrinsic(main, m->mma, mma, "acc", "As + ring * BM * BK", "Bs + ring * BK * BN", NULL);
+  if (m->drain)
+    ts_tile_intrinsic(g, m->drain, "PENDING=0", NULL);
   ts_tile_intrinsic(g, "async_wait", "PENDING=0", NULL);
-  g_autofree char *store = g_strdup_printf("T=%s,BM=BM,BN=BN,WGS=WGS", t);
-  ts_tile_intrinsic(g, "wgmma_store_acc", store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
+  g_autofree char *store = g_strdup_printf("T=%s,%s", t, m->store_params);
+  ts_tile_intrinsic(g, m->store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
 }
 
 static gboolean
@@ -274,10 +267,7 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   ts_tile_let(g, "m0", TS_DTYPE_INT32, "(first_m + bx % width % group_m) * BM");
   ts_tile_let(g, "n0", TS_DTYPE_INT32, "bx % width / group_m * BN");
   ts_tile_let(g, "kt", TS_DTYPE_INT32, "(K + BK - 1) / BK");
-  if (wgmma)
-    gemm_cuda_wgmma(g, ts_dtype_name(dt), S);
-  else
-    gemm_cuda_sync(g, ts_dtype_name(dt), S);
+  gemm_cuda_loop(g, ts_dtype_name(dt), S, wgmma ? &gemm_wgmma : &gemm_sync);
   return TRUE;
 }
 
