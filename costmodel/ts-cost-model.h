@@ -111,6 +111,9 @@ char *ts_cost_model_kind(const char *backend);
  * "cuda", or NULL for both. */
 TsCostDataset *ts_cost_dataset_from_db(TsDb *db, const char *backend, guint *skipped,
                                        GError **error);
+/* The device description of a stored key, as the backend reported it (strings borrowed from
+ * key; the toolchain is the key's compiler). */
+void ts_cost_key_device(const TsDbTrialKey *key, TsDeviceInfo *out);
 /* The workload part of a group name (a new string). */
 char *ts_cost_group_workload(const char *group);
 

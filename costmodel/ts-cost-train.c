@@ -21,10 +21,10 @@ ts_cost_group_workload(const char *group)
   return sep ? g_strndup(group, (gsize)(sep - group)) : g_strdup(group);
 }
 
-static TsDeviceInfo
-device_info(const TsDbTrialKey *k)
+void
+ts_cost_key_device(const TsDbTrialKey *k, TsDeviceInfo *out)
 {
-  return (TsDeviceInfo){
+  *out = (TsDeviceInfo){
     .backend = (char *)k->device.backend, .name = (char *)k->device.name,
     .arch = (char *)k->device.arch, .compute_units = k->device.compute_units,
     .memory_bytes = k->device.memory_bytes, .l1_bytes = k->device.l1_bytes,
@@ -44,7 +44,8 @@ add_key(TsDb *db, TsCostDataset *ds, const TsDbTrialKey *k, guint *skipped, GErr
   }
   g_autofree char *peaks = ts_db_get_device_peaks(db, k->device_id, NULL);
   g_autoptr(TsProfCeilings) ceilings = peaks ? ts_prof_ceilings_from_json(peaks, NULL) : NULL;
-  TsDeviceInfo dev = device_info(k);
+  TsDeviceInfo dev;
+  ts_cost_key_device(k, &dev);
   g_autoptr(TsCostTarget) t = ts_cost_target_new(inst, k->device.backend, &dev, ceilings);
   g_autoptr(GPtrArray) trials = ts_db_list_trials(db, k->workload_id, k->device_id,
                                                   k->toolchain_id, TS_DB_ORDER_INSERTION, error);

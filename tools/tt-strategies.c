@@ -81,12 +81,8 @@ compare_cached(const char *op, TtArgs *a)
                ts_db_path(db), what, a->backend ? " on " : "", a->backend ? a->backend : "");
     return TT_EXIT_USAGE;
   }
-  TsDeviceInfo dev = {.backend = (char *)k->device.backend, .name = (char *)k->device.name,
-                      .arch = (char *)k->device.arch, .compute_units = k->device.compute_units,
-                      .memory_bytes = k->device.memory_bytes, .l1_bytes = k->device.l1_bytes,
-                      .l2_bytes = k->device.l2_bytes, .l3_bytes = k->device.l3_bytes,
-                      .smem_per_block = k->device.smem_per_block,
-                      .vector_bits = k->device.vector_bits, .toolchain = k->compiler};
+  TsDeviceInfo dev;
+  ts_cost_key_device(k, &dev);
   g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, k->device.backend, a->space, &error);
   if (space == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
