@@ -1,0 +1,76 @@
+/* ts-studio-view.h — a view: something that draws itself on a canvas at any size, knows which
+ * mark is under a point, and describes a mark for a tooltip. The window hosts views in widgets
+ * (TsStudioPlotArea, TsStudioTimelineArea); the exporter draws the very same views into files.
+ *
+ * Marks are identified by a gint64: a trial id in the trial plots, an event index in the
+ * timeline; 0 means none. */
+#pragma once
+
+#include <glib.h>
+
+#include "ts-studio-canvas.h"
+#include "ts-studio-data.h"
+#include "ts-studio-theme.h"
+
+G_BEGIN_DECLS
+
+typedef struct _TsStudioView TsStudioView;
+
+typedef struct {
+  const char *name; /* "roofline", "history", "predicted", "timeline" */
+  void (*draw)(TsStudioView *view, TsCanvas *canvas, double width, double height);
+  /* The mark within a few px of (x, y) in a view drawn at width x height, or 0. */
+  gint64 (*hit)(TsStudioView *view, double x, double y, double width, double height);
+  /* One or more lines for a tooltip; NULL when the id is unknown. */
+  char *(*describe)(TsStudioView *view, gint64 id);
+  void (*finalize)(TsStudioView *view);
+} TsStudioViewClass;
+
+struct _TsStudioView {
+  const TsStudioViewClass *klass;
+  const TsStudioTheme *theme; /* default: light */
+  gint64 selected, hover;     /* drawn highlighted; 0: none */
+  /* What the last draw showed, for tests and the benchmark: marks drawn (after folding) and
+   * marks the view holds. */
+  guint n_drawn, n_marks;
+};
+
+void ts_studio_view_free(TsStudioView *view);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsStudioView, ts_studio_view_free)
+const char *ts_studio_view_name(const TsStudioView *view);
+void ts_studio_view_set_theme(TsStudioView *view, const TsStudioTheme *theme);
+void ts_studio_view_draw(TsStudioView *view, TsCanvas *canvas, double width, double height);
+gint64 ts_studio_view_hit(TsStudioView *view, double x, double y, double width, double height);
+char *ts_studio_view_describe(TsStudioView *view, gint64 id);
+
+/* ---- the trial plots (ts-studio-roofline.c, ts-studio-history.c) ----
+ * trials: GPtrArray of TsStudioTrial* as ts_studio_db_trials returns (a reference is taken). */
+
+typedef enum {
+  TS_STUDIO_COLOR_BY_STATUS,
+  TS_STUDIO_COLOR_BY_STRATEGY,
+} TsStudioColorBy;
+
+/* Log-log roofline: the device's compute roofs (one per dtype measured) and memory roofs (DRAM,
+ * and the caches as dashed lines), one marker per trial with roofline coordinates, coloured by
+ * status or strategy, the best ringed. Exported SVG: each trial is a group of class "trial
+ * STATUS" with id "trial-ID"; each roof a group of class "ceiling compute|memory" with id
+ * "ceiling-NAME". Without ceilings it says so and still plots the points. */
+TsStudioView *ts_studio_roofline_new(const TsStudioWorkload *workload, GPtrArray *trials);
+void ts_studio_roofline_set_color_by(TsStudioView *view, TsStudioColorBy color_by);
+
+typedef enum {
+  TS_STUDIO_HISTORY_BY_INDEX, /* x: trial number */
+  TS_STUDIO_HISTORY_BY_WALL,  /* x: seconds since the first trial */
+} TsStudioHistoryAxis;
+
+/* Best-so-far time per tuning run (a step line per run, coloured by its strategy, legend
+ * "run N: strategy"), plus every verified trial as a faint point. SVG: a group of class
+ * "run" per run, id "run-ID". */
+TsStudioView *ts_studio_history_new(const TsStudioWorkload *workload, GPtrArray *trials,
+                                    GPtrArray *runs, TsStudioHistoryAxis axis);
+/* Predicted (the cost model's stored estimate) vs measured time, log-log, with the y = x line
+ * and the rank correlation (Kendall tau) in the title; says so when no trial has a prediction. */
+TsStudioView *ts_studio_predicted_new(const TsStudioWorkload *workload, GPtrArray *trials);
+
+G_END_DECLS

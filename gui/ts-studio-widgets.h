@@ -1,0 +1,35 @@
+/* ts-studio-widgets.h — the widgets that host views in the window. */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "ts-studio-view.h"
+
+G_BEGIN_DECLS
+
+/* A drawing area showing one TsStudioView: hover highlights the mark under the pointer and
+ * shows ts_studio_view_describe as a tooltip; a click selects it and emits "mark-activated"
+ * (gint64 id). Follows the theme of the window (dark or light). */
+#define TS_STUDIO_TYPE_PLOT_AREA (ts_studio_plot_area_get_type())
+G_DECLARE_FINAL_TYPE(TsStudioPlotArea, ts_studio_plot_area, TS_STUDIO, PLOT_AREA, GtkWidget)
+GtkWidget *ts_studio_plot_area_new(void);
+/* Takes ownership of view (NULL: shows placeholder text instead). */
+void ts_studio_plot_area_set_view(TsStudioPlotArea *area, TsStudioView *view,
+                                  const char *placeholder);
+TsStudioView *ts_studio_plot_area_get_view(TsStudioPlotArea *area);
+void ts_studio_plot_area_set_selected(TsStudioPlotArea *area, gint64 id);
+
+/* The timeline: a TsStudioView prepared in a worker thread (a spinner meanwhile), zoom with the
+ * wheel (Ctrl+wheel too) and +/-, pan with drag, shift+wheel and the arrow keys, 0 or Home
+ * to show everything. */
+#define TS_STUDIO_TYPE_TIMELINE_AREA (ts_studio_timeline_area_get_type())
+G_DECLARE_FINAL_TYPE(TsStudioTimelineArea, ts_studio_timeline_area, TS_STUDIO, TIMELINE_AREA,
+                     GtkWidget)
+GtkWidget *ts_studio_timeline_area_new(void);
+/* events: GArray of TsDbEvent (a reference is taken); NULL shows placeholder instead. */
+void ts_studio_timeline_area_set_events(TsStudioTimelineArea *area, GArray *events,
+                                        const char *placeholder);
+/* The view once prepared, else NULL. */
+TsStudioView *ts_studio_timeline_area_get_view(TsStudioTimelineArea *area);
+
+G_END_DECLS
