@@ -392,8 +392,14 @@ ts__tl_prepare(TsTlView *tl)
   GArray *rows = g_array_new(FALSE, TRUE, sizeof(TsTlRow));
   tl->span0 = n ? G_MAXINT64 : 0;
   tl->span1 = n ? G_MININT64 : 0;
-  guint32 last_row = G_MAXUINT32;
-  gint64 last_key = 0;
+  /* Streams interleave in a recorded trace, so the row changes at almost every event: a
+   * small direct-mapped cache in front of the table. */
+  struct {
+    gint64 key;
+    guint32 row;
+  } recent[64];
+  for (guint k = 0; k < G_N_ELEMENTS(recent); k++)
+    recent[k].row = G_MAXUINT32;
   for (guint i = 0; i < n; i++) {
     names_of[i] = name_index(&nt, ev[i].kind, ev[i].name);
     gint64 end = ev[i].start_ns + MAX(ev[i].dur_ns, 0);
@@ -403,9 +409,9 @@ ts__tl_prepare(TsTlView *tl)
       tl->row_of[i] = G_MAXUINT32;
       continue;
     }
-    /* Consecutive events mostly share a row: look the table up only when it changes. */
     gint64 key = row_key(ev[i].lane, ev[i].depth);
-    if (last_row == G_MAXUINT32 || key != last_key) {
+    guint slot = (ev[i].lane * 7 + ev[i].depth) & 63;
+    if (recent[slot].row == G_MAXUINT32 || recent[slot].key != key) {
       gpointer found = g_hash_table_lookup(rows_by_key, &key);
       if (found == NULL) {
         TsTlRow row = {.lane = ev[i].lane, .depth = ev[i].depth};
@@ -413,11 +419,11 @@ ts__tl_prepare(TsTlView *tl)
         found = GUINT_TO_POINTER(rows->len);
         g_hash_table_insert(rows_by_key, g_memdup2(&key, sizeof key), found);
       }
-      last_row = GPOINTER_TO_UINT(found) - 1;
-      last_key = key;
+      recent[slot].key = key;
+      recent[slot].row = GPOINTER_TO_UINT(found) - 1;
     }
-    tl->row_of[i] = last_row;
-    g_array_index(rows, TsTlRow, last_row).n++;
+    tl->row_of[i] = recent[slot].row;
+    g_array_index(rows, TsTlRow, recent[slot].row).n++;
   }
   if (tl->span1 <= tl->span0)
     tl->span1 = tl->span0 + 1;
