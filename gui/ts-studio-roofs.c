@@ -113,40 +113,6 @@ ts__plot_roofs_extend(const TsPlotRoofs *r, double *xl, double *xh, double *yl, 
   *yl = MIN(*yl, r->peak / 100);
 }
 
-static void
-draw_memory_roof(const TsPlotRoofs *r, TsCanvas *c, const TsStudioTheme *th, const TsPlot *p,
-                 const TsPlotRoof *roof)
-{
-  gboolean dram = g_strcmp0(roof->name, "dram") == 0;
-  double x0 = p->ax.lo, x1 = r->peak > 0 ? r->peak / roof->value : p->ax.hi;
-  double px0 = ts__plot_x(p, x0), py0 = ts__plot_y(p, roof->value * x0);
-  double px1 = ts__plot_x(p, x1), py1 = ts__plot_y(p, roof->value * x1);
-  g_autofree char *id = g_strdup_printf("ceiling-%s", roof->name);
-  g_autofree char *bw = ts__plot_format_si(roof->value * 1e9, "B/s");
-  g_autofree char *title =
-      g_strdup_printf("%s: %s (memory roof%s)", roof->name, bw, dram ? "" : ", a cache level");
-  ts_canvas_begin(c, "ceiling memory", id, title);
-  ts_canvas_set_color(c, dram ? th->memory_roof : ts_studio_rgba_alpha(th->memory_roof, 0.7));
-  ts_canvas_set_line_width(c, dram ? 2 : 1.25);
-  if (!dram)
-    ts_canvas_set_dash(c, 6, 4);
-  ts_canvas_line(c, px0, py0, px1, py1);
-  ts_canvas_set_dash(c, 0, 0);
-  /* The label rides the line a little after it enters the plot (from the left or the bottom). */
-  double len = hypot(px1 - px0, py1 - py0);
-  if (len > 1) {
-    double bottom = p->y + p->h;
-    double t = py0 > bottom && py1 < py0 ? (py0 - bottom) / (py0 - py1) : 0;
-    t = MIN(t + 12 / len, 1);
-    double lx = px0 + t * (px1 - px0), ly = py0 + t * (py1 - py0);
-    g_autofree char *label = g_strdup_printf("%s %s", roof->name, bw);
-    ts_canvas_set_font_size(c, 11);
-    ts_canvas_text(c, lx, ly - 3, label, TS_CANVAS_ALIGN_START, TS_CANVAS_ALIGN_END,
-                   atan2(py1 - py0, px1 - px0));
-  }
-  ts_canvas_end(c);
-}
-
 /* Label placement: roofs of equal or close value (bf16 and f16 tensor cores on Hopper, f32 and
  * f64 FMA on many CPUs) would print their labels on top of each other. Each label takes the
  * first of its candidate places that no earlier label covers. */
@@ -163,6 +129,72 @@ box_free(const GArray *placed, Box b)
       return FALSE;
   }
   return TRUE;
+}
+
+/* The axis-aligned box around a label of w x h laid along direction angle from (x, y), above
+ * the line: conservative for slanted text, which is all that placement needs. */
+static Box
+slanted_box(double x, double y, double w, double h, double angle)
+{
+  double ux = cos(angle), uy = sin(angle), nx = uy, ny = -ux; /* along, and up off the line */
+  double cx[4] = {x, x + w * ux, x + w * ux + h * nx, x + h * nx};
+  double cy[4] = {y, y + w * uy, y + w * uy + h * ny, y + h * ny};
+  Box b = {cx[0], cy[0], cx[0], cy[0]};
+  for (guint i = 1; i < 4; i++) {
+    b.x0 = MIN(b.x0, cx[i]);
+    b.x1 = MAX(b.x1, cx[i]);
+    b.y0 = MIN(b.y0, cy[i]);
+    b.y1 = MAX(b.y1, cy[i]);
+  }
+  return b;
+}
+
+static void
+draw_memory_roof(const TsPlotRoofs *r, TsCanvas *c, const TsStudioTheme *th, const TsPlot *p,
+                 const TsPlotRoof *roof, GArray *placed)
+{
+  gboolean dram = g_strcmp0(roof->name, "dram") == 0;
+  double x0 = p->ax.lo, x1 = r->peak > 0 ? r->peak / roof->value : p->ax.hi;
+  double px0 = ts__plot_x(p, x0), py0 = ts__plot_y(p, roof->value * x0);
+  double px1 = ts__plot_x(p, x1), py1 = ts__plot_y(p, roof->value * x1);
+  g_autofree char *id = g_strdup_printf("ceiling-%s", roof->name);
+  g_autofree char *bw = ts__plot_format_si(roof->value * 1e9, "B/s");
+  g_autofree char *title =
+      g_strdup_printf("%s: %s (memory roof%s)", roof->name, bw, dram ? "" : ", a cache level");
+  ts_canvas_begin(c, "ceiling memory", id, title);
+  ts_canvas_set_color(c, dram ? th->memory_roof : ts_studio_rgba_alpha(th->memory_roof, 0.7));
+  ts_canvas_set_line_width(c, dram ? 2 : 1.25);
+  if (!dram)
+    ts_canvas_set_dash(c, 6, 4);
+  ts_canvas_line(c, px0, py0, px1, py1);
+  ts_canvas_set_dash(c, 0, 0);
+  /* The label rides the line a little after it enters the plot (from the left or the bottom),
+   * or further along where a label of a close roof (DRAM and L3 on a small machine) sits. */
+  double len = hypot(px1 - px0, py1 - py0);
+  if (len > 1) {
+    double bottom = p->y + p->h, angle = atan2(py1 - py0, px1 - px0);
+    double t0 = py0 > bottom && py1 < py0 ? (py0 - bottom) / (py0 - py1) : 0;
+    t0 += 12 / len;
+    g_autofree char *label = g_strdup_printf("%s %s", roof->name, bw);
+    ts_canvas_set_font_size(c, 11);
+    double w, h;
+    ts_canvas_text_size(c, label, &w, &h);
+    double t = t0;
+    Box b = slanted_box(px0 + t0 * (px1 - px0), py0 + t0 * (py1 - py0) - 3, w, h, angle);
+    for (guint k = 0; k < 4; k++) {
+      double tk = t0 + k * (w + 16) / len;
+      Box cand = slanted_box(px0 + tk * (px1 - px0), py0 + tk * (py1 - py0) - 3, w, h, angle);
+      if (box_free(placed, cand)) {
+        t = tk;
+        b = cand;
+        break;
+      }
+    }
+    g_array_append_val(placed, b);
+    double lx = px0 + MIN(t, 1) * (px1 - px0), ly = py0 + MIN(t, 1) * (py1 - py0);
+    ts_canvas_text(c, lx, ly - 3, label, TS_CANVAS_ALIGN_START, TS_CANVAS_ALIGN_END, angle);
+  }
+  ts_canvas_end(c);
 }
 
 /* xy: n candidate top-left corners, best first; the first is taken when none is free. */
@@ -236,13 +268,17 @@ draw_compute_roof(const TsPlotRoofs *r, TsCanvas *c, const TsStudioTheme *th, co
 void
 ts__plot_roofs_draw(const TsPlotRoofs *r, TsCanvas *c, const TsStudioTheme *theme, const TsPlot *p)
 {
-  /* Memory roofs under the compute roofs, fastest first so that DRAM ends on top. */
+  /* Memory roofs first, under the compute roofs; DRAM before the caches, so that its label gets
+   * the first place. */
+  g_autoptr(GArray) placed = g_array_new(FALSE, FALSE, sizeof(Box));
+  const TsPlotRoof *dram = find_roof(r, "dram");
+  if (dram && dram->kind == TS_PROF_MEMORY)
+    draw_memory_roof(r, c, theme, p, dram, placed);
   for (guint i = 0; i < r->roofs->len; i++) {
     const TsPlotRoof *roof = &g_array_index(r->roofs, TsPlotRoof, i);
-    if (roof->kind == TS_PROF_MEMORY)
-      draw_memory_roof(r, c, theme, p, roof);
+    if (roof->kind == TS_PROF_MEMORY && roof != dram)
+      draw_memory_roof(r, c, theme, p, roof, placed);
   }
-  g_autoptr(GArray) placed = g_array_new(FALSE, FALSE, sizeof(Box));
   for (guint i = 0; i < r->roofs->len; i++) {
     const TsPlotRoof *roof = &g_array_index(r->roofs, TsPlotRoof, i);
     if (roof->kind == TS_PROF_COMPUTE)

@@ -13,30 +13,18 @@
 #define W 800.0
 #define H 500.0
 
-/* ---- test values (freed here: the test owns what it builds) ---- */
+/* ---- test values, freed by the data layer's own destructors ---- */
 
 static void
 trial_free(gpointer data)
 {
-  TsStudioTrial *t = data;
-  g_free(t->schedule);
-  g_free(t->strategy);
-  g_free(t->error_text);
-  g_free(t->created_at);
-  g_free(t->bound);
-  g_free(t);
+  ts_studio_trial_free(data);
 }
 
 static void
 run_free(gpointer data)
 {
-  TsStudioRun *r = data;
-  g_free(r->strategy);
-  g_free(r->budget);
-  g_free(r->status);
-  g_free(r->started_at);
-  g_free(r->finished_at);
-  g_free(r);
+  ts_studio_run_free(data);
 }
 
 static TsStudioTrial *
