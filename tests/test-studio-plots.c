@@ -805,7 +805,6 @@ test_gallery(void)
     t->predicted_ns = t->median_ns * exp(0.5 * (g_rand_double(rand) - 0.5));
     t->wall_s = id * 0.7 + (run - 1) * 40;
   }
-  g_rand_free(rand);
   g_autoptr(TsStudioView) roof = ts_studio_roofline_new(&f.workload, trials);
   g_autoptr(TsStudioView) hist =
       ts_studio_history_new(&f.workload, trials, runs, TS_STUDIO_HISTORY_BY_INDEX);
@@ -888,6 +887,7 @@ test_gallery(void)
   g_autofree char *gpu_path = g_build_filename(dir, "roofline-gpu.png", NULL);
   g_assert_true(ts_canvas_export(gpu_path, W, H, 1, draw_view, gpu_view, NULL));
   ts_prof_ceilings_free(gpu);
+  g_rand_free(rand);
 
   /* The empty states. */
   Fixture bare;
