@@ -143,15 +143,18 @@ ts_studio_timeline_area_get_view(TsStudioTimelineArea *self)
 
 /* ---- drawing ---- */
 
+/* Centred, or under the spinner while it turns. */
 static void
-draw_message(TsCanvas *c, const TsStudioTheme *theme, double w, double h, const char *text)
+draw_message(TsCanvas *c, const TsStudioTheme *theme, double w, double h, const char *text,
+             gboolean spinner)
 {
   ts_canvas_fill_background(c, theme->background);
   if (text == NULL)
     return;
   ts_canvas_set_color(c, theme->muted);
   ts_canvas_set_font_size(c, 14);
-  ts_canvas_text(c, w / 2, h / 2 + 28, text, TS_CANVAS_ALIGN_CENTER, TS_CANVAS_ALIGN_START, 0);
+  ts_canvas_text(c, w / 2, spinner ? h / 2 + 28 : h / 2, text, TS_CANVAS_ALIGN_CENTER,
+                 spinner ? TS_CANVAS_ALIGN_START : TS_CANVAS_ALIGN_CENTER, 0);
 }
 
 static void
@@ -169,9 +172,9 @@ ts_studio_timeline_area_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
     ts_studio_view_draw(self->view, c, w, h);
   } else if (self->n_preparing > 0) {
     g_autofree char *text = g_strdup_printf("Preparing %u events…", self->n_preparing);
-    draw_message(c, theme, w, h, text);
+    draw_message(c, theme, w, h, text, TRUE);
   } else {
-    draw_message(c, theme, w, h, self->placeholder);
+    draw_message(c, theme, w, h, self->placeholder, FALSE);
   }
   ts_canvas_free(c);
   cairo_destroy(cr);

@@ -1,8 +1,9 @@
 /* ts-studio-timeline-prep.c — the timeline's preparation, done once per set of events (in a
  * worker thread in the window): events grouped into rows by (lane, depth) and sorted by start,
- * a running maximum of end times for the binary search of the first visible event, levels of
- * detail per row, and memory in use over time from the allocations. A frame then costs
- * O(pixels) whatever the number of events. */
+ * a running maximum of end times for the binary search of the first visible event, the keys
+ * that let a fold be found in one search, levels of detail per row (ts-studio-timeline-lod.c),
+ * and memory in use over time from the allocations. A frame then costs O(pixels) whatever the
+ * number of events. */
 #include "ts-studio-timeline-private.h"
 
 #include <stdlib.h>
@@ -52,83 +53,6 @@ is_memory_kind(const TsTlName *n)
   return n->known && (n->k == TS_TRACE_ALLOC || n->k == TS_TRACE_FREE);
 }
 
-/* ---- block maxima ---- */
-
-void
-ts__tl_max_build(TsTlMaxTree *tree, const gint64 *v, guint n)
-{
-  tree->n = n;
-  tree->n_levels = 0;
-  while (((guint64)2 << tree->n_levels) <= n)
-    tree->n_levels++;
-  tree->max = g_new0(gint64 *, MAX(tree->n_levels, 1));
-  for (guint l = 0; l < tree->n_levels; l++) {
-    guint nb = n >> (l + 1);
-    const gint64 *below = l == 0 ? v : tree->max[l - 1];
-    gint64 *m = tree->max[l] = g_new(gint64, MAX(nb, 1));
-    for (guint k = 0; k < nb; k++)
-      m[k] = MAX(below[2 * k], below[2 * k + 1]);
-  }
-}
-
-void
-ts__tl_max_clear(TsTlMaxTree *tree)
-{
-  for (guint l = 0; l < tree->n_levels; l++)
-    g_free(tree->max[l]);
-  g_clear_pointer(&tree->max, g_free);
-  tree->n_levels = 0;
-}
-
-/* The maximum over the block of 2^l elements at p (p aligned to it). */
-static inline gint64
-block_max(const TsTlMaxTree *tree, const gint64 *v, guint l, guint p)
-{
-  return l == 0 ? v[p] : tree->max[l - 1][p >> l];
-}
-
-/* The level of the largest aligned block that starts at p and ends by b. */
-static inline guint
-block_level(const TsTlMaxTree *tree, guint p, guint b)
-{
-  guint l = 0;
-  while (l < tree->n_levels && (p & ((2u << l) - 1)) == 0 && (guint64)p + (2u << l) <= b)
-    l++;
-  return l;
-}
-
-gint64
-ts__tl_max_range(const TsTlMaxTree *tree, const gint64 *v, guint a, guint b)
-{
-  gint64 best = G_MININT64;
-  b = MIN(b, tree->n);
-  while (a < b) {
-    guint l = block_level(tree, a, b);
-    best = MAX(best, block_max(tree, v, l, a));
-    a += 1u << l;
-  }
-  return best;
-}
-
-guint
-ts__tl_max_find(const TsTlMaxTree *tree, const gint64 *v, guint i, gint64 threshold)
-{
-  /* Skip whole blocks whose maximum stays under the threshold, growing the blocks while
-   * nothing is found, then narrow down inside the first block that has it. */
-  guint p = i, l = 0;
-  while (p < tree->n) {
-    if (block_max(tree, v, l, p) < threshold) {
-      p += 1u << l;
-      l = block_level(tree, p, tree->n);
-    } else if (l == 0) {
-      return p;
-    } else {
-      l--;
-    }
-  }
-  return tree->n;
-}
-
 /* ---- rows ---- */
 
 static int
@@ -150,81 +74,6 @@ cmp_row(const void *pa, const void *pb)
   if (a->lane != b->lane)
     return a->lane < b->lane ? -1 : 1;
   return a->depth < b->depth ? -1 : a->depth > b->depth;
-}
-
-static guint
-next_pow2(guint64 v)
-{
-  guint p = 0;
-  while (((guint64)1 << p) < v)
-    p++;
-  return p;
-}
-
-/* Level 0 gets about two buckets per event of the row, so a fold's coverage is drawn at the
- * resolution of the events it holds; 2^18 at most (3 MiB a row), 16 at least. */
-static void
-build_lod(TsTlRow *row, gint64 span0, gint64 span1)
-{
-  guint p = CLAMP(next_pow2(2 * (guint64)row->n), 4, 18);
-  gint64 len = MAX(span1 - span0, 1);
-  row->bucket_ns = MAX((len + ((gint64)1 << p) - 1) >> p, 1);
-  guint levels = 1;
-  for (gint64 nb = (len + row->bucket_ns - 1) / row->bucket_ns; nb > 1; nb = (nb + 1) / 2)
-    levels++;
-  row->n_levels = levels;
-  row->n_buckets = g_new(guint, levels);
-  row->lod = g_new(TsTlBucket *, levels);
-
-  gint64 b_ns = row->bucket_ns;
-  guint nb0 = (guint)((len + b_ns - 1) / b_ns);
-  row->n_buckets[0] = nb0;
-  TsTlBucket *l0 = g_new(TsTlBucket, nb0);
-  float *best = g_new0(float, nb0); /* the longest overlap so far: who dominates */
-  for (guint b = 0; b < nb0; b++)
-    l0[b] = (TsTlBucket){.name = G_MAXUINT32};
-  for (guint i = 0; i < row->n; i++) {
-    const TsTlEvent *e = &row->ev[i];
-    gint64 s = e->start - span0, t = e->end - span0;
-    guint first = (guint)MIN(s / b_ns, nb0 - 1);
-    l0[first].count++;
-    if (t <= s) {
-      if (l0[first].name == G_MAXUINT32)
-        l0[first].name = e->name;
-      continue;
-    }
-    guint last = (guint)MIN((t - 1) / b_ns, nb0 - 1);
-    for (guint b = first; b <= last; b++) {
-      gint64 lo = MAX(s, (gint64)b * b_ns), hi = MIN(t, (gint64)(b + 1) * b_ns);
-      float overlap = (float)(hi - lo);
-      l0[b].busy_ns += overlap;
-      if (overlap > best[b] || l0[b].name == G_MAXUINT32) {
-        best[b] = overlap;
-        l0[b].name = e->name;
-      }
-    }
-  }
-  g_free(best);
-  row->lod[0] = l0;
-
-  for (guint l = 1; l < levels; l++) {
-    const TsTlBucket *lo = row->lod[l - 1];
-    guint nlo = row->n_buckets[l - 1], n = (nlo + 1) / 2;
-    TsTlBucket *up = g_new(TsTlBucket, n);
-    for (guint b = 0; b < n; b++) {
-      TsTlBucket a = lo[2 * b];
-      TsTlBucket c = 2 * b + 1 < nlo ? lo[2 * b + 1] : (TsTlBucket){.name = G_MAXUINT32};
-      /* The child busier for its own dominant name: an approximation that never names
-       * something absent from the bucket. */
-      up[b].busy_ns = a.busy_ns + c.busy_ns;
-      up[b].count = a.count + c.count;
-      up[b].name = a.name == G_MAXUINT32 || (c.name != G_MAXUINT32 && c.busy_ns > a.busy_ns)
-                     ? c.name
-                     : a.name;
-    }
-    row->n_buckets[l] = n;
-    row->lod[l] = up;
-  }
 }
 
 void
@@ -274,8 +123,9 @@ cmp_mem(const void *pa, const void *pb)
 
 /* Alloc adds its bytes at its address; free removes the allocation at its address, whatever
  * bytes it claims (a free of memory allocated before recording began changes nothing: its size
- * is unknown to the account). As in the profiler's summary, when the device reported
- * allocations (CUPTI, on device lanes) the host's record of the same buffers is left out. */
+ * is unknown to the account). Events without an address count their own bytes. As in the
+ * profiler's summary, when the device reported allocations (CUPTI, on device lanes) the host's
+ * record of the same buffers is left out. */
 static void
 build_memory(TsTlView *tl, const guint32 *names_of)
 {
@@ -312,10 +162,15 @@ build_memory(TsTlView *tl, const guint32 *names_of)
   for (guint j = 0; j < m; j++) {
     const TsDbEvent *e = &ev[me[j].index];
     gint64 addr = (gint64)e->address;
-    gint64 *old = g_hash_table_lookup(live, &addr);
+    gint64 *old = addr ? g_hash_table_lookup(live, &addr) : NULL;
     /* Sizes beyond 2^62 are no allocation anyone made: clamped so sums cannot overflow. */
     gint64 bytes = (gint64)MIN(e->bytes, (guint64)1 << 62);
-    if (tl->names[names_of[me[j].index]].k == TS_TRACE_ALLOC) {
+    gboolean alloc = tl->names[names_of[me[j].index]].k == TS_TRACE_ALLOC;
+    if (addr == 0) {
+      /* No address (a Chrome trace keeps only sizes): each event counts its own bytes, as
+       * the profiler's summary does. */
+      in_use = alloc ? MIN(in_use + bytes, G_MAXINT64 / 2) : in_use - MIN(in_use, bytes);
+    } else if (alloc) {
       /* Two allocations at one address without a free between: the second replaces the
        * first, so the account stays bounded by what could really be live. */
       if (old)
@@ -366,6 +221,79 @@ ts__tl_memory_at(const TsTlMemory *mem, guint hint, gint64 t)
   return lo;
 }
 
+/* ---- nesting ---- */
+
+typedef struct {
+  gint64 start, dur;
+  guint32 index;
+} TimeKey;
+
+/* By start, enclosing ranges first, as the recorder orders events. */
+static int
+cmp_time(const void *pa, const void *pb)
+{
+  const TimeKey *a = pa, *b = pb;
+  if (a->start != b->start)
+    return a->start < b->start ? -1 : 1;
+  if (a->dur != b->dur)
+    return a->dur > b->dur ? -1 : 1;
+  return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* The row depth of each event. Ranges keep the depth they were recorded at; a kernel, copy or
+ * compile on a lane that has ranges goes one below the innermost range open when it starts
+ * (the recorder gives them depth 0, which would put a compile on top of the trial range that
+ * holds it). Returns NULL when no lane has ranges: every event keeps its own depth. */
+static guint32 *
+nest_depths(const TsDbEvent *ev, guint n, const TsTlName *names, const guint32 *names_of)
+{
+  g_autoptr(GHashTable) stacks =
+    g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_array_unref);
+  for (guint i = 0; i < n; i++)
+    if (names[names_of[i]].k == TS_TRACE_RANGE &&
+        !g_hash_table_contains(stacks, GUINT_TO_POINTER(ev[i].lane + 1u)))
+      g_hash_table_insert(stacks, GUINT_TO_POINTER(ev[i].lane + 1u),
+                          g_array_new(FALSE, FALSE, sizeof(gint64)));
+  if (g_hash_table_size(stacks) == 0)
+    return NULL;
+
+  /* In time order, enclosing ranges first; a recorded trace is already. */
+  TimeKey *order = NULL;
+  for (guint i = 1; i < n && order == NULL; i++) {
+    TimeKey a = {ev[i - 1].start_ns, ev[i - 1].dur_ns, i - 1}, b = {ev[i].start_ns, ev[i].dur_ns, i};
+    if (cmp_time(&a, &b) > 0) {
+      order = g_new(TimeKey, n);
+      for (guint k = 0; k < n; k++)
+        order[k] = (TimeKey){ev[k].start_ns, ev[k].dur_ns, k};
+      qsort(order, n, sizeof *order, cmp_time);
+    }
+  }
+  guint32 *depth = g_new(guint32, MAX(n, 1));
+  guint32 last_lane = G_MAXUINT32;
+  GArray *ends = NULL;
+  for (guint k = 0; k < n; k++) {
+    guint i = order ? order[k].index : k;
+    const TsDbEvent *e = &ev[i];
+    depth[i] = e->depth;
+    if (e->lane != last_lane) {
+      ends = g_hash_table_lookup(stacks, GUINT_TO_POINTER(e->lane + 1u));
+      last_lane = e->lane;
+    }
+    if (ends == NULL || is_memory_kind(&names[names_of[i]]))
+      continue;
+    while (ends->len > 0 && g_array_index(ends, gint64, ends->len - 1) <= e->start_ns)
+      g_array_set_size(ends, ends->len - 1);
+    if (names[names_of[i]].k == TS_TRACE_RANGE) {
+      gint64 end = e->start_ns + MAX(e->dur_ns, 0);
+      g_array_append_val(ends, end);
+    } else {
+      depth[i] = MAX(e->depth, ends->len);
+    }
+  }
+  g_free(order);
+  return depth;
+}
+
 /* ---- the whole preparation ---- */
 
 static gint64
@@ -386,12 +314,25 @@ ts__tl_prepare(TsTlView *tl)
   guint32 *names_of = g_new(guint32, MAX(n, 1));
   tl->row_of = g_new(guint32, MAX(n, 1));
 
-  /* Pass 1: names, the span, which row each event goes to and how many each row holds. */
+  /* Pass 1: names and the span; then where each event nests. */
+  tl->span0 = n ? G_MAXINT64 : 0;
+  tl->span1 = n ? G_MININT64 : 0;
+  for (guint i = 0; i < n; i++) {
+    names_of[i] = name_index(&nt, ev[i].kind, ev[i].name);
+    tl->span0 = MIN(tl->span0, ev[i].start_ns);
+    tl->span1 = MAX(tl->span1, ev[i].start_ns + MAX(ev[i].dur_ns, 0));
+  }
+  if (tl->span1 <= tl->span0)
+    tl->span1 = tl->span0 + 1;
+  tl->n_names = nt.names->len;
+  tl->names = (TsTlName *)g_array_free(nt.names, FALSE);
+  g_hash_table_unref(nt.by_text);
+  guint32 *depth_of = nest_depths(ev, n, tl->names, names_of);
+
+  /* Pass 2: which row each event goes to and how many each row holds. */
   g_autoptr(GHashTable) rows_by_key =
     g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
   GArray *rows = g_array_new(FALSE, TRUE, sizeof(TsTlRow));
-  tl->span0 = n ? G_MAXINT64 : 0;
-  tl->span1 = n ? G_MININT64 : 0;
   /* Streams interleave in a recorded trace, so the row changes at almost every event: a
    * small direct-mapped cache in front of the table. */
   struct {
@@ -401,20 +342,17 @@ ts__tl_prepare(TsTlView *tl)
   for (guint k = 0; k < G_N_ELEMENTS(recent); k++)
     recent[k].row = G_MAXUINT32;
   for (guint i = 0; i < n; i++) {
-    names_of[i] = name_index(&nt, ev[i].kind, ev[i].name);
-    gint64 end = ev[i].start_ns + MAX(ev[i].dur_ns, 0);
-    tl->span0 = MIN(tl->span0, ev[i].start_ns);
-    tl->span1 = MAX(tl->span1, end);
-    if (is_memory_kind(&g_array_index(nt.names, TsTlName, names_of[i]))) {
+    if (is_memory_kind(&tl->names[names_of[i]])) {
       tl->row_of[i] = G_MAXUINT32;
       continue;
     }
-    gint64 key = row_key(ev[i].lane, ev[i].depth);
-    guint slot = (ev[i].lane * 7 + ev[i].depth) & 63;
+    guint32 depth = depth_of ? depth_of[i] : ev[i].depth;
+    gint64 key = row_key(ev[i].lane, depth);
+    guint slot = (ev[i].lane * 7 + depth) & 63;
     if (recent[slot].row == G_MAXUINT32 || recent[slot].key != key) {
       gpointer found = g_hash_table_lookup(rows_by_key, &key);
       if (found == NULL) {
-        TsTlRow row = {.lane = ev[i].lane, .depth = ev[i].depth};
+        TsTlRow row = {.lane = ev[i].lane, .depth = depth};
         g_array_append_val(rows, row);
         found = GUINT_TO_POINTER(rows->len);
         g_hash_table_insert(rows_by_key, g_memdup2(&key, sizeof key), found);
@@ -425,13 +363,9 @@ ts__tl_prepare(TsTlView *tl)
     tl->row_of[i] = recent[slot].row;
     g_array_index(rows, TsTlRow, recent[slot].row).n++;
   }
-  if (tl->span1 <= tl->span0)
-    tl->span1 = tl->span0 + 1;
-  tl->n_names = nt.names->len;
-  tl->names = (TsTlName *)g_array_free(nt.names, FALSE);
-  g_hash_table_unref(nt.by_text);
+  g_free(depth_of);
 
-  /* Pass 2: fill the rows, sort what is not sorted already (a recorded trace is). */
+  /* Pass 3: fill the rows, sort what is not sorted already (a recorded trace is). */
   tl->n_rows = rows->len;
   TsTlRow *unsorted = (TsTlRow *)g_array_free(rows, FALSE);
   /* Rows in display order (a handful of them: insertion sort), each event's row renumbered. */
@@ -483,7 +417,7 @@ ts__tl_prepare(TsTlView *tl)
     if (row->n)
       row->fold_key[row->n - 1] = G_MAXINT64;
     ts__tl_max_build(&row->fold_tree, row->fold_key, row->n);
-    build_lod(row, tl->span0, tl->span1);
+    ts__tl_build_lod(row, tl->span0, tl->span1);
   }
   tl->rows = r;
   build_memory(tl, names_of);

@@ -1,6 +1,6 @@
 /* ts-studio-timeline-private.h — the timeline's prepared data, shared by its preparation
- * (ts-studio-timeline-prep.c), its frame (ts-studio-timeline.c) and its axis and memory area
- * (ts-studio-timeline-draw.c). Not API. */
+ * (ts-studio-timeline-prep.c, ts-studio-timeline-lod.c), its frame (ts-studio-timeline.c) and
+ * its axis and memory area (ts-studio-timeline-draw.c). Not API. */
 #pragma once
 
 #include "ts-studio-timeline.h"
@@ -101,12 +101,6 @@ typedef struct {
 /* ts-studio-timeline-prep.c */
 void ts__tl_prepare(TsTlView *tl);
 void ts__tl_release(TsTlView *tl);
-void ts__tl_max_build(TsTlMaxTree *tree, const gint64 *v, guint n);
-void ts__tl_max_clear(TsTlMaxTree *tree);
-/* The maximum of v[a, b) (G_MININT64 when empty). */
-gint64 ts__tl_max_range(const TsTlMaxTree *tree, const gint64 *v, guint a, guint b);
-/* The first index at or after i with v at least threshold (n if none). */
-guint ts__tl_max_find(const TsTlMaxTree *tree, const gint64 *v, guint i, gint64 threshold);
 /* The events of row that may overlap [t0, t1]: [*first, *end) holds every event with end >= t0
  * and start <= t1 (and, where events of the row overlap one another, maybe some that end
  * before t0). Two binary searches. */
@@ -116,6 +110,15 @@ guint ts__tl_lower_bound(const TsTlRow *row, guint lo, guint hi, gint64 t);
 /* The last change at or before t (G_MAXUINT when none), searching forward from hint (a
  * change at or before t, or 0): a frame walks columns left to right. */
 guint ts__tl_memory_at(const TsTlMemory *mem, guint hint, gint64 t);
+
+/* ts-studio-timeline-lod.c */
+void ts__tl_build_lod(TsTlRow *row, gint64 span0, gint64 span1);
+void ts__tl_max_build(TsTlMaxTree *tree, const gint64 *v, guint n);
+void ts__tl_max_clear(TsTlMaxTree *tree);
+/* The maximum of v[a, b) (G_MININT64 when empty). */
+gint64 ts__tl_max_range(const TsTlMaxTree *tree, const gint64 *v, guint a, guint b);
+/* The first index at or after i with v at least threshold (n if none). */
+guint ts__tl_max_find(const TsTlMaxTree *tree, const gint64 *v, guint i, gint64 threshold);
 
 /* ts-studio-timeline.c */
 void ts__tl_layout(const TsTlView *tl, double width, double height, TsTlLayout *lay);
