@@ -22,8 +22,8 @@
 #define KERNELS_PER_TRIAL 40
 
 static const char *kernel_names[] = {
-  "gemm_f32_128x128_k8", "gemm_f32_64x128_k16", "gemm_f16_wgmma_128x256", "softmax_rows_1024",
-  "layernorm_f32_4096",  "reduce_sum_f32",      "conv2d_nhwc_3x3",        "l2_flush",
+    "gemm_f32_128x128_k8", "gemm_f32_64x128_k16", "gemm_f16_wgmma_128x256", "softmax_rows_1024",
+    "layernorm_f32_4096",  "reduce_sum_f32",      "conv2d_nhwc_3x3",        "l2_flush",
 };
 
 /* A duration around mean_ns, log-normally spread as kernel times are. */
@@ -40,14 +40,14 @@ add(GArray *a, const char *kind, const char *name, gint64 start, gint64 dur, gui
     guint64 address, guint32 lane, guint32 depth)
 {
   TsDbEvent e = {
-    .kind = g_intern_static_string(kind),
-    .name = g_intern_string(name),
-    .start_ns = start,
-    .dur_ns = dur,
-    .bytes = bytes,
-    .address = address,
-    .lane = lane,
-    .depth = depth,
+      .kind = g_intern_static_string(kind),
+      .name = g_intern_string(name),
+      .start_ns = start,
+      .dur_ns = dur,
+      .bytes = bytes,
+      .address = address,
+      .lane = lane,
+      .depth = depth,
   };
   g_array_append_val(a, e);
 }
@@ -183,16 +183,15 @@ main(int argc, char **argv)
       const char *name;
       gint64 w;
     } cases[] = {
-      {"whole span", len},
-      {"1/1000 middle", len / 1000},
-      {"deep (~3 kern.)", 30000},
+        {"whole span", len},
+        {"1/1000 middle", len / 1000},
+        {"deep (~3 kern.)", 30000},
     };
     for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
       ts_studio_timeline_set_range(view, mid - cases[k].w / 2, mid + cases[k].w / 2);
       guint drawn = 0;
       double ms = median_frame_ms(view, surface, frames, &drawn);
-      printf("%9u %8.1f ms %-16s %7.2f ms %8u\n", events->len, prep_ms, cases[k].name, ms,
-             drawn);
+      printf("%9u %8.1f ms %-16s %7.2f ms %8u\n", events->len, prep_ms, cases[k].name, ms, drawn);
       if (n >= 1000000) {
         measured = TRUE;
         pass &= ms <= 16;

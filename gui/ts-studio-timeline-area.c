@@ -128,7 +128,7 @@ ts_studio_timeline_area_set_events(TsStudioTimelineArea *self, GArray *events,
   gtk_spinner_start(GTK_SPINNER(self->spinner));
   self->cancellable = g_cancellable_new();
   g_autoptr(GTask) task =
-    g_task_new(self, self->cancellable, prepared, GUINT_TO_POINTER(self->generation));
+      g_task_new(self, self->cancellable, prepared, GUINT_TO_POINTER(self->generation));
   g_task_set_source_tag(task, ts_studio_timeline_area_set_events);
   g_task_set_task_data(task, g_array_ref(events), (GDestroyNotify)g_array_unref);
   g_task_run_in_thread(task, prepare_in_thread);
@@ -227,8 +227,8 @@ on_motion(GtkEventControllerMotion *ctl, double x, double y, gpointer data)
   if (self->view == NULL)
     return;
   GtkWidget *w = GTK_WIDGET(self);
-  gint64 hover = ts_studio_view_hit(self->view, x, y, gtk_widget_get_width(w),
-                                    gtk_widget_get_height(w));
+  gint64 hover =
+      ts_studio_view_hit(self->view, x, y, gtk_widget_get_width(w), gtk_widget_get_height(w));
   if (hover != self->view->hover) {
     self->view->hover = hover;
     gtk_widget_queue_draw(w);
@@ -279,8 +279,8 @@ on_click_released(GtkGestureClick *gesture, int n_press, double x, double y, gpo
   if (self->view == NULL)
     return;
   GtkWidget *w = GTK_WIDGET(self);
-  self->view->selected = ts_studio_view_hit(self->view, x, y, gtk_widget_get_width(w),
-                                            gtk_widget_get_height(w));
+  self->view->selected =
+      ts_studio_view_hit(self->view, x, y, gtk_widget_get_width(w), gtk_widget_get_height(w));
   gtk_widget_queue_draw(w);
 }
 
@@ -394,7 +394,7 @@ ts_studio_timeline_area_init(TsStudioTimelineArea *self)
   gtk_widget_set_parent(self->spinner, w);
 
   GtkEventController *scroll =
-    gtk_event_controller_scroll_new(GTK_EVENT_CONTROLLER_SCROLL_BOTH_AXES);
+      gtk_event_controller_scroll_new(GTK_EVENT_CONTROLLER_SCROLL_BOTH_AXES);
   g_signal_connect(scroll, "scroll", G_CALLBACK(on_scroll), self);
   gtk_widget_add_controller(w, scroll);
 

@@ -150,8 +150,8 @@ ts__tl_build_lod(TsTlRow *row, gint64 span0, gint64 span1)
       up[b].busy_ns = a.busy_ns + c.busy_ns;
       up[b].count = a.count + c.count;
       up[b].name = a.name == G_MAXUINT32 || (c.name != G_MAXUINT32 && c.busy_ns > a.busy_ns)
-                     ? c.name
-                     : a.name;
+                       ? c.name
+                       : a.name;
     }
     row->n_buckets[l] = n;
     row->lod[l] = up;

@@ -12,8 +12,8 @@
 /* ---- names ---- */
 
 typedef struct {
-  GHashTable *by_text;  /* "kind\037name" -> index + 1 */
-  GArray *names;        /* TsTlName */
+  GHashTable *by_text; /* "kind\037name" -> index + 1 */
+  GArray *names;       /* TsTlName */
   /* Trace strings are interned, so the same pointers come back again and again: a small
    * direct-mapped cache keyed by pointer saves hashing the text of 10^6 events. */
   struct {
@@ -248,7 +248,7 @@ static guint32 *
 nest_depths(const TsDbEvent *ev, guint n, const TsTlName *names, const guint32 *names_of)
 {
   g_autoptr(GHashTable) stacks =
-    g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_array_unref);
+      g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_array_unref);
   for (guint i = 0; i < n; i++)
     if (names[names_of[i]].k == TS_TRACE_RANGE &&
         !g_hash_table_contains(stacks, GUINT_TO_POINTER(ev[i].lane + 1u)))
@@ -260,7 +260,8 @@ nest_depths(const TsDbEvent *ev, guint n, const TsTlName *names, const guint32 *
   /* In time order, enclosing ranges first; a recorded trace is already. */
   TimeKey *order = NULL;
   for (guint i = 1; i < n && order == NULL; i++) {
-    TimeKey a = {ev[i - 1].start_ns, ev[i - 1].dur_ns, i - 1}, b = {ev[i].start_ns, ev[i].dur_ns, i};
+    TimeKey a = {ev[i - 1].start_ns, ev[i - 1].dur_ns, i - 1},
+            b = {ev[i].start_ns, ev[i].dur_ns, i};
     if (cmp_time(&a, &b) > 0) {
       order = g_new(TimeKey, n);
       for (guint k = 0; k < n; k++)
@@ -308,8 +309,8 @@ ts__tl_prepare(TsTlView *tl)
   const TsDbEvent *ev = (const TsDbEvent *)tl->events->data;
   guint n = tl->events->len;
   NameTable nt = {
-    .by_text = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
-    .names = g_array_new(FALSE, FALSE, sizeof(TsTlName)),
+      .by_text = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
+      .names = g_array_new(FALSE, FALSE, sizeof(TsTlName)),
   };
   guint32 *names_of = g_new(guint32, MAX(n, 1));
   tl->row_of = g_new(guint32, MAX(n, 1));
@@ -331,7 +332,7 @@ ts__tl_prepare(TsTlView *tl)
 
   /* Pass 2: which row each event goes to and how many each row holds. */
   g_autoptr(GHashTable) rows_by_key =
-    g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+      g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
   GArray *rows = g_array_new(FALSE, TRUE, sizeof(TsTlRow));
   /* Streams interleave in a recorded trace, so the row changes at almost every event: a
    * small direct-mapped cache in front of the table. */
@@ -391,10 +392,10 @@ ts__tl_prepare(TsTlView *tl)
     tl->row_of[i] = order[tl->row_of[i]];
     TsTlRow *row = &r[tl->row_of[i]];
     row->ev[row->n++] = (TsTlEvent){
-      .start = ev[i].start_ns,
-      .end = ev[i].start_ns + MAX(ev[i].dur_ns, 0),
-      .index = i,
-      .name = names_of[i],
+        .start = ev[i].start_ns,
+        .end = ev[i].start_ns + MAX(ev[i].dur_ns, 0),
+        .index = i,
+        .name = names_of[i],
     };
   }
   g_free(order);
@@ -413,7 +414,7 @@ ts__tl_prepare(TsTlView *tl)
       row->max_end[i] = m = MAX(m, row->ev[i].end);
     for (guint i = 0; i + 1 < row->n; i++)
       row->fold_key[i] =
-        MAX(row->ev[i + 1].start - row->max_end[i], row->ev[i + 1].end - row->ev[i + 1].start);
+          MAX(row->ev[i + 1].start - row->max_end[i], row->ev[i + 1].end - row->ev[i + 1].start);
     if (row->n)
       row->fold_key[row->n - 1] = G_MAXINT64;
     ts__tl_max_build(&row->fold_tree, row->fold_key, row->n);

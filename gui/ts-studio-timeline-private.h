@@ -33,9 +33,9 @@ typedef struct {
 /* One time bucket of a row's level of detail. busy_ns is a float: only ratios of it are drawn,
  * and 12 bytes a bucket keep the finest level of a 250k-event row at 3 MiB. */
 typedef struct {
-  float busy_ns;  /* time the row's events cover within the bucket */
-  guint32 count;  /* events starting in it */
-  guint32 name;   /* the name covering most of it; G_MAXUINT32 when empty */
+  float busy_ns; /* time the row's events cover within the bucket */
+  guint32 count; /* events starting in it */
+  guint32 name;  /* the name covering most of it; G_MAXUINT32 when empty */
 } TsTlBucket;
 
 /* Maxima of an array over aligned blocks of 2, 4, 8 ... elements: the maximum of any range, and
@@ -91,10 +91,10 @@ typedef struct {
 /* Where things are in a frame of width x height px. */
 typedef struct {
   double width, height;
-  double x0, x1;          /* the plot's horizontal extent (after the lane labels) */
-  double rows_y, row_h;   /* top of the first row, height of each */
-  double mem_y, mem_h;    /* the memory area; mem_h 0 when there is none */
-  gint64 t0, t1;          /* the visible window */
+  double x0, x1;        /* the plot's horizontal extent (after the lane labels) */
+  double rows_y, row_h; /* top of the first row, height of each */
+  double mem_y, mem_h;  /* the memory area; mem_h 0 when there is none */
+  gint64 t0, t1;        /* the visible window */
   double ns_per_px;
 } TsTlLayout;
 

@@ -330,7 +330,7 @@ draw_rows(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
     g_autofree char *label = ts__tl_lane_label(row->lane);
     g_autofree char *id = g_strdup_printf("lane-%u-%u", row->lane, row->depth);
     g_autofree char *title =
-      row->depth ? g_strdup_printf("%s, depth %u", label, row->depth) : g_strdup(label);
+        row->depth ? g_strdup_printf("%s, depth %u", label, row->depth) : g_strdup(label);
     ts_canvas_begin(c, "lane", id, title);
     /* A line between lanes, none between the depths of one lane. */
     if (r > 0 && tl->rows[r - 1].lane != row->lane) {
@@ -340,8 +340,8 @@ draw_rows(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
     if (row->depth == 0 && lay->row_h >= 8) {
       ts_canvas_set_color(c, theme->muted);
       ts_canvas_set_font_size(c, MIN(11, lay->row_h - 2));
-      ts_canvas_text(c, 6, y + lay->row_h / 2, label, TS_CANVAS_ALIGN_START,
-                     TS_CANVAS_ALIGN_CENTER, 0);
+      ts_canvas_text(c, 6, y + lay->row_h / 2, label, TS_CANVAS_ALIGN_START, TS_CANVAS_ALIGN_CENTER,
+                     0);
     }
     ts_canvas_clip(c, lay->x0, y, lay->x1 - lay->x0, lay->row_h);
     walk_row(tl, r, lay, draw_mark, &d);
@@ -485,11 +485,11 @@ timeline_finalize(TsStudioView *view)
 }
 
 static const TsStudioViewClass timeline_class = {
-  .name = "timeline",
-  .draw = timeline_draw,
-  .hit = timeline_hit,
-  .describe = timeline_describe,
-  .finalize = timeline_finalize,
+    .name = "timeline",
+    .draw = timeline_draw,
+    .hit = timeline_hit,
+    .describe = timeline_describe,
+    .finalize = timeline_finalize,
 };
 
 TsStudioView *

@@ -14,8 +14,8 @@ kernels(guint n)
 {
   GArray *a = g_array_sized_new(FALSE, FALSE, sizeof(TsDbEvent), n);
   for (guint i = 0; i < n; i++) {
-    TsDbEvent e = {"kernel", i % 2 ? "gemm" : "softmax", i * 1000, 800, 0, 0,
-                   TS_TRACE_DEVICE_LANE + i % 4, 0, NULL};
+    TsDbEvent e = {"kernel", i % 2 ? "gemm" : "softmax",   i * 1000, 800, 0,
+                   0,        TS_TRACE_DEVICE_LANE + i % 4, 0,        NULL};
     g_array_append_val(a, e);
   }
   return a;

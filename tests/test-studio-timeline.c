@@ -54,15 +54,15 @@ static void
 test_rows(void)
 {
   g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
-  add(ev, "kernel", "k1", 500, 100, 0, 0, DEV + 2, 0);     /* 1 */
-  add(ev, "range", "trial 0", 0, 2000, 0, 0, 7, 0);        /* 2 */
-  add(ev, "compile", "mod", 10, 300, 0, 0, 7, 1);          /* 3 */
-  add(ev, "kernel", "k0", 400, 50, 0, 0, DEV + 0, 0);      /* 4 */
-  add(ev, "kernel", "k0", 100, 50, 0, 0, DEV + 0, 0);      /* 5: before 4 in the row */
-  add(ev, "alloc", "buf", 50, 0, 64, 0x100, DEV, 0);       /* 6: memory, no row */
-  add(ev, "memcpy", "HtoD", 60, 30, 64, 0, DEV + 2, 0);    /* 7 */
-  add(ev, "range", "measure", 400, 600, 0, 0, 7, 1);       /* 8 */
-  add(ev, "free", "buf", 1900, 0, 64, 0x100, DEV, 0);      /* 9 */
+  add(ev, "kernel", "k1", 500, 100, 0, 0, DEV + 2, 0);  /* 1 */
+  add(ev, "range", "trial 0", 0, 2000, 0, 0, 7, 0);     /* 2 */
+  add(ev, "compile", "mod", 10, 300, 0, 0, 7, 1);       /* 3 */
+  add(ev, "kernel", "k0", 400, 50, 0, 0, DEV + 0, 0);   /* 4 */
+  add(ev, "kernel", "k0", 100, 50, 0, 0, DEV + 0, 0);   /* 5: before 4 in the row */
+  add(ev, "alloc", "buf", 50, 0, 64, 0x100, DEV, 0);    /* 6: memory, no row */
+  add(ev, "memcpy", "HtoD", 60, 30, 64, 0, DEV + 2, 0); /* 7 */
+  add(ev, "range", "measure", 400, 600, 0, 0, 7, 1);    /* 8 */
+  add(ev, "free", "buf", 1900, 0, 64, 0x100, DEV, 0);   /* 9 */
   g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
   TsTlView *tl = (TsTlView *)view;
   g_assert_cmpstr(ts_studio_view_name(view), ==, "timeline");
@@ -110,12 +110,12 @@ test_nesting(void)
 {
   for (int shuffled = 0; shuffled < 2; shuffled++) {
     g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
-    add(ev, "range", "trial 0", 0, 1000, 0, 0, 3, 0);   /* 1 */
-    add(ev, "compile", "mod", 10, 100, 0, 0, 3, 0);     /* 2: inside trial 0 */
-    add(ev, "range", "measure", 200, 500, 0, 0, 3, 1);  /* 3 */
-    add(ev, "compile", "mod2", 300, 50, 0, 0, 3, 0);    /* 4: inside measure */
-    add(ev, "compile", "late", 1500, 50, 0, 0, 3, 0);   /* 5: after every range */
-    add(ev, "kernel", "k", 300, 50, 0, 0, DEV, 0);      /* 6: a lane without ranges */
+    add(ev, "range", "trial 0", 0, 1000, 0, 0, 3, 0);  /* 1 */
+    add(ev, "compile", "mod", 10, 100, 0, 0, 3, 0);    /* 2: inside trial 0 */
+    add(ev, "range", "measure", 200, 500, 0, 0, 3, 1); /* 3 */
+    add(ev, "compile", "mod2", 300, 50, 0, 0, 3, 0);   /* 4: inside measure */
+    add(ev, "compile", "late", 1500, 50, 0, 0, 3, 0);  /* 5: after every range */
+    add(ev, "kernel", "k", 300, 50, 0, 0, DEV, 0);     /* 6: a lane without ranges */
     if (shuffled) {
       TsDbEvent t = g_array_index(ev, TsDbEvent, 0);
       g_array_index(ev, TsDbEvent, 0) = g_array_index(ev, TsDbEvent, 3);
@@ -292,7 +292,7 @@ test_memory(void)
   add(ev, "alloc", "b", 200, 0, 50, 0x20, DEV, 0);
   add(ev, "free", "a", 300, 0, 999, 0x10, DEV, 0); /* frees a's 100, whatever it claims */
   add(ev, "alloc", "c", 400, 0, 200, 0x10, DEV, 0);
-  add(ev, "free", "x", 500, 0, 77, 0x99, DEV, 0);  /* never allocated here: no change */
+  add(ev, "free", "x", 500, 0, 77, 0x99, DEV, 0); /* never allocated here: no change */
   add(ev, "free", "b", 600, 0, 50, 0x20, DEV, 0);
   add(ev, "free", "c", 700, 0, 200, 0x10, DEV, 0);
   /* The host's own record of a buffer: left out, since the device reported its own. */
@@ -421,7 +421,7 @@ test_zoom_pan(void)
   ts_studio_timeline_get_range(view, &a, &b);
   g_assert_cmpint(a, ==, 1000);
   g_assert_cmpint(b, ==, 9000);
-  ts_studio_timeline_set_range(view, 90000, 10);  /* reversed: the minimum window */
+  ts_studio_timeline_set_range(view, 90000, 10); /* reversed: the minimum window */
   ts_studio_timeline_get_range(view, &a, &b);
   g_assert_cmpint(b - a, ==, TS_TL_MIN_WINDOW_NS);
 
@@ -430,8 +430,8 @@ test_zoom_pan(void)
   ts__tl_layout((TsTlView *)view, 1000, 400, &lay);
   g_assert_cmpfloat(ts_studio_timeline_anchor(view, lay.x0, 1000), ==, 0);
   g_assert_cmpfloat(ts_studio_timeline_anchor(view, lay.x1, 1000), ==, 1);
-  g_assert_cmpfloat_with_epsilon(ts_studio_timeline_anchor(view, (lay.x0 + lay.x1) / 2, 1000),
-                                 0.5, 1e-9);
+  g_assert_cmpfloat_with_epsilon(ts_studio_timeline_anchor(view, (lay.x0 + lay.x1) / 2, 1000), 0.5,
+                                 1e-9);
   g_assert_cmpfloat(ts_studio_timeline_anchor(view, 0, 1000), ==, 0);
   g_assert_cmpfloat(ts_studio_timeline_anchor(view, 5000, 1000), ==, 1);
 }
@@ -512,11 +512,19 @@ test_format(void)
     double ns, step;
     const char *text;
   } cases[] = {
-    {850, 0, "850 ns"},        {12345, 0, "12.3 µs"},   {1234567, 0, "1.23 ms"},
-    {2.5e9, 0, "2.50 s"},      {0, 0, "0 ns"},          {2e6, 5e5, "2.0 ms"},
-    {1.5e9, 1e8, "1.5 s"},     {30000, 10000, "30 µs"}, {1000000020, 10, "1000000020 ns"},
-    {25e6, 2e5, "25.0 ms"},    {50500000, -1, "50.500 ms"}, {850, -1, "850 ns"},
-    {12345, -1, "12.345 µs"},
+      {850, 0, "850 ns"},
+      {12345, 0, "12.3 µs"},
+      {1234567, 0, "1.23 ms"},
+      {2.5e9, 0, "2.50 s"},
+      {0, 0, "0 ns"},
+      {2e6, 5e5, "2.0 ms"},
+      {1.5e9, 1e8, "1.5 s"},
+      {30000, 10000, "30 µs"},
+      {1000000020, 10, "1000000020 ns"},
+      {25e6, 2e5, "25.0 ms"},
+      {50500000, -1, "50.500 ms"},
+      {850, -1, "850 ns"},
+      {12345, -1, "12.345 µs"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *s = ts__tl_format_ns(cases[i].ns, cases[i].step);
