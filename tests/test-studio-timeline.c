@@ -214,6 +214,43 @@ test_block_maxima(void)
   }
 }
 
+/* Every level of detail accounts for all of a row: busy time and counts add up level by level,
+ * and a bucket names what covers most of it. */
+static void
+test_levels_of_detail(void)
+{
+  g_autoptr(GRand) rng = g_rand_new_with_seed(5);
+  g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
+  gint64 t = 0, busy = 0;
+  for (guint i = 0; i < 5000; i++) {
+    gint64 dur = g_rand_int_range(rng, 0, 2000);
+    add(ev, "kernel", i % 5 ? "small" : "big", t, dur, 0, 0, DEV, 0);
+    busy += dur;
+    t += dur + g_rand_int_range(rng, 0, 500);
+  }
+  add(ev, "kernel", "long", t, 100000, 0, 0, DEV, 0); /* covers many buckets alone */
+  busy += 100000;
+  g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
+  const TsTlRow *row = &((TsTlView *)view)->rows[0];
+  g_assert_cmpuint(row->n_levels, >, 5);
+  g_assert_cmpuint(row->n_buckets[row->n_levels - 1], ==, 1);
+  for (guint l = 0; l < row->n_levels; l++) {
+    double sum = 0;
+    guint64 count = 0;
+    for (guint k = 0; k < row->n_buckets[l]; k++) {
+      sum += row->lod[l][k].busy_ns;
+      count += row->lod[l][k].count;
+      g_assert_cmpfloat(row->lod[l][k].busy_ns, <=, (double)(row->bucket_ns << l) * 1.0001);
+    }
+    g_assert_cmpfloat_with_epsilon(sum, (double)busy, busy * 1e-5);
+    g_assert_cmpuint(count, ==, ev->len);
+  }
+  /* The last level-0 bucket lies wholly under the long kernel. */
+  const TsTlBucket *last = &row->lod[0][row->n_buckets[0] - 1];
+  g_assert_cmpstr(((TsTlView *)view)->names[last->name].name, ==, "long");
+  g_assert_cmpuint(last->count, ==, 0);
+}
+
 /* 100 bursts of 1000 tiny kernels (10 ns, 2 ns apart), bursts 1 ms apart. */
 static GArray *
 bursts(void)
@@ -544,6 +581,7 @@ main(int argc, char **argv)
   g_test_add_func("/studio-timeline/nesting", test_nesting);
   g_test_add_func("/studio-timeline/visible-range", test_visible_range);
   g_test_add_func("/studio-timeline/block-maxima", test_block_maxima);
+  g_test_add_func("/studio-timeline/levels-of-detail", test_levels_of_detail);
   g_test_add_func("/studio-timeline/folding", test_folding);
   g_test_add_func("/studio-timeline/folding-dense", test_folding_dense);
   g_test_add_func("/studio-timeline/memory", test_memory);
