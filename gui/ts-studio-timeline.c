@@ -276,8 +276,8 @@ draw_fold(TsTlView *tl, DrawCtx *d, guint r, const Mark *m)
     /* In quarters of the row, at least 2 px so a fold of instants still shows: runs of
      * similar coverage merge into one step; and on whole pixels, without anti-aliased edges. */
     double bh = b[k].count == 0 && b[k].busy_ns <= 0
-                  ? 0 /* a gap the fold spans */
-                  : round(MAX(2, h * ceil(4 * MIN(1, b[k].busy_ns / (double)b_ns)) / 4));
+                    ? 0 /* a gap the fold spans */
+                    : round(MAX(2, h * ceil(4 * MIN(1, b[k].busy_ns / (double)b_ns)) / 4));
     double xa = round(CLAMP(ts__tl_x(lay, tl->span0 + (gint64)k * b_ns), fx, fx + fw));
     double xb = round(CLAMP(ts__tl_x(lay, tl->span0 + (gint64)(k + 1) * b_ns), fx, fx + fw));
     if (bh != last_h) {
