@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# libgtk-4-dev: tessera-studio; xvfb + xauth: its tests run the real window on a virtual display.
 PACKAGES=(gcc g++ pkg-config meson ninja-build libglib2.0-dev libjson-glib-dev libsqlite3-dev
-          libopenblas-dev libxgboost-dev python3)
+          libopenblas-dev libxgboost-dev python3 libgtk-4-dev xvfb xauth)
 
 install_missing() {
   local missing=()

@@ -102,6 +102,25 @@ gint64 ts_db_begin_run(TsDb *db, gint64 workload_id, gint64 device_id, gint64 to
 /* status: "done", "interrupted" or "failed". */
 gboolean ts_db_end_run(TsDb *db, gint64 run_id, const char *status, GError **error);
 
+/* One tune_run row. Strings owned. */
+typedef struct {
+  gint64 id;
+  gint64 workload_id, device_id, toolchain_id;
+  char *strategy;
+  guint64 seed;
+  char *budget;       /* as the tuner described it ("50 evals"); "" when none */
+  char *status;       /* "running", "done", "interrupted" or "failed" */
+  char *started_at;   /* ISO 8601 UTC */
+  char *finished_at;  /* NULL while running, or when the tuner was killed */
+} TsDbRun;
+
+void ts_db_run_free(TsDbRun *run);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsDbRun, ts_db_run_free)
+/* The tuning runs of a key, oldest first (GPtrArray of TsDbRun*, owning them); empty when
+ * none. */
+GPtrArray *ts_db_list_runs(TsDb *db, gint64 workload_id, gint64 device_id, gint64 toolchain_id,
+                           GError **error);
+
 /* ---- trials ---- */
 
 /* Same names and order as TsTrialStatus in kernels/ts-op.h, so a cast converts. */

@@ -1,7 +1,5 @@
-/* ts-studio-view.c — dispatch through a view's class, and the studio's error domain. */
+/* ts-studio-view.c — dispatch through a view's class. */
 #include "ts-studio-view.h"
-
-G_DEFINE_QUARK(ts-studio-error-quark, ts_studio_error)
 
 void
 ts_studio_view_free(TsStudioView *view)

@@ -73,4 +73,15 @@ TsStudioView *ts_studio_history_new(const TsStudioWorkload *workload, GPtrArray 
  * and the rank correlation (Kendall tau) in the title; says so when no trial has a prediction. */
 TsStudioView *ts_studio_predicted_new(const TsStudioWorkload *workload, GPtrArray *trials);
 
+/* ---- text views (ts-studio-lowering-view.c) ---- */
+
+/* The four lowering stages side by side in monospace columns, each clipped to its column
+ * (SVG: a group of class "stage" id "stage-graph|schedule|tile|target" per column, holding
+ * every line of the stage as text). Takes ownership of lowering. */
+TsStudioView *ts_studio_lowering_view_new(TsStudioLowering *lowering, const char *title);
+/* A diff of two Target IRs: changed lines with a few lines of context, deletions red and
+ * additions green (SVG: groups of class "diff del" / "diff add" / "diff same"). Takes
+ * ownership of diff. */
+TsStudioView *ts_studio_diff_view_new(TsStudioDiff *diff, const char *a_name, const char *b_name);
+
 G_END_DECLS

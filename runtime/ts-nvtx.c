@@ -78,6 +78,13 @@ record_pop(void)
   ts_trace_unref(o.trace);
 }
 
+guint
+ts_nvtx_depth(void)
+{
+  GArray *open_ranges = g_private_get(&open_key);
+  return open_ranges ? open_ranges->len : 0;
+}
+
 #if TS_HAVE_NVTX
 #include <nvtx3/nvToolsExt.h>
 

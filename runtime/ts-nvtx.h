@@ -22,4 +22,9 @@ void ts_nvtx_pop(void);
  * ranges still open then are not recorded. */
 void ts_nvtx_set_trace(TsTrace *trace);
 
+/* How many ranges the calling thread has open: the depth a range pushed now is recorded with.
+ * Events recorded elsewhere (the tuner's worker process) and placed inside this thread's open
+ * ranges take it as their offset. */
+guint ts_nvtx_depth(void);
+
 G_END_DECLS

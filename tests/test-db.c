@@ -350,6 +350,38 @@ test_runs_models(Fx *fx, gconstpointer data)
   g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID);
   g_clear_error(&error);
 
+  /* The key's runs, oldest first, with what began and ended them; other keys' runs are not
+   * listed. */
+  gint64 run2 = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 7, "", &error);
+  g_assert_no_error(error);
+  gint64 w2 = ts_db_ensure_workload(fx->db, "gemm", "M=64,N=64,K=64", "f32", &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(ts_db_begin_run(fx->db, w2, fx->d, fx->t, "random", 1, "", &error), >, 0);
+  g_autoptr(GPtrArray) runs = ts_db_list_runs(fx->db, fx->w, fx->d, fx->t, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(runs->len, ==, 2);
+  const TsDbRun *r0 = runs->pdata[0], *r1 = runs->pdata[1];
+  g_assert_cmpint(r0->id, ==, run);
+  g_assert_cmpint(r0->workload_id, ==, fx->w);
+  g_assert_cmpint(r0->device_id, ==, fx->d);
+  g_assert_cmpint(r0->toolchain_id, ==, fx->t);
+  g_assert_cmpstr(r0->strategy, ==, "annealing");
+  g_assert_cmpuint(r0->seed, ==, G_MAXUINT64);
+  g_assert_cmpstr(r0->budget, ==, "100 evals");
+  g_assert_cmpstr(r0->status, ==, "done");
+  g_assert_nonnull(r0->started_at);
+  g_assert_nonnull(r0->finished_at);
+  g_assert_cmpstr(r0->started_at, <=, r0->finished_at);
+  g_assert_cmpint(r1->id, ==, run2);
+  g_assert_cmpstr(r1->strategy, ==, "random");
+  g_assert_cmpuint(r1->seed, ==, 7);
+  g_assert_cmpstr(r1->budget, ==, "");
+  g_assert_cmpstr(r1->status, ==, "running");
+  g_assert_null(r1->finished_at);
+  g_autoptr(GPtrArray) none = ts_db_list_runs(fx->db, fx->w, fx->d + 1, fx->t, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(none->len, ==, 0);
+
   g_autoptr(GBytes) blob = g_bytes_new_static("\0\1\2model", 8);
   gint64 m1 = ts_db_add_model(fx->db, "xgboost-rank", blob, "{\"trials\": 10}", NULL, &error);
   gint64 m2 = ts_db_add_model(fx->db, "xgboost-rank", blob, "{\"trials\": 20}",

@@ -3,7 +3,8 @@
 binary: the run is stored as a trial with roofline coordinates and counters (or the reason they
 are unavailable), the profile and its timeline are stored, the Chrome trace parses and holds the
 expected events in order, export from the cache reproduces it, and bad input fails clearly.
-Prints TAP."""
+`tune --profile` stores the whole session as a profile of kind "tune": one range per trial with
+its phases and kernels nested, the timed launches being the stored samples. Prints TAP."""
 import json
 import os
 import re
@@ -40,7 +41,11 @@ def tt(*args, env=None, timeout=600):
 
 
 def rows(sql, *params):
-    con = sqlite3.connect(DB)
+    return rows_in(DB, sql, *params)
+
+
+def rows_in(db, sql, *params):
+    con = sqlite3.connect(db)
     try:
         return con.execute(sql, params).fetchall()
     finally:
@@ -149,6 +154,103 @@ ok(p.returncode == 0 and "counters unavailable: turned off by TESSERA_PERF_COUNT
                    " 'block(m=36,%'")
 ok("roofline" in json.loads(metrics) and "unavailable" in json.loads(metrics)["counters"],
    "counters off: the trial is stored with its roofline and the reason")
+
+# A profiled tuning session: the whole timeline stored as a profile of kind "tune".
+TDB = os.path.join(TMP, "tune.db")
+TUNE = ["tune", "gemm", "--shape", "M=64,N=64,K=64", "--budget", "4", "--strategy", "random",
+        "--db", TDB]
+session = os.path.join(TMP, "session.json")
+p = tt(*TUNE, "--profile", "--trace-output", session)
+ok(p.returncode == 0, "tune --profile exits 0")
+m = re.search(r"^profile +(\d+) \(kind tune\)", p.stdout.strip().splitlines()[-1])
+ok(m is not None, "tune --profile ends with the profile id")
+tpid = int(m.group(1))
+con = sqlite3.connect(TDB)
+(kind, wid, trial_id, schedule, tsummary), = con.execute(
+    "SELECT kind, workload_id, trial_id, schedule, summary FROM profile WHERE id = ?", (tpid,))
+(run_id, strategy), = con.execute("SELECT id, strategy FROM tune_run")
+trials = con.execute("SELECT id, schedule, status, samples FROM trial WHERE run_id = ?"
+                     " ORDER BY id", (run_id,)).fetchall()
+(best,), = con.execute("SELECT t.schedule FROM best b JOIN trial t ON t.id = b.trial_id")
+(twid,), = con.execute("SELECT DISTINCT workload_id FROM trial")
+con.close()
+ts_ = json.loads(tsummary)
+ok(kind == "tune" and trial_id is None and wid == twid and schedule == best,
+   "the session profile is keyed by the workload, has no trial, and names the best schedule")
+ok(ts_["run_id"] == run_id and ts_["strategy"] == strategy == "random" and
+   ts_["trials"] == len(trials) == 4, "its summary names the run, the strategy and the trials")
+ok(ts_["span_ns"] > 0 and 0 < ts_["kernel_ns"] < ts_["span_ns"] and
+   ts_["peak_bytes"] == 3 * 64 * 64 * 4, "its summary has the span, kernel time and peak memory")
+
+with open(session) as f:
+    sev = json.load(f)["traceEvents"]
+sxs = [e for e in sev if e["ph"] == "X"]
+ok(sxs == sorted(sxs, key=lambda e: e["ts"]), "the session's events are in time order")
+tranges = [e for e in sxs if e["cat"] == "range" and re.match(r"trial \d+: ", e["name"])]
+ok(len(tranges) == len(trials) and
+   [r["name"].split(": ", 1)[1] for r in tranges] == [t[1] for t in trials],
+   "one 'trial N: POINT' range per trial measured, in order")
+top = [e for e in sxs if e["name"] == "tessera: tune gemm"]
+ok(len(top) == 1 and all(top[0]["ts"] - 1e-3 <= e["ts"] and
+                         e["ts"] + e["dur"] <= top[0]["ts"] + top[0]["dur"] + 1e-3
+                         for e in sxs), "everything happens inside the session's range")
+batch = [e for e in sxs if e["cat"] == "compile" and not any(inside(e, r) for r in tranges)]
+ok(len(batch) == len(trials), "the batches compile every candidate once, outside the trials")
+skernels = [e for e in sxs if e["cat"] == "kernel"]
+ok(all(any(inside(k, r) for r in tranges) for k in skernels),
+   "every kernel launch is nested in its trial's range")
+for r, (tid, sched, status, samples) in zip(tranges, trials):
+    held = [e for e in sxs if e is not r and inside(e, r)]
+    phases = [e["name"] for e in held if e["cat"] == "range"]
+    fetch = [e for e in held if e["cat"] == "compile"]
+    ok(phases == ["tessera: compile", "tessera: verify", "tessera: measure"] and
+       len(fetch) == 1 and any(b["name"] == fetch[0]["name"] and
+                               b["ts"] + b["dur"] <= r["ts"] for b in batch),
+       "trial %d holds its compile, verify and measure phases; its module was built before" % tid)
+    timed = [e["dur"] * 1e3 for e in held if e["cat"] == "kernel" and
+             e["args"].get("detail") == "timed"]
+    stored = json.loads(samples)
+    ok(status == "ok" and len(timed) == len(stored) + 1 and
+       all(abs(a - b) < 1 for a, b in zip(timed[1:], stored)),
+       "trial %d's stored samples are its timed launches on the timeline" % tid)
+
+sexported = os.path.join(TMP, "session-exported.json")
+p = tt("profile", "export", str(tpid), "--output", sexported, "--db", TDB)
+with open(sexported) as f:
+    sagain = json.load(f)["traceEvents"]
+ok(p.returncode == 0 and strip(sagain) == strip(sev),
+   "profile export of the session equals the trace written by tune")
+p = tt("profile", "list", "--db", TDB)
+ok(p.returncode == 0 and re.search(r"^\s+%d\s.*\stune\s.*trial -" % tpid, p.stdout, re.M),
+   "profile list shows the session profile")
+
+p = tt(*TUNE)
+ok(p.returncode == 0 and "profile " not in p.stdout and
+   rows_in(TDB, "SELECT count(*) FROM profile") == [(1,)],
+   "a tune without --profile stores no profile")
+# Candidates that crash, hang or do not compile: each keeps its trial range, with nothing the
+# dead worker could not report.
+FDB = os.path.join(TMP, "faults.db")
+faults = os.path.join(TMP, "faults.json")
+p = tt("tune", "test_fault", "--shape", "N=1000", "--strategy", "exhaustive", "--timeout", "3",
+       "--budget", "20", "--db", FDB, "--trace-output", faults,
+       env=dict(ENV, TESSERA_TEST_OPS="1"))
+status = dict(rows_in(FDB, "SELECT schedule, status FROM trial"))
+with open(faults) as f:
+    fxs = [e for e in json.load(f)["traceEvents"] if e["ph"] == "X"]
+franges = {e["name"].split(": ", 1)[1]: e for e in fxs if e["cat"] == "range" and
+           re.match(r"trial \d+: ", e["name"])}
+ok(p.returncode == 0 and set(franges) == set(status) and len(status) == 7,
+   "a profiled tune with failing candidates has one range per trial")
+ok(all(not any(e["cat"] == "kernel" and inside(e, franges[s]) for e in fxs)
+       for s, st in status.items() if st in ("runtime_error", "timeout", "compile_error")) and
+   all(any(e["cat"] == "kernel" and inside(e, franges[s]) for e in fxs)
+       for s, st in status.items() if st == "ok"),
+   "crashed, hung and uncompiled trials hold no kernels, verified ones do")
+
+p = tt("tune", "--help")
+ok(p.returncode == 0 and "--profile" in p.stdout and "--trace-output" in p.stdout and
+   "kind 'tune'" in p.stdout, "tune --help documents --profile")
 
 # Bad input.
 p = tt("profile", "export", "999", "--output", exported, "--db", DB)

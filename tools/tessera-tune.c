@@ -34,6 +34,7 @@ tt_args_clear(TtArgs *a)
   g_free(a->output);
   g_free(a->replay);
   g_free(a->arch);
+  g_free(a->trace_output);
 }
 
 int
@@ -110,12 +111,18 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
      "GPU architectures, comma-separated (default sm_90a,sm_80)", "ARCHS"},
     {"no-metrics", 0, 0, G_OPTION_ARG_NONE, &a->no_metrics,
      "Skip the GPU hardware-metrics pass (CUPTI range profiler)", NULL},
+    {"profile", 0, 0, G_OPTION_ARG_NONE, &a->profile,
+     "Record the session's timeline (compiles, each trial's phases and kernels, copies, "
+     "allocations) and store it as a profile of kind 'tune'", NULL},
+    {"trace-output", 0, 0, G_OPTION_ARG_FILENAME, &a->trace_output,
+     "With --profile (implied), also write the timeline as a Chrome trace", "FILE.json"},
   };
   static const guint masks[] = {
     TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
     TT_OPT_JSON,     TT_OPT_STAGE,    TT_OPT_DB,       TT_OPT_TUNE,  TT_OPT_TUNE,    TT_OPT_TUNE,
     TT_OPT_TUNE,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
     TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,  TT_OPT_ARCH,   TT_OPT_METRICS,
+    TT_OPT_PROFILE,  TT_OPT_PROFILE,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];
@@ -462,6 +469,7 @@ print_usage(void)
           "       tessera-tune COMMAND [OPTIONS]\n\n"
           "Commands:\n"
           "  tune OP     explore OP's schedule space and store every trial and the best schedule\n"
+          "              (--profile: the session's timeline too, as a profile)\n"
           "  lookup OP   the cached best schedule of a workload (--nearest for untuned shapes)\n"
           "  show OP     the stored trials of a workload, best first\n"
           "  export      write trials and best schedules as JSON\n"

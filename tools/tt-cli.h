@@ -3,10 +3,12 @@
 #pragma once
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "ts-backend.h"
 #include "ts-db.h"
 #include "ts-op.h"
+#include "ts-prof-trace.h"
 #include "ts-prof.h"
 
 enum { TT_EXIT_OK = 0, TT_EXIT_CANDIDATE = 1, TT_EXIT_USAGE = 2, TT_EXIT_MACHINE = 3 };
@@ -31,13 +33,14 @@ enum {
   TT_OPT_MEASURE = 1 << 13, /* --measure */
   TT_OPT_ARCH = 1 << 14,    /* --arch */
   TT_OPT_METRICS = 1 << 15, /* --no-metrics */
+  TT_OPT_PROFILE = 1 << 16, /* --profile --trace-output */
 };
 
 typedef struct {
   char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output, *replay;
-  char *arch;
+  char *arch, *trace_output;
   gint64 seed;
-  gboolean json, nearest, measure, no_metrics;
+  gboolean json, nearest, measure, no_metrics, profile;
   gint budget, limit, top, repeats;
   double budget_ms, timeout_s;
 } TtArgs;
@@ -67,6 +70,35 @@ int tt_open(const char *op, const TtArgs *a, TsDbOpenFlags flags, TsOpInstance *
  * always, with remeasure). Prints a line when it measures, unless quiet. */
 TsProfCeilings *tt_ceilings(TsDb *db, TsBackend *backend, gint64 device_id, gboolean remeasure,
                             gboolean quiet, GError **error);
+
+/* A timeline recorded around a piece of work (tt-profile.c): `profile` records one run with it,
+ * `tune --profile` a whole session. */
+typedef struct {
+  TsTrace *trace;
+  TsBackend *backend;         /* the backend it is attached to, or NULL */
+  gboolean recording;
+  GArray *events;             /* TsDbEvent, once stopped */
+  gint64 t0_ns;
+  TsProfTraceSummary summary; /* once stopped */
+} TtTimeline;
+
+/* Starts recording: the backend's events when backend is given (NULL: the caller attaches the
+ * trace where it wants it), and every NVTX range, inside an outer range named range. */
+void tt_timeline_start(TtTimeline *tl, TsBackend *backend, const char *range);
+/* Closes the outer range, detaches, and fills events, t0_ns and summary. */
+void tt_timeline_stop(TtTimeline *tl);
+/* Stops it if still recording (an error path) and frees it. */
+void tt_timeline_clear(TtTimeline *tl);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TtTimeline, tt_timeline_clear)
+/* Adds the summary's members to an open JSON object: "events" (a count per kind),
+ * "peak_bytes", "span_ns", "kernel_ns". */
+void tt_timeline_summary_json(const TtTimeline *tl, JsonBuilder *b);
+/* The report's "timeline" line. */
+void tt_timeline_print(const TtTimeline *tl);
+/* Stores the events as a profile (profile's keys, kind, schedule and summary as given; t0_ns
+ * set here) and, with output, writes them as a Chrome trace whose process is named process. */
+gboolean tt_timeline_store(TtTimeline *tl, TsDb *db, TsDbProfile *profile, const char *process,
+                           const char *output, gint64 *profile_id, GError **error);
 
 /* The absolute path of the running binary (the tuner re-executes it as its worker). */
 char *tt_self_exe(void);

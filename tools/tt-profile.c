@@ -21,7 +21,9 @@ static const char PROFILE_HELP[] =
   "\n"
   "  tessera-tune profile OP --shape DIMS [--dtype D] [--schedule P] [--output TRACE.json]\n"
   "                          [--no-metrics]     (no GPU hardware-metrics pass)\n"
-  "  tessera-tune profile list [--db PATH]           stored profiles, newest first\n"
+  "  tessera-tune profile list [--db PATH]           stored profiles, newest first: kind\n"
+  "                                                  'run' (this command) or 'tune' (a whole\n"
+  "                                                  tuning session, 'tune OP --profile')\n"
   "  tessera-tune profile export ID --output FILE    a stored profile as a Chrome trace\n"
   "\n"
   "Output, line by line:\n"
@@ -101,8 +103,98 @@ print_counters(const char *json)
             clock / 1e6, faults, cs);
 }
 
+/* ---- timelines: what `profile` and `tune --profile` share ---- */
+
+void
+tt_timeline_start(TtTimeline *tl, TsBackend *backend, const char *range)
+{
+  g_return_if_fail(tl->trace == NULL);
+  tl->trace = ts_trace_new();
+  tl->backend = backend;
+  if (backend)
+    ts_backend_set_trace(backend, tl->trace);
+  ts_nvtx_set_trace(tl->trace);
+  ts_nvtx_push(range);
+  tl->recording = TRUE;
+}
+
+void
+tt_timeline_stop(TtTimeline *tl)
+{
+  g_return_if_fail(tl->recording);
+  /* The outer range is recorded when it closes, so it closes before the trace is let go. */
+  ts_nvtx_pop();
+  ts_nvtx_set_trace(NULL);
+  if (tl->backend)
+    ts_backend_set_trace(tl->backend, NULL);
+  tl->recording = FALSE;
+  tl->events = ts_prof_trace_events(tl->trace, &tl->t0_ns);
+  ts_prof_trace_summarise((const TsDbEvent *)(void *)tl->events->data, tl->events->len,
+                          &tl->summary);
+}
+
+void
+tt_timeline_clear(TtTimeline *tl)
+{
+  if (tl->recording)
+    tt_timeline_stop(tl);
+  g_clear_pointer(&tl->events, g_array_unref);
+  g_clear_pointer(&tl->trace, ts_trace_unref);
+  tl->backend = NULL;
+}
+
+void
+tt_timeline_summary_json(const TtTimeline *tl, JsonBuilder *b)
+{
+  const TsProfTraceSummary *s = &tl->summary;
+  json_builder_set_member_name(b, "events");
+  json_builder_begin_object(b);
+  for (guint k = 0; k < TS_TRACE_N_KINDS; k++) {
+    json_builder_set_member_name(b, ts_trace_kind_name((TsTraceKind)k));
+    json_builder_add_int_value(b, s->n_by_kind[k]);
+  }
+  json_builder_end_object(b);
+  json_builder_set_member_name(b, "peak_bytes");
+  json_builder_add_int_value(b, (gint64)s->peak_bytes);
+  json_builder_set_member_name(b, "span_ns");
+  json_builder_add_int_value(b, s->span_ns);
+  json_builder_set_member_name(b, "kernel_ns");
+  json_builder_add_int_value(b, s->kernel_ns);
+}
+
+void
+tt_timeline_print(const TtTimeline *tl)
+{
+  const TsProfTraceSummary *s = &tl->summary;
+  g_autoptr(GString) kinds = g_string_new(NULL);
+  guint total = 0;
+  for (guint k = 0; k < TS_TRACE_N_KINDS; k++) {
+    total += s->n_by_kind[k];
+    if (s->n_by_kind[k])
+      g_string_append_printf(kinds, "%s%u %s", kinds->len ? ", " : "", s->n_by_kind[k],
+                             ts_trace_kind_name((TsTraceKind)k));
+  }
+  g_print("timeline   %u events: %s; peak memory %.2f MiB; span %.3f s, %.3f s in kernels\n",
+          total, kinds->str, s->peak_bytes / 1048576.0, s->span_ns / 1e9, s->kernel_ns / 1e9);
+}
+
+gboolean
+tt_timeline_store(TtTimeline *tl, TsDb *db, TsDbProfile *profile, const char *process,
+                  const char *output, gint64 *profile_id, GError **error)
+{
+  g_return_val_if_fail(tl->events != NULL, FALSE);
+  const TsDbEvent *events = (const TsDbEvent *)(void *)tl->events->data;
+  profile->t0_ns = tl->t0_ns;
+  if (!ts_db_add_profile(db, profile, events, tl->events->len, profile_id, error))
+    return FALSE;
+  return output == NULL ||
+         ts_prof_chrome_trace_write(events, tl->events->len, process, output, error);
+}
+
+/* ---- profile OP ---- */
+
 static char *
-summary_json(const TsTrialResult *r, const char *metrics, const TsProfTraceSummary *s)
+summary_json(const TsTrialResult *r, const char *metrics, const TtTimeline *tl)
 {
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
@@ -121,19 +213,7 @@ summary_json(const TsTrialResult *r, const char *metrics, const TsProfTraceSumma
       json_builder_add_value(b, g_steal_pointer(&m));
     }
   }
-  json_builder_set_member_name(b, "events");
-  json_builder_begin_object(b);
-  for (guint k = 0; k < TS_TRACE_N_KINDS; k++) {
-    json_builder_set_member_name(b, ts_trace_kind_name((TsTraceKind)k));
-    json_builder_add_int_value(b, s->n_by_kind[k]);
-  }
-  json_builder_end_object(b);
-  json_builder_set_member_name(b, "peak_bytes");
-  json_builder_add_int_value(b, (gint64)s->peak_bytes);
-  json_builder_set_member_name(b, "span_ns");
-  json_builder_add_int_value(b, s->span_ns);
-  json_builder_set_member_name(b, "kernel_ns");
-  json_builder_add_int_value(b, s->kernel_ns);
+  tt_timeline_summary_json(tl, b);
   json_builder_end_object(b);
   g_autoptr(JsonNode) root = json_builder_get_root(b);
   return json_to_string(root, FALSE);
@@ -158,21 +238,6 @@ print_roofline(const char *metrics)
           json_object_get_double_member_with_default(r, "bound_gflops", NAN),
           strcmp(bound, "dram") == 0 ? "memory" : "compute", bound,
           100 * json_object_get_double_member_with_default(r, "fraction", NAN));
-}
-
-static void
-print_timeline(const TsProfTraceSummary *s)
-{
-  g_autoptr(GString) kinds = g_string_new(NULL);
-  guint total = 0;
-  for (guint k = 0; k < TS_TRACE_N_KINDS; k++) {
-    total += s->n_by_kind[k];
-    if (s->n_by_kind[k])
-      g_string_append_printf(kinds, "%s%u %s", kinds->len ? ", " : "", s->n_by_kind[k],
-                             ts_trace_kind_name((TsTraceKind)k));
-  }
-  g_print("timeline   %u events: %s; peak memory %.2f MiB; span %.3f s, %.3f s in kernels\n",
-          total, kinds->str, s->peak_bytes / 1048576.0, s->span_ns / 1e9, s->kernel_ns / 1e9);
 }
 
 /* The kernel of the profiled point once more, on buffers of its own, for the metrics pass: it
@@ -279,15 +344,11 @@ profile_run(const char *op, TtArgs *a, gboolean no_metrics)
   opt.seed = (guint64)a->seed;
   TsMeasureHooks hooks;
   g_autoptr(TsProfCounters) counters = ts_prof_counters_attach(backend, &opt, &hooks);
-  g_autoptr(TsTrace) trace = ts_trace_new();
-  ts_backend_set_trace(backend, trace);
-  ts_nvtx_set_trace(trace);
+  g_auto(TtTimeline) tl = {0};
   g_autofree char *range = g_strdup_printf("tessera: profile %s", op);
-  ts_nvtx_push(range);
+  tt_timeline_start(&tl, backend, range);
   g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, &error);
-  ts_nvtx_pop();
-  ts_nvtx_set_trace(NULL);
-  ts_backend_set_trace(backend, NULL);
+  tt_timeline_stop(&tl);
   if (r == NULL)
     return tt_fail(tt_error_code(error), error);
   ts_prof_counters_finish(counters, r);
@@ -314,24 +375,16 @@ profile_run(const char *op, TtArgs *a, gboolean no_metrics)
   if (!ts_db_add_trial(db, trial, &trial_id, NULL, &error))
     return tt_fail(TT_EXIT_MACHINE, error);
 
-  gint64 t0 = 0;
-  g_autoptr(GArray) events = ts_prof_trace_events(trace, &t0);
-  TsProfTraceSummary s;
-  ts_prof_trace_summarise((const TsDbEvent *)(void *)events->data, events->len, &s);
-  g_autofree char *summary = summary_json(r, trial->metrics_json, &s);
+  g_autofree char *summary = summary_json(r, trial->metrics_json, &tl);
   TsDbProfile prof = {.workload_id = w, .device_id = d, .toolchain_id = t,
                       .trial_id = trial_id, .kind = "run", .schedule = trial->schedule,
-                      .summary_json = summary, .t0_ns = t0};
+                      .summary_json = summary};
   gint64 profile_id = 0;
-  if (!ts_db_add_profile(db, &prof, (const TsDbEvent *)(void *)events->data, events->len,
-                         &profile_id, &error))
-    return tt_fail(TT_EXIT_MACHINE, error);
   g_autofree char *what = ts_op_instance_describe(inst);
   g_autofree char *process = g_strdup_printf("tessera %s on %s (%s)", what,
                                              ts_backend_name(backend),
                                              ts_backend_describe(backend)->name);
-  if (a->output && !ts_prof_chrome_trace_write((const TsDbEvent *)(void *)events->data,
-                                               events->len, process, a->output, &error))
+  if (!tt_timeline_store(&tl, db, &prof, process, a->output, &profile_id, &error))
     return tt_fail(TT_EXIT_MACHINE, error);
 
   if (a->json) {
@@ -353,7 +406,7 @@ profile_run(const char *op, TtArgs *a, gboolean no_metrics)
     } else {
       g_print("           %s\n", r->message);
     }
-    print_timeline(&s);
+    tt_timeline_print(&tl);
     if (a->output)
       g_print("trace      %s (open in https://ui.perfetto.dev)\n", a->output);
     g_print("stored     profile %" G_GINT64_FORMAT ", trial %" G_GINT64_FORMAT " in %s\n",
@@ -373,13 +426,16 @@ profile_list(TtArgs *a)
   if (list == NULL)
     return tt_fail(TT_EXIT_MACHINE, error);
   if (list->len == 0)
-    g_print("no profiles in %s (make one with 'tessera-tune profile OP --shape ...')\n",
+    g_print("no profiles in %s (make one with 'tessera-tune profile OP --shape ...' or "
+            "'tessera-tune tune OP --shape ... --profile')\n",
             ts_db_path(db));
   for (guint i = 0; i < list->len; i++) {
     const TsDbProfile *p = list->pdata[i];
-    g_print("%5" G_GINT64_FORMAT "  %s  %-4s  %6u events  trial %-6" G_GINT64_FORMAT " %s\n",
-            p->id, p->created_at, p->kind, p->n_events, p->trial_id,
-            p->schedule ? p->schedule : "");
+    /* A tuning session's profile has no trial of its own; its schedule is the session's best. */
+    g_autofree char *trial =
+      p->trial_id ? g_strdup_printf("%" G_GINT64_FORMAT, p->trial_id) : g_strdup("-");
+    g_print("%5" G_GINT64_FORMAT "  %s  %-4s  %6u events  trial %-6s %s\n", p->id,
+            p->created_at, p->kind, p->n_events, trial, p->schedule ? p->schedule : "");
   }
   return TT_EXIT_OK;
 }

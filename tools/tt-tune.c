@@ -1,5 +1,6 @@
 /* tt-tune.c — `tessera-tune tune OP`: runs the tuning driver with a progress display (a bar on
- * a terminal, one line per trial otherwise) and ends with the table of the best candidates. */
+ * a terminal, one line per trial otherwise) and ends with the table of the best candidates;
+ * with --profile, the session's timeline stored as a profile. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -78,7 +79,8 @@ print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top
 }
 
 static void
-print_json(const TsTuneSummary *s, GPtrArray *trials, TsOpInstance *inst, guint top)
+print_json(const TsTuneSummary *s, GPtrArray *trials, TsOpInstance *inst, guint top,
+           gint64 profile_id)
 {
   g_autofree char *what = ts_op_instance_describe(inst);
   g_autofree char *w = g_strescape(what, NULL);
@@ -98,7 +100,71 @@ print_json(const TsTuneSummary *s, GPtrArray *trials, TsOpInstance *inst, guint 
             i ? ", " : "", t->id, ts_db_trial_status_name(t->status),
             isfinite(t->median_ns) ? t->median_ns : -1.0, sc);
   }
-  g_print("]}\n");
+  g_print("]");
+  if (profile_id)
+    g_print(", \"profile\": %" G_GINT64_FORMAT, profile_id);
+  g_print("}\n");
+}
+
+/* The session profile's summary: what was tuned and how, then the timeline's figures. */
+static char *
+session_summary_json(const TsTuneSummary *s, const TsTuneConfig *cfg, const TtTimeline *tl)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "run_id");
+  json_builder_add_int_value(b, s->run_id);
+  json_builder_set_member_name(b, "strategy");
+  json_builder_add_string_value(b, cfg->strategy);
+  json_builder_set_member_name(b, "seed");
+  json_builder_add_int_value(b, (gint64)cfg->seed);
+  json_builder_set_member_name(b, "trials");
+  json_builder_add_int_value(b, s->n_measured);
+  json_builder_set_member_name(b, "ok");
+  json_builder_add_int_value(b, s->n_ok);
+  json_builder_set_member_name(b, "failed");
+  json_builder_add_int_value(b, s->n_failed);
+  json_builder_set_member_name(b, "pruned");
+  json_builder_add_int_value(b, s->n_pruned);
+  json_builder_set_member_name(b, "resumed");
+  json_builder_add_int_value(b, s->n_resumed);
+  json_builder_set_member_name(b, "best");
+  if (s->best_trial_id) {
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "trial");
+    json_builder_add_int_value(b, s->best_trial_id);
+    json_builder_set_member_name(b, "schedule");
+    json_builder_add_string_value(b, s->best_schedule);
+    json_builder_set_member_name(b, "median_ns");
+    json_builder_add_double_value(b, s->best_median_ns);
+    json_builder_end_object(b);
+  } else {
+    json_builder_add_null_value(b);
+  }
+  json_builder_set_member_name(b, "elapsed_ms");
+  json_builder_add_double_value(b, s->elapsed_ms);
+  tt_timeline_summary_json(tl, b);
+  json_builder_end_object(b);
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  return json_to_string(root, FALSE);
+}
+
+/* Stores the session's timeline as a profile of kind "tune": keyed like its trials, with no
+ * trial of its own, and the best schedule when there is one. */
+static gint64
+store_session(TtTimeline *tl, TsDb *db, const TsTuneSummary *s, const TsTuneConfig *cfg,
+              TsBackend *backend, const char *output, GError **error)
+{
+  g_autofree char *summary = session_summary_json(s, cfg, tl);
+  TsDbProfile prof = {.workload_id = s->workload_id, .device_id = s->device_id,
+                      .toolchain_id = s->toolchain_id, .kind = "tune",
+                      .schedule = s->best_schedule, .summary_json = summary};
+  g_autofree char *what = ts_op_instance_describe(cfg->inst);
+  g_autofree char *process = g_strdup_printf("tessera tune %s on %s (%s)", what,
+                                             ts_backend_name(backend),
+                                             ts_backend_describe(backend)->name);
+  gint64 id = 0;
+  return tt_timeline_store(tl, db, &prof, process, output, &id, error) ? id : 0;
 }
 
 /* The model strategy's prior: the cache's stored model of this backend, else one trained now on
@@ -159,9 +225,21 @@ tt_cmd_tune(int argc, char **argv)
                 "Explore OP's schedule space under a budget: every candidate is compiled, run in\n"
                 "an isolated worker, verified against the reference and timed; every trial and\n"
                 "the best schedule go to the schedule cache. A re-run resumes: stored points are\n"
-                "never measured again.",
+                "never measured again.\n"
+                "\n"
+                "--profile records the whole session on one timeline: each batch's compiles, and\n"
+                "for every trial measured a 'trial N: POINT' range holding its compile (fetched\n"
+                "from the artifact cache), verify and measure phases with their kernel launches,\n"
+                "copies and allocations, as the worker recorded them (on a GPU also the device's\n"
+                "own records). It is stored in the schedule cache as a profile of kind 'tune'\n"
+                "with the run, strategy, trial counts, best, span, time in kernels and peak\n"
+                "memory; the last line (with --json, \"profile\") gives its id ('tessera-tune\n"
+                "profile list', 'tessera-tune profile export ID --output FILE.json').\n"
+                "--trace-output FILE.json (implies --profile) also writes it as a Chrome trace\n"
+                "for https://ui.perfetto.dev. The timed samples are taken exactly as without it:\n"
+                "events are recorded outside the timed launches.",
                 TT_OPT_WORKLOAD | TT_OPT_SPACE | TT_OPT_BACKEND | TT_OPT_SEED | TT_OPT_JSON |
-                  TT_OPT_DB | TT_OPT_TUNE,
+                  TT_OPT_DB | TT_OPT_TUNE | TT_OPT_PROFILE,
                 &a, &argc, &argv))
     return TT_EXIT_USAGE;
   if (argc != 2)
@@ -214,8 +292,20 @@ tt_cmd_tune(int argc, char **argv)
   gboolean model = g_strcmp0(cfg.strategy, "model") == 0;
   g_autoptr(TsCostModel) prior = model ? load_prior(db, inst, backend, a.json) : NULL;
   cfg.prior = prior;
+  /* Started after the ceilings and the prior, so the timeline is the search alone. No backend:
+   * the tuner attaches the trace to it only while it compiles (ts-tune.h says why). */
+  gboolean profile = a.profile || a.trace_output != NULL;
+  g_auto(TtTimeline) tl = {0};
+  if (profile) {
+    g_autofree char *range = g_strdup_printf("tessera: tune %s", argv[1]);
+    tt_timeline_start(&tl, NULL, range);
+    cfg.trace = tl.trace;
+  }
   g_auto(TsTuneSummary) sum = {0};
-  if (!ts_tune_run(&cfg, &sum, &error)) {
+  gboolean tuned = ts_tune_run(&cfg, &sum, &error);
+  if (profile)
+    tt_timeline_stop(&tl);
+  if (!tuned) {
     if (d.tty && !a.json)
       g_print("\n");
     return tt_fail(tt_error_code(error), error);
@@ -228,8 +318,12 @@ tt_cmd_tune(int argc, char **argv)
                                                   sum.toolchain_id, TS_DB_ORDER_BEST_FIRST, &error);
   if (trials == NULL)
     return tt_fail(TT_EXIT_MACHINE, error);
+  gint64 profile_id =
+    profile ? store_session(&tl, db, &sum, &cfg, backend, a.trace_output, &error) : 0;
+  if (profile && profile_id == 0)
+    return tt_fail(TT_EXIT_MACHINE, error);
   if (a.json) {
-    print_json(&sum, trials, inst, (guint)MAX(a.top, 0));
+    print_json(&sum, trials, inst, (guint)MAX(a.top, 0), profile_id);
   } else {
     g_print("%u measured (%u ok, %u failed), %u pruned, %u resumed from the cache; %" G_GUINT64_FORMAT
             " valid points%s; %.1f s\n",
@@ -240,6 +334,14 @@ tt_cmd_tune(int argc, char **argv)
       g_print("\nbest: %s  (%.4f ms)\n", sum.best_schedule, sum.best_median_ns / 1e6);
     else
       g_print("\nno candidate verified: nothing cached as best\n");
+    if (profile) {
+      tt_timeline_print(&tl);
+      if (a.trace_output)
+        g_print("trace      %s (open in https://ui.perfetto.dev)\n", a.trace_output);
+      g_print("profile    %" G_GINT64_FORMAT " (kind tune) in %s; 'tessera-tune profile export %"
+              G_GINT64_FORMAT " --output FILE.json' writes its Chrome trace\n",
+              profile_id, ts_db_path(db), profile_id);
+    }
   }
   return sum.best_trial_id ? TT_EXIT_OK : TT_EXIT_CANDIDATE;
 }

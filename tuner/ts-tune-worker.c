@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ts-nvtx.h"
 #include "ts-prof-perf.h"
 #include "ts-tune-strategy.h"
 
@@ -49,13 +50,54 @@ request_to_json(const TsTuneRequest *q)
   NUM("max_samples", q->options.max_samples);
   NUM("target_ms", q->options.target_ms);
   NUM("rel_spread", q->options.rel_spread);
+  if (q->trace) {
+    json_builder_set_member_name(b, "trace");
+    json_builder_add_boolean_value(b, TRUE);
+  }
   json_builder_end_object(b);
   g_autoptr(JsonNode) root = json_builder_get_root(b);
   return json_to_string(root, FALSE);
 }
 
+/* The trial's timeline: the worker's lane (so the parent can tell its serving thread from the
+ * others) and every event, times on the host clock, which both processes share. */
+static void
+add_trace(JsonBuilder *b, TsTrace *trace)
+{
+  guint n = 0;
+  const TsTraceEvent *ev = ts_trace_events(trace, &n);
+  json_builder_set_member_name(b, "trace");
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "lane");
+  json_builder_add_int_value(b, ts_trace_thread_lane());
+  json_builder_set_member_name(b, "events");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < n; i++) {
+    const TsTraceEvent *e = &ev[i];
+    json_builder_begin_object(b);
+    STR("kind", ts_trace_kind_name(e->kind));
+    STR("name", e->name);
+    STR("detail", e->detail);
+#define INT(k, v)                                                                                 \
+  do {                                                                                            \
+    json_builder_set_member_name(b, k);                                                           \
+    json_builder_add_int_value(b, (gint64)(v));                                                   \
+  } while (0)
+    INT("start_ns", e->start_ns);
+    INT("dur_ns", e->dur_ns);
+    INT("bytes", e->bytes);
+    INT("address", e->address);
+    INT("lane", e->lane);
+    INT("depth", e->depth);
+#undef INT
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_end_object(b);
+}
+
 static char *
-result_to_json(const TsTrialResult *r, const char *refused)
+result_to_json(const TsTrialResult *r, const char *refused, TsTrace *trace)
 {
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
@@ -84,6 +126,8 @@ result_to_json(const TsTrialResult *r, const char *refused)
       json_builder_add_double_value(b, g_array_index(r->samples_ns, double, i));
     json_builder_end_array(b);
   }
+  if (trace)
+    add_trace(b, trace);
   json_builder_end_object(b);
   g_autoptr(JsonNode) root = json_builder_get_root(b);
   return json_to_string(root, FALSE);
@@ -168,7 +212,7 @@ serve(WorkerState *st, const char *line)
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) error = NULL;
   if (!json_parser_load_from_data(parser, line, -1, &error))
-    return result_to_json(NULL, error->message);
+    return result_to_json(NULL, error->message, NULL);
   JsonObject *o = json_node_get_object(json_parser_get_root(parser));
   const char *op = json_object_get_string_member_with_default(o, "op", "");
   const char *shape = json_object_get_string_member_with_default(o, "shape", "");
@@ -184,20 +228,20 @@ serve(WorkerState *st, const char *line)
   if (inst == NULL) {
     inst = ts_op_instance_new(op, shape, dtype, &error);
     if (inst == NULL)
-      return result_to_json(NULL, error->message);
+      return result_to_json(NULL, error->message, NULL);
     g_hash_table_insert(st->instances, g_strdup(key), inst);
   }
   TsBackend *backend = g_hash_table_lookup(st->backends, backend_name);
   if (backend == NULL) {
     backend = ts_backend_open(backend_name, &error);
     if (backend == NULL)
-      return result_to_json(NULL, error->message);
+      return result_to_json(NULL, error->message, NULL);
     g_hash_table_insert(st->backends, g_strdup(backend_name), backend);
   }
   ts_backend_set_cache_dir(backend, cache_dir);
   g_autoptr(TsSchedPoint) point = ts_sched_point_parse(schedule, &error);
   if (point == NULL)
-    return result_to_json(NULL, error->message);
+    return result_to_json(NULL, error->message, NULL);
 
   TsRunOptions opt;
   ts_run_options_init(&opt);
@@ -212,11 +256,23 @@ serve(WorkerState *st, const char *line)
   opt.rel_spread = json_object_get_double_member_with_default(o, "rel_spread", opt.rel_spread);
   TsMeasureHooks hooks;
   g_autoptr(TsProfCounters) counters = ts_prof_counters_attach(backend, &opt, &hooks);
+  /* Recorded only while this trial runs, so an unprofiled request times exactly as before (on
+   * a GPU the trace also turns CUPTI's device records on). */
+  g_autoptr(TsTrace) trace =
+    json_object_get_boolean_member_with_default(o, "trace", FALSE) ? ts_trace_new() : NULL;
+  if (trace) {
+    ts_backend_set_trace(backend, trace);
+    ts_nvtx_set_trace(trace);
+  }
   g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, &error);
+  if (trace) {
+    ts_nvtx_set_trace(NULL);
+    ts_backend_set_trace(backend, NULL);
+  }
   if (r == NULL)
-    return result_to_json(NULL, error->message);
+    return result_to_json(NULL, error->message, NULL);
   ts_prof_counters_finish(counters, r);
-  return result_to_json(r, NULL);
+  return result_to_json(r, NULL, trace);
 }
 
 int
@@ -319,8 +375,54 @@ worker_start(TsTuneWorker *w, GError **error)
   return TRUE;
 }
 
+/* The worker's timeline into the caller's trace: its serving thread onto the calling thread's
+ * lane, its ranges below the ranges open there; its other lanes (device streams, helper
+ * threads) as they are. */
+static void
+merge_trace(JsonObject *o, TsTrace *into)
+{
+  JsonNode *tn = json_object_get_member(o, "trace");
+  if (tn == NULL || !JSON_NODE_HOLDS_OBJECT(tn))
+    return;
+  JsonObject *t = json_node_get_object(tn);
+  gint64 worker_lane = json_object_get_int_member_with_default(t, "lane", -1);
+  guint32 lane = ts_trace_thread_lane();
+  guint depth = ts_nvtx_depth();
+  JsonArray *a = json_object_get_array_member(t, "events");
+  for (guint i = 0; a && i < json_array_get_length(a); i++) {
+    JsonNode *en = json_array_get_element(a, i);
+    if (!JSON_NODE_HOLDS_OBJECT(en))
+      continue;
+    JsonObject *e = json_node_get_object(en);
+    TsTraceKind kind;
+    const char *name = json_object_get_string_member_with_default(e, "name", NULL);
+    if (name == NULL ||
+        !ts_trace_kind_from_name(json_object_get_string_member_with_default(e, "kind", ""),
+                                 &kind))
+      continue;
+    TsTraceEvent ev = {
+      .kind = kind,
+      .name = name,
+      .start_ns = json_object_get_int_member_with_default(e, "start_ns", 0),
+      .dur_ns = json_object_get_int_member_with_default(e, "dur_ns", 0),
+      .bytes = (guint64)json_object_get_int_member_with_default(e, "bytes", 0),
+      .address = (guint64)json_object_get_int_member_with_default(e, "address", 0),
+      .lane = (guint32)json_object_get_int_member_with_default(e, "lane", 0),
+      .depth = (guint32)json_object_get_int_member_with_default(e, "depth", 0),
+    };
+    if (json_object_has_member(e, "detail") && !json_object_get_null_member(e, "detail"))
+      ev.detail = json_object_get_string_member(e, "detail");
+    if ((gint64)ev.lane == worker_lane) {
+      ev.lane = lane;
+      if (kind == TS_TRACE_RANGE)
+        ev.depth += depth;
+    }
+    ts_trace_add(into, &ev);
+  }
+}
+
 static TsTrialResult *
-parse_result(const char *line, GError **error)
+parse_result(const char *line, TsTrace *trace, GError **error)
 {
   g_autoptr(JsonParser) parser = json_parser_new();
   if (!json_parser_load_from_data(parser, line, -1, error))
@@ -358,6 +460,8 @@ parse_result(const char *line, GError **error)
     double v = json_array_get_double_element(a, i);
     g_array_append_val(r->samples_ns, v);
   }
+  if (trace)
+    merge_trace(o, trace);
   return r;
 }
 
@@ -375,7 +479,7 @@ ts_tune_worker_run(TsTuneWorker *w, const TsTuneRequest *q, double timeout_s, GE
   if (sent)
     reply = read_line(w->out_fd, w->buf, (int)(timeout_s * 1000), &timed_out);
   if (reply != NULL)
-    return parse_result(reply, error);
+    return parse_result(reply, q->trace, error);
 
   TsTrialResult *r = ts_trial_result_new();
   g_free(r->message);

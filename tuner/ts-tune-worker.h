@@ -23,6 +23,12 @@ typedef struct {
   const char *backend;
   const char *cache_dir; /* artifact cache, or NULL for the default */
   TsRunOptions options;
+  /* Non-NULL: the worker records the trial's timeline (backend events and NVTX ranges, as
+   * `tessera-tune profile` does) and ts_tune_worker_run adds it here. The worker's own thread
+   * is drawn on the calling thread's lane, inside the ranges that thread has open: the caller
+   * waits on the worker, so that is where the trial's time goes. A worker that crashes or
+   * times out returns no timeline. */
+  TsTrace *trace;
 } TsTuneRequest;
 
 /* The worker's main loop on the given descriptors; returns the process exit status. */

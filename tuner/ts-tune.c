@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ts-cost.h"
+#include "ts-nvtx.h"
 #include "ts-tune-stats.h"
 #include "ts-tune-worker.h"
 
@@ -138,12 +139,21 @@ compile_one(gpointer data, gpointer user_data)
 }
 
 static void
-compile_batch(GPtrArray *cands, guint threads)
+compile_batch(const TsTuneConfig *cfg, GPtrArray *cands, guint threads)
 {
+  if (cands->len == 0)
+    return;
+  g_autofree char *range = g_strdup_printf("tessera: compile %u candidates", cands->len);
+  ts_nvtx_push(range);
+  if (cfg->trace)
+    ts_backend_set_trace(cfg->backend, cfg->trace);
   GThreadPool *pool = g_thread_pool_new(compile_one, NULL, (int)MAX(threads, 1), TRUE, NULL);
   for (guint i = 0; i < cands->len; i++)
     g_thread_pool_push(pool, g_ptr_array_index(cands, i), NULL);
   g_thread_pool_free(pool, FALSE, TRUE);
+  if (cfg->trace)
+    ts_backend_set_trace(cfg->backend, NULL);
+  ts_nvtx_pop();
 }
 
 const char *
@@ -333,9 +343,8 @@ store(Loop *l, const TsSchedPoint *point, const TsTrialResult *r, const char *er
 }
 
 static gboolean
-measure(Loop *l, Candidate *c, GError **error)
+measure_trial(Loop *l, Candidate *c, const char *schedule, GError **error)
 {
-  l->index++;
   if (c->compile_error) {
     if (c->infra_failed) {
       g_set_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_FAILED, "%s", c->compile_error);
@@ -343,7 +352,6 @@ measure(Loop *l, Candidate *c, GError **error)
     }
     return store(l, c->point, NULL, c->compile_error, 0, error);
   }
-  g_autofree char *schedule = ts_sched_point_to_string(c->point);
   TsTuneRequest q = {
     .op = ts_op_name(ts_op_instance_op(l->cfg->inst)),
     .shape = l->shape,
@@ -352,6 +360,7 @@ measure(Loop *l, Candidate *c, GError **error)
     .backend = l->backend_name,
     .cache_dir = l->cache_dir,
     .options = l->cfg->run,
+    .trace = l->cfg->trace,
   };
   g_autoptr(TsTrialResult) r = ts_tune_worker_run(l->worker, &q, l->cfg->timeout_s, error);
   if (r == NULL)
@@ -359,6 +368,20 @@ measure(Loop *l, Candidate *c, GError **error)
   if (r->status == TS_TRIAL_OK && r->samples_ns->len > 0)
     ts_trial_result_summarise(r, l->cfg->inst);
   return store(l, c->point, r, NULL, c->compile_ms, error);
+}
+
+/* One range per trial, so a profiled tune's timeline (and Nsight's) says which trial each
+ * stretch of work belongs to; the worker's phases and kernels land inside it. */
+static gboolean
+measure(Loop *l, Candidate *c, GError **error)
+{
+  l->index++;
+  g_autofree char *schedule = ts_sched_point_to_string(c->point);
+  g_autofree char *range = g_strdup_printf("trial %u: %s", l->index, schedule);
+  ts_nvtx_push(range);
+  gboolean ok = measure_trial(l, c, schedule, error);
+  ts_nvtx_pop();
+  return ok;
 }
 
 static gboolean
@@ -490,7 +513,7 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
       c->point = ts_sched_point_copy(p);
       g_ptr_array_add(cands, c);
     }
-    compile_batch(cands, dev->compute_units);
+    compile_batch(cfg, cands, dev->compute_units);
     for (guint i = 0; ok && i < cands->len; i++) {
       ok = measure(&l, g_ptr_array_index(cands, i), error);
       if (ok && cfg->budget_ms > 0 && elapsed_ms(&l) >= cfg->budget_ms)

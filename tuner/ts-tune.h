@@ -51,6 +51,13 @@ typedef struct {
   const TsCostModel *prior;       /* the model strategy's learned prior (NULL: none) */
   TsTuneProgressFunc progress;
   gpointer progress_data;
+  /* Non-NULL: the session's timeline is recorded here — the compiles (the tuner attaches it to
+   * the backend only while a batch compiles: on a GPU an attached trace sets a CUDA profiler
+   * variable that workers started meanwhile would inherit), and each trial's compile, verify
+   * and measure phases with their kernels, recorded by the worker, inside a "trial N: POINT"
+   * range. The caller sets it on the NVTX ranges (ts_nvtx_set_trace) for the ranges to be
+   * recorded. Timed samples are the same with or without it. */
+  TsTrace *trace;
 } TsTuneConfig;
 
 void ts_tune_config_init(TsTuneConfig *config);

@@ -1,0 +1,478 @@
+/* ts-studio-trace.c — Chrome Trace Event JSON files (ours from ts_prof_chrome_trace, or anyone's
+ * that Perfetto opens) read into the timeline's events. Only what the timeline draws is kept:
+ * durations (complete "X" events and "B"/"E" pairs) and allocation instants; metadata,
+ * counters, flows and other instants are skipped. */
+#include "ts-studio-data.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "ts-trace.h"
+
+/* A thread as the file names it: tids are only unique within their pid. */
+typedef struct {
+  char *pid, *tid; /* as text: either may be a number or a string */
+  gboolean numeric_tid;
+  gint64 tid_value;
+} Thread;
+
+typedef struct {
+  const char *path;
+  GArray *events;      /* TsDbEvent; start_ns absolute (the file's µs) until the end */
+  GArray *threads;     /* Thread, in order of appearance */
+  GArray *event_thread; /* guint: the Thread index of each event */
+  GHashTable *thread_index; /* "pid\x1ftid" -> index + 1 */
+  GString *key;        /* thread_of's buffer */
+  GHashTable *open;    /* thread index + 1 -> GArray of open "B" (TsDbEvent + element index) */
+} Reader;
+
+typedef struct {
+  TsDbEvent event;
+  guint element;
+} OpenRange;
+
+static void
+thread_clear(gpointer p)
+{
+  Thread *t = p;
+  g_free(t->pid);
+  g_free(t->tid);
+}
+
+static gboolean
+fail(GError **error, const Reader *r, guint element, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
+static gboolean
+fail(GError **error, const Reader *r, guint element, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *what = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE,
+              "%s: traceEvents[%u]: %s", r->path, element, what);
+  return FALSE;
+}
+
+/* A number member in µs, as ns. */
+static gboolean
+time_member(JsonObject *o, const char *name, gint64 *ns, gboolean *present)
+{
+  JsonNode *n = json_object_get_member(o, name);
+  *present = n != NULL;
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n))
+    return FALSE;
+  GType t = json_node_get_value_type(n);
+  double us;
+  if (t == G_TYPE_INT64)
+    us = (double)json_node_get_int(n);
+  else if (t == G_TYPE_DOUBLE)
+    us = json_node_get_double(n);
+  else
+    return FALSE;
+  /* Some writers use epoch time (~1.7e15 µs); past 9e15 µs the ns would overflow 64 bits. */
+  if (!isfinite(us) || fabs(us) > 9e15)
+    return FALSE;
+  /* us * 1e3 would round epoch times to 256 ns; whole µs and the fraction apart keep what
+   * the double holds. */
+  double whole = floor(us);
+  *ns = (gint64)whole * 1000 + llround((us - whole) * 1e3);
+  return TRUE;
+}
+
+static gboolean
+required_time(const Reader *r, guint i, JsonObject *o, const char *name, gint64 *ns,
+              GError **error)
+{
+  gboolean present;
+  if (time_member(o, name, ns, &present))
+    return TRUE;
+  return fail(error, r, i, present ? "\"%s\" is not a number of microseconds" : "missing %s",
+              name);
+}
+
+/* pid and tid are numbers in most files and strings in some; either names a thread. Appends
+ * the id's text to key; TRUE with *value when it is an integer. */
+static gboolean
+append_id(GString *key, JsonObject *o, const char *name, gint64 *value)
+{
+  JsonNode *n = json_object_get_member(o, name);
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n))
+    return FALSE;
+  GType t = json_node_get_value_type(n);
+  if (t == G_TYPE_INT64) {
+    *value = json_node_get_int(n);
+    g_string_append_printf(key, "%" G_GINT64_FORMAT, *value);
+    return TRUE;
+  }
+  if (t == G_TYPE_DOUBLE) {
+    double d = json_node_get_double(n);
+    if (d == floor(d) && fabs(d) < 9e15) {
+      *value = (gint64)d;
+      g_string_append_printf(key, "%" G_GINT64_FORMAT, *value);
+      return TRUE;
+    }
+    g_string_append_printf(key, "%.17g", d);
+  } else if (t == G_TYPE_STRING) {
+    /* Quoted, so the string "5" is not the number 5. */
+    g_string_append_c(key, '"');
+    g_string_append(key, json_node_get_string(n));
+  }
+  return FALSE;
+}
+
+/* The thread's index; the key is built in a reused buffer, since this runs once per event and
+ * a trace has a handful of threads. */
+static guint
+thread_of(Reader *r, JsonObject *o)
+{
+  GString *key = r->key;
+  g_string_truncate(key, 0);
+  gint64 pid = 0, tid = 0;
+  append_id(key, o, "pid", &pid);
+  gsize pid_len = key->len;
+  g_string_append_c(key, '\x1f');
+  gboolean numeric_tid = append_id(key, o, "tid", &tid);
+  gpointer found = g_hash_table_lookup(r->thread_index, key->str);
+  if (found)
+    return GPOINTER_TO_UINT(found) - 1;
+  Thread t = {
+    .pid = g_strndup(key->str, pid_len),
+    .tid = g_strdup(key->str + pid_len + 1),
+    .numeric_tid = numeric_tid,
+    .tid_value = tid,
+  };
+  g_array_append_val(r->threads, t);
+  g_hash_table_insert(r->thread_index, g_strdup(key->str), GUINT_TO_POINTER(r->threads->len));
+  return r->threads->len - 1;
+}
+
+/* An id's key text for a message. */
+static const char *
+id_display(const char *text)
+{
+  return *text == '"' ? text + 1 : *text ? text : "none";
+}
+
+/* Whether the comma-separated category list holds name (case-insensitive). */
+static gboolean
+has_category(const char *cat, const char *name)
+{
+  gsize len = strlen(name);
+  for (const char *p = cat; p && *p;) {
+    while (*p == ' ')
+      p++;
+    const char *end = strchr(p, ',');
+    gsize n = end ? (gsize)(end - p) : strlen(p);
+    while (n > 0 && p[n - 1] == ' ')
+      n--;
+    if (n == len && g_ascii_strncasecmp(p, name, len) == 0)
+      return TRUE;
+    p = end ? end + 1 : NULL;
+  }
+  return FALSE;
+}
+
+/* The event kind of a category list ("kernel", "gpu_memcpy", "cuda,kernel"). What the
+ * timeline cannot tell apart (user annotations, CPU ops) is a range. */
+static const char *
+kind_of(const char *cat)
+{
+  static const char *const map[][2] = {
+    {"kernel", "kernel"},     {"compile", "compile"},    {"memcpy", "memcpy"},
+    {"gpu_memcpy", "memcpy"}, {"memset", "memset"},      {"gpu_memset", "memset"},
+  };
+  for (guint i = 0; cat && i < G_N_ELEMENTS(map); i++)
+    if (has_category(cat, map[i][0]))
+      return map[i][1];
+  return "range";
+}
+
+/* "alloc" or "free" for an allocation instant's category list, else NULL. */
+static const char *
+memory_kind_of(const char *cat)
+{
+  if (has_category(cat, "alloc"))
+    return "alloc";
+  if (has_category(cat, "free"))
+    return "free";
+  return NULL;
+}
+
+static guint64
+arg_u64(JsonObject *args, const char *name)
+{
+  JsonNode *n = args ? json_object_get_member(args, name) : NULL;
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n))
+    return 0;
+  GType t = json_node_get_value_type(n);
+  if (t == G_TYPE_INT64)
+    return (guint64)MAX(json_node_get_int(n), 0);
+  if (t == G_TYPE_DOUBLE)
+    return json_node_get_double(n) > 0 ? (guint64)json_node_get_double(n) : 0;
+  if (t == G_TYPE_STRING) /* addresses are often written as "0x7f..." */
+    return g_ascii_strtoull(json_node_get_string(n), NULL, 0);
+  return 0;
+}
+
+static void
+add_event(Reader *r, const TsDbEvent *e, guint thread)
+{
+  g_array_append_val(r->events, *e);
+  g_array_append_val(r->event_thread, thread);
+}
+
+/* Fields every kept event has. */
+static void
+fill_common(TsDbEvent *e, JsonObject *o, const char *kind)
+{
+  JsonNode *args_node = json_object_get_member(o, "args");
+  JsonObject *args = args_node && JSON_NODE_HOLDS_OBJECT(args_node)
+                       ? json_node_get_object(args_node)
+                       : NULL;
+  e->kind = g_intern_static_string(kind);
+  e->bytes = arg_u64(args, "bytes");
+  e->address = arg_u64(args, "address");
+  const char *detail =
+    args ? json_object_get_string_member_with_default(args, "detail", NULL) : NULL;
+  e->detail = detail ? g_intern_string(detail) : NULL;
+}
+
+static const char *
+string_member(JsonObject *o, const char *name)
+{
+  JsonNode *n = json_object_get_member(o, name);
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING)
+    return NULL;
+  return json_node_get_string(n);
+}
+
+static gboolean
+read_element(Reader *r, guint i, JsonNode *node, GError **error)
+{
+  if (!JSON_NODE_HOLDS_OBJECT(node))
+    return fail(error, r, i, "expected an object");
+  JsonObject *o = json_node_get_object(node);
+  const char *ph = string_member(o, "ph");
+  if (ph == NULL)
+    return fail(error, r, i, "missing ph (the event type)");
+  const char *cat = string_member(o, "cat");
+  const char *name = string_member(o, "name");
+  gboolean complete = strcmp(ph, "X") == 0, begin = strcmp(ph, "B") == 0;
+  gboolean end = strcmp(ph, "E") == 0;
+  gboolean instant = strcmp(ph, "i") == 0 || strcmp(ph, "I") == 0 || strcmp(ph, "n") == 0;
+  const char *memory = instant ? memory_kind_of(cat) : NULL;
+  if (!complete && !begin && !end && memory == NULL)
+    return TRUE; /* metadata, counters, flows, samples, other instants */
+
+  TsDbEvent e = {0};
+  if (!required_time(r, i, o, "ts", &e.start_ns, error))
+    return FALSE;
+  if (name == NULL && !end)
+    return fail(error, r, i, "missing name");
+  guint thread = thread_of(r, o);
+  gpointer key = GUINT_TO_POINTER(thread + 1);
+
+  if (end) {
+    GArray *stack = g_hash_table_lookup(r->open, key);
+    if (stack == NULL || stack->len == 0)
+      return fail(error, r, i, "\"E\" event with no open \"B\" on its thread (pid %s, tid %s)",
+                  id_display(g_array_index(r->threads, Thread, thread).pid),
+                  id_display(g_array_index(r->threads, Thread, thread).tid));
+    OpenRange *top = &g_array_index(stack, OpenRange, stack->len - 1);
+    if (e.start_ns < top->event.start_ns)
+      return fail(error, r, i, "\"E\" event before its \"B\" (traceEvents[%u])", top->element);
+    top->event.dur_ns = e.start_ns - top->event.start_ns;
+    add_event(r, &top->event, thread);
+    g_array_set_size(stack, stack->len - 1);
+    return TRUE;
+  }
+
+  fill_common(&e, o, memory ? memory : kind_of(cat));
+  e.name = g_intern_string(name);
+  if (complete) {
+    if (!required_time(r, i, o, "dur", &e.dur_ns, error))
+      return FALSE;
+    if (e.dur_ns < 0)
+      return fail(error, r, i, "negative dur");
+  }
+  if (begin) {
+    GArray *stack = g_hash_table_lookup(r->open, key);
+    if (stack == NULL) {
+      stack = g_array_new(FALSE, FALSE, sizeof(OpenRange));
+      g_hash_table_insert(r->open, key, stack);
+    }
+    OpenRange open = {e, i};
+    g_array_append_val(stack, open);
+    return TRUE;
+  }
+  add_event(r, &e, thread);
+  return TRUE;
+}
+
+/* A trace cut short (a crashed or still-running process) leaves ranges open: they end where
+ * the trace does rather than being lost. */
+static void
+close_open_ranges(Reader *r)
+{
+  gint64 last = G_MININT64;
+  for (guint i = 0; i < r->events->len; i++) {
+    const TsDbEvent *e = &g_array_index(r->events, TsDbEvent, i);
+    last = MAX(last, e->start_ns + e->dur_ns);
+  }
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, r->open);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    GArray *stack = value;
+    for (guint i = 0; i < stack->len; i++) {
+      OpenRange *open = &g_array_index(stack, OpenRange, i);
+      last = MAX(last, open->event.start_ns);
+    }
+  }
+  g_hash_table_iter_init(&it, r->open);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    GArray *stack = value;
+    for (guint i = 0; i < stack->len; i++) {
+      OpenRange *open = &g_array_index(stack, OpenRange, i);
+      open->event.dur_ns = last - open->event.start_ns;
+      add_event(r, &open->event, GPOINTER_TO_UINT(key) - 1);
+    }
+    g_array_set_size(stack, 0);
+  }
+}
+
+/* Lanes: a file's own tids when they can be kept — non-negative 32-bit numbers, each in one
+ * process — so a trace we wrote reads back with the lanes it was recorded with (host thread
+ * ids, TS_TRACE_DEVICE_LANE + stream). Otherwise threads are numbered in order of appearance. */
+static void
+assign_lanes(Reader *r)
+{
+  gboolean keep = TRUE;
+  g_autoptr(GHashTable) tid_pid = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < r->threads->len && keep; i++) {
+    Thread *t = &g_array_index(r->threads, Thread, i);
+    const char *pid = g_hash_table_lookup(tid_pid, t->tid);
+    keep = t->numeric_tid && t->tid_value >= 0 && t->tid_value <= G_MAXUINT32 &&
+           (pid == NULL || strcmp(pid, t->pid) == 0);
+    g_hash_table_insert(tid_pid, t->tid, t->pid);
+  }
+  for (guint i = 0; i < r->events->len; i++) {
+    TsDbEvent *e = &g_array_index(r->events, TsDbEvent, i);
+    guint thread = g_array_index(r->event_thread, guint, i);
+    e->lane = keep ? (guint32)g_array_index(r->threads, Thread, thread).tid_value : thread;
+  }
+}
+
+static gint
+by_time(gconstpointer a, gconstpointer b)
+{
+  const TsDbEvent *x = a, *y = b;
+  if (x->start_ns != y->start_ns)
+    return x->start_ns < y->start_ns ? -1 : 1;
+  /* An enclosing range before what it holds, as ts_trace_events orders them. */
+  if (x->dur_ns != y->dur_ns)
+    return x->dur_ns > y->dur_ns ? -1 : 1;
+  return (x->lane > y->lane) - (x->lane < y->lane);
+}
+
+/* Nesting of ranges on each lane, as the recorder counts it: how many ranges of the lane are
+ * still open when one starts. Events must be in by_time order. */
+static void
+assign_depths(GArray *events)
+{
+  g_autoptr(GHashTable) open = g_hash_table_new_full(NULL, NULL, NULL,
+                                                     (GDestroyNotify)g_array_unref);
+  for (guint i = 0; i < events->len; i++) {
+    TsDbEvent *e = &g_array_index(events, TsDbEvent, i);
+    e->depth = 0;
+    if (e->kind != g_intern_static_string("range"))
+      continue;
+    gpointer key = GUINT_TO_POINTER(e->lane + 1u);
+    GArray *ends = g_hash_table_lookup(open, key);
+    if (ends == NULL) {
+      ends = g_array_new(FALSE, FALSE, sizeof(gint64));
+      g_hash_table_insert(open, key, ends);
+    }
+    while (ends->len > 0 && g_array_index(ends, gint64, ends->len - 1) <= e->start_ns)
+      g_array_set_size(ends, ends->len - 1);
+    e->depth = ends->len;
+    gint64 end = e->start_ns + e->dur_ns;
+    g_array_append_val(ends, end);
+  }
+}
+
+GArray *
+ts_studio_trace_load(const char *path, GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autoptr(GError) local = NULL;
+  if (!json_parser_load_from_mapped_file(parser, path, &local)) {
+    /* json-glib names the file in parse errors ("PATH:1:17: Parse error: ...") but not in
+     * every I/O error. */
+    if (strstr(local->message, path))
+      g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE, "%s", local->message);
+    else
+      g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE, "%s: %s", path, local->message);
+    return NULL;
+  }
+  JsonNode *root = json_parser_get_root(parser);
+  JsonArray *list = NULL;
+  if (root && JSON_NODE_HOLDS_ARRAY(root)) {
+    list = json_node_get_array(root);
+  } else if (root && JSON_NODE_HOLDS_OBJECT(root)) {
+    JsonNode *n = json_object_get_member(json_node_get_object(root), "traceEvents");
+    if (n == NULL || !JSON_NODE_HOLDS_ARRAY(n)) {
+      g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE,
+                  "%s: %s (not a Chrome Trace Event file?)", path,
+                  n ? "traceEvents is not an array" : "no traceEvents array");
+      return NULL;
+    }
+    list = json_node_get_array(n);
+  } else {
+    g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE,
+                "%s: expected a JSON object with traceEvents or an array of events (not a "
+                "Chrome Trace Event file?)",
+                path);
+    return NULL;
+  }
+
+  Reader r = {
+    .path = path,
+    .events = g_array_new(FALSE, FALSE, sizeof(TsDbEvent)),
+    .threads = g_array_new(FALSE, TRUE, sizeof(Thread)),
+    .event_thread = g_array_new(FALSE, FALSE, sizeof(guint)),
+    .thread_index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
+    .open = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_array_unref),
+    .key = g_string_new(NULL),
+  };
+  g_array_set_clear_func(r.threads, thread_clear);
+  gboolean ok = TRUE;
+  guint n = json_array_get_length(list);
+  for (guint i = 0; i < n && ok; i++)
+    ok = read_element(&r, i, json_array_get_element(list, i), error);
+  if (ok) {
+    close_open_ranges(&r);
+    assign_lanes(&r);
+  }
+  g_array_unref(r.threads);
+  g_array_unref(r.event_thread);
+  g_hash_table_unref(r.thread_index);
+  g_hash_table_unref(r.open);
+  g_string_free(r.key, TRUE);
+  if (!ok) {
+    g_array_unref(r.events);
+    return NULL;
+  }
+
+  GArray *events = r.events;
+  g_array_sort(events, by_time);
+  gint64 t0 = events->len > 0 ? g_array_index(events, TsDbEvent, 0).start_ns : 0;
+  for (guint i = 0; i < events->len; i++)
+    g_array_index(events, TsDbEvent, i).start_ns -= t0;
+  assign_depths(events);
+  return events;
+}
