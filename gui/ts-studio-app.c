@@ -396,6 +396,13 @@ ts_studio_app_set_screenshots(TsStudioApp *app, const char *dir)
   app->screenshots_dir = g_strdup(dir);
 }
 
+GMenuModel *
+ts_studio_app_get_recent_menu(TsStudioApp *app)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_APP(app), NULL);
+  return G_MENU_MODEL(app->recent);
+}
+
 int
 ts_studio_app_get_exit_status(TsStudioApp *app)
 {

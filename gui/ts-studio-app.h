@@ -17,6 +17,8 @@ TsStudioApp *ts_studio_app_new(gboolean non_unique);
 /* After opening the file it is given, save every view into dir (ts-studio-screenshots.h) and
  * quit; a file that cannot be opened is reported on stderr instead of in a dialog. */
 void ts_studio_app_set_screenshots(TsStudioApp *app, const char *dir);
+/* The "Open Recent" items (app.open-recent with the file's URI), newest first. */
+GMenuModel *ts_studio_app_get_recent_menu(TsStudioApp *app);
 /* 0, or 1 when the screenshots could not be made (g_application_run's status is 0 then). */
 int ts_studio_app_get_exit_status(TsStudioApp *app);
 

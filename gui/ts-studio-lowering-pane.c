@@ -353,6 +353,38 @@ ts_studio_lowering_pane_get_n_changed(TsStudioLoweringPane *pane)
   return pane->diff ? ts_studio_diff_n_changed(pane->diff) : 0;
 }
 
+static TsStudioLowering *
+copy_lowering(const TsStudioLowering *l)
+{
+  TsStudioLowering *copy = g_new0(TsStudioLowering, 1);
+
+  copy->graph = g_strdup(l->graph);
+  copy->schedule = g_strdup(l->schedule);
+  copy->tile = g_strdup(l->tile);
+  copy->target = g_strdup(l->target);
+  copy->target_language = g_strdup(l->target_language);
+  return copy;
+}
+
+TsStudioView *
+ts_studio_lowering_pane_make_view(TsStudioLoweringPane *pane)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_LOWERING_PANE(pane), NULL);
+
+  ensure_lowered(pane);
+  if (pane->n_trials == 0)
+    return NULL;
+  if (ts_studio_lowering_pane_get_diff(pane)) {
+    g_autofree char *a = g_strdup_printf("trial %u", pane->indices[0]);
+    g_autofree char *b = g_strdup_printf("trial %u", pane->indices[1]);
+    return ts_studio_diff_view_new(ts_studio_diff(pane->lowered[0]->target,
+                                                  pane->lowered[1]->target),
+                                   a, b);
+  }
+  g_autofree char *title = g_strdup_printf("Trial %u · %s", pane->indices[0], pane->schedules[0]);
+  return ts_studio_lowering_view_new(copy_lowering(pane->lowered[0]), title);
+}
+
 gboolean
 ts_studio_lowering_pane_write(TsStudioLoweringPane *pane, const char *path, GError **error)
 {

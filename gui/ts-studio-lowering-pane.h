@@ -6,7 +6,7 @@
 
 #include <gtk/gtk.h>
 
-#include "ts-studio-data.h"
+#include "ts-studio-view.h"
 
 G_BEGIN_DECLS
 
@@ -41,6 +41,9 @@ gboolean ts_studio_lowering_pane_get_diff(TsStudioLoweringPane *pane);
 const char *ts_studio_lowering_pane_get_stage(TsStudioLoweringPane *pane, TsStudioStage stage);
 guint ts_studio_lowering_pane_get_n_changed(TsStudioLoweringPane *pane);
 
+/* What is shown as a drawn view for an SVG or PNG export (ts_studio_lowering_view_new or
+ * ts_studio_diff_view_new), or NULL with no trial. */
+TsStudioView *ts_studio_lowering_pane_make_view(TsStudioLoweringPane *pane);
 /* Writes what is shown: the four stages under "== NAME ==" headings, or in diff mode a
  * unified diff of the Target IR. */
 gboolean ts_studio_lowering_pane_write(TsStudioLoweringPane *pane, const char *path,

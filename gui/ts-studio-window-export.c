@@ -1,6 +1,7 @@
 /* ts-studio-window-export.c — Ctrl+E: the visible page to a file, as it is on screen (its
  * size, the timeline's zoom, the selection). A plot goes through the same canvas as the window
- * (SVG or PNG by extension); tables and texts go out as CSV and text. The headless exporter
+ * (SVG or PNG by extension); tables go out as CSV, the lowering as text (or, named .svg or
+ * .png, drawn as the exporter draws it). The headless exporter
  * (`tessera-studio --export`) is separate: it needs no window. */
 #include "ts-studio-window.h"
 
@@ -39,10 +40,16 @@ ts_studio_window_export_to(TsStudioWindow *win, const char *path, GError **error
   GtkWidget *widget = ts_studio_window_get_page_widget(win, page);
   if (TS_STUDIO_IS_TRIAL_LIST(widget))
     return ts_studio_trial_list_write_csv(TS_STUDIO_TRIAL_LIST(widget), path, error);
-  if (TS_STUDIO_IS_LOWERING_PANE(widget))
-    return ts_studio_lowering_pane_write(TS_STUDIO_LOWERING_PANE(widget), path, error);
-
-  TsStudioView *view = page_view(widget);
+  g_autoptr(TsStudioView) owned = NULL;
+  TsStudioView *view = NULL;
+  if (TS_STUDIO_IS_LOWERING_PANE(widget)) {
+    /* Text by default; a picture of the same texts when the name asks for one. */
+    if (!g_str_has_suffix(path, ".svg") && !g_str_has_suffix(path, ".png"))
+      return ts_studio_lowering_pane_write(TS_STUDIO_LOWERING_PANE(widget), path, error);
+    view = owned = ts_studio_lowering_pane_make_view(TS_STUDIO_LOWERING_PANE(widget));
+  } else {
+    view = page_view(widget);
+  }
   if (view == NULL) {
     g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_EXPORT,
                 "nothing to export: the %s view is empty or still being prepared", page);

@@ -56,7 +56,7 @@ TsStudioLoweringPane *ts_studio_window_get_lowering_pane(TsStudioWindow *win);
 /* ---- ts-studio-window-export.c: Ctrl+E ----
  * Writes the visible page to path: a plot or the timeline as .svg or .png (as drawn now: its
  * size, zoom, selection), the trials as .csv (rows as filtered and sorted), the lowering as
- * text (a unified diff in diff mode). */
+ * text (a unified diff in diff mode), or drawn when path ends in .svg or .png. */
 gboolean ts_studio_window_export_to(TsStudioWindow *win, const char *path, GError **error);
 /* Asks for a file name, then exports; errors are shown over the window. */
 void ts_studio_window_export(TsStudioWindow *win);
