@@ -175,12 +175,11 @@ ts_studio_app_open(GApplication *app, GFile **files, int n_files, const char *hi
 
   for (int i = 0; i < n_files; i++) {
     GtkWindow *active = gtk_application_get_active_window(GTK_APPLICATION(app));
+    TsStudioWindow *current = TS_STUDIO_IS_WINDOW(active) ? TS_STUDIO_WINDOW(active) : NULL;
     /* Reuse a window that shows nothing yet; a window showing a file keeps it. */
-    TsStudioWindow *win = TS_STUDIO_IS_WINDOW(active) &&
-                                  g_str_equal(ts_studio_window_get_state(TS_STUDIO_WINDOW(active)),
-                                              "welcome")
-                              ? TS_STUDIO_WINDOW(active)
-                              : new_window(self);
+    TsStudioWindow *win =
+        current && g_str_equal(ts_studio_window_get_state(current), "welcome") ? current
+                                                                                : new_window(self);
     g_autoptr(GError) error = NULL;
     g_autofree char *name = g_file_get_parse_name(files[i]);
 
@@ -192,6 +191,11 @@ ts_studio_app_open(GApplication *app, GFile **files, int n_files, const char *hi
         self->exit_status = 1;
         gtk_window_destroy(GTK_WINDOW(win));
         return;
+      }
+      /* Said over the window the user was looking at; a window made for the file goes. */
+      if (current != NULL && win != current) {
+        gtk_window_destroy(GTK_WINDOW(win));
+        win = current;
       }
       gtk_window_present(GTK_WINDOW(win));
       g_autofree char *primary = g_strdup_printf("Could not open “%s”", name);

@@ -358,7 +358,7 @@ wait_dark(gboolean want)
   return prefers_dark() == want;
 }
 
-static gboolean followed[2], opened, remembered, shortcuts_shown, about_shown;
+static gboolean followed[2], opened, remembered, error_shown, shortcuts_shown, about_shown;
 
 static gboolean
 wait_for(gboolean (*done)(gpointer), gpointer data)
@@ -418,6 +418,13 @@ drive_app(gpointer data)
   opened = TS_STUDIO_IS_WINDOW(win) &&
            g_str_equal(ts_studio_window_get_state(TS_STUDIO_WINDOW(win)), "workbench");
   remembered = wait_for(recent_names_cache, app);
+  /* A file that cannot be opened: a dialog over the window, which stays; no new window. */
+  guint n_windows = g_list_length(gtk_application_get_windows(GTK_APPLICATION(app)));
+  g_autoptr(GFile) bad = g_file_new_for_path(garbage);
+  g_application_open(app, &bad, 1, "");
+  error_shown = wait_for(has_toplevel, GSIZE_TO_POINTER(GTK_TYPE_MESSAGE_DIALOG)) &&
+                g_list_length(gtk_application_get_windows(GTK_APPLICATION(app))) == n_windows &&
+                g_str_equal(ts_studio_window_get_state(TS_STUDIO_WINDOW(win)), "workbench");
   g_action_group_activate_action(G_ACTION_GROUP(app), "shortcuts", NULL);
   shortcuts_shown = wait_for(has_toplevel, GSIZE_TO_POINTER(GTK_TYPE_SHORTCUTS_WINDOW));
   g_action_group_activate_action(G_ACTION_GROUP(app), "about", NULL);
@@ -458,6 +465,7 @@ test_app(void)
   g_assert_true(followed[1]); /* SettingChanged: 2, light */
   g_assert_true(opened);
   g_assert_true(remembered); /* in "Open Recent" */
+  g_assert_true(error_shown);
   g_assert_true(shortcuts_shown);
   g_assert_true(about_shown);
   g_dbus_connection_unregister_object(bus, object);
