@@ -177,9 +177,9 @@ ts_studio_app_open(GApplication *app, GFile **files, int n_files, const char *hi
     GtkWindow *active = gtk_application_get_active_window(GTK_APPLICATION(app));
     TsStudioWindow *current = TS_STUDIO_IS_WINDOW(active) ? TS_STUDIO_WINDOW(active) : NULL;
     /* Reuse a window that shows nothing yet; a window showing a file keeps it. */
-    TsStudioWindow *win =
-        current && g_str_equal(ts_studio_window_get_state(current), "welcome") ? current
-                                                                                : new_window(self);
+    TsStudioWindow *win = current && g_str_equal(ts_studio_window_get_state(current), "welcome")
+                              ? current
+                              : new_window(self);
     g_autoptr(GError) error = NULL;
     g_autofree char *name = g_file_get_parse_name(files[i]);
 
@@ -286,8 +286,7 @@ shortcuts_action(GSimpleAction *action, GVariant *parameter, gpointer data)
       gtk_builder_new_from_resource("/org/tessera/Studio/ts-studio-shortcuts.ui");
   GtkWindow *shortcuts = GTK_WINDOW(gtk_builder_get_object(builder, "shortcuts"));
 
-  gtk_window_set_transient_for(shortcuts,
-                               gtk_application_get_active_window(GTK_APPLICATION(data)));
+  gtk_window_set_transient_for(shortcuts, gtk_application_get_active_window(GTK_APPLICATION(data)));
   gtk_window_present(shortcuts);
 }
 
@@ -335,8 +334,7 @@ ts_studio_app_startup(GApplication *app)
   G_APPLICATION_CLASS(ts_studio_app_parent_class)->startup(app);
   g_action_map_add_action_entries(G_ACTION_MAP(app), app_actions, G_N_ELEMENTS(app_actions), self);
   for (guint i = 0; i < G_N_ELEMENTS(accels); i++)
-    gtk_application_set_accels_for_action(GTK_APPLICATION(app), accels[i].action,
-                                          accels[i].accels);
+    gtk_application_set_accels_for_action(GTK_APPLICATION(app), accels[i].action, accels[i].accels);
   manager = gtk_recent_manager_get_default();
   g_signal_connect_object(manager, "changed", G_CALLBACK(update_recent), self, 0);
   update_recent(manager, self);

@@ -4,7 +4,7 @@
 #include "ts-studio-lowering-pane.h"
 
 static const char *const stage_names[TS_STUDIO_N_STAGES] = {"Graph", "Schedule", "Tile",
-                                                              "Target IR"};
+                                                            "Target IR"};
 
 struct _TsStudioLoweringPane {
   GtkWidget parent_instance;
@@ -70,7 +70,8 @@ fill_diff(TsStudioLoweringPane *self)
 
   gtk_text_buffer_set_text(buffer, "", -1);
   if (self->diff == NULL) {
-    gtk_label_set_text(GTK_LABEL(self->diff_summary), "Select two trials to compare their Target IR.");
+    gtk_label_set_text(GTK_LABEL(self->diff_summary),
+                       "Select two trials to compare their Target IR.");
     return;
   }
   const GArray *lines = ts_studio_diff_lines(self->diff);
@@ -116,9 +117,8 @@ ensure_lowered(TsStudioLoweringPane *self)
   for (TsStudioStage s = 0; s < TS_STUDIO_N_STAGES; s++)
     set_text(self->views[s], self->lowered[0] ? stage_text(self->lowered[0], s) : NULL);
   const char *language = self->lowered[0] ? self->lowered[0]->target_language : NULL;
-  g_autofree char *target_heading =
-      g_strdup_printf("Target IR%s%s%s", language ? " (" : "", language ? language : "",
-                      language ? ")" : "");
+  g_autofree char *target_heading = g_strdup_printf("Target IR%s%s%s", language ? " (" : "",
+                                                    language ? language : "", language ? ")" : "");
   gtk_label_set_text(GTK_LABEL(self->headings[TS_STUDIO_STAGE_TARGET]), target_heading);
   if (self->n_trials == 2)
     self->diff = ts_studio_diff(self->lowered[0]->target, self->lowered[1]->target);
@@ -333,8 +333,7 @@ gboolean
 ts_studio_lowering_pane_get_diff(TsStudioLoweringPane *pane)
 {
   g_return_val_if_fail(TS_STUDIO_IS_LOWERING_PANE(pane), FALSE);
-  return pane->n_trials == 2 &&
-         gtk_toggle_button_get_active(GTK_TOGGLE_BUTTON(pane->diff_button));
+  return pane->n_trials == 2 && gtk_toggle_button_get_active(GTK_TOGGLE_BUTTON(pane->diff_button));
 }
 
 const char *
@@ -377,9 +376,8 @@ ts_studio_lowering_pane_make_view(TsStudioLoweringPane *pane)
   if (ts_studio_lowering_pane_get_diff(pane)) {
     g_autofree char *a = g_strdup_printf("trial %u", pane->indices[0]);
     g_autofree char *b = g_strdup_printf("trial %u", pane->indices[1]);
-    return ts_studio_diff_view_new(ts_studio_diff(pane->lowered[0]->target,
-                                                  pane->lowered[1]->target),
-                                   a, b);
+    return ts_studio_diff_view_new(
+        ts_studio_diff(pane->lowered[0]->target, pane->lowered[1]->target), a, b);
   }
   g_autofree char *title = g_strdup_printf("Trial %u · %s", pane->indices[0], pane->schedules[0]);
   return ts_studio_lowering_view_new(copy_lowering(pane->lowered[0]), title);

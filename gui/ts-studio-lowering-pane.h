@@ -30,8 +30,8 @@ GtkWidget *ts_studio_lowering_pane_new(void);
  * hint to select a trial. workload (from the window's TsStudioDb) is borrowed until the next
  * call; a and b only for this one. */
 void ts_studio_lowering_pane_set_trials(TsStudioLoweringPane *pane,
-                                        const TsStudioWorkload *workload,
-                                        const TsStudioTrial *a, const TsStudioTrial *b);
+                                        const TsStudioWorkload *workload, const TsStudioTrial *a,
+                                        const TsStudioTrial *b);
 /* Diff mode: only with two trials; otherwise the stages are shown. */
 void ts_studio_lowering_pane_set_diff(TsStudioLoweringPane *pane, gboolean diff);
 gboolean ts_studio_lowering_pane_get_diff(TsStudioLoweringPane *pane);

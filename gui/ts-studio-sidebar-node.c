@@ -54,8 +54,8 @@ ts_studio_sidebar_node_class_init(TsStudioSidebarNodeClass *klass)
   object_class->get_property = ts_studio_sidebar_node_get_property;
   properties[PROP_TITLE] =
       g_param_spec_string("title", NULL, NULL, NULL, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-  properties[PROP_SUBTITLE] = g_param_spec_string("subtitle", NULL, NULL, NULL,
-                                                  G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  properties[PROP_SUBTITLE] =
+      g_param_spec_string("subtitle", NULL, NULL, NULL, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties(object_class, N_PROPS, properties);
 }
 
@@ -71,8 +71,8 @@ update_device_subtitle(TsStudioSidebarNode *self)
   guint n = g_list_model_get_n_items(G_LIST_MODEL(self->children));
 
   g_free(self->subtitle);
-  self->subtitle = g_strdup_printf("%s%s%u workload%s", prefix, *prefix ? " · " : "", n,
-                                   n == 1 ? "" : "s");
+  self->subtitle =
+      g_strdup_printf("%s%s%u workload%s", prefix, *prefix ? " · " : "", n, n == 1 ? "" : "s");
 }
 
 TsStudioSidebarNode *

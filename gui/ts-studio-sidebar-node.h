@@ -9,8 +9,7 @@
 G_BEGIN_DECLS
 
 #define TS_STUDIO_TYPE_SIDEBAR_NODE (ts_studio_sidebar_node_get_type())
-G_DECLARE_FINAL_TYPE(TsStudioSidebarNode, ts_studio_sidebar_node, TS_STUDIO, SIDEBAR_NODE,
-                     GObject)
+G_DECLARE_FINAL_TYPE(TsStudioSidebarNode, ts_studio_sidebar_node, TS_STUDIO, SIDEBAR_NODE, GObject)
 
 /* A device row; device NULL groups workloads whose device is unknown. Children are added with
  * ts_studio_sidebar_node_add_workload. */

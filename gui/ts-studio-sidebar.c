@@ -97,8 +97,8 @@ ts_studio_sidebar_class_init(TsStudioSidebarClass *klass)
 
   /* (const TsStudioWorkload *workload): a workload row was selected. */
   signals[SIGNAL_WORKLOAD_SELECTED] =
-      g_signal_new("workload-selected", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL,
-                   NULL, NULL, G_TYPE_NONE, 1, G_TYPE_POINTER);
+      g_signal_new("workload-selected", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                   NULL, G_TYPE_NONE, 1, G_TYPE_POINTER);
 }
 
 static void
@@ -108,8 +108,8 @@ ts_studio_sidebar_init(TsStudioSidebar *self)
 
   self->devices = g_list_store_new(TS_STUDIO_TYPE_SIDEBAR_NODE);
   /* The tree takes the store; self->devices stays a borrowed pointer to it. */
-  self->tree = gtk_tree_list_model_new(G_LIST_MODEL(self->devices), FALSE, TRUE,
-                                       create_children, NULL, NULL);
+  self->tree = gtk_tree_list_model_new(G_LIST_MODEL(self->devices), FALSE, TRUE, create_children,
+                                       NULL, NULL);
   self->selection = gtk_single_selection_new(G_LIST_MODEL(self->tree));
   gtk_single_selection_set_autoselect(self->selection, FALSE);
   gtk_single_selection_set_can_unselect(self->selection, TRUE);
@@ -117,8 +117,7 @@ ts_studio_sidebar_init(TsStudioSidebar *self)
 
   g_signal_connect(factory, "setup", G_CALLBACK(setup_row), NULL);
   g_signal_connect(factory, "bind", G_CALLBACK(bind_row), NULL);
-  self->list_view =
-      gtk_list_view_new(GTK_SELECTION_MODEL(g_object_ref(self->selection)), factory);
+  self->list_view = gtk_list_view_new(GTK_SELECTION_MODEL(g_object_ref(self->selection)), factory);
   gtk_widget_add_css_class(self->list_view, "navigation-sidebar");
   self->scroller = gtk_scrolled_window_new();
   gtk_scrolled_window_set_policy(GTK_SCROLLED_WINDOW(self->scroller), GTK_POLICY_NEVER,

@@ -39,8 +39,7 @@ ts_studio_trial_item_finalize(GObject *object)
 }
 
 static void
-ts_studio_trial_item_get_property(GObject *object, guint prop_id, GValue *value,
-                                  GParamSpec *pspec)
+ts_studio_trial_item_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   TsStudioTrialItem *self = TS_STUDIO_TRIAL_ITEM(object);
   const TsStudioTrial *t = self->trial;

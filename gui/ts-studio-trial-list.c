@@ -149,7 +149,8 @@ compare_numbers(gconstpointer a, gconstpointer b, gpointer data)
   if (va != vb)
     return va < vb ? GTK_ORDERING_SMALLER : GTK_ORDERING_LARGER;
   /* Ties (two failures) in trial order, so the order is total and stable. */
-  guint xa = ts_studio_trial_item_get_trial(ia)->index, xb = ts_studio_trial_item_get_trial(ib)->index;
+  guint xa = ts_studio_trial_item_get_trial(ia)->index,
+        xb = ts_studio_trial_item_get_trial(ib)->index;
   return xa < xb ? GTK_ORDERING_SMALLER : xa > xb ? GTK_ORDERING_LARGER : GTK_ORDERING_EQUAL;
 }
 
@@ -274,9 +275,9 @@ ts_studio_trial_list_class_init(TsStudioTrialListClass *klass)
   gtk_widget_class_set_css_name(GTK_WIDGET_CLASS(klass), "trial-list");
 
   /* The selection changed (by a click, a key or ts_studio_trial_list_select). */
-  signals[SIGNAL_SELECTION_CHANGED] = g_signal_new("selection-changed", G_TYPE_FROM_CLASS(klass),
-                                                   G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                                   G_TYPE_NONE, 0);
+  signals[SIGNAL_SELECTION_CHANGED] =
+      g_signal_new("selection-changed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                   NULL, G_TYPE_NONE, 0);
 }
 
 static void
@@ -297,9 +298,9 @@ ts_studio_trial_list_init(TsStudioTrialList *self)
 
   self->view = gtk_column_view_new(NULL);
   gtk_column_view_set_show_column_separators(GTK_COLUMN_VIEW(self->view), TRUE);
-  self->sorted = gtk_sort_list_model_new(G_LIST_MODEL(self->filtered),
-                                         g_object_ref(gtk_column_view_get_sorter(
-                                             GTK_COLUMN_VIEW(self->view))));
+  self->sorted = gtk_sort_list_model_new(
+      G_LIST_MODEL(self->filtered),
+      g_object_ref(gtk_column_view_get_sorter(GTK_COLUMN_VIEW(self->view))));
   self->selection = gtk_multi_selection_new(G_LIST_MODEL(self->sorted));
   g_signal_connect(self->selection, "selection-changed", G_CALLBACK(on_selection_changed), self);
   gtk_column_view_set_model(GTK_COLUMN_VIEW(self->view), GTK_SELECTION_MODEL(self->selection));
@@ -405,7 +406,8 @@ ts_studio_trial_list_get_selected(TsStudioTrialList *list)
   g_return_val_if_fail(TS_STUDIO_IS_TRIAL_LIST(list), NULL);
 
   GPtrArray *out = g_ptr_array_new();
-  g_autoptr(GtkBitset) set = gtk_selection_model_get_selection(GTK_SELECTION_MODEL(list->selection));
+  g_autoptr(GtkBitset) set =
+      gtk_selection_model_get_selection(GTK_SELECTION_MODEL(list->selection));
   GtkBitsetIter iter;
   guint pos;
   for (gboolean more = gtk_bitset_iter_init_first(&iter, set, &pos); more;

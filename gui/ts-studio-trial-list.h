@@ -25,13 +25,11 @@ guint ts_studio_trial_list_get_n_rows(TsStudioTrialList *list);
 /* text: substring of the schedule or the strategy (case-insensitive; NULL or "": any).
  * status: NULL or "all", "ok", "failed" (every status but ok) or a status name. Sets the
  * search entry and the drop-down as a user would. */
-void ts_studio_trial_list_set_filter(TsStudioTrialList *list, const char *text,
-                                     const char *status);
+void ts_studio_trial_list_set_filter(TsStudioTrialList *list, const char *text, const char *status);
 /* Column ids: "index", "status", "time", "gflops", "percent", "strategy", "schedule".
  * Unknown (or known failure) numbers sort as the worst value: last by time ascending, last by
  * GFLOP/s descending. */
-gboolean ts_studio_trial_list_sort(TsStudioTrialList *list, const char *column,
-                                   GtkSortType order);
+gboolean ts_studio_trial_list_sort(TsStudioTrialList *list, const char *column, GtkSortType order);
 
 /* The selected trials in trial-index order (GPtrArray of const TsStudioTrial*, borrowed). */
 GPtrArray *ts_studio_trial_list_get_selected(TsStudioTrialList *list);
@@ -41,7 +39,6 @@ gboolean ts_studio_trial_list_select(TsStudioTrialList *list, gint64 id, gboolea
 void ts_studio_trial_list_focus_filter(TsStudioTrialList *list);
 
 /* The rows as shown, as CSV with a header line. */
-gboolean ts_studio_trial_list_write_csv(TsStudioTrialList *list, const char *path,
-                                        GError **error);
+gboolean ts_studio_trial_list_write_csv(TsStudioTrialList *list, const char *path, GError **error);
 
 G_END_DECLS

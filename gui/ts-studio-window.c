@@ -120,10 +120,10 @@ load_profiles(TsStudioWindow *self)
   g_autoptr(GStrvBuilder) labels = g_strv_builder_new();
   for (guint i = 0; i < self->profiles->len; i++) {
     const TsDbProfile *p = g_ptr_array_index(self->profiles, i);
-    g_autofree char *label = g_strdup_printf(
-        "%" G_GINT64_FORMAT " · %s · %u events · %s%s%s", p->id, p->kind ? p->kind : "run",
-        p->n_events, p->created_at ? p->created_at : "", p->schedule ? " · " : "",
-        p->schedule ? p->schedule : "");
+    g_autofree char *label =
+        g_strdup_printf("%" G_GINT64_FORMAT " · %s · %u events · %s%s%s", p->id,
+                        p->kind ? p->kind : "run", p->n_events, p->created_at ? p->created_at : "",
+                        p->schedule ? " · " : "", p->schedule ? p->schedule : "");
     g_strv_builder_add(labels, label);
   }
   g_auto(GStrv) strv = g_strv_builder_end(labels);
@@ -187,10 +187,10 @@ load_workload(TsStudioWindow *self, const TsStudioWorkload *workload)
   self->runs = or_empty(self->runs, (GDestroyNotify)ts_studio_run_free);
 
   TsStudioView *roofline = ts_studio_roofline_new(workload, self->trials);
-  ts_studio_roofline_set_color_by(roofline, gtk_drop_down_get_selected(GTK_DROP_DOWN(
-                                                self->color_by)) == 1
-                                                ? TS_STUDIO_COLOR_BY_STRATEGY
-                                                : TS_STUDIO_COLOR_BY_STATUS);
+  ts_studio_roofline_set_color_by(roofline,
+                                  gtk_drop_down_get_selected(GTK_DROP_DOWN(self->color_by)) == 1
+                                      ? TS_STUDIO_COLOR_BY_STRATEGY
+                                      : TS_STUDIO_COLOR_BY_STATUS);
   ts_studio_plot_area_set_view(self->roofline_area, roofline, NULL);
   ts_studio_plot_area_set_view(self->history_area, make_history(self), NULL);
   ts_studio_plot_area_set_view(self->predicted_area,
@@ -359,8 +359,7 @@ static void
 ts_studio_window_init(TsStudioWindow *self)
 {
   gtk_widget_init_template(GTK_WIDGET(self));
-  g_action_map_add_action_entries(G_ACTION_MAP(self), win_actions, G_N_ELEMENTS(win_actions),
-                                  self);
+  g_action_map_add_action_entries(G_ACTION_MAP(self), win_actions, G_N_ELEMENTS(win_actions), self);
 
   g_signal_connect(self->sidebar, "workload-selected", G_CALLBACK(on_workload_selected), self);
   g_signal_connect(self->trial_list, "selection-changed", G_CALLBACK(on_trials_selected), self);
@@ -459,9 +458,9 @@ ts_studio_window_show_error(TsStudioWindow *win, const char *primary, const GErr
 {
   g_return_if_fail(TS_STUDIO_IS_WINDOW(win) && primary != NULL);
 
-  GtkWidget *dialog = gtk_message_dialog_new(GTK_WINDOW(win), GTK_DIALOG_MODAL |
-                                                                  GTK_DIALOG_DESTROY_WITH_PARENT,
-                                             GTK_MESSAGE_ERROR, GTK_BUTTONS_CLOSE, "%s", primary);
+  GtkWidget *dialog =
+      gtk_message_dialog_new(GTK_WINDOW(win), GTK_DIALOG_MODAL | GTK_DIALOG_DESTROY_WITH_PARENT,
+                             GTK_MESSAGE_ERROR, GTK_BUTTONS_CLOSE, "%s", primary);
   if (error != NULL)
     gtk_message_dialog_format_secondary_text(GTK_MESSAGE_DIALOG(dialog), "%s", error->message);
   g_signal_connect(dialog, "response", G_CALLBACK(gtk_window_destroy), NULL);
@@ -552,8 +551,8 @@ ts_studio_window_get_page_widget(TsStudioWindow *win, const char *page)
     const char *page;
     gpointer widget;
   } pages[] = {
-      {"trials", win->trial_list},     {"roofline", win->roofline_area},
-      {"history", win->history_area},  {"predicted", win->predicted_area},
+      {"trials", win->trial_list},      {"roofline", win->roofline_area},
+      {"history", win->history_area},   {"predicted", win->predicted_area},
       {"timeline", win->timeline_area}, {"lowering", win->lowering_pane},
       {"trace", win->trace_area},
   };

@@ -132,7 +132,9 @@ test_sidebar(void)
     g_autoptr(TsStudioSidebarNode) node = gtk_tree_list_row_get_item(row);
     const char *subtitle = ts_studio_sidebar_node_get_subtitle(node);
     g_assert_nonnull(ts_studio_sidebar_node_get_workload(node));
-    seen |= g_str_has_prefix(subtitle, "5 trials, 3 ok") ? 1 : g_str_has_prefix(subtitle, "1 trial, 1 ok") ? 2 : 0;
+    seen |= g_str_has_prefix(subtitle, "5 trials, 3 ok")  ? 1
+            : g_str_has_prefix(subtitle, "1 trial, 1 ok") ? 2
+                                                          : 0;
   }
   g_assert_cmpuint(seen, ==, 3);
 
@@ -197,9 +199,9 @@ test_filter(void)
     const char *text, *status;
     guint rows;
   } cases[] = {
-      {NULL, "ok", 3},         {NULL, "failed", 2},     {NULL, "timeout", 1},
-      {"annealing", NULL, 2},  {"ANNEAL", "ok", 1},     {"n=4080", NULL, 2},
-      {"m=72", "failed", 1},   {"nothing", NULL, 0},    {NULL, NULL, 5},
+      {NULL, "ok", 3},        {NULL, "failed", 2},  {NULL, "timeout", 1},
+      {"annealing", NULL, 2}, {"ANNEAL", "ok", 1},  {"n=4080", NULL, 2},
+      {"m=72", "failed", 1},  {"nothing", NULL, 0}, {NULL, NULL, 5},
   };
 
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -234,8 +236,8 @@ test_selection(void)
   spin(100);
   g_assert_true(g_str_has_prefix(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_GRAPH),
                                  "graph gemm"));
-  g_assert_nonnull(strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET),
-                          "#define BM 72"));
+  g_assert_nonnull(
+      strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET), "#define BM 72"));
   ts_studio_lowering_pane_set_diff(pane, TRUE);
   g_assert_false(ts_studio_lowering_pane_get_diff(pane)); /* one trial: nothing to diff */
 
@@ -247,8 +249,8 @@ test_selection(void)
   ts_studio_lowering_pane_set_diff(pane, TRUE);
   g_assert_true(ts_studio_lowering_pane_get_diff(pane));
   g_assert_cmpuint(ts_studio_lowering_pane_get_n_changed(pane), >, 2);
-  g_assert_nonnull(strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET),
-                          "#define BM 96"));
+  g_assert_nonnull(
+      strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET), "#define BM 96"));
   spin(100);
   gtk_window_destroy(GTK_WINDOW(win));
 }
@@ -404,11 +406,11 @@ drive_app(gpointer data)
   g_autoptr(GDBusConnection) bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
 
   followed[0] = wait_dark(TRUE);
-  g_dbus_connection_emit_signal(bus, NULL, "/org/freedesktop/portal/desktop",
-                                "org.freedesktop.portal.Settings", "SettingChanged",
-                                g_variant_new("(ssv)", "org.freedesktop.appearance",
-                                              "color-scheme", g_variant_new_uint32(2)),
-                                &error);
+  g_dbus_connection_emit_signal(
+      bus, NULL, "/org/freedesktop/portal/desktop", "org.freedesktop.portal.Settings",
+      "SettingChanged",
+      g_variant_new("(ssv)", "org.freedesktop.appearance", "color-scheme", g_variant_new_uint32(2)),
+      &error);
   g_assert_no_error(error);
   followed[1] = wait_dark(FALSE);
 
@@ -446,14 +448,13 @@ test_app(void)
   g_autoptr(GDBusConnection) bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
   g_assert_no_error(error);
   g_autoptr(GDBusNodeInfo) node = g_dbus_node_info_new_for_xml(xml, &error);
-  guint object = g_dbus_connection_register_object(bus, "/org/freedesktop/portal/desktop",
-                                                   node->interfaces[0], &vtable, NULL, NULL,
-                                                   &error);
+  guint object = g_dbus_connection_register_object(
+      bus, "/org/freedesktop/portal/desktop", node->interfaces[0], &vtable, NULL, NULL, &error);
   g_assert_no_error(error);
   g_autoptr(GVariant) owned = g_dbus_connection_call_sync(
-      bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-      "RequestName", g_variant_new("(su)", "org.freedesktop.portal.Desktop", 4),
-      G_VARIANT_TYPE("(u)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+      bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+      g_variant_new("(su)", "org.freedesktop.portal.Desktop", 4), G_VARIANT_TYPE("(u)"),
+      G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
   g_assert_no_error(error);
 
   g_object_set(gtk_settings_get_default(), "gtk-application-prefer-dark-theme", FALSE, NULL);
@@ -505,10 +506,13 @@ main(int argc, char **argv)
   make_cache(cache, CACHE_FULL);
   make_cache(small_cache, CACHE_SMALL);
   make_cache(empty_cache, CACHE_EMPTY);
-  g_assert_true(g_file_set_contents(garbage, "this is not an SQLite database, not at all", -1, NULL));
+  g_assert_true(
+      g_file_set_contents(garbage, "this is not an SQLite database, not at all", -1, NULL));
   g_assert_true(g_file_set_contents(
-      trace, "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 0,"
-             " \"dur\": 5, \"pid\": 1, \"tid\": 1}]}", -1, NULL));
+      trace,
+      "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 0,"
+      " \"dur\": 5, \"pid\": 1, \"tid\": 1}]}",
+      -1, NULL));
 
   g_test_add_func("/studio/window/sidebar", test_sidebar);
   g_test_add_func("/studio/window/sort", test_sort);
