@@ -1,0 +1,584 @@
+/* ts-studio-window.c — the window: opens a file through the data layer, keeps the selected
+ * workload's trials, runs and profiles, hands them to the views, and keeps the selection in
+ * the trials list, the plots and the lowering view in step.
+ *
+ * Lifetimes: the views and the lowering pane borrow the workload from the TsStudioDb, so every
+ * view is dropped before the db that backs it is closed (close_file) and the db outlives the
+ * template's widgets (finalize). */
+#include "ts-studio-window.h"
+
+const char *const ts_studio_window_pages[] = {
+    "trials", "roofline", "history", "predicted", "timeline", "lowering", NULL,
+};
+
+struct _TsStudioWindow {
+  GtkApplicationWindow parent_instance;
+
+  /* template */
+  GtkWidget *switcher, *states, *views, *timeline_states;
+  GtkWidget *empty_label, *empty_path, *no_profile_label;
+  GtkWidget *color_by, *history_axis, *profile_choice;
+  GtkStringList *profile_labels;
+  GMenu *recent_section;
+  TsStudioSidebar *sidebar;
+  TsStudioTrialList *trial_list;
+  TsStudioPlotArea *roofline_area, *history_area, *predicted_area;
+  TsStudioTimelineArea *timeline_area, *trace_area;
+  TsStudioLoweringPane *lowering_pane;
+
+  /* what is open */
+  char *path;
+  TsStudioDb *db;
+  const TsStudioWorkload *workload;
+  GPtrArray *trials, *runs, *profiles;
+  gint64 profile_id;
+};
+
+G_DEFINE_FINAL_TYPE(TsStudioWindow, ts_studio_window, GTK_TYPE_APPLICATION_WINDOW)
+
+static void
+set_state(TsStudioWindow *self, const char *state)
+{
+  gtk_stack_set_visible_child_name(GTK_STACK(self->states), state);
+  gtk_widget_set_visible(self->switcher, g_str_equal(state, "workbench"));
+}
+
+/* Drops everything that shows the current workload, before its data goes. */
+static void
+clear_workload(TsStudioWindow *self)
+{
+  ts_studio_plot_area_set_view(self->roofline_area, NULL, NULL);
+  ts_studio_plot_area_set_view(self->history_area, NULL, NULL);
+  ts_studio_plot_area_set_view(self->predicted_area, NULL, NULL);
+  ts_studio_timeline_area_set_events(self->timeline_area, NULL, NULL);
+  ts_studio_lowering_pane_set_trials(self->lowering_pane, NULL, NULL, NULL);
+  ts_studio_trial_list_set_trials(self->trial_list, NULL);
+  gtk_string_list_splice(self->profile_labels, 0,
+                         g_list_model_get_n_items(G_LIST_MODEL(self->profile_labels)), NULL);
+  g_clear_pointer(&self->trials, g_ptr_array_unref);
+  g_clear_pointer(&self->runs, g_ptr_array_unref);
+  g_clear_pointer(&self->profiles, g_ptr_array_unref);
+  self->workload = NULL;
+  self->profile_id = 0;
+}
+
+static void
+close_file(TsStudioWindow *self)
+{
+  clear_workload(self);
+  ts_studio_sidebar_set_db(self->sidebar, NULL);
+  ts_studio_timeline_area_set_events(self->trace_area, NULL, NULL);
+  g_clear_pointer(&self->db, ts_studio_db_free);
+  g_clear_pointer(&self->path, g_free);
+}
+
+static GPtrArray *
+or_empty(GPtrArray *array, GDestroyNotify free_func)
+{
+  return array ? array : g_ptr_array_new_with_free_func(free_func);
+}
+
+static void
+show_profile(TsStudioWindow *self, guint position)
+{
+  if (self->profiles == NULL || position >= self->profiles->len)
+    return;
+  const TsDbProfile *profile = g_ptr_array_index(self->profiles, position);
+  if (profile->id == self->profile_id)
+    return;
+
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) events = ts_studio_db_events(self->db, profile->id, &error);
+  self->profile_id = profile->id;
+  if (events == NULL) {
+    ts_studio_timeline_area_set_events(self->timeline_area, NULL, error->message);
+    return;
+  }
+  ts_studio_timeline_area_set_events(self->timeline_area, events, NULL);
+}
+
+static void
+load_profiles(TsStudioWindow *self)
+{
+  g_autoptr(GError) error = NULL;
+
+  self->profiles = ts_studio_db_profiles(self->db, self->workload, &error);
+  /* A workload never profiled still has a timeline worth seeing: the cache's other profiles
+   * (a whole tuning session is stored without a workload). */
+  if (self->profiles != NULL && self->profiles->len == 0) {
+    g_ptr_array_unref(self->profiles);
+    self->profiles = ts_studio_db_profiles(self->db, NULL, &error);
+  }
+  if (self->profiles == NULL) {
+    ts_studio_window_show_error(self, "Could not read the profiles", error);
+    self->profiles = g_ptr_array_new_with_free_func((GDestroyNotify)ts_db_profile_free);
+  }
+  if (self->profiles->len == 0) {
+    gtk_stack_set_visible_child_name(GTK_STACK(self->timeline_states), "none");
+    return;
+  }
+  g_autoptr(GStrvBuilder) labels = g_strv_builder_new();
+  for (guint i = 0; i < self->profiles->len; i++) {
+    const TsDbProfile *p = g_ptr_array_index(self->profiles, i);
+    g_autofree char *label =
+        g_strdup_printf("%" G_GINT64_FORMAT " · %s · %u events · %s%s%s", p->id,
+                        p->kind ? p->kind : "run", p->n_events, p->created_at ? p->created_at : "",
+                        p->schedule ? " · " : "", p->schedule ? p->schedule : "");
+    g_strv_builder_add(labels, label);
+  }
+  g_auto(GStrv) strv = g_strv_builder_end(labels);
+  gtk_string_list_splice(self->profile_labels, 0,
+                         g_list_model_get_n_items(G_LIST_MODEL(self->profile_labels)),
+                         (const char *const *)strv);
+  gtk_stack_set_visible_child_name(GTK_STACK(self->timeline_states), "profile");
+  gtk_drop_down_set_selected(GTK_DROP_DOWN(self->profile_choice), 0);
+  show_profile(self, 0);
+}
+
+static TsStudioView *
+make_history(TsStudioWindow *self)
+{
+  TsStudioHistoryAxis axis = gtk_drop_down_get_selected(GTK_DROP_DOWN(self->history_axis)) == 1
+                                 ? TS_STUDIO_HISTORY_BY_WALL
+                                 : TS_STUDIO_HISTORY_BY_INDEX;
+  return ts_studio_history_new(self->workload, self->trials, self->runs, axis);
+}
+
+/* The trial a workload opens on: its stored best, else its first verified one, else its
+ * first. */
+static const TsStudioTrial *
+initial_trial(GPtrArray *trials)
+{
+  const TsStudioTrial *first_ok = NULL;
+
+  for (guint i = 0; i < trials->len; i++) {
+    const TsStudioTrial *t = g_ptr_array_index(trials, i);
+    if (t->best)
+      return t;
+    if (first_ok == NULL && t->status == TS_DB_TRIAL_OK)
+      first_ok = t;
+  }
+  return first_ok ? first_ok : trials->len ? g_ptr_array_index(trials, 0) : NULL;
+}
+
+static void
+load_workload(TsStudioWindow *self, const TsStudioWorkload *workload)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (workload == self->workload)
+    return;
+  clear_workload(self);
+  self->workload = workload;
+  if (workload == NULL)
+    return;
+
+  self->trials = ts_studio_db_trials(self->db, workload, &error);
+  if (self->trials == NULL) {
+    ts_studio_window_show_error(self, "Could not read the trials", error);
+    g_clear_error(&error);
+  }
+  self->trials = or_empty(self->trials, (GDestroyNotify)ts_studio_trial_free);
+  self->runs = ts_studio_db_runs(self->db, workload, &error);
+  if (self->runs == NULL) {
+    ts_studio_window_show_error(self, "Could not read the tuning runs", error);
+    g_clear_error(&error);
+  }
+  self->runs = or_empty(self->runs, (GDestroyNotify)ts_studio_run_free);
+
+  TsStudioView *roofline = ts_studio_roofline_new(workload, self->trials);
+  ts_studio_roofline_set_color_by(roofline,
+                                  gtk_drop_down_get_selected(GTK_DROP_DOWN(self->color_by)) == 1
+                                      ? TS_STUDIO_COLOR_BY_STRATEGY
+                                      : TS_STUDIO_COLOR_BY_STATUS);
+  ts_studio_plot_area_set_view(self->roofline_area, roofline, NULL);
+  ts_studio_plot_area_set_view(self->history_area, make_history(self), NULL);
+  ts_studio_plot_area_set_view(self->predicted_area,
+                               ts_studio_predicted_new(workload, self->trials), NULL);
+  ts_studio_trial_list_set_trials(self->trial_list, self->trials);
+  load_profiles(self);
+
+  g_autofree char *title = g_strdup_printf("%s — %s", workload->label, self->path);
+  gtk_window_set_title(GTK_WINDOW(self), title);
+  const TsStudioTrial *first = initial_trial(self->trials);
+  if (first != NULL)
+    ts_studio_trial_list_select(self->trial_list, first->id, FALSE);
+}
+
+static void
+on_workload_selected(TsStudioSidebar *sidebar, const TsStudioWorkload *workload,
+                     TsStudioWindow *self)
+{
+  load_workload(self, workload);
+}
+
+static void
+on_trials_selected(TsStudioTrialList *list, TsStudioWindow *self)
+{
+  g_autoptr(GPtrArray) selected = ts_studio_trial_list_get_selected(list);
+  const TsStudioTrial *a = selected->len > 0 ? g_ptr_array_index(selected, 0) : NULL;
+  const TsStudioTrial *b = selected->len > 1 ? g_ptr_array_index(selected, 1) : NULL;
+  gint64 id = a ? a->id : 0;
+
+  ts_studio_plot_area_set_selected(self->roofline_area, id);
+  ts_studio_plot_area_set_selected(self->history_area, id);
+  ts_studio_plot_area_set_selected(self->predicted_area, id);
+  ts_studio_lowering_pane_set_trials(self->lowering_pane, self->workload, a, b);
+}
+
+static void
+on_mark_activated(TsStudioPlotArea *area, gint64 id, TsStudioWindow *self)
+{
+  if (id != 0)
+    ts_studio_trial_list_select(self->trial_list, id, FALSE);
+}
+
+static void
+on_color_by(GObject *drop_down, GParamSpec *pspec, TsStudioWindow *self)
+{
+  TsStudioView *view = ts_studio_plot_area_get_view(self->roofline_area);
+
+  if (view == NULL)
+    return;
+  ts_studio_roofline_set_color_by(view, gtk_drop_down_get_selected(GTK_DROP_DOWN(drop_down)) == 1
+                                            ? TS_STUDIO_COLOR_BY_STRATEGY
+                                            : TS_STUDIO_COLOR_BY_STATUS);
+  gtk_widget_queue_draw(GTK_WIDGET(self->roofline_area));
+}
+
+static void
+on_history_axis(GObject *drop_down, GParamSpec *pspec, TsStudioWindow *self)
+{
+  if (self->workload == NULL)
+    return;
+  ts_studio_plot_area_set_view(self->history_area, make_history(self), NULL);
+  on_trials_selected(self->trial_list, self);
+}
+
+static void
+on_profile_chosen(GObject *drop_down, GParamSpec *pspec, TsStudioWindow *self)
+{
+  show_profile(self, gtk_drop_down_get_selected(GTK_DROP_DOWN(drop_down)));
+}
+
+static void
+on_page_changed(GObject *stack, GParamSpec *pspec, TsStudioWindow *self)
+{
+  const char *page = gtk_stack_get_visible_child_name(GTK_STACK(stack));
+  GAction *action = g_action_map_lookup_action(G_ACTION_MAP(self), "view");
+
+  if (page != NULL && action != NULL)
+    g_simple_action_set_state(G_SIMPLE_ACTION(action), g_variant_new_string(page));
+}
+
+static void
+change_view(GSimpleAction *action, GVariant *value, gpointer data)
+{
+  ts_studio_window_set_page(data, g_variant_get_string(value, NULL));
+}
+
+static void
+find_action(GSimpleAction *action, GVariant *parameter, gpointer data)
+{
+  TsStudioWindow *self = data;
+
+  if (!g_str_equal(ts_studio_window_get_state(self), "workbench"))
+    return;
+  ts_studio_window_set_page(self, "trials");
+  ts_studio_trial_list_focus_filter(self->trial_list);
+}
+
+static void
+export_action(GSimpleAction *action, GVariant *parameter, gpointer data)
+{
+  ts_studio_window_export(data);
+}
+
+static const GActionEntry win_actions[] = {
+    {.name = "view", .parameter_type = "s", .state = "'trials'", .change_state = change_view},
+    {.name = "find", .activate = find_action},
+    {.name = "export", .activate = export_action},
+};
+
+static void
+ts_studio_window_finalize(GObject *object)
+{
+  TsStudioWindow *self = TS_STUDIO_WINDOW(object);
+
+  /* The widgets that borrowed from the db are gone (GtkWindow's dispose). */
+  g_clear_pointer(&self->trials, g_ptr_array_unref);
+  g_clear_pointer(&self->runs, g_ptr_array_unref);
+  g_clear_pointer(&self->profiles, g_ptr_array_unref);
+  g_clear_pointer(&self->db, ts_studio_db_free);
+  g_free(self->path);
+  G_OBJECT_CLASS(ts_studio_window_parent_class)->finalize(object);
+}
+
+static void
+ts_studio_window_class_init(TsStudioWindowClass *klass)
+{
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS(klass);
+
+  /* No gtk_widget_dispose_template in dispose: GtkWindow destroys its titlebar and child
+   * itself, and in GTK 4.8 unparenting them first makes it warn. */
+  G_OBJECT_CLASS(klass)->finalize = ts_studio_window_finalize;
+
+  g_type_ensure(TS_STUDIO_TYPE_SIDEBAR);
+  g_type_ensure(TS_STUDIO_TYPE_TRIAL_LIST);
+  g_type_ensure(TS_STUDIO_TYPE_PLOT_AREA);
+  g_type_ensure(TS_STUDIO_TYPE_TIMELINE_AREA);
+  g_type_ensure(TS_STUDIO_TYPE_LOWERING_PANE);
+
+  gtk_widget_class_set_template_from_resource(widget_class,
+                                              "/org/tessera/Studio/ts-studio-window.ui");
+#define BIND(name) gtk_widget_class_bind_template_child(widget_class, TsStudioWindow, name)
+  BIND(switcher);
+  BIND(states);
+  BIND(views);
+  BIND(timeline_states);
+  BIND(empty_label);
+  BIND(empty_path);
+  BIND(no_profile_label);
+  BIND(color_by);
+  BIND(history_axis);
+  BIND(profile_choice);
+  BIND(profile_labels);
+  BIND(recent_section);
+  BIND(sidebar);
+  BIND(trial_list);
+  BIND(roofline_area);
+  BIND(history_area);
+  BIND(predicted_area);
+  BIND(timeline_area);
+  BIND(trace_area);
+  BIND(lowering_pane);
+#undef BIND
+}
+
+static void
+ts_studio_window_init(TsStudioWindow *self)
+{
+  gtk_widget_init_template(GTK_WIDGET(self));
+  g_action_map_add_action_entries(G_ACTION_MAP(self), win_actions, G_N_ELEMENTS(win_actions), self);
+
+  g_signal_connect(self->sidebar, "workload-selected", G_CALLBACK(on_workload_selected), self);
+  g_signal_connect(self->trial_list, "selection-changed", G_CALLBACK(on_trials_selected), self);
+  g_signal_connect(self->roofline_area, "mark-activated", G_CALLBACK(on_mark_activated), self);
+  g_signal_connect(self->history_area, "mark-activated", G_CALLBACK(on_mark_activated), self);
+  g_signal_connect(self->predicted_area, "mark-activated", G_CALLBACK(on_mark_activated), self);
+  g_signal_connect(self->color_by, "notify::selected", G_CALLBACK(on_color_by), self);
+  g_signal_connect(self->history_axis, "notify::selected", G_CALLBACK(on_history_axis), self);
+  g_signal_connect(self->profile_choice, "notify::selected", G_CALLBACK(on_profile_chosen), self);
+  g_signal_connect(self->views, "notify::visible-child-name", G_CALLBACK(on_page_changed), self);
+  set_state(self, "welcome");
+}
+
+TsStudioWindow *
+ts_studio_window_new(GtkApplication *app)
+{
+  return g_object_new(TS_STUDIO_TYPE_WINDOW, "application", app, NULL);
+}
+
+void
+ts_studio_window_set_recent_menu(TsStudioWindow *win, GMenuModel *recent)
+{
+  g_return_if_fail(TS_STUDIO_IS_WINDOW(win) && G_IS_MENU_MODEL(recent));
+  g_menu_remove_all(win->recent_section);
+  g_menu_append_section(win->recent_section, NULL, recent);
+}
+
+/* The workload shown first: the one with the most trials, the likeliest to be the one tuned
+ * for real. */
+static const TsStudioWorkload *
+largest_workload(TsStudioDb *db)
+{
+  GPtrArray *workloads = ts_studio_db_workloads(db);
+  const TsStudioWorkload *best = NULL;
+
+  for (guint i = 0; i < workloads->len; i++) {
+    const TsStudioWorkload *w = g_ptr_array_index(workloads, i);
+    if (best == NULL || w->n_trials > best->n_trials)
+      best = w;
+  }
+  return best;
+}
+
+static gboolean
+is_trace(const char *path)
+{
+  g_autofree char *lower = g_ascii_strdown(path, -1);
+  return g_str_has_suffix(lower, ".json");
+}
+
+gboolean
+ts_studio_window_open(TsStudioWindow *win, GFile *file, GError **error)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win) && G_IS_FILE(file), FALSE);
+
+  g_autofree char *path = g_file_get_path(file);
+  if (path == NULL) {
+    g_autofree char *uri = g_file_get_uri(file);
+    g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_OPEN,
+                "%s: not a local file; copy it to this machine and open the copy", uri);
+    return FALSE;
+  }
+  if (is_trace(path)) {
+    g_autoptr(GArray) events = ts_studio_trace_load(path, error);
+    if (events == NULL)
+      return FALSE;
+    close_file(win);
+    win->path = g_steal_pointer(&path);
+    ts_studio_timeline_area_set_events(win->trace_area, events, NULL);
+    set_state(win, "trace");
+  } else {
+    TsStudioDb *db = ts_studio_db_open(path, error);
+    if (db == NULL)
+      return FALSE;
+    close_file(win);
+    win->path = g_steal_pointer(&path);
+    win->db = db;
+    ts_studio_sidebar_set_db(win->sidebar, db);
+    if (ts_studio_db_workloads(db)->len == 0) {
+      gtk_label_set_text(GTK_LABEL(win->empty_path), win->path);
+      set_state(win, "empty");
+    } else {
+      set_state(win, "workbench");
+      ts_studio_sidebar_select(win->sidebar, largest_workload(db));
+    }
+  }
+  if (win->workload == NULL) {
+    g_autofree char *title = g_strdup_printf("%s — Tessera Studio", win->path);
+    gtk_window_set_title(GTK_WINDOW(win), title);
+  }
+  return TRUE;
+}
+
+void
+ts_studio_window_show_error(TsStudioWindow *win, const char *primary, const GError *error)
+{
+  g_return_if_fail(TS_STUDIO_IS_WINDOW(win) && primary != NULL);
+
+  GtkWidget *dialog =
+      gtk_message_dialog_new(GTK_WINDOW(win), GTK_DIALOG_MODAL | GTK_DIALOG_DESTROY_WITH_PARENT,
+                             GTK_MESSAGE_ERROR, GTK_BUTTONS_CLOSE, "%s", primary);
+  if (error != NULL)
+    gtk_message_dialog_format_secondary_text(GTK_MESSAGE_DIALOG(dialog), "%s", error->message);
+  g_signal_connect(dialog, "response", G_CALLBACK(gtk_window_destroy), NULL);
+  gtk_window_present(GTK_WINDOW(dialog));
+}
+
+const char *
+ts_studio_window_get_state(TsStudioWindow *win)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), NULL);
+  return gtk_stack_get_visible_child_name(GTK_STACK(win->states));
+}
+
+const char *
+ts_studio_window_get_placeholder(TsStudioWindow *win, const char *page)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), NULL);
+
+  const char *state = ts_studio_window_get_state(win);
+  if (g_str_equal(state, "empty"))
+    return gtk_label_get_text(GTK_LABEL(win->empty_label));
+  if (g_str_equal(state, "workbench") && page != NULL && g_str_equal(page, "timeline") &&
+      g_str_equal(gtk_stack_get_visible_child_name(GTK_STACK(win->timeline_states)), "none"))
+    return gtk_label_get_text(GTK_LABEL(win->no_profile_label));
+  return NULL;
+}
+
+const char *
+ts_studio_window_get_path(TsStudioWindow *win)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), NULL);
+  return win->path;
+}
+
+TsStudioDb *
+ts_studio_window_get_db(TsStudioWindow *win)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), NULL);
+  return win->db;
+}
+
+const TsStudioWorkload *
+ts_studio_window_get_workload(TsStudioWindow *win)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), NULL);
+  return win->workload;
+}
+
+void
+ts_studio_window_select_workload(TsStudioWindow *win, const TsStudioWorkload *workload)
+{
+  g_return_if_fail(TS_STUDIO_IS_WINDOW(win));
+  ts_studio_sidebar_select(win->sidebar, workload);
+}
+
+gint64
+ts_studio_window_get_profile_id(TsStudioWindow *win)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), 0);
+  return win->profile_id;
+}
+
+const char *
+ts_studio_window_get_page(TsStudioWindow *win)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), NULL);
+  if (g_str_equal(ts_studio_window_get_state(win), "trace"))
+    return "trace";
+  return gtk_stack_get_visible_child_name(GTK_STACK(win->views));
+}
+
+gboolean
+ts_studio_window_set_page(TsStudioWindow *win, const char *page)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win) && page != NULL, FALSE);
+  if (!g_strv_contains(ts_studio_window_pages, page))
+    return FALSE;
+  gtk_stack_set_visible_child_name(GTK_STACK(win->views), page);
+  return TRUE;
+}
+
+GtkWidget *
+ts_studio_window_get_page_widget(TsStudioWindow *win, const char *page)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win) && page != NULL, NULL);
+
+  const struct {
+    const char *page;
+    gpointer widget;
+  } pages[] = {
+      {"trials", win->trial_list},      {"roofline", win->roofline_area},
+      {"history", win->history_area},   {"predicted", win->predicted_area},
+      {"timeline", win->timeline_area}, {"lowering", win->lowering_pane},
+      {"trace", win->trace_area},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(pages); i++)
+    if (g_str_equal(page, pages[i].page))
+      return pages[i].widget;
+  return NULL;
+}
+
+TsStudioSidebar *
+ts_studio_window_get_sidebar(TsStudioWindow *win)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), NULL);
+  return win->sidebar;
+}
+
+TsStudioTrialList *
+ts_studio_window_get_trial_list(TsStudioWindow *win)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), NULL);
+  return win->trial_list;
+}
+
+TsStudioLoweringPane *
+ts_studio_window_get_lowering_pane(TsStudioWindow *win)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), NULL);
+  return win->lowering_pane;
+}
