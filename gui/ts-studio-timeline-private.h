@@ -1,0 +1,141 @@
+/* ts-studio-timeline-private.h — the timeline's prepared data, shared by its preparation
+ * (ts-studio-timeline-prep.c, ts-studio-timeline-lod.c), its frame (ts-studio-timeline.c) and
+ * its axis and memory area (ts-studio-timeline-draw.c). Not API. */
+#pragma once
+
+#include "ts-studio-timeline.h"
+#include "ts-trace.h"
+
+G_BEGIN_DECLS
+
+/* Events narrower than this fold into their neighbours, and a fold swallows the next event when
+ * the gap to it is narrower too: 3 px is Tracy's MinVisSize, the narrowest bar a pointer can
+ * still aim at. */
+#define TS_TL_FOLD_PX 3.0
+/* The narrowest window zoom goes to: a few ns, below which the trace clock has no meaning. */
+#define TS_TL_MIN_WINDOW_NS 16
+
+/* A (kind, name) pair: events refer to it by index, so buckets can name what dominates them in
+ * 4 bytes. */
+typedef struct {
+  const char *kind, *name;
+  TsTraceKind k;
+  gboolean known; /* FALSE: a kind this build does not know, drawn like a range */
+} TsTlName;
+
+/* One event of a row, in the row's order (by start, longer first on ties). */
+typedef struct {
+  gint64 start, end;
+  guint32 index; /* in the input array */
+  guint32 name;  /* in the view's name table */
+} TsTlEvent;
+
+/* One time bucket of a row's level of detail. busy_ns is a float: only ratios of it are drawn,
+ * and 12 bytes a bucket keep the finest level of a 250k-event row at 3 MiB. */
+typedef struct {
+  float busy_ns; /* time the row's events cover within the bucket */
+  guint32 count; /* events starting in it */
+  guint32 name;  /* the name covering most of it; G_MAXUINT32 when empty */
+} TsTlBucket;
+
+/* Maxima of an array over aligned blocks of 2, 4, 8 ... elements: the maximum of any range, and
+ * the first element from a position on that reaches a threshold, each in O(log n). */
+typedef struct {
+  guint n, n_levels;
+  gint64 **max; /* max[L][k]: the maximum of v[k << (L+1) .. (k+1) << (L+1)) */
+} TsTlMaxTree;
+
+/* One row: a lane at one nesting depth. */
+typedef struct {
+  guint32 lane, depth;
+  TsTlEvent *ev;
+  guint n;
+  gint64 *max_end; /* max_end[i]: the latest end among ev[0..i], for the first visible event */
+  /* What keeps event i+1 out of a fold that holds event i: the gap before it or its own
+   * length, whichever is larger (G_MAXINT64 for the last). A fold from i runs to the first
+   * key at least the fold width: one search of fold_tree, whatever the events it holds. */
+  gint64 *fold_key;
+  TsTlMaxTree fold_tree;
+  /* Levels of detail: level L has n_buckets[L] buckets of bucket_ns << L ns, from the span's
+   * start (Perfetto's mipmaps). */
+  gint64 bucket_ns;
+  guint n_levels;
+  guint *n_buckets;
+  TsTlBucket **lod;
+} TsTlRow;
+
+/* Memory in use over time: the value after each allocation change. */
+typedef struct {
+  guint n;
+  gint64 *t;
+  gint64 *v;
+  guint32 *index; /* the alloc or free event that made the change */
+  TsTlMaxTree tree;
+  gint64 peak;
+  gint64 peak_t;
+} TsTlMemory;
+
+typedef struct {
+  TsStudioView parent;
+  GArray *events;
+  TsTlName *names;
+  guint n_names;
+  TsTlRow *rows;
+  guint n_rows;
+  guint32 *row_of; /* the row of each input event; G_MAXUINT32: none (alloc, free) */
+  TsTlMemory mem;
+  gint64 span0, span1; /* every event's extent */
+  gint64 view0, view1; /* the visible window */
+} TsTlView;
+
+/* Where things are in a frame of width x height px. */
+typedef struct {
+  double width, height;
+  double x0, x1;        /* the plot's horizontal extent (after the lane labels) */
+  double rows_y, row_h; /* top of the first row, height of each */
+  double mem_y, mem_h;  /* the memory area; mem_h 0 when there is none */
+  gint64 t0, t1;        /* the visible window */
+  double ns_per_px;
+} TsTlLayout;
+
+/* ts-studio-timeline-prep.c */
+void ts__tl_prepare(TsTlView *tl);
+void ts__tl_release(TsTlView *tl);
+/* The events of row that may overlap [t0, t1]: [*first, *end) holds every event with end >= t0
+ * and start <= t1 (and, where events of the row overlap one another, maybe some that end
+ * before t0). Two binary searches. */
+void ts__tl_visible(const TsTlRow *row, gint64 t0, gint64 t1, guint *first, guint *end);
+/* The first index in [lo, hi) whose event starts at or after t (hi if none). */
+guint ts__tl_lower_bound(const TsTlRow *row, guint lo, guint hi, gint64 t);
+/* The last change at or before t (G_MAXUINT when none), searching forward from hint (a
+ * change at or before t, or 0): a frame walks columns left to right. */
+guint ts__tl_memory_at(const TsTlMemory *mem, guint hint, gint64 t);
+
+/* ts-studio-timeline-lod.c */
+void ts__tl_build_lod(TsTlRow *row, gint64 span0, gint64 span1);
+void ts__tl_max_build(TsTlMaxTree *tree, const gint64 *v, guint n);
+void ts__tl_max_clear(TsTlMaxTree *tree);
+/* The maximum of v[a, b) (G_MININT64 when empty). */
+gint64 ts__tl_max_range(const TsTlMaxTree *tree, const gint64 *v, guint a, guint b);
+/* The first index at or after i with v at least threshold (n if none). */
+guint ts__tl_max_find(const TsTlMaxTree *tree, const gint64 *v, guint i, gint64 threshold);
+
+/* ts-studio-timeline.c */
+void ts__tl_layout(const TsTlView *tl, double width, double height, TsTlLayout *lay);
+static inline double
+ts__tl_x(const TsTlLayout *lay, gint64 t)
+{
+  return lay->x0 + (double)(t - lay->t0) / lay->ns_per_px;
+}
+
+/* ts-studio-timeline-draw.c: the parts of a frame around the rows. */
+/* ns in a readable unit: step_ns > 0, a tick label for ticks step_ns apart; 0, three
+ * significant digits ("12.3 µs"); < 0, to a thousandth of the unit ("50.500 ms"). */
+char *ts__tl_format_ns(double ns, double step_ns);
+char *ts__tl_lane_label(guint32 lane);
+void ts__tl_draw_axis(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);
+void ts__tl_draw_memory(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);
+/* The alloc or free nearest x in the memory area, within a few px, as a mark id; 0 if none. */
+gint64 ts__tl_hit_memory(TsTlView *tl, const TsTlLayout *lay, double x);
+
+G_END_DECLS

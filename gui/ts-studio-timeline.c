@@ -1,0 +1,511 @@
+/* ts-studio-timeline.c — the timeline view: its visible window (zoom, pan), the layout of a
+ * frame, and the rows: each row walks only its visible events (found by binary search) and
+ * folds runs of events narrower than TS_TL_FOLD_PX into one mark, as Tracy does, so a frame
+ * draws O(width) marks per row whatever the number of events; a fold shows how busy the row is
+ * under it from the row's levels of detail. */
+#include "ts-studio-timeline-private.h"
+
+#include <math.h>
+
+/* ---- layout ---- */
+
+#define AXIS_H 26.0
+#define GUTTER_W 118.0
+#define RIGHT_PAD 10.0
+#define ROW_H_MAX 20.0
+#define ROW_H_MIN 3.0
+
+void
+ts__tl_layout(const TsTlView *tl, double width, double height, TsTlLayout *lay)
+{
+  *lay = (TsTlLayout){.width = width, .height = height, .t0 = tl->view0, .t1 = tl->view1};
+  lay->x0 = floor(MIN(GUTTER_W, width * 0.3));
+  lay->x1 = MAX(floor(width - RIGHT_PAD), lay->x0 + 1);
+  lay->ns_per_px = (double)(tl->view1 - tl->view0) / (lay->x1 - lay->x0);
+  lay->rows_y = AXIS_H + 4;
+  double avail = height - lay->rows_y - 4;
+  if (tl->mem.n > 0) {
+    lay->mem_h = round(CLAMP(avail * 0.22, 40, 160));
+    avail -= lay->mem_h + 10;
+  }
+  lay->row_h = tl->n_rows ? CLAMP(floor(avail / tl->n_rows), ROW_H_MIN, ROW_H_MAX) : 0;
+  lay->mem_y = lay->rows_y + lay->row_h * tl->n_rows + 10;
+}
+
+/* ---- walking a row ---- */
+
+typedef struct {
+  gboolean fold;
+  guint first, count; /* events first .. first + count - 1 of the row */
+  gint64 t0, t1;
+} Mark;
+
+/* Returns FALSE to stop the walk. */
+typedef gboolean (*MarkFunc)(TsTlView *tl, guint row, const Mark *mark, gpointer data);
+
+/* The marks of a row in the visible window, left to right. An event at least TS_TL_FOLD_PX
+ * wide is its own mark; a narrower one starts a fold that takes in every following event while
+ * the gap before it and its own length are both under TS_TL_FOLD_PX (one search of the row's
+ * fold keys, O(log n) whatever the fold holds). A fold of one event is drawn as that event. */
+static void
+walk_row(TsTlView *tl, guint r, const TsTlLayout *lay, MarkFunc fn, gpointer data)
+{
+  const TsTlRow *row = &tl->rows[r];
+  /* Durations and gaps are whole ns: at least the fold width means at least its ceiling. */
+  gint64 fold_ns = (gint64)ceil(TS_TL_FOLD_PX * lay->ns_per_px);
+  guint i, end;
+  ts__tl_visible(row, lay->t0, lay->t1, &i, &end);
+  while (i < end) {
+    const TsTlEvent *e = &row->ev[i];
+    if (e->end - e->start >= fold_ns) {
+      Mark m = {FALSE, i, 1, e->start, e->end};
+      if (!fn(tl, r, &m, data))
+        return;
+      i++;
+      continue;
+    }
+    /* Only what is in view is counted in (and drawn as) the fold. */
+    guint last = MIN(ts__tl_max_find(&row->fold_tree, row->fold_key, i, fold_ns), end - 1);
+    Mark m = {last > i, i, last - i + 1, e->start, MAX(e->end, row->max_end[last])};
+    if (!fn(tl, r, &m, data))
+      return;
+    i = last + 1;
+  }
+}
+
+/* ---- the range ---- */
+
+static TsTlView *
+timeline(TsStudioView *view)
+{
+  g_return_val_if_fail(view != NULL && g_strcmp0(view->klass->name, "timeline") == 0, NULL);
+  return (TsTlView *)view;
+}
+
+void
+ts_studio_timeline_set_range(TsStudioView *view, gint64 start_ns, gint64 end_ns)
+{
+  TsTlView *tl = timeline(view);
+  g_return_if_fail(tl != NULL);
+  gint64 span = tl->span1 - tl->span0;
+  gint64 w = CLAMP(end_ns - start_ns, MIN(TS_TL_MIN_WINDOW_NS, span), span);
+  if (end_ns - start_ns < w) { /* widened about its middle */
+    gint64 mid = start_ns + (end_ns - start_ns) / 2;
+    start_ns = mid - w / 2;
+  }
+  start_ns = CLAMP(start_ns, tl->span0, tl->span1 - w);
+  tl->view0 = start_ns;
+  tl->view1 = start_ns + w;
+}
+
+void
+ts_studio_timeline_get_range(TsStudioView *view, gint64 *start_ns, gint64 *end_ns)
+{
+  TsTlView *tl = timeline(view);
+  g_return_if_fail(tl != NULL);
+  if (start_ns)
+    *start_ns = tl->view0;
+  if (end_ns)
+    *end_ns = tl->view1;
+}
+
+void
+ts_studio_timeline_get_span(TsStudioView *view, gint64 *start_ns, gint64 *end_ns)
+{
+  TsTlView *tl = timeline(view);
+  g_return_if_fail(tl != NULL);
+  if (start_ns)
+    *start_ns = tl->span0;
+  if (end_ns)
+    *end_ns = tl->span1;
+}
+
+void
+ts_studio_timeline_zoom(TsStudioView *view, double factor, double anchor)
+{
+  TsTlView *tl = timeline(view);
+  g_return_if_fail(tl != NULL && factor > 0);
+  anchor = CLAMP(anchor, 0, 1);
+  double w = (double)(tl->view1 - tl->view0);
+  double at = tl->view0 + anchor * w;
+  double nw = CLAMP(w / factor, TS_TL_MIN_WINDOW_NS, (double)(tl->span1 - tl->span0));
+  gint64 start = (gint64)llround(at - anchor * nw);
+  ts_studio_timeline_set_range(view, start, start + (gint64)llround(nw));
+}
+
+void
+ts_studio_timeline_pan(TsStudioView *view, double fraction)
+{
+  TsTlView *tl = timeline(view);
+  g_return_if_fail(tl != NULL);
+  gint64 w = tl->view1 - tl->view0;
+  gint64 d = (gint64)llround(fraction * (double)w);
+  ts_studio_timeline_set_range(view, tl->view0 + d, tl->view1 + d);
+}
+
+double
+ts_studio_timeline_anchor(TsStudioView *view, double x, double width)
+{
+  TsTlView *tl = timeline(view);
+  g_return_val_if_fail(tl != NULL, 0.5);
+  TsTlLayout lay;
+  ts__tl_layout(tl, width, 100, &lay);
+  return CLAMP((x - lay.x0) / (lay.x1 - lay.x0), 0, 1);
+}
+
+/* ---- drawing the rows ---- */
+
+typedef struct {
+  TsCanvas *c;
+  const TsTlLayout *lay;
+  gboolean svg;
+} DrawCtx;
+
+static TsRgba
+name_color(const TsTlView *tl, guint32 name)
+{
+  const TsStudioTheme *theme = tl->parent.theme;
+  const TsTlName *n = &tl->names[name];
+  switch (n->k) {
+  case TS_TRACE_KERNEL:
+    return ts_studio_theme_series(theme, n->name); /* each kernel its colour */
+  case TS_TRACE_RANGE:
+    return ts_studio_rgba_alpha(ts_studio_theme_series(theme, n->name), 0.55);
+  default:
+    return ts_studio_theme_series(theme, n->kind); /* copies, sets, compiles by kind */
+  }
+}
+
+/* x extent of [t0, t1] clamped to a little beyond the plot, with a minimum width: cairo slows
+ * down on coordinates far outside the surface, and a 0-px mark would be invisible. */
+static void
+mark_extent(const TsTlLayout *lay, gint64 t0, gint64 t1, double min_w, double *x, double *w)
+{
+  double a = MAX(ts__tl_x(lay, t0), lay->x0 - 2);
+  double b = MIN(ts__tl_x(lay, t1), lay->x1 + 2);
+  a = floor(a);
+  b = MAX(round(b), a + min_w);
+  *x = a;
+  *w = b - a;
+}
+
+static void
+draw_event(TsTlView *tl, DrawCtx *d, guint r, const Mark *m)
+{
+  const TsTlEvent *e = &tl->rows[r].ev[m->first];
+  const TsTlName *n = &tl->names[e->name];
+  double y = d->lay->rows_y + r * d->lay->row_h, h = MAX(d->lay->row_h - 1, 1);
+  double x, w;
+  mark_extent(d->lay, e->start, e->end, 2, &x, &w);
+  /* Titles are for the SVG only: on screen the tooltip describes the event, and 10^4 strings
+   * a frame would cost more than drawing. */
+  if (d->svg) {
+    g_autofree char *cls = g_strconcat("event ", n->kind, NULL);
+    g_autofree char *id = g_strdup_printf("event-%u", e->index + 1);
+    g_autofree char *dur = ts__tl_format_ns((double)(e->end - e->start), 0);
+    g_autofree char *title = g_strdup_printf("%s — %s", n->name, dur);
+    ts_canvas_begin(d->c, cls, id, title);
+  } else {
+    ts_canvas_begin(d->c, NULL, NULL, NULL);
+  }
+  ts_canvas_set_color(d->c, name_color(tl, e->name));
+  ts_canvas_rect(d->c, x, y, w, h, TRUE);
+  /* The name inside when it can be read: 48 px is about six characters. */
+  if (w >= 48 && h >= 10) {
+    ts_canvas_clip(d->c, x, y, w, h);
+    ts_canvas_set_color(d->c, tl->parent.theme->foreground);
+    ts_canvas_set_font_size(d->c, MIN(h - 3, 11));
+    ts_canvas_text(d->c, MAX(x, d->lay->x0) + 3, y + h / 2, n->name, TS_CANVAS_ALIGN_START,
+                   TS_CANVAS_ALIGN_CENTER, 0);
+  }
+  ts_canvas_end(d->c);
+}
+
+/* The level whose buckets are the first at least 2 px wide: a fold's outline has at most one
+ * step per 2 px, since cairo's cost to fill it grows with its corners. */
+static guint
+lod_level(const TsTlRow *row, double ns_per_px)
+{
+  guint l = 0;
+  while (l + 1 < row->n_levels && (double)(row->bucket_ns << l) < 2 * ns_per_px)
+    l++;
+  return l;
+}
+
+typedef struct {
+  guint32 name;
+  double busy;
+} Tally;
+
+/* A fold: how busy the row is under it, bucket by bucket, as a filled outline in the colour of
+ * the name that covers most of it. */
+static void
+draw_fold(TsTlView *tl, DrawCtx *d, guint r, const Mark *m)
+{
+  const TsTlRow *row = &tl->rows[r];
+  const TsTlLayout *lay = d->lay;
+  double y = lay->rows_y + r * lay->row_h, h = MAX(lay->row_h - 1, 1), bottom = round(y + h);
+  double fx, fw;
+  mark_extent(lay, m->t0, m->t1, 2, &fx, &fw);
+
+  guint l = lod_level(row, lay->ns_per_px);
+  const TsTlBucket *b = row->lod[l];
+  gint64 b_ns = row->bucket_ns << l;
+  guint nb = row->n_buckets[l];
+  guint b0 = (guint)MIN((MAX(m->t0, lay->t0) - tl->span0) / b_ns, nb - 1);
+  guint b1 = (guint)MIN((MIN(m->t1, lay->t1) - tl->span0) / b_ns, nb - 1);
+
+  /* The dominant name, weighted by busy time, among the first few distinct ones. */
+  Tally tally[8];
+  guint n_tally = 0;
+  double *xy = g_new(double, 2 * (2 * (b1 - b0 + 1) + 2));
+  guint n = 0;
+  xy[n++] = fx;
+  xy[n++] = bottom;
+  double last_h = -1;
+  for (guint k = b0; k <= b1; k++) {
+    if (b[k].name != G_MAXUINT32) {
+      guint t = 0;
+      while (t < n_tally && tally[t].name != b[k].name)
+        t++;
+      if (t == n_tally && n_tally < G_N_ELEMENTS(tally))
+        tally[n_tally++] = (Tally){b[k].name, 0};
+      if (t < n_tally)
+        tally[t].busy += b[k].busy_ns;
+    }
+    /* In quarters of the row, at least 2 px so a fold of instants still shows: runs of
+     * similar coverage merge into one step; and on whole pixels, without anti-aliased edges. */
+    double bh = b[k].count == 0 && b[k].busy_ns <= 0
+                    ? 0 /* a gap the fold spans */
+                    : round(MAX(2, h * ceil(4 * MIN(1, b[k].busy_ns / (double)b_ns)) / 4));
+    double xa = round(CLAMP(ts__tl_x(lay, tl->span0 + (gint64)k * b_ns), fx, fx + fw));
+    double xb = round(CLAMP(ts__tl_x(lay, tl->span0 + (gint64)(k + 1) * b_ns), fx, fx + fw));
+    if (bh != last_h) {
+      xy[n++] = xa;
+      xy[n++] = bottom - bh;
+      last_h = bh;
+    }
+    xy[n++] = xb;
+    xy[n++] = bottom - bh;
+  }
+  xy[n++] = fx + fw;
+  xy[n++] = bottom;
+  guint32 dominant = tl->rows[r].ev[m->first].name;
+  double best = -1;
+  for (guint t = 0; t < n_tally; t++)
+    if (tally[t].busy > best) {
+      best = tally[t].busy;
+      dominant = tally[t].name;
+    }
+
+  if (d->svg) {
+    g_autofree char *title = g_strdup_printf("%u events", m->count);
+    ts_canvas_begin(d->c, "fold", NULL, title);
+  } else {
+    ts_canvas_begin(d->c, NULL, NULL, NULL);
+  }
+  ts_canvas_set_color(d->c, ts_studio_rgba_alpha(name_color(tl, dominant), 0.85));
+  ts_canvas_polygon(d->c, xy, n / 2);
+  ts_canvas_end(d->c);
+  g_free(xy);
+}
+
+static gboolean
+draw_mark(TsTlView *tl, guint r, const Mark *m, gpointer data)
+{
+  if (m->fold)
+    draw_fold(tl, data, r, m);
+  else
+    draw_event(tl, data, r, m);
+  tl->parent.n_drawn++;
+  return TRUE;
+}
+
+static void
+draw_rows(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
+{
+  const TsStudioTheme *theme = tl->parent.theme;
+  DrawCtx d = {c, lay, ts_canvas_is_svg(c)};
+  for (guint r = 0; r < tl->n_rows; r++) {
+    const TsTlRow *row = &tl->rows[r];
+    double y = lay->rows_y + r * lay->row_h;
+    g_autofree char *label = ts__tl_lane_label(row->lane);
+    g_autofree char *id = g_strdup_printf("lane-%u-%u", row->lane, row->depth);
+    g_autofree char *title =
+        row->depth ? g_strdup_printf("%s, depth %u", label, row->depth) : g_strdup(label);
+    ts_canvas_begin(c, "lane", id, title);
+    /* A line between lanes, none between the depths of one lane. */
+    if (r > 0 && tl->rows[r - 1].lane != row->lane) {
+      ts_canvas_set_color(c, theme->grid);
+      ts_canvas_line(c, 0, y - 0.5, lay->width, y - 0.5);
+    }
+    if (row->depth == 0 && lay->row_h >= 8) {
+      ts_canvas_set_color(c, theme->muted);
+      ts_canvas_set_font_size(c, MIN(11, lay->row_h - 2));
+      ts_canvas_text(c, 6, y + lay->row_h / 2, label, TS_CANVAS_ALIGN_START, TS_CANVAS_ALIGN_CENTER,
+                     0);
+    }
+    ts_canvas_clip(c, lay->x0, y, lay->x1 - lay->x0, lay->row_h);
+    walk_row(tl, r, lay, draw_mark, &d);
+    ts_canvas_end(c);
+  }
+}
+
+/* Hover and selection outlined where the event is, folded or not. */
+static void
+draw_outline(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay, gint64 id, TsRgba color)
+{
+  if (id <= 0 || (guint64)id > tl->events->len || tl->row_of[id - 1] == G_MAXUINT32)
+    return;
+  const TsDbEvent *e = &g_array_index(tl->events, TsDbEvent, id - 1);
+  guint r = tl->row_of[id - 1];
+  if (e->start_ns > lay->t1 || e->start_ns + e->dur_ns < lay->t0)
+    return;
+  double x, w;
+  mark_extent(lay, e->start_ns, e->start_ns + MAX(e->dur_ns, 0), 2, &x, &w);
+  ts_canvas_begin(c, "outline", NULL, NULL);
+  ts_canvas_clip(c, lay->x0 - 2, lay->rows_y, lay->x1 - lay->x0 + 4, lay->height);
+  ts_canvas_set_color(c, color);
+  ts_canvas_set_line_width(c, 2);
+  ts_canvas_rect(c, x - 1, lay->rows_y + r * lay->row_h - 1, w + 2, lay->row_h + 1, FALSE);
+  ts_canvas_end(c);
+}
+
+static void
+timeline_draw(TsStudioView *view, TsCanvas *c, double width, double height)
+{
+  TsTlView *tl = (TsTlView *)view;
+  const TsStudioTheme *theme = view->theme;
+  ts_canvas_fill_background(c, theme->background);
+  ts_canvas_begin(c, "timeline", NULL, NULL);
+  if (tl->events->len == 0) {
+    ts_canvas_set_color(c, theme->muted);
+    ts_canvas_set_font_size(c, 15);
+    ts_canvas_text(c, width / 2, height / 2, "No events: this profile recorded nothing to show.",
+                   TS_CANVAS_ALIGN_CENTER, TS_CANVAS_ALIGN_CENTER, 0);
+    ts_canvas_end(c);
+    return;
+  }
+  TsTlLayout lay;
+  ts__tl_layout(tl, width, height, &lay);
+  ts__tl_draw_axis(tl, c, &lay);
+  draw_rows(tl, c, &lay);
+  ts__tl_draw_memory(tl, c, &lay);
+  draw_outline(tl, c, &lay, view->selected, theme->accent);
+  if (view->hover != view->selected)
+    draw_outline(tl, c, &lay, view->hover, theme->highlight);
+  ts_canvas_end(c);
+}
+
+/* ---- hit and describe ---- */
+
+typedef struct {
+  double x, slop;
+  gint64 hit;
+  double best;
+  const TsTlLayout *lay;
+} HitCtx;
+
+static gboolean
+hit_mark(TsTlView *tl, guint r, const Mark *m, gpointer data)
+{
+  HitCtx *h = data;
+  double x, w;
+  mark_extent(h->lay, m->t0, m->t1, 2, &x, &w);
+  if (x - h->slop > h->x)
+    return FALSE; /* marks come left to right: nothing further can be nearer */
+  double dist = h->x < x ? x - h->x : h->x > x + w ? h->x - (x + w) : 0;
+  if (dist <= h->slop && dist < h->best) {
+    h->best = dist;
+    /* A fold is many events: it has no single description. */
+    h->hit = m->fold ? 0 : (gint64)tl->rows[r].ev[m->first].index + 1;
+  }
+  return TRUE;
+}
+
+static gint64
+timeline_hit(TsStudioView *view, double x, double y, double width, double height)
+{
+  TsTlView *tl = (TsTlView *)view;
+  if (tl->events->len == 0)
+    return 0;
+  TsTlLayout lay;
+  ts__tl_layout(tl, width, height, &lay);
+  if (x < lay.x0 - 2 || x > lay.x1 + 2)
+    return 0;
+  if (lay.mem_h > 0 && y >= lay.mem_y && y <= lay.mem_y + lay.mem_h)
+    return ts__tl_hit_memory(tl, &lay, x);
+  if (y < lay.rows_y || lay.row_h <= 0)
+    return 0;
+  guint r = (guint)((y - lay.rows_y) / lay.row_h);
+  if (r >= tl->n_rows)
+    return 0;
+  HitCtx h = {.x = x, .slop = 2, .best = G_MAXDOUBLE, .lay = &lay};
+  walk_row(tl, r, &lay, hit_mark, &h);
+  return h.hit;
+}
+
+static char *
+timeline_describe(TsStudioView *view, gint64 id)
+{
+  TsTlView *tl = (TsTlView *)view;
+  if (id <= 0 || (guint64)id > tl->events->len)
+    return NULL;
+  const TsDbEvent *e = &g_array_index(tl->events, TsDbEvent, id - 1);
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "%s %s\n", e->kind ? e->kind : "event", e->name ? e->name : "");
+  g_autofree char *start = ts__tl_format_ns((double)e->start_ns, -1);
+  g_string_append_printf(s, "start %s", start);
+  if (e->dur_ns > 0) {
+    g_autofree char *dur = ts__tl_format_ns((double)e->dur_ns, 0);
+    g_string_append_printf(s, ", duration %s", dur);
+  }
+  if (e->bytes > 0) {
+    g_autofree char *size = g_format_size_full(e->bytes, G_FORMAT_SIZE_IEC_UNITS);
+    g_string_append_printf(s, "\nbytes %s", size);
+    if (e->dur_ns > 0 && (g_strcmp0(e->kind, "memcpy") == 0 || g_strcmp0(e->kind, "memset") == 0))
+      g_string_append_printf(s, " (%.1f GB/s)", (double)e->bytes / (double)e->dur_ns);
+  }
+  if (e->address)
+    g_string_append_printf(s, "\naddress 0x%" G_GINT64_MODIFIER "x", e->address);
+  if (e->detail && *e->detail)
+    g_string_append_printf(s, "\n%s", e->detail);
+  g_autofree char *lane = ts__tl_lane_label(e->lane);
+  g_string_append_printf(s, "\n%s", lane);
+  if (e->depth)
+    g_string_append_printf(s, ", depth %u", e->depth);
+  return g_string_free(s, FALSE);
+}
+
+static void
+timeline_finalize(TsStudioView *view)
+{
+  TsTlView *tl = (TsTlView *)view;
+  ts__tl_release(tl);
+  g_array_unref(tl->events);
+  g_free(tl);
+}
+
+static const TsStudioViewClass timeline_class = {
+    .name = "timeline",
+    .draw = timeline_draw,
+    .hit = timeline_hit,
+    .describe = timeline_describe,
+    .finalize = timeline_finalize,
+};
+
+TsStudioView *
+ts_studio_timeline_new(GArray *events)
+{
+  g_return_val_if_fail(events != NULL, NULL);
+  g_return_val_if_fail(g_array_get_element_size(events) == sizeof(TsDbEvent), NULL);
+  TsTlView *tl = g_new0(TsTlView, 1);
+  tl->parent.klass = &timeline_class;
+  tl->parent.theme = ts_studio_theme(FALSE);
+  tl->events = g_array_ref(events);
+  tl->parent.n_marks = events->len;
+  ts__tl_prepare(tl);
+  tl->view0 = tl->span0;
+  tl->view1 = tl->span1;
+  return &tl->parent;
+}
