@@ -94,7 +94,7 @@ follow_color_scheme(TsStudioApp *self)
       G_DBUS_SIGNAL_FLAGS_NONE, on_setting_changed, NULL, NULL);
   g_dbus_connection_call(bus, PORTAL_BUS_NAME, PORTAL_PATH, PORTAL_SETTINGS, "Read",
                          g_variant_new("(ss)", APPEARANCE, "color-scheme"), G_VARIANT_TYPE("(v)"),
-                         G_DBUS_CALL_FLAGS_NO_AUTO_START, 2000, self->cancellable, on_scheme_read,
+                         G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, self->cancellable, on_scheme_read,
                          NULL);
 }
 
