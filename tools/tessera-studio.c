@@ -8,6 +8,8 @@
 #include "config.h"
 #include "ts-db.h"
 #include "ts-studio-app.h"
+#include "ts-studio-data.h"
+#include "ts-studio-export.h"
 
 int
 main(int argc, char **argv)
@@ -15,14 +17,40 @@ main(int argc, char **argv)
   g_autofree char *screenshots = NULL;
   gboolean version = FALSE;
   g_autoptr(GError) error = NULL;
+  g_autofree char *export_view = NULL, *workload = NULL, *trace = NULL, *output = NULL;
+  g_autofree char *color_by = NULL;
+  gint64 profile = 0, trial = 0, trial_b = 0;
+  double width = 0, height = 0, scale = 0;
+  gboolean dark = FALSE;
   const GOptionEntry entries[] = {
       {"version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL},
       {"screenshots", 0, 0, G_OPTION_ARG_FILENAME, &screenshots,
        "Open PATH, save each view as DIR/VIEW.png and what it shows in DIR/manifest.json, "
        "then quit (0 on success)",
        "DIR"},
-      /* ---- headless export: --export VIEW --workload KEY --output FILE ----
-       * (gui/ts-studio-export.h, wired in with its options here by its author) */
+      /* Headless export: no display needed. */
+      {"export", 0, 0, G_OPTION_ARG_STRING, &export_view,
+       "Render VIEW of PATH to --output without a window, then quit: roofline, history, "
+       "history-wall, predicted, timeline, lowering, diff",
+       "VIEW"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+       "The exported file; its extension (.svg or .png) picks the format", "FILE"},
+      {"workload", 'w', 0, G_OPTION_ARG_STRING, &workload,
+       "The workload to export: W, W/D or W/D/T ids (default: the one with most trials)", "KEY"},
+      {"profile", 0, 0, G_OPTION_ARG_INT64, &profile,
+       "timeline: the stored profile (default: the workload's newest, else the newest)", "ID"},
+      {"trace", 0, 0, G_OPTION_ARG_FILENAME, &trace,
+       "timeline: a Chrome trace file instead of a stored profile (no cache needed)", "FILE"},
+      {"trial", 0, 0, G_OPTION_ARG_INT64, &trial,
+       "lowering, diff: the trial (default: the best)", "ID"},
+      {"trial-b", 0, 0, G_OPTION_ARG_INT64, &trial_b,
+       "diff: the other trial (default: the fastest other verified schedule)", "ID"},
+      {"color-by", 0, 0, G_OPTION_ARG_STRING, &color_by,
+       "roofline: colour points by status (default) or strategy", "WHAT"},
+      {"width", 0, 0, G_OPTION_ARG_DOUBLE, &width, "Export width in px (default 1200)", "PX"},
+      {"height", 0, 0, G_OPTION_ARG_DOUBLE, &height, "Export height in px (default 800)", "PX"},
+      {"scale", 0, 0, G_OPTION_ARG_DOUBLE, &scale, "PNG pixels per px (default 1)", "N"},
+      {"dark", 0, 0, G_OPTION_ARG_NONE, &dark, "Export with the dark theme", NULL},
       {NULL},
   };
   g_autoptr(GOptionContext) context = g_option_context_new("[PATH]");
@@ -32,8 +60,13 @@ main(int argc, char **argv)
                                "roofline, tuning history,\npredicted vs measured time, timeline "
                                "and lowering. Without PATH, the schedule cache\n"
                                "($XDG_CACHE_HOME/tessera/schedules.db) when there is one.");
-  g_option_context_set_description(context, "Exit status: 0 success; 1 the screenshots failed "
-                                            "(the reason on stderr); 2 bad usage.");
+  g_option_context_set_description(context, "Export:\n"
+                                            "  tessera-studio CACHE.db --export roofline --workload 1 --output roof.svg\n"
+                                            "  tessera-studio --export timeline --trace trace.json --output tl.png\n\n"
+                                            "Exit status: 0 success; 1 the screenshots failed "
+                                            "(the reason on stderr); 2 bad usage (unknown view,\n"
+                                            "workload, trial or profile; bad output name); 3 a "
+                                            "cache or file that cannot be read or written.");
   g_option_context_add_main_entries(context, entries, NULL);
   if (!g_option_context_parse(context, &argc, &argv, &error)) {
     g_printerr("tessera-studio: %s (try --help)\n", error->message);
@@ -54,13 +87,34 @@ main(int argc, char **argv)
     if (g_file_test(cache, G_FILE_TEST_EXISTS))
       path = g_steal_pointer(&cache);
   }
+  if (export_view != NULL) {
+    if (output == NULL) {
+      g_printerr("tessera-studio: --export needs --output FILE.svg or FILE.png\n");
+      return 2;
+    }
+    TsStudioExportOptions o = {
+      .db_path = path, .view = export_view, .workload = workload, .trace_path = trace,
+      .profile_id = profile, .trial_id = trial, .trial_b_id = trial_b, .color_by = color_by,
+      .output = output, .width = width, .height = height, .scale = scale, .dark = dark,
+    };
+    g_autofree char *summary = NULL;
+    if (!ts_studio_export(&o, &summary, &error)) {
+      g_printerr("tessera-studio: %s\n", error->message);
+      /* What the user named wrong is usage; a file that cannot be read or written is I/O. */
+      gboolean io = error->domain == TS_STUDIO_ERROR &&
+                    (error->code == TS_STUDIO_ERROR_OPEN || error->code == TS_STUDIO_ERROR_TRACE ||
+                     (error->code == TS_STUDIO_ERROR_EXPORT &&
+                      g_str_has_prefix(error->message, "cannot write")));
+      return io ? 3 : 2;
+    }
+    printf("%s\n", summary);
+    return 0;
+  }
   if (screenshots != NULL && path == NULL) {
     g_printerr("tessera-studio: --screenshots needs a PATH to open (no schedule cache at the "
                "default location)\n");
     return 2;
   }
-
-  /* ---- headless export goes here (before any display is needed) ---- */
 
   g_set_application_name("Tessera Studio");
   g_autoptr(TsStudioApp) app = ts_studio_app_new(screenshots != NULL);
