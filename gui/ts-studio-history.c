@@ -291,7 +291,7 @@ draw_legend(History *h, TsCanvas *c, const TsPlot *p)
   if (best) {
     g_autofree char *med = ts__plot_format_ns(best->median_ns);
     ts__plot_legend_add(legend, TS_PLOT_KEY_RING, TS_CANVAS_MARKER_CIRCLE, th->accent, 0,
-                        "best: %s (trial %" G_GINT64_FORMAT ")", med, best->id);
+                        "best: %s (#%u, as in the trials list)", med, best->index);
   }
   if (h->n_failed)
     ts__plot_legend_add(legend, TS_PLOT_KEY_MARKER, TS_CANVAS_MARKER_CROSS, th->muted, 0,

@@ -551,7 +551,7 @@ test_history(void)
 
   /* The overall best (trial 14, 700 us) is marked; its point and the hit test agree. */
   g_assert_nonnull(strstr(svg, "id=\"best-14\""));
-  g_assert_nonnull(strstr(svg, ">best: 700 µs (trial 14)</text>"));
+  g_assert_nonnull(strstr(svg, ">best: 700 µs (#13, as in the trials list)</text>"));
   double bx, by;
   circle_of(svg, "trial-14", &bx, &by);
   g_assert_cmpint(ts_studio_view_hit(view, bx, by, W, H), ==, 14);
