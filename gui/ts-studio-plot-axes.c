@@ -270,6 +270,45 @@ ts__plot_nearest(const double *xy, guint n, double x, double y, double radius)
   return best;
 }
 
+gint64
+ts__plot_hit_trials(const TsPlot *p, GPtrArray *trials, TsPlotTrialPlace place, double x,
+                    double y, double radius)
+{
+  if (!ts__plot_contains(p, x, y))
+    return 0;
+  g_autoptr(GArray) xy = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(gint64));
+  for (guint i = 0; i < trials->len; i++) {
+    const TsStudioTrial *t = trials->pdata[i];
+    double dx, dy;
+    if (!place(t, &dx, &dy))
+      continue;
+    double pt[2] = {ts__plot_x(p, dx), ts__plot_y(p, dy)};
+    g_array_append_vals(xy, pt, 2);
+    g_array_append_val(ids, t->id);
+  }
+  gint k = ts__plot_nearest((double *)xy->data, ids->len, x, y, radius);
+  return k < 0 ? 0 : g_array_index(ids, gint64, k);
+}
+
+void
+ts__plot_draw_hover_trial(TsStudioView *view, TsCanvas *c, const TsPlot *p, GPtrArray *trials,
+                          TsPlotTrialPlace place, TsPlotTrialDraw draw)
+{
+  guint n_drawn = view->n_drawn;
+  for (guint i = 0; i < trials->len; i++) {
+    const TsStudioTrial *t = trials->pdata[i];
+    double dx, dy;
+    if (t->id != view->hover || !place(t, &dx, &dy))
+      continue;
+    ts_canvas_begin(c, "hover", NULL, NULL);
+    ts_canvas_clip(c, p->x, p->y, p->w, p->h);
+    draw(view, c, p, t);
+    ts_canvas_end(c);
+  }
+  view->n_drawn = n_drawn;
+}
+
 /* ---- Kendall's tau-b ---- */
 
 typedef struct {

@@ -108,6 +108,19 @@ void ts__plot_draw_ringed(TsCanvas *canvas, const TsStudioTheme *theme, TsCanvas
 /* The index of the pixel position (xy[2i], xy[2i+1]) nearest to (x, y) within radius px, or -1. */
 gint ts__plot_nearest(const double *xy, guint n, double x, double y, double radius);
 
+/* Scatter plots of trials (roofline, predicted vs measured) share their hit test and hover
+ * overlay; each says where a trial sits in data space (FALSE: not plotted) and how to draw it. */
+typedef gboolean (*TsPlotTrialPlace)(const TsStudioTrial *trial, double *x, double *y);
+typedef void (*TsPlotTrialDraw)(TsStudioView *view, TsCanvas *canvas, const TsPlot *plot,
+                                const TsStudioTrial *trial);
+/* The id of the plotted trial nearest (x, y) within radius px, or 0. */
+gint64 ts__plot_hit_trials(const TsPlot *plot, GPtrArray *trials, TsPlotTrialPlace place,
+                           double x, double y, double radius);
+/* Draws view->hover again over a finished plot (clipped to the plot area), leaving n_drawn as
+ * it was: the overlay is not another mark. */
+void ts__plot_draw_hover_trial(TsStudioView *view, TsCanvas *canvas, const TsPlot *plot,
+                               GPtrArray *trials, TsPlotTrialPlace place, TsPlotTrialDraw draw);
+
 /* Kendall's tau-b of n pairs (Knight's O(n log n) algorithm, ties in either variable
  * accounted for); NAN when n < 2 or either variable is constant. */
 double ts__plot_kendall_tau_b(const double *x, const double *y, guint n);

@@ -38,6 +38,14 @@ layout(const Predicted *pr, double width, double height, TsPlot *p)
   }
 }
 
+static gboolean
+place(const TsStudioTrial *t, double *x, double *y)
+{
+  *x = t->predicted_ns;
+  *y = t->median_ns;
+  return usable(t);
+}
+
 static void
 draw_point(Predicted *pr, TsCanvas *c, const TsPlot *p, const TsStudioTrial *t)
 {
@@ -124,6 +132,12 @@ predicted_draw(TsStudioView *view, TsCanvas *c, double width, double height)
   draw_legend(pr, c, &p);
 }
 
+static void
+draw_hover(TsStudioView *view, TsCanvas *c, const TsPlot *p, const TsStudioTrial *t)
+{
+  draw_point((Predicted *)view, c, p, t);
+}
+
 gboolean
 ts__predicted_draw_hover(TsStudioView *view, TsCanvas *c, double width, double height)
 {
@@ -132,17 +146,7 @@ ts__predicted_draw_hover(TsStudioView *view, TsCanvas *c, double width, double h
     return TRUE;
   TsPlot p;
   layout(pr, width, height, &p);
-  guint n_drawn = view->n_drawn; /* the overlay is not another mark */
-  for (guint i = 0; i < pr->trials->len; i++) {
-    const TsStudioTrial *t = pr->trials->pdata[i];
-    if (t->id != view->hover || !usable(t))
-      continue;
-    ts_canvas_begin(c, "hover", NULL, NULL);
-    ts_canvas_clip(c, p.x, p.y, p.w, p.h);
-    draw_point(pr, c, &p, t);
-    ts_canvas_end(c);
-  }
-  view->n_drawn = n_drawn;
+  ts__plot_draw_hover_trial(view, c, &p, pr->trials, place, draw_hover);
   return TRUE;
 }
 
@@ -152,20 +156,7 @@ predicted_hit(TsStudioView *view, double x, double y, double width, double heigh
   Predicted *pr = (Predicted *)view;
   TsPlot p;
   layout(pr, width, height, &p);
-  if (!ts__plot_contains(&p, x, y))
-    return 0;
-  g_autoptr(GArray) xy = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(gint64));
-  for (guint i = 0; i < pr->trials->len; i++) {
-    const TsStudioTrial *t = pr->trials->pdata[i];
-    if (!usable(t))
-      continue;
-    double pt[2] = {ts__plot_x(&p, t->predicted_ns), ts__plot_y(&p, t->median_ns)};
-    g_array_append_vals(xy, pt, 2);
-    g_array_append_val(ids, t->id);
-  }
-  gint k = ts__plot_nearest((double *)xy->data, ids->len, x, y, HIT_RADIUS);
-  return k < 0 ? 0 : g_array_index(ids, gint64, k);
+  return ts__plot_hit_trials(&p, pr->trials, place, x, y, HIT_RADIUS);
 }
 
 static char *

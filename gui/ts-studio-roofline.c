@@ -32,6 +32,14 @@ plotted(const TsStudioTrial *t)
   return isfinite(t->intensity) && t->intensity > 0 && isfinite(t->gflops) && t->gflops > 0;
 }
 
+static gboolean
+place(const TsStudioTrial *t, double *x, double *y)
+{
+  *x = t->intensity;
+  *y = t->gflops;
+  return plotted(t);
+}
+
 /* The ranges the axes must show: every trial, every ridge point and the roofs around them. */
 static void
 fit_ranges(Roofline *r)
@@ -226,23 +234,19 @@ roofline_draw(TsStudioView *view, TsCanvas *c, double width, double height)
   draw_legend(r, c, &p);
 }
 
+static void
+draw_hover(TsStudioView *view, TsCanvas *c, const TsPlot *p, const TsStudioTrial *t)
+{
+  draw_trial((Roofline *)view, c, p, t);
+}
+
 gboolean
 ts__roofline_draw_hover(TsStudioView *view, TsCanvas *c, double width, double height)
 {
   Roofline *r = (Roofline *)view;
   TsPlot p;
   layout(r, width, height, &p);
-  guint n_drawn = view->n_drawn; /* the overlay is not another mark */
-  for (guint i = 0; i < r->trials->len; i++) {
-    const TsStudioTrial *t = r->trials->pdata[i];
-    if (t->id != view->hover || !plotted(t))
-      continue;
-    ts_canvas_begin(c, "hover", NULL, NULL);
-    ts_canvas_clip(c, p.x, p.y, p.w, p.h);
-    draw_trial(r, c, &p, t);
-    ts_canvas_end(c);
-  }
-  view->n_drawn = n_drawn;
+  ts__plot_draw_hover_trial(view, c, &p, r->trials, place, draw_hover);
   return TRUE;
 }
 
@@ -252,20 +256,7 @@ roofline_hit(TsStudioView *view, double x, double y, double width, double height
   Roofline *r = (Roofline *)view;
   TsPlot p;
   layout(r, width, height, &p);
-  if (!ts__plot_contains(&p, x, y))
-    return 0;
-  g_autoptr(GArray) xy = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(gint64));
-  for (guint i = 0; i < r->trials->len; i++) {
-    const TsStudioTrial *t = r->trials->pdata[i];
-    if (!plotted(t))
-      continue;
-    double pt[2] = {ts__plot_x(&p, t->intensity), ts__plot_y(&p, t->gflops)};
-    g_array_append_vals(xy, pt, 2);
-    g_array_append_val(ids, t->id);
-  }
-  gint k = ts__plot_nearest((double *)xy->data, ids->len, x, y, HIT_RADIUS);
-  return k < 0 ? 0 : g_array_index(ids, gint64, k);
+  return ts__plot_hit_trials(&p, r->trials, place, x, y, HIT_RADIUS);
 }
 
 static char *
