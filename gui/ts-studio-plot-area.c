@@ -32,8 +32,8 @@ G_DEFINE_FINAL_TYPE(TsStudioPlotArea, ts_studio_plot_area, GTK_TYPE_WIDGET)
 enum { MARK_ACTIVATED, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
-static gboolean
-prefers_dark(GtkWidget *widget)
+const TsStudioTheme *
+ts_studio_widget_theme(GtkWidget *widget)
 {
   GdkRGBA fg;
 #if GTK_CHECK_VERSION(4, 10, 0)
@@ -42,7 +42,7 @@ prefers_dark(GtkWidget *widget)
   gtk_style_context_get_color(gtk_widget_get_style_context(widget), &fg);
 #endif
   /* Relative luminance (Rec. 709 weights): light text means a dark background. */
-  return 0.2126 * fg.red + 0.7152 * fg.green + 0.0722 * fg.blue > 0.5;
+  return ts_studio_theme(0.2126 * fg.red + 0.7152 * fg.green + 0.0722 * fg.blue > 0.5);
 }
 
 static void
@@ -89,8 +89,8 @@ plot_area_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
   self->hover_only = FALSE;
   if (w <= 0 || h <= 0)
     return;
-  gboolean dark = prefers_dark(widget);
-  const TsStudioTheme *theme = ts_studio_theme(dark);
+  const TsStudioTheme *theme = ts_studio_widget_theme(widget);
+  gboolean dark = theme->dark;
   graphene_rect_t bounds = GRAPHENE_RECT_INIT(0, 0, w, h);
   if (self->view && ts__plot_has_hover_overlay(self->view)) {
     int scale = gtk_widget_get_scale_factor(widget);

@@ -34,19 +34,6 @@ struct _TsStudioTimelineArea {
 
 G_DEFINE_FINAL_TYPE(TsStudioTimelineArea, ts_studio_timeline_area, GTK_TYPE_WIDGET)
 
-static gboolean
-is_dark(GtkWidget *widget)
-{
-  GdkRGBA fg;
-#if GTK_CHECK_VERSION(4, 10, 0)
-  gtk_widget_get_color(widget, &fg);
-#else
-  gtk_style_context_get_color(gtk_widget_get_style_context(widget), &fg);
-#endif
-  /* Rec. 709 luma of the text colour. */
-  return 0.2126 * fg.red + 0.7152 * fg.green + 0.0722 * fg.blue > 0.5;
-}
-
 /* ---- preparation ---- */
 
 static void
@@ -164,7 +151,7 @@ ts_studio_timeline_area_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
   int w = gtk_widget_get_width(widget), h = gtk_widget_get_height(widget);
   if (w <= 0 || h <= 0)
     return;
-  const TsStudioTheme *theme = ts_studio_theme(is_dark(widget));
+  const TsStudioTheme *theme = ts_studio_widget_theme(widget);
   cairo_t *cr = gtk_snapshot_append_cairo(snapshot, &GRAPHENE_RECT_INIT(0, 0, w, h));
   TsCanvas *c = ts_canvas_new_cairo(cr);
   if (self->view) {

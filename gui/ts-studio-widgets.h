@@ -32,4 +32,9 @@ void ts_studio_timeline_area_set_events(TsStudioTimelineArea *area, GArray *even
 /* The view once prepared, else NULL. */
 TsStudioView *ts_studio_timeline_area_get_view(TsStudioTimelineArea *area);
 
+/* The theme matching what styles widget now (libadwaita, GTK_THEME, the prefer-dark setting,
+ * high contrast): dark when its text colour is light. Read at each frame, so a widget follows
+ * the desktop without wiring a signal. */
+const TsStudioTheme *ts_studio_widget_theme(GtkWidget *widget);
+
 G_END_DECLS
