@@ -61,6 +61,15 @@ num(GString *s, double v)
   g_string_append(s, g_ascii_formatd(buf, sizeof buf, "%.2f", v));
 }
 
+/* A numeric attribute: ` name="v"`. */
+static void
+attr(GString *s, const char *name, double v)
+{
+  g_string_append_printf(s, " %s=\"", name);
+  num(s, v);
+  g_string_append_c(s, '"');
+}
+
 TsCanvas *
 ts_canvas_new_svg(double width, double height)
 {
@@ -71,11 +80,10 @@ ts_canvas_new_svg(double width, double height)
   c->scratch = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
   c->cr = cairo_create(c->scratch);
   c->out = g_string_new("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"");
-  num(c->out, width);
-  g_string_append(c->out, "\" height=\"");
-  num(c->out, height);
-  g_string_append(c->out, "\" viewBox=\"0 0 ");
+                        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\"");
+  attr(c->out, "width", width);
+  attr(c->out, "height", height);
+  g_string_append(c->out, " viewBox=\"0 0 ");
   num(c->out, width);
   g_string_append_c(c->out, ' ');
   num(c->out, height);
@@ -204,15 +212,12 @@ ts_canvas_clip(TsCanvas *c, double x, double y, double w, double h)
     return;
   }
   guint n = ++c->n_clips;
-  g_string_append_printf(c->out, "<clipPath id=\"clip%u\"><rect x=\"", n);
-  num(c->out, x);
-  g_string_append(c->out, "\" y=\"");
-  num(c->out, y);
-  g_string_append(c->out, "\" width=\"");
-  num(c->out, w);
-  g_string_append(c->out, "\" height=\"");
-  num(c->out, h);
-  g_string_append_printf(c->out, "\"/></clipPath>\n<g clip-path=\"url(#clip%u)\">\n", n);
+  g_string_append_printf(c->out, "<clipPath id=\"clip%u\"><rect", n);
+  attr(c->out, "x", x);
+  attr(c->out, "y", y);
+  attr(c->out, "width", w);
+  attr(c->out, "height", h);
+  g_string_append_printf(c->out, "/></clipPath>\n<g clip-path=\"url(#clip%u)\">\n", n);
   state(c)->svg_closes++;
 }
 
@@ -226,9 +231,8 @@ svg_color(GString *s, const char *what, TsRgba color)
                          (guint)lround(CLAMP(color.g, 0, 1) * 255),
                          (guint)lround(CLAMP(color.b, 0, 1) * 255));
   if (color.a < 1) {
-    g_string_append_printf(s, " %s-opacity=\"", what);
-    num(s, CLAMP(color.a, 0, 1));
-    g_string_append_c(s, '"');
+    g_autofree char *name = g_strconcat(what, "-opacity", NULL);
+    attr(s, name, CLAMP(color.a, 0, 1));
   }
 }
 
@@ -244,9 +248,7 @@ svg_stroke(TsCanvas *c)
   CanvasState *s = state(c);
   g_string_append(c->out, " fill=\"none\"");
   svg_color(c->out, "stroke", s->color);
-  g_string_append(c->out, " stroke-width=\"");
-  num(c->out, s->line_width);
-  g_string_append_c(c->out, '"');
+  attr(c->out, "stroke-width", s->line_width);
   if (s->dash_on > 0) {
     g_string_append(c->out, " stroke-dasharray=\"");
     num(c->out, s->dash_on);
@@ -360,15 +362,11 @@ ts_canvas_polygon(TsCanvas *c, const double *xy, guint n)
 static void
 svg_rect(TsCanvas *c, double x, double y, double w, double h)
 {
-  g_string_append(c->out, "<rect x=\"");
-  num(c->out, x);
-  g_string_append(c->out, "\" y=\"");
-  num(c->out, y);
-  g_string_append(c->out, "\" width=\"");
-  num(c->out, w);
-  g_string_append(c->out, "\" height=\"");
-  num(c->out, h);
-  g_string_append_c(c->out, '"');
+  g_string_append(c->out, "<rect");
+  attr(c->out, "x", x);
+  attr(c->out, "y", y);
+  attr(c->out, "width", w);
+  attr(c->out, "height", h);
 }
 
 void
@@ -398,13 +396,10 @@ ts_canvas_marker(TsCanvas *c, TsCanvasMarker shape, double x, double y, double r
   switch (shape) {
   case TS_CANVAS_MARKER_CIRCLE:
     if (c->svg) {
-      g_string_append(c->out, "<circle cx=\"");
-      num(c->out, x);
-      g_string_append(c->out, "\" cy=\"");
-      num(c->out, y);
-      g_string_append(c->out, "\" r=\"");
-      num(c->out, r);
-      g_string_append_c(c->out, '"');
+      g_string_append(c->out, "<circle");
+      attr(c->out, "cx", x);
+      attr(c->out, "cy", y);
+      attr(c->out, "r", r);
       svg_fill(c);
       g_string_append(c->out, "/>\n");
     } else {
@@ -424,22 +419,14 @@ ts_canvas_marker(TsCanvas *c, TsCanvasMarker shape, double x, double y, double r
   }
   case TS_CANVAS_MARKER_CROSS:
     if (c->svg) {
-      g_string_append_printf(c->out, "<path d=\"M");
-      num(c->out, x - r);
-      g_string_append_c(c->out, ' ');
-      num(c->out, y - r);
-      g_string_append(c->out, "L");
-      num(c->out, x + r);
-      g_string_append_c(c->out, ' ');
-      num(c->out, y + r);
-      g_string_append(c->out, "M");
-      num(c->out, x - r);
-      g_string_append_c(c->out, ' ');
-      num(c->out, y + r);
-      g_string_append(c->out, "L");
-      num(c->out, x + r);
-      g_string_append_c(c->out, ' ');
-      num(c->out, y - r);
+      const double ends[8] = {x - r, y - r, x + r, y + r, x - r, y + r, x + r, y - r};
+      g_string_append(c->out, "<path d=\"");
+      for (guint i = 0; i < 4; i++) {
+        g_string_append(c->out, i % 2 ? "L" : "M");
+        num(c->out, ends[2 * i]);
+        g_string_append_c(c->out, ' ');
+        num(c->out, ends[2 * i + 1]);
+      }
       g_string_append_c(c->out, '"');
       svg_stroke(c);
       g_string_append(c->out, "/>\n");
@@ -499,13 +486,11 @@ ts_canvas_text(TsCanvas *c, double x, double y, const char *text, TsCanvasAlign 
   if (c->svg) {
     double baseline = pango_layout_get_baseline(c->layout) / (double)PANGO_SCALE;
     g_autofree char *e = g_markup_escape_text(text, -1);
-    g_string_append(c->out, "<text x=\"");
-    num(c->out, x + dx);
-    g_string_append(c->out, "\" y=\"");
-    num(c->out, y + dy + baseline);
-    g_string_append(c->out, "\" font-size=\"");
-    num(c->out, state(c)->font_px);
-    g_string_append_printf(c->out, "\" font-family=\"%s\"",
+    g_string_append(c->out, "<text");
+    attr(c->out, "x", x + dx);
+    attr(c->out, "y", y + dy + baseline);
+    attr(c->out, "font-size", state(c)->font_px);
+    g_string_append_printf(c->out, " font-family=\"%s\"",
                            state(c)->monospace ? "monospace" : "sans-serif");
     svg_fill(c);
     if (angle != 0) {
