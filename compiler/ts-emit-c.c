@@ -495,6 +495,12 @@ char *
 ts_emit_c(const TsTileKernel *kernel, const char *entry, const char *banner, GError **error)
 {
   g_return_val_if_fail(kernel != NULL && entry != NULL, NULL);
+  if (kernel->tensor_maps->len > 0) {
+    g_set_error(error, TS_EMIT_ERROR, TS_EMIT_ERROR_UNSUPPORTED,
+                "C target: kernel %s reads through TMA tensor maps, a GPU (sm_90) construct",
+                kernel->name);
+    return NULL;
+  }
   Emitter e = {
     .kernel = kernel,
     .out = g_string_new(NULL),

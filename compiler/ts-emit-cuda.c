@@ -82,6 +82,60 @@ template_arg(const char *value)
 
 static void emit_node(Emitter *e, const TsTileNode *n);
 
+static int
+index_of(const GPtrArray *names, const char *name)
+{
+  for (guint i = 0; i < names->len; i++)
+    if (g_strcmp0(g_ptr_array_index(names, i), name) == 0)
+      return (int)i;
+  return -1;
+}
+
+/* The kernel's tensor maps as the <entry>_tma record the host encodes them from (the layout of
+ * runtime/cuda/ts-cuda-tma.h), or NULL when it has none. */
+static char *
+tma_record_text(Emitter *e, const char *entry)
+{
+  const GPtrArray *maps = e->kernel->tensor_maps;
+  if (maps->len == 0)
+    return NULL;
+  if (maps->len > 4) {
+    fail(e, TS_EMIT_ERROR_UNSUPPORTED, "CUDA target: %u tensor maps; a kernel takes at most 4",
+         maps->len);
+    return NULL;
+  }
+  GString *r = g_string_new(NULL);
+  g_string_append_printf(r,
+                         "// Its TMA tensor maps: count, then per map the buffer, element bytes, "
+                         "the integer arguments of\n// the row length and the row count, the box "
+                         "(along a row, rows) and the swizzle bytes.\n"
+                         "extern \"C\" __constant__ unsigned int %s_tma[%u] = {%u",
+                         entry, 1 + 8 * maps->len, maps->len);
+  for (guint i = 0; i < maps->len; i++) {
+    const TsTileTensorMap *m = g_ptr_array_index(maps, i);
+    int buf = -1;
+    for (guint j = 0; j < e->kernel->params->len; j++)
+      if (g_strcmp0(((const TsTileBuffer *)g_ptr_array_index(e->kernel->params, j))->name,
+                    m->buffer) == 0)
+        buf = (int)j;
+    const int inner = index_of(e->kernel->int_params, m->inner);
+    const int outer = index_of(e->kernel->int_params, m->outer);
+    if (buf < 0 || inner < 0 || outer < 0) {
+      fail(e, TS_EMIT_ERROR_INVALID,
+           "CUDA target: tensor map %s names %s[%s, %s], not a buffer and two integer "
+           "parameters of the kernel",
+           m->name, m->buffer, m->outer, m->inner);
+      break;
+    }
+    const TsTileBuffer *b = g_ptr_array_index(e->kernel->params, buf);
+    g_string_append_printf(
+        r, ", %d, %u, %d, %d, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", 0",
+        buf, ts_dtype_bits(b->dtype) / 8, inner, outer, m->box_inner, m->box_outer, m->swizzle);
+  }
+  g_string_append(r, "};\n\n");
+  return g_string_free(r, FALSE);
+}
+
 static void
 emit_body(Emitter *e, const TsTileNode *n)
 {
@@ -251,6 +305,10 @@ ts_emit_cuda(const TsTileKernel *kernel, const char *entry, const char *banner, 
   for (guint i = 0; i < kernel->float_params->len; i++)
     line(&e, "const float %s = (float)ts_args.floats[%u];",
          (char *)g_ptr_array_index(kernel->float_params, i), i);
+  g_autofree char *tma_record = tma_record_text(&e, entry);
+  for (guint i = 0; i < kernel->tensor_maps->len; i++)
+    line(&e, "const TsTmaMap *const %s = &ts_tma.map[%u];",
+         ((const TsTileTensorMap *)g_ptr_array_index(kernel->tensor_maps, i))->name, i);
   /* A launch whose shape is not the one the code was generated for would index out of
    * bounds silently: trap instead (one compare per CTA). */
   line(&e, "if (threadIdx.x == 0 && (gridDim.x != %s_launch[0] || gridDim.y != %s_launch[1] || "
@@ -284,15 +342,18 @@ ts_emit_cuda(const TsTileKernel *kernel, const char *entry, const char *banner, 
                          ", 1, 1, %" G_GINT64_FORMAT "};\n\n",
                          entry, grid->ints[0], grid->ints[1], grid->ints[2], grid->ints[3],
                          grid->ints[4]);
+  if (tma_record)
+    g_string_append(src, tma_record);
   /* Minimum one resident CTA per SM: without it, LTO's ptxas caps a 128-thread kernel at 128
    * registers and spills tiles that fit in 164 (measured with `tessera-tune check`). The
    * schedule's tile sizes, not the compiler, choose the occupancy. */
   g_string_append_printf(src,
                          "extern \"C\" __global__ void __launch_bounds__(%" G_GINT64_FORMAT ", 1)\n"
-                         "%s(const TsArgs ts_args)\n{\n"
+                         "%s(const TsArgs ts_args%s)\n{\n"
                          "  extern __shared__ __align__(1024) unsigned char ts_smem[];\n"
                          "  (void)ts_smem;\n",
-                         grid->ints[3], entry);
+                         grid->ints[3], entry,
+                         tma_record ? ", const __grid_constant__ TsTmaMaps ts_tma" : "");
   g_string_append(src, body);
   g_string_append(src, "}\n");
   return g_string_free(src, FALSE);

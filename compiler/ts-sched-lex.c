@@ -29,6 +29,9 @@ const TsSchedMethod ts__sched_methods[] = {
     /* GPU: the tensor-core instruction family ("sync": mma.sync; "wgmma": warpgroup mma,
      * sm_90a). Appended for the same reason as raster. */
     {"mma", 1, {"mma"}, {NULL}},
+    /* GPU: how slices reach shared memory ("cp_async": every thread's 16-byte copies; "tma":
+     * the Tensor Memory Accelerator on mbarriers, sm_90). Appended, as raster. */
+    {"load", 1, {"load"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

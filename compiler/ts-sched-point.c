@@ -1,6 +1,6 @@
 /* ts-sched-point.c — schedule points: one value per knob, canonical text and the stable hash
  * that names a point in the DB. Canonical knob order is the catalog's method order (block,
- * micro, warps, stages, vector, swizzle, threads, unroll, raster, mma; m, n, k inside), then
+ * micro, warps, stages, vector, swizzle, threads, unroll, raster, mma, load; m, n, k inside), then
  * any other knob by name, so the text — and so the hash — does not depend on how the point
  * was written. */
 #include "ts-sched-private.h"

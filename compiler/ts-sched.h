@@ -44,7 +44,7 @@
  * print(parse(print(s))) == print(s).
  *
  * Points print in canonical knob order instead — the chained methods in the order block, micro,
- * warps, stages, vector, swizzle, threads, unroll, raster, mma (m, n, k inside), then other
+ * warps, stages, vector, swizzle, threads, unroll, raster, mma, load (m, n, k inside), then other
  * knobs by name — so a point's text and hash do not depend on how it was written or which
  * space produced it.
  *

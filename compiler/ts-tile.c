@@ -51,6 +51,16 @@ view_free(TsTileView *view)
   g_free(view);
 }
 
+static void
+tensor_map_free(TsTileTensorMap *map)
+{
+  g_free(map->name);
+  g_free(map->buffer);
+  g_free(map->inner);
+  g_free(map->outer);
+  g_free(map);
+}
+
 TsTileKernel *
 ts_tile_kernel_new(const char *name, const char *op, const TsDtypePolicy *dtype)
 {
@@ -62,6 +72,7 @@ ts_tile_kernel_new(const char *name, const char *op, const TsDtypePolicy *dtype)
   k->int_params = g_ptr_array_new_with_free_func(g_free);
   k->float_params = g_ptr_array_new_with_free_func(g_free);
   k->defines = g_ptr_array_new_with_free_func(g_free);
+  k->tensor_maps = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_map_free);
   k->body = ts_tile_block_new();
   return k;
 }
@@ -77,6 +88,7 @@ ts_tile_kernel_free(TsTileKernel *kernel)
   g_ptr_array_unref(kernel->int_params);
   g_ptr_array_unref(kernel->float_params);
   g_ptr_array_unref(kernel->defines);
+  g_ptr_array_unref(kernel->tensor_maps);
   ts_tile_node_free(kernel->body);
   g_free(kernel);
 }
@@ -104,6 +116,22 @@ void
 ts_tile_kernel_define(TsTileKernel *kernel, const char *name, gint64 value)
 {
   g_ptr_array_add(kernel->defines, g_strdup_printf("%s=%" G_GINT64_FORMAT, name, value));
+}
+
+void
+ts_tile_kernel_add_tensor_map(TsTileKernel *kernel, const char *name, const char *buffer,
+                              const char *inner, const char *outer, gint64 box_inner,
+                              gint64 box_outer, gint64 swizzle)
+{
+  TsTileTensorMap *map = g_new0(TsTileTensorMap, 1);
+  map->name = g_strdup(name);
+  map->buffer = g_strdup(buffer);
+  map->inner = g_strdup(inner);
+  map->outer = g_strdup(outer);
+  map->box_inner = box_inner;
+  map->box_outer = box_outer;
+  map->swizzle = swizzle;
+  g_ptr_array_add(kernel->tensor_maps, map);
 }
 
 static const TsTileBuffer *
@@ -523,6 +551,14 @@ ts_tile_kernel_to_string(const TsTileKernel *kernel)
     g_string_append_printf(out, "  param %s: index\n", (char *)g_ptr_array_index(kernel->int_params, i));
   for (guint i = 0; i < kernel->float_params->len; i++)
     g_string_append_printf(out, "  param %s: f32\n", (char *)g_ptr_array_index(kernel->float_params, i));
+  for (guint i = 0; i < kernel->tensor_maps->len; i++) {
+    const TsTileTensorMap *m = g_ptr_array_index(kernel->tensor_maps, i);
+    g_string_append_printf(out,
+                           "  tensor_map %s: %s[%s, %s] box %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                           ", swizzle %" G_GINT64_FORMAT "B\n",
+                           m->name, m->buffer, m->outer, m->inner, m->box_outer, m->box_inner,
+                           m->swizzle);
+  }
   g_string_append(out, "body:\n");
   print_node(out, kernel->body, 1);
   return g_string_free(out, FALSE);

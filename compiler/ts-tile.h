@@ -105,8 +105,19 @@ struct _TsTileNode {
   GPtrArray *params;    /* char* "NAME=VALUE": INTRINSIC template constants, in order */
 };
 
+/* A tensor map (GPU, sm_90): a global parameter seen by the Tensor Memory Accelerator as a
+ * row-major matrix of `outer` rows of `inner` elements (both integer parameters), copied in
+ * boxes of box_outer x box_inner elements into shared memory in a swizzle of `swizzle` bytes
+ * (0, 32, 64 or 128). The target encodes it on the host; the body names it in intrinsics. */
+typedef struct {
+  char *name;
+  char *buffer;        /* a global parameter */
+  char *inner, *outer; /* integer parameters */
+  gint64 box_inner, box_outer, swizzle;
+} TsTileTensorMap;
+
 /* A kernel: its parameters (the op's global tensors, integer dims and float params in ABI
- * order) and its body. */
+ * order), its tensor maps and its body. */
 typedef struct {
   char *name;
   char *op;
@@ -115,6 +126,7 @@ typedef struct {
   GPtrArray *int_params;  /* char*: dims in ABI order ("M", "N", "K") */
   GPtrArray *float_params; /* char*: ("alpha", "eps") */
   GPtrArray *defines;     /* char*: "NAME=VALUE" schedule constants, printed as a header */
+  GPtrArray *tensor_maps; /* TsTileTensorMap* */
   TsTileNode *body;       /* TS_TILE_BLOCK */
 } TsTileKernel;
 
@@ -126,6 +138,9 @@ void ts_tile_kernel_add_param(TsTileKernel *kernel, const char *name, TsDtype dt
 void ts_tile_kernel_add_int_param(TsTileKernel *kernel, const char *name);
 void ts_tile_kernel_add_float_param(TsTileKernel *kernel, const char *name);
 void ts_tile_kernel_define(TsTileKernel *kernel, const char *name, gint64 value);
+void ts_tile_kernel_add_tensor_map(TsTileKernel *kernel, const char *name, const char *buffer,
+                                   const char *inner, const char *outer, gint64 box_inner,
+                                   gint64 box_outer, gint64 swizzle);
 const TsTileBuffer *ts_tile_kernel_find_buffer(const TsTileKernel *kernel, const char *name);
 
 /* Node constructors. Each appends the new node to `parent` (a BLOCK, PARALLEL or FOR) when

@@ -12,7 +12,7 @@ enum {
   F_DEV_GPU, F_DEV_UNITS, F_DEV_VECTOR_BITS, F_DEV_LOG2_L1, F_DEV_LOG2_L2, F_DEV_LOG2_L3,
   F_DEV_SMEM_KIB, F_CEIL_COMPUTE, F_CEIL_DRAM, F_CEIL_MEASURED,
   F_TILE_M, F_TILE_N, F_TILE_K, F_TILE_MICRO_M, F_TILE_MICRO_N, F_TILE_VECTOR, F_TILE_UNROLL,
-  F_TILE_THREADS, F_TILE_WARPS, F_TILE_STAGES, F_TILE_SWIZZLE, F_TILE_WGMMA, F_TILE_RASTER,
+  F_TILE_THREADS, F_TILE_WARPS, F_TILE_STAGES, F_TILE_SWIZZLE, F_TILE_WGMMA, F_TILE_TMA, F_TILE_RASTER,
   F_WORK_LOG2_UNITS, F_WORK_WORKERS, F_WORK_WAVES, F_WORK_WAVE_EFF, F_WORK_BALANCE,
   F_WORK_PAD_WASTE, F_WORK_TILE_INTENSITY, F_WORK_LOG2_DRAM, F_WORK_LOG2_CACHE, F_WORK_DRAM_REUSE,
   F_WORK_CACHE_REUSE,
@@ -27,7 +27,7 @@ const char *const ts__cost_derived_names[] = {
   "dev.gpu", "dev.units", "dev.vector_bits", "dev.log2_l1", "dev.log2_l2", "dev.log2_l3",
   "dev.smem_kib", "ceil.compute_gflops", "ceil.dram_gbps", "ceil.measured",
   "tile.m", "tile.n", "tile.k", "tile.micro_m", "tile.micro_n", "tile.vector", "tile.unroll",
-  "tile.threads", "tile.warps", "tile.stages", "tile.swizzle", "tile.wgmma", "tile.raster",
+  "tile.threads", "tile.warps", "tile.stages", "tile.swizzle", "tile.wgmma", "tile.tma", "tile.raster",
   "work.log2_units", "work.workers", "work.waves", "work.wave_eff", "work.balance",
   "work.pad_waste", "work.tile_intensity", "work.log2_dram_bytes", "work.log2_cache_bytes",
   "work.dram_reuse", "work.cache_reuse",
@@ -123,6 +123,7 @@ work_features(const TsCostTarget *t, const TsCostWork *w, float *f)
   f[F_TILE_STAGES] = w->stages;
   f[F_TILE_SWIZZLE] = w->swizzle;
   f[F_TILE_WGMMA] = w->wgmma;
+  f[F_TILE_TMA] = w->tma;
   f[F_TILE_RASTER] = w->raster;
   f[F_WORK_LOG2_UNITS] = log2_or_nan(w->units);
   f[F_WORK_WORKERS] = w->workers;

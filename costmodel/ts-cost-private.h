@@ -34,7 +34,7 @@ double ts__cost_roof(const TsCostTarget *t, const char *name, gboolean per_core,
 typedef struct {
   /* the tile as the schedule sets it (NaN where the op's kernel has no such knob) */
   double tile_m, tile_n, tile_k, micro_m, micro_n, vector, unroll, threads, warps, stages;
-  double swizzle, wgmma, raster;
+  double swizzle, wgmma, tma, raster;
 
   double flops;         /* the op's exact FLOP count */
   double work_flops;    /* FLOPs the kernel executes, edge tiles padded */

@@ -19,6 +19,8 @@ knob(const TsSchedPoint *p, const char *name)
     return g_strcmp0(ts_sched_point_get_str(p, name, "none"), "none") != 0;
   if (strcmp(name, "mma") == 0)
     return g_strcmp0(ts_sched_point_get_str(p, name, "sync"), "wgmma") == 0;
+  if (strcmp(name, "load") == 0)
+    return g_strcmp0(ts_sched_point_get_str(p, name, "cp_async"), "tma") == 0;
   return (double)ts_sched_point_get_int(p, name, 0);
 }
 
@@ -133,8 +135,13 @@ gemm_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   w->units = cdiv(M, BM) * cdiv(N, BN);
   w->work_flops = w->units * BM * BN * K * 2;
   w->accumulators = BM * BN / threads;
-  double regs = wg ? 1.5 * w->accumulators + 56 : 1.25 * w->accumulators + 40;
-  gpu_occupancy(t, threads, res, regs, S * (BM * BK + BK * BN) * e, w);
+  /* With the TMA one thread issues the copies: no thread keeps copy addresses in registers
+   * (sm_90a link logs: 58, 90, 154 registers for 32, 64, 128 accumulators, against 114, 154,
+   * 254 with cp.async), and the ring gains 8 bytes of mbarrier a stage. */
+  gboolean tma = w->tma > 0;
+  double regs =
+      wg ? (tma ? w->accumulators + 26 : 1.5 * w->accumulators + 56) : 1.25 * w->accumulators + 40;
+  gpu_occupancy(t, threads, res, regs, S * (BM * BK + BK * BN) * e + (tma ? 8 * S : 0), w);
   /* CTA tiles are read from L2 once per CTA; a raster group of R tile rows sweeps B once, so B
    * comes from DRAM once per group when A and B do not stay in L2 together. */
   w->cache_bytes = w->units * (BM + BN) * K * e + M * N * e;
@@ -148,7 +155,10 @@ gemm_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   double wm = wg ? 64 : BM / 2, wn = wg ? BN : BN / MAX(W / 2, 1);
   w->compute_eff = mma * smem_feed(t, wm, wn, mma) * (w->spill_bytes > 0 ? 0.7 : 1);
   w->overlap = 1 - 1 / (MAX(S, 1) * w->blocks_per_sm);
-  w->mem_eff = gpu_mem_eff(t, w, 16 * MAX(S - 1, 1));
+  /* cp.async: each thread keeps 16 bytes a stage in flight; the TMA keeps whole slices in
+   * flight (STAGES - 2 ahead on the wgmma ring), whatever the thread count. */
+  double in_flight = tma ? MAX(S - 2, 1) * (BM * BK + BK * BN) * e / threads : 16 * MAX(S - 1, 1);
+  w->mem_eff = gpu_mem_eff(t, w, in_flight);
   w->tensor = TRUE;
 }
 
@@ -357,6 +367,7 @@ ts__cost_work(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResour
   w->stages = KNOB("stages");
   w->swizzle = KNOB("swizzle");
   w->wgmma = KNOB("mma");
+  w->tma = KNOB("load");
   w->raster = KNOB("raster");
   w->regs = w->smem = w->blocks_per_sm = w->occupancy = w->spill_bytes = NAN;
   w->cache_s = 0;

@@ -172,6 +172,48 @@ gemm_cuda_loop(TsTileNode *g, const char *t, gint64 S, const GemmMath *m)
   ts_tile_intrinsic(g, m->store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
 }
 
+/* The TMA variant of the wgmma loop (load("tma"), sm_90a): thread 0 of the CTA moves every
+ * slice, A as one BM x 64 box and B as BN / 64 boxes of 64 x 64, written by the TMA in the
+ * same 128-byte swizzled layout the cp.async copies produce, and each ring slot has an
+ * mbarrier that completes once its slice's bytes have landed. The ring discipline is the
+ * wgmma one (refill the slot of slice t - 2 with slice t + STAGES - 2 after the barrier that
+ * follows every warpgroup's wait for slice t - 1's wgmmas); slice t is the (t / STAGES)-th use
+ * of its slot, so its phase parity is t / STAGES. Slots past the last slice get neither an
+ * arrival nor copies. */
+static void
+gemm_cuda_loop_tma(TsTileNode *g, const char *t)
+{
+  g_autofree char *load_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK", t);
+  g_autofree char *load_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN", t);
+  ts_tile_intrinsic(g, "tma_init", "N=STAGES", "bars", "tma_a", "tma_b", NULL);
+  ts_tile_barrier(g);
+  TsTileNode *pro = ts_tile_for(g, "s", "0", "STAGES - 2", "1", TS_FOR_UNROLL);
+  ts_tile_intrinsic(pro, "tma_expect", "BYTES=SLICE_BYTES", "bars + 2 * s", "s < kt", NULL);
+  ts_tile_intrinsic(pro, "tma_load_tile", load_a, "As + s * BM * BK", "tma_a", "m0", "s * BK",
+                    "bars + 2 * s", "s < kt", NULL);
+  ts_tile_intrinsic(pro, "tma_load_tile", load_b, "Bs + s * BK * BN", "tma_b", "s * BK", "n0",
+                    "bars + 2 * s", "s < kt", NULL);
+
+  TsTileNode *main = ts_tile_for(g, "kb", "0", "kt", "1", TS_FOR_SERIAL);
+  ts_tile_barrier(main);
+  ts_tile_let(main, "next", TS_DTYPE_INT32, "kb + STAGES - 2");
+  ts_tile_let(main, "ring_next", TS_DTYPE_INT32, "next % STAGES");
+  ts_tile_intrinsic(main, "tma_expect", "BYTES=SLICE_BYTES", "bars + 2 * ring_next", "next < kt",
+                    NULL);
+  ts_tile_intrinsic(main, "tma_load_tile", load_a, "As + ring_next * BM * BK", "tma_a", "m0",
+                    "next * BK", "bars + 2 * ring_next", "next < kt", NULL);
+  ts_tile_intrinsic(main, "tma_load_tile", load_b, "Bs + ring_next * BK * BN", "tma_b", "next * BK",
+                    "n0", "bars + 2 * ring_next", "next < kt", NULL);
+  ts_tile_let(main, "ring", TS_DTYPE_INT32, "kb % STAGES");
+  ts_tile_intrinsic(main, "mbar_wait", NULL, "bars + 2 * ring", "kb / STAGES", NULL);
+  g_autofree char *mma = g_strdup_printf("T=%s,%s", t, gemm_wgmma.mma_params);
+  ts_tile_intrinsic(main, gemm_wgmma.mma, mma, "acc", "As + ring * BM * BK", "Bs + ring * BK * BN",
+                    NULL);
+  ts_tile_intrinsic(g, gemm_wgmma.drain, "PENDING=0", NULL);
+  g_autofree char *store = g_strdup_printf("T=%s,%s", t, gemm_wgmma.store_params);
+  ts_tile_intrinsic(g, gemm_wgmma.store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
+}
+
 static gboolean
 gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                 GError **error)
@@ -180,6 +222,7 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
                S = KNOB("stages"), V = KNOB("vector"), G = KNOB("raster");
   const char *swz = ts_sched_point_get_str(point, "swizzle", "xor");
   const char *mma = ts_sched_point_get_str(point, "mma", "sync");
+  const char *load = ts_sched_point_get_str(point, "load", "cp_async");
   TsDtype dt = ts_op_instance_dtype(inst)->storage;
   if (dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
@@ -198,6 +241,18 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "gemm: mma(\"%s\"): the CUDA lowering has \"sync\" (mma.sync) and \"wgmma\"",
                 mma);
+    return FALSE;
+  }
+  const gboolean tma = g_strcmp0(load, "tma") == 0;
+  if (!tma && g_strcmp0(load, "cp_async") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: load(\"%s\"): the CUDA lowering has \"cp_async\" and \"tma\"", load);
+    return FALSE;
+  }
+  if (tma && !wgmma) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: load(\"tma\") feeds the wgmma path only (sm_90a): use it with "
+                "mma(\"wgmma\")");
     return FALSE;
   }
   const gint64 elem = ts_dtype_bits(dt) / 8;
@@ -224,7 +279,8 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   const TsShape *s = ts_op_instance_shape(inst);
   const gint64 M = ts_shape_get(s, "M"), N = ts_shape_get(s, "N");
   const gint64 gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
-  const gint64 smem = S * (BM * BK + BK * BN) * elem;
+  /* The TMA ring's mbarriers follow the ring: 8 bytes a slot. */
+  const gint64 smem = S * (BM * BK + BK * BN) * elem + (tma ? 8 * S : 0);
 
   ts_tile_kernel_define(k, "BM", BM);
   ts_tile_kernel_define(k, "BN", BN);
@@ -243,6 +299,13 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   ts_tile_kernel_define(k, "GROUP", G);
   ts_tile_kernel_define(k, "TILES_M", gm);
   ts_tile_kernel_define(k, "TILES_N", gn);
+  if (tma) {
+    ts_tile_kernel_define(k, "SLICE_BYTES", (BM * BK + BK * BN) * elem);
+    /* A: BM rows of one 64-element (128-byte) swizzle row each; B: 64 k-rows of one 64-column
+     * panel each, BN / 64 boxes a slice. */
+    ts_tile_kernel_add_tensor_map(k, "tma_a", "A", "K", "M", 128 / elem, BM, 128);
+    ts_tile_kernel_add_tensor_map(k, "tma_b", "B", "N", "K", 128 / elem, BK, 128);
+  }
 
   TsTileNode *g = ts_tile_grid(k->body, gm * gn, 1, 1, W * 32, smem);
   if (wgmma) {
@@ -250,6 +313,9 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
                   "ring of STAGES BMx64 slices, K-major, 128-byte swizzle");
     ts_tile_alloc(g, k, "Bs", TS_MEM_SHARED, dt, "STAGES * BK * BN", FALSE,
                   "ring of STAGES 64xBN slices, N-major 64x64 panels, 128-byte swizzle");
+    if (tma)
+      ts_tile_alloc(g, k, "bars", TS_MEM_SHARED, TS_DTYPE_INT32, "2 * STAGES", FALSE,
+                    "STAGES mbarriers (8 bytes each): a ring slot's slice has landed");
     ts_tile_alloc(g, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
                   "m64nBNk16 accumulators [mi][BN/2] of each warpgroup thread");
   } else {
@@ -267,7 +333,10 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   ts_tile_let(g, "m0", TS_DTYPE_INT32, "(first_m + bx % width % group_m) * BM");
   ts_tile_let(g, "n0", TS_DTYPE_INT32, "bx % width / group_m * BN");
   ts_tile_let(g, "kt", TS_DTYPE_INT32, "(K + BK - 1) / BK");
-  gemm_cuda_loop(g, ts_dtype_name(dt), S, wgmma ? &gemm_wgmma : &gemm_sync);
+  if (tma)
+    gemm_cuda_loop_tma(g, ts_dtype_name(dt));
+  else
+    gemm_cuda_loop(g, ts_dtype_name(dt), S, wgmma ? &gemm_wgmma : &gemm_sync);
   return TRUE;
 }
 
@@ -299,17 +368,22 @@ const TsOpDef ts__op_gemm = {
    * its ring within the arch's shared memory, and its global loads aligned. wgmma points exist
    * only where the arch has wgmma (has_wgmma: sm_90a) and in its shapes: 64-row blocks per
    * warpgroup, whole 64-column B panels, BK one 128-byte swizzle row, and a ring of at least
-   * 3 stages (the loop keeps one slice's wgmmas in flight). */
+   * 3 stages (the loop keeps one slice's wgmmas in flight). load("tma") replaces the
+   * cp.async copies of the wgmma path by TMA boxes on mbarriers (8 more bytes of shared memory
+   * a stage). */
   .cuda_space = "block(m=[64,128,256], n=[64,128,256], k=[32,64]).warps([4,8]).stages([2,3,4])"
                 ".vector([8]).swizzle([\"xor\"]).raster([8]).mma([\"sync\",\"wgmma\"])"
+                ".load([\"cp_async\",\"tma\"])"
                 ".where(BM * BN / (warps * 32) <= 128,"
                 " warps == 8 || BM * BN / (warps * 32) <= 64,"
                 " stages * (BM * BK + BK * BN) * 2 <= smem_bytes,"
                 " mma == \"wgmma\" || BM * BN / (warps * 32) * BK <= 128 * 32,"
                 " mma == \"sync\" || has_wgmma == 1 && BK == 64 && stages >= 3"
                 " && BM / (warps / 4) % 64 == 0 && BN % 64 == 0 && swizzle == \"xor\","
+                " load == \"cp_async\" || mma == \"wgmma\""
+                " && stages * (BM * BK + BK * BN) * 2 + 8 * stages <= smem_bytes,"
                 " K % vector == 0, N % vector == 0)",
   .cuda_default = "block(m=128,n=128,k=32).warps(8).stages(4).vector(8).swizzle(\"xor\").raster(8)"
-                  ".mma(\"sync\")",
+                  ".mma(\"sync\").load(\"cp_async\")",
   .lower_cuda = gemm_lower_cuda,
 };

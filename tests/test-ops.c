@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts-cuda-tma.h"
+#include "ts-emit.h"
 #include "ts-numerics.h"
 #include "ts-op.h"
+#include "ts-tile.h"
 
 static TsBackend *backend;
 
@@ -565,7 +568,7 @@ test_gemm_wgmma_space(void)
   static const struct {
     const char *arch; /* NULL: no device */
     guint wgmma;
-  } archs[] = {{"sm_90a", 16}, {NULL, 16}, {"sm_90", 0}, {"sm_80", 0}};
+  } archs[] = {{"sm_90a", 32}, {NULL, 32}, {"sm_90", 0}, {"sm_80", 0}};
   guint sync_90a = 0;
   for (guint a = 0; a < G_N_ELEMENTS(archs); a++) {
     TsDeviceInfo dev = {.backend = (char *)"cuda", .name = (char *)archs[a].arch,
@@ -573,25 +576,34 @@ test_gemm_wgmma_space(void)
     g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, archs[a].arch ? &dev : NULL);
     g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
     TsSchedPoint *p = NULL;
-    guint wgmma = 0, sync = 0;
+    guint wgmma = 0, sync = 0, tma = 0;
     while (ts_sched_iter_next(it, &p, &error)) {
       g_autoptr(TsSchedPoint) point = p;
+      const gboolean is_tma = g_strcmp0(ts_sched_point_get_str(point, "load", NULL), "tma") == 0;
       if (g_strcmp0(ts_sched_point_get_str(point, "mma", NULL), "wgmma") != 0) {
+        g_assert_false(is_tma); /* the TMA feeds the wgmma ring only */
         sync++;
         continue;
       }
       wgmma++;
+      tma += is_tma;
       if (a == 0) {
         g_autofree char *src = ts_op_emit(inst, "cuda", point, NULL, &error);
         g_assert_no_error(error);
         g_assert_nonnull(strstr(src, "ts_wgmma_tile<"));
-        g_assert_nonnull(strstr(src, "ts_async_proxy_fence();"));
         g_assert_nonnull(strstr(src, "ts_wgmma_store_acc<"));
         g_assert_null(strstr(src, "ts_mma_tile<"));
+        /* cp.async data are fenced into the async proxy; TMA boxes are written there. */
+        g_assert_true((strstr(src, "ts_async_proxy_fence();") == NULL) == is_tma);
+        g_assert_true((strstr(src, "ts_copy_tile_async<") == NULL) == is_tma);
+        g_assert_true((strstr(src, "const __grid_constant__ TsTmaMaps ts_tma)") != NULL) == is_tma);
+        g_assert_true((strstr(src, "ts_mbar_wait(bars + 2 * ring, kb / STAGES);") != NULL) ==
+                      is_tma);
       }
     }
     g_assert_no_error(error);
     g_assert_cmpuint(wgmma, ==, archs[a].wgmma);
+    g_assert_cmpuint(tma, ==, archs[a].wgmma / 2); /* every wgmma point, with either load */
     if (a == 0)
       sync_90a = sync;
     else if (archs[a].arch)
@@ -605,6 +617,78 @@ test_gemm_wgmma_space(void)
   g_assert_no_error(error);
   g_assert_null(ts_op_instance_complete_point(inst, "cuda", bad, &error));
   assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "has_wgmma == 1");
+  g_clear_error(&error);
+  /* The TMA feeds the wgmma ring only; the default loads with cp.async. */
+  g_assert_cmpstr(ts_sched_point_get_str(def, "load", NULL), ==, "cp_async");
+  g_autoptr(TsSchedPoint) sync_tma = ts_sched_point_parse("load(\"tma\")", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_instance_complete_point(inst, "cuda", sync_tma, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "load == \"cp_async\"");
+  g_clear_error(&error);
+}
+
+/* The TMA point's record and tensor maps: A read as K-contiguous rows of M in boxes of one
+ * 128-byte swizzle row by BM rows, B as N-contiguous rows of K in 64 x 64 boxes; the record's
+ * words plan (ts-cuda-tma.h) into the maps the backend encodes; a C target refuses them. */
+static void
+test_gemm_tma_lowering(void)
+{
+  GError *error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=1000,N=1024,K=520", "bf16",
+                                                    &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) user = ts_sched_point_parse(
+      "block(m=128,n=256,k=64).warps(8).stages(3).mma(\"wgmma\").load(\"tma\")", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cuda", user, &error);
+  g_assert_no_error(error);
+  g_autofree char *entry = NULL;
+  g_autofree char *src = ts_op_emit(inst, "cuda", point, &entry, &error);
+  g_assert_no_error(error);
+  /* buffers A B C; ints M N K: map 0 = A, rows of K (int 2), M rows (int 0), box 64 x 128;
+   * map 1 = B, rows of N (int 1), K rows (int 2), box 64 x 64; 128-byte swizzle, 2 bytes. */
+  g_autofree char *record = g_strdup_printf(
+      "extern \"C\" __constant__ unsigned int %s_tma[17] = {2, 0, 2, 2, 0, 64, 128, 128, 0, "
+      "1, 2, 1, 2, 64, 64, 128, 0};", entry);
+  g_assert_nonnull(strstr(src, record));
+  g_assert_nonnull(strstr(src, "const TsTmaMap *const tma_a = &ts_tma.map[0];"));
+  g_assert_nonnull(strstr(src, "static constexpr long long SLICE_BYTES = 49152;"));
+  /* The mbarriers follow the 3-stage ring: 3 x (128 + 256) x 64 x 2 bytes + 3 x 8. */
+  g_assert_nonnull(strstr(src, "= {32, 1, 1, 256, 1, 1, 147480};"));
+
+  const unsigned words[17] = {2, 0, 2, 2, 0, 64, 128, 128, 0, 1, 2, 1, 2, 64, 64, 128, 0};
+  const long long ints[3] = {1000, 1024, 520};
+  TsTmaPlan plans[TS_TMA_MAX_MAPS];
+  const char *why = NULL;
+  g_assert_cmpint(ts_tma_plan(words, 17, ints, 3, 3, plans, &why), ==, 2);
+  g_assert_cmpuint(plans[0].dim[0], ==, 520);
+  g_assert_cmpuint(plans[0].dim[1], ==, 1000);
+  g_assert_cmpuint(plans[0].row_stride, ==, 1040);
+  g_assert_cmpuint(plans[0].box[0], ==, 64);
+  g_assert_cmpuint(plans[0].box[1], ==, 128);
+  g_assert_cmpuint(plans[1].buf, ==, 1);
+  g_assert_cmpuint(plans[1].dim[0], ==, 1024);
+  g_assert_cmpuint(plans[1].dim[1], ==, 520);
+  g_assert_cmpuint(plans[1].swizzle_bytes, ==, 128);
+  /* A K the TMA cannot stride (rows of 1038 bytes), a count the record cannot hold, a box
+   * wider than its swizzle. */
+  const long long odd[3] = {1000, 1024, 519};
+  g_assert_cmpint(ts_tma_plan(words, 17, odd, 3, 3, plans, &why), ==, -1);
+  g_assert_nonnull(strstr(why, "multiple of 16 bytes"));
+  g_assert_cmpint(ts_tma_plan(words, 16, ints, 3, 3, plans, &why), ==, -1);
+  unsigned wide[9] = {1, 0, 2, 2, 0, 128, 64, 128, 0};
+  g_assert_cmpint(ts_tma_plan(wide, 9, ints, 3, 3, plans, &why), ==, -1);
+  g_assert_nonnull(strstr(why, "no wider than the swizzle"));
+
+  /* The Tile IR names the maps; a C target refuses them. */
+  g_autoptr(TsTileKernel) k = ts_op_lower(inst, "cuda", point, &error);
+  g_assert_no_error(error);
+  g_autofree char *tile = ts_tile_kernel_to_string(k);
+  g_assert_nonnull(strstr(tile, "tensor_map tma_a: A[M, K] box 128x64, swizzle 128B"));
+  g_assert_nonnull(strstr(tile, "tensor_map tma_b: B[K, N] box 64x64, swizzle 128B"));
+  g_assert_null(ts_emit_c(k, entry, NULL, &error));
+  g_assert_error(error, TS_EMIT_ERROR, TS_EMIT_ERROR_UNSUPPORTED);
+  g_assert_nonnull(strstr(error->message, "TMA tensor maps"));
   g_clear_error(&error);
 }
 
@@ -811,6 +895,7 @@ main(int argc, char **argv)
     g_test_add_data_func(path, &attn_cases[i], test_space_runs);
   }
   g_test_add_func("/ops/gemm/wgmma-space", test_gemm_wgmma_space);
+  g_test_add_func("/ops/gemm/tma-lowering", test_gemm_tma_lowering);
   g_test_add_func("/ops/attention/workloads", test_attention_workloads);
   g_test_add_func("/ops/attention/cuda-lowering", test_attention_cuda_lowering);
   g_test_add_func("/ops/attention/reference", test_attention_reference);

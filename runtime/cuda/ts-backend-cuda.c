@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "ts-cuda-private.h"
+#include "ts-cuda-tma.h"
 
 #include <elf.h>
 #include <math.h>
@@ -40,7 +41,17 @@ typedef struct {
   CUfunction function;
   guint32 launch[7]; /* <entry>_launch: grid x, y, z, block x, y, z, dynamic smem bytes */
   guint smem_opted;  /* dynamic shared memory this function has been allowed so far */
+  guint32 tma[1 + TS_TMA_WORDS * TS_TMA_MAX_MAPS]; /* <entry>_tma, when the kernel has one */
+  gsize tma_words;                                 /* 0: no tensor maps */
 } TsCudaModule;
+
+/* What a launch passes: the TsArgs struct and, for a kernel that reads through the TMA, its
+ * tensor maps as the second parameter (ts_cuda_tma.cuh's TsTmaMaps: four maps, in order). */
+typedef struct {
+  TsCudaArgs args;
+  guint n_maps;
+  CUtensorMap maps[TS_TMA_MAX_MAPS];
+} Params;
 
 typedef struct {
   TsBuffer base;
@@ -407,6 +418,89 @@ func_attr(TsCudaBackend *self, TsCudaModule *m, CUfunction_attribute attr, const
   return value;
 }
 
+/* The kernel's tensor-map record (ts-cuda-tma.h), when it has one: a kernel without reads
+ * nothing through the TMA. */
+static gboolean
+read_tma_record(TsCudaBackend *self, TsCudaModule *m, const char *entry, GError **error)
+{
+  const TsCudaDriver *cu = self->cu;
+  g_autofree char *record = g_strconcat(entry, "_tma", NULL);
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  CUresult r = cu->cuModuleGetGlobal(&ptr, &bytes, m->module, record);
+  m->tma_words = 0;
+  if (r == CUDA_ERROR_NOT_FOUND)
+    return TRUE;
+  if (r != CUDA_SUCCESS)
+    return fail(self, r, "cuModuleGetGlobal", TS_BACKEND_ERROR_LOAD, error,
+                "cannot find the tensor-map record %s", record);
+  if (bytes % 4 != 0 || bytes > sizeof m->tma || bytes < 4) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD,
+                "the tensor-map record %s is %zu bytes; it must be 1 + 8 n unsigned ints for n "
+                "<= %d maps",
+                record, bytes, TS_TMA_MAX_MAPS);
+    return FALSE;
+  }
+  r = cu->cuMemcpyDtoHAsync(m->tma, ptr, bytes, self->stream);
+  if (r == CUDA_SUCCESS)
+    r = cu->cuStreamSynchronize(self->stream);
+  if (r != CUDA_SUCCESS)
+    return fail(self, r, "cuMemcpyDtoHAsync", TS_BACKEND_ERROR_LOAD, error,
+                "cannot read the tensor-map record %s", record);
+  m->tma_words = bytes / 4;
+  return TRUE;
+}
+
+/* Encodes the kernel's tensor maps for this launch's buffers and dims (ts-cuda-tma.h plans
+ * them; the driver writes the descriptors). Host-side work of a few microseconds, outside what
+ * any timer measures. */
+static gboolean
+encode_tma(TsCudaBackend *self, TsCudaModule *m, const TsLaunch *launch, Params *p, GError **error)
+{
+  TsTmaPlan plans[TS_TMA_MAX_MAPS];
+  const char *why = NULL;
+  int n = ts_tma_plan(m->tma, m->tma_words, p->args.ints, launch->n_ints, launch->n_buffers, plans,
+                      &why);
+  if (n < 0) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH, "launch of %s: %s", m->base.entry,
+                why);
+    return FALSE;
+  }
+  static const CUtensorMapDataType by_size[9] = {[1] = CU_TENSOR_MAP_DATA_TYPE_UINT8,
+                                                 [2] = CU_TENSOR_MAP_DATA_TYPE_UINT16,
+                                                 [4] = CU_TENSOR_MAP_DATA_TYPE_UINT32,
+                                                 [8] = CU_TENSOR_MAP_DATA_TYPE_UINT64};
+  for (int i = 0; i < n; i++) {
+    const TsTmaPlan *t = &plans[i];
+    const CUdeviceptr base = p->args.bufs[t->buf];
+    if (base % 16 != 0) {
+      g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH,
+                  "launch of %s: buffer %u is read through the TMA and must be 16-byte aligned",
+                  m->base.entry, t->buf);
+      return FALSE;
+    }
+    const cuuint64_t dims[2] = {t->dim[0], t->dim[1]}, strides[1] = {t->row_stride};
+    const cuuint32_t box[2] = {t->box[0], t->box[1]}, steps[2] = {1, 1};
+    const CUtensorMapSwizzle swizzle = t->swizzle_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                       : t->swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                       : t->swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                                : CU_TENSOR_MAP_SWIZZLE_NONE;
+    /* Bytes move as raw bits (the kernel knows their type); out-of-bounds boxes read zeros. */
+    CUresult r = self->cu->cuTensorMapEncodeTiled(
+        &p->maps[i], by_size[t->elem_bytes], 2, (void *)(uintptr_t)base, dims, strides, box, steps,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+      return fail(self, r, "cuTensorMapEncodeTiled", TS_BACKEND_ERROR_LAUNCH, error,
+                  "cannot describe buffer %u of %s (%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+                  " elements, box %u x %u) to the TMA",
+                  t->buf, m->base.entry, (guint64)t->dim[1], (guint64)t->dim[0], t->box[1],
+                  t->box[0]);
+  }
+  p->n_maps = (guint)n;
+  return TRUE;
+}
+
 /* Finds the entry and its launch record in a loaded module. */
 static gboolean
 resolve(TsCudaBackend *self, TsCudaModule *m, const char *entry, GError **error)
@@ -451,7 +545,7 @@ resolve(TsCudaBackend *self, TsCudaModule *m, const char *entry, GError **error)
   if (r != CUDA_SUCCESS)
     return fail(self, r, "cuMemcpyDtoHAsync", TS_BACKEND_ERROR_LOAD, error,
                 "cannot read the launch record %s", record);
-  return TRUE;
+  return read_tma_record(self, m, entry, error);
 }
 
 static TsModule *
@@ -614,8 +708,8 @@ cuda_download(TsBackend *backend, void *dst, const TsBuffer *src, gsize bytes, G
 /* The kernel's one by-value argument, and the shape to launch it with: the caller's when it
  * gives a block, else the module's own record. */
 static gboolean
-prepare(TsCudaBackend *self, TsCudaModule *m, const TsLaunch *launch, TsCudaArgs *args,
-        Shape *shape, GError **error)
+prepare(TsCudaBackend *self, TsCudaModule *m, const TsLaunch *launch, Params *params, Shape *shape,
+        GError **error)
 {
   const char *entry = m->base.entry;
   if (launch->n_buffers > TS__CUDA_MAX_BUFS || launch->n_ints > TS__CUDA_MAX_INTS ||
@@ -627,13 +721,16 @@ prepare(TsCudaBackend *self, TsCudaModule *m, const TsLaunch *launch, TsCudaArgs
                 TS__CUDA_MAX_INTS, TS__CUDA_MAX_FLOATS);
     return FALSE;
   }
-  memset(args, 0, sizeof *args);
+  memset(params, 0, sizeof *params);
+  TsCudaArgs *args = &params->args;
   for (guint i = 0; i < launch->n_buffers; i++)
     args->bufs[i] = ((const TsCudaBuffer *)launch->buffers[i])->ptr;
   for (guint i = 0; i < launch->n_ints; i++)
     args->ints[i] = launch->ints[i];
   for (guint i = 0; i < launch->n_floats; i++)
     args->floats[i] = launch->floats[i];
+  if (m->tma_words > 0 && !encode_tma(self, m, launch, params, error))
+    return FALSE;
 
   if (launch->block[0] != 0) {
     for (int d = 0; d < 3; d++) {
@@ -673,9 +770,9 @@ fail_launch(TsCudaBackend *self, TsCudaModule *m, const Shape *s, CUresult r, co
 
 /* Queues one launch; its execution errors surface at the next synchronisation. */
 static gboolean
-enqueue(TsCudaBackend *self, TsCudaModule *m, TsCudaArgs *args, const Shape *s, GError **error)
+enqueue(TsCudaBackend *self, TsCudaModule *m, Params *p, const Shape *s, GError **error)
 {
-  void *params[] = {args};
+  void *params[] = {&p->args, p->maps};
   CUresult r =
       self->cu->cuLaunchKernel(m->function, s->grid[0], s->grid[1], s->grid[2], s->block[0],
                                s->block[1], s->block[2], s->smem, self->stream, params, NULL);
@@ -698,7 +795,7 @@ cuda_launch(TsBackend *backend, TsModule *module, const TsLaunch *launch, GError
 {
   TsCudaBackend *self = (TsCudaBackend *)backend;
   TsCudaModule *m = (TsCudaModule *)module;
-  TsCudaArgs args;
+  Params args;
   Shape shape;
   return enter(self, TS_BACKEND_ERROR_LAUNCH, error) &&
          prepare(self, m, launch, &args, &shape, error) && enqueue(self, m, &args, &shape, error) &&
@@ -747,7 +844,7 @@ fall_back_to_events(const char *why)
 }
 
 static gboolean
-time_with_events(TsCudaBackend *self, TsCudaModule *m, TsCudaArgs *args, const Shape *s, guint n,
+time_with_events(TsCudaBackend *self, TsCudaModule *m, Params *args, const Shape *s, guint n,
                  double *samples_ns, GError **error)
 {
   const TsCudaDriver *cu = self->cu;
@@ -782,7 +879,7 @@ time_with_events(TsCudaBackend *self, TsCudaModule *m, TsCudaArgs *args, const S
 #if TS_HAVE_CUPTI
 /* FALSE with *error unset: CUPTI cannot be used; the caller times with events instead. */
 static gboolean
-time_with_cupti(TsCudaBackend *self, TsCudaModule *m, TsCudaArgs *args, const Shape *s, guint n,
+time_with_cupti(TsCudaBackend *self, TsCudaModule *m, Params *args, const Shape *s, guint n,
                 double *samples_ns, gboolean *ok, GError **error)
 {
   g_autoptr(GError) local = NULL;
@@ -822,7 +919,7 @@ cuda_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_
 {
   TsCudaBackend *self = (TsCudaBackend *)backend;
   TsCudaModule *m = (TsCudaModule *)module;
-  TsCudaArgs args;
+  Params args;
   Shape shape;
   if (!enter(self, TS_BACKEND_ERROR_LAUNCH, error) ||
       !prepare(self, m, launch, &args, &shape, error))

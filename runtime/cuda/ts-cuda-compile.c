@@ -162,6 +162,7 @@ static const char *const header_names[] = {
     "ts_cuda_prims.cuh",
     "ts_cuda_gemm.cuh",
     "ts_cuda_wgmma.cuh",
+    "ts_cuda_tma.cuh",
     "ts_cuda_rows.cuh",
     "ts_cuda_attn.cuh",
 };

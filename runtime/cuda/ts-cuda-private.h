@@ -55,6 +55,7 @@ G_BEGIN_DECLS
   X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync)                                                          \
   X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync)                                                          \
   X(cuMemsetD32Async, cuMemsetD32Async)                                                            \
+  X(cuTensorMapEncodeTiled, cuTensorMapEncodeTiled)                                                \
   X(cuLaunchKernel, cuLaunchKernel)                                                                \
   X(cuEventCreate, cuEventCreate)                                                                  \
   X(cuEventDestroy, cuEventDestroy)                                                                \

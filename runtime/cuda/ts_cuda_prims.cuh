@@ -217,5 +217,6 @@ __device__ __forceinline__ float ts_warp_max(float v)
 
 #include "ts_cuda_gemm.cuh"
 #include "ts_cuda_wgmma.cuh"
+#include "ts_cuda_tma.cuh"
 #include "ts_cuda_rows.cuh"
 #include "ts_cuda_attn.cuh"

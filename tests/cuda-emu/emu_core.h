@@ -30,6 +30,7 @@
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __shared__
+#define __grid_constant__
 
 struct Dim3 { unsigned x, y, z; };
 struct alignas(8) uint2 { unsigned x, y; };
@@ -72,6 +73,33 @@ struct EmuWarp {
   unsigned out_u[32][8];
   float out_f[32][8];
 };
+// A TMA tensor map as the emulator encodes it (emu_tma_encode, from ts-cuda-tma.h's plan) into
+// the 128 opaque bytes the kernel passes around, and reads back at each copy.
+struct EmuTmaMap {
+  uint64_t magic;
+  const unsigned char *base;
+  unsigned elem, swizzle;
+  uint64_t dim[2], stride;
+  uint32_t box[2];
+};
+static const uint64_t EMU_TMA_MAGIC = 0x746d61206d617073ull;
+// One cp.async.bulk.tensor in flight: applied (and its bytes credited to its barrier) as late
+// as a waiter allows, or at issue with EMU_EAGER=1.
+struct EmuTma {
+  unsigned dst;
+  EmuTmaMap map;
+  int c0, c1;
+  unsigned bar;
+};
+// An mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier"): the
+// current phase completes when its pending arrivals reach zero and its transaction count (bytes
+// announced by expect_tx, less bytes the copies have delivered) is zero; the next phase then
+// starts with the initial count.
+struct EmuBar {
+  unsigned count = 0, pending = 0, phase = 0;
+  long long tx = 0;
+  std::vector<EmuTma> inflight;
+};
 struct Emu {
   std::vector<EmuThread> th;
   std::vector<EmuWarp> warps;
@@ -86,9 +114,11 @@ struct Emu {
   std::vector<int> unfenced; // per smem byte: copies applied, not yet fenced into the async proxy
   std::vector<int> wg_reads; // per smem byte: reads of wgmmas not yet finished
   std::vector<EmuGroup> wgs;
+  std::vector<std::pair<unsigned, EmuBar>> bars; // by shared-memory address, this CTA's
   int eager = 0;
   int plant = 0; // 1: ldmatrix without .trans transposes; 2: cp.async.wait_group waits for nothing;
-                 // 3: wgmma ignores imm-trans-b; 4: wgmma ignores the descriptor's swizzle mode
+                 // 3: wgmma ignores imm-trans-b; 4: wgmma ignores the descriptor's swizzle mode;
+                 // 5: the TMA ignores the map's swizzle; 6: an mbarrier wait waits for nothing
   long errors = 0;
 };
 extern Emu emu;
@@ -440,7 +470,7 @@ static inline unsigned short emu_smem16(unsigned a)
   }
   for (unsigned i = a; i < a + 2; i++) {
     if (emu.pending[i]) {
-      emu_fail("wgmma read a shared-memory byte whose cp.async was not waited for");
+      emu_fail("wgmma read a shared-memory byte whose copy (cp.async or TMA) was not waited for");
       break;
     }
     if (emu.unfenced[i]) {
@@ -532,4 +562,155 @@ static inline void emu_wgmma_wait(int n)
       g.groups.erase(g.groups.begin());
     }
   });
+}
+
+// ---- mbarriers and the TMA (sm_90) ----
+static inline EmuBar *emu_bar(unsigned addr)
+{
+  for (auto &b : emu.bars)
+    if (b.first == addr)
+      return &b.second;
+  emu_fail("mbarrier operation on shared memory that no mbarrier.init initialised");
+  return nullptr;
+}
+
+static inline void emu_mbar_init(unsigned addr, unsigned count)
+{
+  if (addr % 8 || addr + 8 > emu.smem_bytes || count == 0) {
+    emu_fail("mbarrier.init misaligned, outside shared memory or with a zero count");
+    return;
+  }
+  for (auto &b : emu.bars)
+    if (b.first == addr) {
+      emu_fail("mbarrier.init of a barrier already initialised in this CTA");
+      return;
+    }
+  EmuBar b;
+  b.count = b.pending = count;
+  emu.bars.push_back({addr, b});
+}
+
+// Completes the current phase when every arrival and every announced byte are in.
+static inline void emu_mbar_progress(EmuBar &b)
+{
+  if (b.tx < 0)
+    emu_fail("an mbarrier received more TMA bytes than were announced (expect_tx)");
+  if (b.pending == 0 && b.tx == 0) {
+    b.phase++;
+    b.pending = b.count;
+  }
+}
+
+static inline void emu_mbar_arrive_tx(unsigned addr, unsigned bytes)
+{
+  EmuBar *b = emu_bar(addr);
+  if (!b)
+    return;
+  if (b->pending == 0) {
+    emu_fail("mbarrier arrival beyond the phase's expected count");
+    return;
+  }
+  b->tx += bytes;
+  b->pending--;
+  emu_mbar_progress(*b);
+}
+
+// The shared-memory byte a TMA box writes byte `i` of its row `r` to: rows packed one after the
+// other, then the swizzle's XOR of address bits [4, 4 + log2(S / 16)) with the bits three above
+// (the same pattern the wgmma descriptors decode), applied to the absolute shared address as the
+// hardware does; S = 128 is the 16-byte chunk index XOR-ed with the row within 8 rows.
+static inline unsigned emu_tma_smem_addr(const EmuTmaMap &m, unsigned dst, unsigned r, unsigned i)
+{
+  const unsigned a = dst + r * m.box[0] * m.elem + i;
+  if (m.swizzle == 0 || emu.plant == 5)
+    return a;
+  return a ^ (((a >> 7) & (m.swizzle / 16 - 1)) << 4);
+}
+
+static inline void emu_tma_apply(const EmuTma &t)
+{
+  const EmuTmaMap &m = t.map;
+  for (unsigned r = 0; r < m.box[1]; r++)
+    for (unsigned i = 0; i < m.box[0] * m.elem; i++) {
+      const unsigned a = emu_tma_smem_addr(m, t.dst, r, i);
+      const long long x = (long long)t.c0 + i / m.elem, y = (long long)t.c1 + r;
+      const bool in = x >= 0 && y >= 0 && (uint64_t)x < m.dim[0] && (uint64_t)y < m.dim[1];
+      emu.smem[a] = in ? m.base[(uint64_t)y * m.stride + (uint64_t)x * m.elem + i % m.elem] : 0;
+      emu.pending[a]--;
+    }
+  EmuBar *b = emu_bar(t.bar);
+  if (b) {
+    b->tx -= (long long)m.box[0] * m.box[1] * m.elem;
+    emu_mbar_progress(*b);
+  }
+}
+
+static inline void emu_tma_copy_2d(unsigned dst, const void *map_ptr, int c0, int c1, unsigned bar)
+{
+  EmuTmaMap m;
+  memcpy(&m, map_ptr, sizeof m);
+  if (m.magic != EMU_TMA_MAGIC) {
+    emu_fail("cp.async.bulk.tensor with a pointer that is not an encoded tensor map");
+    return;
+  }
+  const unsigned bytes = m.box[0] * m.box[1] * m.elem;
+  // The hardware wants 128-byte aligned destinations; the swizzle pattern itself repeats every
+  // 8 swizzle rows, so a box that should line up with a wgmma layout must start on one.
+  if (dst % 128 || dst + bytes > emu.smem_bytes) {
+    emu_fail("cp.async.bulk.tensor destination misaligned or outside shared memory");
+    return;
+  }
+  if (!emu_bar(bar))
+    return;
+  EmuTma t{dst, m, c0, c1, bar};
+  for (unsigned r = 0; r < m.box[1]; r++)
+    for (unsigned i = 0; i < m.box[0] * m.elem; i++) {
+      const unsigned a = emu_tma_smem_addr(m, dst, r, i);
+      if (emu.wg_reads[a]) {
+        emu_fail("TMA copy into shared memory that an unfinished wgmma reads");
+        r = m.box[1];
+        break;
+      }
+      emu.pending[a]++;
+    }
+  if (emu.eager)
+    emu_tma_apply(t);
+  else
+    emu_bar(bar)->inflight.push_back(t);
+}
+
+// try_wait.parity P: true once the phase of parity P has completed, i.e. the current phase's
+// parity is no longer P. Copies still in flight on the barrier land now, the latest a waiter
+// lets them; a false answer yields to the other threads.
+static inline bool emu_mbar_try_wait(unsigned addr, unsigned parity)
+{
+  if (emu.plant == 6)
+    return true;
+  EmuBar *b = emu_bar(addr);
+  if (!b)
+    return true;
+  std::vector<EmuTma> landing;
+  landing.swap(b->inflight);
+  for (auto &t : landing)
+    emu_tma_apply(t);
+  b = emu_bar(addr);
+  if ((b->phase & 1) != parity)
+    return true;
+  emu_yield();
+  return false;
+}
+
+// The end of a CTA: copies nobody waited for land (their data were never read, or the reads
+// were reported), and a barrier still owed bytes would have hung the kernel on a GPU.
+static inline void emu_tma_finish()
+{
+  for (auto &b : emu.bars) {
+    std::vector<EmuTma> landing;
+    landing.swap(b.second.inflight);
+    for (auto &t : landing)
+      emu_tma_apply(t);
+    if (b.second.tx != 0)
+      emu_fail("an mbarrier still expects TMA bytes when the CTA ends");
+  }
+  emu.bars.clear();
 }

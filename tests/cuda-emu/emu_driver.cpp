@@ -5,18 +5,32 @@
 // usage: emu-kernel OP DIM... (gemm M N K | flash_attention[_causal] B H S D | rows ops M N |
 // saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1..4 plants a bug.
 #include "ts_cuda_prims.cuh"
+#include "ts-cuda-tma.h"
 #include <string>
 
-extern "C" void ENTRY(const TsArgs);
 extern "C" unsigned int LAUNCH[7];
+#ifdef TMA_RECORD
+// A kernel that reads through the TMA takes its tensor maps as a second parameter; they are
+// planned from its record exactly as the CUDA backend plans them (ts-cuda-tma.h), then encoded
+// by the emulator instead of the driver.
+extern "C" void ENTRY(const TsArgs, const TsTmaMaps);
+extern "C" unsigned int TMA_RECORD[];
+#else
+extern "C" void ENTRY(const TsArgs);
+#endif
 
 Emu emu;
 alignas(1024) unsigned char ts_smem[228 * 1024]; // the kernels' extern __shared__ ts_smem[]
 static TsArgs g_args;
+static TsTmaMaps g_maps;
 
 static void trampoline()
 {
+#ifdef TMA_RECORD
+  ENTRY(g_args, g_maps);
+#else
   ENTRY(g_args);
+#endif
   emu.cur->done = true;
   emu.n_done++;
   swapcontext(&emu.cur->ctx, &emu.sched);
@@ -39,8 +53,32 @@ static Buf random_buf(size_t n, uint64_t &seed, double lo, double hi)
 }
 static double f(STORE x) { return ts_to_f32(x); }
 
+// cuTensorMapEncodeTiled's checks (those the plan does not make), then the emulator's encoding.
+static int encode_maps()
+{
+#ifdef TMA_RECORD
+  TsTmaPlan plans[TS_TMA_MAX_MAPS];
+  const char *why = nullptr;
+  const int n = ts_tma_plan(TMA_RECORD, 1 + TS_TMA_WORDS * TMA_RECORD[0], g_args.ints, 8, 8, plans, &why);
+  if (n < 0) { fprintf(stderr, "emu: tensor maps: %s\n", why); return 2; }
+  for (int i = 0; i < n; i++) {
+    const TsTmaPlan &p = plans[i];
+    if (g_args.bufs[p.buf] == nullptr || (uintptr_t)g_args.bufs[p.buf] % 16) {
+      fprintf(stderr, "emu: tensor map %d: buffer %u missing or not 16-byte aligned\n", i, p.buf);
+      return 2;
+    }
+    EmuTmaMap m{EMU_TMA_MAGIC, (const unsigned char *)g_args.bufs[p.buf], p.elem_bytes,
+                p.swizzle_bytes, {p.dim[0], p.dim[1]}, p.row_stride, {p.box[0], p.box[1]}};
+    static_assert(sizeof m <= sizeof g_maps.map[0], "an encoded map fits the opaque bytes");
+    memcpy(&g_maps.map[i], &m, sizeof m);
+  }
+#endif
+  return 0;
+}
+
 static int run_launch()
 {
+  if (int rc = encode_maps()) return rc;
   const unsigned *L = LAUNCH;
   emu.grid = Dim3{L[0], L[1], L[2]};
   emu.block = Dim3{L[3], L[4], L[5]};
@@ -61,6 +99,7 @@ static int run_launch()
         emu.warps.assign(L[3] / 32, EmuWarp());
         emu.cta_arrived = 0;
         emu.n_done = 0;
+        emu.bars.clear();
         for (unsigned t = 0; t < L[3]; t++) {
           EmuThread &th = emu.th[t];
           th.tid = t;
@@ -89,6 +128,7 @@ static int run_launch()
           if (++spins > 10000000) { fprintf(stderr, "emu: deadlock in CTA %u\n", bx); return 2; }
         }
         emu.cur = nullptr;
+        emu_tma_finish();
         for (auto &g : emu.wgs)
           if (!g.open.empty() || !g.groups.empty())
             emu_fail("the kernel ended with wgmmas not waited for");

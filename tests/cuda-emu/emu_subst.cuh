@@ -53,3 +53,15 @@
 { (void)acc; }
 // @ template <class T, int N> __device__ __forceinline__ void ts_wgmma_ss(float *d, unsigned long long da, unsigned long long db, int scale_d)
 { emu_wgmma(d, N, da, db, scale_d, !ts_is_bf16<T>, /*imm-trans-a*/ false, /*imm-trans-b*/ true); }
+// @ __device__ __forceinline__ void ts_mbar_init_one(unsigned bar, unsigned count)
+{ emu_mbar_init(bar, count); }
+// @ __device__ __forceinline__ void ts_mbar_fence_init()
+{ }
+// @ __device__ __forceinline__ void ts_tma_prefetch_map(const TsTmaMap *map)
+{ (void)map; }
+// @ __device__ __forceinline__ void ts_mbar_arrive_tx(unsigned bar, unsigned bytes)
+{ emu_mbar_arrive_tx(bar, bytes); }
+// @ __device__ __forceinline__ bool ts_mbar_try_wait(unsigned bar, unsigned parity)
+{ return emu_mbar_try_wait(bar, parity); }
+// @ __device__ __forceinline__ void ts_tma_copy_2d(unsigned dst, const TsTmaMap *map, int c0, int c1, unsigned bar)
+{ emu_tma_copy_2d(dst, map, c0, c1, bar); }

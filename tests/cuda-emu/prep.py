@@ -62,7 +62,7 @@ def process(name):
     return n_sub
 
 total = 0
-for h in ["ts_cuda_prims.cuh", "ts_cuda_gemm.cuh", "ts_cuda_wgmma.cuh", "ts_cuda_rows.cuh",
+for h in ["ts_cuda_prims.cuh", "ts_cuda_gemm.cuh", "ts_cuda_wgmma.cuh", "ts_cuda_tma.cuh", "ts_cuda_rows.cuh",
           "ts_cuda_attn.cuh"]:
     total += process(h)
 stale = set(subst) - used

@@ -3,7 +3,7 @@
 # default CUDA point and a few others with the real tessera-tune, compiles the unmodified
 # generated source and op-family headers with g++ against a host emulator (emu_core.h; only the
 # inline-PTX functions are substituted, see prep.py and emu_subst.cuh), runs every CTA and checks
-# every output element against an f64 reference (emu_driver.cpp). Four planted bugs must be caught.
+# every output element against an f64 reference (emu_driver.cpp). Six planted bugs must be caught.
 # TAP output; exit 77 when g++ (C++17 with _Float16) or python3 is missing.
 set -u
 TUNE=$1
@@ -22,6 +22,8 @@ fi
 mkdir -p "$W/inc"
 python3 "$HERE/prep.py" "$ROOT/runtime/cuda" "$HERE/emu_subst.cuh" "$W/inc" >&2 || {
   echo "1..1"; echo "not ok 1 - prep.py: the CUDA headers changed; update tests/cuda-emu/emu_subst.cuh"; exit 1; }
+# The TMA plan is plain C shared with the CUDA backend: the emulator plans the same maps.
+cp "$ROOT/runtime/cuda/ts-cuda-tma.h" "$W/inc/"
 
 # name | op | --shape | driver dims | dtype | schedule point ('' = the op's default) | env | expect
 G1='block(m=64,n=64,k=32).warps(4).stages(2)'
@@ -36,6 +38,11 @@ W2='block(m=128,n=128,k=64).warps(8).stages(4).mma("wgmma")'
 W3='block(m=256,n=64,k=64).warps(8).stages(3).mma("wgmma")'
 W4='block(m=128,n=256,k=64).warps(8).stages(3).mma("wgmma")'
 W5='block(m=128,n=64,k=64).warps(4).stages(4).mma("wgmma")'
+# TMA loads into the wgmma ring (sm_90a): one box of A and BN / 64 of B a slice, on mbarriers.
+T1='block(m=64,n=64,k=64).warps(4).stages(3).mma("wgmma").load("tma")'
+T2='block(m=128,n=128,k=64).warps(8).stages(4).mma("wgmma").load("tma")'
+T3='block(m=256,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
+T4='block(m=128,n=256,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
 R1='block(m=4).warps(4).vector(4)'
 R2='block(m=16).warps(16).vector(8)'
 CASES=()
@@ -48,6 +55,9 @@ for p in "$W1" "$W2" "$W3" "$W4" "$W5"; do
 done
 for p in "$W1" "$W2" "$W4"; do CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$p|EMU_EAGER=0|pass"); done
 CASES+=("gemm|M=136,N=200,K=200|136 200 200|bf16|$W3|EMU_EAGER=1|pass")
+for p in "$T1" "$T2" "$T3" "$T4"; do CASES+=("gemm|M=72,N=80,K=48|72 80 48|bf16|$p|EMU_EAGER=0|pass"); done
+for p in "$T1" "$T2" "$T4"; do CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$p|EMU_EAGER=0|pass"); done
+CASES+=("gemm|M=136,N=200,K=200|136 200 200|bf16|$T3|EMU_EAGER=1|pass")
 for op in flash_attention flash_attention_causal; do
   for p in '' "$A1" "$A2" "$A3"; do CASES+=("$op|B=1,H=2,S=77,D=64|1 2 77 64|bf16|$p|EMU_EAGER=0|pass"); done
   CASES+=("$op|B=1,H=1,S=40,D=128|1 1 40 128|bf16||EMU_EAGER=1|pass")
@@ -66,6 +76,9 @@ CASES+=("gemm|M=72,N=80,K=48|72 80 48|f16||EMU_PLANT=1|fail")
 CASES+=("flash_attention|B=1,H=2,S=77,D=64|1 2 77 64|bf16|$A1|EMU_PLANT=2|fail")
 CASES+=("gemm|M=72,N=80,K=48|72 80 48|bf16|$W2|EMU_PLANT=3|fail")
 CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$W1|EMU_PLANT=4|fail")
+# ... and so must a TMA that ignores the map's swizzle and an mbarrier wait that waits for nothing.
+CASES+=("gemm|M=72,N=80,K=48|72 80 48|bf16|$T2|EMU_PLANT=5|fail")
+CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$T1|EMU_PLANT=6|fail")
 
 run_case() { # index, case line; writes $W/r.INDEX
   local i=$1 op shape dims dt pt env expect entry store rc
@@ -79,7 +92,10 @@ run_case() { # index, case line; writes $W/r.INDEX
   entry=$(grep -o 'extern "C" __constant__ unsigned int [a-z_0-9]*_launch' "$d/k.cu" | awk '{print $NF}')
   entry=${entry%_launch}
   store=ts_bf16; [ "$dt" = f16 ] && store=ts_f16
-  if ! "$CXX" -std=c++17 -O1 -w -include "$HERE/emu_core.h" -I"$W/inc" -DENTRY="$entry" \
+  local tma=""
+  grep -q "unsigned int ${entry}_tma\[" "$d/k.cu" && tma="-DTMA_RECORD=${entry}_tma"
+  # shellcheck disable=SC2086
+  if ! "$CXX" -std=c++17 -O1 -w -include "$HERE/emu_core.h" -I"$W/inc" -DENTRY="$entry" $tma \
       -DLAUNCH="${entry}_launch" -DSTORE=$store -DSTORE_NAME="\"$dt\"" -x c++ "$d/k.cu" \
       -x c++ "$HERE/emu_driver.cpp" -o "$d/emu" 2>"$d/log"; then
     echo "not ok $i - $name # g++ failed: $(grep -m1 error "$d/log")" >"$W/r.$i"; return; fi
