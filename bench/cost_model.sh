@@ -28,7 +28,7 @@ BUILD=${1:-build}
 RECORD=${2:-}
 ROUNDS=${3:-3}
 TT="$BUILD/tools/tessera-tune"
-DATA=bench/data/cpu-gemm-rounds-2026-11-24.json.gz
+DATA=bench/data/cpu-gemm-rounds-2026-11-25.json.gz
 SPACE='block(m=[72,96,144], n=[2016,4080], k=[128,256,384]).micro(m=[4,6,8], n=[8,16,24]).vector([4,8]).unroll([4,8]).threads([1])'
 SHAPES=(M=512,N=512,K=512 M=1024,N=256,K=768 M=256,N=1024,K=1024 M=768,N=768,K=384
         M=384,N=640,K=896)
