@@ -30,6 +30,7 @@ typedef struct {
   double base;   /* prior score, or minus the estimated log2 time, or 0 */
   double online; /* the online model's score; NaN until scored */
   double score;  /* blended; higher = try first */
+  guint32 tie;   /* drawn from the seed: breaks ties in score (all of them without a model) */
 } Cand;
 
 typedef struct {
@@ -181,6 +182,7 @@ pool_add(Model *m, TsSchedPoint *p)
   c->row = features(m, p);
   c->base = base_score(m, c->row);
   c->online = NAN;
+  c->tie = g_rand_int(m->rng);
   g_ptr_array_add(m->pool, c);
   g_hash_table_insert(m->in_pool, c->key, c);
 }
@@ -362,8 +364,12 @@ model_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data, 
     } else {
       for (guint k = 0; k < m->pool->len; k++) {
         Cand *c = m->pool->pdata[k];
+        /* Ties go to a draw, not to the smaller hash: a space nothing can rank (a foreign
+         * kernel before the online model) must be explored in the seed's order, not always
+         * from the same point. */
         if (pick == NULL || c->score > pick->score ||
-            (c->score == pick->score && strcmp(c->key, pick->key) < 0))
+            (c->score == pick->score &&
+             (c->tie < pick->tie || (c->tie == pick->tie && strcmp(c->key, pick->key) < 0))))
           pick = c;
       }
     }
