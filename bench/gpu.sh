@@ -4,7 +4,8 @@
 #   2. the GPU tests (test-cuda, test-cuda-ops, test-prof-metrics: a real CUPTI range-profiler
 #      pass and the CUPTI records on a timeline), which skip everywhere else,
 #   3. Tessera's kernels, tuned here, side by side with the references measured in the same run
-#      (bench/gpu_ref.py): gemm bf16 4096^3 and 8192^3 vs cuBLAS, flash_attention bf16
+#      (bench/cublas_gemm.c, bench/gpu_ref.py): gemm bf16 4096^3 and 8192^3 vs cuBLAS (cublasLt
+#      from C; torch.matmul as a cross-check), flash_attention bf16
 #      B=4 H=16 S=4096 D=128 causal and not vs PyTorch SDPA, layernorm/softmax 16384x8192 bf16
 #      vs a device-to-device copy of the same bytes. Ratios are ours / reference.
 #
@@ -68,7 +69,11 @@ tune_and_time layernorm "layernorm 16384x8192" layernorm_safe M=16384,N=8192 gbp
 tune_and_time softmax "softmax 16384x8192" softmax_safe M=16384,N=8192 gbps
 
 echo "## references"
-refs=$(python3 bench/gpu_ref.py)
+# cuBLAS from C first (cublasLt, dlopen'ed: bench/cublas_gemm.c), then PyTorch's (its matmul is
+# cuBLAS too, kept as a cross-check); the table takes the first reference of each kind.
+refs=$("$BUILD/bench/cublas_gemm" 4096 4096 4096 8192 8192 8192)
+echo "cublas_gemm: exit $?"
+refs+=$'\n'$(python3 bench/gpu_ref.py)
 echo "$refs"
 
 echo "## table (ours / reference, same run)"

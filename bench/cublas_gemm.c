@@ -1,0 +1,262 @@
+/* cublas_gemm.c — the cuBLAS reference of bench/gpu.sh's gemm rows, from C: cublasLt (loaded at
+ * run time, like everything CUDA here) times C = A · B in bf16 with f32 accumulation on the
+ * same GPU and by the same rules as Tessera's kernels: fresh random inputs, warm-up, the L2
+ * flushed (twice its size overwritten) before every timed call, CUDA events around each call,
+ * the median. The result is checked on sampled elements against an f64 dot product of the same
+ * bf16 inputs, so a reference that computes something else cannot set the bar.
+ *
+ *   cublas_gemm [--repeats N] M N K [M N K ...]
+ *
+ * One JSON object per shape on stdout, in gpu_ref.py's format: {"kind": "gemm", "ref":
+ * "cublasLt (C)", "M": .., "N": .., "K": .., "ms": .., "tflops": ..}. Exit 77 without a CUDA
+ * device or without libcublasLt, 1 when a call fails or the check does. */
+#include "config.h"
+
+#include <cublasLt.h>
+#include <dlfcn.h>
+#include <glib.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts-cuda-private.h"
+#include "ts-numerics.h"
+
+#define CUBLASLT_FUNCS(X)                                                                          \
+  X(cublasLtCreate)                                                                                \
+  X(cublasLtDestroy)                                                                               \
+  X(cublasLtMatmulDescCreate)                                                                      \
+  X(cublasLtMatmulDescDestroy)                                                                     \
+  X(cublasLtMatrixLayoutCreate)                                                                    \
+  X(cublasLtMatrixLayoutDestroy)                                                                   \
+  X(cublasLtMatmulPreferenceCreate)                                                                \
+  X(cublasLtMatmulPreferenceSetAttribute)                                                          \
+  X(cublasLtMatmulPreferenceDestroy)                                                               \
+  X(cublasLtMatmulAlgoGetHeuristic)                                                                \
+  X(cublasLtMatmul)
+
+#define MEMBER(f) __typeof__(&f) f;
+typedef struct {
+  CUBLASLT_FUNCS(MEMBER)
+} Lt;
+
+static const TsCudaDriver *cu;
+
+static void
+check_cu(CUresult r, const char *call)
+{
+  if (r == CUDA_SUCCESS)
+    return;
+  g_autofree char *text = ts__cuda_result_text(cu, r);
+  fprintf(stderr, "cublas_gemm: %s: %s\n", call, text);
+  exit(1);
+}
+
+static void
+check_lt(cublasStatus_t s, const char *call)
+{
+  if (s == CUBLAS_STATUS_SUCCESS)
+    return;
+  fprintf(stderr, "cublas_gemm: %s: cuBLAS status %d\n", call, (int)s);
+  exit(1);
+}
+
+static gboolean
+load_lt(Lt *lt)
+{
+  static const char *const sonames[] = {"libcublasLt.so.13", "libcublasLt.so.12",
+                                        "libcublasLt.so"};
+  void *h = NULL;
+  g_autofree char *why = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(sonames) && h == NULL; i++) {
+    gboolean not_found = FALSE;
+    g_clear_pointer(&why, g_free);
+    h = ts__cuda_dlopen(sonames[i], &not_found, &why);
+  }
+  if (h == NULL) {
+    fprintf(stderr, "cublas_gemm: no libcublasLt: %s\n", why ? why : "not found");
+    return FALSE;
+  }
+#define LOAD(f)                                                                                    \
+  if ((*(void **)&lt->f = dlsym(h, #f)) == NULL) {                                                 \
+    fprintf(stderr, "cublas_gemm: libcublasLt has no %s\n", #f);                                   \
+    return FALSE;                                                                                  \
+  }
+  CUBLASLT_FUNCS(LOAD)
+#undef LOAD
+  return TRUE;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static CUdeviceptr
+upload_random(CUstream stream, gsize n, GRand *rng, guint16 **host)
+{
+  *host = g_new(guint16, n);
+  for (gsize i = 0; i < n; i++) {
+    double v = g_rand_double_range(rng, -1, 1);
+    (*host)[i] = ts_f32_to_bf16((float)(fabs(v) < 1e-3 ? 0.5 : v)); /* never zero */
+  }
+  CUdeviceptr d = 0;
+  check_cu(cu->cuMemAlloc(&d, n * 2), "cuMemAlloc");
+  check_cu(cu->cuMemcpyHtoDAsync(d, *host, n * 2, stream), "cuMemcpyHtoDAsync");
+  return d;
+}
+
+/* Times one shape; prints its JSON line. */
+static void
+run_shape(const Lt *lt, cublasLtHandle_t handle, CUstream stream, CUdeviceptr flush,
+          gsize flush_bytes, long long M, long long N, long long K, int repeats)
+{
+  g_autoptr(GRand) rng = g_rand_new_with_seed((guint32)(M * 31 + N * 7 + K));
+  g_autofree guint16 *ha = NULL, *hb = NULL;
+  CUdeviceptr a = upload_random(stream, (gsize)(M * K), rng, &ha);
+  CUdeviceptr b = upload_random(stream, (gsize)(K * N), rng, &hb);
+  CUdeviceptr c = 0, work = 0;
+  const gsize work_bytes = 64u << 20;
+  check_cu(cu->cuMemAlloc(&c, (gsize)(M * N) * 2), "cuMemAlloc");
+  check_cu(cu->cuMemAlloc(&work, work_bytes), "cuMemAlloc");
+
+  /* Row-major C[M,N] = A[M,K] B[K,N] is column-major C^T = B^T A^T: B is the N x K
+   * column-major left operand (ld N), A the K x M right one (ld K), C^T N x M (ld N). */
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t lb, la, lc;
+  check_lt(lt->cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+  check_lt(lt->cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, (uint64_t)N, (uint64_t)K, N),
+           "MatrixLayoutCreate");
+  check_lt(lt->cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, K),
+           "MatrixLayoutCreate");
+  check_lt(lt->cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, (uint64_t)N, (uint64_t)M, N),
+           "MatrixLayoutCreate");
+  cublasLtMatmulPreference_t pref;
+  check_lt(lt->cublasLtMatmulPreferenceCreate(&pref), "MatmulPreferenceCreate");
+  uint64_t ws = work_bytes;
+  check_lt(lt->cublasLtMatmulPreferenceSetAttribute(
+               pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+           "MatmulPreferenceSetAttribute");
+  cublasLtMatmulHeuristicResult_t heur;
+  int found = 0;
+  check_lt(lt->cublasLtMatmulAlgoGetHeuristic(handle, op, lb, la, lc, lc, pref, 1, &heur, &found),
+           "MatmulAlgoGetHeuristic");
+  if (found == 0) {
+    fprintf(stderr, "cublas_gemm: cuBLAS has no algorithm for bf16 %lldx%lldx%lld\n", M, N, K);
+    exit(1);
+  }
+  const float alpha = 1, beta = 0;
+  CUevent start, stop;
+  check_cu(cu->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+  check_cu(cu->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  g_autofree double *ms = g_new(double, repeats);
+  for (int i = -3; i < repeats; i++) { /* 3 warm-up calls */
+    check_cu(cu->cuMemsetD32Async(flush, (unsigned)i, flush_bytes / 4, stream), "cuMemsetD32Async");
+    check_cu(cu->cuEventRecord(start, stream), "cuEventRecord");
+    check_lt(lt->cublasLtMatmul(handle, op, &alpha, (void *)(uintptr_t)b, lb, (void *)(uintptr_t)a,
+                                la, &beta, (void *)(uintptr_t)c, lc, (void *)(uintptr_t)c, lc,
+                                &heur.algo, (void *)(uintptr_t)work, work_bytes,
+                                (cudaStream_t)stream),
+             "cublasLtMatmul");
+    check_cu(cu->cuEventRecord(stop, stream), "cuEventRecord");
+    check_cu(cu->cuEventSynchronize(stop), "cuEventSynchronize");
+    float t = 0;
+    check_cu(cu->cuEventElapsedTime(&t, start, stop), "cuEventElapsedTime");
+    if (i >= 0)
+      ms[i] = t;
+  }
+  qsort(ms, (size_t)repeats, sizeof *ms, cmp_double);
+  const double median = ms[repeats / 2];
+
+  /* 256 sampled elements against f64 dot products of the same bf16 inputs. */
+  g_autofree guint16 *hc = g_new(guint16, (gsize)(M * N));
+  check_cu(cu->cuMemcpyDtoHAsync(hc, c, (gsize)(M * N) * 2, stream), "cuMemcpyDtoHAsync");
+  check_cu(cu->cuStreamSynchronize(stream), "cuStreamSynchronize");
+  double diff2 = 0, ref2 = 0;
+  for (int s = 0; s < 256; s++) {
+    long long i = g_rand_int_range(rng, 0, (gint32)M), j = g_rand_int_range(rng, 0, (gint32)N);
+    double ref = 0;
+    for (long long k = 0; k < K; k++)
+      ref += (double)ts_bf16_to_f32(ha[i * K + k]) * ts_bf16_to_f32(hb[k * N + j]);
+    double got = ts_bf16_to_f32(hc[i * N + j]);
+    diff2 += (got - ref) * (got - ref);
+    ref2 += ref * ref;
+  }
+  const double rel = sqrt(diff2 / ref2);
+  printf("{\"kind\": \"gemm\", \"ref\": \"cublasLt (C)\", \"M\": %lld, \"N\": %lld, \"K\": %lld, "
+         "\"dtype\": \"bf16\", \"ms\": %.6f, \"tflops\": %.3f, \"rel_error\": %.3g}\n",
+         M, N, K, median, 2.0 * M * N * K / median / 1e9, rel);
+  fflush(stdout);
+
+  lt->cublasLtMatmulPreferenceDestroy(pref);
+  lt->cublasLtMatrixLayoutDestroy(la);
+  lt->cublasLtMatrixLayoutDestroy(lb);
+  lt->cublasLtMatrixLayoutDestroy(lc);
+  lt->cublasLtMatmulDescDestroy(op);
+  cu->cuEventDestroy(start);
+  cu->cuEventDestroy(stop);
+  cu->cuMemFree(a);
+  cu->cuMemFree(b);
+  cu->cuMemFree(c);
+  cu->cuMemFree(work);
+  if (!(rel <= 1e-2)) {
+    fprintf(stderr, "cublas_gemm: %lldx%lldx%lld: relative error %.3g against the f64 reference "
+            "(bound 1e-2)\n", M, N, K, rel);
+    exit(1);
+  }
+}
+
+int
+main(int argc, char **argv)
+{
+  int repeats = 30;
+  int first = 1;
+  if (argc > 2 && strcmp(argv[1], "--repeats") == 0) {
+    repeats = atoi(argv[2]);
+    first = 3;
+  }
+  if (repeats <= 0 || argc - first < 3 || (argc - first) % 3 != 0) {
+    fprintf(stderr, "usage: cublas_gemm [--repeats N] M N K [M N K ...]\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  cu = ts__cuda_driver(&error);
+  if (cu == NULL) {
+    fprintf(stderr, "cublas_gemm: %s\n", error->message);
+    return 77;
+  }
+  int n_dev = 0;
+  if (cu->cuInit(0) != CUDA_SUCCESS || cu->cuDeviceGetCount(&n_dev) != CUDA_SUCCESS || n_dev == 0) {
+    fprintf(stderr, "cublas_gemm: no CUDA device\n");
+    return 77;
+  }
+  Lt lt;
+  if (!load_lt(&lt))
+    return 77;
+  CUdevice dev;
+  CUcontext ctx;
+  CUstream stream;
+  check_cu(cu->cuDeviceGet(&dev, 0), "cuDeviceGet");
+  check_cu(cu->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check_cu(cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  check_cu(cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  int l2 = 0;
+  check_cu(cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev),
+           "cuDeviceGetAttribute");
+  const gsize flush_bytes = (gsize)MAX(l2, 1 << 20) * 2;
+  CUdeviceptr flush = 0;
+  check_cu(cu->cuMemAlloc(&flush, flush_bytes), "cuMemAlloc");
+  cublasLtHandle_t handle;
+  check_lt(lt.cublasLtCreate(&handle), "cublasLtCreate");
+  for (int i = first; i + 2 < argc; i += 3)
+    run_shape(&lt, handle, stream, flush, flush_bytes, atoll(argv[i]), atoll(argv[i + 1]),
+              atoll(argv[i + 2]), repeats);
+  lt.cublasLtDestroy(handle);
+  cu->cuMemFree(flush);
+  cu->cuStreamDestroy(stream);
+  cu->cuDevicePrimaryCtxRelease(dev);
+  return 0;
+}
