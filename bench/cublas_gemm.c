@@ -22,6 +22,7 @@
 
 #include "ts-cuda-private.h"
 #include "ts-numerics.h"
+#include "ts-tune-stats.h"
 
 #define CUBLASLT_FUNCS(X)                                                                          \
   X(cublasLtCreate)                                                                                \
@@ -86,13 +87,6 @@ load_lt(Lt *lt)
   CUBLASLT_FUNCS(LOAD)
 #undef LOAD
   return TRUE;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 static CUdeviceptr
@@ -168,8 +162,7 @@ run_shape(const Lt *lt, cublasLtHandle_t handle, CUstream stream, CUdeviceptr fl
     if (i >= 0)
       ms[i] = t;
   }
-  qsort(ms, (size_t)repeats, sizeof *ms, cmp_double);
-  const double median = ms[repeats / 2];
+  const double median = ts_stats_median(ms, (guint)repeats);
 
   /* 256 sampled elements against f64 dot products of the same bf16 inputs. */
   g_autofree guint16 *hc = g_new(guint16, (gsize)(M * N));

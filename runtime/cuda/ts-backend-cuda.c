@@ -49,7 +49,6 @@ typedef struct {
  * tensor maps as the second parameter (ts_cuda_tma.cuh's TsTmaMaps: four maps, in order). */
 typedef struct {
   TsCudaArgs args;
-  guint n_maps;
   CUtensorMap maps[TS_TMA_MAX_MAPS];
 } Params;
 
@@ -418,36 +417,31 @@ func_attr(TsCudaBackend *self, TsCudaModule *m, CUfunction_attribute attr, const
   return value;
 }
 
-/* The kernel's tensor-map record (ts-cuda-tma.h), when it has one: a kernel without reads
- * nothing through the TMA. */
+/* Copies the module's global `name` (a `what`, for messages) into dst when it holds at most
+ * `max` bytes; *bytes is its size, 0 when the module has no such global. */
 static gboolean
-read_tma_record(TsCudaBackend *self, TsCudaModule *m, const char *entry, GError **error)
+read_record(TsCudaBackend *self, TsCudaModule *m, const char *name, const char *what, void *dst,
+            gsize max, gsize *bytes, GError **error)
 {
   const TsCudaDriver *cu = self->cu;
-  g_autofree char *record = g_strconcat(entry, "_tma", NULL);
   CUdeviceptr ptr = 0;
-  size_t bytes = 0;
-  CUresult r = cu->cuModuleGetGlobal(&ptr, &bytes, m->module, record);
-  m->tma_words = 0;
+  size_t size = 0;
+  CUresult r = cu->cuModuleGetGlobal(&ptr, &size, m->module, name);
+  *bytes = 0;
   if (r == CUDA_ERROR_NOT_FOUND)
     return TRUE;
   if (r != CUDA_SUCCESS)
     return fail(self, r, "cuModuleGetGlobal", TS_BACKEND_ERROR_LOAD, error,
-                "cannot find the tensor-map record %s", record);
-  if (bytes % 4 != 0 || bytes > sizeof m->tma || bytes < 4) {
-    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD,
-                "the tensor-map record %s is %zu bytes; it must be 1 + 8 n unsigned ints for n "
-                "<= %d maps",
-                record, bytes, TS_TMA_MAX_MAPS);
-    return FALSE;
-  }
-  r = cu->cuMemcpyDtoHAsync(m->tma, ptr, bytes, self->stream);
+                "cannot find the %s %s", what, name);
+  *bytes = size;
+  if (size > max)
+    return TRUE;
+  r = cu->cuMemcpyDtoHAsync(dst, ptr, size, self->stream);
   if (r == CUDA_SUCCESS)
     r = cu->cuStreamSynchronize(self->stream);
   if (r != CUDA_SUCCESS)
     return fail(self, r, "cuMemcpyDtoHAsync", TS_BACKEND_ERROR_LOAD, error,
-                "cannot read the tensor-map record %s", record);
-  m->tma_words = bytes / 4;
+                "cannot read the %s %s", what, name);
   return TRUE;
 }
 
@@ -497,7 +491,6 @@ encode_tma(TsCudaBackend *self, TsCudaModule *m, const TsLaunch *launch, Params 
                   t->buf, m->base.entry, (guint64)t->dim[1], (guint64)t->dim[0], t->box[1],
                   t->box[0]);
   }
-  p->n_maps = (guint)n;
   return TRUE;
 }
 
@@ -519,10 +512,10 @@ resolve(TsCudaBackend *self, TsCudaModule *m, const char *entry, GError **error)
                 "cannot find kernel '%s'", entry);
 
   g_autofree char *record = g_strconcat(entry, "_launch", NULL);
-  CUdeviceptr ptr = 0;
-  size_t bytes = 0;
-  r = cu->cuModuleGetGlobal(&ptr, &bytes, m->module, record);
-  if (r == CUDA_ERROR_NOT_FOUND) {
+  gsize bytes = 0;
+  if (!read_record(self, m, record, "launch record", m->launch, sizeof m->launch, &bytes, error))
+    return FALSE;
+  if (bytes == 0) {
     g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD,
                 "not a Tessera kernel: no %s record; the source must define extern \"C\" "
                 "__constant__ unsigned int %s[7] = {grid x, y, z, block x, y, z, dynamic smem "
@@ -530,22 +523,26 @@ resolve(TsCudaBackend *self, TsCudaModule *m, const char *entry, GError **error)
                 record, record);
     return FALSE;
   }
-  if (r != CUDA_SUCCESS)
-    return fail(self, r, "cuModuleGetGlobal", TS_BACKEND_ERROR_LOAD, error,
-                "cannot find the launch record %s", record);
   if (bytes != sizeof m->launch) {
     g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD,
                 "the launch record %s is %zu bytes; it must be 7 unsigned ints (28 bytes)", record,
                 bytes);
     return FALSE;
   }
-  r = cu->cuMemcpyDtoHAsync(m->launch, ptr, sizeof m->launch, self->stream);
-  if (r == CUDA_SUCCESS)
-    r = cu->cuStreamSynchronize(self->stream);
-  if (r != CUDA_SUCCESS)
-    return fail(self, r, "cuMemcpyDtoHAsync", TS_BACKEND_ERROR_LOAD, error,
-                "cannot read the launch record %s", record);
-  return read_tma_record(self, m, entry, error);
+
+  /* A kernel that reads through the TMA also has a tensor-map record (ts-cuda-tma.h). */
+  g_autofree char *tma = g_strconcat(entry, "_tma", NULL);
+  if (!read_record(self, m, tma, "tensor-map record", m->tma, sizeof m->tma, &bytes, error))
+    return FALSE;
+  if (bytes != 0 && (bytes % 4 != 0 || bytes > sizeof m->tma)) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD,
+                "the tensor-map record %s is %zu bytes; it must be 1 + 8 n unsigned ints for n "
+                "<= %d maps",
+                tma, bytes, TS_TMA_MAX_MAPS);
+    return FALSE;
+  }
+  m->tma_words = bytes / 4;
+  return TRUE;
 }
 
 static TsModule *

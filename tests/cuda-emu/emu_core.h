@@ -693,7 +693,6 @@ static inline bool emu_mbar_try_wait(unsigned addr, unsigned parity)
   landing.swap(b->inflight);
   for (auto &t : landing)
     emu_tma_apply(t);
-  b = emu_bar(addr);
   if ((b->phase & 1) != parity)
     return true;
   emu_yield();
