@@ -48,18 +48,6 @@ attn_bytes(const TsShape *s, double elem)
   return 4.0 * elem * DIM(s, "B") * DIM(s, "H") * DIM(s, "S") * DIM(s, "D");
 }
 
-/* FNV-1a over the first bytes of Q: the inputs come from the data seed, so the sampled rows do
- * too, without the reference needing the seed itself. */
-static guint32
-data_hash(const void *q, gsize bytes)
-{
-  const guint8 *b = q;
-  guint32 h = 2166136261u;
-  for (gsize i = 0; i < MIN(bytes, 4096); i++)
-    h = (h ^ b[i]) * 16777619u;
-  return h;
-}
-
 /* Small problems are checked in full. Large ones (the benchmark's 4x16x4096x128 reference is
  * 2^34 multiply-adds per product, minutes in f64) are checked on ~512 query rows drawn from the
  * data, the other rows marked NaN, which ts_numerics_rel_error leaves out of the norms while
@@ -69,7 +57,7 @@ data_hash(const void *q, gsize bytes)
  * hit: the sample always holds the first and last row of a head (the one-key and the full causal
  * row, and the partial tail tile when S is not a multiple of the tile), and its random rows fall
  * both on diagonal tiles (masked) and below them (unmasked) for every causal head. */
-static void
+static char *
 attn_reference(const TsOpInstance *inst, void *const *in, double *out)
 {
   const TsShape *s = ts_op_instance_shape(inst);
@@ -77,12 +65,16 @@ attn_reference(const TsOpInstance *inst, void *const *in, double *out)
                dim = ts_shape_get(s, "D");
   const TsDtype dt = ts_op_instance_dtype(inst)->storage;
   gsize n_rows = 0;
+  /* The limit is in gemm's multiply-adds; a score or a weighted value row here costs about 8
+   * of those (scalar dot products, an exp per key): 2^28 per product at the default 2^31. */
   g_autofree gint64 *rows = ts_ref_attention_rows(
-    bh, seq, dim, data_hash(in[0], (gsize)(bh * seq * dim) * ts_numerics_elem_size(dt)), &n_rows);
+    bh, seq, dim, inst->reference_limit / 8,
+    ts__op_data_hash(in[0], (gsize)(bh * seq * dim) * ts_numerics_elem_size(dt)), &n_rows);
   if (rows != NULL)
     for (gint64 i = 0; i < bh * seq * dim; i++)
       out[i] = NAN;
   ts_ref_attention(dt, in[0], in[1], in[2], out, bh, seq, dim, is_causal(inst), rows, n_rows);
+  return rows != NULL ? g_strdup_printf("%" G_GSIZE_FORMAT " query rows", n_rows) : NULL;
 }
 
 /* The CPU lowering: plain, one query row at a time. A team of workers shares the B*H*S rows in

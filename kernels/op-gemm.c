@@ -24,12 +24,28 @@ gemm_bytes(const TsShape *s, double elem)
   return elem * (m * k + k * n + m * n);
 }
 
-static void
+/* In full up to the instance's reference limit (2^31 multiply-adds by default, ~1 s); beyond
+ * it, on a sample (ts_ref_gemm_sampled): whole rows and columns, the first and last of each
+ * among them, and elements anywhere. Every element of the output is still scanned for NaN/Inf,
+ * so an element the kernel never wrote fails wherever it is. A sample is sound for these
+ * kernels because every tile of C runs the same instructions (its CTA differs, not its code):
+ * what differs is the tails, which the last row and column cover, and the indexing of the
+ * tiles, which the random rows, columns and elements land on all over C. */
+static char *
 gemm_reference(const TsOpInstance *inst, void *const *in, double *out)
 {
   const TsShape *s = ts_op_instance_shape(inst);
-  ts_ref_gemm(ts_op_instance_dtype(inst)->storage, in[0], in[1], out, ts_shape_get(s, "M"),
-              ts_shape_get(s, "N"), ts_shape_get(s, "K"));
+  const gint64 m = ts_shape_get(s, "M"), n = ts_shape_get(s, "N"), k = ts_shape_get(s, "K");
+  const TsDtype dt = ts_op_instance_dtype(inst)->storage;
+  if ((double)m * (double)n * (double)k <= inst->reference_limit) {
+    ts_ref_gemm(dt, in[0], in[1], out, m, n, k);
+    return NULL;
+  }
+  ts_ref_gemm_sampled(dt, in[0], in[1], out, m, n, k,
+                      ts__op_data_hash(in[0], (gsize)(m * k) * ts_numerics_elem_size(dt)));
+  return g_strdup_printf("%d rows, %d columns and %d random elements",
+                         (int)MIN(m, TS_REF_GEMM_SAMPLE_ROWS), (int)MIN(n, TS_REF_GEMM_SAMPLE_COLS),
+                         TS_REF_GEMM_SAMPLE_ELEMS);
 }
 
 #define KNOB(name) ts_sched_point_get_int(point, name, -1)

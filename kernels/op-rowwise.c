@@ -194,11 +194,12 @@ saxpy_bytes(const TsShape *s, double elem)
   return 3.0 * elem * DIM(s, "N");
 }
 
-static void
+static char *
 saxpy_reference(const TsOpInstance *inst, void *const *in, double *out)
 {
   ts_ref_saxpy(ts_op_instance_dtype(inst)->storage, ts__op_instance_float(inst, 0), in[0], in[1],
                out, ts_shape_get(ts_op_instance_shape(inst), "N"));
+  return NULL;
 }
 
 static gboolean
@@ -298,12 +299,13 @@ reduce_bytes(const TsShape *s, double elem)
   return elem * (DIM(s, "M") * DIM(s, "N") + DIM(s, "M"));
 }
 
-static void
+static char *
 reduce_reference(const TsOpInstance *inst, void *const *in, double *out)
 {
   const TsShape *s = ts_op_instance_shape(inst);
   ts_ref_reduce_sum(ts_op_instance_dtype(inst)->storage, in[0], out, ts_shape_get(s, "M"),
                     ts_shape_get(s, "N"));
+  return NULL;
 }
 
 static gboolean
@@ -379,12 +381,13 @@ rows_bytes(const TsShape *s, double elem)
   return 2.0 * elem * DIM(s, "M") * DIM(s, "N");
 }
 
-static void
+static char *
 softmax_reference(const TsOpInstance *inst, void *const *in, double *out)
 {
   const TsShape *s = ts_op_instance_shape(inst);
   ts_ref_softmax(ts_op_instance_dtype(inst)->storage, in[0], out, ts_shape_get(s, "M"),
                  ts_shape_get(s, "N"));
+  return NULL;
 }
 
 static gboolean
@@ -467,12 +470,13 @@ layernorm_bytes(const TsShape *s, double elem)
   return elem * (2.0 * DIM(s, "M") * DIM(s, "N") + 2.0 * DIM(s, "N"));
 }
 
-static void
+static char *
 layernorm_reference(const TsOpInstance *inst, void *const *in, double *out)
 {
   const TsShape *s = ts_op_instance_shape(inst);
   ts_ref_layernorm(ts_op_instance_dtype(inst)->storage, in[0], in[1], in[2],
                    ts__op_instance_float(inst, 0), out, ts_shape_get(s, "M"), ts_shape_get(s, "N"));
+  return NULL;
 }
 
 static gboolean
@@ -559,12 +563,13 @@ rmsnorm_bytes(const TsShape *s, double elem)
   return elem * (2.0 * DIM(s, "M") * DIM(s, "N") + DIM(s, "N"));
 }
 
-static void
+static char *
 rmsnorm_reference(const TsOpInstance *inst, void *const *in, double *out)
 {
   const TsShape *s = ts_op_instance_shape(inst);
   ts_ref_rmsnorm(ts_op_instance_dtype(inst)->storage, in[0], in[1], ts__op_instance_float(inst, 0),
                  out, ts_shape_get(s, "M"), ts_shape_get(s, "N"));
+  return NULL;
 }
 
 static gboolean

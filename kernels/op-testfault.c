@@ -18,11 +18,12 @@ fault_bytes(const TsShape *s, double elem)
   return 3.0 * elem * ts_shape_get(s, "N");
 }
 
-static void
+static char *
 fault_reference(const TsOpInstance *inst, void *const *in, double *out)
 {
   ts_ref_saxpy(ts_op_instance_dtype(inst)->storage, 1.0, in[0], in[1], out,
                ts_shape_get(ts_op_instance_shape(inst), "N"));
+  return NULL;
 }
 
 static char *

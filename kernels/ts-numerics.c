@@ -5,6 +5,7 @@
 #include "ts-numerics.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,28 +188,206 @@ ts_numerics_poison(TsDtype dtype, void *buf, gsize n)
 
 #define AT(buf, i) ts_numerics_get(dtype, (buf), (gsize)(i))
 
+/* Row `row` of a [rows][cols] matrix widened to doubles. */
+static void
+widen_row(TsDtype dtype, const void *x, gint64 row, gint64 cols, double *restrict out)
+{
+  for (gint64 j = 0; j < cols; j++)
+    out[j] = AT(x, row * cols + j);
+}
+
 void
 ts_ref_gemm(TsDtype dtype, const void *a, const void *b, double *c, gint64 m, gint64 n, gint64 k)
 {
   g_return_if_fail(a != NULL && b != NULL && c != NULL);
   g_return_if_fail(m >= 0 && n >= 0 && k >= 0);
   /* Widen B once and walk it row by row (i-p-j order): the naive i-j-p order strides down
-   * B's columns and takes minutes at 2048^3, which the tuner would pay per workload. */
+   * B's columns and takes minutes at 2048^3, which the tuner would pay per workload. Rows of C
+   * are independent, so the cores share them. */
   double *bd = g_new(double, (gsize)k * (gsize)n);
-  for (gint64 i = 0; i < k * n; i++)
-    bd[i] = AT(b, i);
+#pragma omp parallel for schedule(static)
+  for (gint64 p = 0; p < k; p++)
+    widen_row(dtype, b, p, n, bd + p * n);
+#pragma omp parallel for schedule(dynamic, 4)
   for (gint64 i = 0; i < m; i++) {
-    double *crow = c + i * n;
+    double *restrict crow = c + i * n;
     for (gint64 j = 0; j < n; j++)
       crow[j] = 0.0;
     for (gint64 p = 0; p < k; p++) {
       const double aip = AT(a, i * k + p);
-      const double *brow = bd + p * n;
+      const double *restrict brow = bd + p * n;
       for (gint64 j = 0; j < n; j++)
         crow[j] += aip * brow[j];
     }
   }
   g_free(bd);
+}
+
+static int
+cmp_gint64(gconstpointer a, gconstpointer b)
+{
+  gint64 x = *(const gint64 *)a, y = *(const gint64 *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorts idx[0..n) and drops repeats; returns the new count. */
+static gsize
+sort_unique(gint64 *idx, gsize n)
+{
+  qsort(idx, n, sizeof *idx, cmp_gint64);
+  gsize u = 0;
+  for (gsize i = 0; i < n; i++)
+    if (u == 0 || idx[i] != idx[u - 1])
+      idx[u++] = idx[i];
+  return u;
+}
+
+/* `want` distinct indices of [0, total), ascending: `fixed` first (those in range), the rest
+ * drawn from rng; all of them when total <= want. */
+static gint64 *
+draw_indices(GRand *rng, gint64 total, gsize want, const gint64 *fixed, gsize n_fixed, gsize *n)
+{
+  if ((gint64)want >= total) {
+    gint64 *all = g_new(gint64, MAX(total, 1));
+    for (gint64 i = 0; i < total; i++)
+      all[i] = i;
+    *n = (gsize)total;
+    return all;
+  }
+  gint64 *idx = g_new(gint64, want);
+  gsize u = 0;
+  for (gsize i = 0; i < n_fixed; i++)
+    if (fixed[i] >= 0 && fixed[i] < total)
+      idx[u++] = fixed[i];
+  u = sort_unique(idx, u);
+  /* Redraw until distinct: want is far below total here, so few draws repeat. */
+  while (u < want) {
+    gsize before = u;
+    for (; u < want; u++)
+      idx[u] = (gint64)(g_rand_double(rng) * (double)total) % total;
+    u = sort_unique(idx, u);
+    if (u == before)
+      break;
+  }
+  *n = u;
+  return idx;
+}
+
+/* Whole rows of C, one pass over B: the cores split the columns, and each widens its stretch of
+ * B's row p once for all the sampled rows. */
+#define GEMM_COL_CHUNK 512
+
+static void
+gemm_rows(TsDtype dtype, const void *a, const void *b, double *c, gint64 n, gint64 k,
+          const gint64 *rows, gsize n_rows)
+{
+  const gint64 n_chunks = (n + GEMM_COL_CHUNK - 1) / GEMM_COL_CHUNK;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (gint64 chunk = 0; chunk < n_chunks; chunk++) {
+    const gint64 j0 = chunk * GEMM_COL_CHUNK, w = MIN(GEMM_COL_CHUNK, n - j0);
+    double *acc = g_new0(double, n_rows * (gsize)w);
+    double *brow = g_new(double, w);
+    for (gint64 p = 0; p < k; p++) {
+      for (gint64 j = 0; j < w; j++)
+        brow[j] = AT(b, p * n + j0 + j);
+      for (gsize r = 0; r < n_rows; r++) {
+        const double arp = AT(a, rows[r] * k + p);
+        double *restrict dst = acc + r * (gsize)w;
+        const double *restrict src = brow;
+        for (gint64 j = 0; j < w; j++)
+          dst[j] += arp * src[j];
+      }
+    }
+    for (gsize r = 0; r < n_rows; r++)
+      memcpy(c + rows[r] * n + j0, acc + r * (gsize)w, sizeof(double) * (gsize)w);
+    g_free(acc);
+    g_free(brow);
+  }
+}
+
+/* Whole columns of C: the sampled columns of B gathered once ([k][n_cols]), then one pass over
+ * A, the cores splitting its rows. */
+static void
+gemm_cols(TsDtype dtype, const void *a, const void *b, double *c, gint64 m, gint64 n, gint64 k,
+          const gint64 *cols, gsize n_cols)
+{
+  double *bc = g_new(double, (gsize)k * n_cols);
+  for (gint64 p = 0; p < k; p++)
+    for (gsize q = 0; q < n_cols; q++)
+      bc[p * (gint64)n_cols + (gint64)q] = AT(b, p * n + cols[q]);
+#pragma omp parallel
+  {
+    double *arow = g_new(double, MAX(k, 1));
+    double *acc = g_new(double, n_cols);
+#pragma omp for schedule(static)
+    for (gint64 i = 0; i < m; i++) {
+      widen_row(dtype, a, i, k, arow);
+      for (gsize q = 0; q < n_cols; q++)
+        acc[q] = 0.0;
+      for (gint64 p = 0; p < k; p++) {
+        const double aip = arow[p];
+        const double *restrict src = bc + p * (gint64)n_cols;
+        double *restrict dst = acc;
+        for (gsize q = 0; q < n_cols; q++)
+          dst[q] += aip * src[q];
+      }
+      for (gsize q = 0; q < n_cols; q++)
+        c[i * n + cols[q]] = acc[q];
+    }
+    g_free(arow);
+    g_free(acc);
+  }
+  g_free(bc);
+}
+
+/* Single elements (flat indices into C): p outermost, so B's row p stays in cache while every
+ * element takes its term, and each element's cache line of A serves the next p too. */
+static void
+gemm_elems(TsDtype dtype, const void *a, const void *b, double *c, gint64 n, gint64 k,
+           const gint64 *elems, gsize n_elems)
+{
+#pragma omp parallel
+  {
+    double *acc = g_new0(double, MAX(n_elems, 1));
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const gsize e0 = n_elems * (gsize)t / (gsize)nt, e1 = n_elems * (gsize)(t + 1) / (gsize)nt;
+    for (gint64 p = 0; p < k; p++)
+      for (gsize e = e0; e < e1; e++) {
+        const gint64 i = elems[e] / n, j = elems[e] % n;
+        acc[e] += AT(a, i * k + p) * AT(b, p * n + j);
+      }
+    for (gsize e = e0; e < e1; e++)
+      c[elems[e]] = acc[e];
+    g_free(acc);
+  }
+}
+
+void
+ts_ref_gemm_sampled(TsDtype dtype, const void *a, const void *b, double *c, gint64 m, gint64 n,
+                    gint64 k, guint32 seed)
+{
+  g_return_if_fail(a != NULL && b != NULL && c != NULL);
+  g_return_if_fail(m >= 0 && n >= 0 && k >= 0);
+  const gsize mn = (gsize)m * (gsize)n;
+#pragma omp parallel for schedule(static)
+  for (gsize i = 0; i < mn; i++)
+    c[i] = NAN;
+  if (mn == 0)
+    return;
+  g_autoptr(GRand) rng = g_rand_new_with_seed(seed);
+  /* The first and the last row and column: the last ones sit in the partial tiles when a dim
+   * is not a multiple of the kernel's tile, where tail bugs live. */
+  const gint64 fixed_rows[] = {0, m - 1}, fixed_cols[] = {0, n - 1};
+  gsize n_rows = 0, n_cols = 0, n_elems = 0;
+  g_autofree gint64 *rows = draw_indices(rng, m, TS_REF_GEMM_SAMPLE_ROWS, fixed_rows,
+                                         G_N_ELEMENTS(fixed_rows), &n_rows);
+  g_autofree gint64 *cols = draw_indices(rng, n, TS_REF_GEMM_SAMPLE_COLS, fixed_cols,
+                                         G_N_ELEMENTS(fixed_cols), &n_cols);
+  g_autofree gint64 *elems = draw_indices(rng, (gint64)mn, TS_REF_GEMM_SAMPLE_ELEMS, NULL, 0,
+                                          &n_elems);
+  gemm_rows(dtype, a, b, c, n, k, rows, n_rows);
+  gemm_cols(dtype, a, b, c, m, n, k, cols, n_cols);
+  gemm_elems(dtype, a, b, c, n, k, elems, n_elems);
 }
 
 void
@@ -223,6 +402,7 @@ void
 ts_ref_reduce_sum(TsDtype dtype, const void *x, double *y, gint64 rows, gint64 cols)
 {
   g_return_if_fail(x != NULL && y != NULL && rows >= 0 && cols >= 0);
+#pragma omp parallel for schedule(static)
   for (gint64 r = 0; r < rows; r++) {
     double acc = 0.0;
     for (gint64 c = 0; c < cols; c++)
@@ -235,6 +415,7 @@ void
 ts_ref_softmax(TsDtype dtype, const void *x, double *y, gint64 rows, gint64 cols)
 {
   g_return_if_fail(x != NULL && y != NULL && rows >= 0 && cols >= 0);
+#pragma omp parallel for schedule(static)
   for (gint64 r = 0; r < rows; r++) {
     const gint64 base = r * cols;
     double max = -INFINITY;
@@ -258,6 +439,7 @@ ts_ref_layernorm(TsDtype dtype, const void *x, const void *gamma, const void *be
                  double *y, gint64 rows, gint64 cols)
 {
   g_return_if_fail(x != NULL && y != NULL && rows >= 0 && cols > 0);
+#pragma omp parallel for schedule(static)
   for (gint64 r = 0; r < rows; r++) {
     const gint64 base = r * cols;
     double mean = 0.0;
@@ -287,6 +469,7 @@ ts_ref_rmsnorm(TsDtype dtype, const void *x, const void *gamma, double eps, doub
                gint64 cols)
 {
   g_return_if_fail(x != NULL && y != NULL && rows >= 0 && cols > 0);
+#pragma omp parallel for schedule(static)
   for (gint64 r = 0; r < rows; r++) {
     const gint64 base = r * cols;
     double ss = 0.0;
@@ -358,48 +541,40 @@ ts_ref_attention(TsDtype dtype, const void *q, const void *k, const void *v, dou
   g_free(p);
 }
 
-static int
-cmp_gint64(gconstpointer a, gconstpointer b)
-{
-  gint64 x = *(const gint64 *)a, y = *(const gint64 *)b;
-  return (x > y) - (x < y);
-}
-
-/* 2^28 multiply-adds per product (Q Kᵀ and P V): about a second of f64 on one core. The
- * benchmark's B=4,H=16,S=4096,D=128 is 2^34, minutes; its 512 sampled rows take about as long
- * as a full 2^28 reference. */
-#define ATTN_FULL_REFERENCE (G_GINT64_CONSTANT(1) << 28)
-#define ATTN_SAMPLED_ROWS 512
+#define SAMPLED_ROWS 512
 
 gint64 *
-ts_ref_attention_rows(gint64 heads, gint64 seq, gint64 dim, guint32 seed, gsize *n_rows)
+ts_ref_attention_rows(gint64 heads, gint64 seq, gint64 dim, double limit, guint32 seed,
+                      gsize *n_rows)
 {
   g_return_val_if_fail(n_rows != NULL, NULL);
   g_return_val_if_fail(heads > 0 && seq > 0 && dim > 0, NULL);
   const gint64 total = heads * seq;
   double work = (double)heads * (double)seq * (double)seq * (double)dim;
-  if (work <= (double)ATTN_FULL_REFERENCE || total <= ATTN_SAMPLED_ROWS) {
+  if (work <= limit || total <= SAMPLED_ROWS) {
     *n_rows = (gsize)total;
     return NULL;
   }
   g_autoptr(GRand) rng = g_rand_new_with_seed(seed);
-  gint64 *rows = g_new(gint64, ATTN_SAMPLED_ROWS);
   /* The first and last row of the first and the last head: the shortest and the longest causal
    * rows, and the last row of a sequence, which sits in the partial tile when seq is not a
    * multiple of the kernel's tile. */
-  rows[0] = 0;
-  rows[1] = seq - 1;
-  rows[2] = total - seq;
-  rows[3] = total - 1;
-  for (guint i = 4; i < ATTN_SAMPLED_ROWS; i++)
-    rows[i] = (gint64)(g_rand_double(rng) * (double)total) % total;
-  qsort(rows, ATTN_SAMPLED_ROWS, sizeof *rows, cmp_gint64);
-  gsize n = 0;
-  for (gsize i = 0; i < ATTN_SAMPLED_ROWS; i++)
-    if (n == 0 || rows[i] != rows[n - 1])
-      rows[n++] = rows[i];
-  *n_rows = n;
-  return rows;
+  const gint64 fixed[] = {0, seq - 1, total - seq, total - 1};
+  return draw_indices(rng, total, SAMPLED_ROWS, fixed, G_N_ELEMENTS(fixed), n_rows);
+}
+
+gint64 *
+ts_ref_sample_rows(gint64 rows, gint64 cols, double limit, guint32 seed, gsize *n_rows)
+{
+  g_return_val_if_fail(n_rows != NULL, NULL);
+  g_return_val_if_fail(rows >= 0 && cols >= 0, NULL);
+  if ((double)rows * (double)cols <= limit || rows <= SAMPLED_ROWS) {
+    *n_rows = (gsize)rows;
+    return NULL;
+  }
+  g_autoptr(GRand) rng = g_rand_new_with_seed(seed);
+  const gint64 fixed[] = {0, rows - 1};
+  return draw_indices(rng, rows, SAMPLED_ROWS, fixed, G_N_ELEMENTS(fixed), n_rows);
 }
 
 double

@@ -33,6 +33,18 @@ void ts_numerics_poison(TsDtype dtype, void *buf, gsize n);
 /* References: inputs in their storage dtype, products and sums in f64, outputs as double. */
 void ts_ref_gemm(TsDtype dtype, const void *a, const void *b, double *c, gint64 m, gint64 n,
                  gint64 k);                                             /* C = A[M,K] B[K,N] */
+
+/* What ts_ref_gemm_sampled computes of C: whole rows and whole columns (the first and the last
+ * of each always among them) and elements anywhere, drawn from a seed. */
+#define TS_REF_GEMM_SAMPLE_ROWS 16
+#define TS_REF_GEMM_SAMPLE_COLS 16
+#define TS_REF_GEMM_SAMPLE_ELEMS 4096
+/* C = A B on a sample: TS_REF_GEMM_SAMPLE_ROWS rows and _COLS columns of C in full (fewer when
+ * C has fewer) and _ELEMS further elements, drawn from `seed`; every other element of c becomes
+ * NaN, which ts_numerics_rel_error leaves unchecked. About (16 (M + N) + 4096) K multiply-adds
+ * instead of M N K: a second for 8192^3 on two cores, against several minutes in full. */
+void ts_ref_gemm_sampled(TsDtype dtype, const void *a, const void *b, double *c, gint64 m,
+                         gint64 n, gint64 k, guint32 seed);
 void ts_ref_saxpy(TsDtype dtype, double alpha, const void *x, const void *y, double *z,
                   gint64 n);                                            /* z = alpha*x + y */
 void ts_ref_reduce_sum(TsDtype dtype, const void *x, double *y, gint64 rows, gint64 cols);
@@ -50,9 +62,14 @@ void ts_ref_attention(TsDtype dtype, const void *q, const void *k, const void *v
                       gint64 heads, gint64 seq, gint64 dim, gboolean causal, const gint64 *rows,
                       gsize n_rows);
 /* The query rows an attention reference checks: NULL (all of them, *n_rows = heads * seq) when
- * heads * seq^2 * dim <= 2^28 multiply-adds, else about 512 rows drawn from `seed`, ascending,
+ * heads * seq^2 * dim <= limit multiply-adds, else about 512 rows drawn from `seed`, ascending,
  * always including the first and last row of the first and the last head. Free with g_free. */
-gint64 *ts_ref_attention_rows(gint64 heads, gint64 seq, gint64 dim, guint32 seed, gsize *n_rows);
+gint64 *ts_ref_attention_rows(gint64 heads, gint64 seq, gint64 dim, double limit, guint32 seed,
+                              gsize *n_rows);
+/* The rows a row-wise reference (softmax, norms, reductions) checks: NULL (all) when
+ * rows * cols <= limit, else about 512 rows drawn from `seed`, ascending, the first and last
+ * always among them. Free with g_free. */
+gint64 *ts_ref_sample_rows(gint64 rows, gint64 cols, double limit, guint32 seed, gsize *n_rows);
 
 /* ||out - ref||_2 / ||ref||_2 over n elements (out in its storage dtype). Any non-finite output
  * element makes the result +Inf and is counted in *n_nonfinite (may be NULL). When ||ref|| is 0

@@ -29,8 +29,11 @@ struct _TsOpDef {
   gboolean tensor_math;
   double (*flops)(const TsShape *shape);
   double (*bytes)(const TsShape *shape, double elem_bytes);
-  /* f64 reference: inputs in storage dtype, output as doubles. */
-  void (*reference)(const TsOpInstance *inst, void *const *inputs, double *out);
+  /* f64 reference: inputs in storage dtype, output as doubles. One too costly to compute in
+   * full (more multiply-adds than the instance's reference_limit) may compute a sample, mark
+   * every other element NaN and return what the sample is ("16 rows, 16 columns and 4096
+   * random elements"); a full reference returns NULL. */
+  char *(*reference)(const TsOpInstance *inst, void *const *inputs, double *out);
   gboolean (*lower_cpu)(const TsOpInstance *inst, const TsSchedPoint *point,
                         TsTileKernel *kernel, GError **error);
   /* The CUDA target: default space (with the constraints that keep a point within the arch's
@@ -57,7 +60,13 @@ struct _TsOpInstance {
   guint64 data_seed;
   void *inputs[TS_OP_MAX_ARGS];
   double *ref;
+  double reference_limit; /* multiply-adds a reference may cost before it is sampled */
+  char *verification;     /* what checking against ref means: "full f64 reference ..." */
 };
+
+/* A 32-bit hash of the start of an input (FNV-1a over its first 4 KiB): the inputs come from
+ * the data seed, so samples drawn from it do too, without the reference needing the seed. */
+guint32 ts__op_data_hash(const void *data, gsize bytes);
 
 /* Catalog entries, one per file. */
 extern const TsOpDef ts__op_gemm;

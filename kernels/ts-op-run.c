@@ -50,6 +50,7 @@ ts_trial_result_free(TsTrialResult *r)
   g_free(r->message);
   g_free(r->artifact);
   g_free(r->counters_json);
+  g_free(r->verification);
   if (r->samples_ns)
     g_array_unref(r->samples_ns);
   g_free(r);
@@ -71,10 +72,35 @@ prepare_data(TsOpInstance *inst, guint64 seed)
                             op->inputs[i].hi);
   }
   g_free(inst->ref);
-  inst->ref = g_new(double, inst->numel[op->n_inputs]);
-  op->reference(inst, inst->inputs, inst->ref);
+  const gsize n_out = (gsize)inst->numel[op->n_inputs];
+  inst->ref = g_new(double, n_out);
+  g_autofree char *sample = op->reference(inst, inst->inputs, inst->ref);
+  g_free(inst->verification);
+  if (sample == NULL) {
+    inst->verification = g_strdup_printf("full f64 reference (%" G_GSIZE_FORMAT " elements)",
+                                         n_out);
+  } else {
+    gsize checked = 0;
+    for (gsize i = 0; i < n_out; i++)
+      checked += !isnan(inst->ref[i]);
+    inst->verification = g_strdup_printf("sampled f64 reference: %s (%" G_GSIZE_FORMAT " of %"
+                                         G_GSIZE_FORMAT " elements); every element scanned for "
+                                         "NaN/Inf", sample, checked, n_out);
+  }
   inst->have_data = TRUE;
   inst->data_seed = seed;
+}
+
+const double *
+ts_op_instance_reference(TsOpInstance *inst, guint64 seed, gsize *n, const char **how)
+{
+  g_return_val_if_fail(inst != NULL, NULL);
+  prepare_data(inst, seed);
+  if (n)
+    *n = (gsize)inst->numel[inst->op->n_inputs];
+  if (how)
+    *how = inst->verification;
+  return inst->ref;
 }
 
 static int
@@ -179,6 +205,8 @@ launch_and_verify(TsOpTimer *t_in, TsOpInstance *inst, const TsRunOptions *optio
     *result = g_steal_pointer(&r);
     return NULL;
   }
+  g_free(r->verification);
+  r->verification = g_strdup(options->verify ? inst->verification : "none");
   if (options->verify) {
     if (!ts_backend_download(t->backend, out, out_buf, elem * n_out, error))
       return NULL;
@@ -277,6 +305,7 @@ ts_op_timer_new_sibling(TsOpTimer *peer, TsOpInstance *inst, TsModule *module,
   t->backend = peer->backend;
   t->module = module;
   t->bufs.backend = peer->backend; /* owns none: the peer's buffers are borrowed */
+  prepare_data(inst, options->seed);
   memcpy(t->ints, peer->ints, sizeof t->ints);
   t->launch = peer->launch;
   t->launch.ints = t->ints;

@@ -225,6 +225,7 @@ ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtyp
 
   TsOpInstance *inst = g_new0(TsOpInstance, 1);
   inst->op = op;
+  inst->reference_limit = TS_OP_FULL_REFERENCE_WORK;
   inst->shape = g_steal_pointer(&shape);
   inst->dtype = dt;
   inst->graph = ts_graph_new(op->name);
@@ -251,7 +252,28 @@ ts_op_instance_free(TsOpInstance *inst)
   for (guint i = 0; i < TS_OP_MAX_ARGS; i++)
     g_free(inst->inputs[i]);
   g_free(inst->ref);
+  g_free(inst->verification);
   g_free(inst);
+}
+
+void
+ts_op_instance_set_reference_limit(TsOpInstance *inst, double work)
+{
+  g_return_if_fail(inst != NULL);
+  g_return_if_fail(work >= 0);
+  if (work != inst->reference_limit)
+    inst->have_data = FALSE; /* the reference is computed again, to the new limit */
+  inst->reference_limit = work;
+}
+
+guint32
+ts__op_data_hash(const void *data, gsize bytes)
+{
+  const guint8 *b = data;
+  guint32 h = 2166136261u;
+  for (gsize i = 0; i < MIN(bytes, 4096); i++)
+    h = (h ^ b[i]) * 16777619u;
+  return h;
 }
 
 const TsOpDef *

@@ -60,6 +60,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsOpInstance, ts_op_instance_free)
 const TsOpDef *ts_op_instance_op(const TsOpInstance *inst);
 const TsShape *ts_op_instance_shape(const TsOpInstance *inst);
 const TsDtypePolicy *ts_op_instance_dtype(const TsOpInstance *inst);
+/* References that cost more multiply-adds than this (about a second of f64 on one core) are
+ * computed on a sample of the output, with every element still scanned for NaN/Inf; each
+ * trial says which check ran (TsTrialResult.verification). */
+#define TS_OP_FULL_REFERENCE_WORK 2147483648.0 /* 2^31 */
+/* The instance's limit (tests lower it to sample small problems). */
+void ts_op_instance_set_reference_limit(TsOpInstance *inst, double work);
+/* The f64 reference output for the inputs that `seed` draws (computed on first use and kept),
+ * NaN where a sampled reference does not check; *n (optional) gets its length and *how
+ * (optional) the verification text trials of this data carry. Owned by the instance. */
+const double *ts_op_instance_reference(TsOpInstance *inst, guint64 seed, gsize *n,
+                                       const char **how);
 /* Canonical key text "gemm M=1024,N=1024,K=1024 f32". */
 char *ts_op_instance_describe(const TsOpInstance *inst);
 double ts_op_instance_flops(const TsOpInstance *inst);
@@ -127,6 +138,10 @@ typedef struct {
   char *message;     /* compiler diagnostics, error text, or "" */
   double rel_error;  /* ||out - ref|| / ||ref||, when verified */
   double tolerance;
+  /* Which check ran: "full f64 reference (N elements)", "sampled f64 reference: ... (n of N
+   * elements); every element scanned for NaN/Inf", "none" (verify off), or NULL when the
+   * candidate never ran. */
+  char *verification;
   GArray *samples_ns; /* double */
   double median_ns, min_ns, max_ns;
   double gflops, gbps; /* from the median */

@@ -783,12 +783,12 @@ test_attention_sampled_rows(void)
 {
   /* Small problems are checked in full. */
   gsize n = 0;
-  g_assert_null(ts_ref_attention_rows(2, 100, 64, 1, &n));
+  g_assert_null(ts_ref_attention_rows(2, 100, 64, 1 << 28, 1, &n));
   g_assert_cmpuint(n, ==, 200);
   /* The benchmark's size: ~512 rows, ascending, the first and last of the first and last
    * head included, the same for the same seed and not for another. */
   const gint64 heads = 64, seq = 4096, total = heads * seq;
-  g_autofree gint64 *r1 = ts_ref_attention_rows(heads, seq, 128, 7, &n);
+  g_autofree gint64 *r1 = ts_ref_attention_rows(heads, seq, 128, 1 << 28, 7, &n);
   g_assert_nonnull(r1);
   g_assert_cmpuint(n, <=, 512);
   g_assert_cmpuint(n, >, 400);
@@ -803,8 +803,8 @@ test_attention_sampled_rows(void)
   }
   g_assert_true(has_last_of_first && has_first_of_last);
   gsize n2 = 0, n3 = 0;
-  g_autofree gint64 *r2 = ts_ref_attention_rows(heads, seq, 128, 7, &n2);
-  g_autofree gint64 *r3 = ts_ref_attention_rows(heads, seq, 128, 8, &n3);
+  g_autofree gint64 *r2 = ts_ref_attention_rows(heads, seq, 128, 1 << 28, 7, &n2);
+  g_autofree gint64 *r3 = ts_ref_attention_rows(heads, seq, 128, 1 << 28, 8, &n3);
   g_assert_cmpmem(r1, n * sizeof *r1, r2, n2 * sizeof *r2);
   g_assert_false(n == n3 && memcmp(r1, r3, n * sizeof *r1) == 0);
 
@@ -862,6 +862,147 @@ test_attention_sampled_trial(void)
   g_assert_nonnull(strstr(r->message, "NaN/Inf"));
 }
 
+
+/* ==== verification that scales: gemm checked on a sample ==== */
+
+/* The sampled reference equals the full one wherever it checks (the same products summed in the
+ * same order), holds whole rows and columns (the first and last among them) and the random
+ * elements, and is NaN elsewhere; the same seed gives the same sample. */
+static void
+test_gemm_sampled_reference(void)
+{
+  const gint64 m = 200, n = 300, k = 40;
+  g_autoptr(GRand) rng = g_rand_new_with_seed(3);
+  g_autofree guint16 *a = g_new(guint16, m * k);
+  g_autofree guint16 *b = g_new(guint16, k * n);
+  ts_numerics_fill_random(TS_DTYPE_BF16, a, m * k, rng, -1, 1);
+  ts_numerics_fill_random(TS_DTYPE_BF16, b, k * n, rng, -1, 1);
+  g_autofree double *full = g_new(double, m * n);
+  g_autofree double *s1 = g_new(double, m * n);
+  g_autofree double *s2 = g_new(double, m * n);
+  g_autofree double *s3 = g_new(double, m * n);
+  ts_ref_gemm(TS_DTYPE_BF16, a, b, full, m, n, k);
+  ts_ref_gemm_sampled(TS_DTYPE_BF16, a, b, s1, m, n, k, 11);
+  ts_ref_gemm_sampled(TS_DTYPE_BF16, a, b, s2, m, n, k, 11);
+  ts_ref_gemm_sampled(TS_DTYPE_BF16, a, b, s3, m, n, k, 12);
+  gsize checked = 0, full_rows = 0, full_cols = 0;
+  for (gint64 i = 0; i < m * n; i++) {
+    if (isnan(s1[i]))
+      continue;
+    checked++;
+    g_assert_cmpfloat_with_epsilon(s1[i], full[i], 1e-12 * (1 + fabs(full[i])));
+  }
+  for (gint64 i = 0; i < m; i++) {
+    gboolean whole = TRUE;
+    for (gint64 j = 0; j < n && whole; j++)
+      whole = !isnan(s1[i * n + j]);
+    full_rows += whole;
+    if (i == 0 || i == m - 1)
+      g_assert_true(whole);
+  }
+  for (gint64 j = 0; j < n; j++) {
+    gboolean whole = TRUE;
+    for (gint64 i = 0; i < m && whole; i++)
+      whole = !isnan(s1[i * n + j]);
+    full_cols += whole;
+    if (j == 0 || j == n - 1)
+      g_assert_true(whole);
+  }
+  g_assert_cmpuint(full_rows, ==, TS_REF_GEMM_SAMPLE_ROWS);
+  g_assert_cmpuint(full_cols, ==, TS_REF_GEMM_SAMPLE_COLS);
+  /* Rows and columns overlap in 16 x 16 elements; the random elements may fall on them too. */
+  const gsize lines = 16 * n + 16 * m - 16 * 16;
+  g_assert_cmpuint(checked, >, lines + TS_REF_GEMM_SAMPLE_ELEMS / 2);
+  g_assert_cmpuint(checked, <=, lines + TS_REF_GEMM_SAMPLE_ELEMS);
+  g_assert_cmpuint(checked, <, (gsize)(m * n));
+  g_assert_cmpmem(s1, sizeof(double) * m * n, s2, sizeof(double) * m * n);
+  gboolean differ = FALSE;
+  for (gint64 i = 0; i < m * n && !differ; i++)
+    differ = isnan(s1[i]) != isnan(s3[i]);
+  g_assert_true(differ);
+}
+
+/* The C source of `src` with `patch` applied to the finished output: the entry is renamed and
+ * called from a new entry of the same name, which then runs `patch` (C code seeing bufs). */
+static char *
+patch_output(const char *src, const char *entry, const char *patch)
+{
+  g_autofree char *call = g_strconcat(entry, "(", NULL);
+  g_autofree char *inner = g_strconcat(entry, "_inner(", NULL);
+  g_autofree char *renamed = replace_all(src, call, inner);
+  return g_strdup_printf("%s\n__attribute__((visibility(\"default\")))\n"
+                         "void %s(void *const *bufs, const int64_t *ints, const double *floats);\n"
+                         "void %s(void *const *bufs, const int64_t *ints, const double *floats)\n"
+                         "{\n  %s_inner(bufs, ints, floats);\n  %s\n}\n",
+                         renamed, entry, entry, entry, patch);
+}
+
+/* A whole trial verified on a sample (the limit lowered so a small gemm is sampled): the real
+ * kernel passes and says so; an element the sample does not check, left NaN, still fails (the
+ * NaN/Inf scan covers every element); a wrong finite value there passes, which is what sampling
+ * gives up; the same value on a sampled element fails. */
+static void
+test_gemm_sampled_trial(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = NULL;
+  g_autofree char *entry = NULL;
+  g_autofree char *src = point_source("gemm", "M=96,N=160,K=48", "threads(1)", &inst, &entry);
+  ts_op_instance_set_reference_limit(inst, 0);
+  TsRunOptions opt;
+  quick_options(&opt);
+  gsize n = 0;
+  const char *how = NULL;
+  const double *ref = ts_op_instance_reference(inst, opt.seed, &n, &how);
+  g_assert_cmpuint(n, ==, 96 * 160);
+  g_assert_true(g_str_has_prefix(how, "sampled f64 reference: 16 rows, 16 columns and 4096"));
+  g_assert_nonnull(strstr(how, "every element scanned for NaN/Inf"));
+  gsize unchecked = n, checked = n;
+  for (gsize i = 0; i < n && (unchecked == n || checked == n); i++) {
+    if (isnan(ref[i]) && unchecked == n)
+      unchecked = i;
+    if (!isnan(ref[i]) && checked == n && i > 0)
+      checked = i;
+  }
+  g_assert_cmpuint(unchecked, <, n);
+  g_assert_cmpuint(checked, <, n);
+
+  g_autoptr(TsTrialResult) ok = ts_op_run_source(inst, backend, src, entry, &opt, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(ts_trial_status_name(ok->status), ==, "ok");
+  g_assert_cmpstr(ok->verification, ==, how);
+
+  static const struct {
+    const char *value;
+    gboolean at_checked;
+    TsTrialStatus status;
+    const char *needle;
+  } plants[] = {
+    {"__builtin_nanf(\"\")", FALSE, TS_TRIAL_WRONG_RESULT, "1 of 15360 output elements are NaN"},
+    {"__builtin_inff()", FALSE, TS_TRIAL_WRONG_RESULT, "NaN/Inf"},
+    {"1000.0f", FALSE, TS_TRIAL_OK, NULL},
+    {"1000.0f", TRUE, TS_TRIAL_WRONG_RESULT, "relative error"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(plants); i++) {
+    g_autofree char *patch = g_strdup_printf("((float *)bufs[2])[%" G_GSIZE_FORMAT "] = %s;",
+                                             plants[i].at_checked ? checked : unchecked,
+                                             plants[i].value);
+    g_autofree char *bad = patch_output(src, entry, patch);
+    g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, bad, entry, &opt, &error);
+    g_assert_no_error(error);
+    if (r->status != plants[i].status)
+      g_error("planting %s: %s (%s)", patch, ts_trial_status_name(r->status), r->message);
+    if (plants[i].needle && strstr(r->message, plants[i].needle) == NULL)
+      g_error("planting %s: '%s' does not say '%s'", patch, r->message, plants[i].needle);
+  }
+
+  /* Under the default limit the same problem is checked in full. */
+  g_autoptr(TsOpInstance) whole = ts_op_instance_new("gemm", "M=96,N=160,K=48", "f32", &error);
+  g_assert_no_error(error);
+  ts_op_instance_reference(whole, opt.seed, NULL, &how);
+  g_assert_cmpstr(how, ==, "full f64 reference (15360 elements)");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -901,6 +1042,8 @@ main(int argc, char **argv)
   g_test_add_func("/ops/attention/reference", test_attention_reference);
   g_test_add_func("/ops/attention/sampled-rows", test_attention_sampled_rows);
   g_test_add_func("/ops/attention/sampled-trial", test_attention_sampled_trial);
+  g_test_add_func("/ops/gemm/sampled-reference", test_gemm_sampled_reference);
+  g_test_add_func("/ops/gemm/sampled-trial", test_gemm_sampled_trial);
   int rc = g_test_run();
   ts_backend_free(backend);
   return rc;

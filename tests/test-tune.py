@@ -116,9 +116,11 @@ ok("% roof" in p.stdout and "measured f32 peak" in p.stdout,
 # Every verified trial carries its roofline coordinates against the stored ceilings.
 con = sqlite3.connect(db1)
 peaks = json.loads(con.execute("SELECT peaks FROM device WHERE backend = 'cpu'").fetchone()[0])
-roofs = [json.loads(m)["roofline"] for (m,) in
-         con.execute("SELECT metrics FROM trial WHERE status = 'ok'")]
+metrics = [json.loads(m) for (m,) in con.execute("SELECT metrics FROM trial WHERE status = 'ok'")]
+roofs = [m["roofline"] for m in metrics]
 con.close()
+ok(all(m.get("verification", "").startswith("full f64 reference (") for m in metrics),
+   "every verified trial says which check ran (a small gemm: the full reference)")
 f32, dram = peaks["compute"]["f32"]["gflops"], peaks["memory"]["dram"]["gbps"]
 ok(len(roofs) == 16 and all(
     r["compute"] == "f32" and r["intensity"] > 0 and
@@ -138,6 +140,9 @@ want = {"ok": "ok", "slow": "ok", "wrong": "wrong_result", "segv": "runtime_erro
 for mode, st in want.items():
     got = status.get('dict(mode="%s")' % mode)
     ok(got == st, "mode %s recorded as %s (got %s)" % (mode, st, got))
+wrong = db_rows(db2, "SELECT metrics FROM trial WHERE status = 'wrong_result'")
+ok(len(wrong) == 1 and json.loads(wrong[0][0])["verification"].startswith("full f64"),
+   "a wrong result says which check caught it")
 msg = db_rows(db2, "SELECT error FROM trial WHERE schedule = 'dict(mode=\"segv\")'")[0][0]
 # Under AddressSanitizer the worker's own handler turns the signal into an exit status.
 ok("signal 11" in msg or "exited with status" in msg, "the crash is explained: %s" % msg)

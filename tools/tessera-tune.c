@@ -292,12 +292,14 @@ print_result_json(const TsOpInstance *inst, const TsSchedPoint *point, const TsT
   g_autofree char *msg = g_strescape(r->message, NULL);
   g_autofree char *w = g_strescape(what, NULL);
   g_autofree char *p = g_strescape(pt, NULL);
+  g_autofree char *v = g_strescape(r->verification ? r->verification : "", NULL);
   g_print("{\"workload\": \"%s\", \"schedule\": \"%s\", \"hash\": \"%s\", \"status\": \"%s\", "
-          "\"rel_error\": %.6g, \"tolerance\": %.1g, \"median_ns\": %.1f, \"min_ns\": %.1f, "
+          "\"rel_error\": %.6g, \"tolerance\": %.1g, \"verification\": \"%s\", "
+          "\"median_ns\": %.1f, \"min_ns\": %.1f, "
           "\"max_ns\": %.1f, \"samples\": %u, \"gflops\": %.4f, \"gbps\": %.4f, "
           "\"compile_ms\": %.1f, \"message\": \"%s\"}\n",
           w, p, ts_sched_point_hash(point), ts_trial_status_name(r->status),
-          isfinite(r->rel_error) ? r->rel_error : -1.0, r->tolerance, r->median_ns, r->min_ns,
+          isfinite(r->rel_error) ? r->rel_error : -1.0, r->tolerance, v, r->median_ns, r->min_ns,
           r->max_ns, r->samples_ns->len, r->gflops, r->gbps, r->compile_ms, msg);
 }
 
@@ -336,6 +338,8 @@ cmd_run(int argc, char **argv)
             ts_backend_describe(backend)->name);
     g_print("schedule  %s  [%s]\n", pt, ts_sched_point_hash(point));
     g_print("status    %s\n", ts_trial_status_name(r->status));
+    if (r->verification)
+      g_print("verified  %s\n", r->verification);
     if (r->status == TS_TRIAL_OK)
       g_print("error     %.3g (bound %.0e)\n"
               "time      median %.3f ms  (min %.3f, max %.3f, %u samples)\n"

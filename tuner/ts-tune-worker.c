@@ -109,6 +109,7 @@ result_to_json(const TsTrialResult *r, const char *refused, TsTrace *trace)
     STR("artifact", r->artifact);
     NUM("rel_error", isfinite(r->rel_error) ? r->rel_error : -1.0);
     NUM("tolerance", r->tolerance);
+    STR("verification", r->verification);
     NUM("compile_ms", r->compile_ms);
     NUM("cache_hit", r->cache_hit);
     const TsModuleResources *res = &r->resources;
@@ -443,6 +444,8 @@ parse_result(const char *line, TsTrace *trace, GError **error)
   if (r->rel_error < 0)
     r->rel_error = INFINITY;
   r->tolerance = json_object_get_double_member_with_default(o, "tolerance", 0);
+  r->verification =
+    g_strdup(json_object_get_string_member_with_default(o, "verification", NULL));
   r->compile_ms = json_object_get_double_member_with_default(o, "compile_ms", 0);
   r->cache_hit = json_object_get_double_member_with_default(o, "cache_hit", 0) != 0;
   TsModuleResources *res = &r->resources;

@@ -7,6 +7,7 @@
  * ranks by. The batch's compiles use every core instead, then the cores are quiet for timing. */
 #include "ts-tune.h"
 
+#include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
 
@@ -249,6 +250,17 @@ maybe_promote(Loop *l, const TsDbTrial *trial, GError **error)
 
 /* The trial's rates, and what the kernel uses when the backend knows it (GPU: registers,
  * shared memory, spills — features of the cost model). */
+/* , "verification": "..." — which check the trial's rel_error comes from (full or sampled). */
+static void
+append_verification(GString *j, const TsTrialResult *r)
+{
+  if (r->verification == NULL)
+    return;
+  g_autoptr(JsonNode) node = json_node_init_string(json_node_alloc(), r->verification);
+  g_autofree char *text = json_to_string(node, FALSE);
+  g_string_append_printf(j, "%s\"verification\": %s", j->len > 1 ? ", " : "", text);
+}
+
 static char *
 trial_metrics_json(TsOpInstance *inst, TsBackend *backend, const TsProfCeilings *ceilings,
                    const TsTrialResult *r)
@@ -265,6 +277,7 @@ trial_metrics_json(TsOpInstance *inst, TsBackend *backend, const TsProfCeilings 
   }
   if (r->counters_json)
     g_string_append_printf(j, ", \"counters\": %s", r->counters_json);
+  append_verification(j, r);
   const TsModuleResources *res = &r->resources;
   const struct { const char *name; gint v; } f[] = {
     {"registers", res->registers},       {"smem_static", res->smem_static},
@@ -299,6 +312,12 @@ ts_tune_trial_from_result(TsOpInstance *inst, TsBackend *backend, const TsProfCe
     t->max_ns = r->max_ns;
     t->samples_ns = g_array_ref(r->samples_ns);
     t->metrics_json = trial_metrics_json(inst, backend, ceilings, r);
+  }
+  if (r->status == TS_TRIAL_WRONG_RESULT && r->verification) {
+    GString *j = g_string_new("{");
+    append_verification(j, r);
+    g_string_append_c(j, '}');
+    t->metrics_json = g_string_free(j, FALSE);
   }
   if (r->message && *r->message)
     t->error_text = g_strdup(r->message);
