@@ -563,20 +563,6 @@ ts_ref_attention_rows(gint64 heads, gint64 seq, gint64 dim, double limit, guint3
   return draw_indices(rng, total, SAMPLED_ROWS, fixed, G_N_ELEMENTS(fixed), n_rows);
 }
 
-gint64 *
-ts_ref_sample_rows(gint64 rows, gint64 cols, double limit, guint32 seed, gsize *n_rows)
-{
-  g_return_val_if_fail(n_rows != NULL, NULL);
-  g_return_val_if_fail(rows >= 0 && cols >= 0, NULL);
-  if ((double)rows * (double)cols <= limit || rows <= SAMPLED_ROWS) {
-    *n_rows = (gsize)rows;
-    return NULL;
-  }
-  g_autoptr(GRand) rng = g_rand_new_with_seed(seed);
-  const gint64 fixed[] = {0, rows - 1};
-  return draw_indices(rng, rows, SAMPLED_ROWS, fixed, G_N_ELEMENTS(fixed), n_rows);
-}
-
 double
 ts_numerics_rel_error(TsDtype dtype, const void *out, const double *ref, gsize n,
                       gsize *n_nonfinite)

@@ -66,10 +66,6 @@ void ts_ref_attention(TsDtype dtype, const void *q, const void *k, const void *v
  * always including the first and last row of the first and the last head. Free with g_free. */
 gint64 *ts_ref_attention_rows(gint64 heads, gint64 seq, gint64 dim, double limit, guint32 seed,
                               gsize *n_rows);
-/* The rows a row-wise reference (softmax, norms, reductions) checks: NULL (all) when
- * rows * cols <= limit, else about 512 rows drawn from `seed`, ascending, the first and last
- * always among them. Free with g_free. */
-gint64 *ts_ref_sample_rows(gint64 rows, gint64 cols, double limit, guint32 seed, gsize *n_rows);
 
 /* ||out - ref||_2 / ||ref||_2 over n elements (out in its storage dtype). Any non-finite output
  * element makes the result +Inf and is counted in *n_nonfinite (may be NULL). When ||ref|| is 0
