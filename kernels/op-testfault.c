@@ -1,6 +1,7 @@
 /* op-testfault.c — test_fault: a test-only op whose schedule knob `mode` picks a way for the
  * candidate to fail, so the tuner's isolation and verification are tested on real crashes,
- * hangs and wrong answers. Semantics when it works: Z[N] = X[N] + Y[N]. Visible only when the
+ * hangs, wrong answers and writes out of bounds (which leave the backend lost; "oob" comes
+ * first in the space so the candidate after it shows the worker was replaced). Semantics when it works: Z[N] = X[N] + Y[N]. Visible only when the
  * environment has TESSERA_TEST_OPS=1; it writes its C directly rather than through Tile IR. */
 #include "ts-op-private.h"
 
@@ -41,6 +42,8 @@ fault_source(const TsOpInstance *inst, const TsSchedPoint *point, const char *en
   else if (g_str_equal(mode, "slow"))
     body = "for (int r = 0; r < 4; r++) for (int64_t i = 0; i < n; i++) "
            "((volatile float *)z)[i] = x[i] + y[i];";
+  else if (g_str_equal(mode, "oob")) /* 64 bytes past the end of Z: the backend is lost */
+    body = "for (int64_t i = 0; i < n + 16; i++) z[i] = x[i % n] + y[i % n];";
   else if (g_str_equal(mode, "wrong"))
     body = "for (int64_t i = 0; i < n; i++) z[i] = x[i] - y[i];";
   else if (g_str_equal(mode, "segv"))
@@ -73,7 +76,7 @@ const TsOpDef ts__op_test_fault = {
   .inputs = {{"X", "\"N\"", -1.0, 1.0}, {"Y", "\"N\"", -1.0, 1.0}},
   .output = {"Z", "\"N\"", 0, 0},
   .dims = "N",
-  .cpu_space = "dict(mode=[\"ok\", \"slow\", \"wrong\", \"segv\", \"abort\", \"hang\", \"nocompile\"])",
+  .cpu_space = "dict(mode=[\"oob\", \"ok\", \"slow\", \"wrong\", \"segv\", \"abort\", \"hang\", \"nocompile\"])",
   .cpu_default = "dict(mode=\"ok\")",
   .flops = fault_flops,
   .bytes = fault_bytes,

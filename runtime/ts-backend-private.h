@@ -100,6 +100,9 @@ struct _TsBackendClass {
   /* Optional: told after backend->trace changed (trace may be NULL), so a backend that records
    * device activity of its own (CUPTI records) starts or stops it. */
   void (*trace_changed)(TsBackend *backend, TsTrace *trace);
+  /* Optional (NULL: never). Why the device state of this process can no longer be trusted (a
+   * lost CUDA context, a kernel that wrote outside its buffers), or NULL while it can. */
+  const char *(*lost)(TsBackend *backend);
 };
 
 /* Registered implementations. */

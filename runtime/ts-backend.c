@@ -113,6 +113,13 @@ ts_backend_describe(TsBackend *backend)
 }
 
 const char *
+ts_backend_lost(TsBackend *backend)
+{
+  g_return_val_if_fail(backend != NULL, NULL);
+  return backend->klass->lost ? backend->klass->lost(backend) : NULL;
+}
+
+const char *
 ts_backend_name(TsBackend *backend)
 {
   g_return_val_if_fail(backend != NULL, NULL);

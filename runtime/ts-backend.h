@@ -98,6 +98,12 @@ const char *const *ts_backend_names(void);
 
 const TsDeviceInfo *ts_backend_describe(TsBackend *backend);
 
+/* NULL while the backend can work; else why the process must be replaced before it can again:
+ * an illegal address, trap or illegal instruction has made the CUDA context unusable (every
+ * later call fails), or a CPU kernel wrote past the end of a buffer. The tuner's worker exits
+ * when this is set, so the next candidate gets a fresh process. */
+const char *ts_backend_lost(TsBackend *backend);
+
 /* Records what the backend does into trace (a reference is taken) until set to NULL: compiles,
  * allocations and frees, copies, and every launch ts_backend_time runs (warm-ups included,
  * their detail "warm-up"). */

@@ -636,6 +636,76 @@ test_artifact_unreadable(Fixture *f, gconstpointer data)
   run_saxpy(f, module);
 }
 
+/* A kernel that writes past the end of its output (by `ints[1]` floats) is caught after the
+ * launch, names the buffer and the bytes it reached, and leaves the backend lost: every later
+ * launch or timing is refused, since the process's own memory may have been hit. Writes that
+ * stay inside their buffers leave the backend usable. */
+static const char overrun_src[] =
+  "#include <stdint.h>\n"
+  "void ts_kernel(void *const *bufs, const int64_t *ints, const double *floats) {\n"
+  "  float *out = bufs[1];\n"
+  "  for (int64_t i = 0; i < ints[0] + ints[1]; i++)\n"
+  "    out[i] = 1.0f;\n"
+  "}\n";
+
+static void
+test_overrun_lost(Fixture *f, gconstpointer data)
+{
+  enum { N = 100 };
+  g_autoptr(TsModule) module = compile_ok(f, overrun_src, "ts_kernel");
+  g_autoptr(GError) error = NULL;
+  TsBuffer *bufs[2] = {
+    ts_backend_alloc(f->backend, 4 * N, &error),
+    ts_backend_alloc(f->backend, 4 * N, &error),
+  };
+  g_assert_no_error(error);
+  gint64 ints[2] = {N, 0};
+  TsLaunch launch = {.buffers = bufs, .n_buffers = 2, .ints = ints, .n_ints = 2};
+  double sample = 0;
+  g_assert_true(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_true(ts_backend_time(f->backend, module, &launch, 1, 1, &sample, &error));
+  g_assert_no_error(error);
+  g_assert_null(ts_backend_lost(f->backend));
+
+  ints[1] = 3; /* 12 bytes past the end */
+  g_assert_false(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH);
+  g_assert_nonnull(strstr(error->message, "wrote past the end of buffer 1 (400 bytes), 1 to 12 "
+                                          "bytes beyond it"));
+  const char *lost = ts_backend_lost(f->backend);
+  g_assert_nonnull(lost);
+  g_assert_nonnull(strstr(lost, "ts_kernel wrote past the end"));
+  g_clear_error(&error);
+  ints[1] = 0;
+  g_assert_false(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_nonnull(strstr(error->message, "an earlier kernel ts_kernel wrote past"));
+  g_clear_error(&error);
+  g_assert_false(ts_backend_time(f->backend, module, &launch, 0, 1, &sample, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH);
+  ts_backend_buffer_free(f->backend, bufs[0]);
+  ts_backend_buffer_free(f->backend, bufs[1]);
+}
+
+/* The same caught in a timing batch (checked once after it, outside the timed calls). */
+static void
+test_overrun_timed(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TsModule) module = compile_ok(f, overrun_src, "ts_kernel");
+  g_autoptr(GError) error = NULL;
+  TsBuffer *bufs[2] = {
+    ts_backend_alloc(f->backend, 64, &error),
+    ts_backend_alloc(f->backend, 64, &error),
+  };
+  gint64 ints[2] = {16, 64}; /* the whole guard and beyond it: still named, up to its end */
+  TsLaunch launch = {.buffers = bufs, .n_buffers = 2, .ints = ints, .n_ints = 2};
+  double samples[3];
+  g_assert_false(ts_backend_time(f->backend, module, &launch, 0, 3, samples, &error));
+  g_assert_nonnull(strstr(error->message, "1 to 256 bytes beyond it"));
+  g_assert_nonnull(ts_backend_lost(f->backend));
+  ts_backend_buffer_free(f->backend, bufs[0]);
+  ts_backend_buffer_free(f->backend, bufs[1]);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -652,6 +722,8 @@ main(int argc, char **argv)
   ADD("/backend/cpu/bad-cache-dir", test_bad_cache_dir);
   ADD("/backend/cpu/memory-bounds", test_memory_bounds);
   ADD("/backend/cpu/alignment", test_alignment);
+  ADD("/backend/cpu/overrun-lost", test_overrun_lost);
+  ADD("/backend/cpu/overrun-timed", test_overrun_timed);
   ADD("/backend/cpu/time", test_time);
   ADD("/backend/cpu/describe", test_describe);
   ADD("/backend/cpu/concurrent-compile", test_concurrent_compile);

@@ -14,6 +14,10 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
+#if TS_HAVE_CUDA
+#include "ts-cuda-private.h"
+#endif
+
 /* ------------------------------------------------------------------------------------------ */
 /* ptxas reports */
 
@@ -718,6 +722,41 @@ test_device_time(Fixture *f, gconstpointer data)
   g_unsetenv("TESSERA_TIMER");
 }
 
+#if TS_HAVE_CUDA
+/* The decision behind ts_backend_lost on a GPU: after an illegal address, a trap (reported as a
+ * launch failure), an illegal instruction and the like, the context is gone and the backend
+ * says so with the first cause; errors a process survives (out of memory, a bad argument, too
+ * many resources for a launch) leave it usable. The tuner's worker exits on the former. */
+static void
+test_lost_decision(void)
+{
+  static const CUresult sticky[] = {
+    CUDA_ERROR_ILLEGAL_ADDRESS,   CUDA_ERROR_LAUNCH_FAILED,      CUDA_ERROR_ILLEGAL_INSTRUCTION,
+    CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_INVALID_PC,        CUDA_ERROR_ASSERT,
+    CUDA_ERROR_HARDWARE_STACK_ERROR, CUDA_ERROR_LAUNCH_TIMEOUT,  CUDA_ERROR_ECC_UNCORRECTABLE,
+    CUDA_ERROR_CONTAINED,          CUDA_ERROR_CONTEXT_IS_DESTROYED,
+  };
+  static const CUresult survivable[] = {
+    CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+    CUDA_ERROR_NOT_FOUND,     CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NO_BINARY_FOR_GPU,
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(survivable); i++) {
+    g_autofree char *lost = NULL;
+    g_assert_false(ts__cuda_note_failure(&lost, survivable[i], "survivable"));
+    g_assert_null(lost);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(sticky); i++) {
+    g_autofree char *lost = NULL;
+    g_assert_true(ts__cuda_note_failure(&lost, sticky[i], "first"));
+    g_assert_cmpstr(lost, ==, "first");
+    g_assert_true(ts__cuda_note_failure(&lost, CUDA_ERROR_ILLEGAL_ADDRESS, "second"));
+    g_assert_cmpstr(lost, ==, "first"); /* the first cause is the one reported */
+    g_assert_false(ts__cuda_note_failure(&lost, CUDA_ERROR_OUT_OF_MEMORY, "third"));
+    g_assert_cmpstr(lost, ==, "first");
+  }
+}
+#endif
+
 int
 main(int argc, char **argv)
 {
@@ -729,6 +768,9 @@ main(int argc, char **argv)
   g_test_add_func("/cuda/parse/missing", test_parse_missing);
   g_test_add_func("/cuda/parse/spills", test_parse_spills);
   g_test_add_func("/cuda/arch", test_arch);
+#if TS_HAVE_CUDA
+  g_test_add_func("/cuda/lost-decision", test_lost_decision);
+#endif
   g_test_add_func("/cuda/toolchain", test_toolchain);
   g_test_add_data_func("/cuda/compile/sm_90a", "sm_90a", test_compile);
   g_test_add_data_func("/cuda/compile/sm_80", "sm_80", test_compile);

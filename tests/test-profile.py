@@ -240,7 +240,7 @@ with open(faults) as f:
     fxs = [e for e in json.load(f)["traceEvents"] if e["ph"] == "X"]
 franges = {e["name"].split(": ", 1)[1]: e for e in fxs if e["cat"] == "range" and
            re.match(r"trial \d+: ", e["name"])}
-ok(p.returncode == 0 and set(franges) == set(status) and len(status) == 7,
+ok(p.returncode == 0 and set(franges) == set(status) and len(status) == 8,
    "a profiled tune with failing candidates has one range per trial")
 ok(all(not any(e["cat"] == "kernel" and inside(e, franges[s]) for e in fxs)
        for s, st in status.items() if st in ("runtime_error", "timeout", "compile_error")) and

@@ -135,7 +135,8 @@ p = tt("tune", "test_fault", "--shape", "N=1000", "--strategy", "exhaustive", "-
        "--budget", "20", "--db", db2, check=0)
 ok(p.returncode == 0, "a tune with crashing, hanging and wrong candidates completes")
 status = dict(db_rows(db2, "SELECT schedule, status FROM trial"))
-want = {"ok": "ok", "slow": "ok", "wrong": "wrong_result", "segv": "runtime_error",
+want = {"oob": "runtime_error", "ok": "ok", "slow": "ok", "wrong": "wrong_result",
+        "segv": "runtime_error",
         "abort": "runtime_error", "hang": "timeout", "nocompile": "compile_error"}
 for mode, st in want.items():
     got = status.get('dict(mode="%s")' % mode)
@@ -143,6 +144,9 @@ for mode, st in want.items():
 wrong = db_rows(db2, "SELECT metrics FROM trial WHERE status = 'wrong_result'")
 ok(len(wrong) == 1 and json.loads(wrong[0][0])["verification"].startswith("full f64"),
    "a wrong result says which check caught it")
+msg = db_rows(db2, "SELECT error FROM trial WHERE schedule = 'dict(mode=\"oob\")'")[0][0]
+ok("wrote past the end of buffer 2" in msg and "the worker exits" in msg,
+   "a write out of bounds is a runtime error and replaces the worker: %s" % msg)
 msg = db_rows(db2, "SELECT error FROM trial WHERE schedule = 'dict(mode=\"segv\")'")[0][0]
 # Under AddressSanitizer the worker's own handler turns the signal into an exit status.
 ok("signal 11" in msg or "exited with status" in msg, "the crash is explained: %s" % msg)

@@ -97,10 +97,14 @@ add_trace(JsonBuilder *b, TsTrace *trace)
 }
 
 static char *
-result_to_json(const TsTrialResult *r, const char *refused, TsTrace *trace)
+result_to_json(const TsTrialResult *r, const char *refused, TsTrace *trace, gboolean exiting)
 {
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
+  if (exiting) {
+    json_builder_set_member_name(b, "worker_exit");
+    json_builder_add_boolean_value(b, TRUE);
+  }
   if (refused) {
     STR("refused", refused);
   } else {
@@ -207,13 +211,33 @@ typedef struct {
   GHashTable *backends;  /* name -> TsBackend */
 } WorkerState;
 
+/* The trial as the worker answers it when its backend is lost (ts_backend_lost): the candidate
+ * that broke the device state fails as a runtime error, whether the breakage surfaced in its
+ * launch (r) or in the machinery after it (error), and the worker then exits so that no later
+ * candidate inherits a dead context. */
+static TsTrialResult *
+lost_result(TsTrialResult *r, GError *error, const char *lost)
+{
+  if (r == NULL)
+    r = ts_trial_result_new();
+  const char *why = r->status != TS_TRIAL_OK && *r->message ? r->message
+                    : error != NULL                         ? error->message
+                                                            : lost;
+  g_autofree char *message =
+    g_strdup_printf("%s (the worker exits; the next candidate runs in a fresh one)", why);
+  r->status = TS_TRIAL_RUNTIME_ERROR;
+  g_free(r->message);
+  r->message = g_steal_pointer(&message);
+  return r;
+}
+
 static char *
-serve(WorkerState *st, const char *line)
+serve(WorkerState *st, const char *line, gboolean *exiting)
 {
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) error = NULL;
   if (!json_parser_load_from_data(parser, line, -1, &error))
-    return result_to_json(NULL, error->message, NULL);
+    return result_to_json(NULL, error->message, NULL, FALSE);
   JsonObject *o = json_node_get_object(json_parser_get_root(parser));
   const char *op = json_object_get_string_member_with_default(o, "op", "");
   const char *shape = json_object_get_string_member_with_default(o, "shape", "");
@@ -229,20 +253,20 @@ serve(WorkerState *st, const char *line)
   if (inst == NULL) {
     inst = ts_op_instance_new(op, shape, dtype, &error);
     if (inst == NULL)
-      return result_to_json(NULL, error->message, NULL);
+      return result_to_json(NULL, error->message, NULL, FALSE);
     g_hash_table_insert(st->instances, g_strdup(key), inst);
   }
   TsBackend *backend = g_hash_table_lookup(st->backends, backend_name);
   if (backend == NULL) {
     backend = ts_backend_open(backend_name, &error);
     if (backend == NULL)
-      return result_to_json(NULL, error->message, NULL);
+      return result_to_json(NULL, error->message, NULL, FALSE);
     g_hash_table_insert(st->backends, g_strdup(backend_name), backend);
   }
   ts_backend_set_cache_dir(backend, cache_dir);
   g_autoptr(TsSchedPoint) point = ts_sched_point_parse(schedule, &error);
   if (point == NULL)
-    return result_to_json(NULL, error->message, NULL);
+    return result_to_json(NULL, error->message, NULL, FALSE);
 
   TsRunOptions opt;
   ts_run_options_init(&opt);
@@ -270,10 +294,16 @@ serve(WorkerState *st, const char *line)
     ts_nvtx_set_trace(NULL);
     ts_backend_set_trace(backend, NULL);
   }
+  const char *lost = ts_backend_lost(backend);
+  if (lost != NULL) {
+    *exiting = TRUE;
+    r = lost_result(g_steal_pointer(&r), error, lost);
+    return result_to_json(r, NULL, NULL, TRUE);
+  }
   if (r == NULL)
-    return result_to_json(NULL, error->message, NULL);
+    return result_to_json(NULL, error->message, NULL, FALSE);
   ts_prof_counters_finish(counters, r);
-  return result_to_json(r, NULL, trace);
+  return result_to_json(r, NULL, trace, FALSE);
 }
 
 int
@@ -292,11 +322,14 @@ ts_tune_worker_main(int in_fd, int out_fd)
     g_autofree char *line = read_line(in_fd, buf, -1, &timed_out);
     if (line == NULL)
       break;
-    g_autofree char *reply = serve(&st, line);
+    gboolean exiting = FALSE;
+    g_autofree char *reply = serve(&st, line, &exiting);
     if (!write_line(out_fd, reply)) {
       status = 1;
       break;
     }
+    if (exiting)
+      break;
   }
   g_hash_table_unref(st.instances);
   g_hash_table_unref(st.backends);
@@ -423,12 +456,19 @@ merge_trace(JsonObject *o, TsTrace *into)
 }
 
 static TsTrialResult *
-parse_result(const char *line, TsTrace *trace, GError **error)
+parse_result(const char *line, TsTrace *trace, gboolean *exiting, GError **error)
 {
   g_autoptr(JsonParser) parser = json_parser_new();
   if (!json_parser_load_from_data(parser, line, -1, error))
     return NULL;
-  JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+  JsonNode *root = json_parser_get_root(parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+    g_set_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_FAILED,
+                "the candidate worker answered something that is not a JSON object");
+    return NULL;
+  }
+  JsonObject *o = json_node_get_object(root);
+  *exiting = json_object_get_boolean_member_with_default(o, "worker_exit", FALSE);
   if (json_object_has_member(o, "refused")) {
     g_set_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_FAILED, "%s",
                 json_object_get_string_member(o, "refused"));
@@ -468,6 +508,13 @@ parse_result(const char *line, TsTrace *trace, GError **error)
   return r;
 }
 
+static gboolean
+send_request(TsTuneWorker *w, const char *line)
+{
+  return g_output_stream_write_all(w->in, line, strlen(line), NULL, NULL, NULL) &&
+         g_output_stream_flush(w->in, NULL, NULL);
+}
+
 TsTrialResult *
 ts_tune_worker_run(TsTuneWorker *w, const TsTuneRequest *q, double timeout_s, GError **error)
 {
@@ -475,14 +522,26 @@ ts_tune_worker_run(TsTuneWorker *w, const TsTuneRequest *q, double timeout_s, GE
     return NULL;
   g_autofree char *req = request_to_json(q);
   g_autofree char *line = g_strconcat(req, "\n", NULL);
-  gboolean sent = g_output_stream_write_all(w->in, line, strlen(line), NULL, NULL, NULL) &&
-                  g_output_stream_flush(w->in, NULL, NULL);
+  gboolean sent = send_request(w, line);
+  if (!sent) {
+    /* The worker died while idle (killed from outside): a fresh one gets the request, and the
+     * candidate is not blamed for a death it did not cause. */
+    worker_stop(w, TRUE);
+    if (!worker_start(w, error))
+      return NULL;
+    sent = send_request(w, line);
+  }
   gboolean timed_out = FALSE;
   g_autofree char *reply = NULL;
   if (sent)
     reply = read_line(w->out_fd, w->buf, (int)(timeout_s * 1000), &timed_out);
-  if (reply != NULL)
-    return parse_result(reply, q->trace, error);
+  if (reply != NULL) {
+    gboolean exiting = FALSE;
+    TsTrialResult *r = parse_result(reply, q->trace, &exiting, error);
+    if (exiting)
+      worker_stop(w, FALSE); /* it exits by itself; the next call starts a fresh one */
+    return r;
+  }
 
   TsTrialResult *r = ts_trial_result_new();
   g_free(r->message);

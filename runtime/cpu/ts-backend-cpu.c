@@ -33,6 +33,14 @@ G_STATIC_ASSERT(sizeof(gint64) == sizeof(int64_t));
  * register, so aligned vector loads never split a line. */
 #define BUFFER_ALIGN 64
 
+/* Every buffer is followed by a guard of this many bytes in a known pattern, checked after each
+ * launch: a kernel that writes past the end of a buffer (a tail loop one vector too far) has
+ * scribbled over memory the process still uses, the CPU's counterpart of a GPU's illegal
+ * address, so the backend refuses further work (ts_backend_lost) and the tuner's worker is
+ * replaced. 256 bytes: four AVX-512 stores past the end. */
+#define GUARD_BYTES 256
+#define GUARD_BYTE 0xa5
+
 /* Fixed flags; -march=native makes the artifact host-specific, so the host's model name and
  * arch string go into the cache key as well (hash_inputs). */
 static const char *const cc_flags[] = {
@@ -45,6 +53,7 @@ typedef struct {
   char *cc_name;      /* how messages call the compiler: "cc" */
   char *version_line; /* first line of `cc --version`, part of the cache key */
   GBytes *prims;      /* the embedded tile-primitive header */
+  char *lost;         /* why the process's memory can no longer be trusted, or NULL */
 } TsCpuBackend;
 
 typedef struct {
@@ -257,6 +266,7 @@ cpu_close(TsBackend *backend)
   g_free(self->cc_name);
   g_free(self->version_line);
   g_clear_pointer(&self->prims, g_bytes_unref);
+  g_free(self->lost);
   g_free(self);
 }
 
@@ -481,12 +491,13 @@ cpu_alloc(TsBackend *backend, gsize bytes, GError **error)
     return NULL;
   }
   void *data = NULL;
-  int rc = posix_memalign(&data, BUFFER_ALIGN, bytes > 0 ? bytes : BUFFER_ALIGN);
+  int rc = posix_memalign(&data, BUFFER_ALIGN, bytes + GUARD_BYTES);
   if (rc != 0) {
     g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_MEMORY,
                 "cannot allocate %" G_GSIZE_FORMAT " bytes: %s", bytes, g_strerror(rc));
     return NULL;
   }
+  memset((char *)data + bytes, GUARD_BYTE, GUARD_BYTES);
   TsCpuBuffer *buffer = g_new0(TsCpuBuffer, 1);
   buffer->base.backend = backend;
   buffer->base.size = bytes;
@@ -558,9 +569,56 @@ record_kernel(TsBackend *backend, TsModule *module, gint64 t0, gint64 t1, const 
   ts_trace_add_host(backend->trace, TS_TRACE_KERNEL, module->entry, t0, t1 - t0, 0, 0, detail);
 }
 
+/* After the kernel: every buffer's guard intact, or the backend is lost (see GUARD_BYTES). */
+static gboolean
+check_guards(TsBackend *backend, TsModule *module, const TsLaunch *launch, GError **error)
+{
+  TsCpuBackend *self = (TsCpuBackend *)backend;
+  for (guint i = 0; i < launch->n_buffers; i++) {
+    const TsCpuBuffer *b = (const TsCpuBuffer *)launch->buffers[i];
+    const guint8 *guard = (const guint8 *)b->data + b->base.size;
+    gsize g = 0;
+    while (g < GUARD_BYTES && guard[g] == GUARD_BYTE)
+      g++;
+    if (g == GUARD_BYTES)
+      continue;
+    gsize last = GUARD_BYTES;
+    while (last > g && guard[last - 1] == GUARD_BYTE)
+      last--;
+    g_free(self->lost);
+    self->lost = g_strdup_printf("kernel %s wrote past the end of buffer %u (%" G_GSIZE_FORMAT
+                                 " bytes), %" G_GSIZE_FORMAT " to %" G_GSIZE_FORMAT
+                                 " bytes beyond it: memory outside the kernel's buffers may be "
+                                 "corrupt", module->entry, i, b->base.size, g + 1, last);
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH, "%s; restart the process",
+                self->lost);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+refuse_if_lost(TsBackend *backend, GError **error)
+{
+  TsCpuBackend *self = (TsCpuBackend *)backend;
+  if (self->lost == NULL)
+    return TRUE;
+  g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH,
+              "an earlier %s; restart the process", self->lost);
+  return FALSE;
+}
+
+static const char *
+cpu_lost(TsBackend *backend)
+{
+  return ((TsCpuBackend *)backend)->lost;
+}
+
 static gboolean
 cpu_launch(TsBackend *backend, TsModule *module, const TsLaunch *launch, GError **error)
 {
+  if (!refuse_if_lost(backend, error))
+    return FALSE;
   BufferPtrs p;
   void *const *bufs = collect_ptrs(&p, launch);
   gint64 t0 = now_ns();
@@ -569,7 +627,7 @@ cpu_launch(TsBackend *backend, TsModule *module, const TsLaunch *launch, GError 
   if (backend->trace)
     record_kernel(backend, module, t0, now_ns(), "launch");
   release_ptrs(&p);
-  return TRUE;
+  return check_guards(backend, module, launch, error);
 }
 
 /* The pointer array is built once so the timed region holds only the call. */
@@ -577,6 +635,8 @@ static gboolean
 cpu_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_warmup,
          guint n_samples, double *samples_ns, GError **error)
 {
+  if (!refuse_if_lost(backend, error))
+    return FALSE;
   TsCpuEntry entry = ((TsCpuModule *)module)->entry;
   BufferPtrs p;
   void *const *bufs = collect_ptrs(&p, launch);
@@ -596,7 +656,8 @@ cpu_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_w
       record_kernel(backend, module, t0, t1, "timed");
   }
   release_ptrs(&p);
-  return TRUE;
+  /* Checked once after the batch: the samples time the kernel alone. */
+  return check_guards(backend, module, launch, error);
 }
 
 const TsBackendClass ts__backend_cpu_class = {
@@ -614,4 +675,5 @@ const TsBackendClass ts__backend_cpu_class = {
   .download = cpu_download,
   .launch = cpu_launch,
   .time = cpu_time,
+  .lost = cpu_lost,
 };

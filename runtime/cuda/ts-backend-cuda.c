@@ -88,17 +88,20 @@ fail(TsCudaBackend *self, CUresult r, const char *call, TsBackendError code, GEr
   g_autofree char *what = g_strdup_vprintf(what_fmt, ap);
   va_end(ap);
   g_autofree char *text = ts__cuda_result_text(self->cu, r);
-  gboolean sticky = ts__cuda_result_is_sticky(r);
   g_autofree char *message = g_strdup_printf("%s: %s: %s", what, call, text);
-  if (!sticky) {
+  if (!ts__cuda_note_failure(&self->lost, r, message)) {
     g_set_error_literal(error, TS_BACKEND_ERROR, code, message);
     return FALSE;
   }
-  if (self->lost == NULL)
-    self->lost = g_strdup(message);
   g_set_error(error, TS_BACKEND_ERROR, code, "%s; the CUDA context is lost; restart the process",
               message);
   return FALSE;
+}
+
+static const char *
+cuda_lost(TsBackend *backend)
+{
+  return ((TsCudaBackend *)backend)->lost;
 }
 
 /* Every entry point starts here: the primary context must be current on the calling thread (the
@@ -1051,4 +1054,5 @@ const TsBackendClass ts__backend_cuda_class = {
     .time = cuda_time,
     .collect_metrics = cuda_collect_metrics,
     .trace_changed = cuda_trace_changed,
+    .lost = cuda_lost,
 };

@@ -262,10 +262,24 @@ ts__cuda_result_is_sticky(CUresult result)
   case CUDA_ERROR_INVALID_ADDRESS_SPACE:
   case CUDA_ERROR_INVALID_PC:
   case CUDA_ERROR_ECC_UNCORRECTABLE:
+  case CUDA_ERROR_NVLINK_UNCORRECTABLE:
+  case CUDA_ERROR_CONTAINED:
+  case CUDA_ERROR_CONTEXT_IS_DESTROYED:
     return TRUE;
   default:
     return FALSE;
   }
+}
+
+gboolean
+ts__cuda_note_failure(char **lost, CUresult result, const char *message)
+{
+  g_return_val_if_fail(lost != NULL, FALSE);
+  if (!ts__cuda_result_is_sticky(result))
+    return FALSE;
+  if (*lost == NULL)
+    *lost = g_strdup(message);
+  return TRUE;
 }
 
 const char *

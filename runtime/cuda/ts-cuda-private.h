@@ -122,6 +122,10 @@ gboolean ts__cuda_check(const TsCudaDriver *cu, CUresult result, const char *cal
 /* Errors after which the context is unusable: every later call fails the same way, and only a
  * new process gets a working context. */
 gboolean ts__cuda_result_is_sticky(CUresult result);
+/* The backend's decision after a failed call: for a sticky result, *lost (the backend's "why it
+ * is lost" text) is set to message unless it already holds the first cause, and TRUE is
+ * returned; other results leave it alone. */
+gboolean ts__cuda_note_failure(char **lost, CUresult result, const char *message);
 /* "NVJITLINK_ERROR_PTX_COMPILE": nvJitLink has no string function of its own. */
 const char *ts__cuda_nvjitlink_result_name(nvJitLinkResult result);
 
