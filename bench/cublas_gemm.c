@@ -20,9 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ts-cuda-private.h"
+#include "ts-bench-cuda.h"
 #include "ts-numerics.h"
-#include "ts-tune-stats.h"
 
 #define CUBLASLT_FUNCS(X)                                                                          \
   X(cublasLtCreate)                                                                                \
@@ -42,16 +41,13 @@ typedef struct {
   CUBLASLT_FUNCS(MEMBER)
 } Lt;
 
+static TsBenchCuda bc;
 static const TsCudaDriver *cu;
 
 static void
 check_cu(CUresult r, const char *call)
 {
-  if (r == CUDA_SUCCESS)
-    return;
-  g_autofree char *text = ts__cuda_result_text(cu, r);
-  fprintf(stderr, "cublas_gemm: %s: %s\n", call, text);
-  exit(1);
+  ts_bench_cuda_check(&bc, r, call);
 }
 
 static void
@@ -103,10 +99,33 @@ upload_random(CUstream stream, gsize n, GRand *rng, guint16 **host)
   return d;
 }
 
+typedef struct {
+  const Lt *lt;
+  cublasLtHandle_t handle;
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc;
+  CUdeviceptr a, b, c, work;
+  gsize work_bytes;
+  const cublasLtMatmulAlgo_t *algo;
+} Matmul;
+
+static void
+matmul_once(TsBenchCuda *b, gpointer data)
+{
+  const Matmul *m = data;
+  const float alpha = 1, beta = 0;
+  check_lt(m->lt->cublasLtMatmul(m->handle, m->op, &alpha, (void *)(uintptr_t)m->b, m->lb,
+                                 (void *)(uintptr_t)m->a, m->la, &beta, (void *)(uintptr_t)m->c,
+                                 m->lc, (void *)(uintptr_t)m->c, m->lc, m->algo,
+                                 (void *)(uintptr_t)m->work, m->work_bytes,
+                                 (cudaStream_t)b->stream),
+           "cublasLtMatmul");
+}
+
 /* Times one shape; prints its JSON line. */
 static void
-run_shape(const Lt *lt, cublasLtHandle_t handle, CUstream stream, CUdeviceptr flush,
-          gsize flush_bytes, long long M, long long N, long long K, int repeats)
+run_shape(const Lt *lt, cublasLtHandle_t handle, CUstream stream, long long M, long long N,
+          long long K, int repeats)
 {
   g_autoptr(GRand) rng = g_rand_new_with_seed((guint32)(M * 31 + N * 7 + K));
   g_autofree guint16 *ha = NULL, *hb = NULL;
@@ -142,27 +161,8 @@ run_shape(const Lt *lt, cublasLtHandle_t handle, CUstream stream, CUdeviceptr fl
     fprintf(stderr, "cublas_gemm: cuBLAS has no algorithm for bf16 %lldx%lldx%lld\n", M, N, K);
     exit(1);
   }
-  const float alpha = 1, beta = 0;
-  CUevent start, stop;
-  check_cu(cu->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-  check_cu(cu->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-  g_autofree double *ms = g_new(double, repeats);
-  for (int i = -3; i < repeats; i++) { /* 3 warm-up calls */
-    check_cu(cu->cuMemsetD32Async(flush, (unsigned)i, flush_bytes / 4, stream), "cuMemsetD32Async");
-    check_cu(cu->cuEventRecord(start, stream), "cuEventRecord");
-    check_lt(lt->cublasLtMatmul(handle, op, &alpha, (void *)(uintptr_t)b, lb, (void *)(uintptr_t)a,
-                                la, &beta, (void *)(uintptr_t)c, lc, (void *)(uintptr_t)c, lc,
-                                &heur.algo, (void *)(uintptr_t)work, work_bytes,
-                                (cudaStream_t)stream),
-             "cublasLtMatmul");
-    check_cu(cu->cuEventRecord(stop, stream), "cuEventRecord");
-    check_cu(cu->cuEventSynchronize(stop), "cuEventSynchronize");
-    float t = 0;
-    check_cu(cu->cuEventElapsedTime(&t, start, stop), "cuEventElapsedTime");
-    if (i >= 0)
-      ms[i] = t;
-  }
-  const double median = ts_stats_median(ms, (guint)repeats);
+  Matmul mm = {lt, handle, op, la, lb, lc, a, b, c, work, work_bytes, &heur.algo};
+  const double median = ts_bench_cuda_time(&bc, matmul_once, &mm, repeats);
 
   /* 256 sampled elements against f64 dot products of the same bf16 inputs. */
   g_autofree guint16 *hc = g_new(guint16, (gsize)(M * N));
@@ -189,8 +189,6 @@ run_shape(const Lt *lt, cublasLtHandle_t handle, CUstream stream, CUdeviceptr fl
   lt->cublasLtMatrixLayoutDestroy(lb);
   lt->cublasLtMatrixLayoutDestroy(lc);
   lt->cublasLtMatmulDescDestroy(op);
-  cu->cuEventDestroy(start);
-  cu->cuEventDestroy(stop);
   cu->cuMemFree(a);
   cu->cuMemFree(b);
   cu->cuMemFree(c);
@@ -215,41 +213,18 @@ main(int argc, char **argv)
     fprintf(stderr, "usage: cublas_gemm [--repeats N] M N K [M N K ...]\n");
     return 2;
   }
-  g_autoptr(GError) error = NULL;
-  cu = ts__cuda_driver(&error);
-  if (cu == NULL) {
-    fprintf(stderr, "cublas_gemm: %s\n", error->message);
+  if (!ts_bench_cuda_open(&bc, "cublas_gemm"))
     return 77;
-  }
-  int n_dev = 0;
-  if (cu->cuInit(0) != CUDA_SUCCESS || cu->cuDeviceGetCount(&n_dev) != CUDA_SUCCESS || n_dev == 0) {
-    fprintf(stderr, "cublas_gemm: no CUDA device\n");
-    return 77;
-  }
+  cu = bc.cu;
   Lt lt;
   if (!load_lt(&lt))
     return 77;
-  CUdevice dev;
-  CUcontext ctx;
-  CUstream stream;
-  check_cu(cu->cuDeviceGet(&dev, 0), "cuDeviceGet");
-  check_cu(cu->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check_cu(cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-  check_cu(cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  int l2 = 0;
-  check_cu(cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev),
-           "cuDeviceGetAttribute");
-  const gsize flush_bytes = (gsize)MAX(l2, 1 << 20) * 2;
-  CUdeviceptr flush = 0;
-  check_cu(cu->cuMemAlloc(&flush, flush_bytes), "cuMemAlloc");
   cublasLtHandle_t handle;
   check_lt(lt.cublasLtCreate(&handle), "cublasLtCreate");
   for (int i = first; i + 2 < argc; i += 3)
-    run_shape(&lt, handle, stream, flush, flush_bytes, atoll(argv[i]), atoll(argv[i + 1]),
-              atoll(argv[i + 2]), repeats);
+    run_shape(&lt, handle, bc.stream, atoll(argv[i]), atoll(argv[i + 1]), atoll(argv[i + 2]),
+              repeats);
   lt.cublasLtDestroy(handle);
-  cu->cuMemFree(flush);
-  cu->cuStreamDestroy(stream);
-  cu->cuDevicePrimaryCtxRelease(dev);
+  ts_bench_cuda_close(&bc);
   return 0;
 }

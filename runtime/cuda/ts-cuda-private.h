@@ -54,6 +54,7 @@ G_BEGIN_DECLS
   X(cuMemFree, cuMemFree)                                                                          \
   X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync)                                                          \
   X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync)                                                          \
+  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync)                                                          \
   X(cuMemsetD32Async, cuMemsetD32Async)                                                            \
   X(cuTensorMapEncodeTiled, cuTensorMapEncodeTiled)                                                \
   X(cuLaunchKernel, cuLaunchKernel)                                                                \
