@@ -30,6 +30,9 @@ expect 0 'TS_DEFINE_UKR_F32' -- lower gemm --shape M=64,N=64,K=64 --stage target
 expect 0 '== target \(C\) ==' -- lower layernorm_safe --shape M=8,N=64 --dtype f16
 expect 0 'status +ok' -- run saxpy --shape N=10000 --backend cpu
 expect 0 '"status": "ok"' -- run rmsnorm_safe --shape M=16,N=100 --dtype bf16 --json
+expect 0 '"samples": 1,.*"verification": "full f64|"verification": "full f64.*"samples": 1,' -- run saxpy --shape N=1000 --backend cpu --samples 1 --json
+expect 0 'verified  full f64 reference \(1000 elements\)' -- run saxpy --shape N=1000 --backend cpu
+expect 2 'positive count' -- run saxpy --shape N=1000 --samples -3
 expect 0 'gemm' -- ops
 expect 0 '^cpu ' -- devices
 expect 0 'f32 +[0-9.]+ GFLOP/s on [0-9]+ cores, [0-9.]+ GFLOP/s on one core' -- devices --measure

@@ -116,13 +116,16 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
      "allocations) and store it as a profile of kind 'tune'", NULL},
     {"trace-output", 0, 0, G_OPTION_ARG_FILENAME, &a->trace_output,
      "With --profile (implied), also write the timeline as a Chrome trace", "FILE.json"},
+    {"samples", 0, 0, G_OPTION_ARG_INT, &a->samples,
+     "Timed launches at most (default: until their spread is small, 5 to 50); 1 under a slow "
+     "checker such as compute-sanitizer", "N"},
   };
   static const guint masks[] = {
     TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
     TT_OPT_JSON,     TT_OPT_STAGE,    TT_OPT_DB,       TT_OPT_TUNE,  TT_OPT_TUNE,    TT_OPT_TUNE,
     TT_OPT_TUNE,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
     TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,  TT_OPT_ARCH,   TT_OPT_METRICS,
-    TT_OPT_PROFILE,  TT_OPT_PROFILE,
+    TT_OPT_PROFILE,  TT_OPT_PROFILE,  TT_OPT_SAMPLES,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];
@@ -308,12 +311,15 @@ cmd_run(int argc, char **argv)
 {
   g_auto(TtArgs) a = {.seed = 1};
   if (!tt_parse("run", "OP", "Compile, verify and time one schedule point of an op on a backend.",
-                TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_BACKEND | TT_OPT_SEED | TT_OPT_JSON, &a,
-                &argc, &argv))
+                TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_BACKEND | TT_OPT_SEED | TT_OPT_JSON |
+                  TT_OPT_SAMPLES,
+                &a, &argc, &argv))
     return TT_EXIT_USAGE;
   g_autoptr(GError) error = NULL;
   if (argc != 2)
     return tt_usage("run takes one OP (see 'tessera-tune ops')");
+  if (a.samples < 0)
+    return tt_usage("--samples takes a positive count, not %d", a.samples);
   g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
   if (inst == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
@@ -326,6 +332,11 @@ cmd_run(int argc, char **argv)
   TsRunOptions opt;
   ts_run_options_init(&opt);
   opt.seed = (guint64)a.seed;
+  if (a.samples > 0) {
+    opt.max_samples = (guint)a.samples;
+    opt.min_samples = MIN(opt.min_samples, opt.max_samples);
+    opt.n_warmup = MIN(opt.n_warmup, opt.max_samples);
+  }
   g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, &error);
   if (r == NULL)
     return tt_fail(tt_error_code(error), error);

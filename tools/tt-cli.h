@@ -34,6 +34,7 @@ enum {
   TT_OPT_ARCH = 1 << 14,    /* --arch */
   TT_OPT_METRICS = 1 << 15, /* --no-metrics */
   TT_OPT_PROFILE = 1 << 16, /* --profile --trace-output */
+  TT_OPT_SAMPLES = 1 << 17, /* --samples */
 };
 
 typedef struct {
@@ -41,7 +42,7 @@ typedef struct {
   char *arch, *trace_output;
   gint64 seed;
   gboolean json, nearest, measure, no_metrics, profile;
-  gint budget, limit, top, repeats;
+  gint budget, limit, top, repeats, samples;
   double budget_ms, timeout_s;
 } TtArgs;
 
