@@ -7,8 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # libgtk-4-dev: tessera-studio; xvfb + xauth: its tests run the real window on a virtual display.
+# patchelf: bench/gpu-bundle.sh sets the rpath of what it carries to a GPU machine (its
+# rehearsal is part of the suite).
 PACKAGES=(gcc g++ pkg-config meson ninja-build libglib2.0-dev libjson-glib-dev libsqlite3-dev
-          libopenblas-dev libxgboost-dev python3 libgtk-4-dev xvfb xauth)
+          libopenblas-dev libxgboost-dev python3 libgtk-4-dev xvfb xauth patchelf)
 
 install_missing() {
   local missing=()
@@ -48,9 +50,11 @@ case "$cmd" in
     # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
     build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
     # (Without the 'cuda' suite: compiling every GPU kernel again proves nothing new about our
-    # memory safety — test-cuda exercises the same NVRTC path under the sanitizers.)
+    # memory safety — test-cuda exercises the same NVRTC path under the sanitizers. Without
+    # 'gpu-kit': it bundles release-style binaries for a GPU machine, which sanitized ones are
+    # not.)
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      meson test -C build-asan --print-errorlogs --no-suite cuda
+      meson test -C build-asan --print-errorlogs --no-suite cuda --no-suite gpu-kit
     ;;
   *)
     echo "usage: ./dev.sh tune [tessera-tune args...] | ./dev.sh test" >&2

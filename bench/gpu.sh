@@ -1,126 +1,416 @@
 #!/usr/bin/env bash
-# bench/gpu.sh — everything that needs an NVIDIA GPU, in one command:
-#   1. the device as the workbench sees it (`tessera-tune devices`),
-#   2. the GPU tests (test-cuda, test-cuda-ops, test-prof-metrics: a real CUPTI range-profiler
-#      pass and the CUPTI records on a timeline), which skip everywhere else,
-#   3. Tessera's kernels, tuned here, side by side with the references measured in the same run
-#      (bench/cublas_gemm.c, bench/gpu_ref.py): gemm bf16 4096^3 and 8192^3 vs cuBLAS (cublasLt
-#      from C; torch.matmul as a cross-check), flash_attention bf16
-#      B=4 H=16 S=4096 D=128 causal and not vs PyTorch SDPA, layernorm/softmax 16384x8192 bf16
-#      vs a device-to-device copy of the same bytes. Ratios are ours / reference.
+# bench/gpu.sh — everything that needs an NVIDIA GPU, in three phases that each end well inside
+# the 10 minutes one command may run on a lent GPU machine (docs/gpu.md says how to run them):
 #
-# Usage: bench/gpu.sh [BUILD_DIR]     (default build; configured and built when missing)
-#   BUDGET=N   tuning evaluations per workload (default 24)
-#   OUT=DIR    where the raw log and the schedule cache go (default bench/results)
-# The log is bench/results/gpu-<device>-<date>.txt: commit it with the table in the note.
+#   --phase 1  preflight and correctness (~6 min): the system, the loader's view of the CUDA
+#              libraries and of the carried binaries, torch in a clean environment; stops at
+#              once (exit 3) when CUDA is unusable. Then one smoke run per kernel family,
+#              test-cuda, test-cuda-ops (every point, each in the candidate worker with a
+#              timeout), test-prof-metrics, and compute-sanitizer racecheck + memcheck on a
+#              TMA gemm point.
+#   --phase 2  performance (<= 9 min): the references first (cublasLt from C at 4096^3 and
+#              8192^3, a device-to-device copy from C, PyTorch SDPA with its default backend
+#              and with cuDNN forced), then exhaustive tunes (a small wgmma space with both
+#              load paths and the default point for gemm; the default spaces of attention,
+#              causal attention, layernorm and softmax), and the ours / anchor table, printed
+#              last. The schedule cache is copied to the output.
+#   --phase 3  profiler (<= 8 min): ceilings, a profile with hardware metrics of the best gemm
+#              and attention (the cache from phase 2 with --db, else fixed points), Chrome
+#              traces, and the profiler's overhead on kernel times.
+#   --phase 0  the kit's own machinery, no GPU needed (tests/test-gpu-kit.sh): a step that
+#              passes, one that fails, one that hangs past its timeout, one that skips, and one
+#              clipped by the phase's budget.
+#
+# Every step runs under `timeout`, clipped to what is left of the phase's budget, so a hung
+# kernel costs one step, never the phase. stdout carries one line per step and the summary,
+# printed last; everything else goes to OUT/phaseN.log. OUT holds at most 8 files, with names
+# of letters, digits, '.', '_' and '-' only (what the GPU machine sends back). The exit status
+# is 0 when every step passed, 1 when one failed (the summary names them), 3 when CUDA is
+# unusable, 2 for bad usage.
+#
+# Usage: bench/gpu.sh --phase N [--bin DIR] [--out DIR] [--db FILE] [--plan]
+#   --bin DIR   the carried binaries (default .gpu/bin, made by bench/gpu-bundle.sh)
+#   --out DIR   where the log, summary and results go (default $OUT, else bench/results/gpu-DATE)
+#   --db FILE   phase 3: the schedule cache phase 2 wrote (its best points get profiled)
+#   --plan      list the phase's steps with their timeouts and its budget, run nothing
 set -uo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${1:-build}
-BUDGET=${BUDGET:-24}
-OUT=${OUT:-bench/results}
-mkdir -p "$OUT"
-if [ ! -x "$BUILD/tools/tessera-tune" ]; then
-  meson setup "$BUILD" >/dev/null && meson compile -C "$BUILD" >/dev/null || exit 2
+ROOT=$PWD
+
+usage() { echo "usage: bench/gpu.sh --phase 0|1|2|3 [--bin DIR] [--out DIR] [--db FILE] [--plan]" >&2; exit 2; }
+PHASE="" BIN=.gpu/bin DEST=${OUT:-} DB_IN="" PLAN=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --phase) PHASE=${2:-}; shift 2 ;;
+    --bin) BIN=${2:-}; shift 2 ;;
+    --out) DEST=${2:-}; shift 2 ;;
+    --db) DB_IN=${2:-}; shift 2 ;;
+    --plan) PLAN=1; shift ;;
+    *) usage ;;
+  esac
+done
+case $PHASE in 0|1|2|3) ;; *) usage ;; esac
+
+# Each phase's budget: the sum of its steps' timeouts fits in it, and it ends with a minute to
+# spare under the 10-minute limit of one command (the machine's start is not counted there).
+BUDGETS=(20 540 540 480)
+BUDGET=${BUDGETS[$PHASE]}
+RESERVE=10 # seconds kept for the summary
+
+if [ "$PLAN" = 1 ]; then
+  PLAN_SUM=0
+  printf '# phase %s: budget %d s\n' "$PHASE" "$BUDGET"
+else
+  [ -n "$DEST" ] || DEST=bench/results/gpu-$(date -u +%Y%m%d-%H%M)
+  mkdir -p "$DEST" || exit 2
+  DEST=$(cd "$DEST" && pwd)
+  BIN=$(cd "$BIN" 2>/dev/null && pwd) || { echo "gpu.sh: no binaries in $BIN (run bench/gpu-bundle.sh)" >&2; exit 2; }
+  LOG=$DEST/phase$PHASE.log
+  SUMMARY=$DEST/summary.txt
+  : >"$LOG"
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+  # The tuner's artifacts and default cache stay in the scratch directory.
+  export XDG_CACHE_HOME=$WORK/cache
+  export TT="$BIN/tessera-tune" BIN WORK DEST ROOT
 fi
-TT="$BUILD/tools/tessera-tune"
-device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-[ -n "$device" ] || { echo "gpu.sh: no NVIDIA GPU (nvidia-smi found none)"; exit 77; }
-stamp=$(date -u +%Y-%m-%d)
-log="$OUT/gpu-$(echo "$device" | tr ' /' '--')-$stamp.txt"
-db="$OUT/gpu-bench-$stamp.db"
-exec > >(tee "$log") 2>&1
+START=$SECONDS
+NAMES=() STATES=() SECS=() NOTES=()
 
-echo "# bench/gpu.sh on $device, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null)"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv
-"$TT" devices
-
-echo "## GPU tests"
-# Run directly, not through meson: a carried build directory (bench/gpu-bundle.sh) cannot be
-# regenerated on a machine without the build's dependencies.
-for t in test-cuda test-cuda-ops test-prof-metrics; do
-  "$BUILD/tests/$t" --tap 2>&1 | grep -v '^# ' | tail -40
-  echo "$t: exit ${PIPESTATUS[0]}"
-done
-
-echo "## tuning (budget $BUDGET per workload; cache $db)"
-ours=()  # "kind|label|value" lines
-tune_and_time() {  # kind label op shape unit(gflops|gbps)
-  local kind=$1 label=$2 op=$3 shape=$4 unit=$5
-  "$TT" tune "$op" --shape "$shape" --dtype bf16 --backend cuda --budget "$BUDGET" \
-        --strategy random --db "$db" --top 3
-  local sched
-  sched=$("$TT" lookup "$op" --shape "$shape" --dtype bf16 --backend cuda --db "$db" | head -1)
-  if [ -z "$sched" ]; then
-    ours+=("$kind|$label|failed")
-    return
+# step NAME TIMEOUT FUNCTION [ARGS...]: runs FUNCTION under timeout (clipped to the phase's
+# budget), its output appended to the log; records PASS, FAIL (exit status), TIMEOUT or SKIP
+# (exit 77, or no time left). A function's last line of output beginning "note: " becomes the
+# step's note in the summary.
+step() {
+  local name=$1 t=$2; shift 2
+  if [ "$PLAN" = 1 ]; then
+    printf '%-26s %4d s\n' "$name" "$t"
+    PLAN_SUM=$((PLAN_SUM + t))
+    return 0
   fi
-  local json
-  json=$("$TT" run "$op" --shape "$shape" --dtype bf16 --backend cuda --schedule "$sched" --json)
-  echo "$json"
-  local v
-  v=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(r["'"$unit"'"] if r["status"]=="ok" else "failed")' "$json")
-  ours+=("$kind|$label|$v|$sched")
+  local left=$((BUDGET - (SECONDS - START) - RESERVE))
+  if [ "$left" -lt 5 ]; then
+    record "$name" SKIP 0 "no time left in the phase's ${BUDGET} s"
+    return 1
+  fi
+  [ "$t" -le "$left" ] || t=$left
+  local out=$WORK/step.out t0=$SECONDS
+  { echo; echo "=== $name (timeout ${t} s): $*"; } >>"$LOG"
+  timeout -k 5 "$t" bash -c '"$@"' _ "$@" >"$out" 2>&1
+  local rc=$?
+  cat "$out" >>"$LOG"
+  local note
+  note=$(grep '^note: ' "$out" | tail -1 | cut -c7- | cut -c1-160)
+  local state=PASS
+  case $rc in
+    0) ;;
+    77) state=SKIP ;;
+    124|137) state=TIMEOUT; note="killed after ${t} s${note:+; $note}" ;;
+    *) state=FAIL; [ -n "$note" ] || note="exit $rc: $(grep -v '^\s*$' "$out" | tail -1 | cut -c1-140)" ;;
+  esac
+  record "$name" "$state" $((SECONDS - t0)) "$note"
+  [ "$state" = PASS ] || [ "$state" = SKIP ]
 }
-tune_and_time gemm "gemm 4096^3" gemm M=4096,N=4096,K=4096 gflops
-tune_and_time gemm "gemm 8192^3" gemm M=8192,N=8192,K=8192 gflops
-tune_and_time attention "attention causal=0" flash_attention B=4,H=16,S=4096,D=128 gflops
-tune_and_time attention "attention causal=1" flash_attention_causal B=4,H=16,S=4096,D=128 gflops
-tune_and_time layernorm "layernorm 16384x8192" layernorm_safe M=16384,N=8192 gbps
-tune_and_time softmax "softmax 16384x8192" softmax_safe M=16384,N=8192 gbps
 
-echo "## references"
-# cuBLAS from C first (cublasLt, dlopen'ed: bench/cublas_gemm.c), then PyTorch's (its matmul is
-# cuBLAS too, kept as a cross-check); the table takes the first reference of each kind.
-refs=$("$BUILD/bench/cublas_gemm" 4096 4096 4096 8192 8192 8192)
-echo "cublas_gemm: exit $?"
-refs+=$'\n'$(python3 bench/gpu_ref.py)
-echo "$refs"
+record() {
+  NAMES+=("$1"); STATES+=("$2"); SECS+=("$3"); NOTES+=("$4")
+  printf '[phase %s %3d s] %-26s %-7s %s\n' "$PHASE" $((SECONDS - START)) "$1" "$2" "$4"
+}
 
-echo "## table (ours / reference, same run)"
-python3 - "$refs" "${ours[@]}" <<'EOF'
+# The summary: printed last, so the tail of the output that comes back holds it, and written
+# to OUT/summary.txt. $1: the exit status it announces.
+finish() {
+  local rc=$1 failed=() i
+  for i in "${!NAMES[@]}"; do
+    case ${STATES[$i]} in FAIL|TIMEOUT) failed+=("${NAMES[$i]}") ;; esac
+  done
+  [ "$rc" != 0 ] || [ ${#failed[@]} -eq 0 ] || rc=1
+  {
+    echo
+    echo "== bench/gpu.sh phase $PHASE summary: $DEVICE_LINE"
+    echo "   commit $(cat "$BIN/../COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC'), $((SECONDS - START)) s of $BUDGET"
+    for i in "${!NAMES[@]}"; do
+      printf '   %-26s %-7s %4d s  %s\n' "${NAMES[$i]}" "${STATES[$i]}" "${SECS[$i]}" "${NOTES[$i]}"
+    done
+    [ ! -s "$WORK/extra" ] || cat "$WORK/extra"
+    if [ "$rc" = 3 ]; then
+      echo "   STOPPED: CUDA is not usable here ($STOP_REASON); nothing else was run"
+    elif [ ${#failed[@]} -gt 0 ]; then
+      echo "   FAILED: ${failed[*]} (details in $(basename "$LOG"))"
+    else
+      echo "   all steps passed"
+    fi
+    : >>"$SUMMARY"
+    echo "   exit $rc; files in $DEST: $(cd "$DEST" && ls | tr '\n' ' ')"
+  } >"$WORK/summary"
+  cp "$WORK/summary" "$SUMMARY"
+  cat "$WORK/summary"
+  exit "$rc"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Steps (functions run by `step` in a child bash: they see only exported names).
+
+preflight_system() {
+  uname -a
+  grep -E '^(PRETTY_NAME|VERSION_ID)=' /etc/os-release 2>/dev/null
+  ldd --version 2>&1 | head -1
+  nproc; free -g | head -2
+  if ! command -v nvidia-smi >/dev/null; then
+    echo "note: no nvidia-smi: no NVIDIA driver on this machine"; return 1
+  fi
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit --format=csv
+  local gpu
+  gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)
+  echo "note: $gpu"
+}
+
+# What the dynamic loader will find: the CUDA libraries the workbench dlopens, and every
+# library the carried binaries link (none may be missing; none may come from outside the
+# bundle but the base system's).
+preflight_loader() {
+  local bad=0 lib b
+  for lib in libcuda.so.1 libnvrtc.so.13 libnvJitLink.so.13 libcupti.so.13 libcublasLt.so.13; do
+    printf '%-22s %s\n' "$lib" "$(ldconfig -p 2>/dev/null | grep -m1 " $lib " | sed 's/.*=> //')"
+  done
+  echo "CUDA_HOME=${CUDA_HOME:-} LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+  ls -d /usr/local/cuda*/lib64 /usr/local/nvidia/lib64 2>/dev/null
+  for b in "$BIN"/*; do
+    echo "--- ldd $(basename "$b")"
+    ldd "$b" 2>&1 | sed 's/ (0x[0-9a-f]*)//'
+    if ldd "$b" 2>&1 | grep -q 'not found'; then
+      echo "note: $(basename "$b") misses $(ldd "$b" | awk '/not found/{print $1}' | tr '\n' ' ')"; bad=1
+    fi
+  done
+  [ $bad = 1 ] || echo "note: every carried binary resolves; libcuda: $(ldconfig -p 2>/dev/null | grep -m1 ' libcuda.so.1 ' | sed 's/.*=> //' || true)"
+  return $bad
+}
+
+# The workbench's own view: a cuda device, or the reason there is none (no driver, no device,
+# a library missing).
+preflight_devices() {
+  local out
+  out=$("$TT" devices 2>&1); echo "$out"
+  local cuda
+  cuda=$(echo "$out" | grep -m1 '^cuda ')
+  case $cuda in
+    *unavailable*) echo "note: ${cuda#cuda }" | sed 's/note: *unavailable: /note: /'; return 3 ;;
+    "") echo "note: tessera-tune lists no cuda backend"; return 3 ;;
+  esac
+  echo "note: ${cuda#cuda   }" | cut -c1-160
+}
+
+# torch as the image ships it, in a clean environment (nothing of ours on any path).
+preflight_torch() {
+  env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="${HOME:-/root}" python3 -c '
+import sys
+try:
+    import torch
+except Exception as e:
+    print("note: cannot import torch (%s: %s)" % (type(e).__name__, e)); sys.exit(1)
+print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
+if torch.cuda.is_available():
+    p = torch.cuda.get_device_properties(0)
+    print("note: torch %s sees %s, %d SMs" % (torch.__version__, p.name, p.multi_processor_count))
+else:
+    print("note: torch %s sees no CUDA device" % torch.__version__); sys.exit(1)'
+}
+
+# smoke OP SHAPE POINT: one verified, timed run of a point.
+smoke() {
+  local json
+  json=$("$TT" run "$1" --backend cuda --shape "$2" --dtype bf16 --schedule "$3" --json)
+  local rc=$?
+  echo "$json"
+  python3 -c '
 import json, sys
-refs = [json.loads(l) for l in sys.argv[1].splitlines() if l.strip()]
-def ref(kind, **match):
-    for r in refs:
-        if r["kind"] == kind and all(str(r.get(k)) == str(v) for k, v in match.items()):
-            return r
-    return None
-rows = []
-for line in sys.argv[2:]:
-    kind, label, value, *sched = line.split("|")
-    if kind == "gemm":
-        n = int(label.split()[1].split("^")[0])
-        r = ref("gemm", M=n); unit, key, scale = "TFLOP/s", "tflops", 1e-3
-    elif kind == "attention":
-        r = ref("attention", causal=label[-1]); unit, key, scale = "TFLOP/s", "tflops", 1e-3
-    else:
-        r = ref("copy"); unit, key, scale = "GB/s", "gbps", 1.0
-    ours = None if value == "failed" else float(value) * scale
-    theirs = r[key] if r else None
-    ratio = f"{ours / theirs:.2f}x" if ours and theirs else "-"
-    refname = (r.get("ref") or "d2d copy") if r else "-"
-    rows.append((label, f"{ours:.1f}" if ours else "failed", f"{theirs:.1f}" if theirs else "-",
-                 refname, unit, ratio))
-print(f"{'workload':24} {'ours':>9} {'reference':>10}  {'ref':22} {'unit':8} ratio")
-for r in rows:
-    print(f"{r[0]:24} {r[1]:>9} {r[2]:>10}  {r[3]:22} {r[4]:8} {r[5]}")
-EOF
+r = json.loads(sys.argv[1])
+print("note: %s, %.1f TFLOP/s, %.0f GB/s, error %.2g" % (r["status"], r["gflops"] / 1e3, r["gbps"], r["rel_error"]) if r["status"] == "ok"
+      else "note: %s: %s" % (r["status"], r["message"][:120]))' "$json" 2>/dev/null
+  return $rc
+}
 
-# Issue 7 on the GPU: ceilings, a profiled gemm and attention (timeline + Chrome trace, and the
-# hardware-metrics block from CUPTI's range profiler: DRAM bytes, FLOPs by precision, occupancy,
-# L2 hit rate, bank conflicts, each with its source), and the profiler's overhead on kernel
-# times (target within 2%).
-echo "## profiler"
-"$TT" devices --measure --db "$db"
-for w in "gemm M=4096,N=4096,K=4096" "flash_attention B=4,H=16,S=4096,D=128"; do
-  set -- $w
-  "$TT" profile "$1" --shape "$2" --dtype bf16 --backend cuda --db "$db" \
-        --output "$OUT/trace-$1-$device-$(date -u +%Y%m%d).json"
-done
-# The metrics as stored (gpu_metrics in the trial's metrics JSON), for the log: the DRAM bytes
-# next to the op's compulsory bytes and the tensor FLOPs next to 2*M*N*K say whether the
-# counters can be trusted on this GPU.
-"$TT" profile gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --backend cuda --db "$db" --json |
-  python3 -c 'import json,sys; m=json.loads(sys.stdin.read())["summary"].get("metrics",{}).get("gpu_metrics"); print("gpu_metrics:", json.dumps(m, indent=1))'
-"$BUILD/bench/profile_overhead" --backend cuda --rounds 6 --samples 10
-echo "log: $log"
+gtest() {  # a g_test program of the bundle, TAP
+  "$BIN/$1" --tap; local rc=$?
+  echo "note: $(grep -c '^ok' "$WORK/step.out" 2>/dev/null || true) ok, $(grep -c '^not ok' "$WORK/step.out" 2>/dev/null || true) not ok, $(grep -c '# SKIP' "$WORK/step.out" 2>/dev/null || true) skipped"
+  return $rc
+}
+
+cuda_ops() {
+  "$BIN/test-cuda-ops" "$TT" --timeout 15 --deadline "$1"; local rc=$?
+  echo "note: $(grep -E '^# [0-9]+ passed' "$WORK/step.out" | tail -1 | cut -c3-)"
+  return $rc
+}
+
+TMA_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
+export TMA_POINT
+
+sanitizer() {  # racecheck | memcheck: one TMA gemm point, one launch timed
+  command -v compute-sanitizer >/dev/null || { echo "note: no compute-sanitizer on this machine"; return 77; }
+  compute-sanitizer --tool "$1" --error-exitcode 9 --print-limit 20 \
+    "$TT" run gemm --backend cuda --shape M=256,N=256,K=256 --dtype bf16 --samples 1 \
+    --schedule "$TMA_POINT"
+  local rc=$?
+  echo "note: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/step.out" | tail -1 | sed 's/=* *//')"
+  return $rc
+}
+
+# --- phase 2 ---
+
+ref_cublas() { "$BIN/cublas_gemm" 4096 4096 4096 8192 8192 8192 | tee -a "$WORK/refs.jsonl"; }
+ref_copy() { "$BIN/cuda_copy" $((16384 * 8192 * 2)) | tee -a "$WORK/refs.jsonl"; }
+ref_torch() {
+  env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="${HOME:-/root}" PYTHONUNBUFFERED=1 \
+    python3 "$ROOT/bench/gpu_ref.py" | tee -a "$WORK/refs.jsonl"
+  return "${PIPESTATUS[0]}"
+}
+
+# tune KIND LABEL OP SHAPE SPACE BUDGET_MS: an exhaustive tune of SPACE (the op's default space
+# when empty) into the phase's cache, then the best point run once more beside the references.
+tune() {
+  local kind=$1 label=$2 op=$3 shape=$4 space=$5 budget_ms=$6
+  local args=(--backend cuda --shape "$shape" --dtype bf16 --db "$WORK/gpu.db")
+  "$TT" tune "$op" "${args[@]}" --strategy exhaustive --budget 1000 --budget-ms "$budget_ms" \
+        --timeout 30 --top 5 ${space:+--space "$space"}
+  local best
+  best=$("$TT" lookup "$op" "${args[@]}" | head -1)
+  [ -n "$best" ] || { echo "note: no verified point"; return 1; }
+  local json
+  json=$("$TT" run "$op" --backend cuda --shape "$shape" --dtype bf16 --schedule "$best" --json) || return 1
+  echo "$json"
+  echo "{\"kind\": \"$kind\", \"label\": \"$label\", \"run\": $json}" >>"$WORK/ours.jsonl"
+  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("note: %.1f TFLOP/s, %.0f GB/s at %s" % (r["gflops"]/1e3, r["gbps"], r["schedule"]))' "$json"
+}
+
+# The default point joins the tune of the explicit space: one more trial in the same cache.
+tune_default() {
+  "$TT" tune "$1" --backend cuda --shape "$2" --dtype bf16 --db "$WORK/gpu.db" \
+        --strategy exhaustive --budget 1 --timeout 30 \
+        --space "$("$TT" ops | awk -v op="$1" '$1 == op {f=1} f && /cuda default:/ {sub(/.*cuda default: */, ""); print; exit}')"
+}
+
+WGMMA_SPACE='block(m=[128,256], n=[128,256], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["cp_async","tma"])'
+export WGMMA_SPACE
+
+table() {
+  python3 "$ROOT/bench/gpu_table.py" "$WORK/refs.jsonl" "$WORK/ours.jsonl" >"$WORK/table"
+  local rc=$?
+  cat "$WORK/table"
+  cp "$WORK/table" "$DEST/table.txt"
+  { echo; cat "$WORK/table"; } >>"$WORK/extra"
+  [ ! -f "$WORK/gpu.db" ] || cp "$WORK/gpu.db" "$DEST/gpu-cache.db"
+  return $rc
+}
+
+# --- phase 3 ---
+
+ceilings() { "$TT" devices --measure --db "$WORK/gpu.db"; }
+
+# profile OP SHAPE NAME FALLBACK_POINT: the cache's best (from --db) or the fallback, with
+# metrics, its trace as OUT/trace-NAME.json.
+profile() {
+  local point=()
+  "$TT" lookup "$1" --backend cuda --shape "$2" --dtype bf16 --db "$WORK/gpu.db" >/dev/null 2>&1 ||
+    point=(--schedule "$4")
+  "$TT" profile "$1" --backend cuda --shape "$2" --dtype bf16 --db "$WORK/gpu.db" "${point[@]}" \
+        --output "$DEST/trace-$3.json"
+  local rc=$?
+  echo "note: $(grep -E '^(time|metrics) ' "$WORK/step.out" | head -2 | tr -s ' ' | tr '\n' ';')"
+  return $rc
+}
+
+overhead() { "$BIN/profile_overhead" --backend cuda --rounds 6 --samples 10; }
+
+# --- phase 0: the machinery itself ---
+selftest() {
+  case $1 in
+    pass) echo "note: it passed" ;;
+    fail) echo "something went wrong"; return 4 ;;
+    hang) sleep 600 ;;
+    skip) echo "note: nothing to do here"; return 77 ;;
+  esac
+}
+
+export -f preflight_system preflight_loader preflight_devices preflight_torch smoke gtest \
+  cuda_ops sanitizer ref_cublas ref_copy ref_torch tune tune_default table ceilings profile \
+  overhead selftest
+
+# ---------------------------------------------------------------------------------------------
+
+DEVICE_LINE="(device not checked)"
+STOP_REASON=""
+if [ "$PLAN" = 0 ]; then
+  echo "# bench/gpu.sh phase $PHASE into $DEST (log $(basename "$LOG"))"
+  DEVICE_LINE=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+  [ -n "$DEVICE_LINE" ] || DEVICE_LINE="no GPU seen by nvidia-smi"
+  [ -z "$DB_IN" ] || cp "$DB_IN" "$WORK/gpu.db" || finish 2
+fi
+
+# Stops the phase with exit 3 when the workbench sees no usable CUDA device.
+require_cuda() {
+  if ! step preflight-devices 30 preflight_devices; then
+    [ "$PLAN" = 1 ] && return
+    STOP_REASON=${NOTES[${#NOTES[@]}-1]}
+    finish 3
+  fi
+}
+
+case $PHASE in
+0)
+  step self-pass 5 selftest pass
+  step self-fail 5 selftest fail
+  step self-hang 2 selftest hang
+  step self-skip 5 selftest skip
+  step self-clipped 600 selftest hang
+  ;;
+1)
+  step preflight-system 15 preflight_system
+  step preflight-loader 15 preflight_loader
+  require_cuda
+  step preflight-torch 30 preflight_torch
+  step smoke-gemm-mma-sync 20 smoke gemm M=1024,N=1024,K=1024 \
+    'block(m=128,n=128,k=32).warps(8).stages(4).mma("sync").load("cp_async")'
+  step smoke-gemm-wgmma-cp-async 20 smoke gemm M=1024,N=1024,K=1024 \
+    'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("cp_async")'
+  step smoke-gemm-wgmma-tma 20 smoke gemm M=1024,N=1024,K=1024 \
+    'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma")'
+  step smoke-attention 20 smoke flash_attention B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
+  step smoke-attention-causal 20 smoke flash_attention_causal B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
+  step smoke-layernorm 20 smoke layernorm_safe M=1024,N=4096 'block(m=1).warps(8).vector(8)'
+  step test-cuda 40 gtest test-cuda
+  step test-cuda-ops 170 cuda_ops 155
+  step test-prof-metrics 40 gtest test-prof-metrics
+  step racecheck 35 sanitizer racecheck
+  step memcheck 35 sanitizer memcheck
+  ;;
+2)
+  require_cuda
+  step ref-cublas 55 ref_cublas
+  step ref-copy 15 ref_copy
+  step ref-torch 90 ref_torch
+  step default-gemm-4096 20 tune_default gemm M=4096,N=4096,K=4096
+  step tune-gemm-4096 70 tune gemm "gemm 4096^3" gemm M=4096,N=4096,K=4096 "$WGMMA_SPACE" 55000
+  step default-gemm-8192 20 tune_default gemm M=8192,N=8192,K=8192
+  step tune-gemm-8192 80 tune gemm "gemm 8192^3" gemm M=8192,N=8192,K=8192 "$WGMMA_SPACE" 65000
+  step tune-attention 50 tune attention "attention causal=0" flash_attention B=4,H=16,S=4096,D=128 "" 40000
+  step tune-attention-causal 50 tune attention "attention causal=1" flash_attention_causal B=4,H=16,S=4096,D=128 "" 40000
+  step tune-layernorm 25 tune layernorm "layernorm 16384x8192" layernorm_safe M=16384,N=8192 "" 20000
+  step tune-softmax 25 tune softmax "softmax 16384x8192" softmax_safe M=16384,N=8192 "" 20000
+  step table 10 table
+  ;;
+3)
+  require_cuda
+  step ceilings 120 ceilings
+  step profile-gemm 110 profile gemm M=4096,N=4096,K=4096 gemm-4096 \
+    'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma")'
+  step profile-attention 110 profile flash_attention B=4,H=16,S=4096,D=128 attention \
+    'block(m=128,n=64).warps(8).stages(2)'
+  step profile-overhead 100 overhead
+  ;;
+esac
+
+if [ "$PLAN" = 1 ]; then
+  printf '# steps total %d s of the %d s budget\n' "$PLAN_SUM" "$BUDGET"
+  exit 0
+fi
+finish 0

@@ -80,12 +80,16 @@ ts_op_default_space(const TsOpDef *op, const char *backend)
   return NULL;
 }
 
-/* The default point of the backend's space: fills the knobs a user's point leaves out. */
-static const char *
-default_point(const TsOpDef *op, const char *backend)
+const char *
+ts_op_default_point(const TsOpDef *op, const char *backend)
 {
-  return g_strcmp0(backend, "cuda") == 0 ? op->cuda_default : op->cpu_default;
+  if (g_strcmp0(backend, "cpu") == 0)
+    return op->cpu_default;
+  if (g_strcmp0(backend, "cuda") == 0)
+    return op->cuda_default;
+  return NULL;
 }
+
 
 char *
 ts_op_dims(const TsOpDef *op)
@@ -381,7 +385,7 @@ ts_op_instance_space(const TsOpInstance *inst, const char *backend, const char *
   if (space == NULL)
     return NULL;
   /* A user's space may leave knobs out: they keep the default point's value. */
-  g_autoptr(TsSchedPoint) defaults = ts_sched_point_parse(default_point(inst->op, backend), NULL);
+  g_autoptr(TsSchedPoint) defaults = ts_sched_point_parse(ts_op_default_point(inst->op, backend), NULL);
   for (guint i = 0; i < ts_sched_space_n_knobs(space); i++) {
     const char *name = ts_sched_space_knob_name(space, i);
     if (ts_sched_space_knob_index(base, name) < 0) {
@@ -414,7 +418,7 @@ ts_op_instance_complete_point(const TsOpInstance *inst, const char *backend,
   if (def == NULL)
     return NULL;
   g_autoptr(TsSchedSpace) space = ts_sched_space_parse(def, error);
-  g_autoptr(TsSchedPoint) full = ts_sched_point_parse(default_point(inst->op, backend), error);
+  g_autoptr(TsSchedPoint) full = ts_sched_point_parse(ts_op_default_point(inst->op, backend), error);
   g_assert(space != NULL && full != NULL);
   for (guint i = 0; point && i < ts_sched_point_n_knobs(point); i++) {
     const char *name = ts_sched_point_knob_name(point, i);

@@ -48,6 +48,8 @@ const char *ts_op_summary(const TsOpDef *op);
 gboolean ts_op_tensor_math(const TsOpDef *op);
 /* Default space for a backend ("cpu"), including the op's constraints. NULL if none. */
 const char *ts_op_default_space(const TsOpDef *op, const char *backend);
+/* Its default point there (fills the knobs a user's point leaves out). NULL if none. */
+const char *ts_op_default_point(const TsOpDef *op, const char *backend);
 /* Comma-separated dims the op needs ("M,N,K"). */
 char *ts_op_dims(const TsOpDef *op);
 

@@ -377,6 +377,9 @@ cmd_ops(void)
       const char *space = ts_op_default_space(op, backends[b]);
       if (space)
         g_print("%-15s %-4s space: %s\n", "", backends[b], space);
+      const char *point = ts_op_default_point(op, backends[b]);
+      if (point)
+        g_print("%-15s %-4s default: %s\n", "", backends[b], point);
     }
   }
   return TT_EXIT_OK;

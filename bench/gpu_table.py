@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""gpu_table.py — bench/gpu.sh's table: each of Tessera's tuned kernels against its anchors,
+all measured in the same run on the same GPU, as ours / anchor. The first anchor of a row holds
+the target the project set (gemm >= 0.8x cuBLAS, attention >= 0.7x PyTorch SDPA, row ops >= 0.8x
+a device-to-device copy of their bytes); the others are cross-checks or context.
+
+Usage: gpu_table.py REFS.jsonl OURS.jsonl
+  REFS: lines of bench/cublas_gemm, bench/cuda_copy and bench/gpu_ref.py ({"kind": ..., "ref":
+        ..., "tflops" or "gbps": ...}; {"kind": "error"} lines are listed under the table)
+  OURS: lines {"kind": K, "label": L, "run": <tessera-tune run --json>}
+Exit 0 when the table could be made (a missed target is reported, not an error), 1 when an
+input is unreadable.
+"""
+import json
+import re
+import sys
+
+# kind -> (unit, the run's field, its scale to the unit, [(anchor ref, what it is, target)])
+ANCHORS = {
+    "gemm": ("TFLOP/s", "gflops", 1e-3, [
+        ("cublasLt (C)", "cuBLAS", 0.8),
+        ("torch.matmul (cuBLAS)", "cross-check", None)]),
+    "attention": ("TFLOP/s", "gflops", 1e-3, [
+        ("torch sdpa (default)", "PyTorch SDPA", 0.7),
+        ("torch sdpa (cudnn)", "FA3-class", None)]),
+    "layernorm": ("GB/s", "gbps", 1.0, [
+        ("cuMemcpyDtoD (C)", "copy of its bytes", 0.8),
+        ("torch copy_", "cross-check", None),
+        ("torch layer_norm", "PyTorch", None)]),
+    "softmax": ("GB/s", "gbps", 1.0, [
+        ("cuMemcpyDtoD (C)", "copy of its bytes", 0.8),
+        ("torch copy_", "cross-check", None),
+        ("torch softmax", "PyTorch", None)]),
+}
+COPY_KINDS = ("layernorm", "softmax")
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line.startswith("{"):
+                continue  # a tool's own message between the JSON lines
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise SystemExit("gpu_table.py: %s:%d: not JSON (%s)" % (path, n, e))
+    return rows
+
+
+def dims(workload):
+    """{"M": 4096, ...} from "gemm M=4096,N=4096,K=4096 bf16"."""
+    return {k: int(v) for k, v in re.findall(r"([A-Z])=(\d+)", workload)}
+
+
+def find_ref(refs, kind, ref, ours):
+    want_kind = "copy" if ref in ("cuMemcpyDtoD (C)", "torch copy_") else kind
+    d = dims(ours["run"].get("workload", ""))
+    for r in refs:
+        if r.get("kind") != want_kind or r.get("ref") != ref:
+            continue
+        if kind == "gemm" and r.get("M") != d.get("M"):
+            continue
+        if kind == "attention" and str(r.get("causal")) != ours["label"][-1]:
+            continue
+        if want_kind == "copy" and r.get("bytes") not in (None, 2 * d.get("M", 0) * d.get("N", 0)):
+            continue
+        return r
+    return None
+
+
+def table(refs, ours):
+    out = ["ours / anchor, measured side by side in this run (bf16 inputs, f32 accumulation)",
+           "%-22s %14s  %-24s %14s  %7s  %s" % ("workload", "ours", "anchor", "anchor value",
+                                                 "ratio", "target")]
+    missed = 0
+    for o in ours:
+        kind = o["kind"]
+        if kind not in ANCHORS:
+            continue
+        unit, field, scale, anchors = ANCHORS[kind]
+        run = o["run"]
+        ok = run.get("status") == "ok"
+        mine = run[field] * scale if ok else None
+        first = True
+        for ref, what, target in anchors:
+            r = find_ref(refs, kind, ref, o)
+            theirs = r.get("tflops" if unit == "TFLOP/s" else "gbps") if r else None
+            ratio = mine / theirs if mine and theirs else None
+            if target is None:
+                verdict = what
+            elif ratio is None:
+                verdict = ">= %.2f: not measured" % target
+                missed += 1
+            else:
+                verdict = ">= %.2f %s (%s)" % (target, "met" if ratio >= target else "MISSED", what)
+                missed += ratio < target
+            out.append("%-22s %14s  %-24s %14s  %7s  %s" % (
+                o["label"] if first else "",
+                ("%.1f %s" % (mine, unit) if mine else run.get("status", "failed")) if first else "",
+                ref, "%.1f %s" % (theirs, unit) if theirs else "-",
+                "%.2fx" % ratio if ratio else "-", verdict))
+            first = False
+    out.append("")
+    for o in ours:
+        out.append("best %-17s %s" % (o["label"], o["run"].get("schedule", "?")))
+    for r in refs:
+        if r.get("kind") == "error":
+            out.append("reference not measured: %s: %s" % (r.get("what"), r.get("message")))
+    out.append("targets missed or not measured: %d" % missed)
+    return "\n".join(out)
+
+
+def main():
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: gpu_table.py REFS.jsonl OURS.jsonl")
+    refs = load(sys.argv[1]) if _exists(sys.argv[1]) else []
+    ours = load(sys.argv[2]) if _exists(sys.argv[2]) else []
+    print(table(refs, ours))
+
+
+def _exists(path):
+    try:
+        open(path).close()
+        return True
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    main()

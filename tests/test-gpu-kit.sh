@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# test-gpu-kit.sh — the GPU kit rehearsed without a GPU, as it will be used on a lent machine
+# (bench/gpu-bundle.sh, bench/gpu.sh, docs/gpu.md):
+#   - the bundle, made from this build: no base system library in it, every binary and library
+#     finds its libraries through its rpath ($ORIGIN) with no LD_LIBRARY_PATH, and what travels
+#     fits the 24 MiB target (64 MiB is the machine's limit);
+#   - each phase's plan: a timeout on every step, their sum within the phase's budget, and the
+#     budget a minute under the 10-minute limit of one command;
+#   - the step machinery (phase 0): pass, fail, a hang killed at its timeout, a skip, a step
+#     clipped by the budget, the summary last, the exit status naming the failures;
+#   - phases 1-3 in a fake GPU environment (an nvidia-smi that names an H100, no libcuda):
+#     each stops within seconds, exit 3, saying "no CUDA device", and leaves only files the
+#     machine can send back (at most 8, names of letters, digits, '.', '_', '-');
+#   - the ratio table on recorded reference and result lines.
+# TAP output. Usage: test-gpu-kit.sh SOURCE_ROOT BUILD_DIR
+set -u
+SRC=$1
+BUILD=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $*"; FAILED=1; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else not_ok "$what"; fi; }
+FAILED=0
+
+for tool in patchelf readelf strip; do
+  command -v $tool >/dev/null || { echo "1..0 # SKIP $tool is not installed (apt-get install patchelf binutils)"; exit 0; }
+done
+if [ ! -x "$BUILD/tests/test-cuda-ops" ] || [ ! -x "$BUILD/bench/cublas_gemm" ]; then
+  echo "1..0 # SKIP this build has no CUDA target (no CUDA headers at configure time)"; exit 0
+fi
+
+# ---- the bundle ----
+out=$("$SRC/bench/gpu-bundle.sh" --from "$BUILD" --dest "$TMP/.gpu" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/# /'
+check "gpu-bundle.sh builds a bundle from the build" [ $rc -eq 0 ]
+G=$TMP/.gpu
+check "the bundle names its commit" test -s "$G/COMMIT"
+want="tessera-tune test-cuda test-cuda-ops test-prof-metrics cublas_gemm cuda_copy profile_overhead"
+missing=""
+for b in $want; do [ -x "$G/bin/$b" ] || missing="$missing $b"; done
+check "every binary the phases run is carried (missing:${missing:- none})" [ -z "$missing" ]
+
+# Base libraries, by a list of this test's own: what every image has, tied to its loader.
+base='^(ld-linux|libc|libm|libdl|libpthread|librt|libresolv|libutil|libstdc\+\+|libgcc_s|libz|libexpat|libffi|libpcre2-[0-9]+|libmount|libblkid|libselinux|libuuid|liblzma|libbz2|libzstd)\.so'
+carried_base=$(ls "$G/lib" | grep -E "$base" | tr '\n' ' ')
+check "no base system library is carried (${carried_base:-none})" [ -z "$carried_base" ]
+check "the libraries that a CUDA image lacks are carried (GLib, json-glib, SQLite)" \
+  test -f "$G/lib/libglib-2.0.so.0" -a -f "$G/lib/libjson-glib-1.0.so.0" -a -f "$G/lib/libsqlite3.so.0"
+
+bad_rpath=""
+for f in "$G"/bin/*; do
+  readelf -d "$f" | grep -q 'RPATH.*\[\$ORIGIN/\.\./lib\]' || bad_rpath="$bad_rpath $(basename "$f")"
+done
+for f in "$G"/lib/*; do
+  readelf -d "$f" | grep -q 'RPATH.*\[\$ORIGIN\]' || bad_rpath="$bad_rpath $(basename "$f")"
+done
+check "every binary has DT_RPATH \$ORIGIN/../lib, every library \$ORIGIN (wrong:${bad_rpath:- none})" [ -z "$bad_rpath" ]
+
+unresolved=""
+for f in "$G"/bin/* "$G"/lib/*; do
+  # With no LD_LIBRARY_PATH, every library that is not a base one must come from the bundle.
+  while read -r name path; do
+    [ -n "$name" ] || continue
+    if [ "$path" = "not" ]; then unresolved="$unresolved $(basename "$f"):$name(not found)"; continue; fi
+    [[ $name =~ $base ]] && continue
+    case $path in "$G"/*|"$G"/bin/../lib/*) ;; *) unresolved="$unresolved $(basename "$f"):$name=$path" ;; esac
+  done < <(env -u LD_LIBRARY_PATH ldd "$f" 2>/dev/null | awk '/=>/{print $1, $3}')
+done
+check "every carried file resolves its libraries through its rpath (outside:${unresolved:- none})" [ -z "$unresolved" ]
+check "the carried tessera-tune runs from the bundle" \
+  bash -c 'env -u LD_LIBRARY_PATH "$1" ops >/dev/null' _ "$G/bin/tessera-tune"
+mib=$(echo "$out" | sed -n 's/.*carried \([0-9.]*\) MiB.*/\1/p')
+check "what travels fits the 24 MiB target (${mib:-?} MiB)" awk -v m="${mib:-999}" 'BEGIN {exit !(m <= 24)}'
+
+# ---- the plans ----
+for p in 1 2 3; do
+  plan=$("$SRC/bench/gpu.sh" --phase $p --plan)
+  budget=$(echo "$plan" | sed -n 's/^# phase [0-9]: budget \([0-9]*\) s$/\1/p')
+  sum=$(echo "$plan" | awk '!/^#/ {s += $2} END {print s + 0}')
+  zero=$(echo "$plan" | awk '!/^#/ && $2 <= 0' | wc -l)
+  steps=$(echo "$plan" | grep -vc '^#')
+  check "phase $p: $steps steps, each with a timeout, ${sum} s within its ${budget} s budget, a minute under the 600 s command limit" \
+    [ -n "$budget" -a "$steps" -gt 0 -a "$zero" -eq 0 -a "$sum" -le "${budget:-0}" -a "${budget:-999}" -le 540 ]
+done
+
+# ---- the machinery ----
+t0=$SECONDS
+out=$("$SRC/bench/gpu.sh" --phase 0 --bin "$G/bin" --out "$TMP/p0" 2>&1)
+rc=$?
+el=$((SECONDS - t0))
+echo "$out" | sed 's/^/# /'
+check "phase 0 exits 1 when a step failed" [ $rc -eq 1 ]
+check "phase 0 ends within its budget (${el} s)" [ $el -le 22 ]
+check "a passing step and its note" grep -Eq '^   self-pass +PASS .*it passed' <<<"$out"
+check "a failing step with its exit status and last line" grep -Eq '^   self-fail +FAIL .*exit 4: something went wrong' <<<"$out"
+check "a hang is killed at its timeout" grep -Eq '^   self-hang +TIMEOUT +2 s' <<<"$out"
+check "exit 77 is a skip" grep -Eq '^   self-skip +SKIP' <<<"$out"
+check "a step is clipped to what is left of the budget" grep -Eq '^   self-clipped +TIMEOUT' <<<"$out"
+check "the summary is printed last and names the failures" \
+  bash -c 'tail -2 <<<"$1" | head -1 | grep -q "FAILED: self-fail self-hang self-clipped"' _ "$out"
+check "the summary is in OUT/summary.txt" grep -q 'FAILED: self-fail' "$TMP/p0/summary.txt"
+
+# ---- phases 1-3 on a machine with an NVIDIA tool and no driver ----
+if ldconfig -p 2>/dev/null | grep -q ' libcuda\.so\.1 '; then
+  echo "# a real CUDA driver is installed here: run the phases for real (docs/gpu.md)"
+else
+  mkdir -p "$TMP/fakebin"
+  printf '#!/bin/sh\necho "NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB, 1980 MHz, 2619 MHz, 700.00 W"\n' \
+    >"$TMP/fakebin/nvidia-smi"
+  chmod +x "$TMP/fakebin/nvidia-smi"
+  for p in 1 2 3; do
+    t0=$SECONDS
+    out=$(PATH="$TMP/fakebin:$PATH" timeout 120 "$SRC/bench/gpu.sh" --phase $p --bin "$G/bin" --out "$TMP/out$p" 2>&1)
+    rc=$?
+    el=$((SECONDS - t0))
+    echo "$out" | tail -4 | sed 's/^/# /'
+    check "phase $p stops at once without a driver: exit 3 in ${el} s" [ $rc -eq 3 -a $el -le 30 ]
+    check "phase $p says there is no CUDA device" grep -q 'STOPPED: CUDA is not usable here (no CUDA device' <<<"$out"
+    files=$(cd "$TMP/out$p" && find . -mindepth 1 | sed 's|^\./||')
+    odd=$(echo "$files" | awk -F/ 'NF > 3 {print; next} {for (i = 1; i <= NF; i++) if ($i !~ /^[A-Za-z0-9._-]+$/) {print; next}}')
+    count=$(cd "$TMP/out$p" && find . -type f | wc -l)
+    check "phase $p leaves $count files, all with names the machine sends back (odd: ${odd:-none})" \
+      [ -z "$odd" -a "$count" -le 8 -a -f "$TMP/out$p/summary.txt" ]
+  done
+fi
+
+# ---- the table ----
+cat >"$TMP/refs.jsonl" <<'JSON'
+{"kind": "gemm", "ref": "cublasLt (C)", "M": 4096, "N": 4096, "K": 4096, "tflops": 700.0}
+cublas_gemm: a line that is not JSON is passed over
+{"kind": "copy", "ref": "cuMemcpyDtoD (C)", "bytes": 268435456, "ms": 0.18, "gbps": 3000.0}
+{"kind": "attention", "ref": "torch sdpa (default)", "causal": 1, "tflops": 400.0}
+{"kind": "error", "what": "torch sdpa (cudnn) causal=1", "message": "RuntimeError: no cuDNN"}
+JSON
+cat >"$TMP/ours.jsonl" <<'JSON'
+{"kind": "gemm", "label": "gemm 4096^3", "run": {"workload": "gemm M=4096,N=4096,K=4096 bf16", "schedule": "block(m=128)", "status": "ok", "gflops": 630000.0, "gbps": 1.0}}
+{"kind": "attention", "label": "attention causal=1", "run": {"workload": "flash_attention_causal B=4,H=16,S=4096,D=128 bf16", "schedule": "x", "status": "ok", "gflops": 240000.0, "gbps": 1.0}}
+{"kind": "layernorm", "label": "layernorm 16384x8192", "run": {"workload": "layernorm_safe M=16384,N=8192 bf16", "schedule": "y", "status": "wrong_result", "gflops": 0, "gbps": 0}}
+JSON
+table=$(python3 "$SRC/bench/gpu_table.py" "$TMP/refs.jsonl" "$TMP/ours.jsonl")
+rc=$?
+echo "$table" | sed 's/^/# /'
+check "the table is made" [ $rc -eq 0 ]
+check "gemm: ours / cuBLAS 0.90x, target met" grep -Eq '^gemm 4096\^3 +630.0 TFLOP/s +cublasLt \(C\) +700.0 TFLOP/s +0.90x +>= 0.80 met' <<<"$table"
+check "attention: ours / SDPA 0.60x, target missed" grep -Eq 'torch sdpa \(default\) +400.0 TFLOP/s +0.60x +>= 0.70 MISSED' <<<"$table"
+check "a failed kernel is shown as such, its target not measured" grep -Eq '^layernorm 16384x8192 +wrong_result +cuMemcpyDtoD \(C\) +3000.0 GB/s +- +>= 0.80: not measured' <<<"$table"
+check "a reference that could not run is listed" grep -q 'reference not measured: torch sdpa (cudnn) causal=1: RuntimeError: no cuDNN' <<<"$table"
+check "the count of missed targets" grep -q 'targets missed or not measured: 2' <<<"$table"
+
+echo "1..$n"
+exit $FAILED
