@@ -105,7 +105,7 @@ main(int argc, char **argv)
 {
   double timeout_s = 15, deadline_s = 0;
   g_autofree char *only = NULL;
-  g_autofree char *backend_name = g_strdup("cuda");
+  g_autofree char *backend_name = NULL; /* GOption replaces a string without freeing it */
   GOptionEntry entries[] = {
     {"backend", 0, 0, G_OPTION_ARG_STRING, &backend_name, "cuda (default), or cpu to test the "
      "harness itself", "NAME"},
@@ -126,6 +126,8 @@ main(int argc, char **argv)
             "[--only TEXT]%s%s\n", error ? ": " : "", error ? error->message : "");
     return 2;
   }
+  if (backend_name == NULL)
+    backend_name = g_strdup("cuda");
   const gint64 t0 = g_get_monotonic_time();
   backend = ts_backend_open(backend_name, &error);
   if (backend == NULL) {
