@@ -3,7 +3,7 @@
 # the 10 minutes one command may run on a lent GPU machine (docs/gpu.md says how to run them):
 #
 #   --phase 1  preflight and correctness (~6 min): the system, the loader's view of the CUDA
-#              libraries and of the carried binaries, torch in a clean environment; stops at
+#              libraries and of the carried binaries, torch with no paths of ours; stops at
 #              once (exit 3) when CUDA is unusable. Then one smoke run per kernel family,
 #              test-cuda, test-cuda-ops (every point, each in the candidate worker with a
 #              timeout), test-prof-metrics, and compute-sanitizer racecheck + memcheck on a
@@ -18,8 +18,9 @@
 #              and attention (the cache from phase 2 with --db, else fixed points), Chrome
 #              traces, and the profiler's overhead on kernel times.
 #   --phase 0  the kit's own machinery, no GPU needed (tests/test-gpu-kit.sh): a step that
-#              passes, one that fails, one that hangs past its timeout, one that skips, and one
-#              clipped by the phase's budget.
+#              passes, one that fails, one that hangs past its timeout, one that skips; the
+#              smoke, tune, default-point, table and profile steps on the CPU at small sizes;
+#              and a step clipped by the phase's budget.
 #
 # Every step runs under `timeout`, clipped to what is left of the phase's budget, so a hung
 # kernel costs one step, never the phase. stdout carries one line per step and the summary,
@@ -53,7 +54,7 @@ case $PHASE in 0|1|2|3) ;; *) usage ;; esac
 
 # Each phase's budget: the sum of its steps' timeouts fits in it, and it ends with a minute to
 # spare under the 10-minute limit of one command (the machine's start is not counted there).
-BUDGETS=(20 540 540 480)
+BUDGETS=(30 540 540 480)
 BUDGET=${BUDGETS[$PHASE]}
 RESERVE=10 # seconds kept for the summary
 
@@ -74,6 +75,10 @@ else
   export XDG_CACHE_HOME=$WORK/cache
   export TT="$BIN/tessera-tune" BIN WORK DEST ROOT
 fi
+# The backend the steps use: cuda, except in phase 0, which rehearses them on the CPU.
+KB=cuda
+[ "$PHASE" != 0 ] || KB=cpu
+export KB
 START=$SECONDS
 NAMES=() STATES=() SECS=() NOTES=()
 
@@ -200,9 +205,10 @@ preflight_devices() {
   echo "note: ${cuda#cuda   }" | cut -c1-160
 }
 
-# torch as the image ships it, in a clean environment (nothing of ours on any path).
+# torch as the image ships it: its own python3 (the first on PATH, which an image may put in a
+# virtual environment), with no library or module path of anyone else's.
 preflight_torch() {
-  env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="${HOME:-/root}" python3 -c '
+  env -u LD_LIBRARY_PATH -u LD_PRELOAD -u PYTHONPATH -u PYTHONHOME python3 -c '
 import sys
 try:
     import torch
@@ -219,7 +225,7 @@ else:
 # smoke OP SHAPE POINT: one verified, timed run of a point.
 smoke() {
   local json
-  json=$("$TT" run "$1" --backend cuda --shape "$2" --dtype bf16 --schedule "$3" --json)
+  json=$("$TT" run "$1" --backend "$KB" --shape "$2" --dtype bf16 --schedule "$3" --json)
   local rc=$?
   echo "$json"
   python3 -c '
@@ -260,7 +266,7 @@ sanitizer() {  # racecheck | memcheck: one TMA gemm point, one launch timed
 ref_cublas() { "$BIN/cublas_gemm" 4096 4096 4096 8192 8192 8192 | tee -a "$WORK/refs.jsonl"; }
 ref_copy() { "$BIN/cuda_copy" $((16384 * 8192 * 2)) | tee -a "$WORK/refs.jsonl"; }
 ref_torch() {
-  env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="${HOME:-/root}" PYTHONUNBUFFERED=1 \
+  env -u LD_LIBRARY_PATH -u LD_PRELOAD -u PYTHONPATH -u PYTHONHOME PYTHONUNBUFFERED=1 \
     python3 "$ROOT/bench/gpu_ref.py" | tee -a "$WORK/refs.jsonl"
   return "${PIPESTATUS[0]}"
 }
@@ -269,14 +275,14 @@ ref_torch() {
 # when empty) into the phase's cache, then the best point run once more beside the references.
 tune() {
   local kind=$1 label=$2 op=$3 shape=$4 space=$5 budget_ms=$6
-  local args=(--backend cuda --shape "$shape" --dtype bf16 --db "$WORK/gpu.db")
+  local args=(--backend "$KB" --shape "$shape" --dtype bf16 --db "$WORK/gpu.db")
   "$TT" tune "$op" "${args[@]}" --strategy exhaustive --budget 1000 --budget-ms "$budget_ms" \
         --timeout 30 --top 5 ${space:+--space "$space"}
   local best
   best=$("$TT" lookup "$op" "${args[@]}" | head -1)
   [ -n "$best" ] || { echo "note: no verified point"; return 1; }
   local json
-  json=$("$TT" run "$op" --backend cuda --shape "$shape" --dtype bf16 --schedule "$best" --json) || return 1
+  json=$("$TT" run "$op" --backend "$KB" --shape "$shape" --dtype bf16 --schedule "$best" --json) || return 1
   echo "$json"
   echo "{\"kind\": \"$kind\", \"label\": \"$label\", \"run\": $json}" >>"$WORK/ours.jsonl"
   python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("note: %.1f TFLOP/s, %.0f GB/s at %s" % (r["gflops"]/1e3, r["gbps"], r["schedule"]))' "$json"
@@ -284,9 +290,12 @@ tune() {
 
 # The default point joins the tune of the explicit space: one more trial in the same cache.
 tune_default() {
-  "$TT" tune "$1" --backend cuda --shape "$2" --dtype bf16 --db "$WORK/gpu.db" \
-        --strategy exhaustive --budget 1 --timeout 30 \
-        --space "$("$TT" ops | awk -v op="$1" '$1 == op {f=1} f && /cuda default:/ {sub(/.*cuda default: */, ""); print; exit}')"
+  local point
+  point=$("$TT" ops | awk -v op="$1" -v kb="$KB" '$1 == op {f=1} f && $1 == kb && $2 == "default:" {sub(/.*default: */, ""); print; exit}')
+  [ -n "$point" ] || { echo "note: tessera-tune ops names no $KB default point for $1"; return 1; }
+  "$TT" tune "$1" --backend "$KB" --shape "$2" --dtype bf16 --db "$WORK/gpu.db" \
+        --strategy exhaustive --budget 1 --timeout 30 --space "$point" || return 1
+  echo "note: $point"
 }
 
 WGMMA_SPACE='block(m=[128,256], n=[128,256], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["cp_async","tma"])'
@@ -310,16 +319,16 @@ ceilings() { "$TT" devices --measure --db "$WORK/gpu.db"; }
 # metrics, its trace as OUT/trace-NAME.json.
 profile() {
   local point=()
-  "$TT" lookup "$1" --backend cuda --shape "$2" --dtype bf16 --db "$WORK/gpu.db" >/dev/null 2>&1 ||
+  "$TT" lookup "$1" --backend "$KB" --shape "$2" --dtype bf16 --db "$WORK/gpu.db" >/dev/null 2>&1 ||
     point=(--schedule "$4")
-  "$TT" profile "$1" --backend cuda --shape "$2" --dtype bf16 --db "$WORK/gpu.db" "${point[@]}" \
+  "$TT" profile "$1" --backend "$KB" --shape "$2" --dtype bf16 --db "$WORK/gpu.db" "${point[@]}" \
         --output "$DEST/trace-$3.json"
   local rc=$?
   echo "note: $(grep -E '^(time|metrics) ' "$WORK/step.out" | head -2 | tr -s ' ' | tr '\n' ';')"
   return $rc
 }
 
-overhead() { "$BIN/profile_overhead" --backend cuda --rounds 6 --samples 10; }
+overhead() { "$BIN/profile_overhead" --backend "$KB" --rounds 6 --samples 10; }
 
 # --- phase 0: the machinery itself ---
 selftest() {
@@ -361,6 +370,11 @@ case $PHASE in
   step self-fail 5 selftest fail
   step self-hang 2 selftest hang
   step self-skip 5 selftest skip
+  step self-smoke 20 smoke saxpy N=100000 'block(n=4096).vector(8).threads(1)'
+  step self-default 20 tune_default gemm M=64,N=64,K=64
+  step self-tune 30 tune gemm "gemm 64^3" gemm M=64,N=64,K=64 'block(m=[72,96]).threads([1])' 20000
+  step self-table 10 table
+  step self-profile 20 profile gemm M=64,N=64,K=64 gemm-64 'block(m=72)'
   step self-clipped 600 selftest hang
   ;;
 1)
