@@ -491,6 +491,18 @@ emit_node(Emitter *e, const TsTileNode *n)
   }
 }
 
+void
+ts_emit_comment(GString *out, const char *text)
+{
+  g_string_append(out, "/* ");
+  for (const char *c = text; *c; c++) {
+    g_string_append_c(out, *c);
+    if (c[0] == '*' && c[1] == '/')
+      g_string_append_c(out, ' ');
+  }
+  g_string_append(out, " */\n");
+}
+
 char *
 ts_emit_c(const TsTileKernel *kernel, const char *entry, const char *banner, GError **error)
 {
@@ -536,7 +548,7 @@ ts_emit_c(const TsTileKernel *kernel, const char *entry, const char *banner, GEr
   }
 
   GString *src = g_string_new(NULL);
-  g_string_append_printf(src, "/* %s */\n", banner ? banner : kernel->name);
+  ts_emit_comment(src, banner ? banner : kernel->name);
   g_string_append(src, "#include <stdint.h>\n#include <string.h>\n#include <math.h>\n");
   for (guint i = 0; i < kernel->defines->len; i++) {
     g_auto(GStrv) kv = g_strsplit(g_ptr_array_index(kernel->defines, i), "=", 2);

@@ -324,7 +324,7 @@ ts_emit_cuda(const TsTileKernel *kernel, const char *entry, const char *banner, 
     return NULL;
 
   GString *src = g_string_new(NULL);
-  g_string_append_printf(src, "/* %s */\n", banner ? banner : kernel->name);
+  ts_emit_comment(src, banner ? banner : kernel->name);
   g_string_append(src, "#include \"ts_cuda_prims.cuh\"\n\n");
   g_string_append(src, "#define min(a, b) ((a) < (b) ? (a) : (b))\n"
                        "#define max(a, b) ((a) > (b) ? (a) : (b))\n");

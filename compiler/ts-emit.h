@@ -17,6 +17,10 @@ typedef enum {
   TS_EMIT_ERROR_INVALID,     /* malformed Tile IR (unknown buffer, bad view) */
 } TsEmitError;
 
+/* Appends text to out as a C comment line, with every star-slash inside it broken up, so that
+ * nothing in text (a schedule's string knob, say) can end the comment and become code. */
+void ts_emit_comment(GString *out, const char *text);
+
 /* C source whose exported function `entry` has the kernel ABI of ts-backend.h. `banner` (may
  * be NULL) is written as the leading comment, e.g. the op and schedule point it came from. */
 char *ts_emit_c(const TsTileKernel *kernel, const char *entry, const char *banner,

@@ -67,7 +67,37 @@ node(TsExKind kind, const TsTok *at)
   e->kind = kind;
   e->line = at->line;
   e->col = at->col;
+  e->depth = 1;
   return e;
+}
+
+static gboolean
+too_deep(TsParser *p, int line, int col, GError **error)
+{
+  ts__sched_error_at(error, TS_SCHED_ERROR_PARSE, p->src, line, col,
+                     "expression nested more than %d deep: split it into several constraints",
+                     TS_SCHED_MAX_EXPR_DEPTH);
+  return FALSE;
+}
+
+/* Sets e's depth from its operands; FALSE (error set) past the limit. */
+static gboolean
+measure(TsParser *p, TsExpr *e, GError **error)
+{
+  e->depth = 1 + MAX(e->a ? e->a->depth : 0, e->b ? e->b->depth : 0);
+  return e->depth <= TS_SCHED_MAX_EXPR_DEPTH || too_deep(p, e->line, e->col, error);
+}
+
+/* Entering a nested construct at token t; FALSE (error set) past the limit. Paired with
+ * p->nesting-- on the way out. */
+static gboolean
+enter(TsParser *p, const TsTok *t, GError **error)
+{
+  if (++p->nesting > TS_SCHED_MAX_EXPR_DEPTH) {
+    p->nesting--;
+    return too_deep(p, t->line, t->col, error);
+  }
+  return TRUE;
 }
 
 void
@@ -142,8 +172,11 @@ parse_primary(TsParser *p, GError **error)
     return e;
   }
   case TS_TOK_LPAREN: {
+    if (!enter(p, t, error))
+      return NULL;
     const TsTok *open = ts__sched_next(p);
     g_autoptr(TsExpr) e = parse_or(p, error);
+    p->nesting--;
     if (!e || !expect_close(p, TS_TOK_RPAREN, open, error))
       return NULL;
     return g_steal_pointer(&e);
@@ -152,16 +185,21 @@ parse_primary(TsParser *p, GError **error)
     if (is_word(t, "and") || is_word(t, "or") || is_word(t, "not"))
       break;
     if ((is_word(t, "min") || is_word(t, "max")) && ts__sched_peek(p, 1)->kind == TS_TOK_LPAREN) {
+      if (!enter(p, t, error))
+        return NULL;
       g_autoptr(TsExpr) e = node(is_word(t, "min") ? TS_EX_MIN : TS_EX_MAX, ts__sched_next(p));
       const TsTok *open = ts__sched_next(p);
-      if (!(e->a = parse_or(p, error)))
-        return NULL;
-      if (ts__sched_peek(p, 0)->kind != TS_TOK_COMMA) {
+      gboolean ok = (e->a = parse_or(p, error)) != NULL;
+      if (ok && ts__sched_peek(p, 0)->kind != TS_TOK_COMMA) {
         unexpected(p, ts__sched_peek(p, 0), "',' (min and max take two arguments)", error);
-        return NULL;
+        ok = FALSE;
       }
-      ts__sched_next(p);
-      if (!(e->b = parse_or(p, error)) || !expect_close(p, TS_TOK_RPAREN, open, error))
+      if (ok) {
+        ts__sched_next(p);
+        ok = (e->b = parse_or(p, error)) != NULL;
+      }
+      p->nesting--;
+      if (!ok || !expect_close(p, TS_TOK_RPAREN, open, error) || !measure(p, e, error))
         return NULL;
       return g_steal_pointer(&e);
     }
@@ -195,8 +233,12 @@ parse_unary(TsParser *p, GError **error)
     return e;
   }
   if (t->kind == TS_TOK_MINUS || t->kind == TS_TOK_BANG || is_word(t, "not")) {
+    if (!enter(p, t, error))
+      return NULL;
     g_autoptr(TsExpr) e = node(t->kind == TS_TOK_MINUS ? TS_EX_NEG : TS_EX_NOT, ts__sched_next(p));
-    if (!(e->a = parse_unary(p, error)))
+    e->a = parse_unary(p, error);
+    p->nesting--;
+    if (!e->a || !measure(p, e, error))
       return NULL;
     return g_steal_pointer(&e);
   }
@@ -245,7 +287,8 @@ parse_level(TsParser *p, int prec, GError **error)
     e->op = (TsExOp)op;
     e->a = g_steal_pointer(&left);
     left = e;
-    if (!(e->b = prec == 6 ? parse_unary(p, error) : parse_level(p, prec + 1, error)))
+    if (!(e->b = prec == 6 ? parse_unary(p, error) : parse_level(p, prec + 1, error)) ||
+        !measure(p, e, error))
       return NULL;
   }
   return g_steal_pointer(&left);

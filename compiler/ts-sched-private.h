@@ -64,7 +64,13 @@ typedef struct {
   const char *src;
   GArray *toks; /* TsTok, ending with TS_TOK_EOF */
   guint pos;
+  guint nesting; /* parentheses, min/max calls and unary operators open at pos */
 } TsParser;
+
+/* How deep an expression may nest, as parsed ('(', min/max, unary operators) and as built (a
+ * chain of 300 '+' is 300 deep): everything that walks an expression recurses, and a hostile
+ * constraint must not turn that into a stack overflow. No real constraint comes near. */
+#define TS_SCHED_MAX_EXPR_DEPTH 256
 
 gboolean ts__sched_lex(TsParser *p, const char *src, GError **error);
 void ts__sched_parser_clear(TsParser *p);
@@ -166,6 +172,7 @@ struct _TsExpr {
   const char *s; /* TS_EX_STR / TS_EX_NAME: interned */
   TsExpr *a, *b;
   int line, col; /* where it was written (operator position for operators), for errors */
+  guint depth;   /* 1 for a leaf, else 1 + the deeper operand's */
 };
 
 TsExpr *ts__sched_expr_parse(TsParser *p, GError **error);

@@ -3,6 +3,8 @@
  * name; serialized as one self-contained blob and kept in the schedule cache's model table. */
 #include "ts-cost-private.h"
 
+#include "ts-db.h"
+
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
@@ -545,6 +547,9 @@ ts_cost_model_deserialize(GBytes *bytes, GError **error)
   const char *data = g_bytes_get_data(bytes, &len);
   if (len == 0 || !g_utf8_validate(data, (gssize)len, NULL))
     return format_error(error, "not a tessera cost model (not JSON text)"), NULL;
+  if (!ts_db_json_depth_ok(data, (gssize)len, NULL))
+    return format_error(error, "not a tessera cost model (JSON nested more than %d deep)",
+                        TS_DB_JSON_MAX_DEPTH), NULL;
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) parse_error = NULL;
   if (!json_parser_load_from_data(parser, data, (gssize)len, &parse_error))

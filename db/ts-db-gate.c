@@ -240,6 +240,14 @@ result_valid(TsDb *db, const TsDbGateResult *r, GError **error)
   if (r->artifact && !r->artifact_hash)
     return fail_with(db, TS_DB_ERROR_INVALID, error, "gate result %s: an artifact needs its hash",
                      r->name);
+  if (r->artifact) {
+    /* The hash is how a later check finds the binary and proves it is the one measured. */
+    g_autofree char *actual = g_compute_checksum_for_bytes(G_CHECKSUM_SHA256, r->artifact);
+    if (g_strcmp0(actual, r->artifact_hash) != 0)
+      return fail_with(db, TS_DB_ERROR_INVALID, error,
+                       "gate result %s: artifact hash %s is not the SHA-256 of its bytes (%s)",
+                       r->name, r->artifact_hash, actual);
+  }
   if (r->artifact && (!r->entry || !*r->entry || !r->backend || !*r->backend))
     return fail_with(db, TS_DB_ERROR_INVALID, error,
                      "gate result %s: artifact %s needs its entry symbol and backend", r->name,
@@ -576,9 +584,19 @@ ts_db_gate_get_artifact(TsDb *db, const char *hash, char **entry, char **backend
       ts__db_fail(db, rc, "reading a kernel artifact", error);
     return NULL;
   }
+  g_autoptr(GBytes) bytes = column_bytes(stmt, 0);
+  /* Bytes that are not what was stored under this hash are someone else's code: never hand
+   * them to a loader. */
+  g_autofree char *actual = bytes ? g_compute_checksum_for_bytes(G_CHECKSUM_SHA256, bytes) : NULL;
+  if (g_strcmp0(actual, hash) != 0) {
+    fail_with(db, TS_DB_ERROR_CORRUPT, error,
+              "kernel artifact %s in %s: its bytes hash to %s; the stored binary was altered "
+              "and is not loaded", hash, db->path, actual ? actual : "nothing");
+    return NULL;
+  }
   if (entry)
     *entry = ts__db_column_text(stmt, 1);
   if (backend)
     *backend = ts__db_column_text(stmt, 2);
-  return column_bytes(stmt, 0);
+  return g_steal_pointer(&bytes);
 }

@@ -664,6 +664,35 @@ write_doc(TsDb *db, Doc *doc, TsDbImportStats *st, GError **error)
 }
 
 gboolean
+ts_db_json_depth_ok(const char *text, gssize length, gsize *depth_offset)
+{
+  g_return_val_if_fail(text != NULL || length == 0, FALSE);
+  const gsize n = length < 0 ? strlen(text) : (gsize)length;
+  guint depth = 0;
+  gboolean in_string = FALSE;
+  for (gsize i = 0; i < n; i++) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = FALSE;
+    } else if (c == '"') {
+      in_string = TRUE;
+    } else if (c == '[' || c == '{') {
+      if (++depth > TS_DB_JSON_MAX_DEPTH) {
+        if (depth_offset)
+          *depth_offset = i;
+        return FALSE;
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return TRUE;
+}
+
+gboolean
 ts_db_import_json(TsDb *db, const char *json, gssize length, TsDbImportStats *stats,
                   GError **error)
 {
@@ -672,6 +701,13 @@ ts_db_import_json(TsDb *db, const char *json, gssize length, TsDbImportStats *st
   TsDbImportStats *st = stats ? stats : &local_stats;
   memset(st, 0, sizeof *st);
 
+  gsize deep_at = 0;
+  if (!ts_db_json_depth_ok(json, length, &deep_at)) {
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_IMPORT,
+                "import: $: nested more than %d deep (at byte %" G_GSIZE_FORMAT "): not an "
+                "export of this workbench", TS_DB_JSON_MAX_DEPTH, deep_at);
+    return FALSE;
+  }
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) parse_error = NULL;
   if (!json_parser_load_from_data(parser, json, length, &parse_error)) {

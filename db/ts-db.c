@@ -274,22 +274,83 @@ finalize_stmt(gpointer stmt)
   sqlite3_finalize(stmt);
 }
 
-/* The schema version straight from the file header (offset 60, big-endian), before SQLite
- * opens the file: even a read of a WAL-mode database creates its -wal and -shm files, and a
- * file from a newer build must be left exactly as it was. -1 when there is no header to read
- * (a new or empty file, or not SQLite: SQLite then says what is wrong). */
-static int
-header_version(const char *path)
+/* The schema version and application id straight from the file header (offsets 60 and 68,
+ * big-endian), before SQLite opens the file: even a read of a WAL-mode database creates its
+ * -wal and -shm files, and a file from a newer build or another application must be left
+ * exactly as it was. FALSE when there is no header to read (a new or empty file, or not
+ * SQLite: SQLite then says what is wrong). */
+static gboolean
+header_identity(const char *path, gint32 *version, guint32 *app_id)
 {
   FILE *f = fopen(path, "rb");
   if (!f)
-    return -1;
+    return FALSE;
   guint8 h[100];
   size_t n = fread(h, 1, sizeof h, f);
   fclose(f);
   if (n != sizeof h || memcmp(h, "SQLite format 3", 16) != 0)
-    return -1;
-  return (int)((guint32)h[60] << 24 | (guint32)h[61] << 16 | (guint32)h[62] << 8 | h[63]);
+    return FALSE;
+  *version = (gint32)((guint32)h[60] << 24 | (guint32)h[61] << 16 | (guint32)h[62] << 8 | h[63]);
+  *app_id = (guint32)h[68] << 24 | (guint32)h[69] << 16 | (guint32)h[70] << 8 | h[71];
+  return TRUE;
+}
+
+static gboolean
+refuse_foreign(const char *path, GError **error, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+static gboolean
+refuse_foreign(const char *path, GError **error, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *why = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_FOREIGN,
+              "%s is not a Tessera schedule cache: %s; the file was left untouched", path, why);
+  return FALSE;
+}
+
+/* Decided from the header alone: another application's id, or a version no build writes. */
+static gboolean
+check_header(const char *path, gint32 version, guint32 app_id, GError **error)
+{
+  if (app_id != 0 && app_id != TS_DB_APPLICATION_ID)
+    return refuse_foreign(path, error, "it is the SQLite database of another application "
+                          "(application_id 0x%08x)", app_id);
+  if (version < 0)
+    return refuse_foreign(path, error, "its schema version %d is not one any build writes "
+                          "(they write 1 to %d)", version, ts_db_schema_version());
+  if (version > ts_db_schema_version()) {
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_TOO_NEW,
+                "schedule cache %s: schema version %d is newer than this build knows (%d); "
+                "upgrade tessera (the file was left untouched)",
+                path, version, ts_db_schema_version());
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* A file without our application id is ours only when it is empty (about to be created) or
+ * holds the tables of a cache made before the id was set; tables of any other kind mean it
+ * belongs to someone else. Runs before anything can write. */
+static gboolean
+check_tables(sqlite3 *sql, const char *path, int version, GError **error)
+{
+  int n_tables = 0, n_ours = 0;
+  int rc = read_int_pragma(sql, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+                           &n_tables);
+  if (rc == SQLITE_OK)
+    rc = read_int_pragma(sql, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
+                         "name IN ('device', 'toolchain', 'workload', 'trial', 'best')",
+                         &n_ours);
+  if (rc != SQLITE_OK)
+    return ts__db_fail_sql(sql, path, rc, "cannot read", error);
+  if (n_tables == 0 && version == 0)
+    return TRUE;
+  if (version >= 1 && n_ours == 5)
+    return TRUE;
+  return refuse_foreign(path, error, "it holds %d table%s of its own and schema version %d", n_tables,
+                        n_tables == 1 ? "" : "s", version);
 }
 
 TsDb *
@@ -320,19 +381,17 @@ ts_db_open(const char *path, TsDbOpenFlags flags, GError **error)
     }
   }
 
-  int on_disk = header_version(owned);
-  if (on_disk > ts_db_schema_version()) {
-    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_TOO_NEW,
-                "schedule cache %s: schema version %d is newer than this build knows (%d); "
-                "upgrade tessera (the file was left untouched)",
-                owned, on_disk, ts_db_schema_version());
+  gint32 on_disk = 0;
+  guint32 app_id = 0;
+  gboolean has_header = header_identity(owned, &on_disk, &app_id);
+  if (has_header && !check_header(owned, on_disk, app_id, error))
     return NULL;
-  }
 
   sqlite3 *sql = open_connection(owned, read_only, error);
   if (!sql)
     return NULL;
-  if (!check_version(sql, owned, read_only, error)) {
+  if (!check_version(sql, owned, read_only, error) ||
+      (app_id != TS_DB_APPLICATION_ID && !check_tables(sql, owned, has_header ? on_disk : 0, error))) {
     sqlite3_close(sql);
     return NULL;
   }
@@ -360,6 +419,15 @@ ts_db_open(const char *path, TsDbOpenFlags flags, GError **error)
     if (!ts__db_migrate(sql, owned, error)) {
       sqlite3_close(sql);
       return NULL;
+    }
+    if (app_id != TS_DB_APPLICATION_ID) {
+      /* A new cache, or one made before the id: claim it (a header field; no schema change). */
+      rc = ts__db_exec_retry(sql, "PRAGMA application_id = " G_STRINGIFY(TS_DB_APPLICATION_ID));
+      if (rc != SQLITE_OK) {
+        ts__db_fail_sql(sql, owned, rc, "cannot set the application id", error);
+        sqlite3_close(sql);
+        return NULL;
+      }
     }
   }
   int rc = ts__db_exec_retry(sql, "PRAGMA foreign_keys=ON");

@@ -39,7 +39,23 @@ typedef enum {
   TS_DB_ERROR_INVALID,       /* a bad argument: unknown status, malformed shape or hash, bad JSON */
   TS_DB_ERROR_IMPORT,        /* malformed import file; the message names the JSON path */
   TS_DB_ERROR_FAILED,        /* any other SQLite error, with its message */
+  TS_DB_ERROR_FOREIGN,       /* an SQLite file of another application, or with a schema version
+                                no build writes: refused before anything touches it */
 } TsDbError;
+
+/* PRAGMA application_id of a schedule cache ("TSSC"): set when a cache is created (and on the
+ * first read-write open of one made before it existed), checked on every open, so another
+ * application's SQLite file is never taken for one. */
+#define TS_DB_APPLICATION_ID 0x54535343
+
+/* JSON nested deeper than this is refused before it is parsed: json-glib parses recursively,
+ * so a hostile file nested 100,000 deep would overflow the stack; nothing this workbench or
+ * the tools it reads (Kernel Tuner, Chrome traces) writes nests past a dozen. */
+#define TS_DB_JSON_MAX_DEPTH 512
+/* TRUE when the JSON text (length -1: NUL-terminated) nests at most TS_DB_JSON_MAX_DEPTH
+ * arrays and objects deep; else FALSE with *depth_offset (optional) the byte where it goes
+ * past. A scan of bytes, strings skipped: it does not check that the text is JSON. */
+gboolean ts_db_json_depth_ok(const char *text, gssize length, gsize *depth_offset);
 
 /* The schema version this build creates and understands (PRAGMA user_version). */
 int ts_db_schema_version(void);
@@ -57,7 +73,9 @@ typedef struct _TsDb TsDb;
 char *ts_db_default_path(void);
 /* Opens (creating it and its parent directories unless read-only) and migrates the schema.
  * path NULL is ts_db_default_path(). A file whose schema is newer than this build is refused
- * before anything is written to it (TS_DB_ERROR_TOO_NEW). A read-write open of a file the
+ * before anything is written to it (TS_DB_ERROR_TOO_NEW); another application's SQLite file
+ * (its application_id, or tables of its own), or one with a schema version no build writes,
+ * is refused untouched (TS_DB_ERROR_FOREIGN). A read-write open of a file the
  * process cannot write is TS_DB_ERROR_READ_ONLY; open it with TS_DB_OPEN_READ_ONLY instead. */
 TsDb *ts_db_open(const char *path, TsDbOpenFlags flags, GError **error);
 void ts_db_close(TsDb *db);

@@ -455,6 +455,12 @@ baseline_timer(Ctx *c, Workload *w, TsOpTimer *cur, const TsDbGateResult *base,
   g_autoptr(GBytes) bytes = ts_db_gate_get_artifact(c->db, base->artifact_hash, &entry, &backend,
                                                     &err);
   if (bytes == NULL) {
+    /* Altered bytes fail the check: a gate that quietly fell back to the stored samples would
+     * hide that its cache was tampered with. */
+    if (g_error_matches(err, TS_DB_ERROR, TS_DB_ERROR_CORRUPT)) {
+      g_propagate_error(error, g_steal_pointer(&err));
+      return NULL;
+    }
     ts_gate_result_add_note(r, "baseline kernel binary unreadable (%s): compared with its samples",
                             err->message);
     return NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ts-trace.h"
+#include "ts-db.h"
 
 /* A thread as the file names it: tids are only unique within their pid. */
 typedef struct {
@@ -410,7 +411,19 @@ ts_studio_trace_load(const char *path, GError **error)
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) local = NULL;
-  if (!json_parser_load_from_mapped_file(parser, path, &local)) {
+  g_autoptr(GMappedFile) mapped = g_mapped_file_new(path, FALSE, &local);
+  /* An empty file maps to no contents at all. */
+  const char *text = mapped && g_mapped_file_get_contents(mapped)
+                       ? g_mapped_file_get_contents(mapped) : "";
+  const gssize len = mapped ? (gssize)g_mapped_file_get_length(mapped) : 0;
+  gsize deep_at = 0;
+  if (mapped && !ts_db_json_depth_ok(text, len, &deep_at)) {
+    g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE,
+                "%s: JSON nested more than %d deep (at byte %" G_GSIZE_FORMAT "): not a Chrome "
+                "trace", path, TS_DB_JSON_MAX_DEPTH, deep_at);
+    return NULL;
+  }
+  if (!mapped || !json_parser_load_from_data(parser, text, len, &local)) {
     /* json-glib names the file in parse errors ("PATH:1:17: Parse error: ...") but not in
      * every I/O error. */
     if (strstr(local->message, path))

@@ -1583,6 +1583,134 @@ test_profile(Fx *fx, gconstpointer data)
   g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
 }
 
+/* ---- files that are not ours (issue: a foreign SQLite file was switched to WAL and given our
+ * tables; a negative user_version indexed the migrations out of bounds) ---- */
+
+static GBytes *
+file_bytes(const char *path)
+{
+  char *data = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+  return g_bytes_new_take(data, len);
+}
+
+static void
+make_sqlite(const char *path, const char *sql_text)
+{
+  sqlite3 *sql = NULL;
+  g_assert_cmpint(sqlite3_open(path, &sql), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_exec(sql, sql_text, NULL, NULL, NULL), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_close(sql), ==, SQLITE_OK);
+}
+
+/* Refused read-write and read-only, TS_DB_ERROR_FOREIGN saying `needle`, and left exactly as
+ * it was: same bytes, no -wal or -shm beside it. */
+static void
+assert_refused_untouched(const char *path, const char *needle)
+{
+  g_autoptr(GBytes) before = file_bytes(path);
+  for (int ro = 0; ro <= 1; ro++) {
+    g_autoptr(GError) error = NULL;
+    g_assert_null(ts_db_open(path, ro ? TS_DB_OPEN_READ_ONLY : TS_DB_OPEN_DEFAULT, &error));
+    g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_FOREIGN);
+    if (strstr(error->message, needle) == NULL || strstr(error->message, "left untouched") == NULL)
+      g_error("'%s' does not say '%s' and that the file was left untouched", error->message,
+              needle);
+  }
+  g_autoptr(GBytes) after = file_bytes(path);
+  g_assert_true(g_bytes_equal(before, after));
+  g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+  g_autofree char *shm = g_strconcat(path, "-shm", NULL);
+  g_assert_false(g_file_test(wal, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(shm, G_FILE_TEST_EXISTS));
+}
+
+static void
+test_foreign_files(Fx *fx, gconstpointer data)
+{
+  /* Another application's database, with no id: tables of its own. */
+  g_autofree char *other = g_build_filename(fx->dir, "other.db", NULL);
+  make_sqlite(other, "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT);"
+                     "INSERT INTO notes (text) VALUES ('mine');");
+  assert_refused_untouched(other, "holds 1 table of its own");
+  /* ... with a user_version that happens to be one of ours. */
+  g_autofree char *versioned = g_build_filename(fx->dir, "versioned.db", NULL);
+  make_sqlite(versioned, "CREATE TABLE trial (x); PRAGMA user_version = 3;");
+  assert_refused_untouched(versioned, "schema version 3");
+  /* ... with an application id of its own. */
+  g_autofree char *app = g_build_filename(fx->dir, "app.db", NULL);
+  make_sqlite(app, "PRAGMA application_id = 1234567; CREATE TABLE t (x);");
+  assert_refused_untouched(app, "another application (application_id 0x0012d687)");
+  /* Negative schema versions: no build writes them; they indexed the migrations table. */
+  for (int i = 0; i < 3; i++) {
+    static const char *const pragmas[] = {"PRAGMA user_version = -1;",
+                                          "PRAGMA user_version = -5;",
+                                          "PRAGMA user_version = -2147483648;"};
+    g_autofree char *neg = g_strdup_printf("%s/neg%d.db", fx->dir, i);
+    make_sqlite(neg, pragmas[i]);
+    assert_refused_untouched(neg, "is not one any build writes");
+  }
+}
+
+/* A new cache carries our application id; one made before the id existed (id 0, our tables)
+ * is still ours: read-only opens read it as it is, the first read-write open claims it. */
+static void
+test_application_id(Fx *fx, gconstpointer data)
+{
+  sqlite3 *sql = NULL;
+  int id = 0;
+  g_assert_cmpint(sqlite3_open(fx->path, &sql), ==, SQLITE_OK);
+  sqlite3_stmt *stmt = NULL;
+  g_assert_cmpint(sqlite3_prepare_v2(sql, "PRAGMA application_id", -1, &stmt, NULL), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_step(stmt), ==, SQLITE_ROW);
+  id = sqlite3_column_int(stmt, 0);
+  sqlite3_finalize(stmt);
+  g_assert_cmpint(id, ==, TS_DB_APPLICATION_ID);
+  g_clear_pointer(&fx->db, ts_db_close);
+  g_assert_cmpint(sqlite3_exec(sql, "PRAGMA application_id = 0", NULL, NULL, NULL), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_close(sql), ==, SQLITE_OK);
+
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsDb) ro = ts_db_open(fx->path, TS_DB_OPEN_READ_ONLY, &error);
+  g_assert_no_error(error);
+  g_clear_pointer(&ro, ts_db_close);
+  fx->db = ts_db_open(fx->path, TS_DB_OPEN_DEFAULT, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(sqlite3_open(fx->path, &sql), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_prepare_v2(sql, "PRAGMA application_id", -1, &stmt, NULL), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_step(stmt), ==, SQLITE_ROW);
+  g_assert_cmpint(sqlite3_column_int(stmt, 0), ==, TS_DB_APPLICATION_ID);
+  sqlite3_finalize(stmt);
+  sqlite3_close(sql);
+}
+
+/* JSON nested past TS_DB_JSON_MAX_DEPTH is refused before json-glib's recursive parser sees
+ * it (100,000 deep crashed import); brackets inside strings do not count. */
+static void
+test_json_depth(Fx *fx, gconstpointer data)
+{
+  g_assert_true(ts_db_json_depth_ok("{\"a\": [1, {\"b\": \"[[[[\\\"{{\"}]}", -1, NULL));
+  g_autoptr(GString) ok = g_string_new(NULL);
+  for (int i = 0; i < TS_DB_JSON_MAX_DEPTH; i++)
+    g_string_append_c(ok, '[');
+  g_assert_true(ts_db_json_depth_ok(ok->str, (gssize)ok->len, NULL));
+  g_string_append_c(ok, '{');
+  gsize at = 0;
+  g_assert_false(ts_db_json_depth_ok(ok->str, (gssize)ok->len, &at));
+  g_assert_cmpuint(at, ==, TS_DB_JSON_MAX_DEPTH);
+
+  g_autoptr(GString) deep = g_string_new(NULL);
+  for (int i = 0; i < 100000; i++)
+    g_string_append_c(deep, '[');
+  for (int i = 0; i < 100000; i++)
+    g_string_append_c(deep, ']');
+  g_autoptr(GError) error = NULL;
+  g_assert_false(ts_db_import_json(fx->db, deep->str, (gssize)deep->len, NULL, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_IMPORT);
+  g_assert_nonnull(strstr(error->message, "nested more than 512 deep (at byte 512)"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1599,6 +1727,9 @@ main(int argc, char **argv)
   ADD("fault/bad-paths", test_bad_paths);
   ADD("fault/truncated", test_truncated);
   ADD("fault/too-new", test_too_new);
+  ADD("fault/foreign-files", test_foreign_files);
+  ADD("application-id", test_application_id);
+  ADD("json-depth", test_json_depth);
   ADD("fault/read-only-handle", test_read_only_handle);
   ADD("fault/read-only-files", test_read_only_files);
   ADD("process/kill-writer", test_kill_writer);

@@ -1003,6 +1003,31 @@ test_gemm_sampled_trial(void)
   g_assert_cmpstr(how, ==, "full f64 reference (15360 elements)");
 }
 
+/* A string knob cannot end the banner comment and become code: the schedule is quoted into
+ * the generated source's first comment (issue: swizzle("*\/ static_assert(...); /\*") was
+ * compiled by NVRTC). */
+static void
+test_knob_string_in_comment(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=64,N=64,K=64", "bf16", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) user =
+    ts_sched_point_parse("swizzle(\"*/ int injected_code; /*\")", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cuda", user, &error);
+  g_assert_no_error(error);
+  g_autofree char *entry = NULL;
+  g_autofree char *src = ts_op_emit(inst, "cuda", point, &entry, &error);
+  g_assert_no_error(error);
+  const char *end = strstr(src, "*/");
+  const char *injected = strstr(src, "int injected_code;");
+  g_assert_nonnull(end);
+  g_assert_nonnull(injected);
+  g_assert_true(injected < end); /* still inside the banner */
+  g_assert_null(strstr(src, "*/ int injected_code"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1044,6 +1069,7 @@ main(int argc, char **argv)
   g_test_add_func("/ops/attention/sampled-trial", test_attention_sampled_trial);
   g_test_add_func("/ops/gemm/sampled-reference", test_gemm_sampled_reference);
   g_test_add_func("/ops/gemm/sampled-trial", test_gemm_sampled_trial);
+  g_test_add_func("/ops/emit/knob-string-in-comment", test_knob_string_in_comment);
   int rc = g_test_run();
   ts_backend_free(backend);
   return rc;

@@ -6,6 +6,7 @@ busy-wait inside each timed sample) fails with exit 1 in the table, the Markdown
 XML; a kernel that now computes wrong results fails; stored runs are compared by id and commit.
 Prints TAP."""
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -176,5 +177,25 @@ p = gate("check", "--suite", SUITE, "--db", DB, "--base", "#99")
 ok(p.returncode == 2 and "#99" in p.stderr, "check --base with an unknown run: exit 2")
 n_runs = sqlite3.connect(DB).execute("SELECT count(*) FROM gate_run").fetchone()[0]
 ok(n_runs == 3, "--no-store left no run behind (baseline + two checks)")
+
+# ---- a cache whose stored baseline binary was replaced: never loaded, the check fails ----
+evil_c, evil_so, pwned = (os.path.join(TMP, n) for n in ("evil.c", "evil.so", "pwned"))
+with open(evil_c, "w") as f:
+    f.write('#include <stdio.h>\n__attribute__((constructor)) static void own(void)\n'
+            '{ FILE *f = fopen("%s", "w"); if (f) fclose(f); }\n'
+            'void ts_kernel(void) {}\n' % pwned)
+subprocess.run(["cc", "-shared", "-fPIC", "-o", evil_so, evil_c], check=True)
+tampered = os.path.join(TMP, "tampered.db")
+shutil.copy(DB, tampered)
+con = sqlite3.connect(tampered)
+con.execute("UPDATE gate_artifact SET bytes = ? WHERE hash = (SELECT artifact_hash FROM "
+            "gate_result WHERE run_id = 1 AND name = 'gemm')", (open(evil_so, "rb").read(),))
+con.commit()
+con.close()
+p = gate("check", "--suite", SUITE, "--db", tampered, "--no-store")
+ok(p.returncode not in (0, 1) and "altered" in p.stderr and "not loaded" in p.stderr,
+   "a replaced baseline binary fails the check, named (exit %d): %s" % (
+       p.returncode, p.stderr.strip()[-200:]))
+ok(not os.path.exists(pwned), "... and its code never ran")
 
 print("1..%d" % count)

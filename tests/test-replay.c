@@ -577,10 +577,25 @@ test_compare_samples(void)
   }
 }
 
+/* A recorded file nested 100,000 deep is refused before the parser recurses into it. */
+static void
+test_deep_json(void)
+{
+  g_autoptr(GString) deep = g_string_new("{\"cache\": ");
+  for (int i = 0; i < 100000; i++)
+    g_string_append_c(deep, '[');
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsTuneReplay) r = ts_tune_replay_load_data(deep->str, deep->len, "deep.json", &error);
+  g_assert_null(r);
+  g_assert_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_PARSE);
+  g_assert_nonnull(strstr(error->message, "deep.json: JSON nested more than 512 deep"));
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/replay/deep-json", test_deep_json);
   g_test_add_func("/replay/sample/vector-add", test_sample_vector_add);
   g_test_add_func("/replay/sample/strategies", test_sample_strategies);
   g_test_add_func("/replay/sample/fp32-clocks", test_sample_fp32_clocks);

@@ -922,12 +922,60 @@ test_empty_space(void)
   g_assert_cmpuint(one->len, ==, 1);
 }
 
+/* Expressions nested past TS_SCHED_MAX_EXPR_DEPTH are a parse error naming the limit, whether
+ * nested by parentheses, unary operators, min/max or a long chain of one operator (20,000
+ * parentheses, a 30,000-term sum and 100,000 unary minuses crashed every recursive walk). */
+static void
+test_deep_expressions(void)
+{
+  static const struct {
+    const char *open, *middle, *close;
+    int n;
+  } shapes[] = {
+    {"(", "BM", ")", 20000},
+    {"", "BM + ", "", 30000},
+    {"-", "BM", "", 100000},
+    {"not ", "BM", "", 5000},
+    {"min(BM, ", "1", ")", 5000},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+    g_autoptr(GString) s = g_string_new("block(m=[64]).where(");
+    for (int k = 0; k < shapes[i].n; k++)
+      g_string_append(s, shapes[i].open[0] ? shapes[i].open : shapes[i].middle);
+    if (shapes[i].open[0])
+      g_string_append(s, shapes[i].middle);
+    else
+      g_string_append(s, "BM");
+    for (int k = 0; k < shapes[i].n && shapes[i].close[0]; k++)
+      g_string_append(s, shapes[i].close);
+    g_string_append(s, " > 0)");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TsSchedSpace) space = ts_sched_space_parse(s->str, &error);
+    g_assert_null(space);
+    g_assert_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_PARSE);
+    if (strstr(error->message, "nested more than 256 deep") == NULL)
+      g_error("shape %u: '%.200s'", i, error->message);
+  }
+  /* At the limit's scale, real constraints still parse. */
+  g_autoptr(GString) fine = g_string_new("block(m=[64]).where(");
+  for (int k = 0; k < 100; k++)
+    g_string_append(fine, "(BM + ");
+  g_string_append(fine, "1");
+  for (int k = 0; k < 100; k++)
+    g_string_append_c(fine, ')');
+  g_string_append(fine, " > 0)");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsSchedSpace) space = ts_sched_space_parse(fine->str, &error);
+  g_assert_no_error(error);
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sched/round-trip", test_round_trip);
   g_test_add_func("/sched/parse-errors", test_parse_errors);
+  g_test_add_func("/sched/deep-expressions", test_deep_expressions);
   g_test_add_func("/sched/caret", test_caret_source_line);
   g_test_add_func("/sched/eval-errors", test_eval_errors);
   g_test_add_func("/sched/enumeration-brute-force", test_enumeration_brute_force);

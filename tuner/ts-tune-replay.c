@@ -3,6 +3,8 @@
  * in ts-tune-replay-formats.c; strategy comparison is in ts-tune-replay-compare.c. */
 #include "ts-tune-replay-private.h"
 
+#include "ts-db.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -158,6 +160,13 @@ ts_tune_replay_load_data(const void *data, gsize len, const char *name, GError *
     data = g_bytes_get_data(plain, &len);
   }
 
+  gsize deep_at = 0;
+  if (data && !ts_db_json_depth_ok(data, (gssize)len, &deep_at)) {
+    g_set_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_PARSE,
+                "%s: JSON nested more than %d deep (at byte %" G_GSIZE_FORMAT "): not a "
+                "recorded tuning file", name, TS_DB_JSON_MAX_DEPTH, deep_at);
+    return NULL;
+  }
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) local = NULL;
   if (!json_parser_load_from_data(parser, data ? data : "", (gssize)len, &local)) {
