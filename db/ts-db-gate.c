@@ -240,6 +240,10 @@ result_valid(TsDb *db, const TsDbGateResult *r, GError **error)
   if (r->artifact && !r->artifact_hash)
     return fail_with(db, TS_DB_ERROR_INVALID, error, "gate result %s: an artifact needs its hash",
                      r->name);
+  if (r->artifact && (!r->entry || !*r->entry || !r->backend || !*r->backend))
+    return fail_with(db, TS_DB_ERROR_INVALID, error,
+                     "gate result %s: artifact %s needs its entry symbol and backend", r->name,
+                     r->artifact_hash);
   if (r->artifact) {
     /* The hash is how a later check finds the binary and proves it is the one measured. */
     g_autofree char *actual = g_compute_checksum_for_bytes(G_CHECKSUM_SHA256, r->artifact);
@@ -248,10 +252,6 @@ result_valid(TsDb *db, const TsDbGateResult *r, GError **error)
                        "gate result %s: artifact hash %s is not the SHA-256 of its bytes (%s)",
                        r->name, r->artifact_hash, actual);
   }
-  if (r->artifact && (!r->entry || !*r->entry || !r->backend || !*r->backend))
-    return fail_with(db, TS_DB_ERROR_INVALID, error,
-                     "gate result %s: artifact %s needs its entry symbol and backend", r->name,
-                     r->artifact_hash);
   return TRUE;
 }
 

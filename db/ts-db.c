@@ -330,27 +330,34 @@ check_header(const char *path, gint32 version, guint32 app_id, GError **error)
   return TRUE;
 }
 
-/* A file without our application id is ours only when it is empty (about to be created) or
- * holds the tables of a cache made before the id was set; tables of any other kind mean it
- * belongs to someone else. Runs before anything can write. */
+/* Whose file this is, as SQLite sees it (the header on disk can lag behind a WAL file's
+ * committed pages): ours by its application id; without one, ours only when it is empty (about
+ * to be created) or holds the tables of a cache made before the id was set. Tables of any
+ * other kind, or another id, mean it belongs to someone else. Runs before anything writes;
+ * *ours_by_id tells whether the id still has to be set. */
 static gboolean
-check_tables(sqlite3 *sql, const char *path, int version, GError **error)
+check_owner(sqlite3 *sql, const char *path, gboolean *ours_by_id, GError **error)
 {
-  int n_tables = 0, n_ours = 0;
-  int rc = read_int_pragma(sql, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
-                           &n_tables);
+  int app_id = 0, version = 0, n_tables = 0, n_ours = 0;
+  int rc = read_int_pragma(sql, "PRAGMA application_id", &app_id);
+  if (rc == SQLITE_OK)
+    rc = read_int_pragma(sql, "PRAGMA user_version", &version);
+  if (rc == SQLITE_OK)
+    rc = read_int_pragma(sql, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+                         &n_tables);
   if (rc == SQLITE_OK)
     rc = read_int_pragma(sql, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
                          "name IN ('device', 'toolchain', 'workload', 'trial', 'best')",
                          &n_ours);
   if (rc != SQLITE_OK)
     return ts__db_fail_sql(sql, path, rc, "cannot read", error);
-  if (n_tables == 0 && version == 0)
+  *ours_by_id = (guint32)app_id == TS_DB_APPLICATION_ID;
+  if (!check_header(path, version, (guint32)app_id, error))
+    return FALSE;
+  if (*ours_by_id || (n_tables == 0 && version == 0) || (version >= 1 && n_ours == 5))
     return TRUE;
-  if (version >= 1 && n_ours == 5)
-    return TRUE;
-  return refuse_foreign(path, error, "it holds %d table%s of its own and schema version %d", n_tables,
-                        n_tables == 1 ? "" : "s", version);
+  return refuse_foreign(path, error, "it holds %d table%s of its own and schema version %d",
+                        n_tables, n_tables == 1 ? "" : "s", version);
 }
 
 TsDb *
@@ -381,17 +388,19 @@ ts_db_open(const char *path, TsDbOpenFlags flags, GError **error)
     }
   }
 
+  /* What the header on disk already shows is refused before SQLite opens the file at all. */
   gint32 on_disk = 0;
   guint32 app_id = 0;
-  gboolean has_header = header_identity(owned, &on_disk, &app_id);
-  if (has_header && !check_header(owned, on_disk, app_id, error))
+  if (header_identity(owned, &on_disk, &app_id) && !check_header(owned, on_disk, app_id, error))
     return NULL;
 
   sqlite3 *sql = open_connection(owned, read_only, error);
   if (!sql)
     return NULL;
-  if (!check_version(sql, owned, read_only, error) ||
-      (app_id != TS_DB_APPLICATION_ID && !check_tables(sql, owned, has_header ? on_disk : 0, error))) {
+  /* Whose file it is first: another application's is refused as such, whatever its version. */
+  gboolean ours_by_id = FALSE;
+  if (!check_owner(sql, owned, &ours_by_id, error) ||
+      !check_version(sql, owned, read_only, error)) {
     sqlite3_close(sql);
     return NULL;
   }
@@ -420,7 +429,7 @@ ts_db_open(const char *path, TsDbOpenFlags flags, GError **error)
       sqlite3_close(sql);
       return NULL;
     }
-    if (app_id != TS_DB_APPLICATION_ID) {
+    if (!ours_by_id) {
       /* A new cache, or one made before the id: claim it (a header field; no schema change). */
       rc = ts__db_exec_retry(sql, "PRAGMA application_id = " G_STRINGIFY(TS_DB_APPLICATION_ID));
       if (rc != SQLITE_OK) {
