@@ -338,17 +338,34 @@ check_header(const char *path, gint32 version, guint32 app_id, GError **error)
 static gboolean
 check_owner(sqlite3 *sql, const char *path, gboolean *ours_by_id, GError **error)
 {
+  /* One statement, so one snapshot: another process may be creating the cache right now, and
+   * separate reads could see its tables but not yet its version. */
+  static const char query[] =
+    "SELECT (SELECT application_id FROM pragma_application_id),"
+    " (SELECT user_version FROM pragma_user_version),"
+    " (SELECT count(*) FROM sqlite_schema WHERE type = 'table'),"
+    " (SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND"
+    "  name IN ('device', 'toolchain', 'workload', 'trial', 'best'))";
   int app_id = 0, version = 0, n_tables = 0, n_ours = 0;
-  int rc = read_int_pragma(sql, "PRAGMA application_id", &app_id);
-  if (rc == SQLITE_OK)
-    rc = read_int_pragma(sql, "PRAGMA user_version", &version);
-  if (rc == SQLITE_OK)
-    rc = read_int_pragma(sql, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
-                         &n_tables);
-  if (rc == SQLITE_OK)
-    rc = read_int_pragma(sql, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
-                         "name IN ('device', 'toolchain', 'workload', 'trial', 'best')",
-                         &n_ours);
+  sqlite3_stmt *stmt = NULL;
+  int rc = sqlite3_prepare_v2(sql, query, -1, &stmt, NULL);
+  if (rc == SQLITE_OK) {
+    for (guint attempt = 0;; attempt++) {
+      rc = sqlite3_step(stmt);
+      if ((rc & 0xff) != SQLITE_BUSY || attempt >= RETRY_LIMIT)
+        break;
+      sqlite3_reset(stmt);
+      backoff(attempt);
+    }
+    if (rc == SQLITE_ROW) {
+      app_id = sqlite3_column_int(stmt, 0);
+      version = sqlite3_column_int(stmt, 1);
+      n_tables = sqlite3_column_int(stmt, 2);
+      n_ours = sqlite3_column_int(stmt, 3);
+      rc = SQLITE_OK;
+    }
+  }
+  sqlite3_finalize(stmt);
   if (rc != SQLITE_OK)
     return ts__db_fail_sql(sql, path, rc, "cannot read", error);
   *ours_by_id = (guint32)app_id == TS_DB_APPLICATION_ID;
