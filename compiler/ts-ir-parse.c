@@ -507,6 +507,18 @@ ts_shape_parse(const char *text, GError **error)
       ok = FALSE;
       break;
     }
+    /* A literal that runs on into letters (0x40, 64k, 1e3) is one word to the user, not a
+     * number followed by a name: report it whole. */
+    gsize word = num->len;
+    while (g_ascii_isalnum(p.text[num->start + word]) || p.text[num->start + word] == '_' ||
+           p.text[num->start + word] == '.')
+      word++;
+    if (word > num->len) {
+      fail(&p, TS_IR_ERROR_SHAPE, "size of '%s' '%.*s' must be a decimal integer > 0", n,
+           (int)word, p.text + num->start);
+      ok = FALSE;
+      break;
+    }
     if (!ts__ir_parse_size(p.text + num->start, num->len, &size)) {
       gboolean digits = strspn(p.text + num->start, "0123456789") >= num->len;
       gboolean zero = strspn(p.text + num->start, "0") >= num->len;

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct _TsArtifactCache {
@@ -60,6 +61,17 @@ ts__artifact_cache_ensure(TsArtifactCache *cache, GError **error)
                 cache->dir, g_strerror(saved));
     return FALSE;
   }
+  /* Its entries are loaded as code: a directory someone else owns or may write into would run
+   * their code as us (ssh refuses a ~/.ssh like that for the same reason). */
+  GStatBuf st;
+  if (g_stat(cache->dir, &st) == 0 && (st.st_uid != geteuid() || (st.st_mode & 022) != 0)) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO,
+                "the artifact cache directory '%s' is %s: kernels loaded from it could be "
+                "anyone's code; make it yours alone (chmod go-w) or point XDG_CACHE_HOME at a "
+                "private directory",
+                cache->dir, st.st_uid != geteuid() ? "owned by another user" : "writable by others");
+    return FALSE;
+  }
   if (access(cache->dir, W_OK | X_OK) != 0) {
     int saved = errno;
     g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO,
@@ -79,12 +91,26 @@ ts__artifact_cache_path(const TsArtifactCache *cache, const char *key, const cha
   return g_build_filename(cache->dir, base, NULL);
 }
 
+/* An entry is ours when it is a plain file (not a link to elsewhere) that we own and only we
+ * may write: what commit leaves. Anything else is treated as absent, and the rebuild's rename
+ * replaces it. */
+static gboolean
+trusted_entry(const char *path)
+{
+  GStatBuf st;
+  return g_lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+         (st.st_mode & 022) == 0;
+}
+
 char *
 ts__artifact_cache_lookup(const TsArtifactCache *cache, const char *key, const char *suffix)
 {
   char *path = ts__artifact_cache_path(cache, key, suffix);
-  if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+  if (trusted_entry(path))
     return path;
+  if (g_file_test(path, G_FILE_TEST_EXISTS))
+    g_message("ignoring artifact %s: not a private regular file of this user; rebuilding it",
+              path);
   g_free(path);
   return NULL;
 }

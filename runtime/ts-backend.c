@@ -298,9 +298,16 @@ ts_backend_load_artifact(TsBackend *backend, GBytes *artifact, const char *entry
   }
   g_autofree char *key = g_compute_checksum_for_data(G_CHECKSUM_SHA256, data, len);
 
-  /* An entry under this key already holds these very bytes, so loading it saves the write; one
-   * that does not load was damaged on disk and is replaced by ours. */
+  /* An entry under this key that holds these very bytes saves the write; one that holds other
+   * bytes (damaged, or planted) is replaced by ours before anything is loaded. */
   g_autofree char *path = ts__artifact_cache_lookup(backend->cache, key, klass->artifact_suffix);
+  if (path != NULL) {
+    g_autofree char *have = NULL;
+    gsize have_len = 0;
+    if (!g_file_get_contents(path, &have, &have_len, NULL) || have_len != len ||
+        memcmp(have, data, len) != 0)
+      g_clear_pointer(&path, g_free);
+  }
   for (;;) {
     gboolean ours = path == NULL;
     if (ours) {

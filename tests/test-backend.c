@@ -11,6 +11,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 typedef struct {
   TsBackend *backend;
@@ -706,6 +707,45 @@ test_overrun_timed(Fixture *f, gconstpointer data)
   ts_backend_buffer_free(f->backend, bufs[1]);
 }
 
+/* Entries are loaded as code, so only ours are: a cache directory others may write into is
+ * refused, naming the fix; an entry that is writable by others, a link, or (as root, where the
+ * test can make one) owned by someone else is ignored and rebuilt over. */
+static void
+test_cache_trust(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TsModule) first = compile_ok(f, saxpy_src, "ts_kernel");
+  g_autofree char *name = g_strconcat(ts_module_hash(first), ".so", NULL);
+  g_autofree char *path = g_build_filename(f->cache_dir, name, NULL);
+  g_clear_pointer(&first, ts_module_free);
+
+  g_assert_cmpint(g_chmod(path, 0666), ==, 0);
+  g_autoptr(TsModule) rebuilt = compile_ok(f, saxpy_src, "ts_kernel");
+  g_assert_false(ts_module_from_cache(rebuilt));
+  GStatBuf st;
+  g_assert_cmpint(g_stat(path, &st), ==, 0);
+  g_assert_cmpint(st.st_mode & 022, ==, 0);
+  g_clear_pointer(&rebuilt, ts_module_free);
+
+  if (geteuid() == 0) {
+    g_assert_cmpint(chown(path, 4242, (gid_t)-1), ==, 0);
+    g_autoptr(TsModule) again = compile_ok(f, saxpy_src, "ts_kernel");
+    g_assert_false(ts_module_from_cache(again));
+    g_assert_cmpint(g_stat(path, &st), ==, 0);
+    g_assert_cmpint(st.st_uid, ==, 0);
+  }
+
+  g_assert_cmpint(g_chmod(f->cache_dir, 0777), ==, 0);
+  g_autoptr(GError) error = NULL;
+  TsSource src = {TS_LANG_C, saxpy_src, "ts_kernel"};
+  g_autoptr(TsBackend) fresh = ts_backend_open("cpu", &error);
+  g_assert_no_error(error);
+  ts_backend_set_cache_dir(fresh, f->cache_dir);
+  g_assert_null(ts_backend_compile(fresh, &src, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, "writable by others"));
+  g_assert_cmpint(g_chmod(f->cache_dir, 0700), ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -723,6 +763,7 @@ main(int argc, char **argv)
   ADD("/backend/cpu/memory-bounds", test_memory_bounds);
   ADD("/backend/cpu/alignment", test_alignment);
   ADD("/backend/cpu/overrun-lost", test_overrun_lost);
+  ADD("/backend/cpu/cache-trust", test_cache_trust);
   ADD("/backend/cpu/overrun-timed", test_overrun_timed);
   ADD("/backend/cpu/time", test_time);
   ADD("/backend/cpu/describe", test_describe);

@@ -219,6 +219,8 @@ static const struct {
     {"shape huge", KIND_SHAPE, "M=9223372036854775808", TS_IR_ERROR_SHAPE, "9223372036854775808", 1,
      "int64"},
     {"shape zero", KIND_SHAPE, "M=1,N=0", TS_IR_ERROR_SHAPE, "0", 1, "> 0"},
+    {"shape hex", KIND_SHAPE, "M=0x40", TS_IR_ERROR_SHAPE, "0x40", 1, "decimal integer"},
+    {"shape suffix", KIND_SHAPE, "M=1,N=64k", TS_IR_ERROR_SHAPE, "64k", 1, "decimal integer"},
     {"shape trailing comma", KIND_SHAPE, "M=1,", TS_IR_ERROR_PARSE, NULL, 0, "dim name"},
     {"shape missing '='", KIND_SHAPE, "M 1", TS_IR_ERROR_PARSE, "1", 1, "'='"},
 };

@@ -244,8 +244,13 @@ tt_cmd_tune(int argc, char **argv)
     return TT_EXIT_USAGE;
   if (argc != 2)
     return tt_usage("tune takes one OP (see 'tessera-tune ops')");
-  if (a.budget < -1 || a.budget_ms < 0 || a.timeout_s <= 0)
-    return tt_usage("--budget, --budget-ms and --timeout must be positive");
+  if (a.budget < -1 || !(a.budget_ms >= 0) || !isfinite(a.budget_ms) || !(a.timeout_s > 0) ||
+      !isfinite(a.timeout_s))
+    return tt_usage("--budget, --budget-ms and --timeout must be positive numbers");
+  /* Without either limit a tune never ends. */
+  if (a.budget == 0 && a.budget_ms == 0)
+    return tt_usage("--budget 0 lifts the evaluation limit and needs --budget-ms, a wall-clock "
+                    "limit; give a count of evaluations, or both");
   g_autoptr(GError) error = NULL;
   g_autoptr(TsOpInstance) inst = NULL;
   g_autoptr(TsBackend) backend = NULL;

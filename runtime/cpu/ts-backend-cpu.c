@@ -8,6 +8,9 @@
 #include "ts-backend-private.h"
 #include "ts-runtime-resources.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -156,7 +159,10 @@ host_arch(guint *vector_bits)
     g_string_append(arch, "+avx2");
   if (__builtin_cpu_supports("fma"))
     g_string_append(arch, "+fma");
-  if (__builtin_cpu_supports("f16c"))
+  /* F16C from CPUID itself (leaf 1, ECX bit 29): clang's __builtin_cpu_supports does not
+   * know the name. */
+  unsigned eax, ebx, ecx, edx;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)))
     g_string_append(arch, "+f16c");
   if (__builtin_cpu_supports("avx512f"))
     g_string_append(arch, "+avx512f");
