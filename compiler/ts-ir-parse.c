@@ -514,8 +514,8 @@ ts_shape_parse(const char *text, GError **error)
            p.text[num->start + word] == '.')
       word++;
     if (word > num->len) {
-      fail(&p, TS_IR_ERROR_SHAPE, "size of '%s' '%.*s' must be a decimal integer > 0", n,
-           (int)word, p.text + num->start);
+      fail(&p, TS_IR_ERROR_SHAPE, "size of '%s' '%.*s' at column %u must be a decimal integer > 0",
+           n, (int)word, p.text + num->start, column(num));
       ok = FALSE;
       break;
     }

@@ -44,7 +44,7 @@ expect 2 'needs --budget-ms' -- tune saxpy --shape N=1000 --budget 0
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout nan
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout inf
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --budget-ms nan
-expect 2 "size of 'M' '0x40' must be a decimal integer" -- run saxpy --shape M=0x40
+expect 2 "size of 'M' '0x40' at column 3 must be a decimal integer" -- run saxpy --shape M=0x40
 expect 2 "unknown op 'gem'" -- lower gem --shape M=1
 expect 2 "lacks dim 'K'" -- lower gemm --shape M=64,N=64
 expect 2 'bf17' -- run gemm --shape M=64,N=64,K=64 --dtype bf17
