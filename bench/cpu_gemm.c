@@ -72,7 +72,7 @@ main(int argc, char **argv)
     {"sizes", 0, 0, G_OPTION_ARG_STRING, &sizes, "Square sizes (default 512,1024,2048)", "N,.."},
     {"threads", 0, 0, G_OPTION_ARG_STRING, &threads, "Thread counts (default 1,2)", "T,.."},
     {"space", 0, 0, G_OPTION_ARG_STRING, &space_text, "Sweep space (threads added)", "SPACE"},
-    {NULL},
+    G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- our f32 GEMM vs OpenBLAS sgemm");
   g_option_context_add_main_entries(ctx, entries, NULL);

@@ -119,7 +119,7 @@ main(int argc, char **argv)
     {"backend", 'b', 0, G_OPTION_ARG_STRING, &backend, "cpu, cuda or auto (default)", "NAME"},
     {"rounds", 'r', 0, G_OPTION_ARG_INT, &rounds, "interleaved rounds per mode (10)", "N"},
     {"samples", 's', 0, G_OPTION_ARG_INT, &samples, "launches per round (20)", "N"},
-    {NULL},
+    G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- profiler overhead on kernel times");
   g_option_context_add_main_entries(ctx, entries, NULL);

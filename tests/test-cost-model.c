@@ -763,6 +763,7 @@ test_db_round_trip(void)
   g_autofree char *trained_on = NULL;
   g_autoptr(GBytes) blob = ts_db_get_model(db, "xgb-rank/cpu", NULL, &trained_on, NULL, &error);
   g_assert_no_error(error);
+  g_assert_nonnull(blob);
   g_autoptr(JsonParser) parser = json_parser_new();
   g_assert_true(json_parser_load_from_data(parser, trained_on, -1, &error));
   JsonObject *t = json_node_get_object(json_parser_get_root(parser));
@@ -781,6 +782,7 @@ test_db_round_trip(void)
   g_autofree char *no_quality = NULL;
   g_autoptr(TsCostModel) cuda = ts_cost_model_load(db, "xgb-rank/cuda", &id, &no_quality, &error);
   g_assert_no_error(error);
+  g_assert_nonnull(cuda);
   g_assert_cmpint(id, ==, id3);
   g_assert_null(no_quality);
 

@@ -115,7 +115,7 @@ main(int argc, char **argv)
      "Stop starting points after S seconds (default: none)", "S"},
     {"only", 0, 0, G_OPTION_ARG_STRING, &only, "Only the points whose description has TEXT",
      "TEXT"},
-    {NULL},
+    G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("TESSERA_TUNE");
   g_option_context_add_main_entries(ctx, entries, NULL);
@@ -154,7 +154,7 @@ main(int argc, char **argv)
     g_ptr_array_add(instances, inst);
     g_autoptr(TsSchedSpace) owned = space;
     g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, dev);
-    g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+    g_autoptr(TsSchedIter) it = ts_sched_iter_new(owned, env);
     TsSchedPoint *sp = NULL;
     while (ts_sched_iter_next(it, &sp, &error)) {
       Point *p = g_new0(Point, 1);

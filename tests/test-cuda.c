@@ -408,6 +408,7 @@ have_device(Fixture *f)
 #endif
   g_autoptr(GError) error = NULL;
   g_autoptr(TsBackend) b = ts_backend_open("cuda", &error);
+  g_assert_null(b);
   g_test_skip(error != NULL ? error->message : "no CUDA device");
   return FALSE;
 }

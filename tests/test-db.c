@@ -1475,6 +1475,7 @@ test_gate_read_only(Fx *fx, gconstpointer data)
   g_assert_cmpuint(runs->len, ==, 1);
   g_autoptr(GBytes) bytes = ts_db_gate_get_artifact(ro, r->artifact_hash, NULL, NULL, &error);
   g_assert_no_error(error);
+  g_assert_true(g_bytes_equal(bytes, so));
 }
 
 /* A version-2 file as an older build left it: no gate tables. */
@@ -1527,6 +1528,7 @@ test_gate_migrate_v2(Fx *fx, gconstpointer data)
   /* Now at version 3: a read-only open is fine. */
   g_autoptr(TsDb) ro = ts_db_open(fx->path, TS_DB_OPEN_READ_ONLY, &error);
   g_assert_no_error(error);
+  g_assert_true(ts_db_is_read_only(ro));
 }
 
 /* A profile and its timeline in one transaction; read back in order; a bad event stores

@@ -319,6 +319,7 @@ test_timer_alternate(void)
     g_autoptr(TsOpInstance) b_inst = NULL;
     g_autofree char *b_entry = NULL;
     g_autofree char *b_src = default_source("gemm", "M=64,N=64,K=64", &b_inst, &b_entry);
+    g_assert_cmpstr(b_src, ==, src);
     b = timer_ok(b_inst, b_mod);
   }
   g_autoptr(GError) error = NULL;

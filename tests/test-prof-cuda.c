@@ -81,6 +81,7 @@ test_compile(gconstpointer data)
     if (error != NULL)
       g_printerr("%s for %s:\n%s\n", s->entry, arch, s->source);
     g_assert_no_error(error);
+    g_assert_nonnull(cubin);
     g_test_message("%s %-12s %-20s %3d registers, %5d bytes smem, %d spilled", arch, s->roof,
                    s->what, r.registers, r.smem_static, r.spill_stores + r.spill_loads);
     g_assert_cmpint(r.registers, >, 0);

@@ -666,8 +666,8 @@ test_hash(void)
       "block(m=128,n=128,k=64).warps(8).stages(3).swizzle(\"xor\")",
       "dict(swizzle=[\"xor\"], stages=3, warps=[8], BK=64, BN=128, BM=128)",
       "stages(3).swizzle(\"xor\").block(k=64, n=128, m=128).warps(8)",
-      "base = block(m=64,n=64,k=64).warps(4).stages(3).swizzle(\"none\")\n"
-      "base.with_block(128, 128).with_warps(8).swizzle(\"xor\")",
+      ("base = block(m=64,n=64,k=64).warps(4).stages(3).swizzle(\"none\")\n"
+       "base.with_block(128, 128).with_warps(8).swizzle(\"xor\")"),
   };
   g_autoptr(TsSchedPoint) first = point_ok(same[0]);
   g_autofree char *canon = ts_sched_point_to_string(first);
@@ -967,6 +967,7 @@ test_deep_expressions(void)
   g_autoptr(GError) error = NULL;
   g_autoptr(TsSchedSpace) space = ts_sched_space_parse(fine->str, &error);
   g_assert_no_error(error);
+  g_assert_nonnull(space);
 }
 
 int

@@ -456,6 +456,7 @@ test_app(void)
       g_variant_new("(su)", "org.freedesktop.portal.Desktop", 4), G_VARIANT_TYPE("(u)"),
       G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
   g_assert_no_error(error);
+  g_assert_nonnull(owned);
 
   g_object_set(gtk_settings_get_default(), "gtk-application-prefer-dark-theme", FALSE, NULL);
   g_autoptr(TsStudioApp) app = ts_studio_app_new(TRUE);

@@ -126,7 +126,7 @@ parse(const char *name, const char *summary, guint opts, Args *a, int *argc, cha
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     if (opts & masks[i])
       chosen[n++] = all[i];
-  chosen[n] = (GOptionEntry){NULL};
+  chosen[n] = (GOptionEntry)G_OPTION_ENTRY_NULL;
   g_autofree char *param = g_strdup_printf("%s — %s", name, summary);
   g_autoptr(GOptionContext) ctx = g_option_context_new(param);
   g_option_context_add_main_entries(ctx, chosen, NULL);

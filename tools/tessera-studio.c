@@ -51,7 +51,7 @@ main(int argc, char **argv)
       {"height", 0, 0, G_OPTION_ARG_DOUBLE, &height, "Export height in px (default 800)", "PX"},
       {"scale", 0, 0, G_OPTION_ARG_DOUBLE, &scale, "PNG pixels per px (default 1)", "N"},
       {"dark", 0, 0, G_OPTION_ARG_NONE, &dark, "Export with the dark theme", NULL},
-      {NULL},
+      G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) context = g_option_context_new("[PATH]");
 

@@ -133,7 +133,7 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     if (opts & masks[i])
       chosen[n++] = all[i];
-  chosen[n] = (GOptionEntry){NULL};
+  chosen[n] = (GOptionEntry)G_OPTION_ENTRY_NULL;
 
   g_autofree char *p = g_strdup_printf("%s %s", name, params);
   g_autoptr(GOptionContext) ctx = g_option_context_new(p);
