@@ -8,9 +8,11 @@ cd "$(dirname "$0")"
 
 # libgtk-4-dev: tessera-studio; xvfb + xauth: its tests run the real window on a virtual display.
 # patchelf: bench/gpu-bundle.sh sets the rpath of what it carries to a GPU machine (its
-# rehearsal is part of the suite).
+# rehearsal is part of the suite). clang-14 + libclang-rt-14-dev: libFuzzer, for the fuzz
+# harnesses (tests/fuzz/).
 PACKAGES=(gcc g++ pkg-config meson ninja-build libglib2.0-dev libjson-glib-dev libsqlite3-dev
-          libopenblas-dev libxgboost-dev python3 libgtk-4-dev xvfb xauth patchelf)
+          libopenblas-dev libxgboost-dev python3 libgtk-4-dev xvfb xauth patchelf clang-14
+          libclang-rt-14-dev)
 
 install_missing() {
   local missing=()
@@ -55,6 +57,14 @@ case "$cmd" in
     # not.)
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       meson test -C build-asan --print-errorlogs --no-suite cuda --no-suite gpu-kit
+    # clang 14 with libFuzzer, ASan and UBSan: a short run of each fuzz harness (tests/fuzz/),
+    # seeded from the test data and with inputs nested past every depth limit.
+    [ -f build-fuzz/build.ninja ] || CC=clang-14 meson setup build-fuzz -Dfuzz=true \
+      -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug >/dev/null
+    meson compile -C build-fuzz $(meson introspect build-fuzz --targets |
+      python3 -c 'import json,sys; print(" ".join(t["name"] for t in json.load(sys.stdin) if t["name"].startswith("fuzz-")))') >/dev/null
+    ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      meson test -C build-fuzz --no-rebuild --print-errorlogs --suite fuzz
     ;;
   *)
     echo "usage: ./dev.sh tune [tessera-tune args...] | ./dev.sh test" >&2

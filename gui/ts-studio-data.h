@@ -104,6 +104,9 @@ GArray *ts_studio_db_events(TsStudioDb *db, gint64 profile_id, GError **error);
  * kernels, copies, compiles and ranges by their category, instant allocation events allocs and
  * frees. Times relative to the earliest event. */
 GArray *ts_studio_trace_load(const char *path, GError **error);
+/* The same from text in memory; name stands for the file in messages. */
+GArray *ts_studio_trace_load_data(const char *text, gsize length, const char *name,
+                                  GError **error);
 
 /* Graph, Schedule, Tile and Target IR of a schedule point of a workload, as `tessera-tune
  * lower` prints them (the target for the workload's device's backend). The strings are

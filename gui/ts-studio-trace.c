@@ -409,21 +409,38 @@ ts_studio_trace_load(const char *path, GError **error)
 {
   g_return_val_if_fail(path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) local = NULL;
   g_autoptr(GMappedFile) mapped = g_mapped_file_new(path, FALSE, &local);
+  if (mapped == NULL) {
+    if (strstr(local->message, path))
+      g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE, "%s", local->message);
+    else
+      g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE, "%s: %s", path, local->message);
+    return NULL;
+  }
   /* An empty file maps to no contents at all. */
-  const char *text = mapped && g_mapped_file_get_contents(mapped)
-                       ? g_mapped_file_get_contents(mapped) : "";
-  const gssize len = mapped ? (gssize)g_mapped_file_get_length(mapped) : 0;
+  const char *text = g_mapped_file_get_contents(mapped);
+  return ts_studio_trace_load_data(text ? text : "", g_mapped_file_get_length(mapped), path,
+                                   error);
+}
+
+GArray *
+ts_studio_trace_load_data(const char *text, gsize length, const char *name, GError **error)
+{
+  g_return_val_if_fail(text != NULL && name != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  const char *path = name;
+  const gssize len = (gssize)length;
+  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autoptr(GError) local = NULL;
   gsize deep_at = 0;
-  if (mapped && !ts_db_json_depth_ok(text, len, &deep_at)) {
+  if (!ts_db_json_depth_ok(text, len, &deep_at)) {
     g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE,
                 "%s: JSON nested more than %d deep (at byte %" G_GSIZE_FORMAT "): not a Chrome "
                 "trace", path, TS_DB_JSON_MAX_DEPTH, deep_at);
     return NULL;
   }
-  if (!mapped || !json_parser_load_from_data(parser, text, len, &local)) {
+  if (!json_parser_load_from_data(parser, text, len, &local)) {
     /* json-glib names the file in parse errors ("PATH:1:17: Parse error: ...") but not in
      * every I/O error. */
     if (strstr(local->message, path))
