@@ -6,6 +6,7 @@
  * Import validates the whole document before touching the database (every error names the JSON
  * path of the bad field), then writes in one transaction: a failure leaves the file as it was. */
 #include "ts-db-private.h"
+#include "ts-output.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -195,7 +196,7 @@ ts_db_export_file(TsDb *db, gint64 workload_id, const char *path, GError **error
   if (!text)
     return FALSE;
   g_autoptr(GError) local = NULL;
-  if (!g_file_set_contents(path, text, -1, &local)) {
+  if (!ts_output_write(path, text, -1, &local)) {
     g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_OPEN, "export to %s: %s", path, local->message);
     return FALSE;
   }

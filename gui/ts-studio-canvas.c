@@ -2,6 +2,7 @@
  * writes elements that keep the views' groups, ids and titles. Both lay text out with Pango
  * (the SVG sink on a scratch surface), so text sizes agree between the window and the file. */
 #include "ts-studio-canvas.h"
+#include "ts-output.h"
 
 #include <math.h>
 #include <pango/pangocairo.h>
@@ -528,7 +529,7 @@ ts_canvas_export(const char *path, double width, double height, double scale,
     draw(c, width, height, data);
     g_autofree char *svg = ts_canvas_svg_finish(c);
     g_autoptr(GError) local = NULL;
-    if (!g_file_set_contents(path, svg, -1, &local)) {
+    if (!ts_output_write(path, svg, -1, &local)) {
       g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_EXPORT, "cannot write %s: %s", path,
                   local->message);
       return FALSE;

@@ -2,6 +2,7 @@
  * compiles its IR (milliseconds, but not free), so selecting trials only records them; the
  * work happens when the pane is mapped or asked for its texts. */
 #include "ts-studio-lowering-pane.h"
+#include "ts-output.h"
 
 static const char *const stage_names[TS_STUDIO_N_STAGES] = {"Graph", "Schedule", "Tile",
                                                             "Target IR"};
@@ -408,7 +409,7 @@ ts_studio_lowering_pane_write(TsStudioLoweringPane *pane, const char *path, GErr
     }
     text = g_string_free(out, FALSE);
   }
-  if (!g_file_set_contents(path, text, -1, error)) {
+  if (!ts_output_write(path, text, -1, error)) {
     g_prefix_error(error, "export of the lowering: ");
     return FALSE;
   }

@@ -2,6 +2,7 @@
  * selection so that the column view's own sorter (clicks on headers) sorts what the filters
  * let through, and the selection survives re-sorting. */
 #include "ts-studio-trial-list.h"
+#include "ts-output.h"
 
 #include <math.h>
 
@@ -515,7 +516,7 @@ ts_studio_trial_list_write_csv(TsStudioTrialList *list, const char *path, GError
     csv_field(out, t->schedule);
     g_string_append_c(out, '\n');
   }
-  if (!g_file_set_contents(path, out->str, (gssize)out->len, error)) {
+  if (!ts_output_write(path, out->str, (gssize)out->len, error)) {
     g_prefix_error(error, "export of the trials: ");
     return FALSE;
   }

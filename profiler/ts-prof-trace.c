@@ -1,5 +1,6 @@
 /* ts-prof-trace.c — timelines: live trace → rows, rows → summary, rows → Chrome trace JSON. */
 #include "ts-prof-trace.h"
+#include "ts-output.h"
 
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
@@ -203,7 +204,7 @@ ts_prof_chrome_trace_write(const TsDbEvent *events, guint n, const char *process
 {
   g_autofree char *json = ts_prof_chrome_trace(events, n, process_name);
   g_autoptr(GError) local = NULL;
-  if (!g_file_set_contents(path, json, -1, &local)) {
+  if (!ts_output_write(path, json, -1, &local)) {
     g_set_error(error, G_FILE_ERROR, local->code, "writing the trace: %s", local->message);
     return FALSE;
   }

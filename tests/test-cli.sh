@@ -40,6 +40,9 @@ expect 0 'dram +[0-9.]+ GB/s' -- devices --measure
 expect 0 'lower OP' -- --help
 expect 0 'Exit status' -- lower --help
 
+expect 3 "cannot write to '/dev/full': No space left on device" -- export --output /dev/full
+n=$((n+1)); [ -c /dev/full ] || { echo "not ok $n - /dev/full is no longer a device"; exit 1; }
+echo "ok $n - /dev/full is still a character device"
 expect 2 'needs --budget-ms' -- tune saxpy --shape N=1000 --budget 0
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout nan
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout inf

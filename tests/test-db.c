@@ -5,6 +5,7 @@
  * mid-run, four writers on one file; the perf gate's runs, results and artifacts, and the
  * migration of a version-2 file that predates them. */
 #include "ts-db.h"
+#include "ts-output.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -1720,6 +1721,61 @@ test_json_depth(Fx *fx, gconstpointer data)
   g_assert_nonnull(strstr(error->message, "nested more than 512 deep (at byte 512)"));
 }
 
+/* Outputs the user names are written through when they are not regular files (a rename used to
+ * replace a symlink, a FIFO or a device node — /dev/full, as root — with a plain file). */
+static gpointer
+read_fifo(gpointer path)
+{
+  char *text = NULL;
+  g_file_get_contents(path, &text, NULL, NULL);
+  return text;
+}
+
+static void
+test_output_write_through(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  /* A regular file, or none yet: replaced whole. */
+  g_autofree char *plain = g_build_filename(fx->dir, "plain.txt", NULL);
+  g_assert_true(ts_output_write(plain, "one", -1, &error));
+  g_assert_true(ts_output_write(plain, "two", -1, &error));
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(plain, &text, NULL, NULL));
+  g_assert_cmpstr(text, ==, "two");
+  /* A symlink: its target gets the output, the link stays a link. */
+  g_autofree char *link = g_build_filename(fx->dir, "link.txt", NULL);
+  g_assert_cmpint(symlink("plain.txt", link), ==, 0);
+  g_assert_true(ts_output_write(link, "three", -1, &error));
+  g_assert_no_error(error);
+  g_assert_true(g_file_test(link, G_FILE_TEST_IS_SYMLINK));
+  g_clear_pointer(&text, g_free);
+  g_assert_true(g_file_get_contents(plain, &text, NULL, NULL));
+  g_assert_cmpstr(text, ==, "three");
+  /* A FIFO: its reader gets the output. */
+  g_autofree char *fifo = g_build_filename(fx->dir, "fifo", NULL);
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  GThread *reader = g_thread_new("reader", read_fifo, fifo);
+  g_assert_true(ts_output_write(fifo, "through the pipe", -1, &error));
+  g_assert_no_error(error);
+  g_autofree char *got = g_thread_join(reader);
+  g_assert_cmpstr(got, ==, "through the pipe");
+  GStatBuf st;
+  g_assert_cmpint(g_lstat(fifo, &st), ==, 0);
+  g_assert_true(S_ISFIFO(st.st_mode));
+  /* Devices stay devices: /dev/null takes it, /dev/full says it is full. */
+  g_assert_true(ts_output_write("/dev/null", "nothing", -1, &error));
+  g_assert_no_error(error);
+  g_assert_false(ts_output_write("/dev/full", "too much", -1, &error));
+  g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_NOSPC);
+  g_assert_nonnull(strstr(error->message, "/dev/full"));
+  g_clear_error(&error);
+  g_assert_cmpint(g_lstat("/dev/full", &st), ==, 0);
+  g_assert_true(S_ISCHR(st.st_mode));
+  /* A directory is refused by name. */
+  g_assert_false(ts_output_write(fx->dir, "x", -1, &error));
+  g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_ISDIR);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1739,6 +1795,7 @@ main(int argc, char **argv)
   ADD("fault/foreign-files", test_foreign_files);
   ADD("application-id", test_application_id);
   ADD("json-depth", test_json_depth);
+  ADD("output/write-through", test_output_write_through);
   ADD("fault/read-only-handle", test_read_only_handle);
   ADD("fault/read-only-files", test_read_only_files);
   ADD("process/kill-writer", test_kill_writer);

@@ -3,6 +3,7 @@
  * that is both large and real, `compare` judges two stored runs, `list` shows the runs.
  * docs/perfgate.md describes the suite format and how the gate decides. */
 #include "config.h"
+#include "ts-output.h"
 
 #include <gio/gio.h>
 #include <locale.h>
@@ -231,7 +232,7 @@ options_from_args(TsGateOptions *o, const Args *a)
 static gboolean
 write_file(const char *path, const char *text, GError **error)
 {
-  if (g_file_set_contents(path, text, -1, error))
+  if (ts_output_write(path, text, -1, error))
     return TRUE;
   g_prefix_error(error, "writing the report: ");
   return FALSE;
