@@ -214,7 +214,12 @@ open_connection(const char *path, gboolean read_only, GError **error)
   sqlite3 *sql = NULL;
   int flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX |
               (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  g_autofree char *uri = path_uri(path, "");
+  /* Read-only in a directory we cannot write: a WAL database's reader must create the -shm
+   * file beside it, and fails at its first read. No writer can be at work there either (it
+   * would need the same files), so the file is read as immutable. */
+  g_autofree char *dir = g_path_get_dirname(path);
+  gboolean immutable = read_only && access(dir, W_OK) != 0;
+  g_autofree char *uri = path_uri(path, immutable ? "?immutable=1" : "");
   int rc = sqlite3_open_v2(uri, &sql, flags, NULL);
   if (rc != SQLITE_OK && read_only && g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
     /* A WAL database in a directory we cannot write: SQLite cannot create the -shm file. No

@@ -43,6 +43,24 @@ expect 0 'Exit status' -- lower --help
 expect 3 "cannot write to '/dev/full': No space left on device" -- export --output /dev/full
 n=$((n+1)); [ -c /dev/full ] || { echo "not ok $n - /dev/full is no longer a device"; exit 1; }
 echo "ok $n - /dev/full is still a character device"
+# A cache another user owns, in a directory this user cannot write: lookup, show and export
+# read it (as root, the test becomes "nobody" for these three).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+   setpriv --reuid=65534 --regid=65534 --clear-groups "$TT" ops >/dev/null 2>&1; then
+  ro=$(mktemp -d)
+  "$TT" tune saxpy --shape N=4096 --backend cpu --budget 2 --db "$ro/c.db" >/dev/null
+  chmod 755 "$ro"; chmod 644 "$ro/c.db"
+  as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env XDG_CACHE_HOME="$ro/x" "$TT" "$@"; }
+  for c in "lookup saxpy --shape N=4096 --backend cpu" "show saxpy --shape N=4096 --backend cpu" "export"; do
+    n=$((n+1))
+    out=$(as_nobody $c --db "$ro/c.db" 2>&1) || { echo "$out" | head -5; echo "not ok $n - $c of a read-only cache"; exit 1; }
+    echo "ok $n - $c reads a cache in a directory it cannot write"
+  done
+  n=$((n+1))
+  [ "$(ls "$ro")" = "c.db" ] || { ls "$ro"; echo "not ok $n - files appeared beside the read-only cache"; exit 1; }
+  echo "ok $n - nothing was written beside it"
+  rm -rf "$ro"
+fi
 expect 2 'needs --budget-ms' -- tune saxpy --shape N=1000 --budget 0
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout nan
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout inf

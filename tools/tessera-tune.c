@@ -174,7 +174,17 @@ tt_backend(const TtArgs *a, GError **error)
 TsDb *
 tt_db(const TtArgs *a, TsDbOpenFlags flags, GError **error)
 {
-  return ts_db_open(a->db, flags, error);
+  if (flags != TT_DB_READ)
+    return ts_db_open(a->db, flags, error);
+  g_autoptr(GError) rw_error = NULL;
+  TsDb *db = ts_db_open(a->db, TS_DB_OPEN_DEFAULT, &rw_error);
+  if (db != NULL || !(g_error_matches(rw_error, TS_DB_ERROR, TS_DB_ERROR_READ_ONLY) ||
+                      g_error_matches(rw_error, TS_DB_ERROR, TS_DB_ERROR_OPEN))) {
+    if (db == NULL)
+      g_propagate_error(error, g_steal_pointer(&rw_error));
+    return db;
+  }
+  return ts_db_open(a->db, TS_DB_OPEN_READ_ONLY, error);
 }
 
 int

@@ -70,7 +70,7 @@ tt_cmd_show(int argc, char **argv)
   g_autoptr(TsOpInstance) inst = NULL;
   g_autoptr(TsBackend) backend = NULL;
   g_autoptr(TsDb) db = NULL;
-  int rc = tt_open(argv[1], &a, TS_DB_OPEN_DEFAULT, &inst, &backend, &db);
+  int rc = tt_open(argv[1], &a, TT_DB_READ, &inst, &backend, &db);
   if (rc != TT_EXIT_OK)
     return rc;
   gint64 w, d, t;
@@ -126,7 +126,7 @@ tt_cmd_export(int argc, char **argv)
   if (argc > 2)
     return tt_usage("export takes at most one OP");
   g_autoptr(GError) error = NULL;
-  g_autoptr(TsDb) db = tt_db(&a, TS_DB_OPEN_DEFAULT, &error);
+  g_autoptr(TsDb) db = tt_db(&a, TT_DB_READ, &error);
   if (db == NULL)
     return tt_fail(tt_error_code(error), error);
   gint64 workload = 0;

@@ -61,6 +61,10 @@ int tt_error_code(const GError *error);
 
 TsOpInstance *tt_workload(const char *op, const TtArgs *a, GError **error);
 TsBackend *tt_backend(const TtArgs *a, GError **error);
+/* TT_DB_READ: for commands that only read (show, export): a read-write open, which creates the
+ * cache or upgrades an older one, else a read-only one when the file or its directory cannot
+ * be written (a cache on a read-only mount, another user's cache). */
+#define TT_DB_READ ((TsDbOpenFlags)(1 << 8))
 TsDb *tt_db(const TtArgs *a, TsDbOpenFlags flags, GError **error);
 /* The workload OP --shape --dtype, the backend and the schedule cache, for the commands that
  * take all three. Returns TT_EXIT_OK, or prints the error and returns the exit code. */
