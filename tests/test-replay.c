@@ -12,6 +12,7 @@
 #include "ts-tune-replay.h"
 #include "ts-tune-strategy.h"
 
+#include <gio/gio.h>
 #include <math.h>
 #include <string.h>
 
@@ -591,11 +592,35 @@ test_deep_json(void)
   g_assert_nonnull(strstr(error->message, "deep.json: JSON nested more than 512 deep"));
 }
 
+/* A gzip bomb is stopped while it inflates (2 MB that unpack to 1 GiB used to be inflated
+ * whole, then reported as empty). */
+static void
+test_gzip_bomb(void)
+{
+  g_autoptr(GZlibCompressor) z = g_zlib_compressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP, 9);
+  g_autoptr(GOutputStream) mem = g_memory_output_stream_new_resizable();
+  g_autoptr(GOutputStream) out = g_converter_output_stream_new(mem, G_CONVERTER(z));
+  g_autofree guint8 *zeros = g_malloc0(1 << 20);
+  for (int i = 0; i < 300; i++)
+    g_assert_true(g_output_stream_write_all(out, zeros, 1 << 20, NULL, NULL, NULL));
+  g_assert_true(g_output_stream_close(out, NULL, NULL));
+  g_autoptr(GBytes) bomb = g_memory_output_stream_steal_as_bytes(G_MEMORY_OUTPUT_STREAM(mem));
+  g_assert_cmpuint(g_bytes_get_size(bomb), <, 1 << 20);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsTuneReplay) r = ts_tune_replay_load_data(g_bytes_get_data(bomb, NULL),
+                                                       g_bytes_get_size(bomb), "bomb.json.gz",
+                                                       &error);
+  g_assert_null(r);
+  g_assert_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, "bomb.json.gz: unpacks to more than 256 MiB"));
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/replay/deep-json", test_deep_json);
+  g_test_add_func("/replay/gzip-bomb", test_gzip_bomb);
   g_test_add_func("/replay/sample/vector-add", test_sample_vector_add);
   g_test_add_func("/replay/sample/strategies", test_sample_strategies);
   g_test_add_func("/replay/sample/fp32-clocks", test_sample_fp32_clocks);

@@ -99,14 +99,28 @@ gunzip(const void *data, gsize len, const char *name, GError **error)
   g_autoptr(GInputStream) raw = g_memory_input_stream_new_from_data(data, len, NULL);
   g_autoptr(GZlibDecompressor) z = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP);
   g_autoptr(GInputStream) in = g_converter_input_stream_new(raw, G_CONVERTER(z));
-  g_autoptr(GOutputStream) out = g_memory_output_stream_new_resizable();
-  g_autoptr(GError) local = NULL;
-  if (g_output_stream_splice(out, in, G_OUTPUT_STREAM_SPLICE_CLOSE_TARGET, NULL, &local) < 0) {
-    g_set_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_IO,
-                "%s: truncated or corrupt gzip data: %s", name, local->message);
-    return NULL;
+  g_autoptr(GByteArray) out = g_byte_array_new();
+  guint8 chunk[65536];
+  for (;;) {
+    g_autoptr(GError) local = NULL;
+    gssize n = g_input_stream_read(in, chunk, sizeof chunk, NULL, &local);
+    if (n < 0) {
+      g_set_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_IO,
+                  "%s: truncated or corrupt gzip data: %s", name, local->message);
+      return NULL;
+    }
+    if (n == 0)
+      break;
+    /* Stop a gzip bomb while it inflates, not after: a 2 MB file can unpack to gigabytes. */
+    if (out->len + (gsize)n > TS_TUNE_REPLAY_MAX_INFLATED) {
+      g_set_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_IO,
+                  "%s: unpacks to more than %u MiB: not a recorded tuning file (the largest "
+                  "real ones are a few MiB)", name, TS_TUNE_REPLAY_MAX_INFLATED >> 20);
+      return NULL;
+    }
+    g_byte_array_append(out, chunk, (guint)n);
   }
-  return g_memory_output_stream_steal_as_bytes(G_MEMORY_OUTPUT_STREAM(out));
+  return g_byte_array_free_to_bytes(g_steal_pointer(&out));
 }
 
 /* Kernel Tuner appends each cache entry as it is measured and writes the closing "}}" only when

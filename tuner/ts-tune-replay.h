@@ -100,6 +100,8 @@ typedef struct {
 typedef struct _TsTuneReplay TsTuneReplay;
 
 /* Loads a recorded file (see the top of this file for the formats). */
+/* A gzip'ed file may unpack to at most this many bytes (recorded spaces are a few MiB). */
+#define TS_TUNE_REPLAY_MAX_INFLATED (256u << 20)
 TsTuneReplay *ts_tune_replay_load(const char *path, GError **error);
 /* Same from memory; name is used in error messages. */
 TsTuneReplay *ts_tune_replay_load_data(const void *data, gsize len, const char *name,
