@@ -558,11 +558,43 @@ test_env(void)
   }
 }
 
+/* A 10^9-point space whose valid points are 1 in 100 (10^7 of them) is sampled, not enumerated
+ * (enumeration walked every valid point into a pool of 8 bytes each, a gigabyte at 10^8). */
+static void
+test_huge_sparse_space(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsSchedSpace) space = ts_sched_space_parse(
+    "dict(a=[0,1,2,3,4,5,6,7,8,9], b=[0,1,2,3,4,5,6,7,8,9], c=[0,1,2,3,4,5,6,7,8,9],"
+    " d=[0,1,2,3,4,5,6,7,8,9], e=[0,1,2,3,4,5,6,7,8,9], f=[0,1,2,3,4,5,6,7,8,9],"
+    " g=[0,1,2,3,4,5,6,7,8,9], h=[0,1,2,3,4,5,6,7,8,9], i=[0,1,2,3,4,5,6,7,8,9])"
+    ".where(a + b < 1)",
+    &error);
+  g_assert_no_error(error);
+  static const char *const names[] = {"random", "evolutionary"};
+  for (guint k = 0; k < G_N_ELEMENTS(names); k++) {
+    g_autoptr(TsTuneStrategy) st = ts_tune_strategy_new(names[k], space, NULL, 3, &error);
+    g_assert_no_error(error);
+    for (int round = 0; round < 3; round++) {
+      g_autoptr(GPtrArray) batch = ts_tune_strategy_propose(st, 8, &error);
+      g_assert_no_error(error);
+      g_assert_cmpuint(batch->len, >, 0);
+      for (guint i = 0; i < batch->len; i++) {
+        TsSchedPoint *p = g_ptr_array_index(batch, i);
+        g_assert_cmpint(ts_sched_point_get_int(p, "a", -1) + ts_sched_point_get_int(p, "b", -1),
+                        ==, 0);
+        ts_tune_strategy_observe(st, p, TRUE, 1.0 + i);
+      }
+    }
+  }
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/strategy/names", test_names);
+  g_test_add_func("/strategy/huge-sparse-space", test_huge_sparse_space);
   g_test_add_func("/strategy/exhaustive-order", test_exhaustive_order);
   g_test_add_func("/strategy/full-coverage", test_full_coverage);
   g_test_add_func("/strategy/determinism", test_determinism);

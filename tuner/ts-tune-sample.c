@@ -89,6 +89,7 @@ struct _TsTuneSampler {
    * fewer than 1 draw in 20 is accepted, i.e. when the unseen valid set is a small part of the
    * space. */
   gboolean enumerated;
+  gboolean too_many; /* acceptance is low but the valid points are too many to enumerate */
   GArray *pool;
   guint64 taken;
 };
@@ -155,15 +156,42 @@ next_in_order(TsTuneSampler *s, TsTuneSeenFunc seen, gpointer seen_data, GError 
   return NULL;
 }
 
+/* Enumeration keeps 8 bytes per unseen valid point and walks them all: fine for a few million
+ * (the constraint plans prune the invalid ones as they go), not for 10^8 (seconds to minutes
+ * and a pool of a gigabyte). A space with more valid points keeps drawing. */
+#define MAX_POOL (G_GUINT64_CONSTANT(1) << 22)
+/* Draws one proposal may take before it gives up: when a space has over MAX_POOL valid points
+ * but they are rarer than 1 in 10^6 draws, sampling cannot find them in useful time. */
+#define MAX_DRAWS (1u << 20)
+
+static gboolean
+enumerable(TsTuneSampler *s)
+{
+  guint64 n_valid = 0;
+  return ts_sched_space_count_valid(s->space, s->env, &n_valid, NULL) && n_valid <= MAX_POOL;
+}
+
 TsSchedPoint *
 ts__tune_sampler_next(TsTuneSampler *s, TsTuneSeenFunc seen, gpointer seen_data, GError **error)
 {
   g_assert(s != NULL && seen != NULL);
+  guint draws = 0;
   while (!s->enumerated) {
-    if (s->attempts >= 64 && (guint64)s->accepted * 20 < s->attempts) {
+    if (s->attempts >= 64 && (guint64)s->accepted * 20 < s->attempts && !s->too_many &&
+        enumerable(s)) {
       if (!enumerate(s, seen, seen_data, error))
         return NULL;
       break;
+    }
+    if (s->attempts >= 64 && (guint64)s->accepted * 20 < s->attempts)
+      s->too_many = TRUE; /* counted once: enumerable() said no */
+    if (++draws > MAX_DRAWS) {
+      g_autofree char *text = ts_sched_space_to_string(s->space);
+      g_set_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_FAILED,
+                  "no unseen valid point in %u random draws from %s: its valid points are too "
+                  "sparse to sample and too many (over %" G_GUINT64_FORMAT ") to enumerate; "
+                  "narrow its knobs' values", MAX_DRAWS, text, MAX_POOL);
+      return NULL;
     }
     if (s->attempts >= 1024) {
       s->attempts /= 2;
