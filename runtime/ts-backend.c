@@ -9,7 +9,11 @@
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 G_DEFINE_QUARK(ts-backend-error-quark, ts_backend_error)
 
@@ -52,11 +56,14 @@ open_class(const TsBackendClass *klass, GError **error)
   return backend;
 }
 
+static void remove_orphaned_build_dirs(void);
+
 TsBackend *
 ts_backend_open(const char *name, GError **error)
 {
   g_return_val_if_fail(name != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  remove_orphaned_build_dirs();
 
   if (strcmp(name, "auto") == 0) {
     g_autoptr(GString) reasons = g_string_new(NULL);
@@ -175,13 +182,44 @@ finish_module(TsModule *module, TsBackend *backend, const char *key, const char 
   return module;
 }
 
+/* Build directories carry their process's id, so one left by a process that was killed (kill
+ * -9, the OOM killer) can be told from one in use and removed: once per process, when its
+ * first backend opens. */
+static void
+remove_orphaned_build_dirs(void)
+{
+  static gsize done = 0;
+  if (!g_once_init_enter(&done))
+    return;
+  static const char prefix[] = "tessera-build-";
+  const char *tmp = g_get_tmp_dir();
+  g_autoptr(GDir) dir = g_dir_open(tmp, 0, NULL);
+  const char *name;
+  while (dir && (name = g_dir_read_name(dir)) != NULL) {
+    if (!g_str_has_prefix(name, prefix))
+      continue;
+    char *end = NULL;
+    guint64 pid = g_ascii_strtoull(name + strlen(prefix), &end, 10);
+    if (end == name + strlen(prefix) || *end != '-' || pid == 0 || pid > G_MAXINT)
+      continue; /* not one of ours */
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+      continue; /* its process lives (or is not ours to ask about) */
+    g_autofree char *path = g_build_filename(tmp, name, NULL);
+    GStatBuf st;
+    if (g_lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+      ts__remove_flat_dir(path);
+  }
+  g_once_init_leave(&done, 1);
+}
+
 /* Builds the artifact in a private directory, then moves it into the cache. */
 static char *
 build_artifact(TsBackend *backend, const TsSource *source, const char *key, char **log,
                double *compile_ms, GError **error)
 {
   g_autoptr(GError) local = NULL;
-  g_autofree char *workdir = g_dir_make_tmp("tessera-build-XXXXXX", &local);
+  g_autofree char *template = g_strdup_printf("tessera-build-%d-XXXXXX", (int)getpid());
+  g_autofree char *workdir = g_dir_make_tmp(template, &local);
   if (workdir == NULL) {
     g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO,
                 "cannot create a build directory under '%s': %s", g_get_tmp_dir(),

@@ -61,6 +61,17 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
   echo "ok $n - nothing was written beside it"
   rm -rf "$ro"
 fi
+# Build directories left by a killed process are removed by the next one; a live process's stay.
+tmp=$(mktemp -d)
+sleep 0 & dead=$!; wait $dead
+mkdir "$tmp/tessera-build-$dead-orphan" "$tmp/tessera-build-$$-alive"
+touch "$tmp/tessera-build-$dead-orphan/src.c" "$tmp/tessera-build-$$-alive/src.c"
+TMPDIR=$tmp "$TT" devices >/dev/null
+n=$((n+1))
+[ ! -e "$tmp/tessera-build-$dead-orphan" ] && [ -e "$tmp/tessera-build-$$-alive/src.c" ] ||
+  { ls -R "$tmp"; echo "not ok $n - orphaned build directories"; exit 1; }
+echo "ok $n - a killed process's build directory is removed, a live one's kept"
+rm -rf "$tmp"
 expect 2 'needs --budget-ms' -- tune saxpy --shape N=1000 --budget 0
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout nan
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout inf
