@@ -107,7 +107,7 @@ ts_db_gate_result_free(TsDbGateResult *result)
 
 static const char SQL_GATE_BEGIN[] =
     "INSERT INTO gate_run (kind, suite, device_id, toolchain_id, git_commit, git_dirty, label,"
-    " base_run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    " base_run_id, pid, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 static const char SQL_GATE_RUN_STATE[] = "SELECT kind, status FROM gate_run WHERE id = ?1";
 static const char SQL_GATE_END[] =
     "UPDATE gate_run SET status = ?2, verdict = ?3,"
@@ -125,6 +125,10 @@ ts_db_gate_begin(TsDb *db, const char *kind, const char *suite, gint64 device_id
     return fail_with(db, TS_DB_ERROR_INVALID, error, "a gate run needs its suite's name"), 0;
   if (!ts__db_begin(db, error))
     return 0;
+  if (!ts__db_reap_runs(db, TRUE, error)) {
+    ts__db_rollback(db);
+    return 0;
+  }
   g_autoptr(sqlite3_stmt) stmt = ts__db_prepare(db, SQL_GATE_BEGIN, error);
   if (!stmt) {
     ts__db_rollback(db);
@@ -139,6 +143,7 @@ ts_db_gate_begin(TsDb *db, const char *kind, const char *suite, gint64 device_id
   sqlite3_bind_text(stmt, 7, label, -1, SQLITE_STATIC);
   if (base_run_id != 0)
     sqlite3_bind_int64(stmt, 8, base_run_id);
+  ts__db_bind_owner(stmt, 9);
   int rc = sqlite3_step(stmt);
   if (rc != SQLITE_DONE) {
     ts__db_fail(db, rc, "starting a gate run (unknown device, toolchain or base run?)", error);

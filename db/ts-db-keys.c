@@ -2,6 +2,9 @@
  * workloads, tuning runs, plus learned models. ensure_* is insert-or-get on the natural key:
  * a plain SELECT first, so the usual case (the row exists) takes no write lock. */
 #include "ts-db-private.h"
+#include <unistd.h>
+#include <signal.h>
+#include <errno.h>
 
 #include <string.h>
 
@@ -289,8 +292,59 @@ ts_db_ensure_workload(TsDb *db, const char *op, const char *shape, const char *d
 /* ---- tuning runs ---- */
 
 static const char SQL_RUN_BEGIN[] =
-    "INSERT INTO tune_run (workload_id, device_id, toolchain_id, strategy, seed, budget)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+    "INSERT INTO tune_run (workload_id, device_id, toolchain_id, strategy, seed, budget, pid,"
+    " host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+
+/* Runs left 'running' by a process of this host that no longer exists. */
+static const char SQL_TUNE_STALE[] =
+    "SELECT id, pid FROM tune_run WHERE status = 'running' AND host = ?1 AND pid IS NOT NULL"
+    " AND pid != ?2";
+static const char SQL_TUNE_REAP[] =
+    "UPDATE tune_run SET status = 'interrupted',"
+    " finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1 AND status = 'running'";
+static const char SQL_GATE_STALE[] =
+    "SELECT id, pid FROM gate_run WHERE status = 'running' AND host = ?1 AND pid IS NOT NULL"
+    " AND pid != ?2";
+static const char SQL_GATE_REAP[] =
+    "UPDATE gate_run SET status = 'interrupted',"
+    " finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1 AND status = 'running'";
+
+gboolean
+ts__db_reap_runs(TsDb *db, gboolean gate, GError **error)
+{
+  g_autoptr(sqlite3_stmt) stale = ts__db_prepare(db, gate ? SQL_GATE_STALE : SQL_TUNE_STALE, error);
+  if (!stale)
+    return FALSE;
+  sqlite3_bind_text(stale, 1, g_get_host_name(), -1, SQLITE_STATIC);
+  sqlite3_bind_int64(stale, 2, (sqlite3_int64)getpid());
+  g_autoptr(GArray) dead = g_array_new(FALSE, FALSE, sizeof(gint64));
+  int rc;
+  while ((rc = sqlite3_step(stale)) == SQLITE_ROW) {
+    gint64 id = sqlite3_column_int64(stale, 0), pid = sqlite3_column_int64(stale, 1);
+    /* ESRCH only: a process we may not signal (EPERM) still lives. */
+    if (pid > 0 && pid <= G_MAXINT && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+      g_array_append_val(dead, id);
+  }
+  if (rc != SQLITE_DONE)
+    return ts__db_fail(db, rc, "looking for runs whose process is gone", error);
+  for (guint i = 0; i < dead->len; i++) {
+    g_autoptr(sqlite3_stmt) reap = ts__db_prepare(db, gate ? SQL_GATE_REAP : SQL_TUNE_REAP, error);
+    if (!reap)
+      return FALSE;
+    sqlite3_bind_int64(reap, 1, g_array_index(dead, gint64, i));
+    rc = sqlite3_step(reap);
+    if (rc != SQLITE_DONE)
+      return ts__db_fail(db, rc, "closing a run whose process is gone", error);
+  }
+  return TRUE;
+}
+
+void
+ts__db_bind_owner(sqlite3_stmt *stmt, int pid_index)
+{
+  sqlite3_bind_int64(stmt, pid_index, (sqlite3_int64)getpid());
+  sqlite3_bind_text(stmt, pid_index + 1, g_get_host_name(), -1, SQLITE_STATIC);
+}
 static const char SQL_RUN_END[] =
     "UPDATE tune_run SET status = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')"
     " WHERE id = ?1";
@@ -302,6 +356,10 @@ ts_db_begin_run(TsDb *db, gint64 workload_id, gint64 device_id, gint64 toolchain
   g_return_val_if_fail(db != NULL && strategy != NULL, 0);
   if (!ts__db_begin(db, error))
     return 0;
+  if (!ts__db_reap_runs(db, FALSE, error)) {
+    ts__db_rollback(db);
+    return 0;
+  }
   g_autoptr(sqlite3_stmt) stmt = ts__db_prepare(db, SQL_RUN_BEGIN, error);
   if (!stmt) {
     ts__db_rollback(db);
@@ -314,6 +372,7 @@ ts_db_begin_run(TsDb *db, gint64 workload_id, gint64 device_id, gint64 toolchain
   /* SQLite integers are signed; the seed's bits are kept as they are. */
   sqlite3_bind_int64(stmt, 5, (sqlite3_int64)seed);
   sqlite3_bind_text(stmt, 6, budget ? budget : "", -1, SQLITE_STATIC);
+  ts__db_bind_owner(stmt, 7);
   int rc = sqlite3_step(stmt);
   if (rc != SQLITE_DONE) {
     ts__db_fail(db, rc, "starting a tuning run (unknown workload, device or toolchain?)", error);

@@ -81,3 +81,10 @@ TsDbTrial *ts__db_trial_from_row(sqlite3_stmt *stmt);
 void ts__db_lru_init(TsDb *db);
 void ts__db_lru_destroy(TsDb *db);
 void ts__db_lru_clear(TsDb *db);
+
+/* Closes as 'interrupted' the tuning runs (gate FALSE) or gate runs (TRUE) left 'running' by a
+ * process of this host that no longer exists (killed: kill -9, the OOM killer). Inside a write
+ * transaction. */
+gboolean ts__db_reap_runs(TsDb *db, gboolean gate, GError **error);
+/* Binds this process's id and host name to parameters pid_index and pid_index + 1. */
+void ts__db_bind_owner(sqlite3_stmt *stmt, int pid_index);

@@ -174,6 +174,15 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (profile_id, seq)) WITHOUT ROWID;"
     "CREATE INDEX profile_workload ON profile (workload_id, id);"
     "PRAGMA user_version = 4;",
+
+    /* 5: who runs a tuning or gate run (process id and host), so that a run whose process was
+     * killed (kill -9, the OOM killer) is found and closed as 'interrupted' instead of being
+     * 'running' forever. */
+    "ALTER TABLE tune_run ADD COLUMN pid INTEGER;"
+    "ALTER TABLE tune_run ADD COLUMN host TEXT;"
+    "ALTER TABLE gate_run ADD COLUMN pid INTEGER;"
+    "ALTER TABLE gate_run ADD COLUMN host TEXT;"
+    "PRAGMA user_version = 5;",
 };
 
 int

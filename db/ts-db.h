@@ -129,7 +129,8 @@ typedef struct {
   char *budget;       /* as the tuner described it ("50 evals"); "" when none */
   char *status;       /* "running", "done", "interrupted" or "failed" */
   char *started_at;   /* ISO 8601 UTC */
-  char *finished_at;  /* NULL while running, or when the tuner was killed */
+  char *finished_at;  /* NULL while running; a run whose process was killed is closed as
+                         "interrupted" when the next run on its host begins */
 } TsDbRun;
 
 void ts_db_run_free(TsDbRun *run);

@@ -89,6 +89,10 @@ set_open_error(GError **error, const char *path, const GError *cause)
     case TS_DB_ERROR_OPEN:
       what = "no such file, or it cannot be opened. Check the path and its permissions";
       break;
+    case TS_DB_ERROR_FOREIGN:
+      what = "it is not a Tessera schedule cache (another application's database, or a schema "
+             "no tessera writes); it was left untouched";
+      break;
     default:
       what = "it could not be read";
       break;

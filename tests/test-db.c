@@ -1488,7 +1488,9 @@ make_v2(const char *path)
   g_assert_cmpint(sqlite3_exec(sql,
                                "DROP TABLE profile_event; DROP TABLE profile;"
                                " DROP TABLE gate_result; DROP TABLE gate_artifact;"
-                               " DROP TABLE gate_run; PRAGMA user_version = 2;",
+                               " DROP TABLE gate_run; ALTER TABLE tune_run DROP COLUMN pid;"
+                               " ALTER TABLE tune_run DROP COLUMN host;"
+                               " PRAGMA user_version = 2;",
                                NULL, NULL, NULL),
                   ==, SQLITE_OK);
   g_assert_cmpint(sqlite3_close(sql), ==, SQLITE_OK);
@@ -1497,7 +1499,7 @@ make_v2(const char *path)
 static void
 test_gate_migrate_v2(Fx *fx, gconstpointer data)
 {
-  g_assert_cmpint(ts_db_schema_version(), ==, 4);
+  g_assert_cmpint(ts_db_schema_version(), ==, 5);
   gint64 a = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
   g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, a, NULL));
   g_clear_pointer(&fx->db, ts_db_close);
@@ -1776,6 +1778,43 @@ test_output_write_through(Fx *fx, gconstpointer data)
   g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_ISDIR);
 }
 
+/* A run whose process is gone (kill -9) is closed as 'interrupted' when the next run on this
+ * host begins; one of a live process, or of another host, is left alone. */
+static void
+test_reap_runs(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 killed = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 1, "evals=10", &error);
+  gint64 elsewhere = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 2, "evals=10", &error);
+  gint64 alive = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 3, "evals=10", &error);
+  g_assert_no_error(error);
+  GPid child = fork();
+  if (child == 0)
+    _exit(0);
+  g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+  sqlite3 *sql = NULL;
+  g_assert_cmpint(sqlite3_open(fx->path, &sql), ==, SQLITE_OK);
+  g_autofree char *q = g_strdup_printf(
+    "UPDATE tune_run SET pid = %d WHERE id = %" G_GINT64_FORMAT ";"
+    "UPDATE tune_run SET pid = %d, host = 'another-host' WHERE id = %" G_GINT64_FORMAT ";"
+    "UPDATE tune_run SET pid = 1 WHERE id = %" G_GINT64_FORMAT ";",
+    (int)child, killed, (int)child, elsewhere, alive);
+  g_assert_cmpint(sqlite3_exec(sql, q, NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close(sql);
+
+  gint64 next = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 4, "evals=10", &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(next, >, 0);
+  g_autoptr(GPtrArray) runs = ts_db_list_runs(fx->db, fx->w, fx->d, fx->t, &error);
+  g_assert_no_error(error);
+  for (guint i = 0; i < runs->len; i++) {
+    const TsDbRun *r = g_ptr_array_index(runs, i);
+    const char *want = r->id == killed ? "interrupted" : "running";
+    if (g_strcmp0(r->status, want) != 0)
+      g_error("run %" G_GINT64_FORMAT ": %s, wanted %s", r->id, r->status, want);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1795,6 +1834,7 @@ main(int argc, char **argv)
   ADD("fault/foreign-files", test_foreign_files);
   ADD("application-id", test_application_id);
   ADD("json-depth", test_json_depth);
+  ADD("runs/reap", test_reap_runs);
   ADD("output/write-through", test_output_write_through);
   ADD("fault/read-only-handle", test_read_only_handle);
   ADD("fault/read-only-files", test_read_only_files);

@@ -181,6 +181,9 @@ p = tt("tune", *GEMM, "--space", BIG, "--strategy", "random", "--budget", "10", 
        "--json", check=0)
 res = json.loads(p.stdout)
 ok(res["resumed"] == len(kept), "the re-run resumed the %d stored trials" % len(kept))
+runs = db_rows(db3, "SELECT status FROM tune_run ORDER BY id")
+ok(runs == [("interrupted",), ("done",)],
+   "the killed run is closed as interrupted when the next begins (%s)" % runs)
 hashes = [r[0] for r in db_rows(db3, "SELECT schedule_hash FROM trial")]
 ok(len(hashes) == len(set(hashes)) == len(kept) + res["measured"],
    "no point measured twice (%d rows, %d distinct)" % (len(hashes), len(set(hashes))))

@@ -174,6 +174,23 @@ tt_backend(const TtArgs *a, GError **error)
 TsDb *
 tt_db(const TtArgs *a, TsDbOpenFlags flags, GError **error)
 {
+  if (flags == TS_DB_OPEN_READ_ONLY) {
+    /* A cache of an older schema is upgraded by a read-write open when the user may write it,
+     * rather than sending them to do it by hand. */
+    g_autoptr(GError) ro_error = NULL;
+    TsDb *db = ts_db_open(a->db, flags, &ro_error);
+    if (db == NULL && g_error_matches(ro_error, TS_DB_ERROR, TS_DB_ERROR_NEEDS_UPGRADE)) {
+      g_autoptr(TsDb) rw = ts_db_open(a->db, TS_DB_OPEN_DEFAULT, NULL);
+      if (rw != NULL) {
+        g_clear_pointer(&rw, ts_db_close);
+        g_clear_error(&ro_error);
+        db = ts_db_open(a->db, flags, &ro_error);
+      }
+    }
+    if (db == NULL)
+      g_propagate_error(error, g_steal_pointer(&ro_error));
+    return db;
+  }
   if (flags != TT_DB_READ)
     return ts_db_open(a->db, flags, error);
   g_autoptr(GError) rw_error = NULL;
