@@ -224,6 +224,8 @@ typedef struct {
 typedef struct {
   GError **error;
   gboolean failed;
+  TsDbScheduleCheck check; /* the handle's (ts_db_set_schedule_check), or NULL */
+  gpointer check_data;
 } Check;
 
 static gboolean
@@ -448,7 +450,18 @@ validate(Check *c, JsonNode *root_node, Doc *doc)
     guint64 values[G_N_ELEMENTS(device_int_fields)] = {0};
     for (guint f = 0; f < G_N_ELEMENTS(device_int_fields); f++) {
       JsonNode *n = field(c, o, path, device_int_fields[f], F_INT, TRUE);
-      values[f] = n ? (guint64)json_node_get_int(n) : 0;
+      gint64 v = n ? json_node_get_int(n) : 0;
+      /* Bounds no device comes near (2^24 cores or SMs, 2^50 bytes): a figure past them is a
+       * made-up one that would overflow the arithmetic downstream. */
+      gint64 limit = f == 0 ? G_GINT64_CONSTANT(1) << 24 : f == 6 ? 8192 : G_GINT64_CONSTANT(1) << 50;
+      if (v < 0 || v > limit) {
+        g_autofree char *p = g_strdup_printf("%s.%s", path, device_int_fields[f]);
+        g_autofree char *msg = g_strdup_printf("%" G_GINT64_FORMAT " is not a device's figure "
+                                               "(0 to %" G_GINT64_FORMAT ")", v, limit);
+        bad(c, p, msg);
+        break;
+      }
+      values[f] = (guint64)v;
     }
     d.d.compute_units = (guint)values[0];
     d.d.memory_bytes = values[1];
@@ -493,6 +506,11 @@ validate(Check *c, JsonNode *root_node, Doc *doc)
         g_autofree char *p = g_strdup_printf("%s.shape", path);
         bad(c, p, "expected NAME=INT,NAME=INT,...");
       }
+    }
+    if (!c->failed && c->check) {
+      g_autofree char *why = NULL;
+      if (!c->check(w.op, w.shape, w.dtype, NULL, NULL, &why, c->check_data))
+        bad(c, path, why ? why : "not a workload this build knows");
     }
     g_array_append_val(doc->workloads, w);
     if (!c->failed)
@@ -556,6 +574,39 @@ validate(Check *c, JsonNode *root_node, Doc *doc)
     if (!c->failed && t->status == TS_DB_TRIAL_OK && !isfinite(t->median_ns)) {
       g_autofree char *p = g_strdup_printf("%s.median_ns", path);
       bad(c, p, "a trial with status ok needs a median");
+    }
+    /* Times are positive: a zero or negative median would be a best no tune can ever beat. */
+    const struct {
+      const char *name;
+      double v;
+    } times[] = {{"median_ns", t->median_ns}, {"min_ns", t->min_ns}, {"max_ns", t->max_ns},
+                 {"compile_ms", t->compile_ms}, {"rel_error", t->rel_error},
+                 {"predicted_cost", t->predicted_cost}};
+    for (guint k = 0; !c->failed && k < G_N_ELEMENTS(times); k++) {
+      gboolean zero_ok = k >= 3; /* compile_ms, rel_error and predicted_cost may be 0 */
+      if (!isnan(times[k].v) && (!isfinite(times[k].v) || times[k].v < 0 ||
+                                 (!zero_ok && times[k].v == 0))) {
+        g_autofree char *p = g_strdup_printf("%s.%s", path, times[k].name);
+        g_autofree char *msg = g_strdup_printf("%g is not a %s value", times[k].v,
+                                               zero_ok ? "non-negative" : "positive");
+        bad(c, p, msg);
+      }
+    }
+    for (guint s = 0; !c->failed && t->samples_ns && s < t->samples_ns->len; s++) {
+      double v = g_array_index(t->samples_ns, double, s);
+      if (!isnan(v) && !(v > 0 && isfinite(v))) {
+        g_autofree char *p = g_strdup_printf("%s.samples_ns[%u]", path, s);
+        g_autofree char *msg = g_strdup_printf("%g is not a positive time", v);
+        bad(c, p, msg);
+      }
+    }
+    if (!c->failed && c->check && it.workload) {
+      const ImWorkload *w = &g_array_index(doc->workloads, ImWorkload, it.workload - 1);
+      g_autofree char *why = NULL;
+      if (!c->check(w->op, w->shape, w->dtype, t->schedule, t->hash, &why, c->check_data)) {
+        g_autofree char *p = g_strdup_printf("%s.schedule", path);
+        bad(c, p, why ? why : "not a schedule of its workload");
+      }
     }
   }
   /* $.best is informative (best is re-evaluated by median on import) but still checked. */
@@ -722,7 +773,7 @@ ts_db_import_json(TsDb *db, const char *json, gssize length, TsDbImportStats *st
     return FALSE;
   }
   Doc doc = {0};
-  Check c = {error, FALSE};
+  Check c = {error, FALSE, db->check, db->check_data};
   if (!validate(&c, root, &doc)) {
     doc_clear(&doc);
     return FALSE;

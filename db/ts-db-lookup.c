@@ -340,6 +340,16 @@ lookup(TsDb *db, const TsDbKey *key, gboolean nearest, TsDbLookupResult *result,
     return FALSE;
   if (found == 0)
     return not_found(db, &k, error);
+  g_autofree char *why = NULL;
+  if (db->check &&
+      !db->check(k.op, result->shape, k.dtype, result->schedule, NULL, &why, db->check_data)) {
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID,
+                "schedule cache %s: the cached best of %s %s %s (trial %" G_GINT64_FORMAT
+                ") is not a usable schedule: %s; tune the workload again",
+                db->path, k.op, result->shape, k.dtype, result->trial_id, why ? why : "?");
+    ts_db_lookup_result_clear(result);
+    return FALSE;
+  }
   /* Misses are not cached: another process may tune the key any moment. */
   lru_put(db, text, result);
   return TRUE;

@@ -17,6 +17,8 @@ struct _TsDb {
   GHashTable *lru;
   GQueue lru_order;
   guint lru_capacity;
+  TsDbScheduleCheck check; /* ts_db_set_schedule_check, or NULL */
+  gpointer check_data;
 };
 
 /* A cached statement, reset and unbound; g_autoptr(sqlite3_stmt) resets it again when the

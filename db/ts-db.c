@@ -170,6 +170,15 @@ ts__db_rollback(TsDb *db)
     sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
 }
 
+void
+ts_db_set_schedule_check(TsDb *db, TsDbScheduleCheck check, gpointer data)
+{
+  g_return_if_fail(db != NULL);
+  db->check = check;
+  db->check_data = data;
+  ts__db_lru_clear(db);
+}
+
 char *
 ts_db_default_path(void)
 {

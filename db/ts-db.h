@@ -267,6 +267,18 @@ TsDbTrial *ts_db_get_best(TsDb *db, gint64 workload_id, gint64 device_id, gint64
 gboolean ts_db_refresh_best(TsDb *db, gint64 workload_id, gint64 device_id, gint64 toolchain_id,
                             gint64 *best_id, GError **error);
 
+/* ---- what a stored schedule must mean ----
+ *
+ * The cache cannot judge a schedule itself (it knows no ops): the tools install this check,
+ * and import and lookup both apply it, so an imported trial and a looked-up best are real
+ * schedules of a real workload. It returns FALSE with *why (g_free'd by the caller) for a
+ * workload or schedule that is not: an unknown op or dtype, a shape the op rejects, a schedule
+ * that does not parse, a hash that is not its schedule's. */
+typedef gboolean (*TsDbScheduleCheck)(const char *op, const char *shape, const char *dtype,
+                                      const char *schedule, const char *hash, char **why,
+                                      gpointer data);
+void ts_db_set_schedule_check(TsDb *db, TsDbScheduleCheck check, gpointer data);
+
 /* ---- lookups ---- */
 
 typedef struct {

@@ -6,6 +6,7 @@ database, export/import, and the bad-input errors. Prints TAP."""
 import json
 import os
 import signal
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -219,6 +220,49 @@ p = tt("import", exp, "--db", db5, check=0)
 ok(p.returncode == 0 and "16 trials added" in p.stdout, "import adds the 16 trials")
 p = tt("import", exp, "--db", db5, check=0)
 ok("0 trials added" in p.stdout, "importing twice adds nothing")
+
+# Import checks meaning, not only types: each poisoned copy is refused whole, naming the JSON
+# path, and the cache is unchanged.
+with open(exp) as f:
+    good = json.load(f)
+before = db_rows(db5, "SELECT count(*) FROM trial")[0][0]
+poisons = [
+    ("an unparseable schedule", lambda d: d["trials"][0].update(schedule="block(m=[12"),
+     "$.trials[0].schedule", "does not parse"),
+    ("a negative time", lambda d: d["trials"][0].update(median_ns=-5.0),
+     "$.trials[0].median_ns", "not a positive value"),
+    ("a zero time (a best nothing could beat)", lambda d: d["trials"][0].update(median_ns=0.0),
+     "$.trials[0].median_ns", "not a positive value"),
+    ("a hash that is not its schedule's", lambda d: d["trials"][0].update(hash="0123456789abcdef"),
+     "$.trials[0].schedule", "is not its schedule's"),
+    ("an unknown op", lambda d: d["workloads"][0].update(op="gemmm"),
+     "$.workloads[0]", "unknown op 'gemmm'"),
+    ("an unknown dtype", lambda d: d["workloads"][0].update(dtype="bf17"),
+     "$.workloads[0]", "bf17"),
+    ("compute units past any device", lambda d: d["devices"][0].update(compute_units=2 ** 40),
+     "$.devices[0].compute_units", "is not a device's figure"),
+]
+for what, poison, path, needle in poisons:
+    doc = json.loads(json.dumps(good))
+    poison(doc)
+    bad_file = os.path.join(TMP, "poisoned.json")
+    with open(bad_file, "w") as f:
+        json.dump(doc, f)
+    p = tt("import", bad_file, "--db", db5)
+    ok(p.returncode == 2 and path in p.stderr and needle in p.stderr,
+       "import refuses %s at %s (exit %d: %s)" % (what, path, p.returncode, p.stderr.strip()[:160]))
+ok(db_rows(db5, "SELECT count(*) FROM trial")[0][0] == before, "the refused imports added nothing")
+
+# A best that is not a schedule (a cache edited by hand) is refused by lookup, not handed on.
+poisoned_db = os.path.join(TMP, "poisoned.db")
+shutil.copy(db5, poisoned_db)
+con = sqlite3.connect(poisoned_db)
+con.execute("UPDATE trial SET schedule = 'block(m=[12' WHERE id IN (SELECT trial_id FROM best)")
+con.commit()
+con.close()
+p = tt("lookup", *GEMM, "--db", poisoned_db)
+ok(p.returncode != 0 and "is not a usable schedule" in p.stderr and "tune the workload again" in p.stderr,
+   "lookup refuses a best that does not parse (exit %d: %s)" % (p.returncode, p.stderr.strip()[:160]))
 
 # 6. Bad input: one line naming the problem, exit 2 (3 for the machinery), no row lost.
 with open(os.path.join(TMP, "bad.json"), "w") as f:

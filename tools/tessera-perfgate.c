@@ -194,6 +194,8 @@ env_open(Env *e, Args *a, gboolean need_suite, gboolean need_backend, GError **e
     }
   }
   e->db = ts_db_open(a->db, TS_DB_OPEN_DEFAULT, error);
+  if (e->db != NULL)
+    ts_db_set_schedule_check(e->db, ts_tune_schedule_check, NULL);
   if (e->db == NULL)
     return FALSE;
   if (!need_backend)

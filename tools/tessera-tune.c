@@ -13,6 +13,7 @@
 #include "ts-cuda.h"
 #include "ts-op.h"
 #include "ts-tune-worker.h"
+#include "ts-tune.h"
 #include "tt-cli.h"
 
 const char *const TT_EXIT_HELP =
@@ -171,8 +172,19 @@ tt_backend(const TtArgs *a, GError **error)
   return ts_backend_open(a->backend ? a->backend : "auto", error);
 }
 
+static TsDb *tt_db_open(const TtArgs *a, TsDbOpenFlags flags, GError **error);
+
 TsDb *
 tt_db(const TtArgs *a, TsDbOpenFlags flags, GError **error)
+{
+  TsDb *db = tt_db_open(a, flags, error);
+  if (db != NULL)
+    ts_db_set_schedule_check(db, ts_tune_schedule_check, NULL);
+  return db;
+}
+
+static TsDb *
+tt_db_open(const TtArgs *a, TsDbOpenFlags flags, GError **error)
 {
   if (flags == TS_DB_OPEN_READ_ONLY) {
     /* A cache of an older schema is upgraded by a read-write open when the user may write it,

@@ -77,6 +77,31 @@ ts_tune_device_id(TsDb *db, TsBackend *backend, GError **error)
 }
 
 gboolean
+ts_tune_schedule_check(const char *op, const char *shape, const char *dtype,
+                       const char *schedule, const char *hash, char **why, gpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new(op ? op : "", shape ? shape : "",
+                                                    dtype ? dtype : "", &error);
+  if (inst == NULL) {
+    *why = g_strdup(error->message);
+    return FALSE;
+  }
+  if (schedule == NULL)
+    return TRUE;
+  g_autoptr(TsSchedPoint) point = ts_sched_point_parse(schedule, &error);
+  if (point == NULL) {
+    *why = g_strdup_printf("the schedule does not parse: %s", error->message);
+    return FALSE;
+  }
+  if (hash != NULL && g_strcmp0(hash, ts_sched_point_hash(point)) != 0) {
+    *why = g_strdup_printf("hash %s is not its schedule's (%s)", hash, ts_sched_point_hash(point));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
 ts_tune_key_ids(TsDb *db, TsOpInstance *inst, TsBackend *backend, gint64 *workload_id,
                 gint64 *device_id, gint64 *toolchain_id, GError **error)
 {
