@@ -72,6 +72,13 @@ n=$((n+1))
   { ls -R "$tmp"; echo "not ok $n - orphaned build directories"; exit 1; }
 echo "ok $n - a killed process's build directory is removed, a live one's kept"
 rm -rf "$tmp"
+# run isolates the kernel as tune does: a crash and a hang become statuses (exit 1), a point the
+# device cannot run is refused before it starts (threads(100000) overflowed libgomp's stack).
+export TESSERA_TEST_OPS=1
+expect 1 'status +runtime_error' -- run test_fault --shape N=1000 --schedule 'dict(mode="segv")'
+expect 1 'no result within 2.0 s' -- run test_fault --shape N=1000 --schedule 'dict(mode="hang")' --timeout 2
+unset TESSERA_TEST_OPS
+expect 2 'cannot run on this device: threads\(100000\)' -- run gemm --shape M=64,N=64,K=64 --schedule 'threads(100000)'
 expect 2 'needs --budget-ms' -- tune saxpy --shape N=1000 --budget 0
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout nan
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout inf

@@ -35,6 +35,7 @@ enum {
   TT_OPT_METRICS = 1 << 15, /* --no-metrics */
   TT_OPT_PROFILE = 1 << 16, /* --profile --trace-output */
   TT_OPT_SAMPLES = 1 << 17, /* --samples */
+  TT_OPT_TIMEOUT = 1 << 18, /* --timeout alone (run) */
 };
 
 typedef struct {
