@@ -195,8 +195,10 @@ path_uri(const char *path, const char *query)
   return g_strconcat("file:", escaped, query, NULL);
 }
 
+/* Runs query and reads the first n integer columns of its one row into values, retrying while
+ * another process holds the database busy. */
 static int
-read_int_pragma(sqlite3 *sql, const char *query, int *value)
+read_ints(sqlite3 *sql, const char *query, int *values, int n)
 {
   sqlite3_stmt *stmt = NULL;
   int rc = sqlite3_prepare_v2(sql, query, -1, &stmt, NULL);
@@ -209,12 +211,19 @@ read_int_pragma(sqlite3 *sql, const char *query, int *value)
       backoff(attempt);
     }
     if (rc == SQLITE_ROW) {
-      *value = sqlite3_column_int(stmt, 0);
+      for (int i = 0; i < n; i++)
+        values[i] = sqlite3_column_int(stmt, i);
       rc = SQLITE_OK;
     }
   }
   sqlite3_finalize(stmt);
   return rc;
+}
+
+static int
+read_int_pragma(sqlite3 *sql, const char *query, int *value)
+{
+  return read_ints(sql, query, value, 1);
 }
 
 static sqlite3 *
@@ -360,28 +369,11 @@ check_owner(sqlite3 *sql, const char *path, gboolean *ours_by_id, GError **error
     " (SELECT count(*) FROM sqlite_schema WHERE type = 'table'),"
     " (SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND"
     "  name IN ('device', 'toolchain', 'workload', 'trial', 'best'))";
-  int app_id = 0, version = 0, n_tables = 0, n_ours = 0;
-  sqlite3_stmt *stmt = NULL;
-  int rc = sqlite3_prepare_v2(sql, query, -1, &stmt, NULL);
-  if (rc == SQLITE_OK) {
-    for (guint attempt = 0;; attempt++) {
-      rc = sqlite3_step(stmt);
-      if ((rc & 0xff) != SQLITE_BUSY || attempt >= RETRY_LIMIT)
-        break;
-      sqlite3_reset(stmt);
-      backoff(attempt);
-    }
-    if (rc == SQLITE_ROW) {
-      app_id = sqlite3_column_int(stmt, 0);
-      version = sqlite3_column_int(stmt, 1);
-      n_tables = sqlite3_column_int(stmt, 2);
-      n_ours = sqlite3_column_int(stmt, 3);
-      rc = SQLITE_OK;
-    }
-  }
-  sqlite3_finalize(stmt);
+  int v[4] = {0}; /* application_id, user_version, tables, tables of a cache */
+  int rc = read_ints(sql, query, v, 4);
   if (rc != SQLITE_OK)
     return ts__db_fail_sql(sql, path, rc, "cannot read", error);
+  const int app_id = v[0], version = v[1], n_tables = v[2], n_ours = v[3];
   *ours_by_id = (guint32)app_id == TS_DB_APPLICATION_ID;
   if (!check_header(path, version, (guint32)app_id, error))
     return FALSE;
