@@ -509,7 +509,7 @@ validate(Check *c, JsonNode *root_node, Doc *doc)
     }
     if (!c->failed && c->check) {
       g_autofree char *why = NULL;
-      if (!c->check(w.op, w.shape, w.dtype, NULL, NULL, &why, c->check_data))
+      if (!c->check(w.op, w.shape, w.dtype, NULL, NULL, NAN, &why, c->check_data))
         bad(c, path, why ? why : "not a workload this build knows");
     }
     g_array_append_val(doc->workloads, w);
@@ -603,8 +603,11 @@ validate(Check *c, JsonNode *root_node, Doc *doc)
     if (!c->failed && c->check && it.workload) {
       const ImWorkload *w = &g_array_index(doc->workloads, ImWorkload, it.workload - 1);
       g_autofree char *why = NULL;
-      if (!c->check(w->op, w->shape, w->dtype, t->schedule, t->hash, &why, c->check_data)) {
-        g_autofree char *p = g_strdup_printf("%s.schedule", path);
+      if (!c->check(w->op, w->shape, w->dtype, t->schedule, t->hash, t->median_ns, &why,
+                    c->check_data)) {
+        g_autofree char *p = g_strdup_printf("%s.%s", path,
+                                             why && strstr(why, "faster than") ? "median_ns"
+                                                                               : "schedule");
         bad(c, p, why ? why : "not a schedule of its workload");
       }
     }

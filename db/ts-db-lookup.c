@@ -342,7 +342,8 @@ lookup(TsDb *db, const TsDbKey *key, gboolean nearest, TsDbLookupResult *result,
     return not_found(db, &k, error);
   g_autofree char *why = NULL;
   if (db->check &&
-      !db->check(k.op, result->shape, k.dtype, result->schedule, NULL, &why, db->check_data)) {
+      !db->check(k.op, result->shape, k.dtype, result->schedule, NULL, result->median_ns, &why,
+                 db->check_data)) {
     g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID,
                 "schedule cache %s: the cached best of %s %s %s (trial %" G_GINT64_FORMAT
                 ") is not a usable schedule: %s; tune the workload again",

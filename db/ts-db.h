@@ -273,10 +273,11 @@ gboolean ts_db_refresh_best(TsDb *db, gint64 workload_id, gint64 device_id, gint
  * and import and lookup both apply it, so an imported trial and a looked-up best are real
  * schedules of a real workload. It returns FALSE with *why (g_free'd by the caller) for a
  * workload or schedule that is not: an unknown op or dtype, a shape the op rejects, a schedule
- * that does not parse, a hash that is not its schedule's. */
+ * that does not parse, a hash that is not its schedule's, a median time (NAN: none) faster than
+ * any device could run the workload. */
 typedef gboolean (*TsDbScheduleCheck)(const char *op, const char *shape, const char *dtype,
-                                      const char *schedule, const char *hash, char **why,
-                                      gpointer data);
+                                      const char *schedule, const char *hash, double median_ns,
+                                      char **why, gpointer data);
 void ts_db_set_schedule_check(TsDb *db, TsDbScheduleCheck check, gpointer data);
 
 /* ---- lookups ---- */

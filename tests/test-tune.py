@@ -241,6 +241,9 @@ poisons = [
      "$.workloads[0]", "bf17"),
     ("compute units past any device", lambda d: d["devices"][0].update(compute_units=2 ** 40),
      "$.devices[0].compute_units", "is not a device's figure"),
+    ("a time faster than any device (a best no tune could beat)",
+     lambda d: d["trials"][0].update(median_ns=1e-6), "$.trials[0].median_ns",
+     "faster than any device"),
 ]
 for what, poison, path, needle in poisons:
     doc = json.loads(json.dumps(good))

@@ -78,13 +78,20 @@ ts_tune_device_id(TsDb *db, TsBackend *backend, GError **error)
 
 gboolean
 ts_tune_schedule_check(const char *op, const char *shape, const char *dtype,
-                       const char *schedule, const char *hash, char **why, gpointer data)
+                       const char *schedule, const char *hash, double median_ns, char **why,
+                       gpointer data)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(TsOpInstance) inst = ts_op_instance_new(op ? op : "", shape ? shape : "",
                                                     dtype ? dtype : "", &error);
   if (inst == NULL) {
     *why = g_strdup(error->message);
+    return FALSE;
+  }
+  if (median_ns > 0 && (ts_op_instance_flops(inst) / (median_ns * 1e-9) > 1e17 ||
+                        ts_op_instance_bytes(inst) / (median_ns * 1e-9) > 1e14)) {
+    *why = g_strdup_printf("a median of %g ns is faster than any device could run %s %s %s",
+                           median_ns, op, shape, dtype);
     return FALSE;
   }
   if (schedule == NULL)

@@ -95,11 +95,13 @@ const char *ts_tune_compute_roof(TsOpInstance *inst, TsBackend *backend);
 gint64 ts_tune_device_id(TsDb *db, TsBackend *backend, GError **error);
 /* Ids of the cache key of a workload on a backend (inserting the rows when missing). */
 /* The schedule cache's meaning check (TsDbScheduleCheck, ts_db_set_schedule_check): the
- * workload is one this build knows (op, shape, dtype), the schedule parses, and a hash given is
- * the schedule's. The tools install it on every cache they open. */
+ * workload is one this build knows (op, shape, dtype), the schedule parses, a hash given is the
+ * schedule's, and a median leaves the workload below 10^17 FLOP/s and 10^14 B/s (a hundred times
+ * any device's peak: a time past that is made up, and a made-up best would never be beaten).
+ * The tools install it on every cache they open. */
 gboolean ts_tune_schedule_check(const char *op, const char *shape, const char *dtype,
-                                const char *schedule, const char *hash, char **why,
-                                gpointer data);
+                                const char *schedule, const char *hash, double median_ns,
+                                char **why, gpointer data);
 gboolean ts_tune_key_ids(TsDb *db, TsOpInstance *inst, TsBackend *backend, gint64 *workload_id,
                          gint64 *device_id, gint64 *toolchain_id, GError **error);
 /* The lookup key of a workload on a backend; strings owned by the caller's storage
