@@ -79,6 +79,28 @@ expect 1 'status +runtime_error' -- run test_fault --shape N=1000 --schedule 'di
 expect 1 'no result within 2.0 s' -- run test_fault --shape N=1000 --schedule 'dict(mode="hang")' --timeout 2
 unset TESSERA_TEST_OPS
 expect 2 'cannot run on this device: threads\(100000\)' -- run gemm --shape M=64,N=64,K=64 --schedule 'threads(100000)'
+# A recording of 3 configurations of a 10^9-point space: every strategy ends (exhaustive walked
+# all 10^9 unrecorded points).
+sparse=$(mktemp)
+python3 - "$sparse" <<'PY'
+import json, sys
+keys = [chr(ord("a") + i) for i in range(9)]
+cache = {}
+for n, vals in enumerate(([9] * 9, [1] * 9, [2, 3, 4, 5, 6, 7, 8, 9, 0])):
+    e = dict(zip(keys, vals), time=1.0 + n, times=[1.0 + n], compile_time=10.0,
+             verification_time=0, benchmark_time=1.0, strategy_time=0, framework_time=0)
+    cache[",".join(map(str, vals))] = e
+json.dump({"device_name": "Synthetic GPU", "kernel_name": "sparse", "problem_size": [1],
+           "tune_params_keys": keys, "tune_params": {k: list(range(10)) for k in keys},
+           "objective": "time", "cache": cache}, open(sys.argv[1], "w"))
+PY
+n=$((n+1))
+out=$(timeout 120 "$TT" strategies compare --replay "$sparse" --budget 3 --repeats 1 2>&1) ||
+  { echo "$out" | tail -5; echo "not ok $n - compare on a sparse recording did not end"; exit 1; }
+echo "$out" | grep -q '3 recorded of 1000000000 configurations' ||
+  { echo "$out" | tail -5; echo "not ok $n - compare on a sparse recording"; exit 1; }
+echo "ok $n - every strategy ends on a recording of 3 of 10^9 configurations"
+rm -f "$sparse"
 expect 2 'needs --budget-ms' -- tune saxpy --shape N=1000 --budget 0
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout nan
 expect 2 'positive numbers' -- tune saxpy --shape N=1000 --timeout inf

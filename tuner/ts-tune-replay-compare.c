@@ -53,8 +53,12 @@ run_once(const TsTuneReplay *replay, const char *name, const TsSchedEnv *env, gu
   double optimum = replay->best->time_s;
   guint64 size = G_MAXUINT64, proposed = 0;
   ts_sched_space_size(replay->space, &size);
-  /* A strategy never proposes a point twice, so at most `size` proposals; the bound only guards
-   * against a strategy that breaks that promise looping on unrecorded points forever. */
+  /* A strategy never proposes a point twice, so at most `size` proposals. A recording that
+   * covers a sliver of a huge space (3 configurations of 10^9) would still let exhaustive
+   * search walk it all, counting nothing: unrecorded proposals are capped at 4096 per recorded
+   * configuration plus 10^5, far past what a real recording needs (Kernel Tuner's caches record
+   * every valid configuration, and their spaces are at most ~60 times larger). */
+  size = MIN(size, (guint64)replay->entries->len * 4096 + 100000);
   /* budget 0: only the recorded time limits the run; budget_ms 0: only the count does. Each
    * evaluation is charged its recorded compile + benchmark time, as a real tune would pay. */
   while ((budget == 0 || out->evals < budget) && (budget_ms <= 0 || out->cost_ms < budget_ms) &&
