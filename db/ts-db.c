@@ -274,13 +274,7 @@ check_version(sqlite3 *sql, const char *path, gboolean read_only, GError **error
   }
   if (rc != SQLITE_OK)
     return ts__db_fail_sql(sql, path, rc, "cannot read", error);
-  if (version > ts_db_schema_version()) {
-    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_TOO_NEW,
-                "schedule cache %s: schema version %d is newer than this build knows (%d); "
-                "upgrade tessera (the file was left untouched)",
-                path, version, ts_db_schema_version());
-    return FALSE;
-  }
+  /* Newer versions were refused by check_owner (check_header), which runs first. */
   if (read_only && version < ts_db_schema_version()) {
     g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_NEEDS_UPGRADE,
                 "schedule cache %s: schema version %d is older than this build's %d; open it "

@@ -47,7 +47,9 @@ ts_output_write(const char *path, const void *data, gssize len, GError **error)
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
   const gsize n = len < 0 ? strlen(data) : (gsize)len;
   GStatBuf st;
-  if (g_lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+  if (g_lstat(path, &st) != 0) /* nothing there yet */
+    return g_file_set_contents(path, data, (gssize)n, error);
+  if (S_ISLNK(st.st_mode)) {
     /* The link's target takes the output; a dangling link's target is created. */
     g_autofree char *target = g_file_read_link(path, NULL);
     if (target == NULL)
@@ -57,7 +59,7 @@ ts_output_write(const char *path, const void *data, gssize len, GError **error)
       g_path_is_absolute(target) ? g_strdup(target) : g_build_filename(dir, target, NULL);
     return ts_output_write(resolved, data, (gssize)n, error);
   }
-  if (g_lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+  if (!S_ISREG(st.st_mode)) {
     if (S_ISDIR(st.st_mode)) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_ISDIR, "cannot write '%s': it is a directory",
                   path);

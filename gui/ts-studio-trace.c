@@ -429,7 +429,6 @@ ts_studio_trace_load_data(const char *text, gsize length, const char *name, GErr
 {
   g_return_val_if_fail(text != NULL && name != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  const char *path = name;
   const gssize len = (gssize)length;
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) local = NULL;
@@ -437,16 +436,16 @@ ts_studio_trace_load_data(const char *text, gsize length, const char *name, GErr
   if (!ts_db_json_depth_ok(text, len, &deep_at)) {
     g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE,
                 "%s: JSON nested more than %d deep (at byte %" G_GSIZE_FORMAT "): not a Chrome "
-                "trace", path, TS_DB_JSON_MAX_DEPTH, deep_at);
+                "trace", name, TS_DB_JSON_MAX_DEPTH, deep_at);
     return NULL;
   }
   if (!json_parser_load_from_data(parser, text, len, &local)) {
     /* json-glib names the file in parse errors ("PATH:1:17: Parse error: ...") but not in
      * every I/O error. */
-    if (strstr(local->message, path))
+    if (strstr(local->message, name))
       g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE, "%s", local->message);
     else
-      g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE, "%s: %s", path, local->message);
+      g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE, "%s: %s", name, local->message);
     return NULL;
   }
   JsonNode *root = json_parser_get_root(parser);
@@ -457,7 +456,7 @@ ts_studio_trace_load_data(const char *text, gsize length, const char *name, GErr
     JsonNode *n = json_object_get_member(json_node_get_object(root), "traceEvents");
     if (n == NULL || !JSON_NODE_HOLDS_ARRAY(n)) {
       g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE,
-                  "%s: %s (not a Chrome Trace Event file?)", path,
+                  "%s: %s (not a Chrome Trace Event file?)", name,
                   n ? "traceEvents is not an array" : "no traceEvents array");
       return NULL;
     }
@@ -466,12 +465,12 @@ ts_studio_trace_load_data(const char *text, gsize length, const char *name, GErr
     g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE,
                 "%s: expected a JSON object with traceEvents or an array of events (not a "
                 "Chrome Trace Event file?)",
-                path);
+                name);
     return NULL;
   }
 
   Reader r = {
-    .path = path,
+    .path = name,
     .events = g_array_new(FALSE, FALSE, sizeof(TsDbEvent)),
     .threads = g_array_new(FALSE, TRUE, sizeof(Thread)),
     .event_thread = g_array_new(FALSE, FALSE, sizeof(guint)),
