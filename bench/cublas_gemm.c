@@ -2,7 +2,8 @@
  * run time, like everything CUDA here) times C = A · B in bf16 with f32 accumulation on the
  * same GPU and by the same rules as Tessera's kernels: fresh random inputs, warm-up, the L2
  * flushed (twice its size overwritten) before every timed call, CUDA events around each call,
- * the median. The result is checked on sampled elements against an f64 dot product of the same
+ * the median, of the fastest of cuBLAS's top 8 heuristic algorithms (each tried briefly first,
+ * so the anchor is cuBLAS at its best, not at its first guess). The result is checked on sampled elements against an f64 dot product of the same
  * bf16 inputs, so a reference that computes something else cannot set the bar.
  *
  *   cublas_gemm [--repeats N] M N K [M N K ...]
@@ -153,15 +154,37 @@ run_shape(const Lt *lt, cublasLtHandle_t handle, CUstream stream, long long M, l
   check_lt(lt->cublasLtMatmulPreferenceSetAttribute(
                pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
            "MatmulPreferenceSetAttribute");
-  cublasLtMatmulHeuristicResult_t heur;
+  /* The anchor at its best: cuBLAS's first heuristic choice is not always its fastest, so the
+   * top candidates are each timed briefly and the fastest one is measured. */
+  enum { N_CANDIDATES = 8, TRIAL_REPEATS = 5 };
+  cublasLtMatmulHeuristicResult_t heur[N_CANDIDATES];
   int found = 0;
-  check_lt(lt->cublasLtMatmulAlgoGetHeuristic(handle, op, lb, la, lc, lc, pref, 1, &heur, &found),
+  check_lt(lt->cublasLtMatmulAlgoGetHeuristic(handle, op, lb, la, lc, lc, pref, N_CANDIDATES, heur,
+                                              &found),
            "MatmulAlgoGetHeuristic");
   if (found == 0) {
     fprintf(stderr, "cublas_gemm: cuBLAS has no algorithm for bf16 %lldx%lldx%lld\n", M, N, K);
     exit(1);
   }
-  Matmul mm = {lt, handle, op, la, lb, lc, a, b, c, work, work_bytes, &heur.algo};
+  Matmul mm = {lt, handle, op, la, lb, lc, a, b, c, work, work_bytes, NULL};
+  int best = -1, tried = 0;
+  double best_ms = INFINITY;
+  for (int h = 0; h < found; h++) {
+    if (heur[h].state != CUBLAS_STATUS_SUCCESS)
+      continue;
+    mm.algo = &heur[h].algo;
+    const double ms = ts_bench_cuda_time(&bc, matmul_once, &mm, TRIAL_REPEATS);
+    tried++;
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = h;
+    }
+  }
+  if (best < 0) {
+    fprintf(stderr, "cublas_gemm: no usable cuBLAS algorithm for bf16 %lldx%lldx%lld\n", M, N, K);
+    exit(1);
+  }
+  mm.algo = &heur[best].algo;
   const double median = ts_bench_cuda_time(&bc, matmul_once, &mm, repeats);
 
   /* 256 sampled elements against f64 dot products of the same bf16 inputs. */
@@ -180,8 +203,9 @@ run_shape(const Lt *lt, cublasLtHandle_t handle, CUstream stream, long long M, l
   }
   const double rel = sqrt(diff2 / ref2);
   printf("{\"kind\": \"gemm\", \"ref\": \"cublasLt (C)\", \"M\": %lld, \"N\": %lld, \"K\": %lld, "
-         "\"dtype\": \"bf16\", \"ms\": %.6f, \"tflops\": %.3f, \"rel_error\": %.3g}\n",
-         M, N, K, median, 2.0 * M * N * K / median / 1e9, rel);
+         "\"dtype\": \"bf16\", \"ms\": %.6f, \"tflops\": %.3f, \"rel_error\": %.3g, "
+         "\"algorithms_tried\": %d}\n",
+         M, N, K, median, 2.0 * M * N * K / median / 1e9, rel, tried);
   fflush(stdout);
 
   lt->cublasLtMatmulPreferenceDestroy(pref);

@@ -40,12 +40,13 @@ write_through(const char *path, const char *data, gsize len, GError **error)
   return TRUE;
 }
 
-gboolean
-ts_output_write(const char *path, const void *data, gssize len, GError **error)
+/* Links followed before giving up, as the kernel's own limit (a link to itself would recurse
+ * forever). */
+#define MAX_LINKS 40
+
+static gboolean
+write_path(const char *path, const char *data, gsize n, guint links, GError **error)
 {
-  g_return_val_if_fail(path != NULL && data != NULL, FALSE);
-  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  const gsize n = len < 0 ? strlen(data) : (gsize)len;
   GStatBuf st;
   if (g_lstat(path, &st) != 0) /* nothing there yet */
     return g_file_set_contents(path, data, (gssize)n, error);
@@ -57,7 +58,9 @@ ts_output_write(const char *path, const void *data, gssize len, GError **error)
     g_autofree char *dir = g_path_get_dirname(path);
     g_autofree char *resolved =
       g_path_is_absolute(target) ? g_strdup(target) : g_build_filename(dir, target, NULL);
-    return ts_output_write(resolved, data, (gssize)n, error);
+    if (links >= MAX_LINKS)
+      return fail_errno(path, ELOOP, "follow the links of", error);
+    return write_path(resolved, data, n, links + 1, error);
   }
   if (!S_ISREG(st.st_mode)) {
     if (S_ISDIR(st.st_mode)) {
@@ -68,4 +71,12 @@ ts_output_write(const char *path, const void *data, gssize len, GError **error)
     return write_through(path, data, n, error);
   }
   return g_file_set_contents(path, data, (gssize)n, error);
+}
+
+gboolean
+ts_output_write(const char *path, const void *data, gssize len, GError **error)
+{
+  g_return_val_if_fail(path != NULL && data != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  return write_path(path, data, len < 0 ? strlen(data) : (gsize)len, 0, error);
 }

@@ -1773,6 +1773,12 @@ test_output_write_through(Fx *fx, gconstpointer data)
   g_clear_error(&error);
   g_assert_cmpint(g_lstat("/dev/full", &st), ==, 0);
   g_assert_true(S_ISCHR(st.st_mode));
+  /* A link to itself is refused, not followed forever. */
+  g_autofree char *loop = g_build_filename(fx->dir, "loop", NULL);
+  g_assert_cmpint(symlink("loop", loop), ==, 0);
+  g_assert_false(ts_output_write(loop, "x", -1, &error));
+  g_assert_nonnull(strstr(error->message, "Too many levels of symbolic links"));
+  g_clear_error(&error);
   /* A directory is refused by name. */
   g_assert_false(ts_output_write(fx->dir, "x", -1, &error));
   g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_ISDIR);
