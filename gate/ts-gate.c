@@ -2,20 +2,15 @@
  * the baseline's own kernel binaries, comparing stored runs, and naming runs by commit.
  */
 #include <gio/gio.h>
+#include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
 
 #include "ts-gate.h"
 #include "ts-op.h"
 #include "ts-tune-stats.h"
+#include "ts-tune-worker.h"
 #include "ts-tune.h"
-
-/* Rounds are short enough that the machine's state (a busy neighbour, clock changes) is the
- * same for both kernels of a round, and numerous enough that a burst affects only a few. */
-#define MIN_ROUNDS 8
-#define TARGET_ROUNDS 24
-#define MAX_ROUNDS 100
-#define MAX_PER_ROUND 64
 
 void
 ts_gate_options_init(TsGateOptions *o)
@@ -25,6 +20,7 @@ ts_gate_options_init(TsGateOptions *o)
       .max_remeasure = 2,
       .store = TRUE,
       .seed = 1,
+      .timeout_s = 60,
   };
 }
 
@@ -90,6 +86,7 @@ typedef struct {
   const TsGateSuite *suite;
   const TsGateOptions *opt;
   gint64 device_id, toolchain_id;
+  TsTuneWorker *worker; /* the measuring child (ts-gate-worker.c) */
 } Ctx;
 
 static TsSchedPoint *
@@ -145,6 +142,15 @@ resolve(Ctx *c, const TsGateWorkload *wl, Workload *w, GError **error)
                 err->message);
     return FALSE;
   }
+  /* What the tuner prunes cannot run well here either (threads(100000) overflows the OpenMP
+   * runtime's stack): the suite is wrong for this device, not the kernel slow. */
+  g_autofree char *why =
+    ts_op_instance_prune_reason(w->inst, w->point, ts_backend_describe(c->backend));
+  if (why != NULL) {
+    g_set_error(error, TS_GATE_ERROR, TS_GATE_ERROR_SUITE,
+                "workload [%s]: its schedule cannot run on this device: %s", wl->name, why);
+    return FALSE;
+  }
   w->schedule = ts_sched_point_to_string(w->point);
   return TRUE;
 }
@@ -171,135 +177,12 @@ resolve_all(Ctx *c, GError **error)
   return g_steal_pointer(&all);
 }
 
-/* ---- measuring ---- */
+/* ---- measuring, in the child ---- */
 
 static double
 array_median(const GArray *a)
 {
   return ts_stats_median((const double *)a->data, a->len);
-}
-
-typedef struct {
-  guint rounds, per_round;
-} Plan;
-
-/* Rounds of samples filling about time_ms per kernel: a few quick samples estimate one run. */
-static gboolean
-plan_rounds(TsOpTimer *t, double time_ms, Plan *plan, GError **error)
-{
-  double probe[3];
-  if (!ts_op_timer_sample(t, 1, G_N_ELEMENTS(probe), probe, error))
-    return FALSE;
-  double one_ms = MAX(ts_stats_median(probe, G_N_ELEMENTS(probe)) / 1e6, 1e-6);
-  double per = round(time_ms / TARGET_ROUNDS / one_ms);
-  plan->per_round = (guint)CLAMP(per, 2, MAX_PER_ROUND);
-  double rounds = round(time_ms / (plan->per_round * one_ms));
-  plan->rounds = (guint)CLAMP(rounds, MIN_ROUNDS, MAX_ROUNDS);
-  return TRUE;
-}
-
-static gboolean
-sample_round(TsOpTimer *t, guint n, GArray *into, GError **error)
-{
-  guint at = into->len;
-  g_array_set_size(into, at + n);
-  /* One untimed launch first: the other kernel of the round just ran and left its data in the
-   * caches. */
-  return ts_op_timer_sample(t, 1, n, &g_array_index(into, double, at), error);
-}
-
-static gboolean
-measure_alone(TsOpTimer *t, double time_ms, GArray **samples, GError **error)
-{
-  Plan plan;
-  if (!plan_rounds(t, time_ms, &plan, error))
-    return FALSE;
-  g_autoptr(GArray) s = g_array_new(FALSE, FALSE, sizeof(double));
-  for (guint i = 0; i < plan.rounds; i++)
-    if (!sample_round(t, plan.per_round, s, error))
-      return FALSE;
-  *samples = g_steal_pointer(&s);
-  return TRUE;
-}
-
-static void
-append(GArray **into, GArray *more)
-{
-  if (*into == NULL)
-    *into = g_array_new(FALSE, FALSE, sizeof(double));
-  g_array_append_vals(*into, more->data, more->len);
-}
-
-/* Alternating rounds of the baseline and current kernels, appended to r's samples and ratios; the order flips every round so
- * neither always runs second (warmer caches, a clock that ramps). */
-static gboolean
-measure_ab(TsOpTimer *base, TsOpTimer *cur, double time_ms, TsGateResult *r, GError **error)
-{
-  Plan plan;
-  if (!plan_rounds(cur, time_ms, &plan, error))
-    return FALSE;
-  g_autoptr(GArray) b = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) c = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) ratios = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) rb = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) rc = g_array_new(FALSE, FALSE, sizeof(double));
-  for (guint i = 0; i < plan.rounds; i++) {
-    g_array_set_size(rb, 0);
-    g_array_set_size(rc, 0);
-    gboolean ok = (i % 2 == 0)
-                      ? sample_round(base, plan.per_round, rb, error) &&
-                            sample_round(cur, plan.per_round, rc, error)
-                      : sample_round(cur, plan.per_round, rc, error) &&
-                            sample_round(base, plan.per_round, rb, error);
-    if (!ok)
-      return FALSE;
-    double ratio = array_median(rc) / array_median(rb);
-    g_array_append_val(ratios, ratio);
-    g_array_append_vals(b, rb->data, rb->len);
-    g_array_append_vals(c, rc->data, rc->len);
-  }
-  append(&r->base_ns, b);
-  append(&r->cur_ns, c);
-  append(&r->round_ratios, ratios);
-  return TRUE;
-}
-
-/* The current kernel of a workload compiled, loaded and verified. A candidate failure (does not
- * compile, crashes, wrong result) returns NULL with *failure set and error unset. */
-static TsOpTimer *
-current_timer(Ctx *c, Workload *w, TsModule **module, char **failure, GError **error)
-{
-  g_autofree char *entry = NULL;
-  g_autofree char *src =
-      ts_op_emit(w->inst, ts_backend_name(c->backend), w->point, &entry, error);
-  if (src == NULL)
-    return NULL;
-  TsSource source = {.lang = TS_LANG_C, .text = src, .entry = entry};
-  g_autoptr(GError) err = NULL;
-  g_autoptr(TsModule) m = ts_backend_compile(c->backend, &source, &err);
-  if (m == NULL) {
-    if (!g_error_matches(err, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE)) {
-      g_propagate_error(error, g_steal_pointer(&err));
-      return NULL;
-    }
-    *failure = g_strdup_printf("compile error: %s", err->message);
-    return NULL;
-  }
-  TsRunOptions ro;
-  ts_run_options_init(&ro);
-  ro.seed = c->opt->seed;
-  g_autoptr(TsTrialResult) verified = NULL;
-  TsOpTimer *t = ts_op_timer_new(w->inst, c->backend, m, &ro, &verified, error);
-  if (t == NULL) {
-    if (verified && verified->status != TS_TRIAL_OK)
-      *failure = g_strdup_printf("%s: %s", ts_trial_status_name(verified->status),
-                                 verified->message);
-    return NULL;
-  }
-  if (c->opt->inject_slowdown > 0 && c->opt->inject_only == NULL)
-    ts_op_timer_set_slowdown(t, c->opt->inject_slowdown);
-  *module = g_steal_pointer(&m);
-  return t;
 }
 
 static double
@@ -308,11 +191,165 @@ time_ms(Ctx *c)
   return c->suite->time_ms * c->opt->time_scale;
 }
 
+/* One request to the measuring child. NULL with *died set when the child crashed or hung on
+ * it (its state is gone; the next request starts a fresh one), or with error set when it
+ * could not be started or answered {"error"}. */
+static JsonNode *
+ask(Ctx *c, JsonBuilder *b, double timeout_s, char **died, GError **error)
+{
+  json_builder_end_object(b);
+  g_autoptr(JsonNode) req = json_builder_get_root(b);
+  g_autofree char *line = json_to_string(req, FALSE);
+  TsTuneWorkerFate fate;
+  g_autofree char *reply = ts_tune_worker_call(c->worker, line, timeout_s, &fate, died, error);
+  if (reply == NULL)
+    return NULL;
+  g_autoptr(JsonNode) root = json_from_string(reply, error);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+    if (root != NULL)
+      g_set_error(error, TS_GATE_ERROR, TS_GATE_ERROR_FAILED,
+                  "the measuring process answered something that is not a JSON object");
+    return NULL;
+  }
+  JsonObject *o = json_node_get_object(root);
+  if (json_object_get_boolean_member_with_default(o, "exit", FALSE))
+    ts_tune_worker_stop(c->worker); /* its device is unusable: the next request gets a fresh one */
+  const char *err = json_object_get_string_member_with_default(o, "error", NULL);
+  if (err != NULL) {
+    g_set_error(error, TS_GATE_ERROR, TS_GATE_ERROR_FAILED, "%s", err);
+    return NULL;
+  }
+  return g_steal_pointer(&root);
+}
+
+static JsonBuilder *
+request(const char *cmd)
+{
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "cmd");
+  json_builder_add_string_value(b, cmd);
+  return b;
+}
+
+static void
+set_str(JsonBuilder *b, const char *key, const char *value)
+{
+  json_builder_set_member_name(b, key);
+  if (value)
+    json_builder_add_string_value(b, value);
+  else
+    json_builder_add_null_value(b);
+}
+
+static void
+set_num(JsonBuilder *b, const char *key, double value)
+{
+  json_builder_set_member_name(b, key);
+  json_builder_add_double_value(b, value);
+}
+
+/* The current kernel of a workload compiled, loaded and verified in the child, ready to be
+ * timed. FALSE with error set when the machinery failed; otherwise *failure is set when the
+ * kernel did (does not compile, is wrong, crashes or hangs). *artifact gets its binary. */
+static gboolean
+prepare_current(Ctx *c, const TsGateWorkload *wl, Workload *w, double slowdown,
+                GBytes **artifact, char **entry, char **failure, GError **error)
+{
+  g_autoptr(JsonBuilder) b = request("current");
+  set_str(b, "op", wl->op);
+  g_autofree char *shape = ts_shape_to_string(ts_op_instance_shape(w->inst));
+  g_autofree char *dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(w->inst));
+  set_str(b, "shape", shape);
+  set_str(b, "dtype", dtype);
+  set_str(b, "schedule", w->schedule);
+  set_str(b, "backend", ts_backend_name(c->backend));
+  set_str(b, "cache_dir", ts_backend_get_cache_dir(c->backend));
+  set_num(b, "seed", (double)c->opt->seed);
+  set_num(b, "slowdown", slowdown);
+  g_autofree char *died = NULL;
+  g_autoptr(JsonNode) root = ask(c, b, c->opt->timeout_s, &died, error);
+  if (root == NULL && died == NULL)
+    return FALSE;
+  if (root == NULL) {
+    *failure = g_str_has_prefix(died, "no result")
+                   ? g_strdup_printf("timeout: loading and verifying the kernel hung (%s)", died)
+                   : g_strdup_printf("runtime_error: the kernel crashed the measuring process "
+                                     "(%s)", died);
+    return TRUE;
+  }
+  JsonObject *o = json_node_get_object(root);
+  const char *f = json_object_get_string_member_with_default(o, "failure", NULL);
+  if (f != NULL) {
+    *failure = g_strdup(f);
+    return TRUE;
+  }
+  const char *b64 = json_object_get_string_member_with_default(o, "artifact", NULL);
+  if (artifact && b64) {
+    gsize len = 0;
+    guchar *data = g_base64_decode(b64, &len);
+    *artifact = g_bytes_new_take(data, len);
+    *entry = g_strdup(json_object_get_string_member_with_default(o, "entry", ""));
+  }
+  return TRUE;
+}
+
+static void
+append(GArray **into, JsonObject *o, const char *key)
+{
+  JsonArray *a = json_object_has_member(o, key) ? json_object_get_array_member(o, key) : NULL;
+  if (*into == NULL)
+    *into = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; a && i < json_array_get_length(a); i++) {
+    double v = json_array_get_double_element(a, i);
+    g_array_append_val(*into, v);
+  }
+}
+
+/* One more measurement in the child, added to r's samples: A/B rounds of the baseline and
+ * current kernels (ab), else the current kernel alone. FALSE with error set when the machinery
+ * failed, or with *failure set when the kernels crashed or hung the child or could not be
+ * timed. */
+static gboolean
+measure(Ctx *c, gboolean ab, TsGateResult *r, char **failure, GError **error)
+{
+  g_autoptr(JsonBuilder) b = request("measure");
+  json_builder_set_member_name(b, "ab");
+  json_builder_add_boolean_value(b, ab);
+  set_num(b, "time_ms", time_ms(c));
+  /* Timing takes about time_ms per kernel; a slower baseline, the probes and the untimed
+   * launches take more. Far past that, the kernels hang. */
+  double timeout = c->opt->timeout_s + 20 * time_ms(c) / 1000;
+  g_autofree char *died = NULL;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(JsonNode) root = ask(c, b, timeout, &died, &err);
+  if (root == NULL && died == NULL && !g_error_matches(err, TS_GATE_ERROR, TS_GATE_ERROR_FAILED)) {
+    g_propagate_error(error, g_steal_pointer(&err));
+    return FALSE;
+  }
+  if (root == NULL) {
+    const char *what = ab ? "timing the baseline and current kernels" : "timing the kernel";
+    *failure = err ? g_strdup_printf("runtime_error: %s failed: %s", what, err->message)
+               : g_str_has_prefix(died, "no result")
+                 ? g_strdup_printf("timeout: %s hung (%s)", what, died)
+                 : g_strdup_printf("runtime_error: %s crashed the measuring process (%s)", what,
+                                   died);
+    return FALSE;
+  }
+  JsonObject *o = json_node_get_object(root);
+  append(&r->cur_ns, o, "cur");
+  if (ab) {
+    append(&r->base_ns, o, "base");
+    append(&r->round_ratios, o, "ratios");
+  }
+  return TRUE;
+}
+
 /* ---- storing ---- */
 
 static gboolean
 store_result(Ctx *c, gint64 run_id, gboolean check, const TsGateResult *r, gint64 workload_id,
-             TsModule *module, const char *failure, GError **error)
+             GBytes *artifact, const char *entry, const char *failure, GError **error)
 {
   g_autoptr(TsDbGateResult) d = ts_db_gate_result_new();
   d->run_id = run_id;
@@ -324,20 +361,19 @@ store_result(Ctx *c, gint64 run_id, gboolean check, const TsGateResult *r, gint6
     d->status = TS_DB_TRIAL_COMPILE_ERROR;
   if (failure && g_str_has_prefix(failure, "wrong_result"))
     d->status = TS_DB_TRIAL_WRONG_RESULT;
+  if (failure && g_str_has_prefix(failure, "timeout"))
+    d->status = TS_DB_TRIAL_TIMEOUT;
   d->error_text = g_strdup(failure);
   if (r->cur_ns) {
     d->samples_ns = g_array_ref(r->cur_ns);
     d->median_ns = array_median(r->cur_ns);
   }
-  if (module) {
-    g_autoptr(GError) err = NULL;
-    d->artifact = ts_module_get_artifact(module, &err);
-    if (d->artifact) {
-      d->artifact_hash = g_compute_checksum_for_bytes(G_CHECKSUM_SHA256, d->artifact);
-      d->entry = g_strdup(ts_module_entry(module));
-      d->backend = g_strdup(ts_backend_name(c->backend));
-    }
-    /* else: stored without its binary; a later check falls back to the samples. */
+  if (artifact) {
+    /* Without its binary a later check falls back to the samples. */
+    d->artifact = g_bytes_ref(artifact);
+    d->artifact_hash = g_compute_checksum_for_bytes(G_CHECKSUM_SHA256, artifact);
+    d->entry = g_strdup(entry);
+    d->backend = g_strdup(ts_backend_name(c->backend));
   }
   if (r->base_ns) {
     d->base_samples_ns = g_array_ref(r->base_ns);
@@ -382,7 +418,10 @@ GPtrArray *
 ts_gate_baseline(TsDb *db, TsBackend *backend, const TsGateSuite *suite,
                  const TsGateOptions *options, gint64 *run_id_out, GError **error)
 {
-  Ctx c = {.db = db, .backend = backend, .suite = suite, .opt = options};
+  g_return_val_if_fail(options->worker_exe != NULL, NULL);
+  g_autoptr(TsTuneWorker) worker = ts_tune_worker_new_command(options->worker_exe,
+                                                              "measure-worker");
+  Ctx c = {.db = db, .backend = backend, .suite = suite, .opt = options, .worker = worker};
   g_autoptr(GPtrArray) workloads = resolve_all(&c, error);
   if (workloads == NULL)
     return NULL;
@@ -400,20 +439,22 @@ ts_gate_baseline(TsDb *db, TsBackend *backend, const TsGateSuite *suite,
     g_ptr_array_add(results, r);
     r->schedule = g_strdup(w->schedule);
     r->threshold = ts_gate_workload_threshold(suite, wl);
-    g_autoptr(TsModule) module = NULL;
-    g_autofree char *failure = NULL;
-    g_autoptr(TsOpTimer) t = current_timer(&c, w, &module, &failure, error);
-    if (t == NULL && failure == NULL)
+    g_autoptr(GBytes) artifact = NULL;
+    g_autofree char *entry = NULL, *failure = NULL;
+    double slowdown = options->inject_only == NULL ? options->inject_slowdown : 0;
+    if (!prepare_current(&c, wl, w, slowdown, &artifact, &entry, &failure, error))
       goto fail;
-    if (t && !measure_alone(t, time_ms(&c), &r->cur_ns, error))
+    if (failure == NULL && !measure(&c, FALSE, r, &failure, error) && failure == NULL)
       goto fail;
     if (failure) {
       r->verdict = TS_GATE_FAILED;
       ts_gate_result_add_note(r, "%s", failure);
+      g_clear_pointer(&r->cur_ns, g_array_unref);
+      g_clear_pointer(&artifact, g_bytes_unref);
     } else {
       r->cur_median_ns = array_median(r->cur_ns);
     }
-    if (!store_result(&c, run_id, FALSE, r, w->workload_id, module, failure, error))
+    if (!store_result(&c, run_id, FALSE, r, w->workload_id, artifact, entry, failure, error))
       goto fail;
   }
   if (!ts_db_gate_end(db, run_id, "done", NULL, error))
@@ -440,15 +481,19 @@ find_named(GPtrArray *stored, const char *name)
   return NULL;
 }
 
-/* The baseline's own binary, ready to time side by side on the current kernel's buffers; NULL
- * (with a note on r) when it cannot be run here, and the stored samples are used instead. */
-static TsOpTimer *
-baseline_timer(Ctx *c, Workload *w, TsOpTimer *cur, const TsDbGateResult *base,
-               TsModule **module, TsGateResult *r, GError **error)
+/* The baseline's own binary loaded beside the current kernel in the child, to time side by
+ * side on the same buffers. FALSE (with a note on r) when it cannot be run here, and the stored
+ * samples are used instead; with error set when the stored binary was altered or the machinery
+ * failed. A baseline that crashes or hangs the child leaves the current kernel to be prepared
+ * again: *current_lost. */
+static gboolean
+load_baseline(Ctx *c, const TsDbGateResult *base, TsGateResult *r, gboolean *current_lost,
+              GError **error)
 {
+  *current_lost = FALSE;
   if (base->artifact_hash == NULL) {
     ts_gate_result_add_note(r, "baseline kernel binary not stored: compared with its samples");
-    return NULL;
+    return FALSE;
   }
   g_autoptr(GError) err = NULL;
   g_autofree char *entry = NULL, *backend = NULL;
@@ -457,58 +502,57 @@ baseline_timer(Ctx *c, Workload *w, TsOpTimer *cur, const TsDbGateResult *base,
   if (bytes == NULL) {
     /* Altered bytes fail the check: a gate that quietly fell back to the stored samples would
      * hide that its cache was tampered with. */
-    if (g_error_matches(err, TS_DB_ERROR, TS_DB_ERROR_CORRUPT)) {
+    if (g_error_matches(err, TS_DB_ERROR, TS_DB_ERROR_CORRUPT))
       g_propagate_error(error, g_steal_pointer(&err));
-      return NULL;
-    }
-    ts_gate_result_add_note(r, "baseline kernel binary unreadable (%s): compared with its samples",
-                            err->message);
-    return NULL;
+    else
+      ts_gate_result_add_note(r, "baseline kernel binary unreadable (%s): compared with its "
+                              "samples", err->message);
+    return FALSE;
   }
   if (g_strcmp0(backend, ts_backend_name(c->backend)) != 0) {
     ts_gate_result_add_note(r, "baseline kernel built for backend %s: compared with its samples",
                             backend);
-    return NULL;
+    return FALSE;
   }
-  g_autoptr(TsModule) m = ts_backend_load_artifact(c->backend, bytes, entry, &err);
-  if (m == NULL) {
-    ts_gate_result_add_note(r, "baseline kernel binary cannot run here (%s): compared with its "
-                            "samples", err->message);
-    return NULL;
+  g_autoptr(JsonBuilder) b = request("baseline");
+  gsize len = 0;
+  const guchar *data = g_bytes_get_data(bytes, &len);
+  g_autofree char *b64 = g_base64_encode(data, len);
+  set_str(b, "artifact", b64);
+  set_str(b, "entry", entry);
+  g_autofree char *died = NULL;
+  g_autoptr(JsonNode) root = ask(c, b, c->opt->timeout_s, &died, error);
+  if (root == NULL && died == NULL)
+    return FALSE;
+  if (root == NULL) {
+    *current_lost = TRUE;
+    ts_gate_result_add_note(r, "baseline kernel binary %s here (%s): compared with its samples",
+                            g_str_has_prefix(died, "no result") ? "hangs" : "crashes", died);
+    return FALSE;
   }
-  TsRunOptions ro;
-  ts_run_options_init(&ro);
-  ro.seed = c->opt->seed;
-  g_autoptr(TsTrialResult) verified = NULL;
-  TsOpTimer *t = ts_op_timer_new_sibling(cur, w->inst, m, &ro, &verified, error);
-  if (t == NULL) {
-    if (verified == NULL)
-      return NULL; /* machinery error, set */
-    ts_gate_result_add_note(r, "baseline kernel binary fails here (%s: %s): compared with its "
-                            "samples", ts_trial_status_name(verified->status), verified->message);
-    return NULL;
+  const char *note =
+    json_object_get_string_member_with_default(json_node_get_object(root), "note", NULL);
+  if (note != NULL) {
+    ts_gate_result_add_note(r, "%s: compared with its samples", note);
+    return FALSE;
   }
-  *module = g_steal_pointer(&m);
-  return t;
+  return TRUE;
 }
 
 /* One more measurement of the current kernel against the baseline, added to r's samples: A/B
  * rounds when the baseline binary runs, else fresh current samples against the stored ones. */
 static gboolean
-measure_check(Ctx *c, TsOpTimer *base, TsOpTimer *cur, const TsDbGateResult *stored,
-              TsGateResult *r, GError **error)
+measure_check(Ctx *c, gboolean ab, const TsDbGateResult *stored, TsGateResult *r,
+              char **failure, GError **error)
 {
-  if (base)
-    return measure_ab(base, cur, time_ms(c), r, error);
-  g_autoptr(GArray) fresh = NULL;
-  if (!measure_alone(cur, time_ms(c), &fresh, error))
+  if (!measure(c, ab, r, failure, error))
     return FALSE;
-  append(&r->cur_ns, fresh);
-  if (r->base_ns == NULL)
+  if (!ab && r->base_ns == NULL)
     r->base_ns = g_array_ref(stored->samples_ns);
   return TRUE;
 }
 
+/* Compares one workload with its baseline; NULL only when the machinery failed. */
 static TsGateResult *
 check_one(Ctx *c, const TsGateWorkload *wl, Workload *w, GPtrArray *stored, gint64 run_id,
           GError **error)
@@ -518,61 +562,79 @@ check_one(Ctx *c, const TsGateWorkload *wl, Workload *w, GPtrArray *stored, gint
   double threshold = ts_gate_workload_threshold(c->suite, wl);
   r->threshold = threshold;
 
-  g_autoptr(TsModule) cur_module = NULL;
-  g_autofree char *failure = NULL;
-  g_autoptr(TsOpTimer) cur = current_timer(c, w, &cur_module, &failure, error);
-  if (cur == NULL && failure == NULL)
+  double slowdown = c->opt->inject_only == NULL || g_strcmp0(c->opt->inject_only, wl->name) == 0
+                      ? c->opt->inject_slowdown
+                      : 0;
+  g_autoptr(GBytes) artifact = NULL;
+  g_autofree char *entry = NULL, *failure = NULL;
+  if (!prepare_current(c, wl, w, slowdown, &artifact, &entry, &failure, error))
     return NULL;
-  if (cur && c->opt->inject_slowdown > 0 && g_strcmp0(c->opt->inject_only, wl->name) == 0)
-    ts_op_timer_set_slowdown(cur, c->opt->inject_slowdown);
 
   const TsDbGateResult *base = find_named(stored, wl->name);
   if (base)
     r->base_schedule = g_strdup(base->schedule);
   if (failure) {
-    r->verdict = TS_GATE_FAILED;
-    ts_gate_result_add_note(r, "%s", failure);
+    /* reported below */
   } else if (base == NULL || base->status != TS_DB_TRIAL_OK || base->samples_ns == NULL ||
              base->samples_ns->len == 0) {
     r->verdict = TS_GATE_NEW;
     ts_gate_result_add_note(r, base ? "the baseline kernel had failed (%s): nothing to compare"
                                     : "not in the baseline: nothing to compare%s",
                             base ? base->error_text : "");
-    if (!measure_alone(cur, time_ms(c), &r->cur_ns, error))
+    if (measure(c, FALSE, r, &failure, error))
+      r->cur_median_ns = array_median(r->cur_ns);
+    else if (failure == NULL)
       return NULL;
-    r->cur_median_ns = array_median(r->cur_ns);
   } else {
     if (g_strcmp0(base->schedule, w->schedule) != 0)
       ts_gate_result_add_note(r, "schedule changed from %s", base->schedule);
-    g_autoptr(TsModule) base_module = NULL;
+    gboolean current_lost = FALSE;
     g_autoptr(GError) berr = NULL;
-    g_autoptr(TsOpTimer) bt = baseline_timer(c, w, cur, base, &base_module, r, &berr);
-    if (bt == NULL && berr) {
+    r->ab = load_baseline(c, base, r, &current_lost, &berr);
+    if (berr) {
       g_propagate_error(error, g_steal_pointer(&berr));
       return NULL;
     }
-    r->ab = bt != NULL;
-    if (!measure_check(c, bt, cur, base, r, error))
+    /* The baseline took the child down with the current kernel in it: load that again. */
+    if (current_lost && !prepare_current(c, wl, w, slowdown, NULL, NULL, &failure, error))
       return NULL;
-    ts_gate_decide(r, threshold, c->suite->alpha);
+    if (failure == NULL && !measure_check(c, r->ab, base, r, &failure, error) && failure == NULL)
+      return NULL;
+    if (failure == NULL)
+      ts_gate_decide(r, threshold, c->suite->alpha);
     /* A borderline regression is measured again and judged on all its samples together: a
      * burst of machine noise is diluted by the fresh rounds, a real slowdown is only estimated
      * more precisely. */
     double first_change = r->change, first_p = r->p_value;
-    while (ts_gate_borderline(r, c->suite->alpha) && r->remeasured < c->opt->max_remeasure) {
+    while (failure == NULL && ts_gate_borderline(r, c->suite->alpha) &&
+           r->remeasured < c->opt->max_remeasure) {
       progress(c->opt, "  %s: %+.1f%% (p=%.2g) is borderline, measuring again", wl->name,
                100 * r->change, r->p_value);
       r->remeasured++;
-      if (!measure_check(c, bt, cur, base, r, error))
-        return NULL;
+      if (!measure_check(c, r->ab, base, r, &failure, error)) {
+        if (failure == NULL)
+          return NULL;
+        break;
+      }
       r->verdict = TS_GATE_PASS;
       ts_gate_decide(r, threshold, c->suite->alpha);
     }
-    if (r->remeasured && r->verdict != TS_GATE_REGRESSION)
+    if (failure == NULL && r->remeasured && r->verdict != TS_GATE_REGRESSION)
       ts_gate_result_add_note(r, "a %+.1f%% (p=%.2g) slowdown was not confirmed when measured "
                               "again", 100 * first_change, first_p);
   }
-  if (run_id && !store_result(c, run_id, TRUE, r, w->workload_id, cur_module, failure, error))
+  if (failure) {
+    /* Whatever was measured before the kernel failed is not compared. */
+    r->verdict = TS_GATE_FAILED;
+    ts_gate_result_add_note(r, "%s", failure);
+    g_clear_pointer(&r->cur_ns, g_array_unref);
+    g_clear_pointer(&r->base_ns, g_array_unref);
+    g_clear_pointer(&r->round_ratios, g_array_unref);
+    r->change = r->p_value = r->cur_median_ns = r->base_median_ns = NAN;
+    g_clear_pointer(&artifact, g_bytes_unref);
+  }
+  if (run_id &&
+      !store_result(c, run_id, TRUE, r, w->workload_id, artifact, entry, failure, error))
     return NULL;
   return g_steal_pointer(&r);
 }
@@ -581,7 +643,10 @@ GPtrArray *
 ts_gate_check(TsDb *db, TsBackend *backend, const TsGateSuite *suite, gint64 base_run_id,
               const TsGateOptions *options, gint64 *run_id_out, GError **error)
 {
-  Ctx c = {.db = db, .backend = backend, .suite = suite, .opt = options};
+  g_return_val_if_fail(options->worker_exe != NULL, NULL);
+  g_autoptr(TsTuneWorker) worker = ts_tune_worker_new_command(options->worker_exe,
+                                                              "measure-worker");
+  Ctx c = {.db = db, .backend = backend, .suite = suite, .opt = options, .worker = worker};
   g_autoptr(GPtrArray) workloads = resolve_all(&c, error);
   if (workloads == NULL)
     return NULL;

@@ -162,6 +162,11 @@ typedef struct {
   double inject_slowdown; /* test hook: slow every current kernel by this fraction */
   const char *inject_only;/* ... only this workload (NULL: all) */
   gboolean store;         /* store the check's run (default TRUE) */
+  /* Kernels run in a child, `worker_exe measure-worker` (ts_gate_worker_main), so one that
+   * crashes or hangs fails its workload instead of the gate. Required. */
+  const char *worker_exe;
+  double timeout_s;       /* a child step (compile + verify) that takes longer is a hang: the
+                             workload fails (default 60; measuring gets its time on top) */
   guint64 seed;           /* input data (default 1) */
   /* Progress lines ("measuring gemm-512 (2/3)..."), or NULL. */
   void (*progress)(const char *line, gpointer user_data);
@@ -183,6 +188,10 @@ GPtrArray *ts_gate_baseline(TsDb *db, TsBackend *backend, const TsGateSuite *sui
 GPtrArray *ts_gate_check(TsDb *db, TsBackend *backend, const TsGateSuite *suite,
                          gint64 base_run_id, const TsGateOptions *options, gint64 *run_id,
                          GError **error);
+
+/* The measuring child's main loop on the given descriptors (ts-gate-worker.c); returns the
+ * process exit status. */
+int ts_gate_worker_main(int in_fd, int out_fd);
 
 /* Compares two stored runs without measuring (their own-kernel samples, unpaired). suite may be
  * NULL (all workloads the runs share, thresholds from the head run or 5%). */

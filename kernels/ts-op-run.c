@@ -373,7 +373,7 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
   TsRunOptions defaults;
   options = options_or_defaults(options, &defaults);
   TsSource src = {
-    .lang = g_strcmp0(ts_backend_name(backend), "cuda") == 0 ? TS_LANG_CUDA : TS_LANG_C,
+    .lang = ts_backend_source_lang(backend),
     .text = source,
     .entry = entry,
   };

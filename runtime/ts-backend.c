@@ -133,6 +133,12 @@ ts_backend_name(TsBackend *backend)
   return backend->klass->name;
 }
 
+TsSourceLang
+ts_backend_source_lang(TsBackend *backend)
+{
+  return g_strcmp0(ts_backend_name(backend), "cuda") == 0 ? TS_LANG_CUDA : TS_LANG_C;
+}
+
 void
 ts_backend_set_cache_dir(TsBackend *backend, const char *dir)
 {

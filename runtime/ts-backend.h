@@ -109,6 +109,8 @@ const char *ts_backend_lost(TsBackend *backend);
  * their detail "warm-up"). */
 void ts_backend_set_trace(TsBackend *backend, TsTrace *trace);
 const char *ts_backend_name(TsBackend *backend);
+/* The language of the sources the backend compiles (what ts_op_emit writes for it). */
+TsSourceLang ts_backend_source_lang(TsBackend *backend);
 
 /* Artifact cache root: $XDG_CACHE_HOME/tessera/artifacts by default; NULL restores it. Takes
  * effect from the next compile. The directory is created on first use; one that cannot be is

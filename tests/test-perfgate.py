@@ -198,4 +198,77 @@ ok(p.returncode not in (0, 1) and "altered" in p.stderr and "not loaded" in p.st
        p.returncode, p.stderr.strip()[-200:]))
 ok(not os.path.exists(pwned), "... and its code never ran")
 
+# ---- kernels that crash or hang fail their workload; the gate still reports ----
+crashy = suite("crashy.suite", """\
+[gate]
+name = crashy
+backend = cpu
+time = 300ms
+
+[boom]
+op = test_fault
+shape = N=4096
+schedule = dict(mode="segv")
+
+[spin]
+op = test_fault
+shape = N=4096
+schedule = dict(mode="hang")
+
+[gemm]
+op = gemm
+shape = M=64,N=64,K=64
+schedule = default
+""")
+CDB = os.path.join(TMP, "crashy.db")
+p = gate("baseline", "--suite", crashy, "--db", CDB, "--timeout", "3", "--commit", COMMIT)
+ok(p.returncode == 1 and "signal 11" in p.stdout and "within 3.0 s" in p.stdout,
+   "baseline: a crashing and a hanging kernel fail, named (exit %d)" % p.returncode)
+md, xml = os.path.join(TMP, "crashy.md"), os.path.join(TMP, "crashy.xml")
+p = gate("check", "--suite", crashy, "--db", CDB, "--timeout", "3", "--markdown", md, "--junit",
+         xml)
+lines = {l.split()[0]: l for l in p.stdout.splitlines() if l.strip()}
+ok(p.returncode == 1 and "fail" in lines.get("boom", "").lower()
+   and "fail" in lines.get("spin", "").lower(),
+   "check: the crash and the hang are failed workloads (exit %d)" % p.returncode)
+ok("signal 11" in p.stdout and "hung" in p.stdout, "... the table says which crashed, which hung")
+ts, cases = junit(xml)
+ok(os.path.exists(md) and cases["boom"].find("failure") is not None
+   and cases["spin"].find("failure") is not None and cases["gemm"].find("failure") is None,
+   "... the Markdown and JUnit reports are written; the healthy workload is not failed")
+con = sqlite3.connect(CDB)
+runs = con.execute("SELECT kind, status FROM gate_run ORDER BY id").fetchall()
+stored = con.execute("SELECT name, status FROM gate_result WHERE run_id = 2 ORDER BY id").fetchall()
+con.close()
+ok(runs == [("baseline", "done"), ("check", "done")], "... both runs finished: %s" % runs)
+ok(stored == [("boom", "runtime_error"), ("spin", "timeout"), ("gemm", "ok")],
+   "... stored as runtime_error and timeout: %s" % stored)
+
+# A stored baseline binary that crashes (its hash consistent: a cache from an older build):
+# the check compares with the stored samples and says why.
+segv_c, segv_so = os.path.join(TMP, "segv.c"), os.path.join(TMP, "segv.so")
+with open(segv_c, "w") as f:
+    f.write("#include <stdint.h>\n"
+            "void ts_kernel(void *const *b, const int64_t *i, const double *d)\n"
+            "{ (void)b; (void)i; (void)d; *(volatile int *)(uintptr_t)8 = 1; }\n")
+subprocess.run(["cc", "-shared", "-fPIC", "-o", segv_so, segv_c], check=True)
+import hashlib
+blob = open(segv_so, "rb").read()
+digest = hashlib.sha256(blob).hexdigest()
+crashbase = os.path.join(TMP, "crashbase.db")
+shutil.copy(DB, crashbase)
+con = sqlite3.connect(crashbase)
+con.execute("INSERT INTO gate_artifact (hash, backend, entry, bytes) VALUES (?, 'cpu', "
+            "'ts_kernel', ?)", (digest, blob))
+con.execute("UPDATE gate_result SET artifact_hash = ? WHERE run_id = 1 AND name = 'fault'",
+            (digest,))
+con.commit()
+con.close()
+p = gate("check", "--suite", SUITE, "--db", crashbase, "--no-store", "--timeout", "5")
+fault_line = [l for l in p.stdout.splitlines() if l.strip().startswith("fault")]
+ok(p.returncode in (0, 1) and fault_line and "fail" not in fault_line[0].lower()
+   and "crashes here" in p.stdout and "signal 11" in p.stdout,
+   "a baseline binary that crashes: compared with its samples, the crash named (exit %d)"
+   % p.returncode)
+
 print("1..%d" % count)

@@ -27,7 +27,7 @@ static const char EXIT_HELP[] =
 typedef struct {
   char *suite, *db, *backend, *base, *head, *markdown, *junit, *label, *commit, *threshold,
       *inject_only;
-  double alpha, inject_slowdown, time_scale;
+  double alpha, inject_slowdown, time_scale, timeout;
   int retries, limit;
   gboolean no_store;
 } Args;
@@ -110,6 +110,10 @@ parse(const char *name, const char *summary, guint opts, Args *a, int *argc, cha
        "Re-measurements of a borderline regression before it fails (default 2)", "N"},
       {"time-scale", 0, 0, G_OPTION_ARG_DOUBLE, &a->time_scale,
        "Multiply the suite's measuring time per workload (default 1)", "X"},
+      {"timeout", 0, 0, G_OPTION_ARG_DOUBLE, &a->timeout,
+       "Seconds a kernel may take to load and verify before it counts as hung and fails; "
+       "timing gets its measuring time on top (default 60)",
+       "S"},
       {"inject-slowdown", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_DOUBLE, &a->inject_slowdown,
        "Test hook: really slow the current kernels by this fraction", "F"},
       {"inject-only", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &a->inject_only,
@@ -119,7 +123,7 @@ parse(const char *name, const char *summary, guint opts, Args *a, int *argc, cha
   static const guint masks[] = {
       OPT_SUITE,   OPT_DB,      OPT_BACKEND, OPT_BASE,    OPT_HEAD,    OPT_REPORTS,
       OPT_REPORTS, OPT_STORE,   OPT_STORE,   OPT_NO_STORE, OPT_DECIDE, OPT_DECIDE,
-      OPT_DECIDE,  OPT_MEASURE, OPT_DECIDE,  OPT_DECIDE,  OPT_LIMIT,
+      OPT_DECIDE,  OPT_MEASURE, OPT_MEASURE, OPT_DECIDE,  OPT_DECIDE,  OPT_LIMIT,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];
@@ -215,10 +219,31 @@ print_progress(const char *line, gpointer user_data)
   g_printerr("%s\n", line);
 }
 
-static void
-options_from_args(TsGateOptions *o, const Args *a)
+/* Kernels run in a child of this binary (`measure-worker`), so one that crashes or hangs fails
+ * its workload, not the gate. */
+static char *
+self_exe(void)
+{
+  char *exe = g_file_read_link("/proc/self/exe", NULL);
+  return exe ? exe : g_strdup("tessera-perfgate");
+}
+
+/* FALSE (after saying why) when a measuring option is out of range. */
+static gboolean
+options_from_args(TsGateOptions *o, const Args *a, const char *exe)
 {
   ts_gate_options_init(o);
+  if (a->time_scale != 0 && !(a->time_scale > 0 && isfinite(a->time_scale))) {
+    usage("--time-scale must be a positive number");
+    return FALSE;
+  }
+  if (a->timeout != 0 && !(a->timeout > 0 && isfinite(a->timeout))) {
+    usage("--timeout must be a positive number of seconds");
+    return FALSE;
+  }
+  if (a->timeout > 0)
+    o->timeout_s = a->timeout;
+  o->worker_exe = exe;
   o->git_commit = a->commit;
   o->label = a->label;
   if (a->time_scale > 0)
@@ -229,6 +254,7 @@ options_from_args(TsGateOptions *o, const Args *a)
   o->inject_only = a->inject_only;
   o->store = !a->no_store;
   o->progress = print_progress;
+  return TRUE;
 }
 
 static gboolean
@@ -295,7 +321,9 @@ cmd_baseline(int argc, char **argv)
   if (!env_open(&e, &a, TRUE, TRUE, &error))
     return fail(error);
   TsGateOptions o;
-  options_from_args(&o, &a);
+  g_autofree char *exe = self_exe();
+  if (!options_from_args(&o, &a, exe))
+    return EXIT_ERROR;
   gint64 run_id = 0;
   g_autoptr(GPtrArray) results = ts_gate_baseline(e.db, e.backend, e.suite, &o, &run_id, &error);
   if (results == NULL)
@@ -348,7 +376,9 @@ cmd_check(int argc, char **argv)
       return fail(error);
   }
   TsGateOptions o;
-  options_from_args(&o, &a);
+  g_autofree char *exe = self_exe();
+  if (!options_from_args(&o, &a, exe))
+    return EXIT_ERROR;
   gint64 run_id = 0;
   g_autoptr(GPtrArray) results =
       ts_gate_check(e.db, e.backend, e.suite, base_id, &o, &run_id, &error);
@@ -515,6 +545,9 @@ main(int argc, char **argv)
   if (g_str_equal(argv[1], "--help") || g_str_equal(argv[1], "-h") ||
       g_str_equal(argv[1], "help"))
     return help(stdout);
+  /* Internal: the child that loads, verifies and times the kernels (ts-gate-worker.c). */
+  if (g_str_equal(argv[1], "measure-worker"))
+    return ts_gate_worker_main(0, 1);
   if (g_str_equal(argv[1], "--version")) {
     g_print("tessera-perfgate %s\n", TS_VERSION);
     return EXIT_PASS;

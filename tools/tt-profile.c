@@ -262,7 +262,7 @@ gpu_metrics(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
   g_autoptr(GError) error = NULL;
   g_autofree char *entry = NULL;
   g_autofree char *text = ts_op_emit(inst, ts_backend_name(backend), point, &entry, &error);
-  TsSource src = {.lang = TS_LANG_CUDA, .text = text, .entry = entry};
+  TsSource src = {.lang = ts_backend_source_lang(backend), .text = text, .entry = entry};
   g_autoptr(TsModule) module = text ? ts_backend_compile(backend, &src, &error) : NULL;
   g_autoptr(TsTrialResult) check = NULL;
   g_autoptr(TsOpTimer) timer =

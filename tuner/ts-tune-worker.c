@@ -206,6 +206,19 @@ read_line(int fd, GString *buf, int timeout_ms, gboolean *timed_out)
   }
 }
 
+char *
+ts_tune_worker_read_request(int fd, GString *buf)
+{
+  gboolean timed_out;
+  return read_line(fd, buf, -1, &timed_out);
+}
+
+gboolean
+ts_tune_worker_write_reply(int fd, const char *reply)
+{
+  return write_line(fd, reply);
+}
+
 typedef struct {
   GHashTable *instances; /* "op|shape|dtype" -> TsOpInstance */
   GHashTable *backends;  /* name -> TsBackend */
@@ -340,6 +353,7 @@ ts_tune_worker_main(int in_fd, int out_fd)
 
 struct _TsTuneWorker {
   char *exe;
+  char *command;
   GSubprocess *proc;
   GOutputStream *in;
   int out_fd;
@@ -349,8 +363,15 @@ struct _TsTuneWorker {
 TsTuneWorker *
 ts_tune_worker_new(const char *exe)
 {
+  return ts_tune_worker_new_command(exe, "worker");
+}
+
+TsTuneWorker *
+ts_tune_worker_new_command(const char *exe, const char *command)
+{
   TsTuneWorker *w = g_new0(TsTuneWorker, 1);
   w->exe = g_strdup(exe);
+  w->command = g_strdup(command);
   w->buf = g_string_new(NULL);
   w->out_fd = -1;
   return w;
@@ -378,6 +399,7 @@ ts_tune_worker_free(TsTuneWorker *w)
     return;
   worker_stop(w, FALSE);
   g_free(w->exe);
+  g_free(w->command);
   g_string_free(w->buf, TRUE);
   g_free(w);
 }
@@ -399,9 +421,9 @@ worker_start(TsTuneWorker *w, GError **error)
   /* A worker that died must not kill the tuner through SIGPIPE on the next request. */
   signal(SIGPIPE, SIG_IGN);
   w->proc = g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, error,
-                             w->exe, "worker", NULL);
+                             w->exe, w->command, NULL);
   if (w->proc == NULL) {
-    g_prefix_error(error, "cannot start the candidate worker '%s worker': ", w->exe);
+    g_prefix_error(error, "cannot start the worker process '%s %s': ", w->exe, w->command);
     return FALSE;
   }
   w->in = g_subprocess_get_stdin_pipe(w->proc);
@@ -515,26 +537,71 @@ send_request(TsTuneWorker *w, const char *line)
          g_output_stream_flush(w->in, NULL, NULL);
 }
 
-TsTrialResult *
-ts_tune_worker_run(TsTuneWorker *w, const TsTuneRequest *q, double timeout_s, GError **error)
+/* Sends one line and reads the answer. retry_idle: a worker found dead before it was asked
+ * (killed from outside while idle) is replaced and asked again, so the request is not blamed
+ * for a death it did not cause; a stateful caller cannot do that, its state died too. */
+static char *
+worker_call(TsTuneWorker *w, const char *request, double timeout_s, gboolean retry_idle,
+            TsTuneWorkerFate *fate, char **why, GError **error)
 {
+  *fate = TS_TUNE_WORKER_DIED;
+  *why = NULL;
   if (!worker_start(w, error))
     return NULL;
-  g_autofree char *req = request_to_json(q);
-  g_autofree char *line = g_strconcat(req, "\n", NULL);
+  g_autofree char *line = g_strconcat(request, "\n", NULL);
   gboolean sent = send_request(w, line);
-  if (!sent) {
-    /* The worker died while idle (killed from outside): a fresh one gets the request, and the
-     * candidate is not blamed for a death it did not cause. */
+  if (!sent && retry_idle) {
     worker_stop(w, TRUE);
     if (!worker_start(w, error))
       return NULL;
     sent = send_request(w, line);
   }
   gboolean timed_out = FALSE;
-  g_autofree char *reply = NULL;
+  char *reply = NULL;
   if (sent)
-    reply = read_line(w->out_fd, w->buf, (int)(timeout_s * 1000), &timed_out);
+    reply = read_line(w->out_fd, w->buf, (int)MIN(timeout_s * 1000, G_MAXINT), &timed_out);
+  if (reply != NULL) {
+    *fate = TS_TUNE_WORKER_ANSWERED;
+    return reply;
+  }
+  if (timed_out) {
+    worker_stop(w, TRUE);
+    *fate = TS_TUNE_WORKER_TIMED_OUT;
+    *why = g_strdup_printf("no result within %.1f s; the worker was killed", timeout_s);
+    return NULL;
+  }
+  /* EOF: the request took the worker down. */
+  g_subprocess_wait(w->proc, NULL, NULL);
+  if (g_subprocess_get_if_signaled(w->proc)) {
+    int sig = g_subprocess_get_term_sig(w->proc);
+    *why = g_strdup_printf("signal %d (%s)", sig, g_strsignal(sig));
+  } else {
+    *why = g_strdup_printf("exited with status %d", g_subprocess_get_exit_status(w->proc));
+  }
+  worker_stop(w, FALSE);
+  return NULL;
+}
+
+char *
+ts_tune_worker_call(TsTuneWorker *w, const char *request, double timeout_s,
+                    TsTuneWorkerFate *fate, char **why, GError **error)
+{
+  return worker_call(w, request, timeout_s, FALSE, fate, why, error);
+}
+
+void
+ts_tune_worker_stop(TsTuneWorker *w)
+{
+  worker_stop(w, TRUE);
+}
+
+TsTrialResult *
+ts_tune_worker_run(TsTuneWorker *w, const TsTuneRequest *q, double timeout_s, GError **error)
+{
+  g_autofree char *req = request_to_json(q);
+  TsTuneWorkerFate fate;
+  g_autofree char *why = NULL;
+  g_autofree char *reply = worker_call(w, req, timeout_s, TRUE, &fate, &why, error);
   if (reply != NULL) {
     gboolean exiting = FALSE;
     TsTrialResult *r = parse_result(reply, q->trace, &exiting, error);
@@ -542,26 +609,18 @@ ts_tune_worker_run(TsTuneWorker *w, const TsTuneRequest *q, double timeout_s, GE
       worker_stop(w, FALSE); /* it exits by itself; the next call starts a fresh one */
     return r;
   }
-
+  if (why == NULL)
+    return NULL; /* no worker could be started: error is set */
   TsTrialResult *r = ts_trial_result_new();
   g_free(r->message);
-  if (timed_out) {
-    worker_stop(w, TRUE);
+  if (fate == TS_TUNE_WORKER_TIMED_OUT) {
     r->status = TS_TRIAL_TIMEOUT;
-    r->message = g_strdup_printf("no result within %.1f s; the worker was killed", timeout_s);
-    return r;
-  }
-  /* EOF: the candidate took the worker down. */
-  g_subprocess_wait(w->proc, NULL, NULL);
-  r->status = TS_TRIAL_RUNTIME_ERROR;
-  if (g_subprocess_get_if_signaled(w->proc)) {
-    int sig = g_subprocess_get_term_sig(w->proc);
-    r->message = g_strdup_printf("the candidate crashed the worker: signal %d (%s)", sig,
-                                 g_strsignal(sig));
+    r->message = g_steal_pointer(&why);
   } else {
-    r->message = g_strdup_printf("the worker exited with status %d during the candidate",
-                                 g_subprocess_get_exit_status(w->proc));
+    r->status = TS_TRIAL_RUNTIME_ERROR;
+    r->message = g_str_has_prefix(why, "signal")
+                     ? g_strdup_printf("the candidate crashed the worker: %s", why)
+                     : g_strdup_printf("the worker %s during the candidate", why);
   }
-  worker_stop(w, FALSE);
   return r;
 }

@@ -47,6 +47,28 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTuneWorker, ts_tune_worker_free)
  * workload: the message says why). */
 TsTrialResult *ts_tune_worker_run(TsTuneWorker *worker, const TsTuneRequest *request,
                                   double timeout_s, GError **error);
+/* The same process protocol for other requests: `exe command` started lazily, one request line
+ * in, one answer line out (gate/ts-gate-worker.c uses it to measure a perf gate's kernels). */
+TsTuneWorker *ts_tune_worker_new_command(const char *exe, const char *command);
+
+typedef enum {
+  TS_TUNE_WORKER_ANSWERED,  /* the answer line is returned */
+  TS_TUNE_WORKER_TIMED_OUT, /* no answer within the timeout: the worker was killed */
+  TS_TUNE_WORKER_DIED,      /* the worker died during the request (a crash, an exit) */
+} TsTuneWorkerFate;
+
+/* request: one line of text without '\n'. NULL unless answered: *why then says what happened
+ * ("signal 11 (Segmentation fault)", "exited with status 1", "no result within 5.0 s; ..."), and the next call starts a
+ * fresh worker; GError only when no worker can be started (*why NULL). */
+char *ts_tune_worker_call(TsTuneWorker *worker, const char *request, double timeout_s,
+                          TsTuneWorkerFate *fate, char **why, GError **error);
+/* The worker's side of that protocol: the next request line (NULL at the end of input; buf
+ * keeps what was read past it), and an answer line. */
+char *ts_tune_worker_read_request(int fd, GString *buf);
+gboolean ts_tune_worker_write_reply(int fd, const char *reply);
+/* Kills the running worker, if any (a caller that gives up on its state). */
+void ts_tune_worker_stop(TsTuneWorker *worker);
+
 /* Process id of the running worker, 0 when none (tests kill it). */
 GPid ts_tune_worker_pid(const TsTuneWorker *worker);
 

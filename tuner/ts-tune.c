@@ -159,7 +159,7 @@ compile_one(gpointer data, gpointer user_data)
     c->compile_error = g_strdup(error->message);
     return;
   }
-  TsSource src = {.lang = TS_LANG_C, .text = c->source, .entry = c->entry};
+  TsSource src = {.lang = ts_backend_source_lang(c->cfg->backend), .text = c->source, .entry = c->entry};
   /* Filling the artifact cache is the point; the worker loads the module itself. */
   g_autoptr(TsModule) m = ts_backend_compile(c->cfg->backend, &src, &error);
   if (m == NULL) {
