@@ -50,6 +50,7 @@ ts_trial_result_free(TsTrialResult *r)
   g_free(r->message);
   g_free(r->artifact);
   g_free(r->counters_json);
+  g_free(r->gpu_metrics_json);
   g_free(r->verification);
   if (r->samples_ns)
     g_array_unref(r->samples_ns);

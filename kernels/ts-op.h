@@ -152,6 +152,9 @@ typedef struct {
   char *artifact;    /* module hash */
   TsModuleResources resources; /* registers, shared memory, spills (GPU); -1 when unknown */
   char *counters_json; /* per-launch hardware counters (a JSON object) when collected, or NULL */
+  /* GPU hardware metrics of a separate pass (ts_prof_kernel_metrics_to_json), or
+   * {"unavailable": why}, when a worker was asked for them (tessera-tune profile); else NULL */
+  char *gpu_metrics_json;
 } TsTrialResult;
 
 void ts_trial_result_free(TsTrialResult *result);

@@ -290,6 +290,75 @@ ts_prof_kernel_metrics_to_json_node(const TsProfKernelMetrics *m)
   return json_builder_get_root(b);
 }
 
+TsProfKernelMetrics *
+ts_prof_kernel_metrics_from_json_node(JsonNode *node)
+{
+  if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+    return NULL;
+  JsonObject *o = json_node_get_object(node);
+  TsProfKernelMetrics *m = g_new0(TsProfKernelMetrics, 1);
+  for (guint i = 0; i < G_N_ELEMENTS(catalog); i++) {
+    TsProfFigure *f = figure_at(m, i);
+    f->value = NAN;
+    f->source = TS_PROF_SOURCE_UNAVAILABLE;
+    JsonNode *fn = json_object_get_member(o, catalog[i].info.key);
+    if (fn == NULL || !JSON_NODE_HOLDS_OBJECT(fn))
+      continue;
+    JsonObject *fo = json_node_get_object(fn);
+    JsonNode *v = json_object_get_member(fo, "value");
+    if (v && JSON_NODE_HOLDS_VALUE(v))
+      f->value = json_node_get_double(v);
+    const char *source = json_object_get_string_member_with_default(fo, "source", "");
+    for (TsProfSource k = TS_PROF_SOURCE_UNAVAILABLE; k <= TS_PROF_SOURCE_DERIVED; k++)
+      if (g_str_equal(source, ts_prof_source_name(k)))
+        f->source = k;
+    const char *detail = json_object_get_string_member_with_default(fo, "detail", NULL);
+    f->detail = g_strdup(detail);
+  }
+  return m;
+}
+
+/* The metrics pass launches the point's kernel once per replay; it gets buffers of its own and
+ * is verified again before it is counted. */
+typedef struct {
+  TsOpTimer *timer;
+} PointRun;
+
+static gboolean
+point_launch(gpointer data, GError **error)
+{
+  PointRun *run = data;
+  double sample = 0; /* meaningless inside a metrics pass: the profiler replays */
+  return ts_op_timer_sample(run->timer, 0, 1, &sample, error);
+}
+
+TsProfKernelMetrics *
+ts_prof_point_metrics(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+                      const TsRunOptions *options, char **why)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *entry = NULL;
+  g_autofree char *text = ts_op_emit(inst, ts_backend_name(backend), point, &entry, &error);
+  TsSource src = {.lang = ts_backend_source_lang(backend), .text = text, .entry = entry};
+  g_autoptr(TsModule) module = text ? ts_backend_compile(backend, &src, &error) : NULL;
+  g_autoptr(TsTrialResult) check = NULL;
+  TsRunOptions opt = *options;
+  opt.hooks = NULL;
+  g_autoptr(TsOpTimer) timer =
+    module ? ts_op_timer_new(inst, backend, module, &opt, &check, &error) : NULL;
+  if (timer == NULL) {
+    *why = g_strdup(error ? error->message : check ? check->message : "the kernel did not run");
+    return NULL;
+  }
+  PointRun run = {timer};
+  TsProfKernelMetrics *m =
+    ts_prof_collect_kernel_metrics(backend, point_launch, &run, ts_op_instance_flops(inst),
+                                   ts_prof_op_tensor_dtype(inst), &error);
+  if (m == NULL)
+    *why = g_strdup(error->message);
+  return m;
+}
+
 char *
 ts_prof_kernel_metrics_to_json(const TsProfKernelMetrics *m)
 {

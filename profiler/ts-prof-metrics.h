@@ -86,6 +86,17 @@ TsProfKernelMetrics *ts_prof_kernel_metrics_from_values(GHashTable *values, doub
  *  ...}: every figure; an unavailable value is null. */
 char *ts_prof_kernel_metrics_to_json(const TsProfKernelMetrics *metrics);
 JsonNode *ts_prof_kernel_metrics_to_json_node(const TsProfKernelMetrics *metrics);
+/* The inverse (what a worker process sends back); NULL when node is not an object. Members
+ * missing or malformed are unavailable figures. */
+TsProfKernelMetrics *ts_prof_kernel_metrics_from_json_node(JsonNode *node);
+
+/* The metrics pass of one schedule point, after it was timed: its kernel compiled (an
+ * artifact-cache hit by then), loaded on buffers of its own, verified again and counted. NULL
+ * with *why set when the figures cannot be had (no counters on this backend, the driver
+ * refuses them, the kernel fails). */
+TsProfKernelMetrics *ts_prof_point_metrics(TsOpInstance *inst, TsBackend *backend,
+                                           const TsSchedPoint *point, const TsRunOptions *options,
+                                           char **why);
 
 /* Collects the catalog's counters over launch's work on backend (see
  * ts_backend_collect_metrics_with: one launch per replay pass) and returns the figures. Errors

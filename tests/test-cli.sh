@@ -77,8 +77,13 @@ rm -rf "$tmp"
 export TESSERA_TEST_OPS=1
 expect 1 'status +runtime_error' -- run test_fault --shape N=1000 --schedule 'dict(mode="segv")'
 expect 1 'no result within 2.0 s' -- run test_fault --shape N=1000 --schedule 'dict(mode="hang")' --timeout 2
+# profile too: the crash and the hang are stored as the profile's trial, the tool lives on.
+expect 1 'status +runtime_error' -- profile test_fault --shape N=1000 --schedule 'dict(mode="segv")'
+expect 1 'no result within 2.0 s' -- profile test_fault --shape N=1000 --schedule 'dict(mode="hang")' --timeout 2
 unset TESSERA_TEST_OPS
 expect 2 'cannot run on this device: threads\(100000\)' -- run gemm --shape M=64,N=64,K=64 --schedule 'threads(100000)'
+expect 2 'cannot run on this device: threads\(100000\)' -- profile gemm --shape M=64,N=64,K=64 --schedule 'threads(100000)'
+expect 2 'must be a positive number' -- profile gemm --shape M=64,N=64,K=64 --timeout -1
 # A recording of 3 configurations of a 10^9-point space: every strategy ends (exhaustive walked
 # all 10^9 unrecorded points).
 sparse=$(mktemp)

@@ -194,6 +194,37 @@ test_json(void)
                   "no " TENSOR("tf32_dst_fp32") " on this GPU");
 }
 
+/* What the worker sends back reads as what it measured: every figure's value, source and
+ * detail (the derived tensor figure and a missing counter included). */
+static void
+test_json_round_trip(void)
+{
+  g_autoptr(GHashTable) v = gh100_values();
+  g_hash_table_remove(v, TENSOR("tf32_dst_fp32"));
+  g_hash_table_remove(v, TENSOR("bf16_dst_fp32"));
+  g_autoptr(TsProfKernelMetrics) m = ts_prof_kernel_metrics_from_values(v, 1e9, "bf16");
+  g_autofree char *text = ts_prof_kernel_metrics_to_json(m);
+  g_autoptr(JsonNode) node = json_from_string(text, NULL);
+  g_autoptr(TsProfKernelMetrics) back = ts_prof_kernel_metrics_from_json_node(node);
+  g_assert_nonnull(back);
+  gboolean saw[3] = {FALSE, FALSE, FALSE};
+  for (guint i = 0; i < ts_prof_figure_count(); i++) {
+    const TsProfFigure *a = ts_prof_kernel_metrics_figure(m, i);
+    const TsProfFigure *b = ts_prof_kernel_metrics_figure(back, i);
+    g_assert_cmpint(a->source, ==, b->source);
+    saw[a->source] = TRUE;
+    g_assert_cmpstr(a->detail, ==, b->detail);
+    if (isfinite(a->value))
+      g_assert_cmpfloat(a->value, ==, b->value);
+    else
+      g_assert_false(isfinite(b->value));
+  }
+  g_assert_true(saw[TS_PROF_SOURCE_COUNTER] && saw[TS_PROF_SOURCE_DERIVED] &&
+                saw[TS_PROF_SOURCE_UNAVAILABLE]);
+  g_autoptr(JsonNode) not_object = json_from_string("[1]", NULL);
+  g_assert_null(ts_prof_kernel_metrics_from_json_node(not_object));
+}
+
 static void
 test_permission_text(void)
 {
@@ -532,6 +563,7 @@ main(int argc, char **argv)
   g_test_add_func("/prof-metrics/values/derived-tensor", test_derived_tensor);
   g_test_add_func("/prof-metrics/op-tensor-dtype", test_op_tensor_dtype);
   g_test_add_func("/prof-metrics/json", test_json);
+  g_test_add_func("/prof-metrics/json-round-trip", test_json_round_trip);
   g_test_add_func("/prof-metrics/permission-text", test_permission_text);
   g_test_add_func("/prof-metrics/cpu-backend", test_cpu_backend);
   g_test_add_func("/prof-metrics/device-memory-account", test_device_memory_account);

@@ -10,6 +10,7 @@
 #include "ts-prof-metrics.h"
 #include "ts-prof-perf.h"
 #include "ts-prof-trace.h"
+#include "ts-tune-worker.h"
 #include "ts-tune.h"
 #include "tt-cli.h"
 
@@ -21,6 +22,8 @@ static const char PROFILE_HELP[] =
   "\n"
   "  tessera-tune profile OP --shape DIMS [--dtype D] [--schedule P] [--output TRACE.json]\n"
   "                          [--no-metrics]     (no GPU hardware-metrics pass)\n"
+  "                          [--timeout S]      (a run longer than S seconds, default 60, is\n"
+  "                                             killed and reported as a timeout)\n"
   "  tessera-tune profile list [--db PATH]           stored profiles, newest first: kind\n"
   "                                                  'run' (this command) or 'tune' (a whole\n"
   "                                                  tuning session, 'tune OP --profile')\n"
@@ -240,67 +243,32 @@ print_roofline(const char *metrics)
           100 * json_object_get_double_member_with_default(r, "fraction", NAN));
 }
 
-/* The kernel of the profiled point once more, on buffers of its own, for the metrics pass: it
- * is compiled already (an artifact-cache hit) and verified again before it is counted. */
-typedef struct {
-  TsOpTimer *timer;
-} MetricsRun;
-
-static gboolean
-metrics_launch(gpointer data, GError **error)
-{
-  MetricsRun *run = data;
-  double sample = 0; /* NaN inside a metrics pass: the range profiler replays, nothing is timed */
-  return ts_op_timer_sample(run->timer, 0, 1, &sample, error);
-}
-
-/* NULL with *why set when the metrics cannot be had; the timing stands either way. */
-static TsProfKernelMetrics *
-gpu_metrics(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
-            const TsRunOptions *opt, char **why)
-{
-  g_autoptr(GError) error = NULL;
-  g_autofree char *entry = NULL;
-  g_autofree char *text = ts_op_emit(inst, ts_backend_name(backend), point, &entry, &error);
-  TsSource src = {.lang = ts_backend_source_lang(backend), .text = text, .entry = entry};
-  g_autoptr(TsModule) module = text ? ts_backend_compile(backend, &src, &error) : NULL;
-  g_autoptr(TsTrialResult) check = NULL;
-  g_autoptr(TsOpTimer) timer =
-    module ? ts_op_timer_new(inst, backend, module, opt, &check, &error) : NULL;
-  if (timer == NULL) {
-    *why = g_strdup(error ? error->message : check ? check->message : "the kernel did not run");
-    return NULL;
-  }
-  MetricsRun run = {timer};
-  TsProfKernelMetrics *m =
-    ts_prof_collect_kernel_metrics(backend, metrics_launch, &run, ts_op_instance_flops(inst),
-                                   ts_prof_op_tensor_dtype(inst), &error);
-  if (m == NULL)
-    *why = g_strdup(error->message);
-  return m;
-}
-
-/* The trial's metrics JSON with "gpu_metrics" added: the figures, or {"unavailable": why}. */
+/* The trial's metrics JSON with the worker's "gpu_metrics" added: the figures, or
+ * {"unavailable": why}. */
 static char *
-with_gpu_metrics(const char *metrics_json, const TsProfKernelMetrics *m, const char *why)
+with_gpu_metrics(const char *metrics_json, const char *gpu_metrics_json)
 {
   g_autoptr(JsonNode) root = metrics_json ? json_from_string(metrics_json, NULL) : NULL;
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
     root = json_node_init_object(json_node_alloc(), json_object_new());
-  JsonObject *o = json_node_get_object(root);
-  if (m) {
-    json_object_set_member(o, "gpu_metrics", ts_prof_kernel_metrics_to_json_node(m));
-  } else {
-    JsonObject *u = json_object_new();
-    json_object_set_string_member(u, "unavailable", why);
-    json_object_set_object_member(o, "gpu_metrics", u);
-  }
+  JsonNode *gm = json_from_string(gpu_metrics_json, NULL);
+  if (gm != NULL)
+    json_object_set_member(json_node_get_object(root), "gpu_metrics", gm);
   return json_to_string(root, FALSE);
 }
 
 static void
-print_gpu_metrics(const TsProfKernelMetrics *m, const char *why)
+print_gpu_metrics(const char *gpu_metrics_json)
 {
+  g_autoptr(JsonNode) node = json_from_string(gpu_metrics_json, NULL);
+  g_autoptr(TsProfKernelMetrics) m = NULL;
+  const char *why = "the worker sent no figures";
+  if (node && JSON_NODE_HOLDS_OBJECT(node) &&
+      json_object_has_member(json_node_get_object(node), "unavailable"))
+    why = json_object_get_string_member_with_default(json_node_get_object(node), "unavailable",
+                                                     why);
+  else
+    m = ts_prof_kernel_metrics_from_json_node(node);
   if (m == NULL) {
     g_print("metrics    unavailable: %s\n", why);
     return;
@@ -326,6 +294,10 @@ profile_run(const char *op, TtArgs *a, gboolean no_metrics)
   g_autoptr(TsOpInstance) inst = NULL;
   g_autoptr(TsBackend) backend = NULL;
   g_autoptr(TsDb) db = NULL;
+  if (a->timeout_s == 0)
+    a->timeout_s = 60;
+  if (!(a->timeout_s > 0) || !isfinite(a->timeout_s))
+    return tt_usage("--timeout must be a positive number of seconds");
   int rc = tt_open(op, a, TS_DB_OPEN_DEFAULT, &inst, &backend, &db);
   if (rc != TT_EXIT_OK)
     return rc;
@@ -338,33 +310,50 @@ profile_run(const char *op, TtArgs *a, gboolean no_metrics)
   g_autoptr(TsSchedPoint) point = profile_point(inst, backend, db, a, w, d, t, &origin, &error);
   if (point == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
+  g_autofree char *why = ts_op_instance_prune_reason(inst, point, ts_backend_describe(backend));
+  if (why != NULL)
+    return tt_usage("%s cannot run on this device: %s", ts_op_name(ts_op_instance_op(inst)), why);
 
+  /* In the tuner's candidate worker: a kernel that crashes, hangs past --timeout or leaves the
+   * device unusable is a status in the profile, not the end of this process. The worker
+   * records the trial's timeline (its events join this process's range) and counters, and
+   * on a GPU runs the hardware-metrics pass after the timed run. */
   TsRunOptions opt;
   ts_run_options_init(&opt);
   opt.seed = (guint64)a->seed;
-  TsMeasureHooks hooks;
-  g_autoptr(TsProfCounters) counters = ts_prof_counters_attach(backend, &opt, &hooks);
+  gboolean metrics = !no_metrics && ts_backend_has_metrics(backend);
+  g_autofree char *shape = ts_shape_to_string(ts_op_instance_shape(inst));
+  g_autofree char *dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(inst));
+  g_autofree char *schedule = ts_sched_point_to_string(point);
+  g_autofree char *exe = tt_self_exe();
+  g_autoptr(TsTuneWorker) worker = ts_tune_worker_new(exe);
   g_auto(TtTimeline) tl = {0};
   g_autofree char *range = g_strdup_printf("tessera: profile %s", op);
-  tt_timeline_start(&tl, backend, range);
-  g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, &error);
+  tt_timeline_start(&tl, NULL, range);
+  TsTuneRequest q = {
+    .op = ts_op_name(ts_op_instance_op(inst)),
+    .shape = shape,
+    .dtype = dtype,
+    .schedule = schedule,
+    .backend = ts_backend_name(backend),
+    .cache_dir = ts_backend_get_cache_dir(backend),
+    .options = opt,
+    .trace = tl.trace,
+    .metrics = metrics,
+  };
+  g_autoptr(TsTrialResult) r = ts_tune_worker_run(worker, &q, a->timeout_s, &error);
   tt_timeline_stop(&tl);
   if (r == NULL)
     return tt_fail(tt_error_code(error), error);
-  ts_prof_counters_finish(counters, r);
-
-  /* GPU hardware metrics: a pass of their own after the timed run and off the timeline, since
-   * the range profiler replays and serialises the kernel. */
-  gboolean metrics = !no_metrics && ts_backend_has_metrics(backend) && r->status == TS_TRIAL_OK;
-  g_autofree char *metrics_why = NULL;
-  g_autoptr(TsProfKernelMetrics) gm =
-    metrics ? gpu_metrics(inst, backend, point, &opt, &metrics_why) : NULL;
+  if (r->status == TS_TRIAL_OK && r->samples_ns->len > 0)
+    ts_trial_result_summarise(r, inst);
+  metrics = metrics && r->gpu_metrics_json != NULL;
 
   /* The trial, as the tuner would have stored it (a point already stored keeps its row). */
   g_autoptr(TsDbTrial) trial =
     ts_tune_trial_from_result(inst, backend, ceil, point, r, "profile");
   if (metrics) {
-    char *merged = with_gpu_metrics(trial->metrics_json, gm, metrics_why);
+    char *merged = with_gpu_metrics(trial->metrics_json, r->gpu_metrics_json);
     g_free(trial->metrics_json);
     trial->metrics_json = merged;
   }
@@ -402,7 +391,7 @@ profile_run(const char *op, TtArgs *a, gboolean no_metrics)
       print_roofline(trial->metrics_json);
       print_counters(r->counters_json);
       if (metrics)
-        print_gpu_metrics(gm, metrics_why);
+        print_gpu_metrics(r->gpu_metrics_json);
     } else {
       g_print("           %s\n", r->message);
     }
@@ -471,7 +460,7 @@ tt_cmd_profile(int argc, char **argv)
   g_auto(TtArgs) a = {.seed = 1};
   if (!tt_parse("profile", "OP | list | export ID", PROFILE_HELP,
                 TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_BACKEND | TT_OPT_SEED | TT_OPT_JSON |
-                  TT_OPT_DB | TT_OPT_OUTPUT | TT_OPT_METRICS,
+                  TT_OPT_DB | TT_OPT_OUTPUT | TT_OPT_METRICS | TT_OPT_TIMEOUT,
                 &a, &argc, &argv))
     return TT_EXIT_USAGE;
   if (argc == 2 && strcmp(argv[1], "list") == 0)

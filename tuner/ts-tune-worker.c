@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ts-nvtx.h"
+#include "ts-prof-metrics.h"
 #include "ts-prof-perf.h"
 #include "ts-tune-strategy.h"
 
@@ -52,6 +53,10 @@ request_to_json(const TsTuneRequest *q)
   NUM("rel_spread", q->options.rel_spread);
   if (q->trace) {
     json_builder_set_member_name(b, "trace");
+    json_builder_add_boolean_value(b, TRUE);
+  }
+  if (q->metrics) {
+    json_builder_set_member_name(b, "metrics");
     json_builder_add_boolean_value(b, TRUE);
   }
   json_builder_end_object(b);
@@ -125,6 +130,8 @@ result_to_json(const TsTrialResult *r, const char *refused, TsTrace *trace, gboo
     NUM("spill_loads", res->spill_loads);
     NUM("threads", res->threads);
     STR("counters", r->counters_json);
+    if (r->gpu_metrics_json)
+      STR("gpu_metrics", r->gpu_metrics_json);
     json_builder_set_member_name(b, "samples_ns");
     json_builder_begin_array(b);
     for (guint i = 0; i < r->samples_ns->len; i++)
@@ -316,6 +323,28 @@ serve(WorkerState *st, const char *line, gboolean *exiting)
   if (r == NULL)
     return result_to_json(NULL, error->message, NULL, FALSE);
   ts_prof_counters_finish(counters, r);
+  /* Hardware metrics: a pass of their own after the timed run and off the timeline, since the
+   * range profiler replays and serialises the kernel. */
+  if (json_object_get_boolean_member_with_default(o, "metrics", FALSE) &&
+      ts_backend_has_metrics(backend) && r->status == TS_TRIAL_OK) {
+    g_autofree char *why = NULL;
+    g_autoptr(TsProfKernelMetrics) m = ts_prof_point_metrics(inst, backend, point, &opt, &why);
+    if (m != NULL) {
+      r->gpu_metrics_json = ts_prof_kernel_metrics_to_json(m);
+    } else {
+      g_autoptr(JsonBuilder) u = json_builder_new();
+      json_builder_begin_object(u);
+      json_builder_set_member_name(u, "unavailable");
+      json_builder_add_string_value(u, why);
+      json_builder_end_object(u);
+      g_autoptr(JsonNode) un = json_builder_get_root(u);
+      r->gpu_metrics_json = json_to_string(un, FALSE);
+    }
+    if ((lost = ts_backend_lost(backend)) != NULL) {
+      *exiting = TRUE;
+      return result_to_json(r, NULL, NULL, TRUE);
+    }
+  }
   return result_to_json(r, NULL, trace, FALSE);
 }
 
@@ -520,6 +549,8 @@ parse_result(const char *line, TsTrace *trace, gboolean *exiting, GError **error
   res->threads = (gint)json_object_get_int_member_with_default(o, "threads", -1);
   const char *counters = json_object_get_string_member_with_default(o, "counters", NULL);
   r->counters_json = counters ? g_strdup(counters) : NULL;
+  r->gpu_metrics_json =
+    g_strdup(json_object_get_string_member_with_default(o, "gpu_metrics", NULL));
   JsonArray *a = json_object_get_array_member(o, "samples_ns");
   for (guint i = 0; a && i < json_array_get_length(a); i++) {
     double v = json_array_get_double_element(a, i);

@@ -29,6 +29,9 @@ typedef struct {
    * waits on the worker, so that is where the trial's time goes. A worker that crashes or
    * times out returns no timeline. */
   TsTrace *trace;
+  /* TRUE: after a good trial on a backend with hardware counters, the worker also runs the
+   * point's metrics pass (ts_prof_point_metrics) into the result's gpu_metrics_json. */
+  gboolean metrics;
 } TsTuneRequest;
 
 /* The worker's main loop on the given descriptors; returns the process exit status. */
