@@ -55,6 +55,16 @@ is_memory_kind(const TsTlName *n)
 
 /* ---- rows ---- */
 
+/* Both halves of a 64-bit key: GLib's g_int64_hash keeps only the low 32 bits, so rows keyed
+ * (lane << 32 | depth) all fell into one chain (a trace with 64,000 threads took 20 s to
+ * prepare), and so would addresses that differ only above bit 32. */
+static guint
+key64_hash(gconstpointer v)
+{
+  guint64 k = *(const guint64 *)v;
+  return (guint)((k >> 32) * 0x9E3779B1u) ^ (guint)k;
+}
+
 static int
 cmp_event(const void *pa, const void *pb)
 {
@@ -64,16 +74,6 @@ cmp_event(const void *pa, const void *pb)
   if (a->end != b->end) /* an enclosing event before what it holds */
     return a->end > b->end ? -1 : 1;
   return a->index < b->index ? -1 : a->index > b->index;
-}
-
-/* Host threads first (they launch), then device streams; each lane's depths in order. */
-static int
-cmp_row(const void *pa, const void *pb)
-{
-  const TsTlRow *a = pa, *b = pb;
-  if (a->lane != b->lane)
-    return a->lane < b->lane ? -1 : 1;
-  return a->depth < b->depth ? -1 : a->depth > b->depth;
 }
 
 void
@@ -157,7 +157,7 @@ build_memory(TsTlView *tl, const guint32 *names_of)
   mem->t = g_new(gint64, MAX(m, 1));
   mem->v = g_new(gint64, MAX(m, 1));
   mem->index = g_new(guint32, MAX(m, 1));
-  g_autoptr(GHashTable) live = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  g_autoptr(GHashTable) live = g_hash_table_new_full(key64_hash, g_int64_equal, g_free, NULL);
   gint64 in_use = 0;
   for (guint j = 0; j < m; j++) {
     const TsDbEvent *e = &ev[me[j].index];
@@ -303,6 +303,21 @@ row_key(guint32 lane, guint32 depth)
   return (gint64)((guint64)lane << 32 | depth);
 }
 
+
+/* Host threads first (they launch), then device streams; each lane's depths in order. */
+typedef struct {
+  guint32 lane, depth, k;
+} RowOrder;
+
+static int
+cmp_row_order(const void *pa, const void *pb)
+{
+  const RowOrder *a = pa, *b = pb;
+  if (a->lane != b->lane)
+    return a->lane < b->lane ? -1 : 1;
+  return a->depth < b->depth ? -1 : a->depth > b->depth;
+}
+
 void
 ts__tl_prepare(TsTlView *tl)
 {
@@ -332,7 +347,7 @@ ts__tl_prepare(TsTlView *tl)
 
   /* Pass 2: which row each event goes to and how many each row holds. */
   g_autoptr(GHashTable) rows_by_key =
-      g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+      g_hash_table_new_full(key64_hash, g_int64_equal, g_free, NULL);
   GArray *rows = g_array_new(FALSE, TRUE, sizeof(TsTlRow));
   /* Streams interleave in a recorded trace, so the row changes at almost every event: a
    * small direct-mapped cache in front of the table. */
@@ -369,18 +384,17 @@ ts__tl_prepare(TsTlView *tl)
   /* Pass 3: fill the rows, sort what is not sorted already (a recorded trace is). */
   tl->n_rows = rows->len;
   TsTlRow *unsorted = (TsTlRow *)g_array_free(rows, FALSE);
-  /* Rows in display order (a handful of them: insertion sort), each event's row renumbered. */
-  guint32 *perm = g_new(guint32, MAX(tl->n_rows, 1)), *order = g_new(guint32, MAX(tl->n_rows, 1));
-  for (guint k = 0; k < tl->n_rows; k++) {
-    guint j = k;
-    for (; j > 0 && cmp_row(&unsorted[perm[j - 1]], &unsorted[k]) > 0; j--)
-      perm[j] = perm[j - 1];
-    perm[j] = k;
-  }
+  /* Rows in display order (usually a handful, but a trace may hold tens of thousands of
+   * threads), each event's row renumbered. */
+  RowOrder *perm = g_new(RowOrder, MAX(tl->n_rows, 1));
+  guint32 *order = g_new(guint32, MAX(tl->n_rows, 1));
+  for (guint k = 0; k < tl->n_rows; k++)
+    perm[k] = (RowOrder){unsorted[k].lane, unsorted[k].depth, k};
+  qsort(perm, tl->n_rows, sizeof *perm, cmp_row_order);
   TsTlRow *r = g_new(TsTlRow, MAX(tl->n_rows, 1));
   for (guint k = 0; k < tl->n_rows; k++) {
-    r[k] = unsorted[perm[k]];
-    order[perm[k]] = k;
+    r[k] = unsorted[perm[k].k];
+    order[perm[k].k] = k;
     r[k].ev = g_new(TsTlEvent, MAX(r[k].n, 1));
     r[k].n = 0;
   }

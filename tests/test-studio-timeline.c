@@ -105,6 +105,32 @@ test_rows(void)
 
 /* The recorder gives a compile depth 0 even inside a range: it goes below the innermost range
  * open when it starts, not on top of the range. Out of order input nests the same. */
+/* Tens of thousands of threads (a trace from a big host program): every lane its own row, in
+ * lane order, whatever order they came in, each holding its events. (Rows were found through
+ * a hash that saw only the depth and placed by insertion sort: 64,000 lanes took 20 s.) */
+static void
+test_many_lanes(void)
+{
+  const guint n = 40000;
+  g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
+  for (guint i = 0; i < n; i++) {
+    guint32 lane = (i * 7919u) % n; /* every lane once, out of order */
+    add(ev, "kernel", "k", 10 * (gint64)i, 5, 0, 0, lane, 0);
+  }
+  g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
+  TsTlView *tl = (TsTlView *)view;
+  g_assert_cmpuint(tl->n_rows, ==, n);
+  for (guint r = 0; r < tl->n_rows; r++) {
+    g_assert_cmpuint(tl->rows[r].lane, ==, r);
+    g_assert_cmpuint(tl->rows[r].n, ==, 1);
+  }
+  for (guint i = 0; i < n; i++) {
+    const TsDbEvent *e = &g_array_index(ev, TsDbEvent, i);
+    g_assert_cmpuint(tl->rows[tl->row_of[i]].lane, ==, e->lane);
+    g_assert_cmpuint(tl->rows[tl->row_of[i]].ev[0].index, ==, i);
+  }
+}
+
 static void
 test_nesting(void)
 {
@@ -578,6 +604,7 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/studio-timeline/rows", test_rows);
+  g_test_add_func("/studio-timeline/many-lanes", test_many_lanes);
   g_test_add_func("/studio-timeline/nesting", test_nesting);
   g_test_add_func("/studio-timeline/visible-range", test_visible_range);
   g_test_add_func("/studio-timeline/block-maxima", test_block_maxima);
