@@ -345,6 +345,7 @@ ts__db_bind_owner(sqlite3_stmt *stmt, int pid_index)
   sqlite3_bind_int64(stmt, pid_index, (sqlite3_int64)getpid());
   sqlite3_bind_text(stmt, pid_index + 1, g_get_host_name(), -1, SQLITE_STATIC);
 }
+static const char SQL_RUN_RELEASE[] = "DELETE FROM trial_claim WHERE run_id = ?1";
 static const char SQL_RUN_END[] =
     "UPDATE tune_run SET status = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')"
     " WHERE id = ?1";
@@ -412,6 +413,18 @@ ts_db_end_run(TsDb *db, gint64 run_id, const char *status, GError **error)
     ts__db_rollback(db);
     g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND,
                 "schedule cache %s: no tuning run %" G_GINT64_FORMAT, db->path, run_id);
+    return FALSE;
+  }
+  g_autoptr(sqlite3_stmt) release = ts__db_prepare(db, SQL_RUN_RELEASE, error);
+  if (!release) {
+    ts__db_rollback(db);
+    return FALSE;
+  }
+  sqlite3_bind_int64(release, 1, run_id);
+  rc = sqlite3_step(release);
+  if (rc != SQLITE_DONE) {
+    ts__db_fail(db, rc, "releasing a run's claims", error);
+    ts__db_rollback(db);
     return FALSE;
   }
   return ts__db_commit(db, error);

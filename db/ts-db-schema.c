@@ -183,6 +183,19 @@ static const char *const migrations[] = {
     "ALTER TABLE gate_run ADD COLUMN pid INTEGER;"
     "ALTER TABLE gate_run ADD COLUMN host TEXT;"
     "PRAGMA user_version = 5;",
+
+    /* 6: points claimed by running tuners (ts-db-claim.c), so that tuners working on one key
+     * at once measure different points instead of the same ones. A claim lives as long as its
+     * run is 'running' and the point has no trial. */
+    "CREATE TABLE trial_claim ("
+    "  workload_id INTEGER NOT NULL REFERENCES workload(id),"
+    "  device_id INTEGER NOT NULL REFERENCES device(id),"
+    "  toolchain_id INTEGER NOT NULL REFERENCES toolchain(id),"
+    "  schedule_hash TEXT NOT NULL,"
+    "  run_id INTEGER NOT NULL REFERENCES tune_run(id),"
+    "  PRIMARY KEY (workload_id, device_id, toolchain_id, schedule_hash)) WITHOUT ROWID;"
+    "CREATE INDEX trial_claim_run ON trial_claim (run_id);"
+    "PRAGMA user_version = 6;",
 };
 
 int

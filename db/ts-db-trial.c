@@ -184,6 +184,10 @@ static const char SQL_TRIAL_FIND[] =
     "SELECT id FROM trial WHERE workload_id = ?1 AND device_id = ?2 AND toolchain_id = ?3"
     " AND schedule_hash = ?4";
 
+static const char SQL_CLAIM_RELEASE[] =
+    "DELETE FROM trial_claim WHERE workload_id = ?1 AND device_id = ?2 AND toolchain_id = ?3"
+    " AND schedule_hash = ?4";
+
 gboolean
 ts__db_add_trial_tx(TsDb *db, const TsDbTrial *t, gint64 *trial_id, gboolean *existed,
                     GError **error)
@@ -227,7 +231,16 @@ ts__db_add_trial_tx(TsDb *db, const TsDbTrial *t, gint64 *trial_id, gboolean *ex
         *trial_id = sqlite3_last_insert_rowid(db->sql);
       if (existed)
         *existed = FALSE;
-      return TRUE;
+      /* Measured: whoever claimed the point has nothing left to hold. */
+      g_autoptr(sqlite3_stmt) release = ts__db_prepare(db, SQL_CLAIM_RELEASE, error);
+      if (!release)
+        return FALSE;
+      sqlite3_bind_int64(release, 1, t->workload_id);
+      sqlite3_bind_int64(release, 2, t->device_id);
+      sqlite3_bind_int64(release, 3, t->toolchain_id);
+      sqlite3_bind_text(release, 4, hash, -1, SQLITE_STATIC);
+      rc = sqlite3_step(release);
+      return rc == SQLITE_DONE || ts__db_fail(db, rc, "releasing a point's claim", error);
     }
   }
   g_autoptr(sqlite3_stmt) stmt = ts__db_prepare(db, SQL_TRIAL_FIND, error);

@@ -117,8 +117,21 @@ gint64 ts_db_ensure_workload(TsDb *db, const char *op, const char *shape, const 
 
 gint64 ts_db_begin_run(TsDb *db, gint64 workload_id, gint64 device_id, gint64 toolchain_id,
                        const char *strategy, guint64 seed, const char *budget, GError **error);
-/* status: "done", "interrupted" or "failed". */
+/* status: "done", "interrupted" or "failed". The run's claims (below) are released. */
 gboolean ts_db_end_run(TsDb *db, gint64 run_id, const char *status, GError **error);
+
+/* Claims on points (ts-db-claim.c): tuners on one key at once measure different points. */
+typedef enum {
+  TS_DB_CLAIM_OURS,   /* the point is claimed for run_id now: measure it */
+  TS_DB_CLAIM_STORED, /* a trial of the point is stored: *other_id is the trial */
+  TS_DB_CLAIM_TAKEN,  /* another running run claimed it: *other_id is that run */
+} TsDbClaim;
+/* Claims a point (by its schedule hash) of a key for a running run, in one transaction. A
+ * claim is released when the point's trial is stored or its run ends; one whose run is not
+ * 'running' (ended, or found killed: its process on this host gone) is taken over. */
+gboolean ts_db_claim_point(TsDb *db, gint64 run_id, gint64 workload_id, gint64 device_id,
+                           gint64 toolchain_id, const char *schedule_hash, TsDbClaim *claim,
+                           gint64 *other_id, GError **error);
 
 /* One tune_run row. Strings owned. */
 typedef struct {

@@ -1486,8 +1486,8 @@ make_v2(const char *path)
   sqlite3 *sql = NULL;
   g_assert_cmpint(sqlite3_open(path, &sql), ==, SQLITE_OK);
   g_assert_cmpint(sqlite3_exec(sql,
-                               "DROP TABLE profile_event; DROP TABLE profile;"
-                               " DROP TABLE gate_result; DROP TABLE gate_artifact;"
+                               "DROP TABLE trial_claim; DROP TABLE profile_event;"
+                               " DROP TABLE profile; DROP TABLE gate_result; DROP TABLE gate_artifact;"
                                " DROP TABLE gate_run; ALTER TABLE tune_run DROP COLUMN pid;"
                                " ALTER TABLE tune_run DROP COLUMN host;"
                                " PRAGMA user_version = 2;",
@@ -1499,7 +1499,7 @@ make_v2(const char *path)
 static void
 test_gate_migrate_v2(Fx *fx, gconstpointer data)
 {
-  g_assert_cmpint(ts_db_schema_version(), ==, 5);
+  g_assert_cmpint(ts_db_schema_version(), ==, 6);
   gint64 a = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
   g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, a, NULL));
   g_clear_pointer(&fx->db, ts_db_close);
@@ -1821,6 +1821,72 @@ test_reap_runs(Fx *fx, gconstpointer data)
   }
 }
 
+static TsDbClaim
+claim(Fx *fx, gint64 run, const char *hash, gint64 *other)
+{
+  g_autoptr(GError) error = NULL;
+  TsDbClaim c = TS_DB_CLAIM_OURS;
+  g_assert_true(ts_db_claim_point(fx->db, run, fx->w, fx->d, fx->t, hash, &c, other, &error));
+  g_assert_no_error(error);
+  return c;
+}
+
+/* Tuners on one key at once: the first to claim a point measures it, the others see it taken
+ * until its trial is stored, then stored. A claim dies with its run: ended, or killed. */
+static void
+test_claims(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 a = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 1, "evals=10", &error);
+  gint64 b = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 1, "evals=10", &error);
+  g_assert_no_error(error);
+  const char *p1 = "00000000000000a1", *p2 = "00000000000000a2", *p3 = "00000000000000a3";
+  gint64 other = -1;
+  g_assert_cmpint(claim(fx, a, p1, &other), ==, TS_DB_CLAIM_OURS);
+  g_assert_cmpint(other, ==, 0);
+  g_assert_cmpint(claim(fx, a, p1, &other), ==, TS_DB_CLAIM_OURS); /* its own, again */
+  g_assert_cmpint(claim(fx, b, p1, &other), ==, TS_DB_CLAIM_TAKEN);
+  g_assert_cmpint(other, ==, a);
+
+  /* a stores p1: b now reads a's trial instead of measuring. */
+  g_autoptr(TsDbTrial) t = ts_db_trial_new();
+  t->workload_id = fx->w;
+  t->device_id = fx->d;
+  t->toolchain_id = fx->t;
+  t->run_id = a;
+  t->schedule = g_strdup("block(m=1)");
+  t->hash = g_strdup(p1);
+  t->status = TS_DB_TRIAL_OK;
+  t->median_ns = 1000;
+  gint64 trial_id = 0;
+  g_assert_true(ts_db_add_trial(fx->db, t, &trial_id, NULL, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(claim(fx, b, p1, &other), ==, TS_DB_CLAIM_STORED);
+  g_assert_cmpint(other, ==, trial_id);
+
+  /* Ending a run releases its claims. */
+  g_assert_cmpint(claim(fx, a, p2, &other), ==, TS_DB_CLAIM_OURS);
+  g_assert_true(ts_db_end_run(fx->db, a, "done", &error));
+  g_assert_cmpint(claim(fx, b, p2, &other), ==, TS_DB_CLAIM_OURS);
+
+  /* A run killed without ending (its process gone) loses its claims to the next claimant. */
+  g_assert_cmpint(claim(fx, b, p3, &other), ==, TS_DB_CLAIM_OURS);
+  gint64 c = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 1, "evals=10", &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(claim(fx, c, p3, &other), ==, TS_DB_CLAIM_TAKEN);
+  GPid child = fork();
+  if (child == 0)
+    _exit(0);
+  g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+  sqlite3 *sql = NULL;
+  g_assert_cmpint(sqlite3_open(fx->path, &sql), ==, SQLITE_OK);
+  g_autofree char *q =
+    g_strdup_printf("UPDATE tune_run SET pid = %d WHERE id = %" G_GINT64_FORMAT, (int)child, b);
+  g_assert_cmpint(sqlite3_exec(sql, q, NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close(sql);
+  g_assert_cmpint(claim(fx, c, p3, &other), ==, TS_DB_CLAIM_OURS);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1841,6 +1907,7 @@ main(int argc, char **argv)
   ADD("application-id", test_application_id);
   ADD("json-depth", test_json_depth);
   ADD("runs/reap", test_reap_runs);
+  ADD("runs/claims", test_claims);
   ADD("output/write-through", test_output_write_through);
   ADD("fault/read-only-handle", test_read_only_handle);
   ADD("fault/read-only-files", test_read_only_files);

@@ -212,6 +212,22 @@ ok(all(per_shape.get(s, 0) >= 8 for s in ("M=40,N=36,K=20", "M=24,N=24,K=24")),
    "every workload has its trials (%s; processes measured %s)" % (per_shape, measured))
 ok(db_rows(db4, "PRAGMA integrity_check")[0][0] == "ok", "integrity ok after concurrent tuners")
 
+# Two tuners on one workload with the same seed propose the same points; each claims a point
+# before measuring it, so together they measure distinct points (they measured the same ones).
+db6 = os.path.join(TMP, "claims.db")
+jobs = [subprocess.Popen([TT, "tune", "gemm", "--shape", "M=40,N=36,K=20", "--space", SMALL,
+                          "--strategy", "random", "--seed", "7", "--budget", "8", "--db", db6,
+                          "--json"], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True) for _ in range(2)]
+outs = [j.communicate(timeout=600) for j in jobs]
+ok([j.returncode for j in jobs] == [0, 0], "two same-seed tuners exit 0")
+res6 = [json.loads(o) for o, _ in outs]
+hashes = [r[0] for r in db_rows(db6, "SELECT schedule_hash FROM trial")]
+ok(sum(r["measured"] for r in res6) == len(set(hashes)) == 16,
+   "same-seed tuners measured distinct points (%s measured, %d distinct trials)" % (
+       [r["measured"] for r in res6], len(set(hashes))))
+ok(db_rows(db6, "SELECT count(*) FROM trial_claim")[0][0] == 0, "no claim outlives its run")
+
 # 5. Export and import round trip into a fresh database.
 exp = os.path.join(TMP, "export.json")
 tt("export", "--db", db1, "--output", exp, check=0)

@@ -210,6 +210,7 @@ typedef struct {
   const char *backend_name;
   const char *cache_dir;
   TsCostTarget *target; /* the analytic estimate of every trial, and the model strategy's */
+  GPtrArray *pending;   /* TsSchedPoint*: proposed, claimed by another running tuner */
 } Loop;
 
 static double
@@ -463,6 +464,67 @@ resume(Loop *l, GError **error)
   return TRUE;
 }
 
+/* ---- points shared with other tuners of the key ---- */
+
+/* Claims a proposed point for this run (ts_db_claim_point). A point another tuner has stored
+ * since this run resumed is observed from its trial, not measured again; one another running
+ * tuner holds goes to l->pending and is observed when its trial appears (or measured here if
+ * that tuner dies first). *measure: the point is this run's to measure. */
+static gboolean
+claim(Loop *l, const TsSchedPoint *p, gboolean *measure_it, gboolean *taken, GError **error)
+{
+  TsTuneSummary *s = l->sum;
+  TsDbClaim c;
+  gint64 other = 0;
+  *measure_it = *taken = FALSE;
+  if (!ts_db_claim_point(l->cfg->db, s->run_id, s->workload_id, s->device_id, s->toolchain_id,
+                         ts_sched_point_hash(p), &c, &other, error))
+    return FALSE;
+  if (c == TS_DB_CLAIM_OURS) {
+    *measure_it = TRUE;
+  } else if (c == TS_DB_CLAIM_TAKEN) {
+    *taken = TRUE;
+  } else {
+    g_autoptr(TsDbTrial) t = ts_db_get_trial(l->cfg->db, other, error);
+    if (t == NULL)
+      return FALSE;
+    gboolean ok = t->status == TS_DB_TRIAL_OK;
+    ts_tune_strategy_observe(l->strategy, p, ok, ok ? t->median_ns * 1e-9 : 0.0);
+    s->n_shared++;
+  }
+  return TRUE;
+}
+
+static Candidate *
+candidate_new(const TsTuneConfig *cfg, const TsSchedPoint *p)
+{
+  Candidate *c = g_new0(Candidate, 1);
+  c->cfg = cfg;
+  c->point = ts_sched_point_copy(p);
+  return c;
+}
+
+/* The points other tuners held: observed once stored, measured here once their holder is gone,
+ * kept while it still runs. */
+static gboolean
+poll_pending(Loop *l, GPtrArray *cands, GError **error)
+{
+  for (guint i = 0; i < l->pending->len;) {
+    TsSchedPoint *p = g_ptr_array_index(l->pending, i);
+    gboolean mine, taken;
+    if (!claim(l, p, &mine, &taken, error))
+      return FALSE;
+    if (taken) {
+      i++;
+      continue;
+    }
+    if (mine)
+      g_ptr_array_add(cands, candidate_new(l->cfg, p));
+    g_ptr_array_remove_index(l->pending, i);
+  }
+  return TRUE;
+}
+
 /* Candidates are compared with the best of their moment, so a trial measured early can end up
  * faster beyond noise than a best promoted later. One last comparison, of the fastest stored
  * trial against the best, makes the stored best the minimum up to noise. */
@@ -525,6 +587,7 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
     .dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(cfg->inst)),
     .backend_name = be,
     .cache_dir = ts_backend_get_cache_dir(cfg->backend),
+    .pending = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free),
   };
   ts_tune_strategy_set_cost(strategy, l.target, cfg->prior);
   gboolean ok = resume(&l, error);
@@ -536,20 +599,29 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
   }
   guint batch = cfg->batch ? cfg->batch : MAX(dev->compute_units, 1);
   while (ok && !out_of_budget(&l)) {
-    guint want = batch;
-    if (cfg->budget_evals)
-      want = MIN(want, cfg->budget_evals - sum->n_measured - sum->n_pruned);
-    g_autoptr(GPtrArray) points = ts_tune_strategy_propose(strategy, want, error);
+    g_autoptr(GPtrArray) cands = g_ptr_array_new_with_free_func((GDestroyNotify)candidate_free);
+    if (!poll_pending(&l, cands, error)) {
+      ok = FALSE;
+      break;
+    }
+    guint want = batch > cands->len ? batch - cands->len : 0;
+    if (cfg->budget_evals) {
+      guint spent = sum->n_measured + sum->n_pruned + cands->len;
+      want = MIN(want, spent < cfg->budget_evals ? cfg->budget_evals - spent : 0);
+    }
+    g_autoptr(GPtrArray) points =
+      want ? ts_tune_strategy_propose(strategy, want, error) : g_ptr_array_new();
     if (points == NULL) {
       ok = FALSE;
       break;
     }
-    if (points->len == 0) {
+    if (points->len == 0 && cands->len == 0) {
+      /* What the strategy has not tried, another tuner of the key is measuring now: its
+       * trials land in the cache without this run waiting for them. */
       sum->exhausted = TRUE;
       break;
     }
-    g_autoptr(GPtrArray) cands = g_ptr_array_new_with_free_func((GDestroyNotify)candidate_free);
-    for (guint i = 0; i < points->len; i++) {
+    for (guint i = 0; ok && i < points->len; i++) {
       TsSchedPoint *p = g_ptr_array_index(points, i);
       g_autofree char *why = ts_op_instance_prune_reason(cfg->inst, p, dev);
       if (why) {
@@ -559,10 +631,12 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
         report(&l, p, TS_TRIAL_COMPILE_ERROR, TRUE, why, NAN);
         continue;
       }
-      Candidate *c = g_new0(Candidate, 1);
-      c->cfg = cfg;
-      c->point = ts_sched_point_copy(p);
-      g_ptr_array_add(cands, c);
+      gboolean mine, taken;
+      ok = claim(&l, p, &mine, &taken, error);
+      if (mine)
+        g_ptr_array_add(cands, candidate_new(cfg, p));
+      else if (taken)
+        g_ptr_array_add(l.pending, ts_sched_point_copy(p));
     }
     compile_batch(cfg, cands, dev->compute_units);
     for (guint i = 0; ok && i < cands->len; i++) {
@@ -571,6 +645,7 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
         break;
     }
   }
+  sum->n_pending = l.pending->len;
   if (ok)
     ok = reconcile_best(&l, error);
   sum->elapsed_ms = elapsed_ms(&l);
@@ -578,6 +653,7 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
     ts_db_end_run(cfg->db, sum->run_id, ok ? "done" : "failed", NULL);
   ts_tune_worker_free(l.worker);
   ts_cost_target_free(l.target);
+  g_ptr_array_unref(l.pending);
   g_free(l.shape);
   g_free(l.dtype);
   return ok;

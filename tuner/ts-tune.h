@@ -67,6 +67,10 @@ typedef struct {
   guint n_resumed;  /* trials already stored for the key when the run started */
   guint n_measured; /* trials stored by this run */
   guint n_ok, n_failed, n_pruned;
+  /* Points this run proposed that other tuners of the key measured at the same time (the run
+   * claims each point before measuring it): observed from their trials (n_shared), or still
+   * being measured by them when the run ended (n_pending). */
+  guint n_shared, n_pending;
   gint64 best_trial_id; /* 0: no verified trial for the key */
   double best_median_ns;
   char *best_schedule;
