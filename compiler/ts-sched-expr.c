@@ -107,6 +107,8 @@ ts__sched_expr_free(TsExpr *e)
     return;
   ts__sched_expr_free(e->a);
   ts__sched_expr_free(e->b);
+  if (e->s)
+    g_ref_string_release((char *)e->s);
   g_free(e);
 }
 
@@ -116,6 +118,8 @@ ts__sched_expr_copy(const TsExpr *e)
   if (!e)
     return NULL;
   TsExpr *c = g_memdup2(e, sizeof *e);
+  if (c->s)
+    g_ref_string_acquire((char *)c->s);
   c->a = ts__sched_expr_copy(e->a);
   c->b = ts__sched_expr_copy(e->b);
   return c;
@@ -168,7 +172,7 @@ parse_primary(TsParser *p, GError **error)
   }
   case TS_TOK_STR: {
     TsExpr *e = node(TS_EX_STR, ts__sched_next(p));
-    e->s = t->text;
+    e->s = g_ref_string_acquire((char *)t->text);
     return e;
   }
   case TS_TOK_LPAREN: {
@@ -210,7 +214,7 @@ parse_primary(TsParser *p, GError **error)
     }
     {
       TsExpr *e = node(TS_EX_NAME, ts__sched_next(p));
-      e->s = t->text;
+      e->s = g_ref_string_acquire((char *)t->text);
       return e;
     }
   default:

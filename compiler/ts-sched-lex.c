@@ -134,7 +134,7 @@ ts__sched_lex(TsParser *p, const char *src, GError **error)
         s++;
       g_autofree char *word = g_strndup(b, (gsize)(s - b));
       push(p, TS_TOK_IDENT, line, col, nl);
-      g_array_index(p->toks, TsTok, p->toks->len - 1).text = g_intern_string(word);
+      g_array_index(p->toks, TsTok, p->toks->len - 1).text = g_ref_string_new_intern(word);
     } else if (g_ascii_isdigit(c)) {
       guint64 v = 0;
       gboolean big = FALSE;
@@ -173,7 +173,7 @@ ts__sched_lex(TsParser *p, const char *src, GError **error)
       }
       s++;
       push(p, TS_TOK_STR, line, col, nl);
-      g_array_index(p->toks, TsTok, p->toks->len - 1).text = g_intern_string(str->str);
+      g_array_index(p->toks, TsTok, p->toks->len - 1).text = g_ref_string_new_intern(str->str);
       g_string_free(str, TRUE);
     } else {
       static const struct {
@@ -210,8 +210,14 @@ ts__sched_lex(TsParser *p, const char *src, GError **error)
 void
 ts__sched_parser_clear(TsParser *p)
 {
-  if (p->toks)
+  if (p->toks) {
+    for (guint i = 0; i < p->toks->len; i++) {
+      const char *text = g_array_index(p->toks, TsTok, i).text;
+      if (text)
+        g_ref_string_release((char *)text);
+    }
     g_array_unref(p->toks);
+  }
   p->toks = NULL;
 }
 

@@ -8,9 +8,25 @@
 #include <string.h>
 
 typedef struct {
-  const char *name; /* interned */
-  TsSchedValue v;
+  const char *name; /* interned reference-counted string (g_ref_string), one reference */
+  TsSchedValue v;   /* a string value likewise */
 } PKnob;
+
+static void
+pknob_acquire(PKnob *k)
+{
+  g_ref_string_acquire((char *)k->name);
+  if (k->v.kind == TS_SCHED_STR)
+    g_ref_string_acquire((char *)k->v.s);
+}
+
+static void
+pknob_release(PKnob *k)
+{
+  g_ref_string_release((char *)k->name);
+  if (k->v.kind == TS_SCHED_STR)
+    g_ref_string_release((char *)k->v.s);
+}
 
 struct _TsSchedPoint {
   GArray *knobs; /* PKnob, in insertion order */
@@ -36,6 +52,8 @@ ts_sched_point_free(TsSchedPoint *point)
 {
   if (!point)
     return;
+  for (guint i = 0; i < point->knobs->len; i++)
+    pknob_release(&g_array_index(point->knobs, PKnob, i));
   g_array_unref(point->knobs);
   g_free(point);
 }
@@ -46,6 +64,8 @@ ts_sched_point_copy(const TsSchedPoint *point)
   g_return_val_if_fail(point != NULL, NULL);
   TsSchedPoint *c = ts__sched_point_new_sized(point->knobs->len);
   g_array_append_vals(c->knobs, point->knobs->data, point->knobs->len);
+  for (guint i = 0; i < c->knobs->len; i++)
+    pknob_acquire(&g_array_index(c->knobs, PKnob, i));
   memcpy(c->hash, point->hash, sizeof c->hash);
   return c;
 }
@@ -53,10 +73,9 @@ ts_sched_point_copy(const TsSchedPoint *point)
 static PKnob *
 find(const TsSchedPoint *point, const char *name)
 {
-  const char *interned = g_intern_string(name);
   for (guint i = 0; i < point->knobs->len; i++) {
     PKnob *k = &g_array_index(point->knobs, PKnob, i);
-    if (k->name == interned)
+    if (strcmp(k->name, name) == 0)
       return k;
   }
   return NULL;
@@ -74,14 +93,16 @@ void
 ts__sched_point_append(TsSchedPoint *point, const char *name, TsSchedValue v)
 {
   if (v.kind == TS_SCHED_STR)
-    v.s = g_intern_string(v.s);
+    v.s = g_ref_string_new_intern(v.s);
   point->hash[0] = '\0';
   PKnob *k = find(point, name);
   if (k) {
+    if (k->v.kind == TS_SCHED_STR)
+      g_ref_string_release((char *)k->v.s);
     k->v = v;
     return;
   }
-  PKnob nk = {g_intern_string(name), v};
+  PKnob nk = {g_ref_string_new_intern(name), v};
   g_array_append_val(point->knobs, nk);
 }
 
@@ -89,6 +110,7 @@ void
 ts__sched_point_push_interned(TsSchedPoint *point, const char *name, TsSchedValue v)
 {
   PKnob nk = {name, v};
+  pknob_acquire(&nk);
   g_array_append_val(point->knobs, nk);
 }
 

@@ -57,7 +57,8 @@ typedef struct {
   int line, col;      /* 1-based; col counts bytes */
   gboolean nl_before; /* a newline lies between this token and the previous one */
   guint64 mag;        /* TS_TOK_INT: magnitude, at most 2^63 (only valid after a unary minus) */
-  const char *text;   /* TS_TOK_IDENT / TS_TOK_STR: interned; strings unescaped */
+  const char *text;   /* TS_TOK_IDENT / TS_TOK_STR: unescaped, an interned reference-counted
+                         string (g_ref_string_new_intern) the parser holds a reference to */
 } TsTok;
 
 typedef struct {
@@ -169,7 +170,7 @@ struct _TsExpr {
   TsExKind kind;
   TsExOp op;     /* TS_EX_BIN */
   gint64 i;      /* TS_EX_INT */
-  const char *s; /* TS_EX_STR / TS_EX_NAME: interned */
+  const char *s; /* TS_EX_STR / TS_EX_NAME: interned g_ref_string, one reference */
   TsExpr *a, *b;
   int line, col; /* where it was written (operator position for operators), for errors */
   guint depth;   /* 1 for a leaf, else 1 + the deeper operand's */
@@ -188,7 +189,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsExpr, ts__sched_expr_free)
 
 /* ---- spaces ---- */
 typedef struct {
-  const char *name; /* interned */
+  const char *name; /* interned g_ref_string, one reference (string values likewise) */
   TsSchedKind kind;
   GArray *values; /* TsSchedValue */
 } TsKnob;
@@ -219,8 +220,9 @@ void ts__sched_print_knobs(GString *s, const TsKnobView *knobs, guint n);
 /* ---- points ---- */
 TsSchedPoint *ts__sched_point_new_sized(guint n);
 void ts__sched_point_append(TsSchedPoint *point, const char *name, TsSchedValue v);
-/* Appends a knob the point does not have yet; name and string value already interned (the
- * enumeration hot path: no lookup, no interning lock). */
+/* Appends a knob the point does not have yet; name and string value are interned g_ref_strings
+ * held by a space or plan, of which the point takes references of its own (the enumeration
+ * hot path: no lookup, no interning lock). */
 void ts__sched_point_push_interned(TsSchedPoint *point, const char *name, TsSchedValue v);
 /* NULL when the point lacks the knob. */
 const TsSchedValue *ts__sched_point_lookup(const TsSchedPoint *point, const char *name);

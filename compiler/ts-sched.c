@@ -6,14 +6,14 @@
 #include <string.h>
 
 struct _TsSchedEnv {
-  GHashTable *values; /* interned name -> gint64* */
+  GHashTable *values; /* name -> gint64* */
 };
 
 TsSchedEnv *
 ts_sched_env_new(void)
 {
   TsSchedEnv *env = g_new0(TsSchedEnv, 1);
-  env->values = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  env->values = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   return env;
 }
 
@@ -30,8 +30,7 @@ void
 ts_sched_env_set(TsSchedEnv *env, const char *name, gint64 value)
 {
   g_return_if_fail(env && name);
-  g_hash_table_replace(env->values, (gpointer)g_intern_string(name),
-                       g_memdup2(&value, sizeof value));
+  g_hash_table_replace(env->values, g_strdup(name), g_memdup2(&value, sizeof value));
 }
 
 gboolean
@@ -39,7 +38,7 @@ ts_sched_env_get(const TsSchedEnv *env, const char *name, gint64 *value)
 {
   if (!env || !name)
     return FALSE;
-  const gint64 *v = g_hash_table_lookup(env->values, g_intern_string(name));
+  const gint64 *v = g_hash_table_lookup(env->values, name);
   if (v && value)
     *value = *v;
   return v != NULL;
@@ -134,11 +133,26 @@ ts__sched_print_knobs(GString *s, const TsKnobView *knobs, guint n)
 
 /* ---- spaces ---- */
 
+/* Knob names and string values are interned reference-counted strings (g_ref_string): equal
+ * text is one pointer, so compiled constraints compare strings as integers, and a string no
+ * space or point holds any more is freed (a process that parses for days does not grow). */
+static void
+release_values(GArray *values)
+{
+  for (guint i = 0; i < values->len; i++) {
+    TsSchedValue *v = &g_array_index(values, TsSchedValue, i);
+    if (v->kind == TS_SCHED_STR && v->s)
+      g_ref_string_release((char *)v->s);
+  }
+  g_array_unref(values);
+}
+
 static void
 knob_free(gpointer data)
 {
   TsKnob *k = data;
-  g_array_unref(k->values);
+  release_values(k->values);
+  g_ref_string_release((char *)k->name);
   g_free(k);
 }
 
@@ -246,9 +260,8 @@ int
 ts_sched_space_knob_index(const TsSchedSpace *space, const char *name)
 {
   g_return_val_if_fail(space != NULL && name != NULL, -1);
-  const char *interned = g_intern_string(name);
   for (guint i = 0; i < space->knobs->len; i++)
-    if (((const TsKnob *)g_ptr_array_index(space->knobs, i))->name == interned)
+    if (strcmp(((const TsKnob *)g_ptr_array_index(space->knobs, i))->name, name) == 0)
       return (int)i;
   return -1;
 }
@@ -299,19 +312,25 @@ ts_sched_space_add_constraint(TsSchedSpace *space, const char *expr, GError **er
   return ok;
 }
 
-/* Takes values; replaces the knob in place (keeping its index position) or appends it. */
+/* Takes values (their strings are interned here: the caller's stay its own); replaces the knob
+ * in place (keeping its index position) or appends it. */
 void
 ts__sched_space_set_knob_array(TsSchedSpace *space, const char *name, GArray *values)
 {
   g_assert(values->len > 0);
+  for (guint j = 0; j < values->len; j++) {
+    TsSchedValue *v = &g_array_index(values, TsSchedValue, j);
+    if (v->kind == TS_SCHED_STR)
+      v->s = g_ref_string_new_intern(v->s);
+  }
   int i = ts_sched_space_knob_index(space, name);
   TsKnob *k;
   if (i >= 0) {
     k = g_ptr_array_index(space->knobs, i);
-    g_array_unref(k->values);
+    release_values(k->values);
   } else {
     k = g_new0(TsKnob, 1);
-    k->name = g_intern_string(name);
+    k->name = g_ref_string_new_intern(name);
     g_ptr_array_add(space->knobs, k);
   }
   k->values = values;
@@ -331,8 +350,6 @@ ts_sched_space_set_knob(TsSchedSpace *space, const char *name, const TsSchedValu
       g_array_unref(v);
       return;
     }
-    if (x.kind == TS_SCHED_STR)
-      x.s = g_intern_string(x.s);
     g_array_append_val(v, x);
   }
   ts__sched_space_set_knob_array(space, name, v);
@@ -421,7 +438,8 @@ ts_sched_space_check(const TsSchedSpace *space, const TsSchedEnv *env, const TsS
                   v ? "has the wrong kind of value for" : "lacks", k->name);
       return FALSE;
     }
-    plan->slots[d] = v->kind == TS_SCHED_INT ? v->i : (gint64)(gintptr)g_intern_string(v->s);
+    /* A point's strings are interned like the space's (ts__sched_point_append). */
+    plan->slots[d] = v->kind == TS_SCHED_INT ? v->i : (gint64)(gintptr)v->s;
   }
   for (int d = -1; d < (int)plan->n; d++) {
     int r = ts__sched_plan_check_depth(plan, d, error);

@@ -75,7 +75,7 @@ knob_value(const TsCostTarget *t, const TsSchedPoint *p, const char *name)
     int k = t->space ? ts_sched_space_knob_index(t->space, name) : -1;
     for (guint j = 0; k >= 0 && j < ts_sched_space_n_values(t->space, (guint)k); j++) {
       TsSchedValue s = ts_sched_space_value(t->space, (guint)k, j);
-      if (s.kind == TS_SCHED_STR && s.s == v.s) /* interned */
+      if (s.kind == TS_SCHED_STR && (s.s == v.s || strcmp(s.s, v.s) == 0))
         return (float)j;
     }
     return NAN;

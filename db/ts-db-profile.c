@@ -190,10 +190,54 @@ ts_db_list_profiles(TsDb *db, gint64 workload_id, GError **error)
 }
 
 static const char *
-column_intern(sqlite3_stmt *stmt, int col)
+column_ref(sqlite3_stmt *stmt, int col)
 {
   const unsigned char *t = sqlite3_column_text(stmt, col);
-  return t ? g_intern_string((const char *)t) : NULL;
+  return t ? g_ref_string_new_intern((const char *)t) : NULL;
+}
+
+static const char *
+ref_or_null(const char *s)
+{
+  return s ? g_ref_string_new_intern(s) : NULL;
+}
+
+static void
+unref_or_null(const char **s)
+{
+  if (*s)
+    g_ref_string_release((char *)*s);
+  *s = NULL;
+}
+
+void
+ts_db_event_own_strings(TsDbEvent *e)
+{
+  e->kind = ref_or_null(e->kind);
+  e->name = ref_or_null(e->name);
+  e->detail = ref_or_null(e->detail);
+}
+
+void
+ts_db_event_release_strings(TsDbEvent *e)
+{
+  unref_or_null(&e->kind);
+  unref_or_null(&e->name);
+  unref_or_null(&e->detail);
+}
+
+static void
+event_clear(gpointer data)
+{
+  ts_db_event_release_strings(data);
+}
+
+GArray *
+ts_db_events_new(guint reserve)
+{
+  GArray *a = g_array_sized_new(FALSE, FALSE, sizeof(TsDbEvent), reserve);
+  g_array_set_clear_func(a, event_clear);
+  return a;
 }
 
 GArray *
@@ -208,19 +252,19 @@ ts_db_profile_events(TsDb *db, gint64 profile_id, GError **error)
   if (!stmt)
     return NULL;
   sqlite3_bind_int64(stmt, 1, profile_id);
-  g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
+  g_autoptr(GArray) out = ts_db_events_new(0);
   int rc;
   while ((rc = ts__db_step(stmt)) == SQLITE_ROW) {
     TsDbEvent e = {
-      .kind = column_intern(stmt, 0),
-      .name = column_intern(stmt, 1),
+      .kind = column_ref(stmt, 0),
+      .name = column_ref(stmt, 1),
       .start_ns = sqlite3_column_int64(stmt, 2),
       .dur_ns = sqlite3_column_int64(stmt, 3),
       .bytes = (guint64)sqlite3_column_int64(stmt, 4),
       .address = (guint64)sqlite3_column_int64(stmt, 5),
       .lane = (guint32)sqlite3_column_int64(stmt, 6),
       .depth = (guint32)sqlite3_column_int64(stmt, 7),
-      .detail = column_intern(stmt, 8),
+      .detail = column_ref(stmt, 8),
     };
     g_array_append_val(out, e);
   }

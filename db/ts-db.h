@@ -229,8 +229,10 @@ GPtrArray *ts_db_list_trial_keys(TsDb *db, GError **error);
 /* ---- profiles: a profiled run and its timeline ---- */
 
 /* One timeline event. kind is "kernel", "compile", "memcpy", "memset", "alloc", "free" or
- * "range"; start_ns is relative to the profile's t0_ns. Strings read back are interned
- * (g_intern_string): a timeline repeats a few names many times. */
+ * "range"; start_ns is relative to the profile's t0_ns. In an array from ts_db_events_new
+ * (what readers return) the strings belong to the array: interned reference-counted strings
+ * (g_ref_string), so a timeline that repeats a few names many times holds each once, and they
+ * are freed with the array. Elsewhere they are borrowed. */
 typedef struct {
   const char *kind;
   const char *name;
@@ -264,7 +266,16 @@ gboolean ts_db_add_profile(TsDb *db, const TsDbProfile *profile, const TsDbEvent
 TsDbProfile *ts_db_get_profile(TsDb *db, gint64 profile_id, GError **error);
 /* Profiles, newest first (GPtrArray of TsDbProfile*); workload_id 0 lists all. */
 GPtrArray *ts_db_list_profiles(TsDb *db, gint64 workload_id, GError **error);
-/* The profile's events in recorded order (GArray of TsDbEvent). */
+/* An empty GArray of TsDbEvent that owns its events' strings (released when an element is
+ * cleared or the array freed). */
+GArray *ts_db_events_new(guint reserve);
+/* Replaces e's (borrowed) strings by references of its own, for an array from
+ * ts_db_events_new; NULL stays NULL. */
+void ts_db_event_own_strings(TsDbEvent *e);
+/* Releases what ts_db_event_own_strings took, and sets the strings to NULL. */
+void ts_db_event_release_strings(TsDbEvent *e);
+
+/* The profile's events in recorded order (from ts_db_events_new). */
 GArray *ts_db_profile_events(TsDb *db, gint64 profile_id, GError **error);
 
 /* ---- best schedules ---- */

@@ -217,11 +217,21 @@ arg_u64(JsonObject *args, const char *name)
   return 0;
 }
 
+/* Appends e; its strings become the array's (owned: e holds references already, else they are
+ * borrowed from the JSON and referenced now). */
 static void
-add_event(Reader *r, const TsDbEvent *e, guint thread)
+add_event(Reader *r, TsDbEvent *e, guint thread, gboolean owned)
 {
+  if (!owned)
+    ts_db_event_own_strings(e);
   g_array_append_val(r->events, *e);
   g_array_append_val(r->event_thread, thread);
+}
+
+static void
+open_range_clear(gpointer data)
+{
+  ts_db_event_release_strings(&((OpenRange *)data)->event);
 }
 
 /* Fields every kept event has. */
@@ -232,12 +242,12 @@ fill_common(TsDbEvent *e, JsonObject *o, const char *kind)
   JsonObject *args = args_node && JSON_NODE_HOLDS_OBJECT(args_node)
                        ? json_node_get_object(args_node)
                        : NULL;
-  e->kind = g_intern_static_string(kind);
+  e->kind = kind;
   e->bytes = arg_u64(args, "bytes");
   e->address = arg_u64(args, "address");
   const char *detail =
     args ? json_object_get_string_member_with_default(args, "detail", NULL) : NULL;
-  e->detail = detail ? g_intern_string(detail) : NULL;
+  e->detail = detail;
 }
 
 static const char *
@@ -285,13 +295,14 @@ read_element(Reader *r, guint i, JsonNode *node, GError **error)
     if (e.start_ns < top->event.start_ns)
       return fail(error, r, i, "\"E\" event before its \"B\" (traceEvents[%u])", top->element);
     top->event.dur_ns = e.start_ns - top->event.start_ns;
-    add_event(r, &top->event, thread);
+    add_event(r, &top->event, thread, TRUE);
+    *top = (OpenRange){0}; /* its strings moved to the events */
     g_array_set_size(stack, stack->len - 1);
     return TRUE;
   }
 
   fill_common(&e, o, memory ? memory : kind_of(cat));
-  e.name = g_intern_string(name);
+  e.name = name;
   if (complete) {
     if (!required_time(r, i, o, "dur", &e.dur_ns, error))
       return FALSE;
@@ -302,13 +313,15 @@ read_element(Reader *r, guint i, JsonNode *node, GError **error)
     GArray *stack = g_hash_table_lookup(r->open, key);
     if (stack == NULL) {
       stack = g_array_new(FALSE, FALSE, sizeof(OpenRange));
+      g_array_set_clear_func(stack, open_range_clear);
       g_hash_table_insert(r->open, key, stack);
     }
+    ts_db_event_own_strings(&e); /* the stack owns them until the "E" moves them on */
     OpenRange open = {e, i};
     g_array_append_val(stack, open);
     return TRUE;
   }
-  add_event(r, &e, thread);
+  add_event(r, &e, thread, FALSE);
   return TRUE;
 }
 
@@ -338,7 +351,8 @@ close_open_ranges(Reader *r)
     for (guint i = 0; i < stack->len; i++) {
       OpenRange *open = &g_array_index(stack, OpenRange, i);
       open->event.dur_ns = last - open->event.start_ns;
-      add_event(r, &open->event, GPOINTER_TO_UINT(key) - 1);
+      add_event(r, &open->event, GPOINTER_TO_UINT(key) - 1, TRUE);
+      *open = (OpenRange){0};
     }
     g_array_set_size(stack, 0);
   }
@@ -388,7 +402,7 @@ assign_depths(GArray *events)
   for (guint i = 0; i < events->len; i++) {
     TsDbEvent *e = &g_array_index(events, TsDbEvent, i);
     e->depth = 0;
-    if (e->kind != g_intern_static_string("range"))
+    if (g_strcmp0(e->kind, "range") != 0)
       continue;
     gpointer key = GUINT_TO_POINTER(e->lane + 1u);
     GArray *ends = g_hash_table_lookup(open, key);
@@ -471,7 +485,7 @@ ts_studio_trace_load_data(const char *text, gsize length, const char *name, GErr
 
   Reader r = {
     .path = name,
-    .events = g_array_new(FALSE, FALSE, sizeof(TsDbEvent)),
+    .events = ts_db_events_new(0),
     .threads = g_array_new(FALSE, TRUE, sizeof(Thread)),
     .event_thread = g_array_new(FALSE, FALSE, sizeof(guint)),
     .thread_index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),

@@ -8,7 +8,7 @@
 
 /* The recording side, independent of NVTX: a per-thread stack of open ranges. */
 typedef struct {
-  const char *name; /* interned */
+  char *name; /* owned */
   gint64 start_ns;
   TsTrace *trace;   /* the trace when it opened: a range spanning a set_trace is dropped */
 } Open;
@@ -19,8 +19,10 @@ static void
 free_open_ranges(gpointer p)
 {
   GArray *a = p;
-  for (guint i = 0; i < a->len; i++)
+  for (guint i = 0; i < a->len; i++) {
     ts_trace_unref(g_array_index(a, Open, i).trace);
+    g_free(g_array_index(a, Open, i).name);
+  }
   g_array_unref(a);
 }
 
@@ -45,7 +47,7 @@ record_push(const char *name)
     g_private_set(&open_key, open_ranges);
   }
   g_mutex_lock(&rec_lock);
-  Open o = {g_intern_string(name), ts_trace_now_ns(), recording ? ts_trace_ref(recording) : NULL};
+  Open o = {g_strdup(name), ts_trace_now_ns(), recording ? ts_trace_ref(recording) : NULL};
   g_mutex_unlock(&rec_lock);
   g_array_append_val(open_ranges, o);
 }
@@ -58,6 +60,7 @@ record_pop(void)
     return;
   Open o = g_array_index(open_ranges, Open, open_ranges->len - 1);
   g_array_set_size(open_ranges, open_ranges->len - 1);
+  g_autofree char *name = o.name;
   if (o.trace == NULL)
     return;
   g_mutex_lock(&rec_lock);

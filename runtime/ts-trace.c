@@ -11,6 +11,9 @@ struct _TsTrace {
   gint ref;
   GMutex lock;
   GArray *events; /* TsTraceEvent */
+  /* The events' names and details, each text once: they live as long as the trace (interning
+   * them for good made a long tune grow with every "trial N: ..." range). */
+  GStringChunk *strings;
   gboolean sorted;
 };
 
@@ -21,6 +24,7 @@ ts_trace_new(void)
   t->ref = 1;
   g_mutex_init(&t->lock);
   t->events = g_array_new(FALSE, FALSE, sizeof(TsTraceEvent));
+  t->strings = g_string_chunk_new(4096);
   t->sorted = TRUE;
   return t;
 }
@@ -38,6 +42,7 @@ ts_trace_unref(TsTrace *t)
   if (t == NULL || !g_atomic_int_dec_and_test(&t->ref))
     return;
   g_array_unref(t->events);
+  g_string_chunk_free(t->strings);
   g_mutex_clear(&t->lock);
   g_free(t);
 }
@@ -64,9 +69,9 @@ ts_trace_add(TsTrace *t, const TsTraceEvent *e)
 {
   g_return_if_fail(t != NULL && e != NULL && e->name != NULL);
   TsTraceEvent copy = *e;
-  copy.name = g_intern_string(e->name);
-  copy.detail = e->detail ? g_intern_string(e->detail) : NULL;
   g_mutex_lock(&t->lock);
+  copy.name = g_string_chunk_insert_const(t->strings, e->name);
+  copy.detail = e->detail ? g_string_chunk_insert_const(t->strings, e->detail) : NULL;
   if (t->events->len > 0) {
     const TsTraceEvent *last = &g_array_index(t->events, TsTraceEvent, t->events->len - 1);
     if (copy.start_ns < last->start_ns)

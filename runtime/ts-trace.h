@@ -28,14 +28,14 @@ typedef enum {
 
 typedef struct {
   TsTraceKind kind;
-  const char *name;   /* interned: kernel entry, range name, "HtoD" ... */
+  const char *name;   /* kernel entry, range name, "HtoD" ... */
   gint64 start_ns;    /* host clock */
   gint64 dur_ns;      /* 0 for instants */
   guint64 bytes;      /* copies, sets, allocations */
   guint64 address;    /* allocations: pairs ALLOC with FREE */
   guint32 lane;       /* host thread id, or TS_TRACE_DEVICE_LANE + stream */
   guint32 depth;      /* nesting of ranges on their lane, 0 outermost */
-  const char *detail; /* interned or NULL: module hash, "from cache", a schedule */
+  const char *detail; /* or NULL: module hash, "from cache", a schedule */
 } TsTraceEvent;
 
 typedef struct _TsTrace TsTrace;
@@ -49,7 +49,8 @@ gint64 ts_trace_now_ns(void);
 /* The calling thread's lane. */
 guint32 ts_trace_thread_lane(void);
 
-/* Appends a copy; name and detail are interned here. */
+/* Appends a copy; name and detail are copied into the trace (once per distinct text), valid as
+ * long as the trace is. */
 void ts_trace_add(TsTrace *trace, const TsTraceEvent *event);
 /* Shorthand for a host event on the calling thread's lane. */
 void ts_trace_add_host(TsTrace *trace, TsTraceKind kind, const char *name, gint64 start_ns,

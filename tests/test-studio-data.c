@@ -500,7 +500,9 @@ test_trace_roundtrip(Cache *c, gconstpointer data)
     const TsDbEvent *a = &ev[i], *b = &g_array_index(back, TsDbEvent, i);
     g_assert_cmpstr(b->kind, ==, a->kind);
     g_assert_cmpstr(b->name, ==, a->name);
-    g_assert_true(b->name == g_intern_string(a->name));
+    for (guint j = 0; j < i; j++) /* each text once in the array */
+      if (strcmp(g_array_index(back, TsDbEvent, j).name, b->name) == 0)
+        g_assert_true(g_array_index(back, TsDbEvent, j).name == b->name);
     g_assert_cmpuint(b->lane, ==, a->lane);
     g_assert_cmpint(llabs(b->start_ns - a->start_ns), <=, 1);
     g_assert_cmpint(llabs(b->dur_ns - a->dur_ns), <=, 1);

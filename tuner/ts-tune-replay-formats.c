@@ -115,6 +115,7 @@ add_knob(TsTuneReplay *replay, const char *name, JsonNode *const *nodes, guint n
   for (guint j = 0; j < n; j++)
     all_int = all_int && node_is_int(nodes[j]);
   g_autofree TsSchedValue *v = g_new0(TsSchedValue, n);
+  g_autoptr(GStringChunk) texts = g_string_chunk_new(64);
   for (guint j = 0; j < n; j++) {
     if (all_int) {
       v[j] = (TsSchedValue){.kind = TS_SCHED_INT, .i = json_node_get_int(nodes[j])};
@@ -126,11 +127,12 @@ add_knob(TsTuneReplay *replay, const char *name, JsonNode *const *nodes, guint n
                     replay->name, name);
         return FALSE;
       }
-      v[j] = (TsSchedValue){.kind = TS_SCHED_STR, .s = g_intern_string(s)};
+      /* The space keeps copies of its own (ts_sched_space_set_knob). */
+      v[j] = (TsSchedValue){.kind = TS_SCHED_STR, .s = g_string_chunk_insert(texts, s)};
     }
     for (guint i = 0; i < j; i++) {
       if (v[i].kind == v[j].kind &&
-          (v[j].kind == TS_SCHED_INT ? v[i].i == v[j].i : v[i].s == v[j].s)) {
+          (v[j].kind == TS_SCHED_INT ? v[i].i == v[j].i : strcmp(v[i].s, v[j].s) == 0)) {
         g_autofree char *t = value_text(v[j]);
         g_set_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_FORMAT,
                     "%s: tune_params: '%s' lists %s twice", replay->name, name, t);
@@ -163,11 +165,11 @@ match_value(const TsSchedSpace *space, guint k, JsonNode *node, const char *text
     s = node ? py_str(node) : g_strdup(text);
     if (!s)
       return -1;
-    want.s = g_intern_string(s);
+    want.s = s;
   }
   for (guint j = 0; j < n; j++) {
     TsSchedValue v = ts_sched_space_value(space, k, j);
-    if (kind == TS_SCHED_INT ? v.i == want.i : v.s == want.s)
+    if (kind == TS_SCHED_INT ? v.i == want.i : strcmp(v.s, want.s) == 0)
       return (int)j;
   }
   return -1;
