@@ -60,7 +60,7 @@ record_pop(void)
     return;
   Open o = g_array_index(open_ranges, Open, open_ranges->len - 1);
   g_array_set_size(open_ranges, open_ranges->len - 1);
-  g_autofree char *name = o.name;
+  g_autofree char *name = g_steal_pointer(&o.name);
   if (o.trace == NULL)
     return;
   g_mutex_lock(&rec_lock);
@@ -70,7 +70,7 @@ record_pop(void)
     gint64 now = ts_trace_now_ns();
     TsTraceEvent e = {
       .kind = TS_TRACE_RANGE,
-      .name = o.name,
+      .name = name,
       .start_ns = o.start_ns,
       .dur_ns = now - o.start_ns,
       .lane = ts_trace_thread_lane(),

@@ -88,11 +88,20 @@ typedef struct {
   char *why;
 } Loaded;
 
+/* gcc says __SANITIZE_ADDRESS__; clang 14 only answers __has_feature. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TS_ASAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TS_ASAN_BUILD 1
+#endif
+#endif
+
 static gpointer
 load_profiler(gpointer data)
 {
   Loaded *loaded = g_new0(Loaded, 1);
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TS_ASAN_BUILD)
   /* CUPTI's host API dlopens libnvperf_host.so with RTLD_DEEPBIND, which AddressSanitizer
    * cannot run: it aborts the process (google/sanitizers#611). Say so instead. */
   loaded->why = g_strdup("this is an AddressSanitizer build, and CUPTI's profiler library is "
