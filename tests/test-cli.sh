@@ -129,6 +129,19 @@ a=$("$TT" strategies compare --replay "$R" --budget 5 --repeats 4 --seed 9)
 b=$("$TT" strategies compare --replay "$R" --budget 5 --repeats 4 --seed 9)
 n=$((n+1)); [ "$a" = "$b" ] || fail "strategies compare is not deterministic for a seed"; echo "ok $n - deterministic comparison"
 expect 0 'exhaustive' -- strategies compare --replay "$R" --budget-ms 1 --repeats 2
+# --json: each repeat's evaluations to 95%, and the capped mean they make (a miss = the budget).
+n=$((n+1))
+"$TT" strategies compare --replay "$R" --budget 5 --repeats 4 --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["budget"] == 5 and d["repeats"] == 4 and d["optimum_ms"] > 0, d
+for s in d["strategies"]:
+    e = s["evals_to_95"]
+    assert len(e) == 4 and s["n_reached"] == sum(x is not None for x in e), s
+    want = sum(x if x is not None else 5 for x in e) / 4
+    assert abs(s["capped_evals_to_95"] - want) < 1e-9, s
+' || fail "strategies compare --json"
+echo "ok $n - strategies compare --json: per-repeat evaluations and the capped mean"
 expect 2 'needs --replay' -- strategies compare
 expect 2 'nope.json' -- strategies compare --replay /nonexistent/nope.json
 expect 0 '^annealing$' -- strategies

@@ -118,6 +118,11 @@ compare_cached(const char *op, TtArgs *a)
                                  a->budget_ms, (guint)a->repeats, (guint64)a->seed, &error);
   if (cmp == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
+  if (a->json) {
+    g_autofree char *json = ts_tune_replay_comparison_to_json(cmp);
+    g_print("%s\n", json);
+    return TT_EXIT_OK;
+  }
   g_print("# tessera-tune strategies compare %s --shape %s --dtype '%s' --db %s --budget %d "
           "--repeats %d --seed %" G_GINT64_FORMAT "\n",
           op, k->shape, k->dtype, ts_db_path(db), a->budget, a->repeats, a->seed);
@@ -148,9 +153,10 @@ tt_cmd_strategies(int argc, char **argv)
                 "benchmark time those evaluations cost. With --budget-ms each evaluation is\n"
                 "charged its recorded compile and benchmark time and a run stops when the\n"
                 "budget is spent, as a real tune would. Unrecorded configurations count as\n"
-                "failed and cost nothing.",
+                "failed and cost nothing. --json: the same figures as one object, with each\n"
+                "repeat's evaluations to 95% (null when never reached).",
                 TT_OPT_REPLAY | TT_OPT_TUNE | TT_OPT_SEED | TT_OPT_WORKLOAD | TT_OPT_DB |
-                  TT_OPT_BACKEND | TT_OPT_SPACE,
+                  TT_OPT_BACKEND | TT_OPT_SPACE | TT_OPT_JSON,
                 &a, &argc, &argv))
     return TT_EXIT_USAGE;
   if (argc == 1) {
@@ -179,6 +185,11 @@ tt_cmd_strategies(int argc, char **argv)
                                  a.budget_ms, (guint)a.repeats, (guint64)a.seed, &error);
   if (cmp == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
+  if (a.json) {
+    g_autofree char *json = ts_tune_replay_comparison_to_json(cmp);
+    g_print("%s\n", json);
+    return TT_EXIT_OK;
+  }
   g_print("# tessera-tune strategies compare --replay %s --budget %d --budget-ms %.0f --repeats "
           "%d --seed %" G_GINT64_FORMAT "\n",
           a.replay, a.budget, a.budget_ms, a.repeats, a.seed);

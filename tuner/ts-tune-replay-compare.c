@@ -4,6 +4,7 @@
  * explained under "Validity" in ts-tune-replay.h. */
 #include "ts-tune-replay-private.h"
 
+#include <json-glib/json-glib.h>
 #include <math.h>
 
 #include "ts-tune-strategy.h"
@@ -15,8 +16,11 @@ struct _TsTuneReplayComparison {
   GArray *scores; /* TsTuneReplayScore; .strategy points into names */
   GPtrArray *names;
   char *header; /* what was replayed: kernel, device, counts, optimum */
+  char *file, *kernel, *device;
+  double optimum_s;
   guint budget, repeats;
   guint64 seed;
+  GPtrArray *reach; /* per score: GArray of guint, per repeat the evaluations to 95% (0: never) */
 };
 
 void
@@ -26,7 +30,11 @@ ts_tune_replay_comparison_free(TsTuneReplayComparison *comparison)
     return;
   g_array_unref(comparison->scores);
   g_ptr_array_unref(comparison->names);
+  g_ptr_array_unref(comparison->reach);
   g_free(comparison->header);
+  g_free(comparison->file);
+  g_free(comparison->kernel);
+  g_free(comparison->device);
   g_free(comparison);
 }
 
@@ -137,6 +145,11 @@ ts_tune_replay_compare_timed(const TsTuneReplay *replay, const char *const *stra
   cmp->scores = g_array_new(FALSE, TRUE, sizeof(TsTuneReplayScore));
   cmp->names = g_ptr_array_new_with_free_func(g_free);
   cmp->header = describe(replay);
+  cmp->reach = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  cmp->file = g_strdup(replay->name);
+  cmp->kernel = g_strdup(replay->kernel);
+  cmp->device = g_strdup(replay->device);
+  cmp->optimum_s = replay->best->time_s;
   cmp->budget = budget;
   cmp->repeats = repeats;
   cmp->seed = seed;
@@ -148,6 +161,8 @@ ts_tune_replay_compare_timed(const TsTuneReplay *replay, const char *const *stra
     TsTuneReplayScore score = {
         .strategy = name, .repeats = repeats, .min_fraction = repeats ? 1.0 : 0.0};
     double sum_reach = 0;
+    GArray *reach = g_array_sized_new(FALSE, TRUE, sizeof(guint), repeats);
+    g_ptr_array_add(cmp->reach, reach);
     for (guint r = 0; r < repeats; r++) {
       RunResult rr;
       if (!run_once(replay, name, env, budget, budget_ms, seed + r, &rr, error))
@@ -157,12 +172,16 @@ ts_tune_replay_compare_timed(const TsTuneReplay *replay, const char *const *stra
       score.min_fraction = MIN(score.min_fraction, fraction);
       score.mean_evals += (double)rr.evals / repeats;
       score.mean_cost_ms += rr.cost_ms / repeats;
+      g_array_append_val(reach, rr.evals_to_reach);
       if (rr.evals_to_reach) {
         score.n_reached++;
         sum_reach += rr.evals_to_reach;
       }
     }
     score.mean_evals_to_95 = score.n_reached ? sum_reach / score.n_reached : NAN;
+    /* Misses counted as the whole budget: one figure that ranks speed and reliability. */
+    score.capped_evals_to_95 =
+      budget ? (sum_reach + (double)(repeats - score.n_reached) * budget) / repeats : NAN;
     g_array_append_val(cmp->scores, score);
   }
   return g_steal_pointer(&cmp);
@@ -204,6 +223,77 @@ ts_tune_replay_comparison_to_string(const TsTuneReplayComparison *comparison)
                            reach, r->mean_evals, r->mean_cost_ms * 1e-3);
   }
   return g_string_free(s, FALSE);
+}
+
+char *
+ts_tune_replay_comparison_to_json(const TsTuneReplayComparison *c)
+{
+  g_return_val_if_fail(c != NULL, NULL);
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+#define STR(k, v)                                                                                 \
+  do {                                                                                            \
+    json_builder_set_member_name(b, k);                                                           \
+    if (v)                                                                                        \
+      json_builder_add_string_value(b, v);                                                        \
+    else                                                                                          \
+      json_builder_add_null_value(b);                                                             \
+  } while (0)
+#define NUM(k, v)                                                                                 \
+  do {                                                                                            \
+    json_builder_set_member_name(b, k);                                                           \
+    if (isfinite((double)(v)))                                                                    \
+      json_builder_add_double_value(b, (double)(v));                                              \
+    else                                                                                          \
+      json_builder_add_null_value(b);                                                             \
+  } while (0)
+#define INT(k, v)                                                                                 \
+  do {                                                                                            \
+    json_builder_set_member_name(b, k);                                                           \
+    json_builder_add_int_value(b, (gint64)(v));                                                   \
+  } while (0)
+  STR("file", c->file);
+  STR("kernel", c->kernel);
+  STR("device", c->device);
+  NUM("optimum_ms", c->optimum_s * 1e3);
+  INT("budget", c->budget);
+  INT("repeats", c->repeats);
+  INT("seed", (gint64)c->seed);
+  NUM("reach_fraction", REACH_FRACTION);
+  json_builder_set_member_name(b, "strategies");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < c->scores->len; i++) {
+    const TsTuneReplayScore *r = &g_array_index(c->scores, TsTuneReplayScore, i);
+    json_builder_begin_object(b);
+    STR("strategy", r->strategy);
+    NUM("mean_fraction", r->mean_fraction);
+    NUM("min_fraction", r->min_fraction);
+    INT("n_reached", r->n_reached);
+    NUM("mean_evals_to_95", r->mean_evals_to_95);
+    NUM("capped_evals_to_95", r->capped_evals_to_95);
+    NUM("mean_evals", r->mean_evals);
+    NUM("mean_cost_ms", r->mean_cost_ms);
+    /* Per repeat (seed, seed + 1, ...): evaluations to 95%, null when never reached. */
+    json_builder_set_member_name(b, "evals_to_95");
+    json_builder_begin_array(b);
+    GArray *reach = g_ptr_array_index(c->reach, i);
+    for (guint k = 0; k < reach->len; k++) {
+      guint e = g_array_index(reach, guint, k);
+      if (e)
+        json_builder_add_int_value(b, e);
+      else
+        json_builder_add_null_value(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_end_object(b);
+#undef STR
+#undef NUM
+#undef INT
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  return json_to_string(root, TRUE);
 }
 
 void

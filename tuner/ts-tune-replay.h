@@ -162,6 +162,8 @@ typedef struct {
   guint n_reached;         /* repeats that reached 95% of the optimum (optimum / best >= 0.95) */
   double mean_evals_to_95; /* mean counted evaluations to get there, over the repeats that did;
                             * NAN when none did */
+  double capped_evals_to_95; /* mean over all repeats, a miss counted as the whole budget (NAN
+                              * without a count budget) */
   double mean_evals;       /* counted evaluations made (below budget when a strategy ran out) */
   double mean_cost_ms;     /* recorded cost of those evaluations */
 } TsTuneReplayScore;
@@ -190,5 +192,9 @@ const TsTuneReplayScore *ts_tune_replay_comparison_score(const TsTuneReplayCompa
  * one row per strategy. */
 char *ts_tune_replay_comparison_to_string(const TsTuneReplayComparison *comparison);
 void ts_tune_replay_comparison_print(const TsTuneReplayComparison *comparison, FILE *out);
+/* The same as a JSON object: the file, kernel, device, optimum, budget, repeats and seed, and
+ * per strategy its figures and each repeat's evaluations to 95% (null: never reached), for
+ * benchmarks that pair seeds or compare with another tool. */
+char *ts_tune_replay_comparison_to_json(const TsTuneReplayComparison *comparison);
 
 G_END_DECLS
