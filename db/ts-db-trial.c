@@ -309,6 +309,57 @@ ts_db_get_trial(TsDb *db, gint64 trial_id, GError **error)
   return NULL;
 }
 
+static int
+cmp_ns(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+gboolean
+ts_db_update_trial_samples(TsDb *db, gint64 trial_id, const GArray *samples_ns, GError **error)
+{
+  g_return_val_if_fail(db != NULL && samples_ns != NULL, FALSE);
+  guint n = samples_ns->len;
+  if (n == 0) {
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID, "a measurement needs samples");
+    return FALSE;
+  }
+  g_autofree double *s = g_memdup2(samples_ns->data, sizeof(double) * n);
+  qsort(s, n, sizeof(double), cmp_ns);
+  double median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  g_autofree char *json = ts__db_samples_to_json(samples_ns);
+  if (!ts__db_begin(db, error))
+    return FALSE;
+  g_autoptr(sqlite3_stmt) stmt = ts__db_prepare(
+    db,
+    "UPDATE trial SET samples = ?2, median_ns = ?3, min_ns = ?4, max_ns = ?5"
+    " WHERE id = ?1 AND status = 'ok'",
+    error);
+  if (!stmt) {
+    ts__db_rollback(db);
+    return FALSE;
+  }
+  sqlite3_bind_int64(stmt, 1, trial_id);
+  sqlite3_bind_text(stmt, 2, json, -1, SQLITE_STATIC);
+  sqlite3_bind_double(stmt, 3, median);
+  sqlite3_bind_double(stmt, 4, s[0]);
+  sqlite3_bind_double(stmt, 5, s[n - 1]);
+  int rc = sqlite3_step(stmt);
+  if (rc != SQLITE_DONE) {
+    ts__db_fail(db, rc, "storing a trial's new measurement", error);
+    ts__db_rollback(db);
+    return FALSE;
+  }
+  if (sqlite3_changes(db->sql) == 0) {
+    ts__db_rollback(db);
+    g_set_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND,
+                "schedule cache %s: no ok trial %" G_GINT64_FORMAT, db->path, trial_id);
+    return FALSE;
+  }
+  return ts__db_commit(db, error);
+}
+
 static const char SQL_TRIALS_BEST_FIRST[] =
     "SELECT " TS__DB_TRIAL_COLUMNS " FROM trial t"
     " WHERE t.workload_id = ?1 AND t.device_id = ?2 AND t.toolchain_id = ?3"

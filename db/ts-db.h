@@ -198,6 +198,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsDbTrial, ts_db_trial_free)
 gboolean ts_db_add_trial(TsDb *db, const TsDbTrial *trial, gint64 *trial_id, gboolean *existed,
                          GError **error);
 TsDbTrial *ts_db_get_trial(TsDb *db, gint64 trial_id, GError **error);
+/* Replaces an ok trial's samples (and its median, min and max, computed from them) with a new
+ * measurement of the same point: the tuner re-measures an incumbent whose samples are too
+ * spread to judge challengers by. NOT_FOUND when no ok trial has that id. */
+gboolean ts_db_update_trial_samples(TsDb *db, gint64 trial_id, const GArray *samples_ns,
+                                    GError **error);
 
 typedef enum {
   TS_DB_ORDER_BEST_FIRST, /* verified trials by median, then failures in insertion order */

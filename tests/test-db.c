@@ -1887,6 +1887,28 @@ test_claims(Fx *fx, gconstpointer data)
   g_assert_cmpint(claim(fx, c, p3, &other), ==, TS_DB_CLAIM_OURS);
 }
 
+/* A re-measured incumbent: new samples, and the median, min and max they give. */
+static void
+test_update_samples(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 id = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
+  g_autoptr(GArray) s = g_array_new(FALSE, FALSE, sizeof(double));
+  const double v[] = {12, 10, 11, 30};
+  g_array_append_vals(s, v, G_N_ELEMENTS(v));
+  g_assert_true(ts_db_update_trial_samples(fx->db, id, s, &error));
+  g_assert_no_error(error);
+  g_autoptr(TsDbTrial) t = ts_db_get_trial(fx->db, id, &error);
+  g_assert_cmpfloat(t->median_ns, ==, 11.5);
+  g_assert_cmpfloat(t->min_ns, ==, 10);
+  g_assert_cmpfloat(t->max_ns, ==, 30);
+  g_assert_cmpuint(t->samples_ns->len, ==, 4);
+  g_assert_cmpfloat(g_array_index(t->samples_ns, double, 3), ==, 30);
+  gint64 bad = add(fx->db, fx->w, fx->d, fx->t, "block(m=32)", TS_DB_TRIAL_WRONG_RESULT, 0, NULL);
+  g_assert_false(ts_db_update_trial_samples(fx->db, bad, s, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1908,6 +1930,7 @@ main(int argc, char **argv)
   ADD("json-depth", test_json_depth);
   ADD("runs/reap", test_reap_runs);
   ADD("runs/claims", test_claims);
+  ADD("trials/update-samples", test_update_samples);
   ADD("output/write-through", test_output_write_through);
   ADD("fault/read-only-handle", test_read_only_handle);
   ADD("fault/read-only-files", test_read_only_files);

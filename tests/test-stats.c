@@ -1,6 +1,7 @@
 /* test-stats.c — the Mann–Whitney decision that guards the best schedule: clear differences
  * are called, equal distributions and tiny samples are not, ties are handled. */
 #include <glib.h>
+#include <math.h>
 
 #include "ts-tune-stats.h"
 
@@ -37,6 +38,21 @@ test_small_samples(void)
   g_assert_cmpfloat(ts_stats_median(v, 3), ==, 2);
 }
 
+/* The spread that sends an incumbent back to be measured again. */
+static void
+test_rel_iqr(void)
+{
+  const double tight[] = {100, 101, 99, 100, 102, 98, 100};
+  g_assert_cmpfloat(ts_stats_rel_iqr(tight, G_N_ELEMENTS(tight)), <, 0.03);
+  const double even[] = {1, 2, 3, 4};  /* q1 1.75, median 2.5, q3 3.25 */
+  g_assert_cmpfloat_with_epsilon(ts_stats_rel_iqr(even, 4), 1.5 / 2.5, 1e-12);
+  double bimodal[50];
+  for (guint i = 0; i < 50; i++)
+    bimodal[i] = i < 20 ? 4.6e3 : 1.1e8; /* 4.6 us and 110 ms, as a loaded machine gave */
+  g_assert_cmpfloat(ts_stats_rel_iqr(bimodal, 50), >, 0.25);
+  g_assert_true(isnan(ts_stats_rel_iqr(tight, 1)));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -44,5 +60,6 @@ main(int argc, char **argv)
   g_test_add_func("/stats/separated", test_separated);
   g_test_add_func("/stats/noise", test_noise_is_not_a_win);
   g_test_add_func("/stats/small", test_small_samples);
+  g_test_add_func("/stats/rel-iqr", test_rel_iqr);
   return g_test_run();
 }

@@ -4,6 +4,7 @@ through the real binary and a real SQLite file: exhaustive tuning and lookup, fa
 (crash, abort, hang, wrong answer, compile error), kill -9 and resume, four tuners on one
 database, export/import, and the bad-input errors. Prints TAP."""
 import json
+import re
 import os
 import signal
 import shutil
@@ -227,6 +228,32 @@ ok(sum(r["measured"] for r in res6) == len(set(hashes)) == 16,
    "same-seed tuners measured distinct points (%s measured, %d distinct trials)" % (
        [r["measured"] for r in res6], len(set(hashes))))
 ok(db_rows(db6, "SELECT count(*) FROM trial_claim")[0][0] == 0, "no claim outlives its run")
+
+# An incumbent measured on a busy machine (bimodal samples: 40% far below its real time, 60%
+# far above) is measured again when a faster-looking candidate cannot beat that noise; the
+# honest measurement lets the really faster kernel win. Without it the slow kernel stayed best.
+db7 = os.path.join(TMP, "noisy.db")
+FAULT = ["test_fault", "--shape", "N=262144", "--db", db7, "--json", "--strategy", "exhaustive"]
+p = tt("tune", *FAULT, "--space", 'dict(mode=["slow"])', check=0)
+slow = json.loads(p.stdout)["best"]
+true_ns = slow["median_ns"]
+noisy = [0.05 * true_ns] * 20 + [20 * true_ns] * 30
+con = sqlite3.connect(db7)
+con.execute("UPDATE trial SET samples = ?, median_ns = ?, min_ns = ?, max_ns = ? WHERE id = ?",
+            (json.dumps(noisy), 20 * true_ns, 0.05 * true_ns, 20 * true_ns, slow["trial"]))
+con.commit()
+con.close()
+p = tt("tune", *FAULT, "--space", 'dict(mode=["slow", "ok"])', check=0)
+res7 = json.loads(p.stdout)
+ok(res7["remeasured"] == 1, "the noisy incumbent was measured again (%d)" % res7["remeasured"])
+ok(res7["best"]["schedule"] == 'dict(mode="ok")',
+   "the really faster kernel is best: %s" % res7["best"]["schedule"])
+stored = db_rows(db7, "SELECT median_ns FROM trial WHERE id = ?", slow["trial"])[0][0]
+ok(stored < 3 * true_ns, "the incumbent's stored median is honest again (%.0f ns, measured %.0f)"
+   % (stored, true_ns))
+p = tt("show", "test_fault", "--shape", "N=262144", "--db", db7, check=0)
+ok(re.search(r"^\* best: trial %d" % res7["best"]["trial"], p.stdout, re.M) is not None,
+   "show marks the best")
 
 # 5. Export and import round trip into a fresh database.
 exp = os.path.join(TMP, "export.json")

@@ -6,6 +6,34 @@
 #include "ts-tune.h"
 #include "tt-cli.h"
 
+/* The verified trial with the lowest median of the best's key, when it is not the best: the
+ * best changes only for a trial faster beyond the noise of both, so the two can differ. NULL
+ * when they agree or nothing can be read. */
+static TsDbTrial *
+fastest_other(TsDb *db, const TsDbTrial *best)
+{
+  g_autoptr(GPtrArray) ranked = ts_db_list_trials(db, best->workload_id, best->device_id,
+                                                  best->toolchain_id, TS_DB_ORDER_BEST_FIRST,
+                                                  NULL);
+  if (ranked == NULL || ranked->len == 0)
+    return NULL;
+  TsDbTrial *first = g_ptr_array_index(ranked, 0);
+  if (first->status != TS_DB_TRIAL_OK || first->id == best->id ||
+      !(first->median_ns < best->median_ns))
+    return NULL;
+  return g_ptr_array_steal_index(ranked, 0);
+}
+
+static void
+print_fastest(const TsDbTrial *best, const TsDbTrial *fastest, const char *prefix)
+{
+  g_print("%sfastest by median: trial %" G_GINT64_FORMAT ", %.4f ms (%.1f%% below the best's "
+          "%.4f ms, trial %" G_GINT64_FORMAT "), not faster beyond the noise of both (the best "
+          "changes at p < 0.01); tune again to settle it\n",
+          prefix, fastest->id, fastest->median_ns / 1e6,
+          100 * (1 - fastest->median_ns / best->median_ns), best->median_ns / 1e6, best->id);
+}
+
 int
 tt_cmd_lookup(int argc, char **argv)
 {
@@ -40,11 +68,18 @@ tt_cmd_lookup(int argc, char **argv)
     }
     return tt_fail(tt_error_code(error), error);
   }
+  g_autoptr(TsDbTrial) best = ts_db_get_trial(db, r.trial_id, NULL);
+  g_autoptr(TsDbTrial) fastest = best ? fastest_other(db, best) : NULL;
   if (a.json) {
     g_autofree char *sc = g_strescape(r.schedule, NULL);
+    g_autofree char *fast =
+      fastest ? g_strdup_printf(", \"fastest_trial\": %" G_GINT64_FORMAT
+                                ", \"fastest_median_ns\": %.1f",
+                                fastest->id, fastest->median_ns)
+              : g_strdup("");
     g_print("{\"schedule\": \"%s\", \"median_ns\": %.1f, \"trial\": %" G_GINT64_FORMAT
-            ", \"exact\": %s, \"shape\": \"%s\", \"distance\": %.4g}\n",
-            sc, r.median_ns, r.trial_id, r.exact ? "true" : "false", r.shape, r.distance);
+            ", \"exact\": %s, \"shape\": \"%s\", \"distance\": %.4g%s}\n",
+            sc, r.median_ns, r.trial_id, r.exact ? "true" : "false", r.shape, r.distance, fast);
   } else {
     g_print("%s\n", r.schedule);
     g_autofree char *origin =
@@ -52,6 +87,8 @@ tt_cmd_lookup(int argc, char **argv)
               : g_strdup_printf("borrowed from the nearest tuned shape %s (distance %.3g)",
                                 r.shape, r.distance);
     g_print("# %.4f ms, trial %" G_GINT64_FORMAT ", %s\n", r.median_ns / 1e6, r.trial_id, origin);
+    if (fastest)
+      print_fastest(best, fastest, "# ");
   }
   return TT_EXIT_OK;
 }
@@ -81,10 +118,12 @@ tt_cmd_show(int argc, char **argv)
     return tt_fail(tt_error_code(error), error);
   guint n = a.limit > 0 ? MIN((guint)a.limit, trials->len) : trials->len;
   double flops = ts_op_instance_flops(inst);
+  g_autoptr(TsDbTrial) best = ts_db_get_best(db, w, d, t, NULL);
+  g_autoptr(TsDbTrial) fastest = best ? fastest_other(db, best) : NULL;
   if (a.json)
     g_print("[");
   else
-    g_print("%6s  %-13s %11s %10s %8s  %-12s %s\n", "trial", "status", "median ms", "GFLOP/s",
+    g_print("%7s  %-13s %11s %10s %8s  %-12s %s\n", "trial", "status", "median ms", "GFLOP/s",
             "samples", "strategy", "schedule");
   for (guint i = 0; i < n; i++) {
     const TsDbTrial *tr = g_ptr_array_index(trials, i);
@@ -93,16 +132,17 @@ tt_cmd_show(int argc, char **argv)
       g_autofree char *sc = g_strescape(tr->schedule, NULL);
       g_autofree char *er = g_strescape(tr->error_text ? tr->error_text : "", NULL);
       g_print("%s{\"trial\": %" G_GINT64_FORMAT ", \"status\": \"%s\", \"median_ns\": %.1f, "
-              "\"schedule\": \"%s\", \"error\": \"%s\"}",
+              "\"schedule\": \"%s\", \"error\": \"%s\", \"best\": %s}",
               i ? ", " : "", tr->id, ts_db_trial_status_name(tr->status),
-              ok ? tr->median_ns : -1.0, sc, er);
+              ok ? tr->median_ns : -1.0, sc, er, best && best->id == tr->id ? "true" : "false");
     } else if (ok) {
-      g_print("%6" G_GINT64_FORMAT "  %-13s %11.4f %10.2f %8u  %-12s %s\n", tr->id, "ok",
+      g_print("%s%6" G_GINT64_FORMAT "  %-13s %11.4f %10.2f %8u  %-12s %s\n",
+              best && best->id == tr->id ? "*" : " ", tr->id, "ok",
               tr->median_ns / 1e6, flops / tr->median_ns,
               tr->samples_ns ? tr->samples_ns->len : 0, tr->strategy ? tr->strategy : "-",
               tr->schedule);
     } else {
-      g_print("%6" G_GINT64_FORMAT "  %-13s %11s %10s %8s  %-12s %s\n", tr->id,
+      g_print(" %6" G_GINT64_FORMAT "  %-13s %11s %10s %8s  %-12s %s\n", tr->id,
               ts_db_trial_status_name(tr->status), "-", "-", "-",
               tr->strategy ? tr->strategy : "-", tr->schedule);
     }
@@ -111,6 +151,12 @@ tt_cmd_show(int argc, char **argv)
     g_print("]\n");
   else if (trials->len == 0)
     g_print("(no trials stored for this workload on this device and toolchain)\n");
+  else if (best) {
+    g_print("* best: trial %" G_GINT64_FORMAT ", %.4f ms, what lookup and programs get\n",
+            best->id, best->median_ns / 1e6);
+    if (fastest)
+      print_fastest(best, fastest, "  ");
+  }
   return TT_EXIT_OK;
 }
 

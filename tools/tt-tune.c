@@ -88,11 +88,11 @@ print_json(const TsTuneSummary *s, GPtrArray *trials, TsOpInstance *inst, guint 
   g_print("{\"workload\": \"%s\", \"best\": {\"trial\": %" G_GINT64_FORMAT
           ", \"schedule\": \"%s\", \"median_ns\": %.1f}, \"valid_points\": %" G_GUINT64_FORMAT
           ", \"resumed\": %u, \"measured\": %u, \"ok\": %u, \"failed\": %u, \"pruned\": %u, "
-          "\"shared\": %u, \"pending\": %u, \"exhausted\": %s, \"elapsed_ms\": %.1f, "
-          "\"top\": [",
+          "\"shared\": %u, \"pending\": %u, \"remeasured\": %u, \"exhausted\": %s, "
+          "\"elapsed_ms\": %.1f, \"top\": [",
           w, s->best_trial_id, b, s->best_trial_id ? s->best_median_ns : 0.0, s->n_valid,
           s->n_resumed, s->n_measured, s->n_ok, s->n_failed, s->n_pruned, s->n_shared,
-          s->n_pending, s->exhausted ? "true" : "false", s->elapsed_ms);
+          s->n_pending, s->n_remeasured, s->exhausted ? "true" : "false", s->elapsed_ms);
   for (guint i = 0; i < MIN(top, trials->len); i++) {
     const TsDbTrial *t = g_ptr_array_index(trials, i);
     g_autofree char *sc = g_strescape(t->schedule, NULL);
@@ -335,6 +335,10 @@ tt_cmd_tune(int argc, char **argv)
             " valid points%s; %.1f s\n",
             sum.n_measured, sum.n_ok, sum.n_failed, sum.n_pruned, sum.n_resumed, sum.n_valid,
             sum.exhausted ? ", all explored" : "", sum.elapsed_ms / 1e3);
+    if (sum.n_remeasured)
+      g_print("%u incumbent best(s) measured again: their samples were too spread (a busy "
+              "machine) to judge faster-looking candidates against\n",
+              sum.n_remeasured);
     if (sum.n_shared || sum.n_pending)
       g_print("%u proposed points were left to other tuners of this workload running at the "
               "same time: %u measured by them, %u still being measured when this run ended\n",

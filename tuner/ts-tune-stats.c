@@ -35,6 +35,26 @@ ts_stats_median(const double *v, guint n)
   return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 }
 
+static double
+quantile_sorted(const double *s, guint n, double q)
+{
+  double pos = q * (n - 1);
+  guint lo = (guint)pos;
+  guint hi = MIN(lo + 1, n - 1);
+  return s[lo] + (pos - lo) * (s[hi] - s[lo]);
+}
+
+double
+ts_stats_rel_iqr(const double *v, guint n)
+{
+  if (n < 2)
+    return NAN;
+  g_autofree double *s = g_memdup2(v, sizeof(double) * n);
+  qsort(s, n, sizeof(double), cmp_double);
+  double med = quantile_sorted(s, n, 0.5);
+  return (quantile_sorted(s, n, 0.75) - quantile_sorted(s, n, 0.25)) / med;
+}
+
 double
 ts_stats_mann_whitney_less(const double *a, guint na, const double *b, guint nb)
 {

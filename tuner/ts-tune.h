@@ -71,6 +71,9 @@ typedef struct {
    * claims each point before measuring it): observed from their trials (n_shared), or still
    * being measured by them when the run ended (n_pending). */
   guint n_shared, n_pending;
+  /* Incumbents measured again because a faster-looking challenger could not beat the noise of
+   * their samples (spread (q3 - q1) / median above 0.25). */
+  guint n_remeasured;
   gint64 best_trial_id; /* 0: no verified trial for the key */
   double best_median_ns;
   char *best_schedule;
