@@ -9,6 +9,8 @@
  * CompilationFailedConfig, (64,4,False) RuntimeFailedConfig; (32,2,*) have no "times". The optimum
  * is (128,2,True), median 1.02 ms. replay-small.json.gz is the same file gzip-compressed.
  */
+#include "ts-cost-model.h"
+#include "ts-cost.h"
 #include "ts-tune-replay.h"
 #include "ts-tune-strategy.h"
 
@@ -615,6 +617,46 @@ test_gzip_bomb(void)
   g_assert_nonnull(strstr(error->message, "bomb.json.gz: unpacks to more than 256 MiB"));
 }
 
+/* Other devices' recordings as the model strategy's prior: a recording of the very same
+ * space teaches the exact ranking, so the model proposes the optimum region at once (without
+ * it the model needs ~10 of 22); a file of another kernel is refused naming the knob. */
+static void
+test_prior(void)
+{
+  g_autoptr(TsTuneReplay) replay = load_data_file("replay-small.json");
+  g_autoptr(GPtrArray) priors = g_ptr_array_new_with_free_func((GDestroyNotify)ts_tune_replay_free);
+  g_ptr_array_add(priors, load_data_file("replay-small.json.gz"));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsCostTarget) target = NULL;
+  g_autoptr(TsCostModel) prior = ts_tune_replay_train_prior(replay, priors, &target, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(prior);
+  g_assert_nonnull(target);
+  const char *model[] = {"model", NULL};
+  g_autoptr(TsTuneReplayComparison) without =
+    ts_tune_replay_compare(replay, model, 22, 10, 1, &error);
+  g_assert_no_error(error);
+  ts_tune_replay_set_context(replay, NULL, target, prior);
+  g_autoptr(TsTuneReplayComparison) with =
+    ts_tune_replay_compare(replay, model, 22, 10, 1, &error);
+  g_assert_no_error(error);
+  const TsTuneReplayScore *a = ts_tune_replay_comparison_score(without, 0);
+  const TsTuneReplayScore *b = ts_tune_replay_comparison_score(with, 0);
+  g_test_message("capped evaluations to 95%%: %.1f without the prior, %.1f with it",
+                 a->capped_evals_to_95, b->capped_evals_to_95);
+  g_assert_cmpuint(b->n_reached, ==, 10);
+  g_assert_cmpfloat(b->capped_evals_to_95, <=, 2.0);
+  g_assert_cmpfloat(b->capped_evals_to_95, <, a->capped_evals_to_95 / 2);
+
+  g_autoptr(GPtrArray) foreign = g_ptr_array_new_with_free_func((GDestroyNotify)ts_tune_replay_free);
+  g_ptr_array_add(foreign, load_data_file("replay-t4.json"));
+  g_autoptr(TsCostTarget) t2 = NULL;
+  g_assert_null(ts_tune_replay_train_prior(replay, foreign, &t2, &error));
+  g_assert_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_FORMAT);
+  g_assert_nonnull(strstr(error->message, "no knob 'tile'"));
+  g_assert_null(t2);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -637,5 +679,6 @@ main(int argc, char **argv)
   g_test_add_func("/replay/compare/time-budget", test_compare_time_budget);
   g_test_add_func("/replay/compare/errors", test_compare_errors);
   g_test_add_func("/replay/compare/samples", test_compare_samples);
+  g_test_add_func("/replay/prior", test_prior);
   return g_test_run();
 }

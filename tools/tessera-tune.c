@@ -34,6 +34,7 @@ tt_args_clear(TtArgs *a)
   g_free(a->strategy);
   g_free(a->output);
   g_free(a->replay);
+  g_strfreev(a->prior);
   g_free(a->arch);
   g_free(a->trace_output);
 }
@@ -106,6 +107,9 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
     {"replay", 0, 0, G_OPTION_ARG_FILENAME, &a->replay,
      "Recorded tuning file (Kernel Tuner cache JSON or T4 results, plain or gzip)", "FILE"},
     {"repeats", 0, 0, G_OPTION_ARG_INT, &a->repeats, "Seeds per strategy (default 10)", "R"},
+    {"prior", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &a->prior,
+     "A recording of the same kernel on another device, as the model strategy's prior "
+     "(repeatable)", "FILE"},
     {"measure", 0, 0, G_OPTION_ARG_NONE, &a->measure,
      "Measure the device ceilings (FMA peak, memory bandwidth) and store them", NULL},
     {"arch", 0, 0, G_OPTION_ARG_STRING, &a->arch,
@@ -125,7 +129,7 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
     TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
     TT_OPT_JSON,     TT_OPT_STAGE,    TT_OPT_DB,       TT_OPT_TUNE,  TT_OPT_TUNE,    TT_OPT_TUNE,
     TT_OPT_TUNE | TT_OPT_TIMEOUT,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
-    TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,  TT_OPT_ARCH,   TT_OPT_METRICS,
+    TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,  TT_OPT_ARCH,   TT_OPT_METRICS,
     TT_OPT_PROFILE,  TT_OPT_PROFILE,  TT_OPT_SAMPLES,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));

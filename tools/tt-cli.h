@@ -29,7 +29,7 @@ enum {
   TT_OPT_NEAREST = 1 << 9,  /* --nearest */
   TT_OPT_OUTPUT = 1 << 10,  /* --output */
   TT_OPT_LIMIT = 1 << 11,   /* --limit */
-  TT_OPT_REPLAY = 1 << 12,  /* --replay --repeats */
+  TT_OPT_REPLAY = 1 << 12,  /* --replay --repeats --prior */
   TT_OPT_MEASURE = 1 << 13, /* --measure */
   TT_OPT_ARCH = 1 << 14,    /* --arch */
   TT_OPT_METRICS = 1 << 15, /* --no-metrics */
@@ -41,6 +41,7 @@ enum {
 typedef struct {
   char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output, *replay;
   char *arch, *trace_output;
+  char **prior; /* --prior FILE, repeatable */
   gint64 seed;
   gboolean json, nearest, measure, no_metrics, profile;
   gint budget, limit, top, repeats, samples;

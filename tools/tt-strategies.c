@@ -179,6 +179,22 @@ tt_cmd_strategies(int argc, char **argv)
   g_autoptr(TsTuneReplay) replay = ts_tune_replay_load(a.replay, &error);
   if (replay == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
+  /* Other devices' recordings of the kernel, learned as the model strategy's prior. */
+  g_autoptr(GPtrArray) priors = g_ptr_array_new_with_free_func((GDestroyNotify)ts_tune_replay_free);
+  for (char **f = a.prior; f && *f; f++) {
+    TsTuneReplay *p = ts_tune_replay_load(*f, &error);
+    if (p == NULL)
+      return tt_fail(TT_EXIT_USAGE, error);
+    g_ptr_array_add(priors, p);
+  }
+  g_autoptr(TsCostTarget) prior_target = NULL;
+  g_autoptr(TsCostModel) prior = NULL;
+  if (priors->len) {
+    prior = ts_tune_replay_train_prior(replay, priors, &prior_target, &error);
+    if (prior == NULL)
+      return tt_fail(TT_EXIT_USAGE, error);
+    ts_tune_replay_set_context(replay, NULL, prior_target, prior);
+  }
   g_auto(GStrv) names = a.strategy ? g_strsplit(a.strategy, ",", -1) : NULL;
   g_autoptr(TsTuneReplayComparison) cmp =
     ts_tune_replay_compare_timed(replay, (const char *const *)names, (guint)a.budget,
@@ -193,6 +209,8 @@ tt_cmd_strategies(int argc, char **argv)
   g_print("# tessera-tune strategies compare --replay %s --budget %d --budget-ms %.0f --repeats "
           "%d --seed %" G_GINT64_FORMAT "\n",
           a.replay, a.budget, a.budget_ms, a.repeats, a.seed);
+  for (char **f = a.prior; f && *f; f++)
+    g_print("# model prior: %s\n", *f);
   ts_tune_replay_comparison_print(cmp, stdout);
   return TT_EXIT_OK;
 }

@@ -148,6 +148,17 @@ gboolean ts_tune_replay_lookup(const TsTuneReplay *replay, const TsSchedPoint *p
 /* The recorded configurations in file order (owned by the replay; i < n_recorded). */
 const TsSchedPoint *ts_tune_replay_recorded_point(const TsTuneReplay *replay, guint i);
 
+/* ---- transfer from other devices ---- */
+
+/* A learned ranking prior from recordings of the same kernel on other devices (TsTuneReplay*
+ * in priors): every configuration they recorded, failures ranked last, one ranking group per
+ * file, as features of replay's space. *target gets the cost target those features belong to;
+ * pass both to ts_tune_replay_set_context (the "model" strategy then ranks its first
+ * proposals by what the other devices found fast). Errors: a file without one of replay's
+ * knobs (another kernel), or nothing to learn from. */
+TsCostModel *ts_tune_replay_train_prior(const TsTuneReplay *replay, GPtrArray *priors,
+                                        TsCostTarget **target, GError **error);
+
 /* ---- strategy comparison ---- */
 
 /* Each strategy run `repeats` times (seeds seed, seed+1, ...) for `budget` counted evaluations
