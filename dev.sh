@@ -48,7 +48,7 @@ case "$cmd" in
     # job runs on a GPU and on the CPU) on the best backend found, into the default schedule
     # cache ($XDG_CACHE_HOME/tessera/schedules.db). A re-run resumes where it stopped.
     [ $# -gt 0 ] || set -- tune gemm --shape M=1024,N=1024,K=1024 --dtype bf16 --backend auto \
-                            --strategy evolutionary --budget 30
+                            --strategy model --budget 30
     exec ./build/tools/tessera-tune "$@"
     ;;
   test)

@@ -145,7 +145,7 @@ def main():
     ap.add_argument("--no-kt", action="store_true", help="tessera's strategies only")
     ap.add_argument("--kt-strategies", default=",".join(KT_STRATEGIES))
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--default", default="random", help="tessera's default strategy")
+    ap.add_argument("--default", default="model", help="tessera's default strategy")
     a = ap.parse_args()
     files = sorted(glob.glob(os.path.join(a.data, "*.json*"))) if os.path.isdir(a.data) \
         else [a.data]

@@ -39,7 +39,8 @@ typedef struct {
   TsBackend *backend;     /* compiles in this process; the worker opens the same backend */
   TsDb *db;
   const char *space;      /* NULL: the op's default space for the backend */
-  const char *strategy;   /* "exhaustive", "random", "annealing", "evolutionary", "model" */
+  const char *strategy;   /* "exhaustive", "random", "annealing", "evolutionary", "model"
+                             (default) */
   guint64 seed;
   guint budget_evals;     /* 0: no limit */
   double budget_ms;       /* 0: no limit (wall clock of the whole tune) */
