@@ -296,8 +296,9 @@ serve_measure(State *st, JsonObject *o, JsonBuilder *b, GError **error)
 }
 
 static char *
-serve(State *st, const char *line, gboolean *exiting)
+serve(gpointer data, const char *line, gboolean *exiting)
 {
+  State *st = data;
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
   g_autoptr(GError) error = NULL;
@@ -343,21 +344,7 @@ ts_gate_worker_main(int in_fd, int out_fd)
 {
   State st = {.backends = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                                 (GDestroyNotify)ts_backend_free)};
-  g_autoptr(GString) buf = g_string_new(NULL);
-  int status = 0;
-  for (;;) {
-    g_autofree char *line = ts_tune_worker_read_request(in_fd, buf);
-    if (line == NULL)
-      break;
-    gboolean exiting = FALSE;
-    g_autofree char *reply = serve(&st, line, &exiting);
-    if (!ts_tune_worker_write_reply(out_fd, reply)) {
-      status = 1;
-      break;
-    }
-    if (exiting)
-      break;
-  }
+  int status = ts_tune_worker_loop(in_fd, out_fd, serve, &st);
   state_reset(&st);
   g_hash_table_unref(st.backends);
   return status;

@@ -1784,6 +1784,32 @@ test_output_write_through(Fx *fx, gconstpointer data)
   g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_ISDIR);
 }
 
+/* The id of a process that has just exited (what a killed tuner leaves behind). */
+static GPid
+dead_pid(void)
+{
+  GPid child = fork();
+  if (child == 0)
+    _exit(0);
+  g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+  return child;
+}
+
+/* SQL run on the file directly, as another program (or a hand) would. */
+G_GNUC_PRINTF(2, 3)
+static void
+exec_sql(const char *path, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *q = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  sqlite3 *sql = NULL;
+  g_assert_cmpint(sqlite3_open(path, &sql), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_exec(sql, q, NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close(sql);
+}
+
 /* A run whose process is gone (kill -9) is closed as 'interrupted' when the next run on this
  * host begins; one of a live process, or of another host, is left alone. */
 static void
@@ -1794,19 +1820,12 @@ test_reap_runs(Fx *fx, gconstpointer data)
   gint64 elsewhere = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 2, "evals=10", &error);
   gint64 alive = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 3, "evals=10", &error);
   g_assert_no_error(error);
-  GPid child = fork();
-  if (child == 0)
-    _exit(0);
-  g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
-  sqlite3 *sql = NULL;
-  g_assert_cmpint(sqlite3_open(fx->path, &sql), ==, SQLITE_OK);
-  g_autofree char *q = g_strdup_printf(
-    "UPDATE tune_run SET pid = %d WHERE id = %" G_GINT64_FORMAT ";"
-    "UPDATE tune_run SET pid = %d, host = 'another-host' WHERE id = %" G_GINT64_FORMAT ";"
-    "UPDATE tune_run SET pid = 1 WHERE id = %" G_GINT64_FORMAT ";",
-    (int)child, killed, (int)child, elsewhere, alive);
-  g_assert_cmpint(sqlite3_exec(sql, q, NULL, NULL, NULL), ==, SQLITE_OK);
-  sqlite3_close(sql);
+  GPid child = dead_pid();
+  exec_sql(fx->path, "UPDATE tune_run SET pid = %d WHERE id = %" G_GINT64_FORMAT ";"
+                     "UPDATE tune_run SET pid = %d, host = 'another-host' WHERE id = %"
+                     G_GINT64_FORMAT ";"
+                     "UPDATE tune_run SET pid = 1 WHERE id = %" G_GINT64_FORMAT ";",
+           (int)child, killed, (int)child, elsewhere, alive);
 
   gint64 next = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 4, "evals=10", &error);
   g_assert_no_error(error);
@@ -1874,16 +1893,8 @@ test_claims(Fx *fx, gconstpointer data)
   gint64 c = ts_db_begin_run(fx->db, fx->w, fx->d, fx->t, "random", 1, "evals=10", &error);
   g_assert_no_error(error);
   g_assert_cmpint(claim(fx, c, p3, &other), ==, TS_DB_CLAIM_TAKEN);
-  GPid child = fork();
-  if (child == 0)
-    _exit(0);
-  g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
-  sqlite3 *sql = NULL;
-  g_assert_cmpint(sqlite3_open(fx->path, &sql), ==, SQLITE_OK);
-  g_autofree char *q =
-    g_strdup_printf("UPDATE tune_run SET pid = %d WHERE id = %" G_GINT64_FORMAT, (int)child, b);
-  g_assert_cmpint(sqlite3_exec(sql, q, NULL, NULL, NULL), ==, SQLITE_OK);
-  sqlite3_close(sql);
+  exec_sql(fx->path, "UPDATE tune_run SET pid = %d WHERE id = %" G_GINT64_FORMAT,
+           (int)dead_pid(), b);
   g_assert_cmpint(claim(fx, c, p3, &other), ==, TS_DB_CLAIM_OURS);
 }
 

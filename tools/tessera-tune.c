@@ -244,6 +244,52 @@ tt_self_exe(void)
   return exe ? exe : g_strdup("tessera-tune");
 }
 
+int
+tt_check_timeout(TtArgs *a)
+{
+  if (a->timeout_s == 0)
+    a->timeout_s = 60;
+  if (!(a->timeout_s > 0) || !isfinite(a->timeout_s))
+    return tt_usage("--timeout must be a positive number of seconds");
+  return TT_EXIT_OK;
+}
+
+int
+tt_check_runnable(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point)
+{
+  g_autofree char *why = ts_op_instance_prune_reason(inst, point, ts_backend_describe(backend));
+  if (why != NULL)
+    return tt_usage("%s cannot run on this device: %s", ts_op_name(ts_op_instance_op(inst)), why);
+  return TT_EXIT_OK;
+}
+
+TsTrialResult *
+tt_run_point(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+             const TsRunOptions *options, TsTrace *trace, gboolean metrics, double timeout_s,
+             GError **error)
+{
+  g_autofree char *shape = ts_shape_to_string(ts_op_instance_shape(inst));
+  g_autofree char *dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(inst));
+  g_autofree char *schedule = ts_sched_point_to_string(point);
+  g_autofree char *exe = tt_self_exe();
+  g_autoptr(TsTuneWorker) worker = ts_tune_worker_new(exe);
+  TsTuneRequest q = {
+    .op = ts_op_name(ts_op_instance_op(inst)),
+    .shape = shape,
+    .dtype = dtype,
+    .schedule = schedule,
+    .backend = ts_backend_name(backend),
+    .cache_dir = ts_backend_get_cache_dir(backend),
+    .options = *options,
+    .trace = trace,
+    .metrics = metrics,
+  };
+  TsTrialResult *r = ts_tune_worker_run(worker, &q, timeout_s, error);
+  if (r != NULL && r->status == TS_TRIAL_OK && r->samples_ns->len > 0)
+    ts_trial_result_summarise(r, inst);
+  return r;
+}
+
 static TsSchedPoint *
 chosen_point(TsOpInstance *inst, const char *backend, const TtArgs *a, GError **error)
 {
@@ -358,10 +404,9 @@ cmd_run(int argc, char **argv)
                   TT_OPT_SAMPLES | TT_OPT_TIMEOUT,
                 &a, &argc, &argv))
     return TT_EXIT_USAGE;
-  if (a.timeout_s == 0)
-    a.timeout_s = 60;
-  if (!(a.timeout_s > 0) || !isfinite(a.timeout_s))
-    return tt_usage("--timeout must be a positive number of seconds");
+  int rc = tt_check_timeout(&a);
+  if (rc != TT_EXIT_OK)
+    return rc;
   g_autoptr(GError) error = NULL;
   if (argc != 2)
     return tt_usage("run takes one OP (see 'tessera-tune ops')");
@@ -384,33 +429,13 @@ cmd_run(int argc, char **argv)
     opt.min_samples = MIN(opt.min_samples, opt.max_samples);
     opt.n_warmup = MIN(opt.n_warmup, opt.max_samples);
   }
-  /* What the tuner would prune cannot run well here either (threads(100000) overflows the
-   * OpenMP runtime's stack): say why instead of trying. */
-  g_autofree char *why = ts_op_instance_prune_reason(inst, point, ts_backend_describe(backend));
-  if (why != NULL)
-    return tt_usage("%s cannot run on this device: %s", ts_op_name(ts_op_instance_op(inst)), why);
-  /* In the tuner's candidate worker, as every trial: a kernel that crashes, hangs past
-   * --timeout or leaves the device unusable becomes a status here, not the end of this
-   * process. */
-  g_autofree char *shape = ts_shape_to_string(ts_op_instance_shape(inst));
-  g_autofree char *dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(inst));
-  g_autofree char *schedule = ts_sched_point_to_string(point);
-  g_autofree char *exe = tt_self_exe();
-  g_autoptr(TsTuneWorker) worker = ts_tune_worker_new(exe);
-  TsTuneRequest q = {
-    .op = ts_op_name(ts_op_instance_op(inst)),
-    .shape = shape,
-    .dtype = dtype,
-    .schedule = schedule,
-    .backend = ts_backend_name(backend),
-    .cache_dir = ts_backend_get_cache_dir(backend),
-    .options = opt,
-  };
-  g_autoptr(TsTrialResult) r = ts_tune_worker_run(worker, &q, a.timeout_s, &error);
+  rc = tt_check_runnable(inst, backend, point);
+  if (rc != TT_EXIT_OK)
+    return rc;
+  g_autoptr(TsTrialResult) r =
+    tt_run_point(inst, backend, point, &opt, NULL, FALSE, a.timeout_s, &error);
   if (r == NULL)
     return tt_fail(tt_error_code(error), error);
-  if (r->status == TS_TRIAL_OK && r->samples_ns->len > 0)
-    ts_trial_result_summarise(r, inst);
   if (a.json) {
     print_result_json(inst, point, r);
   } else {

@@ -110,6 +110,19 @@ gboolean tt_timeline_store(TtTimeline *tl, TsDb *db, TsDbProfile *profile, const
 /* The absolute path of the running binary (the tuner re-executes it as its worker). */
 char *tt_self_exe(void);
 
+/* What `run` and `profile` share. --timeout: 0 becomes the default 60 s; anything but a
+ * positive number is a usage error (returns its exit code, else TT_EXIT_OK). */
+int tt_check_timeout(TtArgs *a);
+/* A point the tuner would prune cannot run well here either (threads(100000) overflows the
+ * OpenMP runtime's stack): the usage error saying why, else TT_EXIT_OK. */
+int tt_check_runnable(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point);
+/* The point run in the tuner's candidate worker, as every trial: a kernel that crashes, hangs
+ * past timeout_s or leaves the device unusable is a status, not the end of this process.
+ * trace and metrics as in TsTuneRequest. Samples summarised; NULL when no worker could run. */
+TsTrialResult *tt_run_point(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+                            const TsRunOptions *options, TsTrace *trace, gboolean metrics,
+                            double timeout_s, GError **error);
+
 int tt_cmd_tune(int argc, char **argv);
 int tt_cmd_lookup(int argc, char **argv);
 int tt_cmd_show(int argc, char **argv);

@@ -10,7 +10,6 @@
 #include "ts-prof-metrics.h"
 #include "ts-prof-perf.h"
 #include "ts-prof-trace.h"
-#include "ts-tune-worker.h"
 #include "ts-tune.h"
 #include "tt-cli.h"
 
@@ -294,11 +293,10 @@ profile_run(const char *op, TtArgs *a, gboolean no_metrics)
   g_autoptr(TsOpInstance) inst = NULL;
   g_autoptr(TsBackend) backend = NULL;
   g_autoptr(TsDb) db = NULL;
-  if (a->timeout_s == 0)
-    a->timeout_s = 60;
-  if (!(a->timeout_s > 0) || !isfinite(a->timeout_s))
-    return tt_usage("--timeout must be a positive number of seconds");
-  int rc = tt_open(op, a, TS_DB_OPEN_DEFAULT, &inst, &backend, &db);
+  int rc = tt_check_timeout(a);
+  if (rc != TT_EXIT_OK)
+    return rc;
+  rc = tt_open(op, a, TS_DB_OPEN_DEFAULT, &inst, &backend, &db);
   if (rc != TT_EXIT_OK)
     return rc;
   gint64 w, d, t;
@@ -310,43 +308,25 @@ profile_run(const char *op, TtArgs *a, gboolean no_metrics)
   g_autoptr(TsSchedPoint) point = profile_point(inst, backend, db, a, w, d, t, &origin, &error);
   if (point == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
-  g_autofree char *why = ts_op_instance_prune_reason(inst, point, ts_backend_describe(backend));
-  if (why != NULL)
-    return tt_usage("%s cannot run on this device: %s", ts_op_name(ts_op_instance_op(inst)), why);
+  rc = tt_check_runnable(inst, backend, point);
+  if (rc != TT_EXIT_OK)
+    return rc;
 
-  /* In the tuner's candidate worker: a kernel that crashes, hangs past --timeout or leaves the
-   * device unusable is a status in the profile, not the end of this process. The worker
-   * records the trial's timeline (its events join this process's range) and counters, and
-   * on a GPU runs the hardware-metrics pass after the timed run. */
+  /* In the tuner's candidate worker (tt_run_point), which records the trial's timeline (its
+   * events join this process's range) and counters, and on a GPU runs the hardware-metrics
+   * pass after the timed run. */
   TsRunOptions opt;
   ts_run_options_init(&opt);
   opt.seed = (guint64)a->seed;
   gboolean metrics = !no_metrics && ts_backend_has_metrics(backend);
-  g_autofree char *shape = ts_shape_to_string(ts_op_instance_shape(inst));
-  g_autofree char *dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(inst));
-  g_autofree char *schedule = ts_sched_point_to_string(point);
-  g_autofree char *exe = tt_self_exe();
-  g_autoptr(TsTuneWorker) worker = ts_tune_worker_new(exe);
   g_auto(TtTimeline) tl = {0};
   g_autofree char *range = g_strdup_printf("tessera: profile %s", op);
   tt_timeline_start(&tl, NULL, range);
-  TsTuneRequest q = {
-    .op = ts_op_name(ts_op_instance_op(inst)),
-    .shape = shape,
-    .dtype = dtype,
-    .schedule = schedule,
-    .backend = ts_backend_name(backend),
-    .cache_dir = ts_backend_get_cache_dir(backend),
-    .options = opt,
-    .trace = tl.trace,
-    .metrics = metrics,
-  };
-  g_autoptr(TsTrialResult) r = ts_tune_worker_run(worker, &q, a->timeout_s, &error);
+  g_autoptr(TsTrialResult) r =
+    tt_run_point(inst, backend, point, &opt, tl.trace, metrics, a->timeout_s, &error);
   tt_timeline_stop(&tl);
   if (r == NULL)
     return tt_fail(tt_error_code(error), error);
-  if (r->status == TS_TRIAL_OK && r->samples_ns->len > 0)
-    ts_trial_result_summarise(r, inst);
   metrics = metrics && r->gpu_metrics_json != NULL;
 
   /* The trial, as the tuner would have stored it (a point already stored keeps its row). */

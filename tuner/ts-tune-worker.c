@@ -213,19 +213,6 @@ read_line(int fd, GString *buf, int timeout_ms, gboolean *timed_out)
   }
 }
 
-char *
-ts_tune_worker_read_request(int fd, GString *buf)
-{
-  gboolean timed_out;
-  return read_line(fd, buf, -1, &timed_out);
-}
-
-gboolean
-ts_tune_worker_write_reply(int fd, const char *reply)
-{
-  return write_line(fd, reply);
-}
-
 typedef struct {
   GHashTable *instances; /* "op|shape|dtype" -> TsOpInstance */
   GHashTable *backends;  /* name -> TsBackend */
@@ -252,8 +239,9 @@ lost_result(TsTrialResult *r, GError *error, const char *lost)
 }
 
 static char *
-serve(WorkerState *st, const char *line, gboolean *exiting)
+serve(gpointer data, const char *line, gboolean *exiting)
 {
+  WorkerState *st = data;
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) error = NULL;
   if (!json_parser_load_from_data(parser, line, -1, &error))
@@ -349,6 +337,24 @@ serve(WorkerState *st, const char *line, gboolean *exiting)
 }
 
 int
+ts_tune_worker_loop(int in_fd, int out_fd, TsTuneWorkerServe serve_line, gpointer data)
+{
+  g_autoptr(GString) buf = g_string_new(NULL);
+  for (;;) {
+    gboolean timed_out;
+    g_autofree char *line = read_line(in_fd, buf, -1, &timed_out);
+    if (line == NULL)
+      return 0;
+    gboolean exiting = FALSE;
+    g_autofree char *reply = serve_line(data, line, &exiting);
+    if (!write_line(out_fd, reply))
+      return 1;
+    if (exiting)
+      return 0;
+  }
+}
+
+int
 ts_tune_worker_main(int in_fd, int out_fd)
 {
   WorkerState st = {
@@ -357,22 +363,7 @@ ts_tune_worker_main(int in_fd, int out_fd)
     .backends = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                       (GDestroyNotify)ts_backend_free),
   };
-  g_autoptr(GString) buf = g_string_new(NULL);
-  int status = 0;
-  for (;;) {
-    gboolean timed_out;
-    g_autofree char *line = read_line(in_fd, buf, -1, &timed_out);
-    if (line == NULL)
-      break;
-    gboolean exiting = FALSE;
-    g_autofree char *reply = serve(&st, line, &exiting);
-    if (!write_line(out_fd, reply)) {
-      status = 1;
-      break;
-    }
-    if (exiting)
-      break;
-  }
+  int status = ts_tune_worker_loop(in_fd, out_fd, serve, &st);
   g_hash_table_unref(st.instances);
   g_hash_table_unref(st.backends);
   return status;

@@ -65,10 +65,11 @@ typedef enum {
  * fresh worker; GError only when no worker can be started (*why NULL). */
 char *ts_tune_worker_call(TsTuneWorker *worker, const char *request, double timeout_s,
                           TsTuneWorkerFate *fate, char **why, GError **error);
-/* The worker's side of that protocol: the next request line (NULL at the end of input; buf
- * keeps what was read past it), and an answer line. */
-char *ts_tune_worker_read_request(int fd, GString *buf);
-gboolean ts_tune_worker_write_reply(int fd, const char *reply);
+/* The worker's side of that protocol: each request line answered by serve (which sets
+ * *exiting to end the process after its answer) until the input ends. Returns the process exit
+ * status. */
+typedef char *(*TsTuneWorkerServe)(gpointer data, const char *line, gboolean *exiting);
+int ts_tune_worker_loop(int in_fd, int out_fd, TsTuneWorkerServe serve, gpointer data);
 /* Kills the running worker, if any (a caller that gives up on its state). */
 void ts_tune_worker_stop(TsTuneWorker *worker);
 

@@ -276,9 +276,11 @@ remeasure_incumbent(Loop *l, TsDbTrial **best, const TsDbTrial *challenger, GErr
     return TRUE;
   g_hash_table_add(l->remeasured, g_memdup2(&b->id, sizeof b->id));
   g_autoptr(TsSchedPoint) point = ts_sched_point_parse(b->schedule, NULL);
+  if (point == NULL)
+    return TRUE; /* not a point of this generator: nothing to re-measure */
   g_autoptr(TsTrialResult) r = NULL;
-  if (point == NULL || !measure_point(l, point, &r, error))
-    return point == NULL; /* not a point of this generator: nothing to re-measure */
+  if (!measure_point(l, point, &r, error))
+    return FALSE;
   l->sum->n_remeasured++;
   if (r->status != TS_TRIAL_OK || r->samples_ns->len == 0 ||
       !(ts_stats_rel_iqr((double *)r->samples_ns->data, r->samples_ns->len) < spread))
