@@ -21,6 +21,7 @@ geometric means; also the ratio when each tool's strategy is chosen on the odd s
 on the even ones (choosing the best on the same seeds it is scored on flatters both tools).
 A benchmark, not a test."""
 import argparse
+import hashlib
 import glob
 import gzip
 import json
@@ -102,12 +103,36 @@ def kt_one(job):
     return strategy, seed, None, time.time() - t0
 
 
-def run_kernel_tuner(path, opt, budget, seeds, strategies, workers, tmp):
+def kt_cache_path(cache_dir, path, budget):
+    """Kernel Tuner's runs are deterministic for a file, version, strategy, seed and budget, and
+    take an hour of CPU for the seven files: they are kept, keyed by all five, so that a rerun
+    after a change to tessera's side measures only that side."""
+    import kernel_tuner
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    return os.path.join(cache_dir, "kt%s-%s-b%d.json" % (kernel_tuner.__version__, digest, budget))
+
+
+def run_kernel_tuner(path, opt, budget, seeds, strategies, workers, tmp, cache_dir):
     plain = os.path.join(tmp, os.path.basename(path).replace(".gz", ""))
     with open(plain, "w") as f:  # Kernel Tuner reads plain JSON, and may touch its cache file
         json.dump(load_cache(path), f)
-    jobs = [(plain, s, seed, budget, opt) for s in strategies for seed in range(1, seeds + 1)]
+    kept = {}
+    store = kt_cache_path(cache_dir, path, budget) if cache_dir else None
+    if store and os.path.exists(store):
+        with open(store) as f:
+            kept = json.load(f)
     out, errors, seconds = {s: [None] * seeds for s in strategies}, {}, {}
+    jobs = []
+    for s in strategies:
+        for seed in range(1, seeds + 1):
+            k = "%s/%d" % (s, seed)
+            if k in kept:
+                evals, dt = kept[k]
+                seconds[s] = seconds.get(s, 0) + dt
+                out[s][seed - 1] = evals
+            else:
+                jobs.append((plain, s, seed, budget, opt))
     with multiprocessing.Pool(workers) as pool:
         for s, seed, evals, dt in pool.imap_unordered(kt_one, jobs):
             seconds[s] = seconds.get(s, 0) + dt
@@ -115,6 +140,12 @@ def run_kernel_tuner(path, opt, budget, seeds, strategies, workers, tmp):
                 errors[s] = evals
             else:
                 out[s][seed - 1] = evals
+                kept["%s/%d" % (s, seed)] = (evals, dt)
+    if store and jobs:
+        os.makedirs(cache_dir, exist_ok=True)
+        with open(store + ".tmp", "w") as f:
+            json.dump(kept, f)
+        os.replace(store + ".tmp", store)
     for s in errors:
         del out[s]
     return out, errors, seconds
@@ -146,6 +177,8 @@ def main():
     ap.add_argument("--kt-strategies", default=",".join(KT_STRATEGIES))
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--default", default="model", help="tessera's default strategy")
+    ap.add_argument("--kt-cache", default="",
+                    help="directory keeping Kernel Tuner's results between runs (none: rerun)")
     a = ap.parse_args()
     files = sorted(glob.glob(os.path.join(a.data, "*.json*"))) if os.path.isdir(a.data) \
         else [a.data]
@@ -178,7 +211,7 @@ def main():
             if kt:
                 theirs, errors, kt_s = run_kernel_tuner(path, cache_opt, a.budget, a.seeds,
                                                         a.kt_strategies.split(","), a.workers,
-                                                        tmp)
+                                                        tmp, a.kt_cache)
             print("\n## %s (optimum %.4g ms)" % (name, opt))
             print("%-26s %10s %9s" % ("strategy", "capped", "reached"))
             rows = [("tessera " + s, e) for s, e in mine.items()] + \

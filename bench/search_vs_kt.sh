@@ -24,4 +24,5 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import kernel_tuner' 
   fi
 fi
 "$VENV/bin/python" -c 'import kernel_tuner' 2>/dev/null && PY=$VENV/bin/python
-exec "$PY" bench/search_vs_kt.py --tt "$BUILD/tools/tessera-tune" --data "$DATA" "$@"
+exec "$PY" bench/search_vs_kt.py --tt "$BUILD/tools/tessera-tune" --data "$DATA" \
+  --kt-cache "$BUILD/bench-kt-cache" "$@"
