@@ -542,8 +542,8 @@ recorded_like_evals(const char *strategy)
 
 /* The default strategy's regression test: on this landscape (24 of its 4092 points within 95%
  * of the optimum, 252 failing) random search needs 147 evaluations, capped, and the model
- * strategy 41; the model strategy of before its bootstrap ensemble and failure handling needed
- * 57, which the bound of 50 rejects. */
+ * strategy 33; the model strategy of before its bootstrap ensemble, failure handling and
+ * farthest-point exploration needed 57, which the bound of 50 rejects. */
 static void
 test_recorded_like(void)
 {

