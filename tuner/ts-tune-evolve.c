@@ -13,15 +13,21 @@
  * probability max(1/knobs, 0.1) — at least one mutation per child on average, Kernel Tuner's
  * 1 in 10 for many knobs — to an adjacent value or, half the time, any value. A child that is
  * invalid or seen is re-drawn, at most 32 times, then a random unseen valid point is taken
- * instead, which also keeps a converged population from stalling. */
+ * instead, which also keeps a converged population from stalling.
+ *
+ * With a prior (a ranking learnt on other devices' recordings of the kernel, or on other
+ * workloads), the initial population is the prior's best of PRIOR_DRAWS random valid points
+ * rather than the first 20 drawn: the search starts where the other GPUs were fast. */
 #include <math.h>
 #include <string.h>
 
+#include "ts-cost-model.h"
 #include "ts-tune-strategy-private.h"
 
 #define POP 20
 #define TOURNAMENT 3
 #define CHILD_TRIES 32
+#define PRIOR_DRAWS 512
 
 typedef struct {
   guint *digits;
@@ -39,6 +45,11 @@ typedef struct {
   guint64 n_observed;
   GHashTable *pending; /* digits keys of proposals awaiting their cost */
   guint *tmp;
+  const TsCostTarget *target;
+  const TsCostModel *prior;
+  GPtrArray *ranked; /* TsSchedPoint*, the prior's ranking of drawn points, best last; NULL
+                      * until drawn. Points drawn are gone from the sampler's enumeration, so
+                      * the ones left serve as random picks later. */
 } Evolve;
 
 static char *
@@ -77,6 +88,8 @@ evolve_destroy(gpointer state)
     g_free(e->pop[i].digits);
   g_hash_table_unref(e->pending);
   g_free(e->tmp);
+  if (e->ranked)
+    g_ptr_array_unref(e->ranked);
   g_free(e);
 }
 
@@ -110,6 +123,91 @@ make_child(Evolve *e)
   }
 }
 
+static void
+evolve_set_cost(gpointer state, const TsCostTarget *target, const TsCostModel *prior)
+{
+  Evolve *e = state;
+  e->target = target;
+  e->prior = prior;
+}
+
+typedef struct {
+  TsTuneSeenFunc seen;
+  gpointer seen_data;
+  GHashTable *drawn;
+} DrawSeen;
+
+static gboolean
+draw_seen(gpointer data, const TsSchedPoint *p)
+{
+  DrawSeen *d = data;
+  return g_hash_table_contains(d->drawn, ts_sched_point_hash(p)) || d->seen(d->seen_data, p);
+}
+
+typedef struct {
+  TsSchedPoint *point;
+  double score;
+} Scored;
+
+static int
+scored_cmp(gconstpointer a, gconstpointer b)
+{
+  double x = ((const Scored *)a)->score, y = ((const Scored *)b)->score;
+  return x < y ? -1 : x > y; /* ascending: the best ends last */
+}
+
+/* Draws PRIOR_DRAWS unseen valid points and orders them by the prior's score. */
+static gboolean
+rank_by_prior(Evolve *e, TsTuneSeenFunc seen, gpointer seen_data, GError **error)
+{
+  g_autoptr(GHashTable) drawn = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  DrawSeen ds = {seen, seen_data, drawn};
+  g_autoptr(GArray) pts = g_array_new(FALSE, FALSE, sizeof(Scored));
+  while (pts->len < PRIOR_DRAWS) {
+    GError *local = NULL;
+    TsSchedPoint *p = ts__tune_sampler_next(e->sampler, draw_seen, &ds, &local);
+    if (local) {
+      for (guint i = 0; i < pts->len; i++)
+        ts_sched_point_free(g_array_index(pts, Scored, i).point);
+      g_propagate_error(error, local);
+      return FALSE;
+    }
+    if (!p)
+      break;
+    g_hash_table_add(drawn, g_strdup(ts_sched_point_hash(p)));
+    Scored sc = {p, -INFINITY};
+    g_array_append_val(pts, sc);
+  }
+  guint nf = ts_cost_n_features(e->target);
+  const char *const *names = ts_cost_feature_names(e->target);
+  g_autofree float *rows = g_new(float, (gsize)MAX(pts->len, 1) * nf);
+  g_autofree double *scores = g_new0(double, MAX(pts->len, 1));
+  for (guint i = 0; i < pts->len; i++)
+    ts_cost_features(e->target, g_array_index(pts, Scored, i).point, NULL, rows + (gsize)i * nf);
+  if (ts_cost_model_predict_rows(e->prior, names, nf, rows, pts->len, scores, NULL))
+    for (guint i = 0; i < pts->len; i++)
+      g_array_index(pts, Scored, i).score = isfinite(scores[i]) ? scores[i] : -INFINITY;
+  /* Equal scores keep the draw's (random) order: a stable sort of an array already random. */
+  g_array_sort(pts, scored_cmp);
+  e->ranked = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
+  for (guint i = 0; i < pts->len; i++)
+    g_ptr_array_add(e->ranked, g_array_index(pts, Scored, i).point);
+  return TRUE;
+}
+
+/* The best remaining point of the prior's ranking that is still unseen, or NULL. */
+static TsSchedPoint *
+take_ranked(Evolve *e, TsTuneSeenFunc seen, gpointer seen_data)
+{
+  while (e->ranked && e->ranked->len > 0) {
+    TsSchedPoint *p = g_ptr_array_steal_index(e->ranked, e->ranked->len - 1);
+    if (!seen(seen_data, p))
+      return p;
+    ts_sched_point_free(p);
+  }
+  return NULL;
+}
+
 static gboolean
 evolve_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data, GPtrArray *out,
                GError **error)
@@ -129,6 +227,11 @@ evolve_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data,
       if (v > 0)
         p = g_steal_pointer(&c);
     }
+    if (!p && initial && e->prior && e->target && !e->ranked &&
+        !rank_by_prior(e, seen, seen_data, error))
+      return FALSE;
+    if (!p)
+      p = take_ranked(e, seen, seen_data);
     if (!p) {
       GError *local = NULL;
       p = ts__tune_sampler_next(e->sampler, seen, seen_data, &local);
@@ -175,4 +278,5 @@ const TsTuneStrategyClass ts__tune_evolutionary_class = {
     .destroy = evolve_destroy,
     .propose = evolve_propose,
     .observe = evolve_observe,
+    .set_cost = evolve_set_cost,
 };
