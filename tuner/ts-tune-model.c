@@ -30,6 +30,12 @@
 #define ENSEMBLE 5        /* online models, each on a bootstrap resample of the measurements */
 #define KAPPA 1.0         /* weight of the ensemble's disagreement in the score */
 #define SPREAD_TRY 64     /* pool members an exploration pick chooses among */
+/* Observed points an exploration pick keeps away from, the most recent of each kind. A search
+ * of hundreds of evaluations keeps every point that ran; failures can pile up at no cost (a
+ * replayed recording of 3 of 10^9 configurations proposes 10^5 of them), and a pick compares
+ * with each point kept. */
+#define SPREAD_RAN 512
+#define SPREAD_FAILED 64
 #define FEW_VALUES 4      /* a knob with at most this many values may be unordered */
 
 typedef struct {
@@ -54,6 +60,11 @@ typedef struct {
 } Scale;
 
 typedef struct {
+  GPtrArray *digits; /* guint*, at most the ring's capacity */
+  guint next;        /* the oldest, replaced next once full */
+} Ring;
+
+typedef struct {
   const TsSchedSpace *space;
   const TsSchedEnv *env;
   GRand *rng;
@@ -70,7 +81,7 @@ typedef struct {
   int est_col;     /* "est.log2_time" in cols, or -1 */
   GPtrArray *pool; /* Cand* */
   GHashTable *in_pool; /* key -> Cand* (borrowed from pool) */
-  GPtrArray *visited;  /* guint* digits of every observed point */
+  Ring *ran, *failed;  /* digits of the points observed, that ran and that failed */
   gboolean flat;        /* the first ranking ranks nothing (all candidates tie) */
   GArray *best;        /* Measured, the NEIGHBOURS_OF cheapest verified, cheapest first */
   guint n_ok, n_observed, since_train;
@@ -111,7 +122,10 @@ model_create(const TsSchedSpace *space, const TsSchedEnv *env, GRand *rng, GErro
   m->pool = g_ptr_array_new_with_free_func(cand_free);
   m->in_pool = g_hash_table_new(g_str_hash, g_str_equal);
   m->best = g_array_new(FALSE, FALSE, sizeof(Measured));
-  m->visited = g_ptr_array_new_with_free_func(g_free);
+  m->ran = g_new0(Ring, 1);
+  m->ran->digits = g_ptr_array_new_with_free_func(g_free);
+  m->failed = g_new0(Ring, 1);
+  m->failed->digits = g_ptr_array_new_with_free_func(g_free);
   m->est_col = -1;
   m->base_scale = m->online_scale = (Scale){0, 1};
   return m;
@@ -134,7 +148,10 @@ model_destroy(gpointer state)
   for (guint i = 0; i < m->best->len; i++)
     measured_clear(&g_array_index(m->best, Measured, i));
   g_array_unref(m->best);
-  g_ptr_array_unref(m->visited);
+  g_ptr_array_unref(m->ran->digits);
+  g_free(m->ran);
+  g_ptr_array_unref(m->failed->digits);
+  g_free(m->failed);
   g_free(m);
 }
 
@@ -498,9 +515,12 @@ spread_pick(Model *m)
     Cand *c = m->pool->pdata[ts__tune_rand_below(m->rng, m->pool->len)];
     if (!ts__tune_point_digits(m->space, c->point, d))
       return c;
+    /* Its distance to the nearest kept point, given up once it cannot beat the best so far. */
     double near = INFINITY;
-    for (guint i = 0; i < m->visited->len; i++)
-      near = MIN(near, distance(m->space, d, m->visited->pdata[i]));
+    const Ring *rings[] = {m->ran, m->failed};
+    for (guint r = 0; r < G_N_ELEMENTS(rings) && near > best; r++)
+      for (guint i = 0; i < rings[r]->digits->len && near > best; i++)
+        near = MIN(near, distance(m->space, d, rings[r]->digits->pdata[i]));
     if (near > best) {
       best = near;
       pick = c;
@@ -548,6 +568,23 @@ model_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data, 
 }
 
 static void
+remember(Ring *r, const TsSchedSpace *space, const TsSchedPoint *p, guint capacity)
+{
+  guint *d = g_new0(guint, MAX(ts_sched_space_n_knobs(space), 1));
+  if (!ts__tune_point_digits(space, p, d)) {
+    g_free(d);
+    return;
+  }
+  if (r->digits->len < capacity) {
+    g_ptr_array_add(r->digits, d);
+    return;
+  }
+  g_free(r->digits->pdata[r->next]);
+  r->digits->pdata[r->next] = d;
+  r->next = (r->next + 1) % capacity;
+}
+
+static void
 keep_best(Model *m, const TsSchedPoint *p, double cost)
 {
   guint at = 0;
@@ -584,11 +621,7 @@ model_observe(gpointer state, const TsSchedPoint *p, gboolean ok, double cost)
   if (ok)
     row = c ? g_memdup2(c->row, m->cols->len * sizeof(float)) : features(m, p);
   pool_remove(m, key);
-  guint *vd = g_new0(guint, MAX(ts_sched_space_n_knobs(m->space), 1));
-  if (ts__tune_point_digits(m->space, p, vd))
-    g_ptr_array_add(m->visited, vd);
-  else
-    g_free(vd);
+  remember(ok ? m->ran : m->failed, m->space, p, ok ? SPREAD_RAN : SPREAD_FAILED);
   if (ok) {
     g_ptr_array_add(m->obs_rows, row);
     g_array_append_val(m->obs_cost, cost);
