@@ -100,7 +100,7 @@ json.dump({"device_name": "Synthetic GPU", "kernel_name": "sparse", "problem_siz
            "objective": "time", "cache": cache}, open(sys.argv[1], "w"))
 PY
 n=$((n+1))
-out=$(timeout 120 "$TT" strategies compare --replay "$sparse" --budget 3 --repeats 1 2>&1) ||
+out=$(timeout 300 "$TT" strategies compare --replay "$sparse" --budget 3 --repeats 1 2>&1) ||
   { echo "$out" | tail -5; echo "not ok $n - compare on a sparse recording did not end"; exit 1; }
 echo "$out" | grep -q '3 recorded of 1000000000 configurations' ||
   { echo "$out" | tail -5; echo "not ok $n - compare on a sparse recording"; exit 1; }

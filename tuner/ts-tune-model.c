@@ -41,6 +41,7 @@
 typedef struct {
   TsSchedPoint *point;
   char *key;
+  guint *digits; /* value index per knob; NULL for a point outside the space's lists */
   float *row;   /* features (n_cols) */
   double base;   /* prior score, or minus the estimated log2 time, or 0 */
   double raw[ENSEMBLE]; /* each online model's score */
@@ -82,6 +83,7 @@ typedef struct {
   GPtrArray *pool; /* Cand* */
   GHashTable *in_pool; /* key -> Cand* (borrowed from pool) */
   Ring *ran, *failed;  /* digits of the points observed, that ran and that failed */
+  double *scale;       /* knob_scale(), made at first use */
   gboolean flat;        /* the first ranking ranks nothing (all candidates tie) */
   GArray *best;        /* Measured, the NEIGHBOURS_OF cheapest verified, cheapest first */
   guint n_ok, n_observed, since_train;
@@ -98,6 +100,7 @@ cand_free(gpointer p)
   Cand *c = p;
   ts_sched_point_free(c->point);
   g_free(c->key);
+  g_free(c->digits);
   g_free(c->row);
   g_free(c);
 }
@@ -148,6 +151,7 @@ model_destroy(gpointer state)
   for (guint i = 0; i < m->best->len; i++)
     measured_clear(&g_array_index(m->best, Measured, i));
   g_array_unref(m->best);
+  g_free(m->scale);
   g_ptr_array_unref(m->ran->digits);
   g_free(m->ran);
   g_ptr_array_unref(m->failed->digits);
@@ -224,6 +228,9 @@ pool_add(Model *m, TsSchedPoint *p)
   Cand *c = g_new0(Cand, 1);
   c->point = p;
   c->key = g_strdup(ts_sched_point_hash(p));
+  c->digits = g_new0(guint, MAX(ts_sched_space_n_knobs(m->space), 1));
+  if (!ts__tune_point_digits(m->space, p, c->digits))
+    g_clear_pointer(&c->digits, g_free);
   c->row = features(m, p);
   c->base = base_score(m, c->row);
   c->online = NAN;
@@ -480,20 +487,30 @@ retrain(Model *m)
 
 /* ---- the class ---- */
 
-/* Distance between two points: a knob of few values (possibly unordered) counts 1 when it
- * differs, an ordered knob its difference in steps over its range. */
+/* Per knob, what a difference of one value index is worth in distance(): 0 for a knob of one
+ * value, a negative mark for one of few values (possibly unordered: 1 whenever it differs), and
+ * 1 / (steps in the range) for an ordered one. */
+static double *
+knob_scale(const TsSchedSpace *space)
+{
+  guint nk = ts_sched_space_n_knobs(space);
+  double *w = g_new0(double, MAX(nk, 1));
+  for (guint k = 0; k < nk; k++) {
+    guint nv = ts_sched_space_n_values(space, k);
+    w[k] = nv < 2 ? 0 : nv <= FEW_VALUES ? -1 : 1.0 / (nv - 1);
+  }
+  return w;
+}
+
+/* Distance between two points, or any value >= stop once it is clear that it is. */
 static double
-distance(const TsSchedSpace *space, const guint *a, const guint *b)
+distance(const double *scale, guint nk, const guint *a, const guint *b, double stop)
 {
   double d = 0;
-  for (guint k = 0; k < ts_sched_space_n_knobs(space); k++) {
-    guint nv = ts_sched_space_n_values(space, k);
-    if (nv < 2)
+  for (guint k = 0; k < nk && d < stop; k++) {
+    if (a[k] == b[k])
       continue;
-    if (nv <= FEW_VALUES)
-      d += a[k] != b[k];
-    else
-      d += fabs((double)a[k] - (double)b[k]) / (nv - 1);
+    d += scale[k] < 0 ? 1 : scale[k] * fabs((double)a[k] - (double)b[k]);
   }
   return d;
 }
@@ -507,20 +524,22 @@ distance(const TsSchedSpace *space, const guint *a, const guint *b)
 static Cand *
 spread_pick(Model *m)
 {
-  guint nk = ts_sched_space_n_knobs(m->space);
-  g_autofree guint *d = g_new0(guint, MAX(nk, 1));
   Cand *pick = NULL;
   double best = -1;
+  guint nk = ts_sched_space_n_knobs(m->space);
+  if (m->scale == NULL)
+    m->scale = knob_scale(m->space);
   for (guint t = 0; t < SPREAD_TRY; t++) {
     Cand *c = m->pool->pdata[ts__tune_rand_below(m->rng, m->pool->len)];
-    if (!ts__tune_point_digits(m->space, c->point, d))
+    const guint *d = c->digits;
+    if (d == NULL)
       return c;
     /* Its distance to the nearest kept point, given up once it cannot beat the best so far. */
     double near = INFINITY;
     const Ring *rings[] = {m->ran, m->failed};
     for (guint r = 0; r < G_N_ELEMENTS(rings) && near > best; r++)
       for (guint i = 0; i < rings[r]->digits->len && near > best; i++)
-        near = MIN(near, distance(m->space, d, rings[r]->digits->pdata[i]));
+        near = MIN(near, distance(m->scale, nk, d, rings[r]->digits->pdata[i], near));
     if (near > best) {
       best = near;
       pick = c;
@@ -540,7 +559,11 @@ model_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data, 
   gboolean first = m->pool->len == 0 && m->n_observed == 0;
   gboolean ok = fill_pool(m, error);
   if (ok) {
-    score_new(m, m->rescore || first);
+    /* While nothing ranks the pool every pick spreads out, and new candidates need no score
+     * until the online model arrives (which rescores them all). */
+    gboolean all = m->rescore || first;
+    if (all || m->trained || !m->flat)
+      score_new(m, all);
     m->rescore = FALSE;
   }
   for (guint i = 0; ok && i < n && m->pool->len > 0; i++) {
