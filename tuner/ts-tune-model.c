@@ -82,7 +82,7 @@ typedef struct {
   int est_col;     /* "est.log2_time" in cols, or -1 */
   GPtrArray *pool; /* Cand* */
   GHashTable *in_pool; /* key -> Cand* (borrowed from pool) */
-  Ring *ran, *failed;  /* digits of the points observed, that ran and that failed */
+  Ring ran, failed;    /* digits of the points observed, that ran and that failed */
   double *scale;       /* knob_scale(), made at first use */
   gboolean flat;        /* the first ranking ranks nothing (all candidates tie) */
   GArray *best;        /* Measured, the NEIGHBOURS_OF cheapest verified, cheapest first */
@@ -125,10 +125,8 @@ model_create(const TsSchedSpace *space, const TsSchedEnv *env, GRand *rng, GErro
   m->pool = g_ptr_array_new_with_free_func(cand_free);
   m->in_pool = g_hash_table_new(g_str_hash, g_str_equal);
   m->best = g_array_new(FALSE, FALSE, sizeof(Measured));
-  m->ran = g_new0(Ring, 1);
-  m->ran->digits = g_ptr_array_new_with_free_func(g_free);
-  m->failed = g_new0(Ring, 1);
-  m->failed->digits = g_ptr_array_new_with_free_func(g_free);
+  m->ran.digits = g_ptr_array_new_with_free_func(g_free);
+  m->failed.digits = g_ptr_array_new_with_free_func(g_free);
   m->est_col = -1;
   m->base_scale = m->online_scale = (Scale){0, 1};
   return m;
@@ -152,10 +150,8 @@ model_destroy(gpointer state)
     measured_clear(&g_array_index(m->best, Measured, i));
   g_array_unref(m->best);
   g_free(m->scale);
-  g_ptr_array_unref(m->ran->digits);
-  g_free(m->ran);
-  g_ptr_array_unref(m->failed->digits);
-  g_free(m->failed);
+  g_ptr_array_unref(m->ran.digits);
+  g_ptr_array_unref(m->failed.digits);
   g_free(m);
 }
 
@@ -327,14 +323,16 @@ fill_pool(Model *m, GError **error)
 
 /* Mean and standard deviation of the pool's scores of one kind, from the last full rescoring:
  * candidates added later are placed on the same scale without rescoring the whole pool. */
+enum { SCALE_BASE = -2, SCALE_ONLINE = -1 }; /* or an ensemble member's index */
+
 static Scale
-scale_of(const Model *m, gboolean online)
+scale_of(const Model *m, int which)
 {
   double s = 0, s2 = 0;
   guint n = 0;
   for (guint i = 0; i < m->pool->len; i++) {
     const Cand *c = m->pool->pdata[i];
-    double v = online ? c->online : c->base;
+    double v = which == SCALE_BASE ? c->base : which == SCALE_ONLINE ? c->online : c->raw[which];
     if (!isfinite(v))
       continue;
     s += v;
@@ -363,23 +361,6 @@ blend(const Model *m, Cand *c)
   }
   double o = (c->online - m->online_scale.mean) / m->online_scale.sd;
   c->score = w * o + (1 - w) * b;
-}
-
-static Scale
-member_scale(const Model *m, guint e)
-{
-  double s = 0, s2 = 0;
-  guint n = 0;
-  for (guint i = 0; i < m->pool->len; i++) {
-    double v = ((const Cand *)m->pool->pdata[i])->raw[e];
-    if (!isfinite(v))
-      continue;
-    s += v;
-    s2 += v * v;
-    n++;
-  }
-  double mean = n ? s / n : 0, var = n ? s2 / n - mean * mean : 0;
-  return (Scale){mean, var > 1e-24 ? sqrt(var) : 1};
 }
 
 /* The ensemble's members rank on scales of their own: each is made a z-score over the pool,
@@ -430,17 +411,17 @@ score_new(Model *m, gboolean all)
       for (guint i = 0; i < todo->len; i++)
         ((Cand *)todo->pdata[i])->raw[e] = ok ? on[i] : NAN;
       if (all)
-        m->member_scale[e] = member_scale(m, e);
+        m->member_scale[e] = scale_of(m, (int)e);
     }
     for (guint i = 0; i < todo->len; i++)
       combine(m, todo->pdata[i]);
   }
   if (all) {
-    m->base_scale = scale_of(m, FALSE);
+    m->base_scale = scale_of(m, SCALE_BASE);
     m->flat = TRUE;
     for (guint i = 1; i < m->pool->len && m->flat; i++)
       m->flat = ((Cand *)m->pool->pdata[i])->base == ((Cand *)m->pool->pdata[0])->base;
-    m->online_scale = scale_of(m, TRUE);
+    m->online_scale = scale_of(m, SCALE_ONLINE);
     for (guint i = 0; i < m->pool->len; i++)
       blend(m, m->pool->pdata[i]);
   } else {
@@ -536,7 +517,7 @@ spread_pick(Model *m)
       return c;
     /* Its distance to the nearest kept point, given up once it cannot beat the best so far. */
     double near = INFINITY;
-    const Ring *rings[] = {m->ran, m->failed};
+    const Ring *rings[] = {&m->ran, &m->failed};
     for (guint r = 0; r < G_N_ELEMENTS(rings) && near > best; r++)
       for (guint i = 0; i < rings[r]->digits->len && near > best; i++)
         near = MIN(near, distance(m->scale, nk, d, rings[r]->digits->pdata[i], near));
@@ -644,7 +625,7 @@ model_observe(gpointer state, const TsSchedPoint *p, gboolean ok, double cost)
   if (ok)
     row = c ? g_memdup2(c->row, m->cols->len * sizeof(float)) : features(m, p);
   pool_remove(m, key);
-  remember(ok ? m->ran : m->failed, m->space, p, ok ? SPREAD_RAN : SPREAD_FAILED);
+  remember(ok ? &m->ran : &m->failed, m->space, p, ok ? SPREAD_RAN : SPREAD_FAILED);
   if (ok) {
     g_ptr_array_add(m->obs_rows, row);
     g_array_append_val(m->obs_cost, cost);
