@@ -321,10 +321,10 @@ fill_pool(Model *m, GError **error)
 
 /* ---- ranking ---- */
 
-/* Mean and standard deviation of the pool's scores of one kind, from the last full rescoring:
- * candidates added later are placed on the same scale without rescoring the whole pool. */
 enum { SCALE_BASE = -2, SCALE_ONLINE = -1 }; /* or an ensemble member's index */
 
+/* Mean and standard deviation of the pool's scores of one kind, from the last full rescoring:
+ * candidates added later are placed on the same scale without rescoring the whole pool. */
 static Scale
 scale_of(const Model *m, int which)
 {
