@@ -650,6 +650,15 @@ test_prior(void)
     g_assert_cmpfloat(b->capped_evals_to_95, <=, 2.0);
     g_assert_cmpfloat(b->capped_evals_to_95, <, a->capped_evals_to_95 / 2);
   }
+  /* With the recording's best configurations as seeds, the first evaluation is its optimum. */
+  g_autoptr(GPtrArray) seeds = ts_tune_replay_prior_seeds(priors, 64);
+  g_assert_cmpuint(seeds->len, ==, ts_tune_replay_n_valid(priors->pdata[0]));
+  ts_tune_replay_set_seeds(replay, seeds);
+  g_autoptr(TsTuneReplayComparison) seeded =
+    ts_tune_replay_compare(replay, strategies, 22, 10, 1, &error);
+  g_assert_no_error(error);
+  for (guint i = 0; strategies[i]; i++)
+    g_assert_cmpfloat(ts_tune_replay_comparison_score(seeded, i)->capped_evals_to_95, ==, 1.0);
 
   g_autoptr(GPtrArray) foreign = g_ptr_array_new_with_free_func((GDestroyNotify)ts_tune_replay_free);
   g_ptr_array_add(foreign, load_data_file("replay-t4.json"));
@@ -658,6 +667,49 @@ test_prior(void)
   g_assert_error(error, TS_TUNE_REPLAY_ERROR, TS_TUNE_REPLAY_ERROR_FORMAT);
   g_assert_nonnull(strstr(error->message, "no knob 'tile'"));
   g_assert_null(t2);
+}
+
+static TsTuneReplay *
+recording(const TsSchedSpace *space, const char *device, const double *times, guint n)
+{
+  TsTuneReplay *r = ts_tune_replay_new(space, device, device, "k");
+  for (guint i = 0; i < n; i++) {
+    if (isnan(times[i]))
+      continue; /* not recorded */
+    g_autoptr(TsSchedPoint) p = ts_sched_point_new();
+    ts_sched_point_set_int(p, "x", i + 1);
+    g_autoptr(GError) error = NULL;
+    g_assert_true(ts_tune_replay_add(r, p, times[i] < 0 ? TS_TUNE_REPLAY_RUNTIME_ERROR
+                                                        : TS_TUNE_REPLAY_OK,
+                                     fabs(times[i]), 1.0, &error));
+    g_assert_no_error(error);
+  }
+  return r;
+}
+
+/* The seeds of several priors: each file's best, then each one's second, ..., each point once,
+ * never one that failed everywhere it was recorded. */
+static void
+test_prior_seeds(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsSchedSpace) space = ts_sched_space_parse("dict(x=[1,2,3,4,5])", &error);
+  g_assert_no_error(error);
+  const double a[] = {3, 1, 2, -1, NAN}, b[] = {5, 2, 1, NAN, 4};
+  g_autoptr(GPtrArray) priors = g_ptr_array_new_with_free_func((GDestroyNotify)ts_tune_replay_free);
+  g_ptr_array_add(priors, recording(space, "A", a, G_N_ELEMENTS(a)));
+  g_ptr_array_add(priors, recording(space, "B", b, G_N_ELEMENTS(b)));
+  g_autoptr(GPtrArray) seeds = ts_tune_replay_prior_seeds(priors, 10);
+  /* A: 2 3 1; B: 3 2 5 1 -> 2 3 (3) (2) 1 5 (1) */
+  const gint64 want[] = {2, 3, 1, 5};
+  g_assert_cmpuint(seeds->len, ==, G_N_ELEMENTS(want));
+  for (guint i = 0; i < G_N_ELEMENTS(want); i++)
+    g_assert_cmpint(ts_sched_point_get_int(seeds->pdata[i], "x", -1), ==, want[i]);
+  g_autoptr(GPtrArray) two = ts_tune_replay_prior_seeds(priors, 2);
+  g_assert_cmpuint(two->len, ==, 2);
+  g_autoptr(GPtrArray) none = g_ptr_array_new();
+  g_autoptr(GPtrArray) empty = ts_tune_replay_prior_seeds(none, 10);
+  g_assert_cmpuint(empty->len, ==, 0);
 }
 
 int
@@ -683,5 +735,6 @@ main(int argc, char **argv)
   g_test_add_func("/replay/compare/errors", test_compare_errors);
   g_test_add_func("/replay/compare/samples", test_compare_samples);
   g_test_add_func("/replay/prior", test_prior);
+  g_test_add_func("/replay/prior-seeds", test_prior_seeds);
   return g_test_run();
 }

@@ -292,6 +292,59 @@ test_model_unranked(void)
   g_assert_cmpuint(g_hash_table_size(firsts), >=, 5);
 }
 
+/* Seeds (what other devices measured fastest): the model strategy measures the first 8 that are
+ * valid, in their order, before anything else; the evolutionary one starts its population with
+ * them; a point outside the space is dropped, an invalid or repeated one skipped; a strategy
+ * that does not warm-start keeps none. */
+static void
+test_seeds(void)
+{
+  g_autoptr(TsSchedSpace) space = parse_space(LANDSCAPE);
+  static const char *const text[] = {
+    "dict(a=1, b=1, c=0, d=0)",  "dict(a=12, b=1, c=0, d=0)" /* outside */,
+    "dict(a=3, b=1, c=0, d=0)" /* (a + c) % 7 == 3 */, "dict(a=1, b=1, c=0, d=0)" /* again */,
+    "dict(a=2, b=2, c=0, d=0)",  "dict(a=4, b=4, c=0, d=0)", "dict(a=5, b=5, c=0, d=0)",
+    "dict(a=6, b=6, c=0, d=0)",  "dict(a=7, b=7, c=0, d=0)", "dict(a=8, b=8, c=0, d=0)",
+    "dict(a=9, b=6, c=0, d=0)",  "dict(a=10, b=5, c=1, d=0)", "dict(a=11, b=4, c=0, d=0)"};
+  static const guint valid[] = {0, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  g_autoptr(GPtrArray) seeds = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
+  for (guint i = 0; i < G_N_ELEMENTS(text); i++) {
+    GError *error = NULL;
+    g_ptr_array_add(seeds, ts_sched_point_parse(text[i], &error));
+    g_assert_no_error(error);
+  }
+  Landscape ls;
+  landscape_init(&ls, space, SMOOTH, 0);
+  const struct {
+    const char *name;
+    guint kept, first; /* seeds kept; how many valid ones come first, in order */
+  } cases[] = {{"model", 12, 8}, {"evolutionary", 12, G_N_ELEMENTS(valid)}, {"random", 0, 0},
+               {"annealing", 0, 0}};
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    g_autoptr(TsTuneStrategy) s = new_strategy(cases[c].name, space, NULL, 3);
+    g_assert_cmpuint(ts_tune_strategy_set_seeds(s, seeds), ==, cases[c].kept);
+    guint from_seeds = 0;
+    for (guint i = 0; i < 12; i++) {
+      GError *error = NULL;
+      g_autoptr(GPtrArray) pts = ts_tune_strategy_propose(s, 1, &error);
+      g_assert_no_error(error);
+      g_assert_cmpuint(pts->len, ==, 1);
+      const TsSchedPoint *p = pts->pdata[0];
+      if (i < cases[c].first)
+        g_assert_true(ts_sched_point_equal(p, seeds->pdata[valid[i]]));
+      for (guint k = 0; k < G_N_ELEMENTS(valid); k++)
+        from_seeds += ts_sched_point_equal(p, seeds->pdata[valid[k]]);
+      gboolean ok;
+      double cost = landscape_cost(&ls, p, &ok);
+      ts_tune_strategy_observe(s, p, ok, cost);
+    }
+    g_test_message("%s: %u of its first 12 proposals were seeds", cases[c].name, from_seeds);
+    if (cases[c].kept == 0)
+      g_assert_cmpuint(from_seeds, <=, 2); /* by chance only: 10 of 2.6k valid points */
+  }
+  ts_sched_point_free(ls.opt);
+}
+
 /* Failures: with 7 in 10 points failing the optimum is still found; with every point failing
  * each strategy still proposes every valid point once and then stops, never stalls. */
 static void
@@ -677,6 +730,7 @@ main(int argc, char **argv)
   g_test_add_func("/strategy/full-coverage", test_full_coverage);
   g_test_add_func("/strategy/determinism", test_determinism);
   g_test_add_func("/strategy/model-unranked", test_model_unranked);
+  g_test_add_func("/strategy/seeds", test_seeds);
   g_test_add_func("/strategy/failures", test_failures);
   g_test_add_func("/strategy/resume", test_resume);
   g_test_add_func("/strategy/all-observed", test_all_observed);

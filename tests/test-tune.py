@@ -264,6 +264,32 @@ ok(p.returncode == 0 and "16 trials added" in p.stdout, "import adds the 16 tria
 p = tt("import", exp, "--db", db5, check=0)
 ok("0 trials added" in p.stdout, "importing twice adds nothing")
 
+# Warm start: the same workload's trials from before a kernel-generator upgrade (another
+# toolchain key) are the seeds of a new tune, best first. The imported copy ranks the slowest
+# point fastest, so only the seeds can make it the first one measured.
+with open(exp) as f:
+    old = json.load(f)
+old["toolchains"][0]["kgen_version"] = "tessera-kgen-0"
+slowest = max((t for t in old["trials"] if t["status"] == "ok"), key=lambda t: t["median_ns"])
+slowest["median_ns"] = 1.0
+slowest.update(samples_ns=[1.0] * 3, min_ns=1.0, max_ns=1.0)
+old["best"] = []
+old_exp = os.path.join(TMP, "old-toolchain.json")
+with open(old_exp, "w") as f:
+    json.dump(old, f)
+db_ws = os.path.join(TMP, "warm.db")
+tt("import", old_exp, "--db", db_ws, check=0)
+p = tt("tune", *GEMM, "--space", SPACE, "--budget", "1", "--db", db_ws, check=0)
+ok(p.returncode == 0 and re.search(r"^warm start: 16 configurations .* on 1 other", p.stdout, re.M),
+   "a tune warm-starts from the other toolchain's 16 trials: %s" % p.stdout[-300:])
+first = db_rows(db_ws, "SELECT t.schedule FROM trial t JOIN toolchain c ON c.id = t.toolchain_id "
+                "WHERE c.kgen_version != 'tessera-kgen-0' ORDER BY t.id")
+ok([r[0] for r in first] == [slowest["schedule"]],
+   "the first point measured is the other toolchain's best: %s" % first)
+p = tt("tune", *GEMM, "--space", SPACE, "--budget", "1", "--strategy", "random", "--db", db_ws,
+       "--json", check=0)
+ok(json.loads(p.stdout)["seeds"] == 0, "a strategy that does not warm-start takes no seeds")
+
 # Import checks meaning, not only types: each poisoned copy is refused whole, naming the JSON
 # path, and the cache is unchanged.
 with open(exp) as f:

@@ -108,8 +108,9 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
      "Recorded tuning file (Kernel Tuner cache JSON or T4 results, plain or gzip)", "FILE"},
     {"repeats", 0, 0, G_OPTION_ARG_INT, &a->repeats, "Seeds per strategy (default 10)", "R"},
     {"prior", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &a->prior,
-     "A recording of the same kernel on another device, as the prior of the model strategy "
-     "(its ranking) and the evolutionary one (its first population) (repeatable)", "FILE"},
+     "A recording of the same kernel on another device: its fastest configurations are measured "
+     "first by the model and evolutionary strategies, and its ranking is the model strategy's "
+     "prior (repeatable)", "FILE"},
     {"measure", 0, 0, G_OPTION_ARG_NONE, &a->measure,
      "Measure the device ceilings (FMA peak, memory bandwidth) and store them", NULL},
     {"arch", 0, 0, G_OPTION_ARG_STRING, &a->arch,

@@ -7,6 +7,7 @@
 
 #include "ts-cost-model.h"
 #include "ts-tune-replay.h"
+#include "ts-tune.h"
 #include "ts-tune-strategy.h"
 #include "tt-cli.h"
 
@@ -111,6 +112,12 @@ compare_cached(const char *op, TtArgs *a)
   g_autoptr(TsCostDataset) others = ts_cost_dataset_select(all, what, FALSE);
   g_autoptr(TsCostModel) prior = ts_cost_model_train(others, NULL, NULL);
   ts_tune_replay_set_context(replay, env, target, prior);
+  guint n_seed_keys = 0;
+  g_autoptr(GPtrArray) seeds = ts_tune_cache_seeds(db, k->workload_id, k->device_id,
+                                                   k->toolchain_id, &n_seed_keys, &error);
+  if (seeds == NULL)
+    return tt_fail(tt_error_code(error), error);
+  ts_tune_replay_set_seeds(replay, seeds);
 
   g_auto(GStrv) names = a->strategy ? g_strsplit(a->strategy, ",", -1) : NULL;
   g_autoptr(TsTuneReplayComparison) cmp =
@@ -132,6 +139,10 @@ compare_cached(const char *op, TtArgs *a)
   else
     g_print("# model prior: none (no other workload's trials); the analytic estimate ranks "
             "first\n");
+  if (seeds->len)
+    g_print("# seeds: %u configurations fastest for this workload on %u other device(s) or "
+            "toolchain(s)\n",
+            seeds->len, n_seed_keys);
   if (outside)
     g_print("# %u stored trials are not points of the space and were left out\n", outside);
   ts_tune_replay_comparison_print(cmp, stdout);
@@ -189,11 +200,14 @@ tt_cmd_strategies(int argc, char **argv)
   }
   g_autoptr(TsCostTarget) prior_target = NULL;
   g_autoptr(TsCostModel) prior = NULL;
+  g_autoptr(GPtrArray) seeds = NULL;
   if (priors->len) {
     prior = ts_tune_replay_train_prior(replay, priors, &prior_target, &error);
     if (prior == NULL)
       return tt_fail(TT_EXIT_USAGE, error);
     ts_tune_replay_set_context(replay, NULL, prior_target, prior);
+    seeds = ts_tune_replay_prior_seeds(priors, 64);
+    ts_tune_replay_set_seeds(replay, seeds);
   }
   g_auto(GStrv) names = a.strategy ? g_strsplit(a.strategy, ",", -1) : NULL;
   g_autoptr(TsTuneReplayComparison) cmp =

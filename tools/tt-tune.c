@@ -88,11 +88,12 @@ print_json(const TsTuneSummary *s, GPtrArray *trials, TsOpInstance *inst, guint 
   g_print("{\"workload\": \"%s\", \"best\": {\"trial\": %" G_GINT64_FORMAT
           ", \"schedule\": \"%s\", \"median_ns\": %.1f}, \"valid_points\": %" G_GUINT64_FORMAT
           ", \"resumed\": %u, \"measured\": %u, \"ok\": %u, \"failed\": %u, \"pruned\": %u, "
-          "\"shared\": %u, \"pending\": %u, \"remeasured\": %u, \"exhausted\": %s, "
+          "\"shared\": %u, \"pending\": %u, \"remeasured\": %u, \"seeds\": %u, "
+          "\"exhausted\": %s, "
           "\"elapsed_ms\": %.1f, \"top\": [",
           w, s->best_trial_id, b, s->best_trial_id ? s->best_median_ns : 0.0, s->n_valid,
           s->n_resumed, s->n_measured, s->n_ok, s->n_failed, s->n_pruned, s->n_shared,
-          s->n_pending, s->n_remeasured, s->exhausted ? "true" : "false", s->elapsed_ms);
+          s->n_pending, s->n_remeasured, s->n_seeds, s->exhausted ? "true" : "false", s->elapsed_ms);
   for (guint i = 0; i < MIN(top, trials->len); i++) {
     const TsDbTrial *t = g_ptr_array_index(trials, i);
     g_autofree char *sc = g_strescape(t->schedule, NULL);
@@ -339,6 +340,10 @@ tt_cmd_tune(int argc, char **argv)
       g_print("%u incumbent best(s) measured again: their samples were too spread (a busy "
               "machine) to judge faster-looking candidates against\n",
               sum.n_remeasured);
+    if (sum.n_seeds)
+      g_print("warm start: %u configurations that were fastest for this workload on %u other "
+              "device(s) or toolchain(s) in the cache, the best of them measured first\n",
+              sum.n_seeds, sum.n_seed_keys);
     if (sum.n_shared || sum.n_pending)
       g_print("%u proposed points were left to other tuners of this workload running at the "
               "same time: %u measured by them, %u still being measured when this run ended\n",

@@ -17,7 +17,8 @@
  *
  * With a prior (a ranking learnt on other devices' recordings of the kernel, or on other
  * workloads), the initial population is the prior's best of PRIOR_DRAWS random valid points
- * rather than the first 20 drawn: the search starts where the other GPUs were fast. */
+ * rather than the first 20 drawn: the search starts where the other GPUs were fast. Seeds (the
+ * configurations other devices measured fastest) come before either. */
 #include <math.h>
 #include <string.h>
 
@@ -50,6 +51,8 @@ typedef struct {
   GPtrArray *ranked; /* TsSchedPoint*, the prior's ranking of drawn points, best last; NULL
                       * until drawn. Points drawn are gone from the sampler's enumeration, so
                       * the ones left serve as random picks later. */
+  GPtrArray *seeds;  /* TsSchedPoint*, at most POP, best first; NULL: none */
+  guint seed_at;
 } Evolve;
 
 static char *
@@ -90,6 +93,8 @@ evolve_destroy(gpointer state)
   g_free(e->tmp);
   if (e->ranked)
     g_ptr_array_unref(e->ranked);
+  if (e->seeds)
+    g_ptr_array_unref(e->seeds);
   g_free(e);
 }
 
@@ -195,6 +200,23 @@ rank_by_prior(Evolve *e, TsTuneSeenFunc seen, gpointer seen_data, GError **error
   return TRUE;
 }
 
+/* The next seed still unseen and valid, or NULL (error set on an evaluation error). */
+static TsSchedPoint *
+take_seed(Evolve *e, TsTuneSeenFunc seen, gpointer seen_data, GError **error)
+{
+  while (e->seeds && e->seed_at < e->seeds->len) {
+    const TsSchedPoint *p = e->seeds->pdata[e->seed_at++];
+    if (seen(seen_data, p))
+      continue;
+    int v = ts__tune_point_valid(e->space, e->env, p, error);
+    if (v < 0)
+      return NULL;
+    if (v > 0)
+      return ts_sched_point_copy(p);
+  }
+  return NULL;
+}
+
 /* The best remaining point of the prior's ranking that is still unseen, or NULL. */
 static TsSchedPoint *
 take_ranked(Evolve *e, TsTuneSeenFunc seen, gpointer seen_data)
@@ -226,6 +248,14 @@ evolve_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data,
         return FALSE;
       if (v > 0)
         p = g_steal_pointer(&c);
+    }
+    if (!p && initial) {
+      GError *local = NULL;
+      p = take_seed(e, seen, seen_data, &local);
+      if (local) {
+        g_propagate_error(error, local);
+        return FALSE;
+      }
     }
     if (!p && initial && e->prior && e->target && !e->ranked &&
         !rank_by_prior(e, seen, seen_data, error))
@@ -272,6 +302,19 @@ evolve_observe(gpointer state, const TsSchedPoint *point, gboolean ok, double co
   memcpy(buf, e->tmp, e->n * sizeof(guint));
 }
 
+static guint
+evolve_set_seeds(gpointer state, GPtrArray *points)
+{
+  Evolve *e = state;
+  if (e->seeds == NULL)
+    e->seeds = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
+  /* Rebuilt from digits: the same canonical point (and hash) as the strategy's own. */
+  for (guint i = 0; i < points->len && e->seeds->len < POP; i++)
+    if (ts__tune_point_digits(e->space, points->pdata[i], e->tmp))
+      g_ptr_array_add(e->seeds, ts__tune_point_from_digits(e->space, e->tmp));
+  return e->seeds->len;
+}
+
 const TsTuneStrategyClass ts__tune_evolutionary_class = {
     .name = "evolutionary",
     .create = evolve_create,
@@ -279,4 +322,5 @@ const TsTuneStrategyClass ts__tune_evolutionary_class = {
     .propose = evolve_propose,
     .observe = evolve_observe,
     .set_cost = evolve_set_cost,
+    .set_seeds = evolve_set_seeds,
 };

@@ -56,6 +56,7 @@ run_once(const TsTuneReplay *replay, const char *name, const TsSchedEnv *env, gu
   if (!strategy)
     return FALSE;
   ts_tune_strategy_set_cost(strategy, replay->target, replay->prior);
+  ts_tune_strategy_set_seeds(strategy, replay->seeds);
   if (budget)
     ts_tune_strategy_set_budget(strategy, budget);
   double optimum = replay->best->time_s;

@@ -56,3 +56,49 @@ ts_tune_replay_train_prior(const TsTuneReplay *replay, GPtrArray *priors, TsCost
   *target = g_steal_pointer(&t);
   return model;
 }
+
+static int
+by_time(gconstpointer a, gconstpointer b)
+{
+  const TsReplayEntry *x = *(TsReplayEntry *const *)a, *y = *(TsReplayEntry *const *)b;
+  return (x->time_s > y->time_s) - (x->time_s < y->time_s);
+}
+
+GPtrArray *
+ts_tune_replay_prior_seeds(GPtrArray *priors, guint n)
+{
+  g_return_val_if_fail(priors != NULL, NULL);
+  GPtrArray *seeds = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
+  g_autoptr(GPtrArray) ranked = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+  for (guint f = 0; f < priors->len; f++) {
+    const TsTuneReplay *p = g_ptr_array_index(priors, f);
+    GPtrArray *ok = g_ptr_array_new();
+    for (guint i = 0; i < p->entries->len; i++) {
+      TsReplayEntry *e = p->entries->pdata[i];
+      if (e->status == TS_TUNE_REPLAY_OK && isfinite(e->time_s))
+        g_ptr_array_add(ok, e);
+    }
+    g_ptr_array_sort(ok, by_time);
+    g_ptr_array_add(ranked, ok);
+  }
+  /* Round robin: each file's k-th best is among the first k x files seeds, so one file that
+   * ranks the target's optimum high is enough, whatever the others say. */
+  g_autoptr(GHashTable) taken = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint k = 0; seeds->len < n; k++) {
+    gboolean any = FALSE;
+    for (guint f = 0; f < ranked->len && seeds->len < n; f++) {
+      GPtrArray *ok = ranked->pdata[f];
+      if (k >= ok->len)
+        continue;
+      any = TRUE;
+      const TsSchedPoint *pt = ((TsReplayEntry *)ok->pdata[k])->point;
+      if (g_hash_table_contains(taken, ts_sched_point_hash(pt)))
+        continue;
+      g_hash_table_add(taken, (gpointer)ts_sched_point_hash(pt));
+      g_ptr_array_add(seeds, ts_sched_point_copy(pt));
+    }
+    if (!any)
+      break;
+  }
+  return seeds;
+}

@@ -32,6 +32,7 @@ struct _TsTuneReplay {
   const TsSchedEnv *env;
   const TsCostTarget *target;
   const TsCostModel *prior;
+  GPtrArray *seeds; /* ts_tune_replay_set_seeds, borrowed */
 };
 
 /* Fill replay (space, entries, metadata) from a parsed root object. */

@@ -286,6 +286,13 @@ ts_tune_replay_set_context(TsTuneReplay *replay, const TsSchedEnv *env,
   replay->prior = prior;
 }
 
+void
+ts_tune_replay_set_seeds(TsTuneReplay *replay, GPtrArray *seeds)
+{
+  g_return_if_fail(replay != NULL);
+  replay->seeds = seeds;
+}
+
 TsTuneReplay *
 ts_tune_replay_load(const char *path, GError **error)
 {

@@ -158,6 +158,12 @@ const TsSchedPoint *ts_tune_replay_recorded_point(const TsTuneReplay *replay, gu
  * knobs (another kernel), or nothing to learn from. */
 TsCostModel *ts_tune_replay_train_prior(const TsTuneReplay *replay, GPtrArray *priors,
                                         TsCostTarget **target, GError **error);
+/* Up to n configurations the recordings in priors (TsTuneReplay*) measured fastest, taken in
+ * turn from each file (its best, then its second, ...), each once: the seeds of
+ * ts_tune_strategy_set_seeds(). Returns an array owning its points. */
+GPtrArray *ts_tune_replay_prior_seeds(GPtrArray *priors, guint n);
+/* Seeds given to every strategy of the replay's comparisons (borrowed; NULL: none). */
+void ts_tune_replay_set_seeds(TsTuneReplay *replay, GPtrArray *seeds);
 
 /* ---- strategy comparison ---- */
 

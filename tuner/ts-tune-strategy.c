@@ -225,6 +225,15 @@ ts_tune_strategy_set_cost(TsTuneStrategy *strategy, const TsCostTarget *target,
     strategy->klass.set_cost(strategy->state, target, prior);
 }
 
+guint
+ts_tune_strategy_set_seeds(TsTuneStrategy *strategy, GPtrArray *points)
+{
+  g_return_val_if_fail(strategy != NULL, 0);
+  if (points && points->len && strategy->klass.set_seeds)
+    return strategy->klass.set_seeds(strategy->state, points);
+  return 0;
+}
+
 /* What the class's seen() sees: the record, plus the points it has appended to out in this call
  * (taken in lazily, so a class need not track its own batch). */
 typedef struct {

@@ -65,6 +65,13 @@ typedef struct _TsCostTarget TsCostTarget;
 typedef struct _TsCostModel TsCostModel;
 void ts_tune_strategy_set_cost(TsTuneStrategy *strategy, const TsCostTarget *target,
                                const TsCostModel *prior);
+/* Configurations that were fast elsewhere, best first: other devices' recordings of the same
+ * kernel, or the cache's best for the op on other devices (TsSchedPoint*; copied, so the array
+ * may go once this returns). The strategies that warm-start (model, evolutionary) measure them
+ * early; the others ignore them. Points outside the space are dropped, invalid ones skipped
+ * when their turn comes. Returns how many the strategy kept (0: it takes no seeds). Call
+ * before the first propose. */
+guint ts_tune_strategy_set_seeds(TsTuneStrategy *strategy, GPtrArray *points);
 
 /* Extension point for strategies defined elsewhere (the model-guided one). The built-ins register
  * through it too. create() may keep space, env and rng for the life of its state (the strategy
@@ -87,6 +94,9 @@ typedef struct {
   void (*set_budget)(gpointer state, guint64 budget);
   /* Optional: the cost context of ts_tune_strategy_set_cost(). */
   void (*set_cost)(gpointer state, const TsCostTarget *target, const TsCostModel *prior);
+  /* Optional: the points of ts_tune_strategy_set_seeds(), borrowed for the call only; returns
+   * how many it kept. */
+  guint (*set_seeds)(gpointer state, GPtrArray *points);
 } TsTuneStrategyClass;
 
 /* Copies the class; a class with the name of one already registered replaces it. At most 32. */

@@ -500,6 +500,50 @@ measure(Loop *l, Candidate *c, GError **error)
   return ok;
 }
 
+/* Per key at most SEEDS_PER_KEY, in all at most SEEDS_MAX (the model strategy keeps 64). */
+#define SEEDS_PER_KEY 32
+#define SEEDS_MAX 64
+GPtrArray *
+ts_tune_cache_seeds(TsDb *db, gint64 workload_id, gint64 device_id, gint64 toolchain_id,
+                    guint *n_keys, GError **error)
+{
+  g_return_val_if_fail(db != NULL, NULL);
+  g_autoptr(GPtrArray) keys = ts_db_list_trial_keys(db, error);
+  if (keys == NULL)
+    return NULL;
+  g_autoptr(GPtrArray) lists = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+  for (guint i = 0; i < keys->len; i++) {
+    const TsDbTrialKey *k = keys->pdata[i];
+    if (k->workload_id != workload_id || k->n_ok == 0 ||
+        (k->device_id == device_id && k->toolchain_id == toolchain_id))
+      continue;
+    GPtrArray *t = ts_db_list_trials(db, k->workload_id, k->device_id, k->toolchain_id,
+                                     TS_DB_ORDER_BEST_FIRST, error);
+    if (t == NULL)
+      return NULL;
+    g_ptr_array_add(lists, t);
+  }
+  GPtrArray *seeds = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
+  g_autoptr(GHashTable) taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint r = 0; r < SEEDS_PER_KEY && seeds->len < SEEDS_MAX; r++) {
+    for (guint i = 0; i < lists->len && seeds->len < SEEDS_MAX; i++) {
+      GPtrArray *t = lists->pdata[i];
+      if (r >= t->len || ((TsDbTrial *)t->pdata[r])->status != TS_DB_TRIAL_OK)
+        continue;
+      TsSchedPoint *p = ts_sched_point_parse(((TsDbTrial *)t->pdata[r])->schedule, NULL);
+      if (p == NULL || !g_hash_table_add(taken, g_strdup(ts_sched_point_hash(p)))) {
+        if (p)
+          ts_sched_point_free(p);
+        continue;
+      }
+      g_ptr_array_add(seeds, p);
+    }
+  }
+  if (n_keys)
+    *n_keys = lists->len;
+  return seeds;
+}
+
 static gboolean
 resume(Loop *l, GError **error)
 {
@@ -655,7 +699,11 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
     .remeasured = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL),
   };
   ts_tune_strategy_set_cost(strategy, l.target, cfg->prior);
-  gboolean ok = resume(&l, error);
+  g_autoptr(GPtrArray) seeds = ts_tune_cache_seeds(cfg->db, sum->workload_id, sum->device_id,
+                                                   sum->toolchain_id, &sum->n_seed_keys, error);
+  if (seeds)
+    sum->n_seeds = ts_tune_strategy_set_seeds(strategy, seeds);
+  gboolean ok = seeds != NULL && resume(&l, error);
   g_autofree char *budget = g_strdup_printf("evals=%u ms=%.0f", cfg->budget_evals, cfg->budget_ms);
   if (ok) {
     sum->run_id = ts_db_begin_run(cfg->db, sum->workload_id, sum->device_id, sum->toolchain_id,

@@ -75,6 +75,10 @@ typedef struct {
   /* Incumbents measured again because a faster-looking challenger could not beat the noise of
    * their samples (spread (q3 - q1) / median above 0.25). */
   guint n_remeasured;
+  /* The best configurations stored for the same workload on other devices or toolchains that
+   * the strategy took as seeds (ts_tune_strategy_set_seeds; 0 for one that takes none), and how
+   * many such keys the cache holds. */
+  guint n_seeds, n_seed_keys;
   gint64 best_trial_id; /* 0: no verified trial for the key */
   double best_median_ns;
   char *best_schedule;
@@ -87,6 +91,15 @@ void ts_tune_summary_clear(TsTuneSummary *summary);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TsTuneSummary, ts_tune_summary_clear)
 
 gboolean ts_tune_run(const TsTuneConfig *config, TsTuneSummary *summary, GError **error);
+
+/* What the same workload was fastest with on other devices and toolchains in the cache (an
+ * imported recording, a colleague's GPU, the trials from before a kernel-generator upgrade):
+ * the best configurations of each such key, taken in turn (each key's best, then each one's
+ * second, ...), best first, each once: the seeds ts_tune_run gives its strategy. *n_keys
+ * (optional) gets how many keys there were. Returns an array owning its points (empty when
+ * there is no other key), NULL on a database error. */
+GPtrArray *ts_tune_cache_seeds(TsDb *db, gint64 workload_id, gint64 device_id,
+                               gint64 toolchain_id, guint *n_keys, GError **error);
 
 /* The trial row of a result as the tuner stores it (keys left 0 for the caller): schedule,
  * status, timings and, for a verified one, the metrics JSON — rates, roofline coordinates
