@@ -116,33 +116,17 @@ ts__tl_draw_memory(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
   ts_canvas_line(c, lay->x0, bottom + 0.5, lay->x1, bottom + 0.5);
   ts_canvas_clip(c, lay->x0, top - 1, lay->x1 - lay->x0, h + 2);
 
-  /* Per column of COL_PX pixels, the most in use at any moment under it, so a short-lived
-   * allocation stays visible however far out the view is. Columns are walked left to right
-   * through the changes: up to 256 changes a column are read one by one (a sequential read
-   * beats the tree there), more are skipped over with the block maxima, so a frame costs
-   * O(min(changes, columns x log n)). */
+  /* Per column of COL_PX pixels, the most in use at any moment under it. */
   guint cols = (guint)ceil((lay->x1 - lay->x0) / COL_PX);
   double *xy = g_new(double, 4 * cols + 8);
+  g_autofree gint64 *level = g_new(gint64, MAX(cols, 1));
+  ts__tl_memory_columns(mem, lay->t0, COL_PX * lay->ns_per_px, cols, level);
   guint n = 0;
   xy[n++] = lay->x0;
   xy[n++] = bottom;
   double scale = mem->peak > 0 ? h / (double)mem->peak : 0, last_y = -1;
-  guint at = ts__tl_memory_at(mem, 0, lay->t0);
-  gint64 in_use = at == G_MAXUINT ? 0 : mem->v[at];
-  guint k = at == G_MAXUINT ? 0 : at + 1; /* the next change */
   for (guint col = 0; col < cols; col++) {
-    gint64 tb = lay->t0 + (gint64)floor((col + 1) * COL_PX * lay->ns_per_px);
-    gint64 v = in_use;
-    guint k0 = k;
-    while (k < mem->n && mem->t[k] < tb && k - k0 < 256)
-      v = MAX(v, mem->v[k++]);
-    if (k < mem->n && mem->t[k] < tb) {
-      guint kb = ts__tl_memory_at(mem, k, tb - 1) + 1;
-      v = MAX(v, ts__tl_max_range(&mem->tree, mem->v, k, kb));
-      k = kb;
-    }
-    if (k > k0)
-      in_use = mem->v[k - 1];
+    gint64 v = level[col];
     /* Whole pixels: no anti-aliased edges for cairo to work out. */
     double y = round(bottom - (double)v * scale), x = lay->x0 + col * COL_PX;
     if (y != last_y) {

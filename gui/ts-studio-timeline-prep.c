@@ -6,6 +6,7 @@
  * number of events. */
 #include "ts-studio-timeline-private.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,6 +220,40 @@ ts__tl_memory_at(const TsTlMemory *mem, guint hint, gint64 t)
       hi = mid;
   }
   return lo;
+}
+
+void
+ts__tl_memory_columns(const TsTlMemory *mem, gint64 t0, double ns_per_col, guint cols,
+                      gint64 *out)
+{
+  /* Columns are walked left to right through the changes: up to 256 changes a column are read
+   * one by one (a sequential read beats the tree there), more are skipped over with the block
+   * maxima, so a frame costs O(min(changes, columns x log n)). */
+  guint at = ts__tl_memory_at(mem, 0, t0);
+  gint64 in_use = at == G_MAXUINT ? 0 : mem->v[at];
+  guint k = at == G_MAXUINT ? 0 : at + 1; /* the next change */
+  gint64 start = t0;
+  for (guint col = 0; col < cols; col++) {
+    /* Changes at the column's first moment set what is in use there. */
+    while (k < mem->n && mem->t[k] <= start)
+      in_use = mem->v[k++];
+    gint64 end = t0 + (gint64)floor((col + 1) * ns_per_col);
+    gint64 v = in_use;
+    guint k0 = k;
+    while (k < mem->n && mem->t[k] < end && k - k0 < 256) {
+      v = MAX(v, mem->v[k]);
+      k++;
+    }
+    if (k < mem->n && mem->t[k] < end) {
+      guint kb = ts__tl_memory_at(mem, k, end - 1) + 1;
+      v = MAX(v, ts__tl_max_range(&mem->tree, mem->v, k, kb));
+      k = kb;
+    }
+    if (k > k0)
+      in_use = mem->v[k - 1];
+    out[col] = v;
+    start = MAX(start, end);
+  }
 }
 
 /* ---- nesting ---- */

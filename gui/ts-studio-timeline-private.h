@@ -110,6 +110,11 @@ guint ts__tl_lower_bound(const TsTlRow *row, guint lo, guint hi, gint64 t);
 /* The last change at or before t (G_MAXUINT when none), searching forward from hint (a
  * change at or before t, or 0): a frame walks columns left to right. */
 guint ts__tl_memory_at(const TsTlMemory *mem, guint hint, gint64 t);
+/* The most in use at any moment of each of cols columns, column c covering
+ * [t0 + floor(c x ns_per_col), t0 + floor((c + 1) x ns_per_col)), so a short-lived allocation
+ * stays visible however far out the view is. */
+void ts__tl_memory_columns(const TsTlMemory *mem, gint64 t0, double ns_per_col, guint cols,
+                           gint64 *out);
 
 /* ts-studio-timeline-lod.c */
 void ts__tl_build_lod(TsTlRow *row, gint64 span0, gint64 span1);

@@ -346,6 +346,125 @@ test_folding_dense(void)
   }
 }
 
+/* In use at moment t: the value of the last change at or before t. */
+static gint64
+in_use_at(const TsTlMemory *mem, gint64 t)
+{
+  gint64 v = 0;
+  for (guint i = 0; i < mem->n && mem->t[i] <= t; i++)
+    v = mem->v[i];
+  return v;
+}
+
+/* The memory area's columns against brute force (the most in use at any moment of each
+ * column) on random allocations, at three zoom levels: hundreds of changes a column (the block
+ * maxima), a few, and columns shorter than a nanosecond; and the whole view reaches the peak. */
+static void
+test_memory_columns(void)
+{
+  g_autoptr(GRand) rng = g_rand_new_with_seed(11);
+  g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
+  add(ev, "kernel", "k", 0, 200000, 0, 0, DEV, 0);
+  gint64 t = 0;
+  for (guint i = 0; i < 3000; i++) {
+    t += g_rand_int_range(rng, 1, 60);
+    guint64 bytes = (guint64)g_rand_int_range(rng, 1, 1 << 20);
+    gint64 life = g_rand_int_range(rng, 1, 2000);
+    add(ev, "alloc", "a", t, 0, bytes, 0x1000 + i, DEV, 0);
+    add(ev, "free", "a", t + life, 0, bytes, 0x1000 + i, DEV, 0);
+  }
+  g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
+  const TsTlMemory *mem = &((TsTlView *)view)->mem;
+  g_assert_cmpuint(mem->n, ==, 6000);
+  gint64 span = mem->t[mem->n - 1] + 1;
+  const struct {
+    gint64 t0;
+    double ns_per_col;
+    guint cols;
+  } zoom[] = {{0, span / 10.0, 10}, {0, span / 500.0, 500}, {span / 3, 0.7, 400}};
+  for (guint z = 0; z < G_N_ELEMENTS(zoom); z++) {
+    g_autofree gint64 *got = g_new(gint64, zoom[z].cols);
+    ts__tl_memory_columns(mem, zoom[z].t0, zoom[z].ns_per_col, zoom[z].cols, got);
+    gint64 top = 0, start = zoom[z].t0;
+    for (guint c = 0; c < zoom[z].cols; c++) {
+      gint64 end = zoom[z].t0 + (gint64)floor((c + 1) * zoom[z].ns_per_col);
+      gint64 want = in_use_at(mem, start);
+      for (guint i = 0; i < mem->n; i++)
+        if (mem->t[i] > start && mem->t[i] < end)
+          want = MAX(want, mem->v[i]);
+      if (got[c] != want)
+        g_error("zoom %u, column %u [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "): drawn %"
+                G_GINT64_FORMAT ", in use at most %" G_GINT64_FORMAT, z, c, start, end, got[c],
+                want);
+      top = MAX(top, got[c]);
+      start = MAX(start, end);
+    }
+    if (z < 2)
+      g_assert_cmpint(top, ==, mem->peak);
+  }
+}
+
+/* The points of the memory area's polygon in an SVG frame; returns how many. */
+static guint
+memory_polygon(const char *svg, double *xy, guint max)
+{
+  const char *g = strstr(svg, "id=\"memory\"");
+  g_assert_nonnull(g);
+  const char *p = strstr(g, "<polygon points=\"");
+  g_assert_nonnull(p);
+  p += strlen("<polygon points=\"");
+  guint n = 0;
+  while (*p != '"' && n < max) {
+    char *e;
+    xy[2 * n] = g_ascii_strtod(p, &e);
+    g_assert_true(*e == ',');
+    xy[2 * n + 1] = g_ascii_strtod(e + 1, &e);
+    n++;
+    p = e;
+    while (*p == ' ')
+      p++;
+  }
+  return n;
+}
+
+/* The labelled peak is drawn: 1, 2 and 4 MiB live at once reach the top of the area (a
+ * double-evaluating MAX once skipped changes and drew a 3 MiB plateau under "peak 7.0 MiB"),
+ * and a lone 1 MiB allocation fills it. */
+static void
+test_memory_peak_drawn(void)
+{
+  for (guint lone = 0; lone < 2; lone++) {
+    g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
+    add(ev, "kernel", "k", 0, 1000, 0, 0, DEV, 0);
+    const guint64 mib = 1 << 20;
+    add(ev, "alloc", "a", 100, 0, mib, 0x10, DEV, 0);
+    if (!lone) {
+      add(ev, "alloc", "b", 200, 0, 2 * mib, 0x20, DEV, 0);
+      add(ev, "alloc", "c", 300, 0, 4 * mib, 0x30, DEV, 0);
+      add(ev, "free", "b", 400, 0, 2 * mib, 0x20, DEV, 0);
+      add(ev, "free", "c", 500, 0, 4 * mib, 0x30, DEV, 0);
+    }
+    add(ev, "free", "a", 600, 0, mib, 0x10, DEV, 0);
+    g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
+    TsTlView *tl = (TsTlView *)view;
+    g_assert_cmpint(tl->mem.peak, ==, lone ? (gint64)mib : 7 * (gint64)mib);
+    for (double w = 300; w <= 2400; w *= 2) {
+      g_autofree char *svg = svg_of(view, w, 300);
+      TsTlLayout lay;
+      ts__tl_layout(tl, w, 300, &lay);
+      double xy[8192];
+      guint n = memory_polygon(svg, xy, 4096);
+      g_assert_cmpuint(n, >=, 4);
+      double top = INFINITY;
+      for (guint i = 0; i < n; i++)
+        top = MIN(top, xy[2 * i + 1]);
+      g_assert_cmpfloat(fabs(top - round(lay.mem_y)), <, 0.01);
+      /* GLib puts a no-break space before the unit. */
+      g_assert_nonnull(strstr(svg, lone ? ">peak 1.0\xc2\xa0MiB<" : ">peak 7.0\xc2\xa0MiB<"));
+    }
+  }
+}
+
 static void
 test_memory(void)
 {
@@ -612,6 +731,8 @@ main(int argc, char **argv)
   g_test_add_func("/studio-timeline/folding", test_folding);
   g_test_add_func("/studio-timeline/folding-dense", test_folding_dense);
   g_test_add_func("/studio-timeline/memory", test_memory);
+  g_test_add_func("/studio-timeline/memory-columns", test_memory_columns);
+  g_test_add_func("/studio-timeline/memory-peak-drawn", test_memory_peak_drawn);
   g_test_add_func("/studio-timeline/svg-kernels", test_svg_kernels);
   g_test_add_func("/studio-timeline/zoom-pan", test_zoom_pan);
   g_test_add_func("/studio-timeline/hit-describe", test_hit_describe);
