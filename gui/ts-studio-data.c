@@ -537,6 +537,22 @@ ts_studio_db_profiles(TsStudioDb *db, const TsStudioWorkload *workload, GError *
   return all;
 }
 
+char *
+ts_studio_db_profile_subject(TsStudioDb *db, const TsDbProfile *profile)
+{
+  g_return_val_if_fail(db != NULL && profile != NULL, NULL);
+  if (profile->workload_id == 0)
+    return g_strdup("a tuning session");
+  for (guint i = 0; i < db->workloads->len; i++) {
+    const TsStudioWorkload *w = db->workloads->pdata[i];
+    if (w->workload_id == profile->workload_id && w->device_id == profile->device_id &&
+        w->toolchain_id == profile->toolchain_id)
+      return g_strdup(w->label);
+  }
+  /* Profiled but never tuned: no key lists it, so name it by id as `tessera-tune show` does. */
+  return g_strdup_printf("workload %" G_GINT64_FORMAT, profile->workload_id);
+}
+
 GArray *
 ts_studio_db_events(TsStudioDb *db, gint64 profile_id, GError **error)
 {

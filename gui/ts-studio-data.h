@@ -96,6 +96,9 @@ void ts_studio_run_free(TsStudioRun *run);
 /* Profiles, newest first (TsDbProfile*, owning them); workload NULL lists every profile. */
 GPtrArray *ts_studio_db_profiles(TsStudioDb *db, const TsStudioWorkload *workload,
                                  GError **error);
+/* What a profile is of, for a label: the workload's label ("gemm M=64,N=64,K=64 f32"), or "a
+ * tuning session" for one stored without a workload. */
+char *ts_studio_db_profile_subject(TsStudioDb *db, const TsDbProfile *profile);
 /* A profile's events (GArray of TsDbEvent, times relative to its t0). */
 GArray *ts_studio_db_events(TsStudioDb *db, gint64 profile_id, GError **error);
 

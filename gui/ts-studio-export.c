@@ -74,7 +74,7 @@ fastest_other(GPtrArray *trials, const TsStudioTrial *not)
 
 static TsStudioView *
 timeline_view(TsStudioDb *db, const TsStudioWorkload *w, const TsStudioExportOptions *o,
-              GError **error)
+              char **note, GError **error)
 {
   g_autoptr(GArray) events = NULL;
   if (o->trace_path) {
@@ -85,7 +85,8 @@ timeline_view(TsStudioDb *db, const TsStudioWorkload *w, const TsStudioExportOpt
       g_autoptr(GPtrArray) profiles = ts_studio_db_profiles(db, w, error);
       if (profiles == NULL)
         return NULL;
-      if (profiles->len == 0 && w != NULL) {
+      gboolean other = profiles->len == 0 && w != NULL;
+      if (other) {
         g_clear_pointer(&profiles, g_ptr_array_unref);
         profiles = ts_studio_db_profiles(db, NULL, error);
         if (profiles == NULL)
@@ -98,7 +99,13 @@ timeline_view(TsStudioDb *db, const TsStudioWorkload *w, const TsStudioExportOpt
                     ts_studio_db_path(db), ts_studio_db_path(db));
         return NULL;
       }
-      id = ((TsDbProfile *)profiles->pdata[0])->id;
+      const TsDbProfile *p = profiles->pdata[0];
+      id = p->id;
+      g_autofree char *subject = ts_studio_db_profile_subject(db, p);
+      /* Never a silent substitute: say whose timeline this is. */
+      *note = other ? g_strdup_printf("%s has no profile; shown instead: profile %" G_GINT64_FORMAT
+                                      " of %s", w->label, id, subject)
+                    : g_strdup_printf("profile %" G_GINT64_FORMAT " of %s", id, subject);
     }
     events = ts_studio_db_events(db, id, error);
   }
@@ -166,9 +173,10 @@ ts_studio_export(const TsStudioExportOptions *o, char **summary, GError **error)
   }
   gboolean timeline = strcmp(name, "timeline") == 0;
   g_autoptr(TsStudioView) view = NULL;
+  g_autofree char *note = NULL;
   if (timeline && o->trace_path) {
     /* A trace file alone needs no cache. */
-    view = timeline_view(NULL, NULL, o, error);
+    view = timeline_view(NULL, NULL, o, &note, error);
   } else {
     g_autofree char *path = o->db_path ? g_strdup(o->db_path) : ts_db_default_path();
     g_autoptr(TsStudioDb) db = ts_studio_db_open(path, error);
@@ -181,7 +189,7 @@ ts_studio_export(const TsStudioExportOptions *o, char **summary, GError **error)
         return FALSE;
     }
     if (timeline) {
-      view = timeline_view(db, w, o, error);
+      view = timeline_view(db, w, o, &note, error);
     } else {
       g_autoptr(GPtrArray) trials = ts_studio_db_trials(db, w, error);
       if (trials == NULL)
@@ -218,7 +226,8 @@ ts_studio_export(const TsStudioExportOptions *o, char **summary, GError **error)
                         error))
     return FALSE;
   if (summary)
-    *summary = g_strdup_printf("%s: %u of %u marks drawn into %s", name, view->n_drawn,
-                               view->n_marks, o->output);
+    *summary = g_strdup_printf("%s: %u of %u %s drawn into %s%s%s", name, view->n_drawn,
+                               view->n_marks, ts_studio_view_unit(view), o->output,
+                               note ? " — " : "", note ? note : "");
   return TRUE;
 }

@@ -402,6 +402,7 @@ history_finalize(TsStudioView *view)
 
 static const TsStudioViewClass history_class = {
     .name = "history",
+    .unit = "trials",
     .draw = history_draw,
     .hit = history_hit,
     .describe = history_describe,

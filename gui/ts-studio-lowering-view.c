@@ -32,6 +32,16 @@ line_height(TsCanvas *c)
 }
 
 /* Draws text's lines from y down to bottom, clipped to the column; returns lines drawn. */
+/* Lines as draw_lines shows them: a final newline ends the last line, it starts no other. */
+static guint
+count_lines(const char *text)
+{
+  guint n = 0;
+  for (const char *p = text; *p; p++)
+    n += *p == '\n';
+  return n + (text[0] && text[strlen(text) - 1] != '\n');
+}
+
 static guint
 draw_lines(TsCanvas *c, const char *text, double x, double y, double w, double bottom,
            const TsStudioTheme *theme)
@@ -118,6 +128,7 @@ lowering_finalize(TsStudioView *view)
 
 static const TsStudioViewClass lowering_class = {
   .name = "lowering",
+  .unit = "lines",
   .draw = lowering_draw,
   .finalize = lowering_finalize,
 };
@@ -132,7 +143,7 @@ ts_studio_lowering_view_new(TsStudioLowering *lowering, const char *title)
   self->title = g_strdup(title ? title : "Lowering");
   const char *texts[] = {lowering->graph, lowering->schedule, lowering->tile, lowering->target};
   for (guint i = 0; i < G_N_ELEMENTS(texts); i++)
-    self->parent.n_marks += texts[i] ? (guint)strlen(texts[i]) > 0 : 0;
+    self->parent.n_marks += texts[i] ? count_lines(texts[i]) : 0;
   return &self->parent;
 }
 
@@ -211,7 +222,7 @@ diff_draw(TsStudioView *view, TsCanvas *c, double width, double height)
     ts_canvas_set_color(c, theme->foreground);
     ts_canvas_text(c, MARGIN, y, text, TS_CANVAS_ALIGN_START, TS_CANVAS_ALIGN_START, 0);
     ts_canvas_end(c);
-    view->n_drawn++;
+    view->n_drawn += l->op != TS_STUDIO_DIFF_SAME;
     y += lh;
   }
   if (left_out > 0) {
@@ -235,6 +246,7 @@ diff_finalize(TsStudioView *view)
 
 static const TsStudioViewClass diff_class = {
   .name = "diff",
+  .unit = "changed lines",
   .draw = diff_draw,
   .finalize = diff_finalize,
 };

@@ -190,6 +190,7 @@ predicted_finalize(TsStudioView *view)
 
 static const TsStudioViewClass predicted_class = {
     .name = "predicted",
+    .unit = "trials",
     .draw = predicted_draw,
     .hit = predicted_hit,
     .describe = predicted_describe,

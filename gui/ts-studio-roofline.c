@@ -285,6 +285,7 @@ roofline_finalize(TsStudioView *view)
 
 static const TsStudioViewClass roofline_class = {
     .name = "roofline",
+    .unit = "trials",
     .draw = roofline_draw,
     .hit = roofline_hit,
     .describe = roofline_describe,

@@ -453,7 +453,12 @@ timeline_describe(TsStudioView *view, gint64 id)
     return NULL;
   const TsDbEvent *e = &g_array_index(tl->events, TsDbEvent, id - 1);
   GString *s = g_string_new(NULL);
-  g_string_append_printf(s, "%s %s\n", e->kind ? e->kind : "event", e->name ? e->name : "");
+  const char *kind = e->kind ? e->kind : "event";
+  /* A name that only repeats the kind ("free free") says nothing. */
+  if (e->name && *e->name && g_strcmp0(e->name, kind) != 0)
+    g_string_append_printf(s, "%s %s\n", kind, e->name);
+  else
+    g_string_append_printf(s, "%s\n", kind);
   g_autofree char *start = ts__tl_format_ns((double)e->start_ns, -1);
   g_string_append_printf(s, "start %s", start);
   if (e->dur_ns > 0) {
@@ -468,6 +473,16 @@ timeline_describe(TsStudioView *view, gint64 id)
   }
   if (e->address)
     g_string_append_printf(s, "\naddress 0x%" G_GINT64_MODIFIER "x", e->address);
+  /* What was in use once an allocation or free took effect. */
+  const TsTlMemory *mem = &tl->mem;
+  guint at = ts__tl_memory_at(mem, 0, e->start_ns);
+  for (; at != G_MAXUINT && mem->t[at] == e->start_ns; at = at ? at - 1 : G_MAXUINT) {
+    if (mem->index[at] == (guint32)(id - 1)) {
+      g_autofree char *used = g_format_size_full(mem->v[at], G_FORMAT_SIZE_IEC_UNITS);
+      g_string_append_printf(s, "\nin use after it: %s", used);
+      break;
+    }
+  }
   if (e->detail && *e->detail)
     g_string_append_printf(s, "\n%s", e->detail);
   g_autofree char *lane = ts__tl_lane_label(e->lane);
@@ -488,6 +503,7 @@ timeline_finalize(TsStudioView *view)
 
 static const TsStudioViewClass timeline_class = {
     .name = "timeline",
+    .unit = "events",
     .draw = timeline_draw,
     .hit = timeline_hit,
     .describe = timeline_describe,

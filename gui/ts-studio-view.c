@@ -10,6 +10,13 @@ ts_studio_view_free(TsStudioView *view)
 }
 
 const char *
+ts_studio_view_unit(const TsStudioView *view)
+{
+  g_return_val_if_fail(view != NULL, NULL);
+  return view->klass->unit ? view->klass->unit : "marks";
+}
+
+const char *
 ts_studio_view_name(const TsStudioView *view)
 {
   return view->klass->name;

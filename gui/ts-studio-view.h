@@ -18,6 +18,8 @@ typedef struct _TsStudioView TsStudioView;
 
 typedef struct {
   const char *name; /* "roofline", "history", "predicted", "timeline" */
+  /* What a mark is, plural, for "N of M points drawn" (NULL: "marks"). */
+  const char *unit;
   void (*draw)(TsStudioView *view, TsCanvas *canvas, double width, double height);
   /* The mark within a few px of (x, y) in a view drawn at width x height, or 0. */
   gint64 (*hit)(TsStudioView *view, double x, double y, double width, double height);
@@ -38,6 +40,7 @@ struct _TsStudioView {
 void ts_studio_view_free(TsStudioView *view);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsStudioView, ts_studio_view_free)
 const char *ts_studio_view_name(const TsStudioView *view);
+const char *ts_studio_view_unit(const TsStudioView *view);
 void ts_studio_view_set_theme(TsStudioView *view, const TsStudioTheme *theme);
 void ts_studio_view_draw(TsStudioView *view, TsCanvas *canvas, double width, double height);
 gint64 ts_studio_view_hit(TsStudioView *view, double x, double y, double width, double height);

@@ -105,6 +105,7 @@ load_profiles(TsStudioWindow *self)
   self->profiles = ts_studio_db_profiles(self->db, self->workload, &error);
   /* A workload never profiled still has a timeline worth seeing: the cache's other profiles
    * (a whole tuning session is stored without a workload). */
+  gboolean other = self->profiles != NULL && self->profiles->len == 0 && self->workload;
   if (self->profiles != NULL && self->profiles->len == 0) {
     g_ptr_array_unref(self->profiles);
     self->profiles = ts_studio_db_profiles(self->db, NULL, &error);
@@ -120,9 +121,12 @@ load_profiles(TsStudioWindow *self)
   g_autoptr(GStrvBuilder) labels = g_strv_builder_new();
   for (guint i = 0; i < self->profiles->len; i++) {
     const TsDbProfile *p = g_ptr_array_index(self->profiles, i);
+    /* Another workload's profile says whose it is: the selected one has none. */
+    g_autofree char *subject = other ? ts_studio_db_profile_subject(self->db, p) : NULL;
     g_autofree char *label =
-        g_strdup_printf("%" G_GINT64_FORMAT " · %s · %u events · %s%s%s", p->id,
-                        p->kind ? p->kind : "run", p->n_events, p->created_at ? p->created_at : "",
+        g_strdup_printf("%" G_GINT64_FORMAT " · %s%s%s · %u events · %s%s%s", p->id,
+                        p->kind ? p->kind : "run", subject ? " of " : "", subject ? subject : "",
+                        p->n_events, p->created_at ? p->created_at : "",
                         p->schedule ? " · " : "", p->schedule ? p->schedule : "");
     g_strv_builder_add(labels, label);
   }

@@ -7,6 +7,7 @@ events those of the stored profile and of the Chrome trace, the lowering's four 
 decode to the asked size; bad input fails with a message naming it. Prints TAP."""
 import json
 import os
+import re
 import shutil
 import sqlite3
 import struct
@@ -125,6 +126,8 @@ ok(len(drawn) + n_folded == len(marked) and len(marked) > 0,
 has_alloc = any(e[0] == "alloc" for e in events)
 ok(not has_alloc or len(groups(svg("tl.svg"), "memory")) == 1,
    "the allocations are drawn as memory in use")
+ok(re.search(r" — profile \d+ of gemm ", p.stdout), "the summary names whose profile it is: %s"
+   % p.stdout.strip())
 kinds = {g.get("class").split()[1] for g in drawn}
 ok({"compile", "kernel"} <= kinds, "kernels and compiles are on the timeline (%s)" % sorted(kinds))
 p = run(STUDIO, "--export", "timeline", "--trace", trace, "--width", "4000",
@@ -135,6 +138,15 @@ folds2 = groups(svg("tl2.svg"), "fold")
 ok(len(drawn2) + sum(int(title(f).split()[0]) for f in folds2) == len(marked),
    "the trace file gives the same events as the cache")
 
+# A workload never profiled: another workload's profile, named as such, never a silent stand-in.
+ok(run(TT, "tune", "saxpy", "--shape", "N=4096", "--backend", "cpu", "--budget", "1", "--db", DB).returncode
+   == 0, "a second workload, tuned but not profiled")
+saxpy = rows("SELECT id FROM workload WHERE op = 'saxpy'")[0][0]
+p = export("timeline", "tl3.svg", "--workload", str(saxpy))
+ok(p.returncode == 0 and re.search(r"saxpy N=4096 \S+ has no profile; shown instead: profile \d+ "
+                                   r"of gemm ", p.stdout),
+   "the stand-in profile is named: %s" % p.stdout.strip())
+
 # ---- lowering and diff ----
 ok(export("lowering", "low.svg").returncode == 0, "export lowering of the best trial")
 stages = [g.get("id") for g in groups(svg("low.svg"), "stage")]
@@ -142,7 +154,8 @@ ok(stages == ["stage-graph", "stage-schedule", "stage-tile", "stage-target"],
    "the four lowering stages, in order")
 low_text = " ".join(t.text or "" for t in svg("low.svg").iter(SVGNS + "text"))
 ok(best_sched.split(".")[0] in low_text, "the lowering shows the best schedule")
-two = rows("SELECT id FROM trial WHERE status = 'ok' ORDER BY median_ns LIMIT 2")
+two = rows("SELECT id FROM trial WHERE status = 'ok' AND workload_id = ? ORDER BY median_ns "
+           "LIMIT 2", wid)
 ok(export("diff", "diff.svg", "--trial", str(two[0][0]), "--trial-b", str(two[1][0])).returncode == 0,
    "export the Target IR diff of two trials")
 changed = groups(svg("diff.svg"), "diff add") + groups(svg("diff.svg"), "diff del")
@@ -166,6 +179,15 @@ p = export("roofline", "x.svg", "--workload", "999")
 ok(p.returncode != 0 and "999" in p.stderr, "an unknown workload is refused, naming it")
 p = export("roofline", "x.jpg")
 ok(p.returncode != 0 and "x.jpg" in p.stderr, "an unknown image format is refused, naming the file")
+for opt, val in (("--width", "0"), ("--height", "-3"), ("--scale", "0"), ("--width", "40000")):
+    p = export("roofline", "x.svg", opt, val)
+    ok(p.returncode == 2 and opt in p.stderr, "%s %s is refused naming the option: %s"
+       % (opt, val, p.stderr.strip()))
+p = export("lowering", "low2.svg")
+ok(p.returncode == 0 and re.search(r"lowering: \d+ of \d+ lines drawn", p.stdout),
+   "the lowering's summary counts lines: %s" % p.stdout.strip())
+n_drawn, n_total = map(int, re.search(r"(\d+) of (\d+)", p.stdout).groups())
+ok(n_drawn <= n_total, "never more drawn than there are")
 bad = os.path.join(TMP, "bad.db")
 with open(bad, "wb") as f:
     f.write(b"this is not a database" * 100)

@@ -42,7 +42,8 @@ test_stages(void)
 {
   g_autoptr(TsStudioView) v = ts_studio_lowering_view_new(lowering(5), "gemm — trial 3");
   g_assert_cmpstr(ts_studio_view_name(v), ==, "lowering");
-  g_assert_cmpuint(v->n_marks, ==, 4);
+  g_assert_cmpuint(v->n_marks, ==, 1 + 2 + 3 + 5);
+  g_assert_cmpstr(ts_studio_view_unit(v), ==, "lines");
   g_autofree char *svg = render(v, 1200, 800);
   const char *g = strstr(svg, "id=\"stage-graph\""), *s = strstr(svg, "id=\"stage-schedule\"");
   const char *t = strstr(svg, "id=\"stage-tile\""), *x = strstr(svg, "id=\"stage-target\"");
@@ -60,6 +61,8 @@ test_cut(void)
   g_autoptr(TsStudioView) v = ts_studio_lowering_view_new(lowering(500), NULL);
   g_autofree char *svg = render(v, 1200, 400);
   guint shown = count(svg, ">line_");
+  g_assert_cmpuint(v->n_marks, ==, 1 + 2 + 3 + 500);
+  g_assert_cmpuint(v->n_drawn, <, v->n_marks);
   g_assert_cmpuint(shown, >, 5);
   g_assert_cmpuint(shown, <, 500);
   g_autofree char *more = g_strdup_printf("… %u more lines", 500 - shown);
@@ -82,6 +85,7 @@ test_diff(void)
                                                       "trial 2");
   g_autofree char *svg = render(v, 1000, 700);
   g_assert_cmpuint(v->n_marks, ==, 3);
+  g_assert_cmpuint(v->n_drawn, ==, 3); /* the changed lines, not their context */
   g_assert_cmpuint(count(svg, "class=\"diff del\""), ==, 1);
   g_assert_cmpuint(count(svg, "class=\"diff add\""), ==, 2);
   /* Three lines of context on each side of the change, no more. */

@@ -525,6 +525,15 @@ test_memory(void)
   g_assert_nonnull(strstr(text, "alloc c"));
   g_assert_nonnull(strstr(text, "200 bytes"));
   g_assert_nonnull(strstr(text, "address 0x10"));
+  g_assert_nonnull(strstr(text, "in use after it: 250 bytes"));
+  /* A free named after its kind reads "free", not "free free". */
+  g_autoptr(GArray) fe = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
+  add(fe, "alloc", "buffer", 10, 0, 64, 0x40, DEV, 0);
+  add(fe, "free", "free", 20, 0, 64, 0x40, DEV, 0);
+  g_autoptr(TsStudioView) fv = ts_studio_timeline_new(fe);
+  g_autofree char *ftext = ts_studio_view_describe(fv, 2);
+  g_assert_true(g_str_has_prefix(ftext, "free\n"));
+  g_assert_nonnull(strstr(ftext, "in use after it: 0 bytes"));
 }
 
 static void

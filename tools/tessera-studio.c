@@ -3,6 +3,7 @@
  * `--screenshots DIR` saves every view of PATH as PNG with a manifest and quits (tests and
  * documentation). Options are parsed here rather than by GApplication so that --version and
  * usage errors work without a display. */
+#include <math.h>
 #include <stdio.h>
 
 #include "config.h"
@@ -20,7 +21,8 @@ main(int argc, char **argv)
   g_autofree char *export_view = NULL, *workload = NULL, *trace = NULL, *output = NULL;
   g_autofree char *color_by = NULL;
   gint64 profile = 0, trial = 0, trial_b = 0;
-  double width = 0, height = 0, scale = 0;
+  /* NAN: not given (the exporter's defaults). */
+  double width = NAN, height = NAN, scale = NAN;
   gboolean dark = FALSE;
   const GOptionEntry entries[] = {
       {"version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL},
@@ -92,10 +94,30 @@ main(int argc, char **argv)
       g_printerr("tessera-studio: --export needs --output FILE.svg or FILE.png\n");
       return 2;
     }
+    /* cairo's surfaces stop at 32767 px a side. */
+    const struct {
+      const char *name;
+      double v, lo, hi;
+    } sizes[] = {{"--width", width, 1, 32767},
+                 {"--height", height, 1, 32767},
+                 {"--scale", scale, 0.1, 16}};
+    for (guint i = 0; i < G_N_ELEMENTS(sizes); i++)
+      if (!isnan(sizes[i].v) && !(sizes[i].v >= sizes[i].lo && sizes[i].v <= sizes[i].hi)) {
+        g_printerr("tessera-studio: %s must be between %g and %g, got %g\n", sizes[i].name,
+                   sizes[i].lo, sizes[i].hi, sizes[i].v);
+        return 2;
+      }
+    double w = isnan(width) ? 1200 : width, h = isnan(height) ? 800 : height;
+    double sc = isnan(scale) ? 1 : scale;
+    if (MAX(w, h) * sc > 32767) {
+      g_printerr("tessera-studio: %g x %g px at scale %g is more than 32767 pixels a side\n", w,
+                 h, sc);
+      return 2;
+    }
     TsStudioExportOptions o = {
       .db_path = path, .view = export_view, .workload = workload, .trace_path = trace,
       .profile_id = profile, .trial_id = trial, .trial_b_id = trial_b, .color_by = color_by,
-      .output = output, .width = width, .height = height, .scale = scale, .dark = dark,
+      .output = output, .width = w, .height = h, .scale = sc, .dark = dark,
     };
     g_autofree char *summary = NULL;
     if (!ts_studio_export(&o, &summary, &error)) {
