@@ -16,7 +16,6 @@ struct _TsStudioLoweringPane {
   const TsStudioWorkload *workload;
   guint n_trials; /* 0, 1 or 2 */
   gint64 ids[2];
-  guint indices[2];
   char *schedules[2];
   gboolean pending; /* trials set, not lowered yet */
   TsStudioLowering *lowered[2];
@@ -89,8 +88,8 @@ fill_diff(TsStudioLoweringPane *self)
     gtk_text_buffer_insert_with_tags_by_name(buffer, &end, text, -1, tag, NULL);
   }
   g_autofree char *summary = g_strdup_printf(
-      "Target IR of trial %u → trial %u: %u line%s changed", self->indices[0], self->indices[1],
-      ts_studio_diff_n_changed(self->diff), ts_studio_diff_n_changed(self->diff) == 1 ? "" : "s");
+      "Target IR of trial %" G_GINT64_FORMAT " → trial %" G_GINT64_FORMAT ": %u line%s changed",
+      self->ids[0], self->ids[1], ts_studio_diff_n_changed(self->diff), ts_studio_diff_n_changed(self->diff) == 1 ? "" : "s");
   gtk_label_set_text(GTK_LABEL(self->diff_summary), summary);
 }
 
@@ -138,10 +137,11 @@ update_page(TsStudioLoweringPane *self)
     title = g_strdup("No trial selected");
   } else if (diff && self->n_trials == 2) {
     gtk_stack_set_visible_child_name(GTK_STACK(self->stack), "diff");
-    title = g_strdup_printf("Trial %u → trial %u", self->indices[0], self->indices[1]);
+    title = g_strdup_printf("Trial %" G_GINT64_FORMAT " → trial %" G_GINT64_FORMAT, self->ids[0],
+                            self->ids[1]);
   } else {
     gtk_stack_set_visible_child_name(GTK_STACK(self->stack), "stages");
-    title = g_strdup_printf("Trial %u · %s", self->indices[0], self->schedules[0]);
+    title = g_strdup_printf("Trial %" G_GINT64_FORMAT " · %s", self->ids[0], self->schedules[0]);
   }
   gtk_label_set_text(GTK_LABEL(self->title), title);
 }
@@ -308,7 +308,6 @@ ts_studio_lowering_pane_set_trials(TsStudioLoweringPane *pane, const TsStudioWor
   for (guint i = 0; i < 2; i++) {
     g_clear_pointer(&pane->schedules[i], g_free);
     pane->ids[i] = i < n ? trials[i]->id : 0;
-    pane->indices[i] = i < n ? trials[i]->index : 0;
     pane->schedules[i] = i < n ? g_strdup(trials[i]->schedule) : NULL;
   }
   pane->pending = TRUE;
@@ -375,12 +374,13 @@ ts_studio_lowering_pane_make_view(TsStudioLoweringPane *pane)
   if (pane->n_trials == 0)
     return NULL;
   if (ts_studio_lowering_pane_get_diff(pane)) {
-    g_autofree char *a = g_strdup_printf("trial %u", pane->indices[0]);
-    g_autofree char *b = g_strdup_printf("trial %u", pane->indices[1]);
+    g_autofree char *a = g_strdup_printf("trial %" G_GINT64_FORMAT, pane->ids[0]);
+    g_autofree char *b = g_strdup_printf("trial %" G_GINT64_FORMAT, pane->ids[1]);
     return ts_studio_diff_view_new(
         ts_studio_diff(pane->lowered[0]->target, pane->lowered[1]->target), a, b);
   }
-  g_autofree char *title = g_strdup_printf("Trial %u · %s", pane->indices[0], pane->schedules[0]);
+  g_autofree char *title =
+    g_strdup_printf("Trial %" G_GINT64_FORMAT " · %s", pane->ids[0], pane->schedules[0]);
   return ts_studio_lowering_view_new(copy_lowering(pane->lowered[0]), title);
 }
 
@@ -397,8 +397,8 @@ ts_studio_lowering_pane_write(TsStudioLoweringPane *pane, const char *path, GErr
     return FALSE;
   }
   if (ts_studio_lowering_pane_get_diff(pane)) {
-    g_autofree char *a = g_strdup_printf("trial-%u", pane->indices[0]);
-    g_autofree char *b = g_strdup_printf("trial-%u", pane->indices[1]);
+    g_autofree char *a = g_strdup_printf("trial-%" G_GINT64_FORMAT, pane->ids[0]);
+    g_autofree char *b = g_strdup_printf("trial-%" G_GINT64_FORMAT, pane->ids[1]);
     text = ts_studio_diff_to_unified(pane->diff, a, b, 3);
   } else {
     GString *out = g_string_new(NULL);
@@ -414,4 +414,11 @@ ts_studio_lowering_pane_write(TsStudioLoweringPane *pane, const char *path, GErr
     return FALSE;
   }
   return TRUE;
+}
+
+const char *
+ts_studio_lowering_pane_get_title(TsStudioLoweringPane *pane)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_LOWERING_PANE(pane), NULL);
+  return gtk_label_get_text(GTK_LABEL(pane->title));
 }

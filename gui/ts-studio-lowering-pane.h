@@ -40,6 +40,8 @@ gboolean ts_studio_lowering_pane_get_diff(TsStudioLoweringPane *pane);
  * trial; and the number of changed (added + removed) Target IR lines between a and b. */
 const char *ts_studio_lowering_pane_get_stage(TsStudioLoweringPane *pane, TsStudioStage stage);
 guint ts_studio_lowering_pane_get_n_changed(TsStudioLoweringPane *pane);
+/* The heading: "Trial ID · SCHEDULE", or "Trial A → trial B" for a diff (database ids). */
+const char *ts_studio_lowering_pane_get_title(TsStudioLoweringPane *pane);
 
 /* What is shown as a drawn view for an SVG or PNG export (ts_studio_lowering_view_new or
  * ts_studio_diff_view_new), or NULL with no trial. */

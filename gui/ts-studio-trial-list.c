@@ -23,7 +23,8 @@ static const struct {
   const char *id, *title;
   gboolean numeric, expand;
 } columns[N_COLS] = {
-    [COL_INDEX] = {"index", "#", TRUE, FALSE},
+    /* The trial's id, as tooltips, exports, the CLI and profiles name it. */
+    [COL_INDEX] = {"id", "Trial", TRUE, FALSE},
     [COL_STATUS] = {"status", "Status", FALSE, FALSE},
     [COL_TIME] = {"time", "Median (ms)", TRUE, FALSE},
     [COL_GFLOPS] = {"gflops", "GFLOP/s", TRUE, FALSE},
@@ -87,7 +88,7 @@ bind_cell(GtkSignalListItemFactory *factory, GtkListItem *list_item, gpointer da
 
   switch (col) {
   case COL_INDEX:
-    text = g_strdup_printf(t->best ? "★ %u" : "%u", t->index);
+    text = g_strdup_printf(t->best ? "★ %" G_GINT64_FORMAT : "%" G_GINT64_FORMAT, t->id);
     break;
   case COL_STATUS:
     text = g_strdup(ts_db_trial_status_name(t->status));
@@ -161,7 +162,7 @@ make_sorter(Column col)
   switch (col) {
   case COL_INDEX:
     return GTK_SORTER(gtk_numeric_sorter_new(
-        gtk_property_expression_new(TS_STUDIO_TYPE_TRIAL_ITEM, NULL, "index")));
+        gtk_property_expression_new(TS_STUDIO_TYPE_TRIAL_ITEM, NULL, "id")));
   case COL_TIME:
   case COL_GFLOPS:
   case COL_PERCENT:

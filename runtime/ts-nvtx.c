@@ -53,7 +53,7 @@ record_push(const char *name)
 }
 
 static void
-record_pop(void)
+record_pop(const char *rename)
 {
   GArray *open_ranges = g_private_get(&open_key);
   if (open_ranges == NULL || open_ranges->len == 0)
@@ -61,6 +61,10 @@ record_pop(void)
   Open o = g_array_index(open_ranges, Open, open_ranges->len - 1);
   g_array_set_size(open_ranges, open_ranges->len - 1);
   g_autofree char *name = g_steal_pointer(&o.name);
+  if (rename) {
+    g_free(name);
+    name = g_strdup(rename);
+  }
   if (o.trace == NULL)
     return;
   g_mutex_lock(&rec_lock);
@@ -122,7 +126,14 @@ void
 ts_nvtx_pop(void)
 {
   nvtxDomainRangePop(domain());
-  record_pop();
+  record_pop(NULL);
+}
+
+void
+ts_nvtx_pop_as(const char *name)
+{
+  nvtxDomainRangePop(domain());
+  record_pop(name);
 }
 
 #else /* !TS_HAVE_NVTX */
@@ -136,7 +147,13 @@ ts_nvtx_push(const char *name)
 void
 ts_nvtx_pop(void)
 {
-  record_pop();
+  record_pop(NULL);
+}
+
+void
+ts_nvtx_pop_as(const char *name)
+{
+  record_pop(name);
 }
 
 #endif

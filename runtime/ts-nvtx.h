@@ -16,6 +16,10 @@ G_BEGIN_DECLS
 void ts_nvtx_push(const char *name);
 /* Closes the innermost range this thread opened. */
 void ts_nvtx_pop(void);
+/* The same, recorded in the trace (below) under name instead of the name it was opened with:
+ * what was learnt while it was open (the tuner knows a trial's database id only once the trial
+ * is stored). Nsight keeps the name given at the push. NULL: the pushed name. */
+void ts_nvtx_pop_as(const char *name);
 
 /* While set, every range closed on any thread is also recorded in trace (TS_TRACE_RANGE, with
  * its nesting depth): the CPU timeline gets the same phases Nsight shows. NULL stops it; the

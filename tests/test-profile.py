@@ -199,6 +199,8 @@ ok(len(batch) == len(trials), "the batches compile every candidate once, outside
 skernels = [e for e in sxs if e["cat"] == "kernel"]
 ok(all(any(inside(k, r) for r in tranges) for k in skernels),
    "every kernel launch is nested in its trial's range")
+ok(all(r["name"] == "trial %d: %s" % (t[0], t[1]) for r, t in zip(tranges, trials)),
+   "each trial's range is named by its database id, as the CLI and the studio name it")
 for r, (tid, sched, status, samples) in zip(tranges, trials):
     held = [e for e in sxs if e is not r and inside(e, r)]
     phases = [e["name"] for e in held if e["cat"] == "range"]

@@ -182,7 +182,7 @@ test_sort(void)
   /* Highest throughput first, and failures still last. */
   g_assert_true(ts_studio_trial_list_sort(list, "gflops", GTK_SORT_DESCENDING));
   check_order(list, (const guint[]){2, 4, 0, 3, 1});
-  g_assert_true(ts_studio_trial_list_sort(list, "index", GTK_SORT_ASCENDING));
+  g_assert_true(ts_studio_trial_list_sort(list, "id", GTK_SORT_ASCENDING));
   check_order(list, (const guint[]){0, 1, 2, 3, 4});
   g_assert_true(ts_studio_trial_list_sort(list, "strategy", GTK_SORT_ASCENDING));
   g_assert_cmpuint(index_of_row(ts_studio_trial_list_get_rows(list), 0), ==, 2);
@@ -238,6 +238,9 @@ test_selection(void)
                                  "graph gemm"));
   g_assert_nonnull(
       strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET), "#define BM 72"));
+  /* Named by its id, as the plots' tooltips, exports and the CLI name it. */
+  g_autofree char *head = g_strdup_printf("Trial %" G_GINT64_FORMAT " · ", trial_ids[4]);
+  g_assert_true(g_str_has_prefix(ts_studio_lowering_pane_get_title(pane), head));
   ts_studio_lowering_pane_set_diff(pane, TRUE);
   g_assert_false(ts_studio_lowering_pane_get_diff(pane)); /* one trial: nothing to diff */
 
@@ -249,6 +252,9 @@ test_selection(void)
   ts_studio_lowering_pane_set_diff(pane, TRUE);
   g_assert_true(ts_studio_lowering_pane_get_diff(pane));
   g_assert_cmpuint(ts_studio_lowering_pane_get_n_changed(pane), >, 2);
+  g_autofree char *both = g_strdup_printf("Trial %" G_GINT64_FORMAT " → trial %" G_GINT64_FORMAT,
+                                          trial_ids[0], trial_ids[4]);
+  g_assert_cmpstr(ts_studio_lowering_pane_get_title(pane), ==, both);
   g_assert_nonnull(
       strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET), "#define BM 96"));
   spin(100);

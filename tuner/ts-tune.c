@@ -211,6 +211,7 @@ typedef struct {
   TsTuneWorker *worker;
   gint64 t0;
   guint index;
+  gint64 stored_id; /* the trial the last store() wrote (0: none) */
   char *shape, *dtype;
   const char *backend_name;
   const char *cache_dir;
@@ -432,6 +433,7 @@ store(Loop *l, const TsSchedPoint *point, const TsTrialResult *r, const char *er
   gboolean existed = FALSE;
   if (!ts_db_add_trial(l->cfg->db, t, &t->id, &existed, error))
     return FALSE;
+  l->stored_id = t->id;
   s->n_measured++;
   gboolean ok = r && r->status == TS_TRIAL_OK;
   if (ok)
@@ -493,10 +495,16 @@ measure(Loop *l, Candidate *c, GError **error)
 {
   l->index++;
   g_autofree char *schedule = ts_sched_point_to_string(c->point);
-  g_autofree char *range = g_strdup_printf("trial %u: %s", l->index, schedule);
+  /* Nsight names the range by the run's count; the trace, once the trial is stored, by its
+   * database id, as the studio's list, tooltips and the CLI do. */
+  g_autofree char *range = g_strdup_printf("candidate %u: %s", l->index, schedule);
   ts_nvtx_push(range);
+  l->stored_id = 0;
   gboolean ok = measure_trial(l, c, error);
-  ts_nvtx_pop();
+  g_autofree char *stored =
+    l->stored_id ? g_strdup_printf("trial %" G_GINT64_FORMAT ": %s", l->stored_id, schedule)
+                 : NULL;
+  ts_nvtx_pop_as(stored);
   return ok;
 }
 
