@@ -15,6 +15,7 @@ struct _TsStudioLoweringPane {
 
   const TsStudioWorkload *workload;
   guint n_trials; /* 0, 1 or 2 */
+  guint n_selected; /* in the list, of which these are the oldest */
   gint64 ids[2];
   char *schedules[2];
   gboolean pending; /* trials set, not lowered yet */
@@ -83,7 +84,14 @@ fill_diff(TsStudioLoweringPane *self)
     const char *prefix = line->op == TS_STUDIO_DIFF_ADD   ? "+ "
                          : line->op == TS_STUDIO_DIFF_DEL ? "- "
                                                           : "  ";
-    g_autofree char *text = g_strdup_printf("%s%.*s\n", prefix, (int)line->len, line->text);
+    /* Each side's line number, as the exported diff has them: "line 212 of trial 7". */
+    char a[16] = "     ", b[16] = "     ";
+    if (line->a_line)
+      g_snprintf(a, sizeof a, "%5u", line->a_line);
+    if (line->b_line)
+      g_snprintf(b, sizeof b, "%5u", line->b_line);
+    g_autofree char *text =
+      g_strdup_printf("%s %s %s%.*s\n", a, b, prefix, (int)line->len, line->text);
     gtk_text_buffer_get_end_iter(buffer, &end);
     gtk_text_buffer_insert_with_tags_by_name(buffer, &end, text, -1, tag, NULL);
   }
@@ -139,6 +147,12 @@ update_page(TsStudioLoweringPane *self)
     gtk_stack_set_visible_child_name(GTK_STACK(self->stack), "diff");
     title = g_strdup_printf("Trial %" G_GINT64_FORMAT " → trial %" G_GINT64_FORMAT, self->ids[0],
                             self->ids[1]);
+    if (self->n_selected > 2) {
+      /* Never a silent pick among more. */
+      char *more = g_strdup_printf("%s (the two oldest of %u selected)", title, self->n_selected);
+      g_free(title);
+      title = more;
+    }
   } else {
     gtk_stack_set_visible_child_name(GTK_STACK(self->stack), "stages");
     title = g_strdup_printf("Trial %" G_GINT64_FORMAT " · %s", self->ids[0], self->schedules[0]);
@@ -421,4 +435,23 @@ ts_studio_lowering_pane_get_title(TsStudioLoweringPane *pane)
 {
   g_return_val_if_fail(TS_STUDIO_IS_LOWERING_PANE(pane), NULL);
   return gtk_label_get_text(GTK_LABEL(pane->title));
+}
+
+void
+ts_studio_lowering_pane_set_n_selected(TsStudioLoweringPane *pane, guint n)
+{
+  g_return_if_fail(TS_STUDIO_IS_LOWERING_PANE(pane));
+  pane->n_selected = n;
+  update_page(pane);
+}
+
+char *
+ts_studio_lowering_pane_get_diff_text(TsStudioLoweringPane *pane)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_LOWERING_PANE(pane), NULL);
+  ensure_lowered(pane);
+  GtkTextBuffer *buffer = gtk_text_view_get_buffer(GTK_TEXT_VIEW(pane->diff_view));
+  GtkTextIter a, b;
+  gtk_text_buffer_get_bounds(buffer, &a, &b);
+  return gtk_text_buffer_get_text(buffer, &a, &b, FALSE);
 }

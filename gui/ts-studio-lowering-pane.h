@@ -32,6 +32,9 @@ GtkWidget *ts_studio_lowering_pane_new(void);
 void ts_studio_lowering_pane_set_trials(TsStudioLoweringPane *pane,
                                         const TsStudioWorkload *workload, const TsStudioTrial *a,
                                         const TsStudioTrial *b);
+/* How many trials the list has selected (the diff takes the two oldest of them): with more than
+ * two, the heading says which two are compared. */
+void ts_studio_lowering_pane_set_n_selected(TsStudioLoweringPane *pane, guint n);
 /* Diff mode: only with two trials; otherwise the stages are shown. */
 void ts_studio_lowering_pane_set_diff(TsStudioLoweringPane *pane, gboolean diff);
 gboolean ts_studio_lowering_pane_get_diff(TsStudioLoweringPane *pane);
@@ -42,6 +45,8 @@ const char *ts_studio_lowering_pane_get_stage(TsStudioLoweringPane *pane, TsStud
 guint ts_studio_lowering_pane_get_n_changed(TsStudioLoweringPane *pane);
 /* The heading: "Trial ID · SCHEDULE", or "Trial A → trial B" for a diff (database ids). */
 const char *ts_studio_lowering_pane_get_title(TsStudioLoweringPane *pane);
+/* The diff as shown: each line with its number in a and in b, then +, - or space (g_free). */
+char *ts_studio_lowering_pane_get_diff_text(TsStudioLoweringPane *pane);
 
 /* What is shown as a drawn view for an SVG or PNG export (ts_studio_lowering_view_new or
  * ts_studio_diff_view_new), or NULL with no trial. */

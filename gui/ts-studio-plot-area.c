@@ -179,14 +179,25 @@ on_leave(GtkEventControllerMotion *motion, TsStudioPlotArea *self)
 
 /* A click on a mark selects it and tells the window; a click beside every mark keeps the
  * selection (the trials list and the lowering view stay on it). */
+gint64
+ts_studio_plot_area_click(TsStudioPlotArea *self, double x, double y, GdkModifierType state)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_PLOT_AREA(self), 0);
+  gint64 id = hit(self, x, y);
+  if (id == 0)
+    return 0;
+  gboolean extend = (state & (GDK_CONTROL_MASK | GDK_SHIFT_MASK)) != 0;
+  ts_studio_plot_area_set_selected(self, id);
+  g_signal_emit(self, signals[MARK_ACTIVATED], 0, id, extend);
+  return id;
+}
+
 static void
 on_pressed(GtkGestureClick *gesture, int n_press, double x, double y, TsStudioPlotArea *self)
 {
-  gint64 id = hit(self, x, y);
-  if (id == 0)
-    return;
-  ts_studio_plot_area_set_selected(self, id);
-  g_signal_emit(self, signals[MARK_ACTIVATED], 0, id);
+  GdkModifierType state =
+    gtk_event_controller_get_current_event_state(GTK_EVENT_CONTROLLER(gesture));
+  ts_studio_plot_area_click(self, x, y, state);
 }
 
 static gboolean
@@ -227,7 +238,7 @@ ts_studio_plot_area_class_init(TsStudioPlotAreaClass *klass)
   /* TsStudioPlotArea::mark-activated: a mark (a trial id) was clicked. */
   signals[MARK_ACTIVATED] =
       g_signal_new("mark-activated", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
-                   NULL, G_TYPE_NONE, 1, G_TYPE_INT64);
+                   NULL, G_TYPE_NONE, 2, G_TYPE_INT64, G_TYPE_BOOLEAN);
 }
 
 static void

@@ -9,7 +9,8 @@ G_BEGIN_DECLS
 
 /* A drawing area showing one TsStudioView: hover highlights the mark under the pointer and
  * shows ts_studio_view_describe as a tooltip; a click selects it and emits "mark-activated"
- * (gint64 id). Follows the theme of the window (dark or light). */
+ * (gint64 id, gboolean extend: Ctrl or Shift was held, to add it to the selection as in the
+ * trials list). Follows the theme of the window (dark or light). */
 #define TS_STUDIO_TYPE_PLOT_AREA (ts_studio_plot_area_get_type())
 G_DECLARE_FINAL_TYPE(TsStudioPlotArea, ts_studio_plot_area, TS_STUDIO, PLOT_AREA, GtkWidget)
 GtkWidget *ts_studio_plot_area_new(void);
@@ -18,6 +19,11 @@ void ts_studio_plot_area_set_view(TsStudioPlotArea *area, TsStudioView *view,
                                   const char *placeholder);
 TsStudioView *ts_studio_plot_area_get_view(TsStudioPlotArea *area);
 void ts_studio_plot_area_set_selected(TsStudioPlotArea *area, gint64 id);
+/* What a primary click at (x, y) with the modifiers in state does (the click gesture's
+ * handler; tests call it with the modifiers a synthesized press cannot carry). Returns the mark
+ * clicked, or 0. */
+gint64 ts_studio_plot_area_click(TsStudioPlotArea *area, double x, double y,
+                                 GdkModifierType state);
 
 /* The timeline: a TsStudioView prepared in a worker thread (a spinner meanwhile), zoom with the
  * wheel (Ctrl+wheel too) and +/-, pan with drag, shift+wheel and the arrow keys, 0 or Home

@@ -228,13 +228,14 @@ on_trials_selected(TsStudioTrialList *list, TsStudioWindow *self)
   ts_studio_plot_area_set_selected(self->history_area, id);
   ts_studio_plot_area_set_selected(self->predicted_area, id);
   ts_studio_lowering_pane_set_trials(self->lowering_pane, self->workload, a, b);
+  ts_studio_lowering_pane_set_n_selected(self->lowering_pane, selected->len);
 }
 
 static void
-on_mark_activated(TsStudioPlotArea *area, gint64 id, TsStudioWindow *self)
+on_mark_activated(TsStudioPlotArea *area, gint64 id, gboolean extend, TsStudioWindow *self)
 {
   if (id != 0)
-    ts_studio_trial_list_select(self->trial_list, id, FALSE);
+    ts_studio_trial_list_select(self->trial_list, id, extend);
 }
 
 static void

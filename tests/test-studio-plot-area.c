@@ -125,9 +125,9 @@ find_mark(GtkWidget *widget, TsStudioView *view, gint64 id, double *mx, double *
 }
 
 static void
-on_activated(TsStudioPlotArea *area, gint64 id, gint64 *out)
+on_activated(TsStudioPlotArea *area, gint64 id, gboolean extend, gint64 *out)
 {
-  *out = id;
+  *out = extend ? -id : id;
 }
 
 static void
@@ -214,6 +214,13 @@ test_plot_area(void)
   g_signal_emit_by_name(click, "pressed", 1, 3.0, 3.0); /* beside every mark */
   g_assert_cmpint(activated, ==, 0);
   g_assert_cmpint(view->selected, ==, 2);
+  /* Ctrl+click and Shift+click extend the selection; a plain click replaces it. */
+  g_assert_cmpint(ts_studio_plot_area_click(area, mx, my, GDK_CONTROL_MASK), ==, 2);
+  g_assert_cmpint(activated, ==, -2);
+  g_assert_cmpint(ts_studio_plot_area_click(area, mx, my, GDK_SHIFT_MASK), ==, 2);
+  g_assert_cmpint(activated, ==, -2);
+  g_assert_cmpint(ts_studio_plot_area_click(area, mx, my, 0), ==, 2);
+  g_assert_cmpint(activated, ==, 2);
 
   /* The desktop turns dark: so does the plot, with no call from the window. */
   set_dark(TRUE);

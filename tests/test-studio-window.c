@@ -225,7 +225,7 @@ test_selection(void)
   GtkWidget *roofline = ts_studio_window_get_page_widget(win, "roofline");
 
   /* A click in a plot selects the trial in the list, and every plot shows it. */
-  g_signal_emit_by_name(roofline, "mark-activated", trial_ids[4]);
+  g_signal_emit_by_name(roofline, "mark-activated", trial_ids[4], FALSE);
   g_autoptr(GPtrArray) one = ts_studio_trial_list_get_selected(list);
   g_assert_cmpuint(one->len, ==, 1);
   g_assert_cmpint(((TsStudioTrial *)one->pdata[0])->id, ==, trial_ids[4]);
@@ -255,6 +255,19 @@ test_selection(void)
   g_autofree char *both = g_strdup_printf("Trial %" G_GINT64_FORMAT " → trial %" G_GINT64_FORMAT,
                                           trial_ids[0], trial_ids[4]);
   g_assert_cmpstr(ts_studio_lowering_pane_get_title(pane), ==, both);
+  /* Each diff line carries its numbers in both trials' sources. */
+  g_autofree char *diff = ts_studio_lowering_pane_get_diff_text(pane);
+  g_assert_true(g_regex_match_simple("^    1     1   ", diff, G_REGEX_MULTILINE, 0));
+  g_assert_true(g_regex_match_simple("^ +[0-9]+       - ", diff, G_REGEX_MULTILINE, 0));
+  g_assert_true(g_regex_match_simple("^       +[0-9]+ \\+ ", diff, G_REGEX_MULTILINE, 0));
+  /* A third, Ctrl+clicked in a plot: the heading says which two the diff compares. */
+  g_signal_emit_by_name(roofline, "mark-activated", trial_ids[2], TRUE);
+  g_autoptr(GPtrArray) three = ts_studio_trial_list_get_selected(list);
+  g_assert_cmpuint(three->len, ==, 3);
+  g_autofree char *of3 = g_strdup_printf("Trial %" G_GINT64_FORMAT " → trial %" G_GINT64_FORMAT
+                                         " (the two oldest of 3 selected)",
+                                         trial_ids[0], trial_ids[2]);
+  g_assert_cmpstr(ts_studio_lowering_pane_get_title(pane), ==, of3);
   g_assert_nonnull(
       strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET), "#define BM 96"));
   spin(100);
