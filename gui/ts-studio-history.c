@@ -28,6 +28,7 @@ typedef struct {
   char *title, *subtitle;
   double x_lo, x_hi, y_lo, y_hi;
   gint64 best_id;
+  gint64 fastest_id; /* the fastest median, when it is not the best */
   guint n_failed;  /* failed trials with a place on the x axis */
   guint n_untimed; /* wall axis: trials without a time stamp */
 } History;
@@ -122,10 +123,18 @@ fit_ranges(History *h)
       yh = MAX(yh, t->median_ns);
       if (t->median_ns < fastest) {
         fastest = t->median_ns;
-        h->best_id = t->id;
+        h->fastest_id = t->id;
       }
+      if (t->best)
+        h->best_id = t->id;
     }
   }
+  /* The key's stored best, as the list and the roofline ring it; the fastest median only when
+   * none is stored (an older cache). */
+  if (h->best_id == 0)
+    h->best_id = h->fastest_id;
+  if (h->fastest_id == h->best_id)
+    h->fastest_id = 0;
   h->x_lo = xl;
   h->x_hi = xh;
   h->y_lo = yl;
@@ -291,8 +300,9 @@ draw_legend(History *h, TsCanvas *c, const TsPlot *p)
   if (best) {
     g_autofree char *med = ts__plot_format_ns(best->median_ns);
     ts__plot_legend_add(legend, TS_PLOT_KEY_RING, TS_CANVAS_MARKER_CIRCLE, th->accent, 0,
-                        "best: %s (#%u, as in the trials list)", med, best->index);
+                        "best: %s (trial %" G_GINT64_FORMAT ")", med, best->id);
   }
+  ts__plot_legend_add_fastest(legend, th, h->trials, h->best_id, h->fastest_id);
   if (h->n_failed)
     ts__plot_legend_add(legend, TS_PLOT_KEY_MARKER, TS_CANVAS_MARKER_CROSS, th->muted, 0,
                         "%u failed", h->n_failed);

@@ -161,6 +161,26 @@ ts__plot_legend_add(GArray *legend, TsPlotKeyKind kind, TsCanvasMarker marker, T
 }
 
 void
+ts__plot_legend_add_fastest(GArray *legend, const TsStudioTheme *theme, GPtrArray *trials,
+                            gint64 best_id, gint64 fastest_id)
+{
+  const TsStudioTrial *best = NULL, *fastest = NULL;
+  for (guint i = 0; i < trials->len; i++) {
+    const TsStudioTrial *t = trials->pdata[i];
+    best = t->id == best_id ? t : best;
+    fastest = t->id == fastest_id ? t : fastest;
+  }
+  if (best == NULL || fastest == NULL || fastest == best)
+    return;
+  g_autofree char *med = ts__plot_format_ns(fastest->median_ns);
+  ts__plot_legend_add(legend, TS_PLOT_KEY_NONE, 0, theme->muted, 0,
+                      "fastest median: %s (trial %" G_GINT64_FORMAT "), %.1f%% below the best's",
+                      med, fastest->id, 100 * (1 - fastest->median_ns / best->median_ns));
+  ts__plot_legend_add(legend, TS_PLOT_KEY_NONE, 0, theme->muted, 0,
+                      "but not faster beyond the noise of both: the best changes at p < 0.01");
+}
+
+void
 ts__plot_draw_legend(TsCanvas *c, const TsStudioTheme *theme, const TsPlot *p, GArray *legend,
                      gboolean right)
 {

@@ -96,6 +96,11 @@ typedef struct {
 GArray *ts__plot_legend_new(void);
 void ts__plot_legend_add(GArray *legend, TsPlotKeyKind kind, TsCanvasMarker marker, TsRgba color,
                          double dash, const char *format, ...) G_GNUC_PRINTF(6, 7);
+/* When the fastest median (fastest_id, 0: it is the best) is not the stored best (best_id), a
+ * legend line saying so and why: the tuner replaces its best only for a trial faster beyond the
+ * noise of both. trials: TsStudioTrial*. */
+void ts__plot_legend_add_fastest(GArray *legend, const TsStudioTheme *theme, GPtrArray *trials,
+                                 gint64 best_id, gint64 fastest_id);
 /* A boxed legend inside the plot area, in its top left (right FALSE) or top right corner. */
 void ts__plot_draw_legend(TsCanvas *canvas, const TsStudioTheme *theme, const TsPlot *plot,
                           GArray *legend, gboolean right);

@@ -20,6 +20,7 @@ typedef struct {
   double x_lo, x_hi, y_lo, y_hi; /* data and ridges to fit the axes to */
   TsStudioColorBy color_by;
   gint64 best_id;
+  gint64 fastest_id; /* the fastest median, when it is not the best */
   guint n_failed;   /* not verified and without coordinates: nothing to place */
   guint n_unplaced; /* verified without coordinates (unknown FLOP count, no DRAM bytes) */
   guint n_plotted;
@@ -177,11 +178,13 @@ draw_legend(Roofline *r, TsCanvas *c, const TsPlot *p)
     g_autofree char *med = ts__plot_format_ns(t->median_ns);
     if (isfinite(t->fraction) && t->bound)
       ts__plot_legend_add(legend, TS_PLOT_KEY_RING, status_marker(t->status), trial_color(r, t), 0,
-                          "best: %s, %.0f%% of %s", med, t->fraction * 100, t->bound);
+                          "best: %s, %.0f%% of %s (trial %" G_GINT64_FORMAT ")", med,
+                          t->fraction * 100, t->bound, t->id);
     else
       ts__plot_legend_add(legend, TS_PLOT_KEY_RING, status_marker(t->status), trial_color(r, t), 0,
-                          "best: %s", med);
+                          "best: %s (trial %" G_GINT64_FORMAT ")", med, t->id);
   }
+  ts__plot_legend_add_fastest(legend, th, r->trials, r->best_id, r->fastest_id);
   if (r->n_failed)
     ts__plot_legend_add(legend, TS_PLOT_KEY_MARKER, TS_CANVAS_MARKER_CROSS, th->muted, 0,
                         "%u failed, not plotted", r->n_failed);
@@ -329,6 +332,7 @@ ts_studio_roofline_new(const TsStudioWorkload *workload, GPtrArray *trials)
   }
   if (r->best_id == 0)
     r->best_id = fastest_id;
+  r->fastest_id = fastest_id != r->best_id ? fastest_id : 0;
   r->empty_message = trials->len ? "No trial has roofline coordinates: none was verified with "
                                    "a known FLOP count."
                                  : "No trials stored for this workload.";
