@@ -2,7 +2,7 @@
  * that Perfetto opens) read into the timeline's events. Only what the timeline draws is kept:
  * durations (complete "X" events and "B"/"E" pairs) and allocation instants; metadata,
  * counters, flows and other instants are skipped. */
-#include "ts-studio-data.h"
+#include "ts-studio-trace-private.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -443,45 +443,10 @@ ts_studio_trace_load_data(const char *text, gsize length, const char *name, GErr
 {
   g_return_val_if_fail(text != NULL && name != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  const gssize len = (gssize)length;
+  TsTraceScan scan;
+  if (!ts__trace_scan_begin(&scan, text, length, name, error))
+    return NULL;
   g_autoptr(JsonParser) parser = json_parser_new();
-  g_autoptr(GError) local = NULL;
-  gsize deep_at = 0;
-  if (!ts_db_json_depth_ok(text, len, &deep_at)) {
-    g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE,
-                "%s: JSON nested more than %d deep (at byte %" G_GSIZE_FORMAT "): not a Chrome "
-                "trace", name, TS_DB_JSON_MAX_DEPTH, deep_at);
-    return NULL;
-  }
-  if (!json_parser_load_from_data(parser, text, len, &local)) {
-    /* json-glib names the file in parse errors ("PATH:1:17: Parse error: ...") but not in
-     * every I/O error. */
-    if (strstr(local->message, name))
-      g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE, "%s", local->message);
-    else
-      g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE, "%s: %s", name, local->message);
-    return NULL;
-  }
-  JsonNode *root = json_parser_get_root(parser);
-  JsonArray *list = NULL;
-  if (root && JSON_NODE_HOLDS_ARRAY(root)) {
-    list = json_node_get_array(root);
-  } else if (root && JSON_NODE_HOLDS_OBJECT(root)) {
-    JsonNode *n = json_object_get_member(json_node_get_object(root), "traceEvents");
-    if (n == NULL || !JSON_NODE_HOLDS_ARRAY(n)) {
-      g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE,
-                  "%s: %s (not a Chrome Trace Event file?)", name,
-                  n ? "traceEvents is not an array" : "no traceEvents array");
-      return NULL;
-    }
-    list = json_node_get_array(n);
-  } else {
-    g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE,
-                "%s: expected a JSON object with traceEvents or an array of events (not a "
-                "Chrome Trace Event file?)",
-                name);
-    return NULL;
-  }
 
   Reader r = {
     .path = name,
@@ -494,9 +459,22 @@ ts_studio_trace_load_data(const char *text, gsize length, const char *name, GErr
   };
   g_array_set_clear_func(r.threads, thread_clear);
   gboolean ok = TRUE;
-  guint n = json_array_get_length(list);
-  for (guint i = 0; i < n && ok; i++)
-    ok = read_element(&r, i, json_array_get_element(list, i), error);
+  const char *element;
+  gsize element_len;
+  for (guint i = 0; ok; i++) {
+    int more = ts__trace_scan_next(&scan, &element, &element_len, error);
+    if (more <= 0) {
+      ok = more == 0;
+      break;
+    }
+    /* One small object at a time: the parser's tree is replaced by the next. */
+    g_autoptr(GError) local = NULL;
+    if (!json_parser_load_from_data(parser, element, (gssize)element_len, &local)) {
+      ok = fail(error, &r, i, "%s", local->message);
+      break;
+    }
+    ok = read_element(&r, i, json_parser_get_root(parser), error);
+  }
   if (ok) {
     close_open_ranges(&r);
     assign_lanes(&r);

@@ -597,13 +597,40 @@ test_trace_forms(Cache *c, gconstpointer data)
   g_assert_cmpuint(none->len, ==, 0);
 }
 
+/* A capture cut short (no closing bracket, or its last event cut in half) keeps every whole
+ * event before the cut, as Perfetto does; strings and nesting hide brackets from the scan. */
+static void
+test_trace_truncated(Cache *c, gconstpointer data)
+{
+  const struct {
+    const char *text;
+    guint n;
+  } cases[] = {
+    {"[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 1},"
+     " {\"ph\": \"X\", \"name\": \"b]}\\\"\", \"ts\": 2, \"dur\": 1}", 2},
+    {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 1,"
+     " \"args\": {\"x\": [[1], {\"y\": \"}\"}]}}, {\"ph\": \"X\", \"na", 1},
+    {"{\"otherData\": {\"a\": [1, \"]\"]}, \"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\","
+     " \"ts\": 1, \"dur\": 1}], \"displayTimeUnit\": \"ns\"}", 1},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *path = write_temp(c, "cut.json", cases[i].text);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GArray) ev = ts_studio_trace_load(path, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(ev->len, ==, cases[i].n);
+  }
+}
+
 static void
 test_trace_malformed(Cache *c, gconstpointer data)
 {
   struct {
     const char *text, *needle;
   } cases[] = {
-    {"{\"traceEvents\": [", "Parse error"},
+    {"{\"traceEvents\": [", "cut short before its first event"},
+    {"[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 1}, {\"ph\": \"X\", \"name\": \"b\" 7}]",
+     "traceEvents[1]:"},
     {"42", "expected a JSON object with traceEvents"},
     {"{\"events\": []}", "no traceEvents array"},
     {"{\"traceEvents\": {}}", "traceEvents is not an array"},
@@ -874,6 +901,7 @@ main(int argc, char **argv)
   ADD("trace/roundtrip", test_trace_roundtrip, NULL);
   ADD("trace/forms", test_trace_forms, NULL);
   ADD("trace/malformed", test_trace_malformed, NULL);
+  ADD("trace/truncated", test_trace_truncated, NULL);
   ADD("lower", test_lower, with_cache);
   ADD("diff/ops", test_diff, NULL);
   ADD("diff/unified", test_diff_unified, NULL);
