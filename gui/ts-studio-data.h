@@ -103,9 +103,13 @@ char *ts_studio_db_profile_subject(TsStudioDb *db, const TsDbProfile *profile);
 GArray *ts_studio_db_events(TsStudioDb *db, gint64 profile_id, GError **error);
 
 /* The events of a Chrome Trace Event file (the JSON object or array form, as tessera-tune
- * profile writes and Perfetto reads): complete ("X") and begin/end ("B"/"E") events become
- * kernels, copies, compiles and ranges by their category, instant allocation events allocs and
- * frees. Times relative to the earliest event. */
+ * profile writes and Perfetto reads), read one event at a time (memory follows the events,
+ * not the text): complete ("X") and begin/end ("B"/"E") events become kernels, copies,
+ * compiles and ranges by their category, instant allocation events allocs and frees. Times
+ * relative to the earliest event. First, at time 0, come "lane" events naming a lane (from the
+ * process_name and thread_name metadata) and "note" events saying what was read differently
+ * than written (an "E" with no "B", left out; a "B" never closed, drawn to the end of the
+ * trace). A file cut short keeps the whole events before the cut. */
 GArray *ts_studio_trace_load(const char *path, GError **error);
 /* The same from text in memory; name stands for the file in messages. */
 GArray *ts_studio_trace_load_data(const char *text, gsize length, const char *name,

@@ -40,8 +40,13 @@ ts__tl_format_ns(double ns, double step_ns)
 }
 
 char *
-ts__tl_lane_label(guint32 lane)
+ts__tl_lane_label(const TsTlView *tl, guint32 lane)
 {
+  const char *named = tl->lane_names ? g_hash_table_lookup(tl->lane_names,
+                                                           GUINT_TO_POINTER(lane + 1u))
+                                     : NULL;
+  if (named)
+    return g_strdup(named);
   if (lane >= TS_TRACE_DEVICE_LANE)
     return g_strdup_printf("device stream %u", lane - TS_TRACE_DEVICE_LANE);
   return g_strdup_printf("host thread %u", lane);

@@ -36,6 +36,7 @@ name_index(NameTable *nt, const char *kind, const char *name)
   if (index == 0) {
     TsTlName n = {.kind = kind, .name = name};
     n.known = ts_trace_kind_from_name(kind, &n.k);
+    n.meta = strcmp(kind, "lane") == 0 || strcmp(kind, "note") == 0;
     if (!n.known)
       n.k = TS_TRACE_RANGE;
     g_array_append_val(nt->names, n);
@@ -315,7 +316,7 @@ nest_depths(const TsDbEvent *ev, guint n, const TsTlName *names, const guint32 *
       ends = g_hash_table_lookup(stacks, GUINT_TO_POINTER(e->lane + 1u));
       last_lane = e->lane;
     }
-    if (ends == NULL || is_memory_kind(&names[names_of[i]]))
+    if (ends == NULL || is_memory_kind(&names[names_of[i]]) || names[names_of[i]].meta)
       continue;
     while (ends->len > 0 && g_array_index(ends, gint64, ends->len - 1) <= e->start_ns)
       g_array_set_size(ends, ends->len - 1);
@@ -368,11 +369,28 @@ ts__tl_prepare(TsTlView *tl)
   /* Pass 1: names and the span; then where each event nests. */
   tl->span0 = n ? G_MAXINT64 : 0;
   tl->span1 = n ? G_MININT64 : 0;
+  tl->lane_names = g_hash_table_new(NULL, NULL);
+  tl->notes = g_ptr_array_new();
+  guint n_meta = 0;
   for (guint i = 0; i < n; i++) {
     names_of[i] = name_index(&nt, ev[i].kind, ev[i].name);
+    const TsTlName *nm = &g_array_index(nt.names, TsTlName, names_of[i]);
+    if (nm->meta) {
+      n_meta++;
+      if (strcmp(nm->kind, "lane") == 0)
+        g_hash_table_insert(tl->lane_names, GUINT_TO_POINTER(ev[i].lane + 1u), (gpointer)nm->name);
+      else
+        g_ptr_array_add(tl->notes, (gpointer)nm->name);
+      continue;
+    }
     tl->span0 = MIN(tl->span0, ev[i].start_ns);
     tl->span1 = MAX(tl->span1, ev[i].start_ns + MAX(ev[i].dur_ns, 0));
   }
+  if (n_meta == n) {
+    tl->span0 = 0;
+    tl->span1 = 0;
+  }
+  tl->parent.n_marks = n - n_meta;
   if (tl->span1 <= tl->span0)
     tl->span1 = tl->span0 + 1;
   tl->n_names = nt.names->len;
@@ -393,7 +411,7 @@ ts__tl_prepare(TsTlView *tl)
   for (guint k = 0; k < G_N_ELEMENTS(recent); k++)
     recent[k].row = G_MAXUINT32;
   for (guint i = 0; i < n; i++) {
-    if (is_memory_kind(&tl->names[names_of[i]])) {
+    if (is_memory_kind(&tl->names[names_of[i]]) || tl->names[names_of[i]].meta) {
       tl->row_of[i] = G_MAXUINT32;
       continue;
     }
@@ -490,6 +508,10 @@ ts__tl_release(TsTlView *tl)
   }
   g_free(tl->rows);
   g_free(tl->names);
+  if (tl->lane_names)
+    g_hash_table_unref(tl->lane_names);
+  if (tl->notes)
+    g_ptr_array_unref(tl->notes);
   g_free(tl->row_of);
   g_free(tl->mem.t);
   g_free(tl->mem.v);

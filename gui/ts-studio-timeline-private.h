@@ -21,6 +21,7 @@ typedef struct {
   const char *kind, *name;
   TsTraceKind k;
   gboolean known; /* FALSE: a kind this build does not know, drawn like a range */
+  gboolean meta;  /* "lane" (a lane's label) or "note" (what a trace reader had to say) */
 } TsTlName;
 
 /* One event of a row, in the row's order (by start, longer first on ties). */
@@ -84,6 +85,8 @@ typedef struct {
   guint n_rows;
   guint32 *row_of; /* the row of each input event; G_MAXUINT32: none (alloc, free) */
   TsTlMemory mem;
+  GHashTable *lane_names; /* lane + 1 -> label, from "lane" events (borrowed from events) */
+  GPtrArray *notes;       /* const char*, from "note" events (borrowed) */
   gint64 span0, span1; /* every event's extent */
   gint64 view0, view1; /* the visible window */
 } TsTlView;
@@ -94,6 +97,7 @@ typedef struct {
   double x0, x1;        /* the plot's horizontal extent (after the lane labels) */
   double rows_y, row_h; /* top of the first row, height of each */
   double mem_y, mem_h;  /* the memory area; mem_h 0 when there is none */
+  double notes_y;       /* the first of the reader's notes, one line each, at the bottom */
   gint64 t0, t1;        /* the visible window */
   double ns_per_px;
 } TsTlLayout;
@@ -137,7 +141,7 @@ ts__tl_x(const TsTlLayout *lay, gint64 t)
 /* ns in a readable unit: step_ns > 0, a tick label for ticks step_ns apart; 0, three
  * significant digits ("12.3 µs"); < 0, to a thousandth of the unit ("50.500 ms"). */
 char *ts__tl_format_ns(double ns, double step_ns);
-char *ts__tl_lane_label(guint32 lane);
+char *ts__tl_lane_label(const TsTlView *tl, guint32 lane);
 void ts__tl_draw_axis(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);
 void ts__tl_draw_memory(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);
 /* The alloc or free nearest x in the memory area, within a few px, as a mark id; 0 if none. */

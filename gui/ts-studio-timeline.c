@@ -10,6 +10,7 @@
 /* ---- layout ---- */
 
 #define AXIS_H 26.0
+#define NOTE_H 15.0
 #define GUTTER_W 118.0
 #define RIGHT_PAD 10.0
 #define ROW_H_MAX 20.0
@@ -24,6 +25,9 @@ ts__tl_layout(const TsTlView *tl, double width, double height, TsTlLayout *lay)
   lay->ns_per_px = (double)(tl->view1 - tl->view0) / (lay->x1 - lay->x0);
   lay->rows_y = AXIS_H + 4;
   double avail = height - lay->rows_y - 4;
+  double notes_h = tl->notes ? tl->notes->len * NOTE_H : 0;
+  avail -= notes_h;
+  lay->notes_y = height - notes_h;
   if (tl->mem.n > 0) {
     lay->mem_h = round(CLAMP(avail * 0.22, 40, 160));
     avail -= lay->mem_h + 10;
@@ -329,7 +333,7 @@ draw_rows(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
   for (guint r = 0; r < tl->n_rows; r++) {
     const TsTlRow *row = &tl->rows[r];
     double y = lay->rows_y + r * lay->row_h;
-    g_autofree char *label = ts__tl_lane_label(row->lane);
+    g_autofree char *label = ts__tl_lane_label(tl, row->lane);
     g_autofree char *id = g_strdup_printf("lane-%u-%u", row->lane, row->depth);
     g_autofree char *title =
         row->depth ? g_strdup_printf("%s, depth %u", label, row->depth) : g_strdup(label);
@@ -371,6 +375,22 @@ draw_outline(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay, gint64 id, TsRgba
   ts_canvas_end(c);
 }
 
+/* What the trace reader had to say (ranges never closed, ends without a begin): under the
+ * timeline, never only in a log. */
+static void
+draw_notes(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
+{
+  if (tl->notes == NULL || tl->notes->len == 0)
+    return;
+  ts_canvas_begin(c, "notes", NULL, NULL);
+  ts_canvas_set_font_size(c, 11);
+  ts_canvas_set_color(c, tl->parent.theme->muted);
+  for (guint i = 0; i < tl->notes->len; i++)
+    ts_canvas_text(c, 6, lay->notes_y + i * NOTE_H + 1, tl->notes->pdata[i],
+                   TS_CANVAS_ALIGN_START, TS_CANVAS_ALIGN_START, 0);
+  ts_canvas_end(c);
+}
+
 static void
 timeline_draw(TsStudioView *view, TsCanvas *c, double width, double height)
 {
@@ -378,7 +398,7 @@ timeline_draw(TsStudioView *view, TsCanvas *c, double width, double height)
   const TsStudioTheme *theme = view->theme;
   ts_canvas_fill_background(c, theme->background);
   ts_canvas_begin(c, "timeline", NULL, NULL);
-  if (tl->events->len == 0) {
+  if (view->n_marks == 0) {
     ts_canvas_set_color(c, theme->muted);
     ts_canvas_set_font_size(c, 15);
     ts_canvas_text(c, width / 2, height / 2, "No events: this profile recorded nothing to show.",
@@ -391,6 +411,7 @@ timeline_draw(TsStudioView *view, TsCanvas *c, double width, double height)
   ts__tl_draw_axis(tl, c, &lay);
   draw_rows(tl, c, &lay);
   ts__tl_draw_memory(tl, c, &lay);
+  draw_notes(tl, c, &lay);
   draw_outline(tl, c, &lay, view->selected, theme->accent);
   if (view->hover != view->selected)
     draw_outline(tl, c, &lay, view->hover, theme->highlight);
@@ -485,7 +506,7 @@ timeline_describe(TsStudioView *view, gint64 id)
   }
   if (e->detail && *e->detail)
     g_string_append_printf(s, "\n%s", e->detail);
-  g_autofree char *lane = ts__tl_lane_label(e->lane);
+  g_autofree char *lane = ts__tl_lane_label(tl, e->lane);
   g_string_append_printf(s, "\n%s", lane);
   if (e->depth)
     g_string_append_printf(s, ", depth %u", e->depth);
@@ -519,8 +540,7 @@ ts_studio_timeline_new(GArray *events)
   tl->parent.klass = &timeline_class;
   tl->parent.theme = ts_studio_theme(FALSE);
   tl->events = g_array_ref(events);
-  tl->parent.n_marks = events->len;
-  ts__tl_prepare(tl);
+  ts__tl_prepare(tl); /* sets n_marks: the events, not the lane names and notes among them */
   tl->view0 = tl->span0;
   tl->view1 = tl->span1;
   return &tl->parent;

@@ -26,6 +26,11 @@ typedef struct {
   GHashTable *thread_index; /* "pid\x1ftid" -> index + 1 */
   GString *key;        /* thread_of's buffer */
   GHashTable *open;    /* thread index + 1 -> GArray of open "B" (TsDbEvent + element index) */
+  GHashTable *process_names; /* pid key text -> name ("M" process_name) */
+  GHashTable *thread_names;  /* thread index + 1 -> name ("M" thread_name) */
+  guint orphan_ends;   /* "E" with no "B": a capture that began inside the range */
+  guint unclosed;      /* "B" still open at the end */
+  gint64 last_ns;      /* the latest time any element names */
 } Reader;
 
 typedef struct {
@@ -149,11 +154,27 @@ thread_of(Reader *r, JsonObject *o)
   return r->threads->len - 1;
 }
 
-/* An id's key text for a message. */
-static const char *
-id_display(const char *text)
+/* "M" metadata: the names Perfetto and Nsight show for processes and threads. */
+static void
+read_metadata(Reader *r, JsonObject *o, const char *name)
 {
-  return *text == '"' ? text + 1 : *text ? text : "none";
+  gboolean process = g_strcmp0(name, "process_name") == 0;
+  if (!process && g_strcmp0(name, "thread_name") != 0)
+    return; /* sort indices, labels: nothing the timeline shows */
+  JsonNode *args = json_object_get_member(o, "args");
+  const char *value = args && JSON_NODE_HOLDS_OBJECT(args)
+                        ? json_object_get_string_member_with_default(
+                            json_node_get_object(args), "name", NULL)
+                        : NULL;
+  if (value == NULL || *value == '\0')
+    return;
+  guint thread = thread_of(r, o);
+  if (process)
+    g_hash_table_replace(r->process_names,
+                         g_strdup(g_array_index(r->threads, Thread, thread).pid),
+                         g_strdup(value));
+  else
+    g_hash_table_replace(r->thread_names, GUINT_TO_POINTER(thread + 1), g_strdup(value));
 }
 
 /* Whether the comma-separated category list holds name (case-insensitive). */
@@ -274,8 +295,17 @@ read_element(Reader *r, guint i, JsonNode *node, GError **error)
   gboolean end = strcmp(ph, "E") == 0;
   gboolean instant = strcmp(ph, "i") == 0 || strcmp(ph, "I") == 0 || strcmp(ph, "n") == 0;
   const char *memory = instant ? memory_kind_of(cat) : NULL;
+  if (strcmp(ph, "M") == 0) {
+    read_metadata(r, o, name);
+    return TRUE;
+  }
+  /* Whatever else has a time (counters, flows, samples) still says how far the trace goes. */
+  gint64 at;
+  gboolean has_ts;
+  if (time_member(o, "ts", &at, &has_ts))
+    r->last_ns = MAX(r->last_ns, at);
   if (!complete && !begin && !end && memory == NULL)
-    return TRUE; /* metadata, counters, flows, samples, other instants */
+    return TRUE; /* counters, flows, samples, other instants */
 
   TsDbEvent e = {0};
   if (!required_time(r, i, o, "ts", &e.start_ns, error))
@@ -287,10 +317,11 @@ read_element(Reader *r, guint i, JsonNode *node, GError **error)
 
   if (end) {
     GArray *stack = g_hash_table_lookup(r->open, key);
-    if (stack == NULL || stack->len == 0)
-      return fail(error, r, i, "\"E\" event with no open \"B\" on its thread (pid %s, tid %s)",
-                  id_display(g_array_index(r->threads, Thread, thread).pid),
-                  id_display(g_array_index(r->threads, Thread, thread).tid));
+    if (stack == NULL || stack->len == 0) {
+      /* Normal in a ring-buffer capture that began inside the range: left out, and said. */
+      r->orphan_ends++;
+      return TRUE;
+    }
     OpenRange *top = &g_array_index(stack, OpenRange, stack->len - 1);
     if (e.start_ns < top->event.start_ns)
       return fail(error, r, i, "\"E\" event before its \"B\" (traceEvents[%u])", top->element);
@@ -330,7 +361,7 @@ read_element(Reader *r, guint i, JsonNode *node, GError **error)
 static void
 close_open_ranges(Reader *r)
 {
-  gint64 last = G_MININT64;
+  gint64 last = r->last_ns;
   for (guint i = 0; i < r->events->len; i++) {
     const TsDbEvent *e = &g_array_index(r->events, TsDbEvent, i);
     last = MAX(last, e->start_ns + e->dur_ns);
@@ -351,6 +382,7 @@ close_open_ranges(Reader *r)
     for (guint i = 0; i < stack->len; i++) {
       OpenRange *open = &g_array_index(stack, OpenRange, i);
       open->event.dur_ns = last - open->event.start_ns;
+      r->unclosed++;
       add_event(r, &open->event, GPOINTER_TO_UINT(key) - 1, TRUE);
       *open = (OpenRange){0};
     }
@@ -361,7 +393,7 @@ close_open_ranges(Reader *r)
 /* Lanes: a file's own tids when they can be kept — non-negative 32-bit numbers, each in one
  * process — so a trace we wrote reads back with the lanes it was recorded with (host thread
  * ids, TS_TRACE_DEVICE_LANE + stream). Otherwise threads are numbered in order of appearance. */
-static void
+static gboolean
 assign_lanes(Reader *r)
 {
   gboolean keep = TRUE;
@@ -378,6 +410,61 @@ assign_lanes(Reader *r)
     guint thread = g_array_index(r->event_thread, guint, i);
     e->lane = keep ? (guint32)g_array_index(r->threads, Thread, thread).tid_value : thread;
   }
+  return keep;
+}
+
+/* What the timeline shows besides events, as events of its own at time 0 (the Chrome format
+ * does the same with "M"): a "lane" per named thread (name: its label), a "note" per thing read
+ * differently than written. */
+static GArray *
+meta_events(Reader *r, gboolean keep_tids)
+{
+  GArray *meta = ts_db_events_new(0);
+  gboolean one_process = g_hash_table_size(r->process_names) <= 1;
+  /* Only threads with events have lanes ("M" events name the process on a thread of its own). */
+  g_autofree gboolean *used = g_new0(gboolean, MAX(r->threads->len, 1));
+  for (guint i = 0; i < r->event_thread->len; i++)
+    used[g_array_index(r->event_thread, guint, i)] = TRUE;
+  for (guint i = 0; i < r->threads->len; i++) {
+    const Thread *t = &g_array_index(r->threads, Thread, i);
+    if (!used[i])
+      continue;
+    const char *thread = g_hash_table_lookup(r->thread_names, GUINT_TO_POINTER(i + 1));
+    const char *process = g_hash_table_lookup(r->process_names, t->pid);
+    g_autofree char *label = NULL;
+    if (thread && (one_process || process == NULL))
+      label = g_strdup(thread);
+    else if (thread)
+      label = g_strdup_printf("%s: %s", process, thread);
+    else if (process)
+      label = g_strdup_printf("%s: thread %s", process, *t->tid ? t->tid : "?");
+    else
+      continue;
+    TsDbEvent e = {.kind = "lane", .name = label,
+                   .lane = keep_tids ? (guint32)t->tid_value : i};
+    ts_db_event_own_strings(&e);
+    g_array_append_val(meta, e);
+  }
+  g_autofree char *orphans =
+    r->orphan_ends ? g_strdup_printf("%u \"E\" event%s without a \"B\" on %s thread left out "
+                                     "(a capture that began inside %s)",
+                                     r->orphan_ends, r->orphan_ends == 1 ? "" : "s",
+                                     r->orphan_ends == 1 ? "its" : "their",
+                                     r->orphan_ends == 1 ? "the range" : "the ranges")
+                   : NULL;
+  g_autofree char *unclosed =
+    r->unclosed ? g_strdup_printf("%u range%s never closed: drawn to the end of the trace",
+                                  r->unclosed, r->unclosed == 1 ? "" : "s")
+                : NULL;
+  const char *notes[] = {orphans, unclosed};
+  for (guint i = 0; i < G_N_ELEMENTS(notes); i++) {
+    if (notes[i] == NULL)
+      continue;
+    TsDbEvent e = {.kind = "note", .name = notes[i]};
+    ts_db_event_own_strings(&e);
+    g_array_append_val(meta, e);
+  }
+  return meta;
 }
 
 static gint
@@ -456,6 +543,9 @@ ts_studio_trace_load_data(const char *text, gsize length, const char *name, GErr
     .thread_index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
     .open = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_array_unref),
     .key = g_string_new(NULL),
+    .process_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free),
+    .thread_names = g_hash_table_new_full(NULL, NULL, NULL, g_free),
+    .last_ns = G_MININT64,
   };
   g_array_set_clear_func(r.threads, thread_clear);
   gboolean ok = TRUE;
@@ -475,11 +565,14 @@ ts_studio_trace_load_data(const char *text, gsize length, const char *name, GErr
     }
     ok = read_element(&r, i, json_parser_get_root(parser), error);
   }
+  g_autoptr(GArray) meta = NULL;
   if (ok) {
     close_open_ranges(&r);
-    assign_lanes(&r);
+    meta = meta_events(&r, assign_lanes(&r));
   }
   g_array_unref(r.threads);
+  g_hash_table_unref(r.process_names);
+  g_hash_table_unref(r.thread_names);
   g_array_unref(r.event_thread);
   g_hash_table_unref(r.thread_index);
   g_hash_table_unref(r.open);
@@ -495,5 +588,7 @@ ts_studio_trace_load_data(const char *text, gsize length, const char *name, GErr
   for (guint i = 0; i < events->len; i++)
     g_array_index(events, TsDbEvent, i).start_ns -= t0;
   assign_depths(events);
+  g_array_prepend_vals(events, meta->data, meta->len);
+  g_free(g_array_steal(meta, NULL)); /* their strings moved with them: no clearing */
   return events;
 }

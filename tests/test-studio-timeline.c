@@ -721,10 +721,55 @@ test_format(void)
     g_autofree char *s = ts__tl_format_ns(cases[i].ns, cases[i].step);
     g_assert_cmpstr(s, ==, cases[i].text);
   }
-  g_autofree char *host = ts__tl_lane_label(4242);
-  g_autofree char *dev = ts__tl_lane_label(DEV + 3);
+  TsTlView none = {0}; /* no lane names: the recorder's labels */
+  g_autofree char *host = ts__tl_lane_label(&none, 4242);
+  g_autofree char *dev = ts__tl_lane_label(&none, DEV + 3);
   g_assert_cmpstr(host, ==, "host thread 4242");
   g_assert_cmpstr(dev, ==, "device stream 3");
+}
+
+/* Another tool's trace (a PyTorch-profiler-like export): lanes carry the process and thread
+ * names of its metadata; an "E" whose "B" was before the capture and a "B" never closed are
+ * said under the timeline, not fatal; counters and flows do not break the read. */
+static void
+test_foreign_trace(void)
+{
+  static const char text[] =
+    "{\"traceEvents\": ["
+    " {\"ph\": \"E\", \"ts\": 1, \"pid\": 1, \"tid\": 11},"
+    " {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"ts\": 2, \"dur\": 5,"
+    "  \"pid\": 1, \"tid\": 11},"
+    " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"sgemm\", \"ts\": 4, \"dur\": 3,"
+    "  \"pid\": 2, \"tid\": 7},"
+    " {\"ph\": \"s\", \"id\": 1, \"name\": \"launch\", \"ts\": 3, \"pid\": 1, \"tid\": 11},"
+    " {\"ph\": \"f\", \"id\": 1, \"bp\": \"e\", \"name\": \"launch\", \"ts\": 4, \"pid\": 2, \"tid\": 7},"
+    " {\"ph\": \"C\", \"name\": \"GPU memory\", \"ts\": 5, \"pid\": 2, \"args\": {\"bytes\": 64}},"
+    " {\"ph\": \"B\", \"name\": \"optimizer step\", \"ts\": 8, \"pid\": 1, \"tid\": 11},"
+    " {\"ph\": \"C\", \"name\": \"GPU memory\", \"ts\": 12, \"pid\": 2, \"args\": {\"bytes\": 0}},"
+    " {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"tid\": 0, \"args\": {\"name\": \"python\"}},"
+    " {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 11, \"args\": {\"name\": \"MainThread\"}},"
+    " {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 2, \"tid\": 0, \"args\": {\"name\": \"GPU 0\"}},"
+    " {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 2, \"tid\": 7, \"args\": {\"name\": \"stream 7\"}}"
+    "]}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) ev = ts_studio_trace_load_data(text, sizeof text - 1, "torch.json", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
+  g_assert_cmpuint(view->n_marks, ==, 3); /* aten::mm, sgemm, optimizer step */
+  g_autofree char *svg = svg_of(view, 900, 300);
+  g_assert_nonnull(strstr(svg, "<title>python: MainThread</title>"));
+  g_assert_nonnull(strstr(svg, "<title>GPU 0: stream 7</title>"));
+  g_assert_nonnull(strstr(svg, "class=\"notes\""));
+  g_assert_nonnull(strstr(svg, "1 &quot;E&quot; event without a &quot;B&quot; on its thread left out"));
+  g_assert_nonnull(strstr(svg, "1 range never closed: drawn to the end of the trace"));
+  /* The open range runs to the last time the trace names (the counter at 12 µs). */
+  TsTlView *tl = (TsTlView *)view;
+  for (guint i = 0; i < ev->len; i++) {
+    const TsDbEvent *e = &g_array_index(ev, TsDbEvent, i);
+    if (g_strcmp0(e->name, "optimizer step") == 0)
+      g_assert_cmpint(e->start_ns + e->dur_ns, ==, tl->span1);
+  }
+  g_assert_cmpint(tl->span1, ==, 10000); /* 12 µs after the first event, at 2 µs */
 }
 
 int
@@ -740,6 +785,7 @@ main(int argc, char **argv)
   g_test_add_func("/studio-timeline/folding", test_folding);
   g_test_add_func("/studio-timeline/folding-dense", test_folding_dense);
   g_test_add_func("/studio-timeline/memory", test_memory);
+  g_test_add_func("/studio-timeline/foreign-trace", test_foreign_trace);
   g_test_add_func("/studio-timeline/memory-columns", test_memory_columns);
   g_test_add_func("/studio-timeline/memory-peak-drawn", test_memory_peak_drawn);
   g_test_add_func("/studio-timeline/svg-kernels", test_svg_kernels);
