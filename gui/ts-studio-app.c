@@ -183,7 +183,12 @@ ts_studio_app_open(GApplication *app, GFile **files, int n_files, const char *hi
     g_autoptr(GError) error = NULL;
     g_autofree char *name = g_file_get_parse_name(files[i]);
 
-    if (!ts_studio_window_open(win, files[i], &error)) {
+    /* A trace is read in the background behind a progress bar (a 10^6-event one takes
+     * seconds); screenshots need it read before they start. */
+    gboolean opened = self->screenshots_dir != NULL
+                        ? ts_studio_window_open(win, files[i], &error)
+                        : ts_studio_window_open_async(win, files[i], &error);
+    if (!opened) {
       if (self->screenshots_dir != NULL) {
         /* The data layer names the file in its messages; say it anyway if one does not. */
         g_printerr("tessera-studio: %s%s%s\n", strstr(error->message, name) ? "" : name,

@@ -8,7 +8,7 @@
  * stored some. */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 
 #include "ts-db.h"
 #include "ts-prof.h"
@@ -113,6 +113,11 @@ GArray *ts_studio_db_events(TsStudioDb *db, gint64 profile_id, GError **error);
 GArray *ts_studio_trace_load(const char *path, GError **error);
 /* The same from text in memory; name stands for the file in messages. */
 GArray *ts_studio_trace_load_data(const char *text, gsize length, const char *name,
+                                  GError **error);
+/* ts_studio_trace_load for a worker thread: *permille (optional; atomic) follows the share of
+ * the file read, 0 to 1000; cancelling stops the read within a few thousand events
+ * (G_IO_ERROR_CANCELLED). */
+GArray *ts_studio_trace_load_full(const char *path, GCancellable *cancellable, gint *permille,
                                   GError **error);
 
 /* Graph, Schedule, Tile and Target IR of a schedule point of a workload, as `tessera-tune

@@ -505,8 +505,26 @@ assign_depths(GArray *events)
   }
 }
 
+static GArray *read_text(const char *text, gsize length, const char *name,
+                         GCancellable *cancellable, gint *permille, GError **error);
+
 GArray *
 ts_studio_trace_load(const char *path, GError **error)
+{
+  return ts_studio_trace_load_full(path, NULL, NULL, error);
+}
+
+GArray *
+ts_studio_trace_load_data(const char *text, gsize length, const char *name, GError **error)
+{
+  g_return_val_if_fail(text != NULL && name != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  return read_text(text, length, name, NULL, NULL, error);
+}
+
+GArray *
+ts_studio_trace_load_full(const char *path, GCancellable *cancellable, gint *permille,
+                          GError **error)
 {
   g_return_val_if_fail(path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -521,15 +539,17 @@ ts_studio_trace_load(const char *path, GError **error)
   }
   /* An empty file maps to no contents at all. */
   const char *text = g_mapped_file_get_contents(mapped);
-  return ts_studio_trace_load_data(text ? text : "", g_mapped_file_get_length(mapped), path,
-                                   error);
+  GArray *events = read_text(text ? text : "", g_mapped_file_get_length(mapped), path,
+                             cancellable, permille, error);
+  if (events && permille)
+    g_atomic_int_set(permille, 1000);
+  return events;
 }
 
-GArray *
-ts_studio_trace_load_data(const char *text, gsize length, const char *name, GError **error)
+static GArray *
+read_text(const char *text, gsize length, const char *name, GCancellable *cancellable,
+          gint *permille, GError **error)
 {
-  g_return_val_if_fail(text != NULL && name != NULL, NULL);
-  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   TsTraceScan scan;
   if (!ts__trace_scan_begin(&scan, text, length, name, error))
     return NULL;
@@ -556,6 +576,14 @@ ts_studio_trace_load_data(const char *text, gsize length, const char *name, GErr
     if (more <= 0) {
       ok = more == 0;
       break;
+    }
+    if ((i & 4095) == 0) {
+      if (g_cancellable_set_error_if_cancelled(cancellable, error)) {
+        ok = FALSE;
+        break;
+      }
+      if (permille)
+        g_atomic_int_set(permille, (gint)(1000.0 * (double)scan.pos / (double)MAX(length, 1)));
     }
     /* One small object at a time: the parser's tree is replaced by the next. */
     g_autoptr(GError) local = NULL;

@@ -7,6 +7,9 @@
  * template's widgets (finalize). */
 #include "ts-studio-window.h"
 
+#include <errno.h>
+#include <glib/gstdio.h>
+
 const char *const ts_studio_window_pages[] = {
     "trials", "roofline", "history", "predicted", "timeline", "lowering", NULL,
 };
@@ -17,6 +20,7 @@ struct _TsStudioWindow {
   /* template */
   GtkWidget *switcher, *states, *views, *timeline_states;
   GtkWidget *empty_label, *empty_path, *no_profile_label;
+  GtkWidget *loading_label, *loading_progress, *loading_cancel;
   GtkWidget *color_by, *history_axis, *profile_choice;
   GtkStringList *profile_labels;
   GMenu *recent_section;
@@ -32,6 +36,13 @@ struct _TsStudioWindow {
   const TsStudioWorkload *workload;
   GPtrArray *trials, *runs, *profiles;
   gint64 profile_id;
+
+  /* a trace being read in a worker thread */
+  GCancellable *loading;
+  gint loading_permille; /* atomic: the share of the file read */
+  guint loading_tick;
+  char *loading_back;    /* the state to return to if it fails or is cancelled */
+  guint64 loading_bytes;
 };
 
 G_DEFINE_FINAL_TYPE(TsStudioWindow, ts_studio_window, GTK_TYPE_APPLICATION_WINDOW)
@@ -305,6 +316,20 @@ static const GActionEntry win_actions[] = {
     {.name = "export", .activate = export_action},
 };
 
+static void loading_stop(TsStudioWindow *win);
+static void on_loading_cancel(GtkButton *button, TsStudioWindow *win);
+
+static void
+ts_studio_window_dispose(GObject *object)
+{
+  TsStudioWindow *self = TS_STUDIO_WINDOW(object);
+  /* A read still running is abandoned: its result finds no window waiting for it. */
+  if (self->loading)
+    g_cancellable_cancel(self->loading);
+  loading_stop(self);
+  G_OBJECT_CLASS(ts_studio_window_parent_class)->dispose(object);
+}
+
 static void
 ts_studio_window_finalize(GObject *object)
 {
@@ -316,6 +341,7 @@ ts_studio_window_finalize(GObject *object)
   g_clear_pointer(&self->profiles, g_ptr_array_unref);
   g_clear_pointer(&self->db, ts_studio_db_free);
   g_free(self->path);
+  g_free(self->loading_back);
   G_OBJECT_CLASS(ts_studio_window_parent_class)->finalize(object);
 }
 
@@ -327,6 +353,7 @@ ts_studio_window_class_init(TsStudioWindowClass *klass)
   /* No gtk_widget_dispose_template in dispose: GtkWindow destroys its titlebar and child
    * itself, and in GTK 4.8 unparenting them first makes it warn. */
   G_OBJECT_CLASS(klass)->finalize = ts_studio_window_finalize;
+  G_OBJECT_CLASS(klass)->dispose = ts_studio_window_dispose;
 
   g_type_ensure(TS_STUDIO_TYPE_SIDEBAR);
   g_type_ensure(TS_STUDIO_TYPE_TRIAL_LIST);
@@ -344,6 +371,9 @@ ts_studio_window_class_init(TsStudioWindowClass *klass)
   BIND(empty_label);
   BIND(empty_path);
   BIND(no_profile_label);
+  BIND(loading_label);
+  BIND(loading_progress);
+  BIND(loading_cancel);
   BIND(color_by);
   BIND(history_axis);
   BIND(profile_choice);
@@ -375,6 +405,7 @@ ts_studio_window_init(TsStudioWindow *self)
   g_signal_connect(self->history_axis, "notify::selected", G_CALLBACK(on_history_axis), self);
   g_signal_connect(self->profile_choice, "notify::selected", G_CALLBACK(on_profile_chosen), self);
   g_signal_connect(self->views, "notify::visible-child-name", G_CALLBACK(on_page_changed), self);
+  g_signal_connect(self->loading_cancel, "clicked", G_CALLBACK(on_loading_cancel), self);
   set_state(self, "welcome");
 }
 
@@ -415,6 +446,118 @@ is_trace(const char *path)
   return g_str_has_suffix(lower, ".json");
 }
 
+static void
+show_trace(TsStudioWindow *win, char *path, GArray *events)
+{
+  close_file(win);
+  win->path = path;
+  ts_studio_timeline_area_set_events(win->trace_area, events, NULL);
+  set_state(win, "trace");
+  g_autofree char *title = g_strdup_printf("%s — Tessera Studio", win->path);
+  gtk_window_set_title(GTK_WINDOW(win), title);
+}
+
+/* ---- a trace read off the UI thread ---- */
+
+static void
+read_trace(GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+  TsStudioWindow *win = source; /* only its atomic progress is touched here */
+  GError *error = NULL;
+  GArray *events = ts_studio_trace_load_full(data, cancellable, &win->loading_permille, &error);
+  if (events)
+    g_task_return_pointer(task, events, (GDestroyNotify)g_array_unref);
+  else
+    g_task_return_error(task, error);
+}
+
+static gboolean
+loading_tick(gpointer data)
+{
+  TsStudioWindow *win = data;
+  double done = g_atomic_int_get(&win->loading_permille) / 1000.0;
+  gtk_progress_bar_set_fraction(GTK_PROGRESS_BAR(win->loading_progress), done);
+  g_autofree char *size = g_format_size(win->loading_bytes);
+  g_autofree char *text = g_strdup_printf("%.0f%% of %s", 100 * done, size);
+  gtk_progress_bar_set_text(GTK_PROGRESS_BAR(win->loading_progress), text);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+loading_stop(TsStudioWindow *win)
+{
+  g_clear_handle_id(&win->loading_tick, g_source_remove);
+  g_clear_object(&win->loading);
+}
+
+static void
+trace_read(GObject *source, GAsyncResult *result, gpointer data)
+{
+  TsStudioWindow *win = TS_STUDIO_WINDOW(source);
+  g_autofree char *path = data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) events = g_task_propagate_pointer(G_TASK(result), &error);
+  /* A newer open replaced this one: its outcome is not shown. */
+  if (g_task_get_cancellable(G_TASK(result)) != win->loading)
+    return;
+  loading_stop(win);
+  g_autofree char *back = g_steal_pointer(&win->loading_back);
+  if (events) {
+    show_trace(win, g_steal_pointer(&path), events);
+    return;
+  }
+  set_state(win, back ? back : "welcome");
+  if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+    g_autofree char *base = g_path_get_basename(path);
+    g_autofree char *primary = g_strdup_printf("Could not open “%s”", base);
+    ts_studio_window_show_error(win, primary, error);
+  }
+}
+
+static void
+on_loading_cancel(GtkButton *button, TsStudioWindow *win)
+{
+  if (win->loading)
+    g_cancellable_cancel(win->loading);
+}
+
+gboolean
+ts_studio_window_open_async(TsStudioWindow *win, GFile *file, GError **error)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win) && G_IS_FILE(file), FALSE);
+  g_autofree char *path = g_file_get_path(file);
+  if (path == NULL || !is_trace(path))
+    return ts_studio_window_open(win, file, error); /* a cache opens at once */
+  GStatBuf st;
+  if (g_stat(path, &st) != 0) {
+    int saved = errno;
+    g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_TRACE, "%s: %s", path,
+                g_strerror(saved));
+    return FALSE;
+  }
+  if (win->loading) {
+    g_cancellable_cancel(win->loading);
+    loading_stop(win);
+  } else {
+    g_free(win->loading_back);
+    win->loading_back = g_strdup(ts_studio_window_get_state(win));
+  }
+  win->loading = g_cancellable_new();
+  win->loading_bytes = (guint64)st.st_size;
+  g_atomic_int_set(&win->loading_permille, 0);
+  g_autofree char *base = g_path_get_basename(path);
+  g_autofree char *label = g_strdup_printf("Reading %s…", base);
+  gtk_label_set_text(GTK_LABEL(win->loading_label), label);
+  loading_tick(win);
+  win->loading_tick = g_timeout_add(100, loading_tick, win);
+  set_state(win, "loading");
+  g_autoptr(GTask) task = g_task_new(win, win->loading, trace_read, g_strdup(path));
+  g_task_set_source_tag(task, ts_studio_window_open_async);
+  g_task_set_task_data(task, g_steal_pointer(&path), g_free);
+  g_task_run_in_thread(task, read_trace);
+  return TRUE;
+}
+
 gboolean
 ts_studio_window_open(TsStudioWindow *win, GFile *file, GError **error)
 {
@@ -431,10 +574,8 @@ ts_studio_window_open(TsStudioWindow *win, GFile *file, GError **error)
     g_autoptr(GArray) events = ts_studio_trace_load(path, error);
     if (events == NULL)
       return FALSE;
-    close_file(win);
-    win->path = g_steal_pointer(&path);
-    ts_studio_timeline_area_set_events(win->trace_area, events, NULL);
-    set_state(win, "trace");
+    show_trace(win, g_steal_pointer(&path), events);
+    return TRUE;
   } else {
     TsStudioDb *db = ts_studio_db_open(path, error);
     if (db == NULL)
@@ -586,4 +727,11 @@ ts_studio_window_get_lowering_pane(TsStudioWindow *win)
 {
   g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), NULL);
   return win->lowering_pane;
+}
+
+void
+ts_studio_window_cancel_open(TsStudioWindow *win)
+{
+  g_return_if_fail(TS_STUDIO_IS_WINDOW(win));
+  on_loading_cancel(NULL, win);
 }

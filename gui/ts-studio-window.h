@@ -28,6 +28,13 @@ void ts_studio_window_set_recent_menu(TsStudioWindow *win, GMenuModel *recent);
  * failure the window keeps what it showed and error names the file; the caller decides whether
  * to show it (ts_studio_window_show_error) or to print it. */
 gboolean ts_studio_window_open(TsStudioWindow *win, GFile *file, GError **error);
+/* The same, but a trace is read in a worker thread: the window shows "loading" with the share
+ * read and a Cancel button at once, then the trace (state "trace"), or returns to what it
+ * showed and says why in a dialog. A cache opens at once, as with ts_studio_window_open. FALSE
+ * (error set) only for what fails before the read starts (no such file). */
+gboolean ts_studio_window_open_async(TsStudioWindow *win, GFile *file, GError **error);
+/* Cancels a trace being read (no effect when none is). */
+void ts_studio_window_cancel_open(TsStudioWindow *win);
 /* A modal message over the window with the error's message; the window stays usable. */
 void ts_studio_window_show_error(TsStudioWindow *win, const char *primary, const GError *error);
 

@@ -305,6 +305,54 @@ test_states(void)
   gtk_window_destroy(GTK_WINDOW(win));
 }
 
+/* Until the state leaves "loading", or 20 s pass. */
+static void
+wait_loaded(TsStudioWindow *win)
+{
+  gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+  while (g_str_equal(ts_studio_window_get_state(win), "loading") &&
+         g_get_monotonic_time() < end)
+    g_main_context_iteration(NULL, TRUE);
+}
+
+/* A trace read in the background: "loading" at once, then the trace; cancelled, the window
+ * returns to what it showed; a bad trace returns too (the dialog says why); a missing file
+ * fails before anything starts. */
+static void
+test_open_async(void)
+{
+  TsStudioWindow *win = open_window(small_cache);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GFile) json = g_file_new_for_path(trace);
+  g_assert_true(ts_studio_window_open_async(win, json, &error));
+  g_assert_no_error(error);
+  g_assert_cmpstr(ts_studio_window_get_state(win), ==, "loading");
+  wait_loaded(win);
+  g_assert_cmpstr(ts_studio_window_get_state(win), ==, "trace");
+
+  g_autoptr(GFile) small = g_file_new_for_path(small_cache);
+  g_assert_true(ts_studio_window_open_async(win, small, &error)); /* a cache: at once */
+  g_assert_cmpstr(ts_studio_window_get_state(win), ==, "workbench");
+  g_assert_true(ts_studio_window_open_async(win, json, &error));
+  ts_studio_window_cancel_open(win);
+  wait_loaded(win);
+  g_assert_cmpstr(ts_studio_window_get_state(win), ==, "workbench");
+
+  g_autofree char *bad_path = g_build_filename(dir, "bad-trace.json", NULL);
+  g_assert_true(g_file_set_contents(bad_path, "{\"traceEvents\": [", -1, NULL));
+  g_autoptr(GFile) bad = g_file_new_for_path(bad_path);
+  g_assert_true(ts_studio_window_open_async(win, bad, &error));
+  wait_loaded(win);
+  g_assert_cmpstr(ts_studio_window_get_state(win), ==, "workbench");
+
+  g_autofree char *none_path = g_build_filename(dir, "none.json", NULL);
+  g_autoptr(GFile) none = g_file_new_for_path(none_path);
+  g_assert_false(ts_studio_window_open_async(win, none, &error));
+  g_assert_nonnull(strstr(error->message, none_path));
+  spin(100);
+  gtk_window_destroy(GTK_WINDOW(win));
+}
+
 static void
 test_actions_and_export(void)
 {
@@ -543,6 +591,7 @@ main(int argc, char **argv)
   g_test_add_func("/studio/window/filter", test_filter);
   g_test_add_func("/studio/window/selection", test_selection);
   g_test_add_func("/studio/window/states", test_states);
+  g_test_add_func("/studio/window/open-async", test_open_async);
   g_test_add_func("/studio/window/actions-export", test_actions_and_export);
   if (session != NULL)
     g_test_add_func("/studio/app", test_app);
