@@ -149,6 +149,10 @@ typedef struct {
  * pointer into the TsStudioDb. */
 void ts__plot_roofs_init(TsPlotRoofs *roofs, const TsStudioWorkload *workload);
 void ts__plot_roofs_clear(TsPlotRoofs *roofs);
+/* What cannot be right about the measured ceilings — a cache level slower than one further
+ * out (L3 under DRAM), f64 faster than f32 — as one sentence with what to do, or NULL. Such
+ * ceilings were measured on a loaded machine; the plot shows them, but says so. */
+char *ts__plot_roofs_implausible(const TsPlotRoofs *roofs);
 /* Widens the data ranges to show every ridge point and the roofs around them. */
 void ts__plot_roofs_extend(const TsPlotRoofs *roofs, double *x_lo, double *x_hi, double *y_lo,
                            double *y_hi);

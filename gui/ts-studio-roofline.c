@@ -199,12 +199,18 @@ draw_legend(Roofline *r, TsCanvas *c, const TsPlot *p)
 static void
 draw_note(Roofline *r, TsCanvas *c, const TsPlot *p)
 {
-  if (r->roofs.roofs->len)
+  g_autofree char *note = NULL;
+  gboolean warning = FALSE;
+  if (r->roofs.roofs->len == 0)
+    note = g_strdup_printf("no measured ceilings for %s: run `tessera-tune devices --measure`",
+                           r->device);
+  else
+    warning = (note = ts__plot_roofs_implausible(&r->roofs)) != NULL;
+  if (note == NULL)
     return;
-  g_autofree char *note = g_strdup_printf(
-      "no measured ceilings for %s: run `tessera-tune devices --measure`", r->device);
-  ts_canvas_begin(c, "note", NULL, NULL);
-  ts_canvas_set_color(c, r->view.theme->muted);
+  ts_canvas_begin(c, warning ? "note warning" : "note", NULL, NULL);
+  ts_canvas_set_color(c, warning ? r->view.theme->status[TS_DB_TRIAL_RUNTIME_ERROR]
+                                 : r->view.theme->muted);
   ts_canvas_set_font_size(c, 12);
   ts_canvas_text(c, p->x + p->w - 8, p->y + p->h - 8, note, TS_CANVAS_ALIGN_END,
                  TS_CANVAS_ALIGN_END, 0);

@@ -85,6 +85,35 @@ ts__plot_roofs_init(TsPlotRoofs *r, const TsStudioWorkload *w)
     r->dram = dram->value;
 }
 
+char *
+ts__plot_roofs_implausible(const TsPlotRoofs *r)
+{
+  /* Nearest the cores first: each level is at least as fast as the next one out. */
+  static const char *const levels[] = {"l1", "l2", "l3", "dram"};
+  g_autoptr(GString) what = g_string_new(NULL);
+  const TsPlotRoof *inner = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(levels); i++) {
+    const TsPlotRoof *roof = find_roof(r, levels[i]);
+    if (roof == NULL || roof->kind != TS_PROF_MEMORY)
+      continue;
+    /* 5% of slack: two measurements of one bandwidth differ by a few percent. */
+    if (inner && inner->value < roof->value * 0.95)
+      g_string_append_printf(what, "%s%s (%.1f GB/s) is slower than %s (%.1f GB/s)",
+                             what->len ? "; " : "", inner->name, inner->value, roof->name,
+                             roof->value);
+    inner = roof;
+  }
+  const TsPlotRoof *f32 = find_roof(r, "f32"), *f64 = find_roof(r, "f64");
+  if (f32 && f64 && f64->value > f32->value * 1.05)
+    g_string_append_printf(what, "%sf64 (%.0f GFLOP/s) is faster than f32 (%.0f GFLOP/s)",
+                           what->len ? "; " : "", f64->value, f32->value);
+  if (what->len == 0)
+    return NULL;
+  return g_strdup_printf("implausible ceilings: %s. Measured on a busy machine? Measure again "
+                         "on a quiet one: tessera-tune devices --measure",
+                         what->str);
+}
+
 void
 ts__plot_roofs_clear(TsPlotRoofs *r)
 {

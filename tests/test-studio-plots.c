@@ -396,6 +396,30 @@ test_roofline_highlight(void)
   fixture_clear(&f);
 }
 
+/* Ceilings that cannot be right (L3 slower than DRAM, f64 faster than f32: a busy machine
+ * when they were measured) are drawn as measured, under a warning naming them; sound ones
+ * get none. */
+static void
+test_roofline_implausible(void)
+{
+  Fixture f;
+  fixture_init(&f, TRUE);
+  g_autoptr(GPtrArray) trials = roofline_trials();
+  g_autoptr(TsStudioView) sound = ts_studio_roofline_new(&f.workload, trials);
+  g_autofree char *svg = render_svg(sound);
+  g_assert_null(strstr(svg, "note warning"));
+  ts_prof_ceilings_set(f.device.ceilings, "l3", TS_PROF_MEMORY, 40, 15);
+  ts_prof_ceilings_set(f.device.ceilings, "f64", TS_PROF_COMPUTE, 1200, 100);
+  g_autoptr(TsStudioView) busy = ts_studio_roofline_new(&f.workload, trials);
+  g_autofree char *svg2 = render_svg(busy);
+  g_assert_nonnull(strstr(svg2, "class=\"note warning\""));
+  g_assert_nonnull(strstr(svg2, "l3 (40.0 GB/s) is slower than dram (50.0 GB/s)"));
+  g_assert_nonnull(strstr(svg2, "f64 (1200 GFLOP/s) is faster than f32 (1000 GFLOP/s)"));
+  g_assert_nonnull(strstr(svg2, "tessera-tune devices --measure"));
+  g_assert_nonnull(strstr(svg2, "id=\"ceiling-l3\"")); /* still drawn */
+  fixture_clear(&f);
+}
+
 static void
 test_roofline_no_ceilings(void)
 {
@@ -928,6 +952,7 @@ main(int argc, char **argv)
   g_test_add_func("/studio/plots/roofline", test_roofline);
   g_test_add_func("/studio/plots/roofline-highlight", test_roofline_highlight);
   g_test_add_func("/studio/plots/roofline-no-ceilings", test_roofline_no_ceilings);
+  g_test_add_func("/studio/plots/roofline-implausible", test_roofline_implausible);
   g_test_add_func("/studio/plots/history", test_history);
   g_test_add_func("/studio/plots/history-wall", test_history_wall);
   g_test_add_func("/studio/plots/predicted", test_predicted);
