@@ -12,6 +12,8 @@ typedef enum {
   COL_INDEX,
   COL_STATUS,
   COL_TIME,
+  COL_SPREAD,
+  COL_PREDICTED,
   COL_GFLOPS,
   COL_PERCENT,
   COL_STRATEGY,
@@ -27,6 +29,8 @@ static const struct {
     [COL_INDEX] = {"id", "Trial", TRUE, FALSE},
     [COL_STATUS] = {"status", "Status", FALSE, FALSE},
     [COL_TIME] = {"time", "Median (ms)", TRUE, FALSE},
+    [COL_SPREAD] = {"spread", "Spread", TRUE, FALSE},
+    [COL_PREDICTED] = {"predicted", "Predicted (ms)", TRUE, FALSE},
     [COL_GFLOPS] = {"gflops", "GFLOP/s", TRUE, FALSE},
     [COL_PERCENT] = {"percent", "% of bound", TRUE, FALSE},
     [COL_STRATEGY] = {"strategy", "Strategy", FALSE, FALSE},
@@ -59,6 +63,15 @@ static char *
 format_number(double value, int decimals, const char *suffix)
 {
   return isnan(value) ? g_strdup("—") : g_strdup_printf("%.*f%s", decimals, value, suffix);
+}
+
+/* (max - min) / median in percent, NAN when a bound is unknown. */
+static double
+spread_percent(const TsStudioTrial *t)
+{
+  if (t->status != TS_DB_TRIAL_OK || !(t->median_ns > 0) || isnan(t->min_ns) || isnan(t->max_ns))
+    return NAN;
+  return 100 * (t->max_ns - t->min_ns) / t->median_ns;
 }
 
 static void
@@ -100,6 +113,19 @@ bind_cell(GtkSignalListItemFactory *factory, GtkListItem *list_item, gpointer da
   case COL_TIME:
     text = format_number(ts_studio_trial_item_get_median_ms(item), 4, "");
     break;
+  case COL_SPREAD: {
+    /* Fastest to slowest sample over the median: a noisy measurement shows as a wide one. */
+    text = format_number(spread_percent(t), 0, "%");
+    g_autofree char *lo = format_number(t->min_ns / 1e6, 4, " ms");
+    g_autofree char *hi = format_number(t->max_ns / 1e6, 4, " ms");
+    g_autofree char *tip = isnan(t->min_ns) ? NULL
+                                            : g_strdup_printf("samples from %s to %s", lo, hi);
+    gtk_widget_set_tooltip_text(GTK_WIDGET(label), tip);
+    break;
+  }
+  case COL_PREDICTED:
+    text = format_number(t->predicted_ns / 1e6, 4, "");
+    break;
   case COL_GFLOPS:
     text = format_number(ts_studio_trial_item_get_gflops(item), 2, "");
     break;
@@ -129,6 +155,12 @@ sort_value(TsStudioTrialItem *item, Column col)
   switch (col) {
   case COL_TIME:
     v = ts_studio_trial_item_get_median_ms(item);
+    return isnan(v) ? INFINITY : v;
+  case COL_SPREAD:
+    v = spread_percent(ts_studio_trial_item_get_trial(item));
+    return isnan(v) ? INFINITY : v;
+  case COL_PREDICTED:
+    v = ts_studio_trial_item_get_trial(item)->predicted_ns;
     return isnan(v) ? INFINITY : v;
   case COL_GFLOPS:
     v = ts_studio_trial_item_get_gflops(item);
@@ -164,6 +196,8 @@ make_sorter(Column col)
     return GTK_SORTER(gtk_numeric_sorter_new(
         gtk_property_expression_new(TS_STUDIO_TYPE_TRIAL_ITEM, NULL, "id")));
   case COL_TIME:
+  case COL_SPREAD:
+  case COL_PREDICTED:
   case COL_GFLOPS:
   case COL_PERCENT:
     return GTK_SORTER(gtk_custom_sorter_new(compare_numbers, GINT_TO_POINTER(col), NULL));
@@ -495,7 +529,7 @@ ts_studio_trial_list_write_csv(TsStudioTrialList *list, const char *path, GError
   g_return_val_if_fail(TS_STUDIO_IS_TRIAL_LIST(list) && path != NULL, FALSE);
 
   g_autoptr(GString) out = g_string_new("index,id,status,median_ms,gflops,percent_of_bound,"
-                                        "strategy,schedule\n");
+                                        "strategy,schedule,min_ms,max_ms,predicted_ms\n");
   GListModel *rows = G_LIST_MODEL(list->sorted);
   for (guint i = 0; i < g_list_model_get_n_items(rows); i++) {
     g_autoptr(TsStudioTrialItem) item = g_list_model_get_item(rows, i);
@@ -515,6 +549,13 @@ ts_studio_trial_list_write_csv(TsStudioTrialList *list, const char *path, GError
     csv_field(out, t->strategy);
     g_string_append_c(out, ',');
     csv_field(out, t->schedule);
+    double more[3] = {t->min_ns / 1e6, t->max_ns / 1e6, t->predicted_ns / 1e6};
+    for (int k = 0; k < 3; k++) {
+      char buf[G_ASCII_DTOSTR_BUF_SIZE] = "";
+      if (!isnan(more[k]))
+        g_ascii_dtostr(buf, sizeof buf, more[k]);
+      g_string_append_printf(out, ",%s", buf);
+    }
     g_string_append_c(out, '\n');
   }
   if (!ts_output_write(path, out->str, (gssize)out->len, error)) {

@@ -41,6 +41,10 @@ add_trial(TsDb *db, gint64 w, gint64 d, gint64 t, const char *point, TsDbTrialSt
   trial->schedule = g_strdup(point);
   trial->status = status;
   trial->median_ns = median;
+  if (status == TS_DB_TRIAL_OK) { /* a sample range around the median, as measured ones have */
+    trial->min_ns = median * 0.9;
+    trial->max_ns = median * 1.3;
+  }
   trial->error_text = status == TS_DB_TRIAL_OK ? NULL : g_strdup("it failed");
   trial->strategy = g_strdup(strategy);
   g_assert_true(ts_db_add_trial(db, trial, &id, NULL, &error));
@@ -374,6 +378,25 @@ test_actions_and_export(void)
   g_auto(GStrv) lines = g_strsplit(g_strchomp(text), "\n", -1);
   g_assert_cmpuint(g_strv_length(lines), ==, 1 + 3); /* the header, the rows shown */
   g_assert_true(g_str_has_prefix(lines[0], "index,id,status"));
+  g_assert_true(g_str_has_suffix(lines[0], ",min_ms,max_ms,predicted_ms"));
+  /* Every verified row has its sample range around its median. */
+  guint ranged = 0;
+  for (guint i = 1; lines[i]; i++) {
+    g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+    guint n = g_strv_length(f);
+    if (!*f[n - 3] || !*f[n - 2])
+      continue; /* a trial stored without its range */
+    double med = g_ascii_strtod(f[3], NULL), lo = g_ascii_strtod(f[n - 3], NULL),
+           hi = g_ascii_strtod(f[n - 2], NULL);
+    g_assert_cmpfloat(lo, <=, med);
+    g_assert_cmpfloat(med, <=, hi);
+    ranged++;
+  }
+  g_assert_cmpuint(ranged, ==, 3);
+  g_assert_true(ts_studio_trial_list_sort(ts_studio_window_get_trial_list(win), "spread",
+                                          GTK_SORT_DESCENDING));
+  g_assert_true(ts_studio_trial_list_sort(ts_studio_window_get_trial_list(win), "predicted",
+                                          GTK_SORT_ASCENDING));
 
   ts_studio_window_set_page(win, "lowering");
   spin(100);
