@@ -109,7 +109,8 @@ GArray *ts_studio_db_events(TsStudioDb *db, gint64 profile_id, GError **error);
  * relative to the earliest event. First, at time 0, come "lane" events naming a lane (from the
  * process_name and thread_name metadata) and "note" events saying what was read differently
  * than written (an "E" with no "B", left out; a "B" never closed, drawn to the end of the
- * trace). A file cut short keeps the whole events before the cut. */
+ * trace). A memory counter ("C") becomes allocs and frees of its changes when the trace has no
+ * allocation events of its own. A file cut short keeps the whole events before the cut. */
 GArray *ts_studio_trace_load(const char *path, GError **error);
 /* The same from text in memory; name stands for the file in messages. */
 GArray *ts_studio_trace_load_data(const char *text, gsize length, const char *name,

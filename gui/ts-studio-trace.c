@@ -28,6 +28,10 @@ typedef struct {
   GHashTable *open;    /* thread index + 1 -> GArray of open "B" (TsDbEvent + element index) */
   GHashTable *process_names; /* pid key text -> name ("M" process_name) */
   GHashTable *thread_names;  /* thread index + 1 -> name ("M" thread_name) */
+  GHashTable *counters; /* "pid\x1fname" -> gint64* last value of a memory counter */
+  GArray *from_counters; /* TsDbEvent (owned strings): the memory counters' changes */
+  GArray *from_counters_thread; /* guint: each one's thread */
+  guint n_memory_instants; /* allocs and frees of their own: then the counters are a copy */
   guint orphan_ends;   /* "E" with no "B": a capture that began inside the range */
   guint unclosed;      /* "B" still open at the end */
   gint64 last_ns;      /* the latest time any element names */
@@ -280,6 +284,70 @@ string_member(JsonObject *o, const char *name)
   return json_node_get_string(n);
 }
 
+/* A counter of memory in use ("GPU memory", the PyTorch profiler's "[memory]" with
+ * "Total Allocated", Perfetto's "mem.*"): its value is what the memory area draws, so each
+ * change becomes an alloc (up) or a free (down) of the difference, with no address (each
+ * event counts its own bytes). Other counters are not drawn yet. */
+static gboolean
+memory_counter(JsonObject *args, const char *name, gint64 *value)
+{
+  gboolean named = name && (strstr(name, "memory") || strstr(name, "Memory") ||
+                            g_str_has_prefix(name, "mem."));
+  GList *members = json_object_get_members(args);
+  gboolean found = FALSE;
+  for (GList *m = members; m && !found; m = m->next) {
+    const char *key = m->data;
+    JsonNode *n = json_object_get_member(args, key);
+    if (!JSON_NODE_HOLDS_VALUE(n))
+      continue;
+    GType t = json_node_get_value_type(n);
+    if (t != G_TYPE_INT64 && t != G_TYPE_DOUBLE)
+      continue;
+    gboolean bytes = strstr(key, "bytes") || strstr(key, "Bytes") || strstr(key, "Allocated") ||
+                     strstr(key, "allocated");
+    if (!named && !bytes)
+      continue;
+    double v = t == G_TYPE_INT64 ? (double)json_node_get_int(n) : json_node_get_double(n);
+    if (!(v >= 0 && v < 9e18))
+      continue;
+    *value = (gint64)v;
+    found = TRUE;
+  }
+  g_list_free(members);
+  return found;
+}
+
+static gboolean
+read_counter(Reader *r, guint i, JsonObject *o, const char *name, GError **error)
+{
+  JsonNode *args = json_object_get_member(o, "args");
+  gint64 value;
+  if (args == NULL || !JSON_NODE_HOLDS_OBJECT(args) ||
+      !memory_counter(json_node_get_object(args), name, &value))
+    return TRUE;
+  TsDbEvent e = {.kind = NULL, .name = name};
+  if (!required_time(r, i, o, "ts", &e.start_ns, error))
+    return FALSE;
+  guint thread = thread_of(r, o);
+  g_autofree char *key = g_strdup_printf("%s\x1f%s",
+                                         g_array_index(r->threads, Thread, thread).pid, name);
+  gint64 *last = g_hash_table_lookup(r->counters, key);
+  if (last == NULL) {
+    last = g_new0(gint64, 1);
+    g_hash_table_insert(r->counters, g_steal_pointer(&key), last);
+  }
+  gint64 delta = value - *last;
+  *last = value;
+  if (delta == 0)
+    return TRUE;
+  e.kind = delta > 0 ? "alloc" : "free";
+  e.bytes = (guint64)(delta > 0 ? delta : -delta);
+  ts_db_event_own_strings(&e);
+  g_array_append_val(r->from_counters, e);
+  g_array_append_val(r->from_counters_thread, thread);
+  return TRUE;
+}
+
 static gboolean
 read_element(Reader *r, guint i, JsonNode *node, GError **error)
 {
@@ -304,6 +372,8 @@ read_element(Reader *r, guint i, JsonNode *node, GError **error)
   gboolean has_ts;
   if (time_member(o, "ts", &at, &has_ts))
     r->last_ns = MAX(r->last_ns, at);
+  if (strcmp(ph, "C") == 0)
+    return name ? read_counter(r, i, o, name, error) : TRUE;
   if (!complete && !begin && !end && memory == NULL)
     return TRUE; /* counters, flows, samples, other instants */
 
@@ -333,6 +403,7 @@ read_element(Reader *r, guint i, JsonNode *node, GError **error)
   }
 
   fill_common(&e, o, memory ? memory : kind_of(cat));
+  r->n_memory_instants += memory != NULL;
   e.name = name;
   if (complete) {
     if (!required_time(r, i, o, "dur", &e.dur_ns, error))
@@ -565,6 +636,9 @@ read_text(const char *text, gsize length, const char *name, GCancellable *cancel
     .key = g_string_new(NULL),
     .process_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free),
     .thread_names = g_hash_table_new_full(NULL, NULL, NULL, g_free),
+    .counters = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free),
+    .from_counters = ts_db_events_new(0),
+    .from_counters_thread = g_array_new(FALSE, FALSE, sizeof(guint)),
     .last_ns = G_MININT64,
   };
   g_array_set_clear_func(r.threads, thread_clear);
@@ -594,6 +668,16 @@ read_text(const char *text, gsize length, const char *name, GCancellable *cancel
     ok = read_element(&r, i, json_parser_get_root(parser), error);
   }
   g_autoptr(GArray) meta = NULL;
+  if (ok && r.n_memory_instants == 0) {
+    /* A trace that records allocations (ours does, with a counter beside them for Perfetto)
+     * is drawn from them; one with only a memory counter, from the counter. */
+    for (guint i = 0; i < r.from_counters->len; i++)
+      add_event(&r, &g_array_index(r.from_counters, TsDbEvent, i),
+                g_array_index(r.from_counters_thread, guint, i), TRUE);
+    g_free(g_array_steal(r.from_counters, NULL)); /* their strings moved on */
+  }
+  g_array_unref(r.from_counters);
+  g_array_unref(r.from_counters_thread);
   if (ok) {
     close_open_ranges(&r);
     meta = meta_events(&r, assign_lanes(&r));
@@ -601,6 +685,7 @@ read_text(const char *text, gsize length, const char *name, GCancellable *cancel
   g_array_unref(r.threads);
   g_hash_table_unref(r.process_names);
   g_hash_table_unref(r.thread_names);
+  g_hash_table_unref(r.counters);
   g_array_unref(r.event_thread);
   g_hash_table_unref(r.thread_index);
   g_hash_table_unref(r.open);

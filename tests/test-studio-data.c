@@ -546,7 +546,8 @@ test_trace_forms(Cache *c, gconstpointer data)
 {
   /* The bare array form, string tids (lanes numbered in order of appearance), "B"/"E" pairs
    * nested per thread, a category list, an unknown category, an allocation with its address
-   * as hex text, and what the timeline skips: metadata, counters, plain instants. */
+   * as hex text, and what the timeline skips: metadata, plain instants, and a memory counter
+   * (the trace's own allocations are drawn instead). */
   g_autofree char *path = write_temp(c, "array.json",
     "[{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 7, \"tid\": \"main\","
     "  \"args\": {\"name\": \"main\"}},"

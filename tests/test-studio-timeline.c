@@ -730,7 +730,8 @@ test_format(void)
 
 /* Another tool's trace (a PyTorch-profiler-like export): lanes carry the process and thread
  * names of its metadata; an "E" whose "B" was before the capture and a "B" never closed are
- * said under the timeline, not fatal; counters and flows do not break the read. */
+ * said under the timeline, not fatal; a memory counter draws the memory area; flows do not
+ * break the read. */
 static void
 test_foreign_trace(void)
 {
@@ -755,13 +756,16 @@ test_foreign_trace(void)
   g_autoptr(GArray) ev = ts_studio_trace_load_data(text, sizeof text - 1, "torch.json", &error);
   g_assert_no_error(error);
   g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
-  g_assert_cmpuint(view->n_marks, ==, 3); /* aten::mm, sgemm, optimizer step */
+  /* aten::mm, sgemm, optimizer step; the GPU memory counter's rise and fall */
+  g_assert_cmpuint(view->n_marks, ==, 5);
   g_autofree char *svg = svg_of(view, 900, 300);
   g_assert_nonnull(strstr(svg, "<title>python: MainThread</title>"));
   g_assert_nonnull(strstr(svg, "<title>GPU 0: stream 7</title>"));
   g_assert_nonnull(strstr(svg, "class=\"notes\""));
   g_assert_nonnull(strstr(svg, "1 &quot;E&quot; event without a &quot;B&quot; on its thread left out"));
   g_assert_nonnull(strstr(svg, "1 range never closed: drawn to the end of the trace"));
+  /* The memory counter is the memory area. */
+  g_assert_nonnull(strstr(svg, "<title>memory in use, peak 64 bytes</title>"));
   /* The open range runs to the last time the trace names (the counter at 12 µs). */
   TsTlView *tl = (TsTlView *)view;
   for (guint i = 0; i < ev->len; i++) {
