@@ -56,7 +56,7 @@ struct _TsStudioTrialList {
 
 G_DEFINE_FINAL_TYPE(TsStudioTrialList, ts_studio_trial_list, GTK_TYPE_WIDGET)
 
-enum { SIGNAL_SELECTION_CHANGED, N_SIGNALS };
+enum { SIGNAL_SELECTION_CHANGED, SIGNAL_FILTER_CHANGED, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 static char *
@@ -229,6 +229,7 @@ update_count(TsStudioTrialList *self)
   g_autofree char *text = g_strdup_printf("%u of %u trials", shown, total);
 
   gtk_label_set_text(GTK_LABEL(self->count), text);
+  g_signal_emit(self, signals[SIGNAL_FILTER_CHANGED], 0);
 }
 
 static void
@@ -313,6 +314,10 @@ ts_studio_trial_list_class_init(TsStudioTrialListClass *klass)
   /* The selection changed (by a click, a key or ts_studio_trial_list_select). */
   signals[SIGNAL_SELECTION_CHANGED] =
       g_signal_new("selection-changed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                   NULL, G_TYPE_NONE, 0);
+  /* What the filters let through changed (ts_studio_trial_list_get_shown). */
+  signals[SIGNAL_FILTER_CHANGED] =
+      g_signal_new("filter-changed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
                    NULL, G_TYPE_NONE, 0);
 }
 
@@ -453,6 +458,27 @@ ts_studio_trial_list_get_selected(TsStudioTrialList *list)
   }
   g_ptr_array_sort(out, by_index);
   return out;
+}
+
+GPtrArray *
+ts_studio_trial_list_get_shown(TsStudioTrialList *list)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_TRIAL_LIST(list), NULL);
+  GListModel *rows = G_LIST_MODEL(list->filtered);
+  GPtrArray *out = g_ptr_array_sized_new(g_list_model_get_n_items(rows));
+  for (guint i = 0; i < g_list_model_get_n_items(rows); i++) {
+    g_autoptr(TsStudioTrialItem) item = g_list_model_get_item(rows, i);
+    g_ptr_array_add(out, (gpointer)ts_studio_trial_item_get_trial(item));
+  }
+  return out; /* the store's order: the workload's */
+}
+
+gboolean
+ts_studio_trial_list_is_filtered(TsStudioTrialList *list)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_TRIAL_LIST(list), FALSE);
+  return g_list_model_get_n_items(G_LIST_MODEL(list->filtered)) <
+         g_list_model_get_n_items(G_LIST_MODEL(list->store));
 }
 
 static guint

@@ -21,6 +21,10 @@ void ts_studio_trial_list_set_trials(TsStudioTrialList *list, GPtrArray *trials)
 /* The rows as shown, filtered and sorted (TsStudioTrialItem); owned by the list. */
 GListModel *ts_studio_trial_list_get_rows(TsStudioTrialList *list);
 guint ts_studio_trial_list_get_n_rows(TsStudioTrialList *list);
+/* The trials the filters let through, in the workload's order (TsStudioTrial*, borrowed from
+ * the array given to set_trials); "filter-changed" says when they change. */
+GPtrArray *ts_studio_trial_list_get_shown(TsStudioTrialList *list);
+gboolean ts_studio_trial_list_is_filtered(TsStudioTrialList *list);
 
 /* text: substring of the schedule or the strategy (case-insensitive; NULL or "": any).
  * status: NULL or "all", "ok", "failed" (every status but ok) or a status name. Sets the

@@ -58,6 +58,7 @@ set_state(TsStudioWindow *self, const char *state)
 static void
 clear_workload(TsStudioWindow *self)
 {
+  self->workload = NULL; /* first: emptying the list must not build plots of it again */
   ts_studio_plot_area_set_view(self->roofline_area, NULL, NULL);
   ts_studio_plot_area_set_view(self->history_area, NULL, NULL);
   ts_studio_plot_area_set_view(self->predicted_area, NULL, NULL);
@@ -69,7 +70,6 @@ clear_workload(TsStudioWindow *self)
   g_clear_pointer(&self->trials, g_ptr_array_unref);
   g_clear_pointer(&self->runs, g_ptr_array_unref);
   g_clear_pointer(&self->profiles, g_ptr_array_unref);
-  self->workload = NULL;
   self->profile_id = 0;
 }
 
@@ -150,13 +150,50 @@ load_profiles(TsStudioWindow *self)
   show_profile(self, 0);
 }
 
+/* The trials the plots show: what the list's filters let through. */
+static GPtrArray *
+plotted_trials(TsStudioWindow *self)
+{
+  return ts_studio_trial_list_get_shown(self->trial_list);
+}
+
 static TsStudioView *
 make_history(TsStudioWindow *self)
 {
   TsStudioHistoryAxis axis = gtk_drop_down_get_selected(GTK_DROP_DOWN(self->history_axis)) == 1
                                  ? TS_STUDIO_HISTORY_BY_WALL
                                  : TS_STUDIO_HISTORY_BY_INDEX;
-  return ts_studio_history_new(self->workload, self->trials, self->runs, axis);
+  g_autoptr(GPtrArray) shown = plotted_trials(self);
+  return ts_studio_history_new(self->workload, shown, self->runs, axis);
+}
+
+/* The three trial plots, of the trials the list shows, keeping the selection's highlight. */
+static void
+make_plots(TsStudioWindow *self)
+{
+  if (self->workload == NULL)
+    return;
+  g_autoptr(GPtrArray) shown = plotted_trials(self);
+  TsStudioView *roofline = ts_studio_roofline_new(self->workload, shown);
+  ts_studio_roofline_set_color_by(roofline,
+                                  gtk_drop_down_get_selected(GTK_DROP_DOWN(self->color_by)) == 1
+                                      ? TS_STUDIO_COLOR_BY_STRATEGY
+                                      : TS_STUDIO_COLOR_BY_STATUS);
+  ts_studio_plot_area_set_view(self->roofline_area, roofline, NULL);
+  ts_studio_plot_area_set_view(self->history_area, make_history(self), NULL);
+  ts_studio_plot_area_set_view(self->predicted_area,
+                               ts_studio_predicted_new(self->workload, shown), NULL);
+  g_autoptr(GPtrArray) selected = ts_studio_trial_list_get_selected(self->trial_list);
+  gint64 id = selected->len ? ((const TsStudioTrial *)selected->pdata[0])->id : 0;
+  ts_studio_plot_area_set_selected(self->roofline_area, id);
+  ts_studio_plot_area_set_selected(self->history_area, id);
+  ts_studio_plot_area_set_selected(self->predicted_area, id);
+}
+
+static void
+on_filter_changed(TsStudioTrialList *list, TsStudioWindow *self)
+{
+  make_plots(self);
 }
 
 /* The trial a workload opens on: its stored best, else its first verified one, else its
@@ -201,16 +238,9 @@ load_workload(TsStudioWindow *self, const TsStudioWorkload *workload)
   }
   self->runs = or_empty(self->runs, (GDestroyNotify)ts_studio_run_free);
 
-  TsStudioView *roofline = ts_studio_roofline_new(workload, self->trials);
-  ts_studio_roofline_set_color_by(roofline,
-                                  gtk_drop_down_get_selected(GTK_DROP_DOWN(self->color_by)) == 1
-                                      ? TS_STUDIO_COLOR_BY_STRATEGY
-                                      : TS_STUDIO_COLOR_BY_STATUS);
-  ts_studio_plot_area_set_view(self->roofline_area, roofline, NULL);
-  ts_studio_plot_area_set_view(self->history_area, make_history(self), NULL);
-  ts_studio_plot_area_set_view(self->predicted_area,
-                               ts_studio_predicted_new(workload, self->trials), NULL);
+  /* The list first: the plots show what it lets through (filter-changed builds them). */
   ts_studio_trial_list_set_trials(self->trial_list, self->trials);
+  make_plots(self);
   load_profiles(self);
 
   g_autofree char *title = g_strdup_printf("%s — %s", workload->label, self->path);
@@ -398,6 +428,7 @@ ts_studio_window_init(TsStudioWindow *self)
 
   g_signal_connect(self->sidebar, "workload-selected", G_CALLBACK(on_workload_selected), self);
   g_signal_connect(self->trial_list, "selection-changed", G_CALLBACK(on_trials_selected), self);
+  g_signal_connect(self->trial_list, "filter-changed", G_CALLBACK(on_filter_changed), self);
   g_signal_connect(self->roofline_area, "mark-activated", G_CALLBACK(on_mark_activated), self);
   g_signal_connect(self->history_area, "mark-activated", G_CALLBACK(on_mark_activated), self);
   g_signal_connect(self->predicted_area, "mark-activated", G_CALLBACK(on_mark_activated), self);

@@ -208,9 +208,18 @@ test_filter(void)
       {"m=72", "failed", 1},  {"nothing", NULL, 0}, {NULL, NULL, 5},
   };
 
+  GtkWidget *plots[] = {ts_studio_window_get_page_widget(win, "roofline"),
+                        ts_studio_window_get_page_widget(win, "history"),
+                        ts_studio_window_get_page_widget(win, "predicted")};
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     ts_studio_trial_list_set_filter(list, cases[i].text, cases[i].status);
     g_assert_cmpuint(ts_studio_trial_list_get_n_rows(list), ==, cases[i].rows);
+    /* The plots show what the list shows. */
+    g_assert_cmpuint(ts_studio_plot_area_get_view(TS_STUDIO_PLOT_AREA(plots[0]))->n_marks, ==,
+                     cases[i].rows);
+    for (guint k = 1; k < G_N_ELEMENTS(plots); k++)
+      g_assert_cmpuint(ts_studio_plot_area_get_view(TS_STUDIO_PLOT_AREA(plots[k]))->n_marks, <=,
+                       cases[i].rows);
   }
   /* A trial hidden by the filter, selected from a plot: the filter gives way. */
   ts_studio_trial_list_set_filter(list, NULL, "failed");
