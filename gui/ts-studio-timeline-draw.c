@@ -40,6 +40,21 @@ ts__tl_format_ns(double ns, double step_ns)
 }
 
 char *
+ts__tl_format_ns_exact(double ns, double step_ns)
+{
+  static const struct {
+    double scale;
+    const char *unit;
+  } units[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "µs"}, {1, "ns"}};
+  guint u = 0;
+  while (u + 1 < G_N_ELEMENTS(units) && fabs(ns) < units[u].scale)
+    u++;
+  /* As many decimals as the step needs to be seen: 10 ns steps of seconds, 8 decimals. */
+  int decimals = (int)CLAMP(ceil(log10(units[u].scale / MAX(step_ns, 1)) - 1e-9), 0, 9);
+  return g_strdup_printf("%.*f %s", decimals, ns / units[u].scale, units[u].unit);
+}
+
+char *
 ts__tl_lane_label(const TsTlView *tl, guint32 lane)
 {
   const char *named = tl->lane_names ? g_hash_table_lookup(tl->lane_names,
@@ -73,11 +88,17 @@ ts__tl_draw_axis(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
   double step = nice_step(110 * lay->ns_per_px);
   double bottom = lay->mem_h > 0 ? lay->mem_y + lay->mem_h : lay->height;
   double first = ceil((double)lay->t0 / step) * step;
+  /* Deep in a long trace absolute ticks need a dozen digits ("25123456780 ns"): they count
+   * from the first tick instead, whose time the window label gives in full. */
+  gboolean relative = first / step > 1e4;
   for (double t = first; t <= (double)lay->t1; t += step) {
     double x = lay->x0 + (t - (double)lay->t0) / lay->ns_per_px;
     ts_canvas_set_color(c, theme->grid);
     ts_canvas_line(c, round(x) + 0.5, lay->rows_y - 6, round(x) + 0.5, bottom);
-    g_autofree char *label = ts__tl_format_ns(t, step);
+    g_autofree char *offset = relative ? ts__tl_format_ns(t - first, step) : NULL;
+    g_autofree char *label =
+      relative ? (t == first ? g_strdup("+0") : g_strdup_printf("+%s", offset))
+               : ts__tl_format_ns(t, step);
     /* Labels are centred on their tick: one that would run off the right edge is left out
      * (about 6.5 px a character at 11 px). */
     if (x + 3.25 * strlen(label) > lay->width)
@@ -87,7 +108,9 @@ ts__tl_draw_axis(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
   }
   /* What the whole window spans, above the lane names. */
   g_autofree char *w = ts__tl_format_ns((double)(lay->t1 - lay->t0), 0);
-  g_autofree char *window = g_strdup_printf("window %s", w);
+  g_autofree char *base = relative ? ts__tl_format_ns_exact(first, step) : NULL;
+  g_autofree char *window = relative ? g_strdup_printf("window %s · +0 = %s", w, base)
+                                     : g_strdup_printf("window %s", w);
   ts_canvas_set_color(c, theme->foreground);
   ts_canvas_text(c, 6, lay->rows_y - 8, window, TS_CANVAS_ALIGN_START, TS_CANVAS_ALIGN_END, 0);
   ts_canvas_set_color(c, theme->frame);

@@ -141,6 +141,8 @@ ts__tl_x(const TsTlLayout *lay, gint64 t)
 /* ns in a readable unit: step_ns > 0, a tick label for ticks step_ns apart; 0, three
  * significant digits ("12.3 µs"); < 0, to a thousandth of the unit ("50.500 ms"). */
 char *ts__tl_format_ns(double ns, double step_ns);
+/* ns in its own unit with as many decimals as a step of step_ns needs ("25.00000002 s"). */
+char *ts__tl_format_ns_exact(double ns, double step_ns);
 char *ts__tl_lane_label(const TsTlView *tl, guint32 lane);
 void ts__tl_draw_axis(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);
 void ts__tl_draw_memory(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);

@@ -776,6 +776,28 @@ test_foreign_trace(void)
   g_assert_cmpint(tl->span1, ==, 10000); /* 12 µs after the first event, at 2 µs */
 }
 
+/* Deep in a long trace the ticks count from the first one ("+20 ns"), and the window label
+ * gives that tick's time in full; zoomed out they are absolute. */
+static void
+test_deep_zoom_axis(void)
+{
+  g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
+  add(ev, "kernel", "early", 0, 1000, 0, 0, DEV, 0);
+  add(ev, "kernel", "late", 25000000000, 5000, 0, 0, DEV, 0);
+  g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
+  g_autofree char *whole = svg_of(view, 800, 300);
+  g_assert_null(strstr(whole, ">+0<"));
+  g_assert_nonnull(strstr(whole, ">10 s<"));
+  TsTlView *tl = (TsTlView *)view;
+  tl->view0 = 25000001000;
+  tl->view1 = 25000001100;
+  g_autofree char *deep = svg_of(view, 800, 300);
+  g_assert_nonnull(strstr(deep, ">+0<"));
+  g_assert_nonnull(strstr(deep, ">+20 ns<"));
+  g_assert_nonnull(strstr(deep, ">window 100 ns · +0 = 25.00000100 s<"));
+  g_assert_null(strstr(deep, "25000001020"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -797,5 +819,6 @@ main(int argc, char **argv)
   g_test_add_func("/studio-timeline/hit-describe", test_hit_describe);
   g_test_add_func("/studio-timeline/empty", test_empty);
   g_test_add_func("/studio-timeline/format", test_format);
+  g_test_add_func("/studio-timeline/deep-zoom-axis", test_deep_zoom_axis);
   return g_test_run();
 }
