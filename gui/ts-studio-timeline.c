@@ -165,6 +165,30 @@ typedef struct {
   gboolean svg;
 } DrawCtx;
 
+/* text, or as much of it as fits in max_w px followed by "…", or NULL when not even one
+ * character does: a label is never cut mid-glyph by the clip. The first guess is proportional
+ * to the measured width, so a frame measures each label two or three times at most. */
+static char *
+elide(TsCanvas *c, const char *text, double max_w)
+{
+  double w;
+  ts_canvas_text_size(c, text, &w, NULL);
+  if (w <= max_w)
+    return g_strdup(text);
+  glong n = g_utf8_strlen(text, -1);
+  glong keep = (glong)((double)n * max_w / MAX(w, 1)) - 1;
+  for (guint tries = 0; keep > 0 && tries < 4; tries++) {
+    g_autofree char *head = g_utf8_substring(text, 0, keep);
+    char *cut = g_strconcat(head, "…", NULL);
+    ts_canvas_text_size(c, cut, &w, NULL);
+    if (w <= max_w)
+      return cut;
+    g_free(cut);
+    keep = MIN(keep - 1, (glong)((double)keep * max_w / MAX(w, 1)));
+  }
+  return NULL;
+}
+
 static TsRgba
 name_color(const TsTlView *tl, guint32 name)
 {
@@ -216,11 +240,15 @@ draw_event(TsTlView *tl, DrawCtx *d, guint r, const Mark *m)
   ts_canvas_rect(d->c, x, y, w, h, TRUE);
   /* The name inside when it can be read: 48 px is about six characters. */
   if (w >= 48 && h >= 10) {
-    ts_canvas_clip(d->c, x, y, w, h);
-    ts_canvas_set_color(d->c, tl->parent.theme->foreground);
     ts_canvas_set_font_size(d->c, MIN(h - 3, 11));
-    ts_canvas_text(d->c, MAX(x, d->lay->x0) + 3, y + h / 2, n->name, TS_CANVAS_ALIGN_START,
-                   TS_CANVAS_ALIGN_CENTER, 0);
+    double left = MAX(x, d->lay->x0) + 3, right = MIN(x + w, d->lay->x1) - 3;
+    g_autofree char *label = elide(d->c, n->name, right - left);
+    if (label) {
+      ts_canvas_clip(d->c, x, y, w, h);
+      ts_canvas_set_color(d->c, tl->parent.theme->foreground);
+      ts_canvas_text(d->c, left, y + h / 2, label, TS_CANVAS_ALIGN_START, TS_CANVAS_ALIGN_CENTER,
+                     0);
+    }
   }
   ts_canvas_end(d->c);
 }
@@ -346,8 +374,10 @@ draw_rows(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
     if (row->depth == 0 && lay->row_h >= 8) {
       ts_canvas_set_color(c, theme->muted);
       ts_canvas_set_font_size(c, MIN(11, lay->row_h - 2));
-      ts_canvas_text(c, 6, y + lay->row_h / 2, label, TS_CANVAS_ALIGN_START, TS_CANVAS_ALIGN_CENTER,
-                     0);
+      g_autofree char *fits = elide(c, label, lay->x0 - 10);
+      if (fits)
+        ts_canvas_text(c, 6, y + lay->row_h / 2, fits, TS_CANVAS_ALIGN_START,
+                       TS_CANVAS_ALIGN_CENTER, 0);
     }
     ts_canvas_clip(c, lay->x0, y, lay->x1 - lay->x0, lay->row_h);
     walk_row(tl, r, lay, draw_mark, &d);

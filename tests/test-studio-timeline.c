@@ -798,6 +798,26 @@ test_deep_zoom_axis(void)
   g_assert_null(strstr(deep, "25000001020"));
 }
 
+/* A name longer than its box is shortened with "…" to fit, never cut mid-glyph by the clip;
+ * the full name stays in the title. Lane labels longer than the gutter too. */
+static void
+test_label_elided(void)
+{
+  static const char name[] = "void at::native::vectorized_elementwise_kernel<4, "
+                             "at::native::FillFunctor<float>>(int, float*)";
+  g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
+  add(ev, "kernel", name, 0, 1000, 0, 0, DEV, 0);
+  add(ev, "kernel", "k", 5000, 1000, 0, 0, DEV, 0);
+  g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
+  g_autofree char *svg = svg_of(view, 800, 300);
+  g_autofree char *full_text = g_strdup_printf(">%s<", name);
+  g_assert_null(strstr(svg, full_text));
+  g_assert_nonnull(strstr(svg, ">void at::"));
+  g_assert_nonnull(strstr(svg, "…<"));
+  /* The title keeps the whole name (escaped for XML). */
+  g_assert_nonnull(strstr(svg, "<title>void at::native::vectorized_elementwise_kernel&lt;4, "));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -819,6 +839,7 @@ main(int argc, char **argv)
   g_test_add_func("/studio-timeline/hit-describe", test_hit_describe);
   g_test_add_func("/studio-timeline/empty", test_empty);
   g_test_add_func("/studio-timeline/format", test_format);
+  g_test_add_func("/studio-timeline/label-elided", test_label_elided);
   g_test_add_func("/studio-timeline/deep-zoom-axis", test_deep_zoom_axis);
   return g_test_run();
 }
