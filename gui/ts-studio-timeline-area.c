@@ -259,6 +259,9 @@ on_drag_update(GtkGestureDrag *gesture, double dx, double dy, gpointer data)
 }
 
 /* A click without a drag selects the event under the pointer (or clears the selection). */
+enum { EVENT_ACTIVATED, N_AREA_SIGNALS };
+static guint area_signals[N_AREA_SIGNALS];
+
 static void
 on_click_released(GtkGestureClick *gesture, int n_press, double x, double y, gpointer data)
 {
@@ -269,6 +272,8 @@ on_click_released(GtkGestureClick *gesture, int n_press, double x, double y, gpo
   self->view->selected =
       ts_studio_view_hit(self->view, x, y, gtk_widget_get_width(w), gtk_widget_get_height(w));
   gtk_widget_queue_draw(w);
+  if (self->view->selected)
+    g_signal_emit(self, area_signals[EVENT_ACTIVATED], 0, self->view->selected);
 }
 
 static gboolean
@@ -360,6 +365,11 @@ ts_studio_timeline_area_class_init(TsStudioTimelineAreaClass *klass)
   widget_class->snapshot = ts_studio_timeline_area_snapshot;
   gtk_widget_class_set_layout_manager_type(widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name(widget_class, "timeline");
+  /* TsStudioTimelineArea::event-activated: a mark (gint64, as the view numbers them) was
+   * clicked. */
+  area_signals[EVENT_ACTIVATED] =
+      g_signal_new("event-activated", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                   NULL, G_TYPE_NONE, 1, G_TYPE_INT64);
 }
 
 static void
@@ -404,4 +414,14 @@ ts_studio_timeline_area_init(TsStudioTimelineArea *self)
   GtkEventController *key = gtk_event_controller_key_new();
   g_signal_connect(key, "key-pressed", G_CALLBACK(on_key), self);
   gtk_widget_add_controller(w, key);
+}
+
+void
+ts_studio_timeline_area_select(TsStudioTimelineArea *self, gint64 mark)
+{
+  g_return_if_fail(TS_STUDIO_IS_TIMELINE_AREA(self));
+  if (self->view == NULL)
+    return;
+  self->view->selected = mark;
+  gtk_widget_queue_draw(GTK_WIDGET(self));
 }

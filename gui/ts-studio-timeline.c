@@ -575,3 +575,35 @@ ts_studio_timeline_new(GArray *events)
   tl->view1 = tl->span1;
   return &tl->parent;
 }
+
+/* "trial ID: " at the start of a range's name: ID, else 0. */
+static gint64
+trial_in_name(const TsDbEvent *e)
+{
+  if (g_strcmp0(e->kind, "range") != 0 || e->name == NULL || !g_str_has_prefix(e->name, "trial "))
+    return 0;
+  char *end = NULL;
+  gint64 id = g_ascii_strtoll(e->name + strlen("trial "), &end, 10);
+  return end && end[0] == ':' && id > 0 ? id : 0;
+}
+
+gint64
+ts_studio_timeline_trial_of(TsStudioView *view, gint64 mark)
+{
+  g_return_val_if_fail(view != NULL, 0);
+  TsTlView *tl = (TsTlView *)view;
+  if (mark <= 0 || (guint64)mark > tl->events->len)
+    return 0;
+  return trial_in_name(&g_array_index(tl->events, TsDbEvent, mark - 1));
+}
+
+gint64
+ts_studio_timeline_find_trial(TsStudioView *view, gint64 trial_id)
+{
+  g_return_val_if_fail(view != NULL, 0);
+  TsTlView *tl = (TsTlView *)view;
+  for (guint i = 0; trial_id > 0 && i < tl->events->len; i++)
+    if (trial_in_name(&g_array_index(tl->events, TsDbEvent, i)) == trial_id)
+      return i + 1;
+  return 0;
+}

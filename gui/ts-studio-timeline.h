@@ -29,5 +29,10 @@ void ts_studio_timeline_zoom(TsStudioView *view, double factor, double anchor);
 void ts_studio_timeline_pan(TsStudioView *view, double fraction);
 /* x in px (within a view drawn width px wide) to the anchor fraction zoom expects. */
 double ts_studio_timeline_anchor(TsStudioView *view, double x, double width);
+/* The trial a mark belongs to: the database id in a "trial ID: POINT" range (a profiled tune's
+ * trace names each trial so), else 0. */
+gint64 ts_studio_timeline_trial_of(TsStudioView *view, gint64 mark);
+/* The mark of trial_id's range, or 0 when the timeline has none. */
+gint64 ts_studio_timeline_find_trial(TsStudioView *view, gint64 trial_id);
 
 G_END_DECLS

@@ -35,8 +35,11 @@ GtkWidget *ts_studio_timeline_area_new(void);
 /* events: GArray of TsDbEvent (a reference is taken); NULL shows placeholder instead. */
 void ts_studio_timeline_area_set_events(TsStudioTimelineArea *area, GArray *events,
                                         const char *placeholder);
-/* The view once prepared, else NULL. */
+/* The view once prepared, else NULL. A click on a mark selects it and emits "event-activated"
+ * (gint64 mark). */
 TsStudioView *ts_studio_timeline_area_get_view(TsStudioTimelineArea *area);
+/* Selects and outlines mark (0: none), as a click would, without emitting anything. */
+void ts_studio_timeline_area_select(TsStudioTimelineArea *area, gint64 mark);
 
 /* The theme matching what styles widget now (libadwaita, GTK_THEME, the prefer-dark setting,
  * high contrast): dark when its text colour is light. Read at each frame, so a widget follows

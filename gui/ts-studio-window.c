@@ -6,6 +6,7 @@
  * view is dropped before the db that backs it is closed (close_file) and the db outlives the
  * template's widgets (finalize). */
 #include "ts-studio-window.h"
+#include "ts-studio-timeline.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -190,6 +191,21 @@ make_plots(TsStudioWindow *self)
   ts_studio_plot_area_set_selected(self->predicted_area, id);
 }
 
+/* A profiled tune's "trial ID: POINT" range clicked: that trial is selected in the list (and so
+ * in the plots and the lowering), when it is a trial of the workload shown. */
+static void
+on_timeline_event(TsStudioTimelineArea *area, gint64 mark, TsStudioWindow *self)
+{
+  TsStudioView *view = ts_studio_timeline_area_get_view(area);
+  gint64 trial = view ? ts_studio_timeline_trial_of(view, mark) : 0;
+  for (guint i = 0; trial && self->trials && i < self->trials->len; i++) {
+    if (((const TsStudioTrial *)self->trials->pdata[i])->id == trial) {
+      ts_studio_trial_list_select(self->trial_list, trial, FALSE);
+      return;
+    }
+  }
+}
+
 static void
 on_filter_changed(TsStudioTrialList *list, TsStudioWindow *self)
 {
@@ -270,6 +286,10 @@ on_trials_selected(TsStudioTrialList *list, TsStudioWindow *self)
   ts_studio_plot_area_set_selected(self->predicted_area, id);
   ts_studio_lowering_pane_set_trials(self->lowering_pane, self->workload, a, b);
   ts_studio_lowering_pane_set_n_selected(self->lowering_pane, selected->len);
+  /* And the other way: the trial's range on the timeline, when it has one. */
+  TsStudioView *tl = ts_studio_timeline_area_get_view(self->timeline_area);
+  if (tl && id)
+    ts_studio_timeline_area_select(self->timeline_area, ts_studio_timeline_find_trial(tl, id));
 }
 
 static void
@@ -429,6 +449,7 @@ ts_studio_window_init(TsStudioWindow *self)
   g_signal_connect(self->sidebar, "workload-selected", G_CALLBACK(on_workload_selected), self);
   g_signal_connect(self->trial_list, "selection-changed", G_CALLBACK(on_trials_selected), self);
   g_signal_connect(self->trial_list, "filter-changed", G_CALLBACK(on_filter_changed), self);
+  g_signal_connect(self->timeline_area, "event-activated", G_CALLBACK(on_timeline_event), self);
   g_signal_connect(self->roofline_area, "mark-activated", G_CALLBACK(on_mark_activated), self);
   g_signal_connect(self->history_area, "mark-activated", G_CALLBACK(on_mark_activated), self);
   g_signal_connect(self->predicted_area, "mark-activated", G_CALLBACK(on_mark_activated), self);

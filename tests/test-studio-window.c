@@ -10,6 +10,7 @@
 #include "test-util.h"
 #include "ts-studio-app.h"
 #include "ts-studio-sidebar-node.h"
+#include "ts-studio-timeline.h"
 #include "ts-studio-trial-item.h"
 #include "ts-studio-window.h"
 
@@ -79,9 +80,13 @@ make_cache(const char *path, CacheKind kind)
     trial_ids[i] = add_trial(db, big, d, t, points[i], statuses[i], medians[i], strategies[i]);
   g_assert_true(ts_db_refresh_best(db, big, d, t, NULL, &error));
   TsDbProfile profile = {.workload_id = big, .device_id = d, .toolchain_id = t, .kind = "run"};
+  /* As a profiled tune names each trial's range. */
+  g_autofree char *trial_range = g_strdup_printf("trial %" G_GINT64_FORMAT ": %s", trial_ids[3],
+                                                 points[3]);
   TsDbEvent events[] = {
       {"range", "tessera: measure", 0, 1000, 0, 0, 1, 0, NULL},
       {"kernel", "ts_gemm", 100, 800, 0, 0, 1, 1, "timed"},
+      {"range", trial_range, 1200, 500, 0, 0, 1, 0, NULL},
   };
   g_assert_true(ts_db_add_profile(db, &profile, events, G_N_ELEMENTS(events), NULL, &error));
   g_assert_no_error(error);
@@ -284,6 +289,38 @@ test_selection(void)
   g_assert_nonnull(
       strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET), "#define BM 96"));
   spin(100);
+  gtk_window_destroy(GTK_WINDOW(win));
+}
+
+/* A profiled tune's "trial ID: POINT" range and the trial in the list select each other. */
+static void
+test_timeline_link(void)
+{
+  TsStudioWindow *win = open_window(cache);
+  TsStudioTrialList *list = ts_studio_window_get_trial_list(win);
+  g_assert_true(ts_studio_window_set_page(win, "timeline"));
+  GtkWidget *area = ts_studio_window_get_page_widget(win, "timeline");
+  g_assert_true(TS_STUDIO_IS_TIMELINE_AREA(area));
+  TsStudioView *view = NULL;
+  gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+  while ((view = ts_studio_timeline_area_get_view(TS_STUDIO_TIMELINE_AREA(area))) == NULL &&
+         g_get_monotonic_time() < end)
+    g_main_context_iteration(NULL, TRUE);
+  g_assert_nonnull(view);
+  gint64 mark = ts_studio_timeline_find_trial(view, trial_ids[3]);
+  g_assert_cmpint(mark, >, 0);
+  g_assert_cmpint(ts_studio_timeline_trial_of(view, mark), ==, trial_ids[3]);
+  g_assert_cmpint(ts_studio_timeline_find_trial(view, trial_ids[1]), ==, 0);
+
+  g_signal_emit_by_name(area, "event-activated", mark);
+  g_autoptr(GPtrArray) selected = ts_studio_trial_list_get_selected(list);
+  g_assert_cmpuint(selected->len, ==, 1);
+  g_assert_cmpint(((TsStudioTrial *)selected->pdata[0])->id, ==, trial_ids[3]);
+
+  g_assert_true(ts_studio_trial_list_select(list, trial_ids[0], FALSE));
+  g_assert_cmpint(view->selected, ==, 0); /* no range of its own */
+  g_assert_true(ts_studio_trial_list_select(list, trial_ids[3], FALSE));
+  g_assert_cmpint(view->selected, ==, mark);
   gtk_window_destroy(GTK_WINDOW(win));
 }
 
@@ -623,6 +660,7 @@ main(int argc, char **argv)
   g_test_add_func("/studio/window/filter", test_filter);
   g_test_add_func("/studio/window/selection", test_selection);
   g_test_add_func("/studio/window/states", test_states);
+  g_test_add_func("/studio/window/timeline-link", test_timeline_link);
   g_test_add_func("/studio/window/open-async", test_open_async);
   g_test_add_func("/studio/window/actions-export", test_actions_and_export);
   if (session != NULL)
