@@ -10,13 +10,14 @@
 
 /* ---- text ---- */
 
+static const struct {
+  double scale;
+  const char *unit;
+} units[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "µs"}, {1, "ns"}};
+
 char *
 ts__tl_format_ns(double ns, double step_ns)
 {
-  static const struct {
-    double scale;
-    const char *unit;
-  } units[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "µs"}, {1, "ns"}};
   /* Ticks: the largest unit in which the step needs at most one decimal ("0.5 ms", not
    * "500 µs"), the same for every tick. Otherwise the value's own unit. */
   guint u = 0;
@@ -42,10 +43,6 @@ ts__tl_format_ns(double ns, double step_ns)
 char *
 ts__tl_format_ns_exact(double ns, double step_ns)
 {
-  static const struct {
-    double scale;
-    const char *unit;
-  } units[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "µs"}, {1, "ns"}};
   guint u = 0;
   while (u + 1 < G_N_ELEMENTS(units) && fabs(ns) < units[u].scale)
     u++;

@@ -383,8 +383,11 @@ ts_studio_trial_list_set_trials(TsStudioTrialList *list, GPtrArray *trials)
   g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_object_unref);
   for (guint i = 0; trials != NULL && i < trials->len; i++)
     g_ptr_array_add(items, ts_studio_trial_item_new(trials, g_ptr_array_index(trials, i)));
+  /* One "filter-changed" for the new trials (the splice would add another). */
+  g_signal_handlers_block_by_func(list->filtered, update_count, list);
   g_list_store_splice(list->store, 0, g_list_model_get_n_items(G_LIST_MODEL(list->store)),
                       items->pdata, items->len);
+  g_signal_handlers_unblock_by_func(list->filtered, update_count, list);
   gtk_selection_model_unselect_all(GTK_SELECTION_MODEL(list->selection));
   update_count(list);
 }

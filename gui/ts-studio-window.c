@@ -151,20 +151,13 @@ load_profiles(TsStudioWindow *self)
   show_profile(self, 0);
 }
 
-/* The trials the plots show: what the list's filters let through. */
-static GPtrArray *
-plotted_trials(TsStudioWindow *self)
-{
-  return ts_studio_trial_list_get_shown(self->trial_list);
-}
-
 static TsStudioView *
 make_history(TsStudioWindow *self)
 {
   TsStudioHistoryAxis axis = gtk_drop_down_get_selected(GTK_DROP_DOWN(self->history_axis)) == 1
                                  ? TS_STUDIO_HISTORY_BY_WALL
                                  : TS_STUDIO_HISTORY_BY_INDEX;
-  g_autoptr(GPtrArray) shown = plotted_trials(self);
+  g_autoptr(GPtrArray) shown = ts_studio_trial_list_get_shown(self->trial_list);
   return ts_studio_history_new(self->workload, shown, self->runs, axis);
 }
 
@@ -174,7 +167,7 @@ make_plots(TsStudioWindow *self)
 {
   if (self->workload == NULL)
     return;
-  g_autoptr(GPtrArray) shown = plotted_trials(self);
+  g_autoptr(GPtrArray) shown = ts_studio_trial_list_get_shown(self->trial_list);
   TsStudioView *roofline = ts_studio_roofline_new(self->workload, shown);
   ts_studio_roofline_set_color_by(roofline,
                                   gtk_drop_down_get_selected(GTK_DROP_DOWN(self->color_by)) == 1
@@ -254,9 +247,8 @@ load_workload(TsStudioWindow *self, const TsStudioWorkload *workload)
   }
   self->runs = or_empty(self->runs, (GDestroyNotify)ts_studio_run_free);
 
-  /* The list first: the plots show what it lets through (filter-changed builds them). */
+  /* The plots show what the list lets through: its filter-changed builds them. */
   ts_studio_trial_list_set_trials(self->trial_list, self->trials);
-  make_plots(self);
   load_profiles(self);
 
   g_autofree char *title = g_strdup_printf("%s — %s", workload->label, self->path);

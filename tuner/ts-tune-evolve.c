@@ -308,10 +308,8 @@ evolve_set_seeds(gpointer state, GPtrArray *points)
   Evolve *e = state;
   if (e->seeds == NULL)
     e->seeds = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
-  /* Rebuilt from digits: the same canonical point (and hash) as the strategy's own. */
   for (guint i = 0; i < points->len && e->seeds->len < POP; i++)
-    if (ts__tune_point_digits(e->space, points->pdata[i], e->tmp))
-      g_ptr_array_add(e->seeds, ts__tune_point_from_digits(e->space, e->tmp));
+    g_ptr_array_add(e->seeds, ts_sched_point_copy(points->pdata[i]));
   return e->seeds->len;
 }
 

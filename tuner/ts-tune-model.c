@@ -691,14 +691,10 @@ static guint
 model_set_seeds(gpointer state, GPtrArray *points)
 {
   Model *m = state;
-  guint nk = ts_sched_space_n_knobs(m->space);
-  g_autofree guint *d = g_new0(guint, MAX(nk, 1));
   if (m->seeds == NULL)
     m->seeds = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
-  /* Rebuilt from digits: the same canonical point (and hash) as the pool's. */
   for (guint i = 0; i < points->len && m->seeds->len < SEEDS_MAX; i++)
-    if (ts__tune_point_digits(m->space, points->pdata[i], d))
-      g_ptr_array_add(m->seeds, ts__tune_point_from_digits(m->space, d));
+    g_ptr_array_add(m->seeds, ts_sched_point_copy(points->pdata[i]));
   return m->seeds->len;
 }
 

@@ -12,6 +12,7 @@
 
 #include "ts-cost-model.h"
 #include "ts-cost.h"
+#include "ts-tune-strategy.h"
 
 TsCostModel *
 ts_tune_replay_train_prior(const TsTuneReplay *replay, GPtrArray *priors, TsCostTarget **target,
@@ -68,37 +69,20 @@ GPtrArray *
 ts_tune_replay_prior_seeds(GPtrArray *priors, guint n)
 {
   g_return_val_if_fail(priors != NULL, NULL);
-  GPtrArray *seeds = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
-  g_autoptr(GPtrArray) ranked = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+  g_autoptr(GPtrArray) rankings = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
   for (guint f = 0; f < priors->len; f++) {
     const TsTuneReplay *p = g_ptr_array_index(priors, f);
-    GPtrArray *ok = g_ptr_array_new();
+    g_autoptr(GPtrArray) ok = g_ptr_array_new();
     for (guint i = 0; i < p->entries->len; i++) {
       TsReplayEntry *e = p->entries->pdata[i];
       if (e->status == TS_TUNE_REPLAY_OK && isfinite(e->time_s))
         g_ptr_array_add(ok, e);
     }
     g_ptr_array_sort(ok, by_time);
-    g_ptr_array_add(ranked, ok);
+    GPtrArray *points = g_ptr_array_sized_new(ok->len); /* borrowed from the recording */
+    for (guint i = 0; i < ok->len; i++)
+      g_ptr_array_add(points, ((TsReplayEntry *)ok->pdata[i])->point);
+    g_ptr_array_add(rankings, points);
   }
-  /* Round robin: each file's k-th best is among the first k x files seeds, so one file that
-   * ranks the target's optimum high is enough, whatever the others say. */
-  g_autoptr(GHashTable) taken = g_hash_table_new(g_str_hash, g_str_equal);
-  for (guint k = 0; seeds->len < n; k++) {
-    gboolean any = FALSE;
-    for (guint f = 0; f < ranked->len && seeds->len < n; f++) {
-      GPtrArray *ok = ranked->pdata[f];
-      if (k >= ok->len)
-        continue;
-      any = TRUE;
-      const TsSchedPoint *pt = ((TsReplayEntry *)ok->pdata[k])->point;
-      if (g_hash_table_contains(taken, ts_sched_point_hash(pt)))
-        continue;
-      g_hash_table_add(taken, (gpointer)ts_sched_point_hash(pt));
-      g_ptr_array_add(seeds, ts_sched_point_copy(pt));
-    }
-    if (!any)
-      break;
-  }
-  return seeds;
+  return ts_tune_seeds_interleave(rankings, n);
 }

@@ -229,9 +229,38 @@ guint
 ts_tune_strategy_set_seeds(TsTuneStrategy *strategy, GPtrArray *points)
 {
   g_return_val_if_fail(strategy != NULL, 0);
-  if (points && points->len && strategy->klass.set_seeds)
-    return strategy->klass.set_seeds(strategy->state, points);
-  return 0;
+  if (points == NULL || points->len == 0 || strategy->klass.set_seeds == NULL)
+    return 0;
+  /* Rebuilt from digits: the same canonical points (and hashes) as the class's own; points
+   * outside the space go here. */
+  g_autoptr(GPtrArray) own = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
+  for (guint i = 0; i < points->len; i++)
+    if (ts__tune_point_digits(strategy->space, points->pdata[i], strategy->digits))
+      g_ptr_array_add(own, ts__tune_point_from_digits(strategy->space, strategy->digits));
+  return own->len ? strategy->klass.set_seeds(strategy->state, own) : 0;
+}
+
+GPtrArray *
+ts_tune_seeds_interleave(GPtrArray *rankings, guint n)
+{
+  g_return_val_if_fail(rankings != NULL, NULL);
+  GPtrArray *seeds = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
+  g_autoptr(GHashTable) taken = g_hash_table_new(g_str_hash, g_str_equal);
+  gboolean any = TRUE;
+  for (guint k = 0; any && seeds->len < n; k++) {
+    any = FALSE;
+    for (guint r = 0; r < rankings->len && seeds->len < n; r++) {
+      GPtrArray *ranking = rankings->pdata[r];
+      if (k >= ranking->len)
+        continue;
+      any = TRUE;
+      const TsSchedPoint *p = ranking->pdata[k];
+      /* The hash belongs to the point, which outlives the table. */
+      if (g_hash_table_add(taken, (gpointer)ts_sched_point_hash(p)))
+        g_ptr_array_add(seeds, ts_sched_point_copy(p));
+    }
+  }
+  return seeds;
 }
 
 /* What the class's seen() sees: the record, plus the points it has appended to out in this call

@@ -72,6 +72,11 @@ void ts_tune_strategy_set_cost(TsTuneStrategy *strategy, const TsCostTarget *tar
  * when their turn comes. Returns how many the strategy kept (0: it takes no seeds). Call
  * before the first propose. */
 guint ts_tune_strategy_set_seeds(TsTuneStrategy *strategy, GPtrArray *points);
+/* Seeds from several rankings (GPtrArray of GPtrArray of TsSchedPoint*, each best first): each
+ * ranking's best, then each one's second, ..., each point once, at most n. So one ranking that
+ * puts the target's optimum high is enough, whatever the others say. Returns an array owning
+ * copies of the points. */
+GPtrArray *ts_tune_seeds_interleave(GPtrArray *rankings, guint n);
 
 /* Extension point for strategies defined elsewhere (the model-guided one). The built-ins register
  * through it too. create() may keep space, env and rng for the life of its state (the strategy
@@ -94,8 +99,8 @@ typedef struct {
   void (*set_budget)(gpointer state, guint64 budget);
   /* Optional: the cost context of ts_tune_strategy_set_cost(). */
   void (*set_cost)(gpointer state, const TsCostTarget *target, const TsCostModel *prior);
-  /* Optional: the points of ts_tune_strategy_set_seeds(), borrowed for the call only; returns
-   * how many it kept. */
+  /* Optional: the points of ts_tune_strategy_set_seeds() that are in the space, as the space's
+   * own (canonical) points, borrowed for the call only; returns how many it kept. */
   guint (*set_seeds)(gpointer state, GPtrArray *points);
 } TsTuneStrategyClass;
 

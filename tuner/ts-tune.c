@@ -519,37 +519,31 @@ ts_tune_cache_seeds(TsDb *db, gint64 workload_id, gint64 device_id, gint64 toolc
   g_autoptr(GPtrArray) keys = ts_db_list_trial_keys(db, error);
   if (keys == NULL)
     return NULL;
-  g_autoptr(GPtrArray) lists = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+  g_autoptr(GPtrArray) rankings = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
   for (guint i = 0; i < keys->len; i++) {
     const TsDbTrialKey *k = keys->pdata[i];
     if (k->workload_id != workload_id || k->n_ok == 0 ||
         (k->device_id == device_id && k->toolchain_id == toolchain_id))
       continue;
-    GPtrArray *t = ts_db_list_trials(db, k->workload_id, k->device_id, k->toolchain_id,
-                                     TS_DB_ORDER_BEST_FIRST, error);
+    g_autoptr(GPtrArray) t = ts_db_list_trials(db, k->workload_id, k->device_id, k->toolchain_id,
+                                               TS_DB_ORDER_BEST_FIRST, error);
     if (t == NULL)
       return NULL;
-    g_ptr_array_add(lists, t);
-  }
-  GPtrArray *seeds = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
-  g_autoptr(GHashTable) taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  for (guint r = 0; r < SEEDS_PER_KEY && seeds->len < SEEDS_MAX; r++) {
-    for (guint i = 0; i < lists->len && seeds->len < SEEDS_MAX; i++) {
-      GPtrArray *t = lists->pdata[i];
-      if (r >= t->len || ((TsDbTrial *)t->pdata[r])->status != TS_DB_TRIAL_OK)
-        continue;
-      TsSchedPoint *p = ts_sched_point_parse(((TsDbTrial *)t->pdata[r])->schedule, NULL);
-      if (p == NULL || !g_hash_table_add(taken, g_strdup(ts_sched_point_hash(p)))) {
-        if (p)
-          ts_sched_point_free(p);
-        continue;
-      }
-      g_ptr_array_add(seeds, p);
+    GPtrArray *ranking = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
+    /* Verified trials come first, fastest first. */
+    for (guint r = 0; r < t->len && ranking->len < SEEDS_PER_KEY; r++) {
+      const TsDbTrial *trial = t->pdata[r];
+      TsSchedPoint *p = trial->status == TS_DB_TRIAL_OK
+                          ? ts_sched_point_parse(trial->schedule, NULL)
+                          : NULL;
+      if (p)
+        g_ptr_array_add(ranking, p);
     }
+    g_ptr_array_add(rankings, ranking);
   }
   if (n_keys)
-    *n_keys = lists->len;
-  return seeds;
+    *n_keys = rankings->len;
+  return ts_tune_seeds_interleave(rankings, SEEDS_MAX);
 }
 
 static gboolean
