@@ -234,10 +234,11 @@ GPtrArray *ts_db_list_trial_keys(TsDb *db, GError **error);
 /* ---- profiles: a profiled run and its timeline ---- */
 
 /* One timeline event. kind is "kernel", "compile", "memcpy", "memset", "alloc", "free" or
- * "range"; start_ns is relative to the profile's t0_ns. In an array from ts_db_events_new
- * (what readers return) the strings belong to the array: interned reference-counted strings
- * (g_ref_string), so a timeline that repeats a few names many times holds each once, and they
- * are freed with the array. Elsewhere they are borrowed. */
+ * "range" (a trace reader adds "instant", "counter" and "flow"); start_ns is relative to the
+ * profile's t0_ns. In an array from ts_db_events_new (what readers return) the strings belong
+ * to the array: interned reference-counted strings (g_ref_string), so a timeline that repeats
+ * a few names many times holds each once, and they are freed with the array. Elsewhere they
+ * are borrowed. */
 typedef struct {
   const char *kind;
   const char *name;
@@ -245,6 +246,13 @@ typedef struct {
   guint64 bytes, address;
   guint32 lane, depth;
   const char *detail; /* or NULL */
+  /* Read from other tools' traces, never stored (ts_db_add_profile rejects these kinds):
+   * a "counter" sample's value; a "flow" arrow from (start_ns, lane) to (to_ns, to_lane),
+   * ending on the slice that encloses to_ns, or with to_next on the next one to begin. */
+  double value;
+  gint64 to_ns;
+  guint32 to_lane;
+  gboolean to_next;
 } TsDbEvent;
 
 typedef struct {

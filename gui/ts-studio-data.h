@@ -105,11 +105,15 @@ GArray *ts_studio_db_events(TsStudioDb *db, gint64 profile_id, GError **error);
 /* The events of a Chrome Trace Event file (the JSON object or array form, as tessera-tune
  * profile writes and Perfetto reads), read one event at a time (memory follows the events,
  * not the text): complete ("X") and begin/end ("B"/"E") events become kernels, copies,
- * compiles and ranges by their category, instant allocation events allocs and frees. Times
- * relative to the earliest event. First, at time 0, come "lane" events naming a lane (from the
- * process_name and thread_name metadata) and "note" events saying what was read differently
- * than written (an "E" with no "B", left out; a "B" never closed, drawn to the end of the
- * trace). A memory counter ("C") becomes allocs and frees of its changes when the trace has no
+ * compiles and ranges by their category, allocation instants allocs and frees, other instants
+ * "instant" events (process and global ones on lanes of their own), async slices ("b"/"e")
+ * ranges on a lane per process and name, counter samples "counter" events (one series per
+ * numeric arg), flows (v1 "s"/"t"/"f", v2 bind_id) "flow" events; each event's args beyond its
+ * own fields are its detail, as "key: value" lines. Times relative to the earliest event.
+ * First, at time 0, come "lane" events naming a lane (from the process_name and thread_name
+ * metadata) and "note" events saying what was read differently than written (an "E" with no
+ * "B", left out; a "B" never closed, drawn to the end of the trace; flows never finished). A
+ * memory counter ("C") becomes allocs and frees of its changes when the trace has no
  * allocation events of its own. A file cut short keeps the whole events before the cut. */
 GArray *ts_studio_trace_load(const char *path, GError **error);
 /* The same from text in memory; name stands for the file in messages. */

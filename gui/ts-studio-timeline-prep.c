@@ -37,6 +37,10 @@ name_index(NameTable *nt, const char *kind, const char *name)
     TsTlName n = {.kind = kind, .name = name};
     n.known = ts_trace_kind_from_name(kind, &n.k);
     n.meta = strcmp(kind, "lane") == 0 || strcmp(kind, "note") == 0;
+    n.shape = strcmp(kind, "instant") == 0   ? TS_TL_INSTANT
+              : strcmp(kind, "counter") == 0 ? TS_TL_COUNTER
+              : strcmp(kind, "flow") == 0    ? TS_TL_FLOW
+                                             : TS_TL_SLICE;
     if (!n.known)
       n.k = TS_TRACE_RANGE;
     g_array_append_val(nt->names, n);
@@ -286,7 +290,7 @@ nest_depths(const TsDbEvent *ev, guint n, const TsTlName *names, const guint32 *
   g_autoptr(GHashTable) stacks =
       g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_array_unref);
   for (guint i = 0; i < n; i++)
-    if (names[names_of[i]].k == TS_TRACE_RANGE &&
+    if (names[names_of[i]].k == TS_TRACE_RANGE && names[names_of[i]].shape == TS_TL_SLICE &&
         !g_hash_table_contains(stacks, GUINT_TO_POINTER(ev[i].lane + 1u)))
       g_hash_table_insert(stacks, GUINT_TO_POINTER(ev[i].lane + 1u),
                           g_array_new(FALSE, FALSE, sizeof(gint64)));
@@ -316,11 +320,13 @@ nest_depths(const TsDbEvent *ev, guint n, const TsTlName *names, const guint32 *
       ends = g_hash_table_lookup(stacks, GUINT_TO_POINTER(e->lane + 1u));
       last_lane = e->lane;
     }
-    if (ends == NULL || is_memory_kind(&names[names_of[i]]) || names[names_of[i]].meta)
+    const TsTlName *nm = &names[names_of[i]];
+    if (ends == NULL || is_memory_kind(nm) || nm->meta || nm->shape == TS_TL_COUNTER ||
+        nm->shape == TS_TL_FLOW)
       continue;
     while (ends->len > 0 && g_array_index(ends, gint64, ends->len - 1) <= e->start_ns)
       g_array_set_size(ends, ends->len - 1);
-    if (names[names_of[i]].k == TS_TRACE_RANGE) {
+    if (nm->k == TS_TRACE_RANGE && nm->shape == TS_TL_SLICE) {
       gint64 end = e->start_ns + MAX(e->dur_ns, 0);
       g_array_append_val(ends, end);
     } else {
@@ -385,6 +391,10 @@ ts__tl_prepare(TsTlView *tl)
     }
     tl->span0 = MIN(tl->span0, ev[i].start_ns);
     tl->span1 = MAX(tl->span1, ev[i].start_ns + MAX(ev[i].dur_ns, 0));
+    if (nm->shape == TS_TL_FLOW) {
+      tl->span0 = MIN(tl->span0, ev[i].to_ns);
+      tl->span1 = MAX(tl->span1, ev[i].to_ns);
+    }
   }
   if (n_meta == n) {
     tl->span0 = 0;
@@ -411,7 +421,8 @@ ts__tl_prepare(TsTlView *tl)
   for (guint k = 0; k < G_N_ELEMENTS(recent); k++)
     recent[k].row = G_MAXUINT32;
   for (guint i = 0; i < n; i++) {
-    if (is_memory_kind(&tl->names[names_of[i]]) || tl->names[names_of[i]].meta) {
+    const TsTlName *nm = &tl->names[names_of[i]];
+    if (is_memory_kind(nm) || nm->meta || nm->shape == TS_TL_COUNTER || nm->shape == TS_TL_FLOW) {
       tl->row_of[i] = G_MAXUINT32;
       continue;
     }
@@ -489,6 +500,8 @@ ts__tl_prepare(TsTlView *tl)
   }
   tl->rows = r;
   build_memory(tl, names_of);
+  ts__tl_build_counters(tl, names_of);
+  ts__tl_build_flows(tl, names_of);
   g_free(names_of);
 }
 
@@ -517,4 +530,5 @@ ts__tl_release(TsTlView *tl)
   g_free(tl->mem.v);
   g_free(tl->mem.index);
   ts__tl_max_clear(&tl->mem.tree);
+  ts__tl_release_tracks(tl);
 }

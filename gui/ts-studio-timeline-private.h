@@ -6,6 +6,8 @@
 #include "ts-studio-timeline.h"
 #include "ts-trace.h"
 
+#include <string.h>
+
 G_BEGIN_DECLS
 
 /* Events narrower than this fold into their neighbours, and a fold swallows the next event when
@@ -15,11 +17,21 @@ G_BEGIN_DECLS
 /* The narrowest window zoom goes to: a few ns, below which the trace clock has no meaning. */
 #define TS_TL_MIN_WINDOW_NS 16
 
+/* How an event is drawn: in a row (a slice, or an instant's mark), on a counter track, or as
+ * an arrow between rows. */
+typedef enum {
+  TS_TL_SLICE,
+  TS_TL_INSTANT,
+  TS_TL_COUNTER,
+  TS_TL_FLOW,
+} TsTlShape;
+
 /* A (kind, name) pair: events refer to it by index, so buckets can name what dominates them in
  * 4 bytes. */
 typedef struct {
   const char *kind, *name;
   TsTraceKind k;
+  TsTlShape shape;
   gboolean known; /* FALSE: a kind this build does not know, drawn like a range */
   gboolean meta;  /* "lane" (a lane's label) or "note" (what a trace reader had to say) */
 } TsTlName;
@@ -76,6 +88,47 @@ typedef struct {
   gint64 peak_t;
 } TsTlMemory;
 
+/* A counter's samples as a step function (the memory area's machinery): v holds each value
+ * through ts__tl_order_key, so the block maxima order doubles correctly. */
+typedef struct {
+  guint32 lane, name; /* name: in the view's name table */
+  TsTlMemory s;
+  double min, max;
+} TsTlCounter;
+
+/* A flow's arrow, bound to the slices it leaves and reaches. */
+typedef struct {
+  guint32 index;      /* the flow event */
+  guint32 row0, row1; /* G_MAXUINT32: its lane has no row, so it is not drawn */
+  gint64 t0, t1;
+  guint32 from, to;   /* the slices it binds, as mark ids (event index + 1); 0: none */
+} TsTlFlow;
+
+/* Doubles as integers in the same order (negative ones have their magnitude bits flipped); the
+ * same call maps back. */
+static inline gint64
+ts__tl_order_key(gint64 bits)
+{
+  return bits < 0 ? bits ^ G_MAXINT64 : bits;
+}
+
+static inline gint64
+ts__tl_key_of(double v)
+{
+  gint64 bits;
+  memcpy(&bits, &v, sizeof bits);
+  return ts__tl_order_key(bits);
+}
+
+static inline double
+ts__tl_value_of(gint64 key)
+{
+  gint64 bits = ts__tl_order_key(key);
+  double v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
 typedef struct {
   TsStudioView parent;
   GArray *events;
@@ -85,6 +138,10 @@ typedef struct {
   guint n_rows;
   guint32 *row_of; /* the row of each input event; G_MAXUINT32: none (alloc, free) */
   TsTlMemory mem;
+  TsTlCounter *counters;
+  guint n_counters;
+  TsTlFlow *flows;
+  guint n_flows;
   GHashTable *lane_names; /* lane + 1 -> label, from "lane" events (borrowed from events) */
   GPtrArray *notes;       /* const char*, from "note" events (borrowed) */
   gint64 span0, span1; /* every event's extent */
@@ -97,7 +154,9 @@ typedef struct {
   double x0, x1;        /* the plot's horizontal extent (after the lane labels) */
   double rows_y, row_h; /* top of the first row, height of each */
   double mem_y, mem_h;  /* the memory area; mem_h 0 when there is none */
+  double counters_y, counter_h; /* the counter tracks, one under another */
   double notes_y;       /* the first of the reader's notes, one line each, at the bottom */
+  double details_y, details_h; /* the selected event's details above them; 0 high: none */
   gint64 t0, t1;        /* the visible window */
   double ns_per_px;
 } TsTlLayout;
@@ -148,5 +207,16 @@ void ts__tl_draw_axis(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);
 void ts__tl_draw_memory(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);
 /* The alloc or free nearest x in the memory area, within a few px, as a mark id; 0 if none. */
 gint64 ts__tl_hit_memory(TsTlView *tl, const TsTlLayout *lay, double x);
+
+/* ts-studio-timeline-tracks.c: counters and flows. */
+void ts__tl_build_counters(TsTlView *tl, const guint32 *names_of);
+void ts__tl_build_flows(TsTlView *tl, const guint32 *names_of);
+void ts__tl_release_tracks(TsTlView *tl);
+void ts__tl_draw_counters(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);
+void ts__tl_draw_flows(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);
+/* The sample in effect at x on the counter track under y, as a mark id; 0 if none. */
+gint64 ts__tl_hit_counter(TsTlView *tl, const TsTlLayout *lay, double x, double y);
+/* The sample of counter track k in effect at t, as a mark id; 0 before its first. */
+gint64 ts__tl_hit_counter_at(TsTlView *tl, guint k, gint64 t);
 
 G_END_DECLS

@@ -15,6 +15,10 @@
 #define RIGHT_PAD 10.0
 #define ROW_H_MAX 20.0
 #define ROW_H_MIN 3.0
+#define DETAILS_LINE_H 14.0
+#define DETAILS_MAX_LINES 12
+
+static char *timeline_describe(TsStudioView *view, gint64 id);
 
 void
 ts__tl_layout(const TsTlView *tl, double width, double height, TsTlLayout *lay)
@@ -28,12 +32,28 @@ ts__tl_layout(const TsTlView *tl, double width, double height, TsTlLayout *lay)
   double notes_h = tl->notes ? tl->notes->len * NOTE_H : 0;
   avail -= notes_h;
   lay->notes_y = height - notes_h;
+  /* The selected event's details, as Perfetto's and Nsight's bottom panels give them: a strip
+   * above the notes, as tall as its lines (at most DETAILS_MAX_LINES). */
+  g_autofree char *details = timeline_describe((TsStudioView *)tl, tl->parent.selected);
+  if (details) {
+    guint lines = 1;
+    for (const char *p = details; *p; p++)
+      lines += *p == '\n';
+    lay->details_h = MIN(lines, DETAILS_MAX_LINES) * DETAILS_LINE_H + 12;
+    avail -= lay->details_h;
+    lay->details_y = lay->notes_y - lay->details_h;
+  }
   if (tl->mem.n > 0) {
     lay->mem_h = round(CLAMP(avail * 0.22, 40, 160));
     avail -= lay->mem_h + 10;
   }
+  if (tl->n_counters > 0) {
+    lay->counter_h = floor(CLAMP(avail * 0.3 / tl->n_counters, 16, 40));
+    avail -= lay->counter_h * tl->n_counters + 10;
+  }
   lay->row_h = tl->n_rows ? CLAMP(floor(avail / tl->n_rows), ROW_H_MIN, ROW_H_MAX) : 0;
   lay->mem_y = lay->rows_y + lay->row_h * tl->n_rows + 10;
+  lay->counters_y = lay->mem_y + (lay->mem_h > 0 ? lay->mem_h + 10 : 0);
 }
 
 /* ---- walking a row ---- */
@@ -237,6 +257,13 @@ draw_event(TsTlView *tl, DrawCtx *d, guint r, const Mark *m)
     ts_canvas_begin(d->c, NULL, NULL, NULL);
   }
   ts_canvas_set_color(d->c, name_color(tl, e->name));
+  if (n->shape == TS_TL_INSTANT) {
+    /* A point in time: a diamond where it happened, as wide as the row allows. */
+    double radius = CLAMP(h / 2, 1.5, 5);
+    ts_canvas_marker(d->c, TS_CANVAS_MARKER_DIAMOND, ts__tl_x(d->lay, e->start), y + h / 2, radius);
+    ts_canvas_end(d->c);
+    return;
+  }
   ts_canvas_rect(d->c, x, y, w, h, TRUE);
   /* The name inside when it can be read: 48 px is about six characters. */
   if (w >= 48 && h >= 10) {
@@ -405,6 +432,34 @@ draw_outline(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay, gint64 id, TsRgba
   ts_canvas_end(c);
 }
 
+static void
+draw_details(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
+{
+  if (lay->details_h <= 0)
+    return;
+  g_autofree char *text = timeline_describe(&tl->parent, tl->parent.selected);
+  if (text == NULL)
+    return;
+  const TsStudioTheme *theme = tl->parent.theme;
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  guint n = g_strv_length(lines);
+  ts_canvas_begin(c, "details", "details", NULL);
+  ts_canvas_set_color(c, theme->grid);
+  ts_canvas_line(c, 0, lay->details_y + 0.5, lay->width, lay->details_y + 0.5);
+  ts_canvas_set_font_size(c, 11);
+  for (guint i = 0; i < MIN(n, (guint)DETAILS_MAX_LINES); i++) {
+    gboolean more = i + 1 == DETAILS_MAX_LINES && n > DETAILS_MAX_LINES;
+    g_autofree char *line =
+        more ? g_strdup_printf("… %u more lines (the tooltip has them all)", n - i) : NULL;
+    ts_canvas_set_color(c, i == 0 ? theme->foreground : theme->muted);
+    g_autofree char *fits = elide(c, line ? line : lines[i], lay->width - 12);
+    if (fits)
+      ts_canvas_text(c, 6, lay->details_y + 6 + i * DETAILS_LINE_H, fits, TS_CANVAS_ALIGN_START,
+                     TS_CANVAS_ALIGN_START, 0);
+  }
+  ts_canvas_end(c);
+}
+
 /* What the trace reader had to say (ranges never closed, ends without a begin): under the
  * timeline, never only in a log. */
 static void
@@ -440,8 +495,11 @@ timeline_draw(TsStudioView *view, TsCanvas *c, double width, double height)
   ts__tl_layout(tl, width, height, &lay);
   ts__tl_draw_axis(tl, c, &lay);
   draw_rows(tl, c, &lay);
+  ts__tl_draw_flows(tl, c, &lay);
   ts__tl_draw_memory(tl, c, &lay);
+  ts__tl_draw_counters(tl, c, &lay);
   draw_notes(tl, c, &lay);
+  draw_details(tl, c, &lay);
   draw_outline(tl, c, &lay, view->selected, theme->accent);
   if (view->hover != view->selected)
     draw_outline(tl, c, &lay, view->hover, theme->highlight);
@@ -486,6 +544,8 @@ timeline_hit(TsStudioView *view, double x, double y, double width, double height
     return 0;
   if (lay.mem_h > 0 && y >= lay.mem_y && y <= lay.mem_y + lay.mem_h)
     return ts__tl_hit_memory(tl, &lay, x);
+  if (lay.counter_h > 0 && y >= lay.counters_y)
+    return ts__tl_hit_counter(tl, &lay, x, y);
   if (y < lay.rows_y || lay.row_h <= 0)
     return 0;
   guint r = (guint)((y - lay.rows_y) / lay.row_h);
@@ -494,6 +554,35 @@ timeline_hit(TsStudioView *view, double x, double y, double width, double height
   HitCtx h = {.x = x, .slop = 2, .best = G_MAXDOUBLE, .lay = &lay};
   walk_row(tl, r, &lay, hit_mark, &h);
   return h.hit;
+}
+
+/* The time a slice spends in itself: its duration less what its children (the slices one row
+ * deeper on its lane, within it) cover. -1 when it has no children. */
+static gint64
+self_time(const TsTlView *tl, guint32 index)
+{
+  guint r = tl->row_of[index];
+  if (r == G_MAXUINT32 || r + 1 >= tl->n_rows || tl->rows[r + 1].lane != tl->rows[r].lane)
+    return -1;
+  const TsDbEvent *e = &g_array_index(tl->events, TsDbEvent, index);
+  gint64 start = e->start_ns, end = e->start_ns + MAX(e->dur_ns, 0), covered = 0, last = start;
+  const TsTlRow *child = &tl->rows[r + 1];
+  guint a, b;
+  gboolean any = FALSE;
+  ts__tl_visible(child, start, end, &a, &b);
+  for (guint i = a; i < b; i++) {
+    if (tl->names[child->ev[i].name].shape != TS_TL_SLICE)
+      continue;
+    /* Children of one slice do not overlap; clipping and the running end keep a malformed
+     * trace from counting time twice. */
+    gint64 s0 = MAX(child->ev[i].start, last), s1 = MIN(child->ev[i].end, end);
+    if (s1 > s0) {
+      covered += s1 - s0;
+      last = s1;
+      any = TRUE;
+    }
+  }
+  return any ? end - start - covered : -1;
 }
 
 static char *
@@ -515,6 +604,15 @@ timeline_describe(TsStudioView *view, gint64 id)
   if (e->dur_ns > 0) {
     g_autofree char *dur = ts__tl_format_ns((double)e->dur_ns, 0);
     g_string_append_printf(s, ", duration %s", dur);
+    gint64 self = self_time(tl, (guint32)(id - 1));
+    if (self >= 0) {
+      g_autofree char *self_text = ts__tl_format_ns((double)self, 0);
+      g_string_append_printf(s, ", self %s", self_text);
+    }
+  }
+  if (g_strcmp0(e->kind, "counter") == 0) {
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append_printf(s, "\nvalue %s", g_ascii_formatd(buf, sizeof buf, "%.10g", e->value));
   }
   if (e->bytes > 0) {
     g_autofree char *size = g_format_size_full(e->bytes, G_FORMAT_SIZE_IEC_UNITS);

@@ -1,7 +1,10 @@
 /* ts-studio-trace.c — Chrome Trace Event JSON files (ours from ts_prof_chrome_trace, or anyone's
- * that Perfetto opens) read into the timeline's events. Only what the timeline draws is kept:
- * durations (complete "X" events and "B"/"E" pairs) and allocation instants; metadata,
- * counters, flows and other instants are skipped. */
+ * that Perfetto opens) read into the timeline's events: durations (complete "X" events and
+ * "B"/"E" pairs), async slices ("b"/"e"/"n", a lane per process and name), instants (on their
+ * thread; process and global ones on a lane of their own), counters ("C", a track per process
+ * and series), flows (v1 "s"/"t"/"f" and v2 bind_id) and the args of each, as Perfetto reads
+ * them. What the format allows but the timeline cannot show (samples, object snapshots) is
+ * skipped. */
 #include "ts-studio-trace-private.h"
 
 #include <json-glib/json-glib.h>
@@ -25,6 +28,7 @@ typedef struct {
   GArray *event_thread; /* guint: the Thread index of each event */
   GHashTable *thread_index; /* "pid\x1ftid" -> index + 1 */
   GString *key;        /* thread_of's buffer */
+  GString *args;       /* args_text's */
   GHashTable *open;    /* thread index + 1 -> GArray of open "B" (TsDbEvent + element index) */
   GHashTable *process_names; /* pid key text -> name ("M" process_name) */
   GHashTable *thread_names;  /* thread index + 1 -> name ("M" thread_name) */
@@ -34,13 +38,32 @@ typedef struct {
   guint n_memory_instants; /* allocs and frees of their own: then the counters are a copy */
   guint orphan_ends;   /* "E" with no "B": a capture that began inside the range */
   guint unclosed;      /* "B" still open at the end */
+  GHashTable *async_open; /* "pid\x1fcat\x1fid\x1fname" -> GArray of open "b" (OpenRange) */
+  GHashTable *flows;   /* "cat\x1fname\x1fid" (v1) or "\x1eid" (v2) -> FlowPoint: its last point */
+  guint orphan_async_ends, orphan_flow_ends;
   gint64 last_ns;      /* the latest time any element names */
 } Reader;
 
 typedef struct {
   TsDbEvent event;
   guint element;
+  guint thread;
 } OpenRange;
+
+/* Where a flow last was: its start, or its last step. */
+typedef struct {
+  gint64 t;
+  guint thread;
+  char *name; /* the flow's, else its category's */
+} FlowPoint;
+
+static void
+flow_point_free(gpointer p)
+{
+  FlowPoint *f = p;
+  g_free(f->name);
+  g_free(f);
+}
 
 static void
 thread_clear(gpointer p)
@@ -158,6 +181,33 @@ thread_of(Reader *r, JsonObject *o)
   return r->threads->len - 1;
 }
 
+/* A lane of the reader's own in o's process (none: the whole trace's): an async track, the
+ * process's instants, its counters. Its name is label, as a thread_name would give it. */
+static guint
+pseudo_thread(Reader *r, JsonObject *o, const char *label)
+{
+  GString *key = r->key;
+  g_string_truncate(key, 0);
+  gint64 pid = 0;
+  if (o)
+    append_id(key, o, "pid", &pid);
+  gsize pid_len = key->len;
+  /* \x1e cannot start a tid's text (append_id writes digits, '-' or '"'). */
+  g_string_append(key, "\x1f\x1e");
+  g_string_append(key, label);
+  gpointer found = g_hash_table_lookup(r->thread_index, key->str);
+  if (found)
+    return GPOINTER_TO_UINT(found) - 1;
+  Thread t = {
+    .pid = g_strndup(key->str, pid_len),
+    .tid = g_strdup(key->str + pid_len + 1),
+  };
+  g_array_append_val(r->threads, t);
+  g_hash_table_insert(r->thread_index, g_strdup(key->str), GUINT_TO_POINTER(r->threads->len));
+  g_hash_table_replace(r->thread_names, GUINT_TO_POINTER(r->threads->len), g_strdup(label));
+  return r->threads->len - 1;
+}
+
 /* "M" metadata: the names Perfetto and Nsight show for processes and threads. */
 static void
 read_metadata(Reader *r, JsonObject *o, const char *name)
@@ -259,9 +309,75 @@ open_range_clear(gpointer data)
   ts_db_event_release_strings(&((OpenRange *)data)->event);
 }
 
-/* Fields every kept event has. */
 static void
-fill_common(TsDbEvent *e, JsonObject *o, const char *kind)
+append_value(GString *s, JsonNode *n)
+{
+  if (!JSON_NODE_HOLDS_VALUE(n)) {
+    g_autofree char *text = json_to_string(n, FALSE); /* an object, an array, null */
+    g_string_append(s, text);
+    return;
+  }
+  GType t = json_node_get_value_type(n);
+  if (t == G_TYPE_STRING) {
+    g_string_append(s, json_node_get_string(n));
+  } else if (t == G_TYPE_INT64) {
+    /* By hand: printf's setup costs more than the digits, on every event's ids. */
+    gint64 v = json_node_get_int(n);
+    guint64 u = v < 0 ? -(guint64)v : (guint64)v;
+    char digits[24], *p = digits + sizeof digits;
+    do
+      *--p = (char)('0' + u % 10);
+    while ((u /= 10) > 0);
+    if (v < 0)
+      *--p = '-';
+    g_string_append_len(s, p, digits + sizeof digits - p);
+  } else if (t == G_TYPE_DOUBLE) {
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append(s, g_ascii_formatd(buf, sizeof buf, "%.15g", json_node_get_double(n)));
+  } else if (t == G_TYPE_BOOLEAN) {
+    g_string_append(s, json_node_get_boolean(n) ? "true" : "false");
+  }
+}
+
+typedef struct {
+  GString *s;
+  const TsDbEvent *e;
+} ArgsText;
+
+static void
+append_arg(JsonObject *args, const char *key, JsonNode *value, gpointer data)
+{
+  ArgsText *a = data;
+  if (strcmp(key, "detail") == 0 || (strcmp(key, "bytes") == 0 && a->e->bytes) ||
+      (strcmp(key, "address") == 0 && a->e->address))
+    return;
+  if (a->s->len)
+    g_string_append_c(a->s, '\n');
+  g_string_append(a->s, key);
+  g_string_append(a->s, ": ");
+  append_value(a->s, value);
+}
+
+/* What the event's args say beyond its own fields, for the details panel: the "detail" text
+ * tessera writes, then every other member as a "key: value" line (bytes and address only when
+ * they were not read into the event's fields). NULL when there is nothing. The text is a
+ * reference-counted string of the event's own, not interned: args such as correlation ids
+ * differ from one event to the next, and interning 10^6 of them cost a quarter of the read. */
+static char *
+args_text(JsonObject *args, const TsDbEvent *e, GString *buf)
+{
+  if (args == NULL)
+    return NULL;
+  g_string_assign(buf, json_object_get_string_member_with_default(args, "detail", ""));
+  ArgsText a = {buf, e};
+  json_object_foreach_member(args, append_arg, &a);
+  return buf->len ? g_ref_string_new_len(buf->str, (gssize)buf->len) : NULL;
+}
+
+/* Fields every kept event has. e->detail is left NULL and its text (a GRefString, or NULL)
+ * returned, for own_event to give it once the event's other strings are its own. */
+static char *
+fill_common(Reader *r, TsDbEvent *e, JsonObject *o, const char *kind)
 {
   JsonNode *args_node = json_object_get_member(o, "args");
   JsonObject *args = args_node && JSON_NODE_HOLDS_OBJECT(args_node)
@@ -270,8 +386,15 @@ fill_common(TsDbEvent *e, JsonObject *o, const char *kind)
   e->kind = kind;
   e->bytes = arg_u64(args, "bytes");
   e->address = arg_u64(args, "address");
-  const char *detail =
-    args ? json_object_get_string_member_with_default(args, "detail", NULL) : NULL;
+  e->detail = NULL;
+  return args_text(args, e, r->args);
+}
+
+/* e's kind and name made references of its own, its detail the text fill_common returned. */
+static void
+own_event(TsDbEvent *e, char *detail)
+{
+  ts_db_event_own_strings(e);
   e->detail = detail;
 }
 
@@ -287,7 +410,7 @@ string_member(JsonObject *o, const char *name)
 /* A counter of memory in use ("GPU memory", the PyTorch profiler's "[memory]" with
  * "Total Allocated", Perfetto's "mem.*"): its value is what the memory area draws, so each
  * change becomes an alloc (up) or a free (down) of the difference, with no address (each
- * event counts its own bytes). Other counters are not drawn yet. */
+ * event counts its own bytes). Other counters get tracks of their own (read_counter). */
 static gboolean
 memory_counter(JsonObject *args, const char *name, gint64 *value)
 {
@@ -317,17 +440,57 @@ memory_counter(JsonObject *args, const char *name, gint64 *value)
   return found;
 }
 
+/* A counter's value: a number, or a string holding one (some writers quote them). */
+static gboolean
+counter_value(JsonNode *n, double *v)
+{
+  if (!JSON_NODE_HOLDS_VALUE(n))
+    return FALSE;
+  GType t = json_node_get_value_type(n);
+  if (t == G_TYPE_INT64)
+    *v = (double)json_node_get_int(n);
+  else if (t == G_TYPE_DOUBLE)
+    *v = json_node_get_double(n);
+  else if (t == G_TYPE_STRING) {
+    char *end = NULL;
+    *v = g_ascii_strtod(json_node_get_string(n), &end);
+    if (end == json_node_get_string(n) || *end != '\0')
+      return FALSE;
+  } else
+    return FALSE;
+  return isfinite(*v);
+}
+
+/* A memory counter feeds the memory area (below, in read_text). Any other "C" is a sample of
+ * one series per numeric member, named as Perfetto names them ("name key"; a member called
+ * "value" adds nothing), on a counters lane of the event's process. */
 static gboolean
 read_counter(Reader *r, guint i, JsonObject *o, const char *name, GError **error)
 {
   JsonNode *args = json_object_get_member(o, "args");
-  gint64 value;
-  if (args == NULL || !JSON_NODE_HOLDS_OBJECT(args) ||
-      !memory_counter(json_node_get_object(args), name, &value))
+  if (args == NULL || !JSON_NODE_HOLDS_OBJECT(args))
     return TRUE;
+  JsonObject *members = json_node_get_object(args);
+  gint64 value;
   TsDbEvent e = {.kind = NULL, .name = name};
   if (!required_time(r, i, o, "ts", &e.start_ns, error))
     return FALSE;
+  if (!memory_counter(members, name, &value)) {
+    guint thread = pseudo_thread(r, o, "counters");
+    GList *keys = json_object_get_members(members);
+    for (GList *k = keys; k; k = k->next) {
+      double v;
+      if (!counter_value(json_object_get_member(members, k->data), &v))
+        continue;
+      g_autofree char *series = strcmp(k->data, "value") == 0
+                                  ? g_strdup(name)
+                                  : g_strdup_printf("%s %s", name, (const char *)k->data);
+      TsDbEvent c = {.kind = "counter", .name = series, .start_ns = e.start_ns, .value = v};
+      add_event(r, &c, thread, FALSE);
+    }
+    g_list_free(keys);
+    return TRUE;
+  }
   guint thread = thread_of(r, o);
   g_autofree char *key = g_strdup_printf("%s\x1f%s",
                                          g_array_index(r->threads, Thread, thread).pid, name);
@@ -348,6 +511,163 @@ read_counter(Reader *r, guint i, JsonObject *o, const char *name, GError **error
   return TRUE;
 }
 
+/* The text of an id member (a number or a string, as append_id writes it); FALSE when o has
+ * none. Async events may give it as id2 {"global": ...} or {"local": ...}. */
+static gboolean
+append_event_id(GString *key, JsonObject *o)
+{
+  gint64 unused;
+  if (json_object_has_member(o, "id")) {
+    gsize before = key->len;
+    append_id(key, o, "id", &unused);
+    return key->len > before;
+  }
+  JsonNode *id2 = json_object_get_member(o, "id2");
+  if (id2 == NULL || !JSON_NODE_HOLDS_OBJECT(id2))
+    return FALSE;
+  JsonObject *ids = json_node_get_object(id2);
+  gsize before = key->len;
+  if (json_object_has_member(ids, "global"))
+    append_id(key, ids, "global", &unused);
+  else if (json_object_has_member(ids, "local")) {
+    append_id(key, o, "pid", &unused); /* a local id is only unique within its process */
+    g_string_append_c(key, '/');
+    append_id(key, ids, "local", &unused);
+  }
+  return key->len > before;
+}
+
+/* An arrow from the flow's last point to (t, thread): one segment of a flow. */
+static void
+add_flow(Reader *r, const FlowPoint *from, gint64 t, guint thread, gboolean to_next)
+{
+  TsDbEvent e = {
+    .kind = "flow",
+    .name = from->name,
+    .start_ns = from->t,
+    .to_ns = t,
+    .to_lane = thread, /* a thread index until assign_lanes */
+    .to_next = to_next,
+  };
+  add_event(r, &e, from->thread, FALSE);
+}
+
+/* Flow events, version 1: "s" starts a flow at the slice enclosing it, "t" steps through
+ * another, "f" ends it, on the slice enclosing it with "bp": "e", else on the next slice to
+ * begin on its thread. A flow is its category, name and id. */
+static gboolean
+read_flow(Reader *r, guint i, JsonObject *o, char ph, const char *cat, const char *name,
+          GError **error)
+{
+  g_autoptr(GString) key = g_string_new(cat);
+  g_string_append_c(key, '\x1f');
+  g_string_append(key, name ? name : "");
+  g_string_append_c(key, '\x1f');
+  if (!append_event_id(key, o))
+    return TRUE; /* Perfetto drops these too: there is nothing to pair them by */
+  gint64 t;
+  if (!required_time(r, i, o, "ts", &t, error))
+    return FALSE;
+  guint thread = thread_of(r, o);
+  FlowPoint *last = g_hash_table_lookup(r->flows, key->str);
+  if (ph == 's') {
+    FlowPoint *p = g_new(FlowPoint, 1);
+    *p = (FlowPoint){t, thread, g_strdup(name ? name : cat ? cat : "flow")};
+    g_hash_table_replace(r->flows, g_strdup(key->str), p);
+    return TRUE;
+  }
+  if (last == NULL) {
+    r->orphan_flow_ends++;
+    return TRUE;
+  }
+  gboolean enclosing = ph == 't' || g_strcmp0(string_member(o, "bp"), "e") == 0;
+  add_flow(r, last, t, thread, !enclosing);
+  if (ph == 't') {
+    last->t = t;
+    last->thread = thread;
+  } else {
+    g_hash_table_remove(r->flows, key->str);
+  }
+  return TRUE;
+}
+
+/* Flow events, version 2: a slice with "bind_id" and "flow_in" ends the flow of that id at
+ * its start; with "flow_out" it starts one there. */
+static void
+read_flow_v2(Reader *r, JsonObject *o, const char *name, gint64 t, guint thread)
+{
+  if (!json_object_has_member(o, "bind_id"))
+    return;
+  g_autoptr(GString) key = g_string_new("\x1e");
+  gint64 unused;
+  append_id(key, o, "bind_id", &unused);
+  gboolean in = json_object_get_boolean_member_with_default(o, "flow_in", FALSE);
+  gboolean out = json_object_get_boolean_member_with_default(o, "flow_out", FALSE);
+  FlowPoint *last = g_hash_table_lookup(r->flows, key->str);
+  if (in && last)
+    add_flow(r, last, t, thread, FALSE);
+  else if (in)
+    r->orphan_flow_ends++;
+  if (out) {
+    FlowPoint *p = g_new(FlowPoint, 1);
+    *p = (FlowPoint){t, thread, g_strdup(name)};
+    g_hash_table_replace(r->flows, g_strdup(key->str), p);
+  } else if (in && last) {
+    g_hash_table_remove(r->flows, key->str);
+  }
+}
+
+/* Async slices ("b"/"e", instants "n"): matched by process, category, id and name, drawn on a
+ * lane per process and name, as Perfetto groups them. */
+static gboolean
+read_async(Reader *r, guint i, JsonObject *o, char ph, const char *cat, const char *name,
+           GError **error)
+{
+  TsDbEvent e = {0};
+  if (!required_time(r, i, o, "ts", &e.start_ns, error))
+    return FALSE;
+  g_autoptr(GString) key = g_string_new(NULL);
+  gint64 unused;
+  append_id(key, o, "pid", &unused);
+  g_string_append_c(key, '\x1f');
+  g_string_append(key, cat ? cat : "");
+  g_string_append_c(key, '\x1f');
+  append_event_id(key, o);
+  g_string_append_c(key, '\x1f');
+  g_string_append(key, name ? name : "");
+  GArray *stack = g_hash_table_lookup(r->async_open, key->str);
+  if (ph == 'e') {
+    if (stack == NULL || stack->len == 0) {
+      r->orphan_async_ends++;
+      return TRUE;
+    }
+    OpenRange *top = &g_array_index(stack, OpenRange, stack->len - 1);
+    top->event.dur_ns = MAX(e.start_ns - top->event.start_ns, 0);
+    add_event(r, &top->event, top->thread, TRUE);
+    *top = (OpenRange){0};
+    g_array_set_size(stack, stack->len - 1);
+    return TRUE;
+  }
+  if (name == NULL)
+    return fail(error, r, i, "missing name");
+  guint thread = pseudo_thread(r, o, name);
+  char *detail = fill_common(r, &e, o, ph == 'n' ? "instant" : kind_of(cat));
+  e.name = name;
+  own_event(&e, detail);
+  if (ph == 'n') {
+    add_event(r, &e, thread, TRUE);
+    return TRUE;
+  }
+  if (stack == NULL) {
+    stack = g_array_new(FALSE, FALSE, sizeof(OpenRange));
+    g_array_set_clear_func(stack, open_range_clear);
+    g_hash_table_insert(r->async_open, g_strdup(key->str), stack);
+  }
+  OpenRange open = {e, i, thread};
+  g_array_append_val(stack, open);
+  return TRUE;
+}
+
 static gboolean
 read_element(Reader *r, guint i, JsonNode *node, GError **error)
 {
@@ -359,23 +679,37 @@ read_element(Reader *r, guint i, JsonNode *node, GError **error)
     return fail(error, r, i, "missing ph (the event type)");
   const char *cat = string_member(o, "cat");
   const char *name = string_member(o, "name");
-  gboolean complete = strcmp(ph, "X") == 0, begin = strcmp(ph, "B") == 0;
-  gboolean end = strcmp(ph, "E") == 0;
-  gboolean instant = strcmp(ph, "i") == 0 || strcmp(ph, "I") == 0 || strcmp(ph, "n") == 0;
+  char phase = ph[0] && !ph[1] ? ph[0] : '?';
+  gboolean complete = phase == 'X', begin = phase == 'B', end = phase == 'E';
+  gboolean instant = phase == 'i' || phase == 'I' || phase == 'n';
   const char *memory = instant ? memory_kind_of(cat) : NULL;
-  if (strcmp(ph, "M") == 0) {
+  if (phase == 'M') {
     read_metadata(r, o, name);
     return TRUE;
   }
-  /* Whatever else has a time (counters, flows, samples) still says how far the trace goes. */
+  /* Whatever else has a time (samples, snapshots) still says how far the trace goes. */
   gint64 at;
   gboolean has_ts;
   if (time_member(o, "ts", &at, &has_ts))
     r->last_ns = MAX(r->last_ns, at);
-  if (strcmp(ph, "C") == 0)
+  switch (phase) {
+  case 'C':
     return name ? read_counter(r, i, o, name, error) : TRUE;
-  if (!complete && !begin && !end && memory == NULL)
-    return TRUE; /* counters, flows, samples, other instants */
+  case 's':
+  case 't':
+  case 'f':
+    return read_flow(r, i, o, phase, cat, name, error);
+  case 'b':
+  case 'e':
+    return read_async(r, i, o, phase, cat, name, error);
+  case 'n':
+    if (memory == NULL)
+      return read_async(r, i, o, phase, cat, name, error);
+    break;
+  default:
+    if (!complete && !begin && !end && !instant)
+      return TRUE; /* samples, object snapshots, marks */
+  }
 
   TsDbEvent e = {0};
   if (!required_time(r, i, o, "ts", &e.start_ns, error))
@@ -402,15 +736,31 @@ read_element(Reader *r, guint i, JsonNode *node, GError **error)
     return TRUE;
   }
 
-  fill_common(&e, o, memory ? memory : kind_of(cat));
-  r->n_memory_instants += memory != NULL;
-  e.name = name;
+  if (instant && memory == NULL) {
+    /* Process and global instants are no thread's: each gets a lane of its own. */
+    const char *scope = string_member(o, "s");
+    if (g_strcmp0(scope, "g") == 0)
+      thread = pseudo_thread(r, NULL, "global instants");
+    else if (g_strcmp0(scope, "p") == 0)
+      thread = pseudo_thread(r, o, "process instants");
+    char *detail = fill_common(r, &e, o, "instant");
+    e.name = name;
+    own_event(&e, detail);
+    add_event(r, &e, thread, TRUE);
+    return TRUE;
+  }
   if (complete) {
     if (!required_time(r, i, o, "dur", &e.dur_ns, error))
       return FALSE;
     if (e.dur_ns < 0)
       return fail(error, r, i, "negative dur");
   }
+  char *detail = fill_common(r, &e, o, memory ? memory : kind_of(cat));
+  r->n_memory_instants += memory != NULL;
+  e.name = name;
+  own_event(&e, detail);
+  if (complete || begin)
+    read_flow_v2(r, o, name, e.start_ns, thread);
   if (begin) {
     GArray *stack = g_hash_table_lookup(r->open, key);
     if (stack == NULL) {
@@ -418,17 +768,49 @@ read_element(Reader *r, guint i, JsonNode *node, GError **error)
       g_array_set_clear_func(stack, open_range_clear);
       g_hash_table_insert(r->open, key, stack);
     }
-    ts_db_event_own_strings(&e); /* the stack owns them until the "E" moves them on */
-    OpenRange open = {e, i};
+    OpenRange open = {e, i, thread}; /* its strings the stack's until the "E" moves them on */
     g_array_append_val(stack, open);
     return TRUE;
   }
-  add_event(r, &e, thread, FALSE);
+  add_event(r, &e, thread, TRUE);
   return TRUE;
 }
 
 /* A trace cut short (a crashed or still-running process) leaves ranges open: they end where
  * the trace does rather than being lost. */
+static void
+close_stacks(Reader *r, GHashTable *open, gint64 last)
+{
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, open);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    GArray *stack = value;
+    for (guint i = 0; i < stack->len; i++) {
+      OpenRange *o = &g_array_index(stack, OpenRange, i);
+      o->event.dur_ns = last - o->event.start_ns;
+      r->unclosed++;
+      add_event(r, &o->event, o->thread, TRUE);
+      *o = (OpenRange){0};
+    }
+    g_array_set_size(stack, 0);
+  }
+}
+
+static gint64
+latest_start(GHashTable *open, gint64 last)
+{
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, open);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    GArray *stack = value;
+    for (guint i = 0; i < stack->len; i++)
+      last = MAX(last, g_array_index(stack, OpenRange, i).event.start_ns);
+  }
+  return last;
+}
+
 static void
 close_open_ranges(Reader *r)
 {
@@ -437,28 +819,9 @@ close_open_ranges(Reader *r)
     const TsDbEvent *e = &g_array_index(r->events, TsDbEvent, i);
     last = MAX(last, e->start_ns + e->dur_ns);
   }
-  GHashTableIter it;
-  gpointer key, value;
-  g_hash_table_iter_init(&it, r->open);
-  while (g_hash_table_iter_next(&it, &key, &value)) {
-    GArray *stack = value;
-    for (guint i = 0; i < stack->len; i++) {
-      OpenRange *open = &g_array_index(stack, OpenRange, i);
-      last = MAX(last, open->event.start_ns);
-    }
-  }
-  g_hash_table_iter_init(&it, r->open);
-  while (g_hash_table_iter_next(&it, &key, &value)) {
-    GArray *stack = value;
-    for (guint i = 0; i < stack->len; i++) {
-      OpenRange *open = &g_array_index(stack, OpenRange, i);
-      open->event.dur_ns = last - open->event.start_ns;
-      r->unclosed++;
-      add_event(r, &open->event, GPOINTER_TO_UINT(key) - 1, TRUE);
-      *open = (OpenRange){0};
-    }
-    g_array_set_size(stack, 0);
-  }
+  last = latest_start(r->async_open, latest_start(r->open, last));
+  close_stacks(r, r->open, last);
+  close_stacks(r, r->async_open, last);
 }
 
 /* Lanes: a file's own tids when they can be kept — non-negative 32-bit numbers, each in one
@@ -480,6 +843,9 @@ assign_lanes(Reader *r)
     TsDbEvent *e = &g_array_index(r->events, TsDbEvent, i);
     guint thread = g_array_index(r->event_thread, guint, i);
     e->lane = keep ? (guint32)g_array_index(r->threads, Thread, thread).tid_value : thread;
+    if (e->kind[0] == 'f' && strcmp(e->kind, "flow") == 0)
+      e->to_lane = keep ? (guint32)g_array_index(r->threads, Thread, e->to_lane).tid_value
+                        : e->to_lane;
   }
   return keep;
 }
@@ -496,6 +862,23 @@ meta_events(Reader *r, gboolean keep_tids)
   g_autofree gboolean *used = g_new0(gboolean, MAX(r->threads->len, 1));
   for (guint i = 0; i < r->event_thread->len; i++)
     used[g_array_index(r->event_thread, guint, i)] = TRUE;
+  /* A flow may end on a thread with nothing else. Its lane is the thread's tid when they are
+   * kept (each tid in one process, then). */
+  g_autoptr(GHashTable) by_tid = g_hash_table_new(NULL, NULL);
+  for (guint i = 0; keep_tids && i < r->threads->len; i++)
+    g_hash_table_insert(by_tid,
+                        GUINT_TO_POINTER((guint)g_array_index(r->threads, Thread, i).tid_value + 1),
+                        GUINT_TO_POINTER(i + 1));
+  for (guint i = 0; i < r->events->len; i++) {
+    const TsDbEvent *e = &g_array_index(r->events, TsDbEvent, i);
+    if (strcmp(e->kind, "flow") != 0)
+      continue;
+    guint to = keep_tids ? GPOINTER_TO_UINT(g_hash_table_lookup(by_tid,
+                                                                 GUINT_TO_POINTER(e->to_lane + 1)))
+                         : e->to_lane + 1;
+    if (to > 0)
+      used[to - 1] = TRUE;
+  }
   for (guint i = 0; i < r->threads->len; i++) {
     const Thread *t = &g_array_index(r->threads, Thread, i);
     if (!used[i])
@@ -527,7 +910,22 @@ meta_events(Reader *r, gboolean keep_tids)
     r->unclosed ? g_strdup_printf("%u range%s never closed: drawn to the end of the trace",
                                   r->unclosed, r->unclosed == 1 ? "" : "s")
                 : NULL;
-  const char *notes[] = {orphans, unclosed};
+  g_autofree char *async_orphans =
+    r->orphan_async_ends ? g_strdup_printf("%u async \"e\" event%s without a \"b\" left out",
+                                           r->orphan_async_ends,
+                                           r->orphan_async_ends == 1 ? "" : "s")
+                         : NULL;
+  g_autofree char *flow_orphans =
+    r->orphan_flow_ends ? g_strdup_printf("%u flow end%s without a start left out",
+                                          r->orphan_flow_ends,
+                                          r->orphan_flow_ends == 1 ? "" : "s")
+                        : NULL;
+  guint open_flows = g_hash_table_size(r->flows);
+  g_autofree char *unfinished =
+    open_flows ? g_strdup_printf("%u flow%s never finished: not drawn", open_flows,
+                                 open_flows == 1 ? "" : "s")
+               : NULL;
+  const char *notes[] = {orphans, unclosed, async_orphans, flow_orphans, unfinished};
   for (guint i = 0; i < G_N_ELEMENTS(notes); i++) {
     if (notes[i] == NULL)
       continue;
@@ -634,38 +1032,63 @@ read_text(const char *text, gsize length, const char *name, GCancellable *cancel
     .thread_index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
     .open = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_array_unref),
     .key = g_string_new(NULL),
+    .args = g_string_new(NULL),
     .process_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free),
     .thread_names = g_hash_table_new_full(NULL, NULL, NULL, g_free),
     .counters = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free),
     .from_counters = ts_db_events_new(0),
     .from_counters_thread = g_array_new(FALSE, FALSE, sizeof(guint)),
     .last_ns = G_MININT64,
+    .async_open = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                        (GDestroyNotify)g_array_unref),
+    .flows = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, flow_point_free),
   };
   g_array_set_clear_func(r.threads, thread_clear);
   gboolean ok = TRUE;
-  const char *element;
-  gsize element_len;
-  for (guint i = 0; ok; i++) {
-    int more = ts__trace_scan_next(&scan, &element, &element_len, error);
-    if (more <= 0) {
-      ok = more == 0;
+  /* Elements are parsed BATCH at a time as one array: json-glib's setup of a parse costs as
+   * much as a small event's text, and a batch's tree is still small. */
+  enum { BATCH = 256 };
+  const char *at[BATCH];
+  gsize len[BATCH];
+  g_autoptr(GString) batch = g_string_new(NULL);
+  for (guint i = 0; ok;) {
+    guint n = 0;
+    int more = 1;
+    while (n < BATCH && (more = ts__trace_scan_next(&scan, &at[n], &len[n], error)) > 0)
+      n++;
+    if (more < 0) {
+      ok = FALSE;
       break;
     }
-    if ((i & 4095) == 0) {
-      if (g_cancellable_set_error_if_cancelled(cancellable, error)) {
-        ok = FALSE;
-        break;
+    if (n == 0)
+      break;
+    if (g_cancellable_set_error_if_cancelled(cancellable, error)) {
+      ok = FALSE;
+      break;
+    }
+    if (permille)
+      g_atomic_int_set(permille, (gint)(1000.0 * (double)scan.pos / (double)MAX(length, 1)));
+    g_string_assign(batch, "[");
+    g_string_append_len(batch, at[0], at[n - 1] + len[n - 1] - at[0]);
+    g_string_append_c(batch, ']');
+    if (json_parser_load_from_data(parser, batch->str, (gssize)batch->len, NULL)) {
+      JsonArray *array = json_node_get_array(json_parser_get_root(parser));
+      for (guint k = 0; k < n && ok; k++)
+        ok = read_element(&r, i + k, json_array_get_element(array, k), error);
+    } else {
+      /* One by one, so the error names the element (and what the scanner let pass between
+       * elements does not matter). */
+      for (guint k = 0; k < n && ok; k++) {
+        g_autoptr(GError) local = NULL;
+        if (!json_parser_load_from_data(parser, at[k], (gssize)len[k], &local))
+          ok = fail(error, &r, i + k, "%s", local->message);
+        else
+          ok = read_element(&r, i + k, json_parser_get_root(parser), error);
       }
-      if (permille)
-        g_atomic_int_set(permille, (gint)(1000.0 * (double)scan.pos / (double)MAX(length, 1)));
     }
-    /* One small object at a time: the parser's tree is replaced by the next. */
-    g_autoptr(GError) local = NULL;
-    if (!json_parser_load_from_data(parser, element, (gssize)element_len, &local)) {
-      ok = fail(error, &r, i, "%s", local->message);
+    i += n;
+    if (more == 0)
       break;
-    }
-    ok = read_element(&r, i, json_parser_get_root(parser), error);
   }
   g_autoptr(GArray) meta = NULL;
   if (ok && r.n_memory_instants == 0) {
@@ -689,7 +1112,10 @@ read_text(const char *text, gsize length, const char *name, GCancellable *cancel
   g_array_unref(r.event_thread);
   g_hash_table_unref(r.thread_index);
   g_hash_table_unref(r.open);
+  g_hash_table_unref(r.async_open);
+  g_hash_table_unref(r.flows);
   g_string_free(r.key, TRUE);
+  g_string_free(r.args, TRUE);
   if (!ok) {
     g_array_unref(r.events);
     return NULL;
@@ -698,8 +1124,12 @@ read_text(const char *text, gsize length, const char *name, GCancellable *cancel
   GArray *events = r.events;
   g_array_sort(events, by_time);
   gint64 t0 = events->len > 0 ? g_array_index(events, TsDbEvent, 0).start_ns : 0;
-  for (guint i = 0; i < events->len; i++)
-    g_array_index(events, TsDbEvent, i).start_ns -= t0;
+  for (guint i = 0; i < events->len; i++) {
+    TsDbEvent *e = &g_array_index(events, TsDbEvent, i);
+    e->start_ns -= t0;
+    if (e->kind[0] == 'f' && strcmp(e->kind, "flow") == 0)
+      e->to_ns -= t0;
+  }
   assign_depths(events);
   g_array_prepend_vals(events, meta->data, meta->len);
   g_free(g_array_steal(meta, NULL)); /* their strings moved with them: no clearing */

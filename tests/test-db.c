@@ -1542,10 +1542,21 @@ test_profile(Fx *fx, gconstpointer data)
   g_autoptr(GError) error = NULL;
   gint64 trial = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
   TsDbEvent ev[] = {
-    {"range", "tessera: measure", 0, 1000, 0, 0, 7, 0, NULL},
-    {"alloc", "alloc", 10, 0, 4096, 0xabc, 7, 0, NULL},
-    {"kernel", "ts_gemm_1", 100, 800, 0, 0, 7, 1, "timed"},
-    {"free", "free", 950, 0, 4096, 0xabc, 7, 0, NULL},
+      {.kind = "range", .name = "tessera: measure", .dur_ns = 1000, .lane = 7},
+      {.kind = "alloc",
+       .name = "alloc",
+       .start_ns = 10,
+       .bytes = 4096,
+       .address = 0xabc,
+       .lane = 7},
+      {.kind = "kernel",
+       .name = "ts_gemm_1",
+       .start_ns = 100,
+       .dur_ns = 800,
+       .lane = 7,
+       .depth = 1,
+       .detail = "timed"},
+      {.kind = "free", .name = "free", .start_ns = 950, .bytes = 4096, .address = 0xabc, .lane = 7},
   };
   TsDbProfile p = {.workload_id = fx->w, .device_id = fx->d, .toolchain_id = fx->t,
                    .trial_id = trial, .kind = "run", .schedule = "block(m=64)",
@@ -1584,7 +1595,7 @@ test_profile(Fx *fx, gconstpointer data)
   g_autoptr(GPtrArray) mine = ts_db_list_profiles(fx->db, fx->w, &error);
   g_assert_cmpuint(mine->len, ==, 1);
 
-  TsDbEvent bad[] = {ev[0], {"teleport", "x", 0, 0, 0, 0, 0, 0, NULL}};
+  TsDbEvent bad[] = {ev[0], {.kind = "teleport", .name = "x", .address = 0}};
   g_assert_false(ts_db_add_profile(fx->db, &p, bad, 2, NULL, &error));
   g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_INVALID);
   g_assert_nonnull(strstr(error->message, "teleport"));

@@ -113,10 +113,21 @@ cache_setup(Cache *c, gconstpointer data)
   add_trial(db, c->gemm_bf16, c->gpu, c->tc, 0, "stages(3)", TS_DB_TRIAL_OK, 1e5, NULL);
 
   TsDbEvent ev[] = {
-    {"range", "tessera: measure", 0, 1000, 0, 0, 7, 0, NULL},
-    {"alloc", "alloc", 10, 0, 4096, 0xabc, 7, 0, NULL},
-    {"kernel", "ts_gemm_1", 100, 800, 0, 0, 7, 1, "timed"},
-    {"free", "free", 950, 0, 4096, 0xabc, 7, 0, NULL},
+      {.kind = "range", .name = "tessera: measure", .dur_ns = 1000, .lane = 7},
+      {.kind = "alloc",
+       .name = "alloc",
+       .start_ns = 10,
+       .bytes = 4096,
+       .address = 0xabc,
+       .lane = 7},
+      {.kind = "kernel",
+       .name = "ts_gemm_1",
+       .start_ns = 100,
+       .dur_ns = 800,
+       .lane = 7,
+       .depth = 1,
+       .detail = "timed"},
+      {.kind = "free", .name = "free", .start_ns = 950, .bytes = 4096, .address = 0xabc, .lane = 7},
   };
   TsDbProfile p = {.workload_id = c->gemm, .device_id = c->cpu, .toolchain_id = c->tc,
                    .trial_id = c->t_fast, .kind = "run", .schedule = "block(m=144)",
@@ -501,16 +512,51 @@ test_trace_roundtrip(Cache *c, gconstpointer data)
   const guint32 host = 4321, dev = TS_TRACE_DEVICE_LANE + 1;
   /* Odd nanoseconds, so a µs float that loses them shows. */
   TsDbEvent ev[] = {
-    {"range", "tessera: tune", 0, 9000001, 0, 0, host, 0, NULL},
-    {"compile", "ts_gemm_7", 1001, 2500003, 0, 0, host, 0, "from cache"},
-    {"range", "tessera: trial 0", 1002, 8000007, 0, 0, host, 1, "block(m=72)"},
-    {"alloc", "cuMemAlloc", 2600011, 0, 1 << 20, 0, host, 0, NULL},
-    {"memcpy", "HtoD", 2700013, 40017, 1 << 20, 0, dev, 0, NULL},
-    {"range", "tessera: measure", 2800019, 5000023, 0, 0, host, 2, NULL},
-    {"memset", "memset", 2900029, 1031, 4096, 0, dev, 0, NULL},
-    {"kernel", "ts_gemm_7", 3000037, 1234567, 0, 0, dev, 0, "timed"},
-    {"free", "cuMemFree", 8500041, 0, 1 << 20, 0, host, 0, NULL},
-    {"kernel", "ts_gemm_7", 123456789012, 1234567, 0, 0, dev, 0, NULL},
+      {.kind = "range", .name = "tessera: tune", .dur_ns = 9000001, .lane = host},
+      {.kind = "compile",
+       .name = "ts_gemm_7",
+       .start_ns = 1001,
+       .dur_ns = 2500003,
+       .lane = host,
+       .detail = "from cache"},
+      {.kind = "range",
+       .name = "tessera: trial 0",
+       .start_ns = 1002,
+       .dur_ns = 8000007,
+       .lane = host,
+       .depth = 1,
+       .detail = "block(m=72)"},
+      {.kind = "alloc", .name = "cuMemAlloc", .start_ns = 2600011, .bytes = 1 << 20, .lane = host},
+      {.kind = "memcpy",
+       .name = "HtoD",
+       .start_ns = 2700013,
+       .dur_ns = 40017,
+       .bytes = 1 << 20,
+       .lane = dev},
+      {.kind = "range",
+       .name = "tessera: measure",
+       .start_ns = 2800019,
+       .dur_ns = 5000023,
+       .lane = host,
+       .depth = 2},
+      {.kind = "memset",
+       .name = "memset",
+       .start_ns = 2900029,
+       .dur_ns = 1031,
+       .bytes = 4096,
+       .lane = dev},
+      {.kind = "kernel",
+       .name = "ts_gemm_7",
+       .start_ns = 3000037,
+       .dur_ns = 1234567,
+       .lane = dev,
+       .detail = "timed"},
+      {.kind = "free", .name = "cuMemFree", .start_ns = 8500041, .bytes = 1 << 20, .lane = host},
+      {.kind = "kernel",
+       .name = "ts_gemm_7",
+       .start_ns = 123456789012,
+       .dur_ns = 1234567,
+       .lane = dev},
   };
   g_autofree char *path = g_build_filename(c->dir, "trace.json", NULL);
   g_autoptr(GError) error = NULL;
@@ -546,7 +592,7 @@ test_trace_forms(Cache *c, gconstpointer data)
 {
   /* The bare array form, string tids (lanes numbered in order of appearance), "B"/"E" pairs
    * nested per thread, a category list, an unknown category, an allocation with its address
-   * as hex text, and what the timeline skips: metadata, plain instants, and a memory counter
+   * as hex text, a plain instant, and what the timeline skips: metadata and a memory counter
    * (the trace's own allocations are drawn instead). */
   g_autofree char *path = write_temp(c, "array.json",
     "[{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 7, \"tid\": \"main\","
@@ -577,6 +623,7 @@ test_trace_forms(Cache *c, gconstpointer data)
     {"alloc", "cudaMalloc", 250, 0, 1, 0, 4096, 0x7f00},
     {"kernel", "k", 1500, 2000, 1, 0, 0, 0},
     {"range", "inner", 2000, 3000, 0, 1, 0, 0},
+    {"instant", "mark", 3000, 0, 0, 0, 0, 0},
     {"range", "op", 6000, 1000, 0, 1, 0, 0},
   };
   guint m = n_meta(ev);

@@ -14,8 +14,11 @@ kernels(guint n)
 {
   GArray *a = g_array_sized_new(FALSE, FALSE, sizeof(TsDbEvent), n);
   for (guint i = 0; i < n; i++) {
-    TsDbEvent e = {"kernel", i % 2 ? "gemm" : "softmax",   i * 1000, 800, 0,
-                   0,        TS_TRACE_DEVICE_LANE + i % 4, 0,        NULL};
+    TsDbEvent e = {.kind = "kernel",
+                   .name = i % 2 ? "gemm" : "softmax",
+                   .start_ns = i * 1000,
+                   .dur_ns = 800,
+                   .lane = TS_TRACE_DEVICE_LANE + i % 4};
     g_array_append_val(a, e);
   }
   return a;

@@ -23,7 +23,14 @@ static void
 add(GArray *a, const char *kind, const char *name, gint64 start, gint64 dur, guint64 bytes,
     guint64 address, guint32 lane, guint32 depth)
 {
-  TsDbEvent e = {kind, name, start, dur, bytes, address, lane, depth, NULL};
+  TsDbEvent e = {.kind = kind,
+                 .name = name,
+                 .start_ns = start,
+                 .dur_ns = dur,
+                 .bytes = bytes,
+                 .address = address,
+                 .lane = lane,
+                 .depth = depth};
   g_array_append_val(a, e);
 }
 
@@ -631,9 +638,19 @@ static void
 test_hit_describe(void)
 {
   g_autoptr(GArray) ev = bursts();
-  TsDbEvent big = {"kernel", "gemm", 50500000, 300000, 0, 0, DEV, 0, "schedule tile=64"};
+  TsDbEvent big = {.kind = "kernel",
+                   .name = "gemm",
+                   .start_ns = 50500000,
+                   .dur_ns = 300000,
+                   .lane = DEV,
+                   .detail = "schedule tile=64"};
   g_array_append_val(ev, big); /* id 100001, between bursts 50 and 51 */
-  TsDbEvent copy = {"memcpy", "HtoD", 70500000, 100000, 1 << 20, 0, DEV + 1, 0, NULL};
+  TsDbEvent copy = {.kind = "memcpy",
+                    .name = "HtoD",
+                    .start_ns = 70500000,
+                    .dur_ns = 100000,
+                    .bytes = 1 << 20,
+                    .lane = DEV + 1};
   g_array_append_val(ev, copy); /* id 100002 */
   g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
   TsTlView *tl = (TsTlView *)view;
@@ -756,8 +773,8 @@ test_foreign_trace(void)
   g_autoptr(GArray) ev = ts_studio_trace_load_data(text, sizeof text - 1, "torch.json", &error);
   g_assert_no_error(error);
   g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
-  /* aten::mm, sgemm, optimizer step; the GPU memory counter's rise and fall */
-  g_assert_cmpuint(view->n_marks, ==, 5);
+  /* aten::mm, sgemm, optimizer step, the launch flow; the GPU memory counter's rise and fall */
+  g_assert_cmpuint(view->n_marks, ==, 6);
   g_autofree char *svg = svg_of(view, 900, 300);
   g_assert_nonnull(strstr(svg, "<title>python: MainThread</title>"));
   g_assert_nonnull(strstr(svg, "<title>GPU 0: stream 7</title>"));
@@ -774,6 +791,123 @@ test_foreign_trace(void)
       g_assert_cmpint(e->start_ns + e->dur_ns, ==, tl->span1);
   }
   g_assert_cmpint(tl->span1, ==, 10000); /* 12 µs after the first event, at 2 µs */
+}
+
+/* The event id (1-based) of the first event of kind named name. */
+static gint64
+find_event(GArray *ev, const char *kind, const char *name)
+{
+  for (guint i = 0; i < ev->len; i++) {
+    const TsDbEvent *e = &g_array_index(ev, TsDbEvent, i);
+    if (g_strcmp0(e->kind, kind) == 0 && g_strcmp0(e->name, name) == 0)
+      return i + 1;
+  }
+  return 0;
+}
+
+/* A hand-written trace with everything another tool's export holds: process and thread
+ * names, counters (a plain value, two series of one counter, one quoted), flows of both
+ * versions, async slices (two overlapping, one end without a begin), global, process and
+ * thread instants, args, an orphan "E" and an unclosed "B". */
+static void
+test_foreign_full(void)
+{
+  g_autofree char *path = g_test_build_filename(G_TEST_DIST, "data", "foreign-trace.json", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) ev = ts_studio_trace_load(path, &error);
+  g_assert_no_error(error);
+  g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
+  TsTlView *tl = (TsTlView *)view;
+  g_autofree char *svg = svg_of(view, 1200, 600);
+
+  /* Lanes by their metadata names; async slices on a lane per process and name, overlapping
+   * ones one row apart; instants that belong to no thread on lanes of their own. */
+  g_assert_nonnull(strstr(svg, "<title>python: MainThread</title>"));
+  g_assert_nonnull(strstr(svg, "<title>GPU 0: stream 7</title>"));
+  g_assert_nonnull(strstr(svg, "<title>python: allreduce</title>"));
+  g_assert_nonnull(strstr(svg, "<title>python: allreduce, depth 1</title>"));
+  g_assert_nonnull(strstr(svg, "<title>global instants</title>"));
+  g_assert_nonnull(strstr(svg, "<title>python: process instants</title>"));
+  g_assert_cmpuint(count(svg, "<title>allreduce — "), ==, 2);
+  g_assert_nonnull(strstr(svg, "<title>allreduce — 40.0 µs</title>"));
+  g_assert_nonnull(strstr(svg, "<title>allreduce — 50.0 µs</title>"));
+  g_assert_cmpuint(count(svg, "class=\"event instant\""), ==, 3);
+
+  /* Counter tracks, one per series, the memory counter as the memory area instead. */
+  g_assert_cmpuint(count(svg, "class=\"counter\""), ==, 3);
+  g_assert_nonnull(strstr(svg, "<title>GPU utilization (GPU 0: counters): 5 to 95</title>"));
+  g_assert_nonnull(strstr(svg, "<title>queue pending (python: counters): 0 to 3</title>"));
+  g_assert_nonnull(strstr(svg, "<title>queue done (python: counters): 1 to 4</title>"));
+  g_assert_nonnull(strstr(svg, "<title>memory in use, peak 64.0\u00a0MiB</title>"));
+  g_assert_cmpuint(tl->n_counters, ==, 3);
+  const TsTlMemory *util = &tl->counters[0].s;
+  g_assert_cmpuint(util->n, ==, 3);
+  g_assert_cmpfloat(ts__tl_value_of(util->v[1]), ==, 95);
+  /* The step drawn: 20 until the kernel starts, 95 after, at full view. */
+  gint64 cols[4];
+  ts__tl_memory_columns(util, 0, 10000, 4, cols);
+  g_assert_cmpfloat(ts__tl_value_of(cols[1]), ==, 20);
+  g_assert_cmpfloat(ts__tl_value_of(cols[3]), ==, 95);
+
+  /* Flows drawn as arrows, bound to the slices they join. */
+  g_assert_cmpuint(count(svg, "class=\"flow\""), ==, 2);
+  g_assert_nonnull(strstr(svg, "<title>launch</title>"));
+  g_assert_cmpuint(tl->n_flows, ==, 2);
+  gint64 launch = find_event(ev, "range", "cudaLaunchKernel");
+  gint64 gemm = find_event(ev, "kernel", "sm90_gemm_128x128");
+  gint64 add = find_event(ev, "range", "aten::add_");
+  gint64 add_kernel = find_event(ev, "kernel", "elementwise_add");
+  gboolean v1 = FALSE, v2 = FALSE;
+  for (guint i = 0; i < tl->n_flows; i++) {
+    v1 |= tl->flows[i].from == launch && tl->flows[i].to == gemm;
+    v2 |= tl->flows[i].from == add && tl->flows[i].to == add_kernel;
+  }
+  g_assert_true(v1 && v2);
+
+  /* What the reader left out or closed itself is said under the timeline. */
+  g_assert_nonnull(strstr(svg, "1 &quot;E&quot; event without a &quot;B&quot;"));
+  g_assert_nonnull(strstr(svg, "1 range never closed"));
+  g_assert_nonnull(strstr(svg, "1 async &quot;e&quot; event without a &quot;b&quot; left out"));
+
+  /* The details: args, self time, a counter's value. */
+  g_autofree char *mm = ts_studio_view_describe(view, find_event(ev, "range", "aten::mm"));
+  g_assert_nonnull(strstr(mm, "duration 30.0 µs, self 24.0 µs"));
+  g_assert_nonnull(strstr(mm, "External id: 42"));
+  g_assert_nonnull(strstr(mm, "Input Dims: [[256,256],[256,256]]"));
+  g_assert_nonnull(strstr(mm, "python: MainThread"));
+  g_autofree char *k = ts_studio_view_describe(view, gemm);
+  g_assert_nonnull(strstr(k, "registers per thread: 168"));
+  g_assert_null(strstr(k, "self"));
+  g_autofree char *ar = ts_studio_view_describe(view, find_event(ev, "range", "allreduce"));
+  g_assert_nonnull(strstr(ar, "bytes 1.0\u00a0MiB"));
+  g_autofree char *gc = ts_studio_view_describe(view, find_event(ev, "instant", "gc"));
+  g_assert_nonnull(strstr(gc, "collected: 1200"));
+  /* Selected, an event's details show in a strip under the rows, in the SVG too. */
+  g_assert_null(strstr(svg, "class=\"details\""));
+  view->selected = find_event(ev, "range", "aten::mm");
+  g_autofree char *selected = svg_of(view, 1200, 600);
+  g_assert_nonnull(strstr(selected, "class=\"details\""));
+  g_assert_nonnull(strstr(selected, ">External id: 42<"));
+  g_assert_nonnull(strstr(selected, ", duration 30.0 µs, self 24.0 µs<"));
+  view->selected = 0;
+
+  gint64 sample = ts__tl_hit_counter_at(tl, 0, 50000);
+  g_assert_cmpint(sample, >, 0);
+  g_autofree char *cv = ts_studio_view_describe(view, sample);
+  g_assert_true(g_str_has_prefix(cv, "counter GPU utilization\n"));
+  g_assert_nonnull(strstr(cv, "value 95"));
+}
+
+/* Doubles keep their order as block-maxima keys, negative ones included. */
+static void
+test_counter_keys(void)
+{
+  const double v[] = {-1e300, -5, -0.5, -0.0, 0.0, 1e-300, 2.5, 1e9, G_MAXDOUBLE};
+  for (guint i = 0; i < G_N_ELEMENTS(v); i++) {
+    g_assert_cmpfloat(ts__tl_value_of(ts__tl_key_of(v[i])), ==, v[i]);
+    if (i > 0)
+      g_assert_cmpint(ts__tl_key_of(v[i - 1]), <, ts__tl_key_of(v[i]));
+  }
 }
 
 /* Deep in a long trace the ticks count from the first one ("+20 ns"), and the window label
@@ -832,6 +966,8 @@ main(int argc, char **argv)
   g_test_add_func("/studio-timeline/folding-dense", test_folding_dense);
   g_test_add_func("/studio-timeline/memory", test_memory);
   g_test_add_func("/studio-timeline/foreign-trace", test_foreign_trace);
+  g_test_add_func("/studio-timeline/foreign-full", test_foreign_full);
+  g_test_add_func("/studio-timeline/counter-keys", test_counter_keys);
   g_test_add_func("/studio-timeline/memory-columns", test_memory_columns);
   g_test_add_func("/studio-timeline/memory-peak-drawn", test_memory_peak_drawn);
   g_test_add_func("/studio-timeline/svg-kernels", test_svg_kernels);

@@ -84,9 +84,15 @@ make_cache(const char *path, CacheKind kind)
   g_autofree char *trial_range = g_strdup_printf("trial %" G_GINT64_FORMAT ": %s", trial_ids[3],
                                                  points[3]);
   TsDbEvent events[] = {
-      {"range", "tessera: measure", 0, 1000, 0, 0, 1, 0, NULL},
-      {"kernel", "ts_gemm", 100, 800, 0, 0, 1, 1, "timed"},
-      {"range", trial_range, 1200, 500, 0, 0, 1, 0, NULL},
+      {.kind = "range", .name = "tessera: measure", .dur_ns = 1000, .lane = 1},
+      {.kind = "kernel",
+       .name = "ts_gemm",
+       .start_ns = 100,
+       .dur_ns = 800,
+       .lane = 1,
+       .depth = 1,
+       .detail = "timed"},
+      {.kind = "range", .name = trial_range, .start_ns = 1200, .dur_ns = 500, .lane = 1},
   };
   g_assert_true(ts_db_add_profile(db, &profile, events, G_N_ELEMENTS(events), NULL, &error));
   g_assert_no_error(error);

@@ -104,13 +104,25 @@ static void
 test_chrome(void)
 {
   TsDbEvent ev[] = {
-    {"range", "tessera: measure", 0, 5000, 0, 0, 7, 0, NULL},
-    {"alloc", "alloc", 100, 0, 1000, 1, 7, 0, NULL},
-    {"alloc", "alloc", 200, 0, 500, 2, 7, 0, NULL},
-    {"kernel", "k\"quoted\"", 300, 1500, 0, 0, TS_TRACE_DEVICE_LANE + 3, 0, "timed"},
-    {"free", "free", 2000, 0, 1000, 1, 7, 0, NULL},
-    {"memcpy", "DtoH", 2100, 400, 500, 2, 7, 1, NULL},
-    {"free", "free", 3000, 0, 500, 2, 7, 0, NULL},
+      {.kind = "range", .name = "tessera: measure", .dur_ns = 5000, .lane = 7},
+      {.kind = "alloc", .name = "alloc", .start_ns = 100, .bytes = 1000, .address = 1, .lane = 7},
+      {.kind = "alloc", .name = "alloc", .start_ns = 200, .bytes = 500, .address = 2, .lane = 7},
+      {.kind = "kernel",
+       .name = "k\"quoted\"",
+       .start_ns = 300,
+       .dur_ns = 1500,
+       .lane = TS_TRACE_DEVICE_LANE + 3,
+       .detail = "timed"},
+      {.kind = "free", .name = "free", .start_ns = 2000, .bytes = 1000, .address = 1, .lane = 7},
+      {.kind = "memcpy",
+       .name = "DtoH",
+       .start_ns = 2100,
+       .dur_ns = 400,
+       .bytes = 500,
+       .address = 2,
+       .lane = 7,
+       .depth = 1},
+      {.kind = "free", .name = "free", .start_ns = 3000, .bytes = 500, .address = 2, .lane = 7},
   };
   TsProfTraceSummary s;
   ts_prof_trace_summarise(ev, G_N_ELEMENTS(ev), &s);
