@@ -3,6 +3,8 @@
  * events supersedes an older one still being prepared), each frame is the view drawn into a
  * cairo render node, and the mouse and keys move the visible window: wheel (and Ctrl+wheel) zooms
  * about the pointer, drag and Shift+wheel pan, + - Left Right, 0 or Home shows everything.
+ * Shift+drag selects a time range, whose per-name table the details strip shows; Escape
+ * clears it (and the selected event).
  *
  * Dark or light: the widget's own foreground colour decides (light text: a dark theme). Unlike
  * GtkSettings:gtk-application-prefer-dark-theme, that follows whatever actually styles the
@@ -30,6 +32,8 @@ struct _TsStudioTimelineArea {
   gboolean pointer_in;
   gint64 drag_t0, drag_t1; /* the window when the drag began */
   double drag_ns_per_px;
+  gboolean selecting;      /* a Shift+drag: selecting a range, not panning */
+  gint64 drag_at;          /* the time under the pointer when it began */
 };
 
 G_DEFINE_FINAL_TYPE(TsStudioTimelineArea, ts_studio_timeline_area, GTK_TYPE_WIDGET)
@@ -244,6 +248,10 @@ on_drag_begin(GtkGestureDrag *gesture, double x, double y, gpointer data)
   TsTlLayout lay;
   ts__tl_layout((TsTlView *)self->view, gtk_widget_get_width(GTK_WIDGET(self)), 1, &lay);
   self->drag_ns_per_px = lay.ns_per_px;
+  GdkModifierType state =
+      gtk_event_controller_get_current_event_state(GTK_EVENT_CONTROLLER(gesture));
+  self->selecting = (state & GDK_SHIFT_MASK) != 0;
+  self->drag_at = lay.t0 + (gint64)llround((CLAMP(x, lay.x0, lay.x1) - lay.x0) * lay.ns_per_px);
 }
 
 static void
@@ -252,6 +260,12 @@ on_drag_update(GtkGestureDrag *gesture, double dx, double dy, gpointer data)
   TsStudioTimelineArea *self = data;
   if (self->view == NULL)
     return;
+  if (self->selecting) {
+    gint64 t = self->drag_at + (gint64)llround(dx * self->drag_ns_per_px);
+    ts_studio_timeline_set_selection(self->view, MIN(t, self->drag_at), MAX(t, self->drag_at));
+    gtk_widget_queue_draw(GTK_WIDGET(self));
+    return;
+  }
   /* From where the drag began, so the time under the pointer stays under it. */
   gint64 shift = (gint64)llround(-dx * self->drag_ns_per_px);
   ts_studio_timeline_set_range(self->view, self->drag_t0 + shift, self->drag_t1 + shift);
@@ -302,6 +316,10 @@ on_key(GtkEventControllerKey *ctl, guint keyval, guint keycode, GdkModifierType 
   case GDK_KEY_Right:
   case GDK_KEY_KP_Right:
     ts_studio_timeline_pan(self->view, PAN_STEP);
+    break;
+  case GDK_KEY_Escape:
+    ts_studio_timeline_set_selection(self->view, 0, 0);
+    self->view->selected = 0;
     break;
   case GDK_KEY_0:
   case GDK_KEY_KP_0:

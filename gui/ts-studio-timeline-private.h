@@ -146,6 +146,7 @@ typedef struct {
   GPtrArray *notes;       /* const char*, from "note" events (borrowed) */
   gint64 span0, span1; /* every event's extent */
   gint64 view0, view1; /* the visible window */
+  gint64 sel0, sel1;   /* the range selected for aggregation; sel1 <= sel0: none */
 } TsTlView;
 
 /* Where things are in a frame of width x height px. */
@@ -207,6 +208,9 @@ void ts__tl_draw_axis(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);
 void ts__tl_draw_memory(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay);
 /* The alloc or free nearest x in the memory area, within a few px, as a mark id; 0 if none. */
 gint64 ts__tl_hit_memory(TsTlView *tl, const TsTlLayout *lay, double x);
+
+/* ts-studio-timeline-agg.c: the selected range's table for the details strip, or NULL. */
+char *ts__tl_selection_text(TsTlView *tl);
 
 /* ts-studio-timeline-tracks.c: counters and flows. */
 void ts__tl_build_counters(TsTlView *tl, const guint32 *names_of);

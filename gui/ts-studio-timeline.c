@@ -16,9 +16,18 @@
 #define ROW_H_MAX 20.0
 #define ROW_H_MIN 3.0
 #define DETAILS_LINE_H 14.0
-#define DETAILS_MAX_LINES 12
+#define DETAILS_MAX_LINES 14
 
 static char *timeline_describe(TsStudioView *view, gint64 id);
+
+/* What the details strip shows: the selected range's table, else the selected event's
+ * details; NULL for nothing. */
+static char *
+details_text(TsTlView *tl)
+{
+  char *range = ts__tl_selection_text(tl);
+  return range ? range : timeline_describe(&tl->parent, tl->parent.selected);
+}
 
 void
 ts__tl_layout(const TsTlView *tl, double width, double height, TsTlLayout *lay)
@@ -34,7 +43,7 @@ ts__tl_layout(const TsTlView *tl, double width, double height, TsTlLayout *lay)
   lay->notes_y = height - notes_h;
   /* The selected event's details, as Perfetto's and Nsight's bottom panels give them: a strip
    * above the notes, as tall as its lines (at most DETAILS_MAX_LINES). */
-  g_autofree char *details = timeline_describe((TsStudioView *)tl, tl->parent.selected);
+  g_autofree char *details = details_text((TsTlView *)tl);
   if (details) {
     guint lines = 1;
     for (const char *p = details; *p; p++)
@@ -432,14 +441,32 @@ draw_outline(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay, gint64 id, TsRgba
   ts_canvas_end(c);
 }
 
+/* The range selected for aggregation, shaded over the lanes with its edges. */
+static void
+draw_selection(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
+{
+  if (tl->sel1 <= tl->sel0 || tl->sel1 < lay->t0 || tl->sel0 > lay->t1)
+    return;
+  double a = MAX(ts__tl_x(lay, tl->sel0), lay->x0), b = MIN(ts__tl_x(lay, tl->sel1), lay->x1);
+  double top = lay->rows_y, h = lay->row_h * tl->n_rows;
+  ts_canvas_begin(c, "selection", "selection", NULL);
+  ts_canvas_set_color(c, ts_studio_rgba_alpha(tl->parent.theme->accent, 0.15));
+  ts_canvas_rect(c, a, top, MAX(b - a, 1), h, TRUE);
+  ts_canvas_set_color(c, tl->parent.theme->accent);
+  ts_canvas_line(c, a, top, a, top + h);
+  ts_canvas_line(c, b, top, b, top + h);
+  ts_canvas_end(c);
+}
+
 static void
 draw_details(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
 {
   if (lay->details_h <= 0)
     return;
-  g_autofree char *text = timeline_describe(&tl->parent, tl->parent.selected);
+  g_autofree char *text = details_text(tl);
   if (text == NULL)
     return;
+  gboolean table = tl->sel1 > tl->sel0;
   const TsStudioTheme *theme = tl->parent.theme;
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   guint n = g_strv_length(lines);
@@ -447,6 +474,7 @@ draw_details(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
   ts_canvas_set_color(c, theme->grid);
   ts_canvas_line(c, 0, lay->details_y + 0.5, lay->width, lay->details_y + 0.5);
   ts_canvas_set_font_size(c, 11);
+  ts_canvas_set_monospace(c, table); /* the columns line up */
   for (guint i = 0; i < MIN(n, (guint)DETAILS_MAX_LINES); i++) {
     gboolean more = i + 1 == DETAILS_MAX_LINES && n > DETAILS_MAX_LINES;
     g_autofree char *line =
@@ -457,6 +485,7 @@ draw_details(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
       ts_canvas_text(c, 6, lay->details_y + 6 + i * DETAILS_LINE_H, fits, TS_CANVAS_ALIGN_START,
                      TS_CANVAS_ALIGN_START, 0);
   }
+  ts_canvas_set_monospace(c, FALSE);
   ts_canvas_end(c);
 }
 
@@ -500,6 +529,7 @@ timeline_draw(TsStudioView *view, TsCanvas *c, double width, double height)
   ts__tl_draw_counters(tl, c, &lay);
   draw_notes(tl, c, &lay);
   draw_details(tl, c, &lay);
+  draw_selection(tl, c, &lay);
   draw_outline(tl, c, &lay, view->selected, theme->accent);
   if (view->hover != view->selected)
     draw_outline(tl, c, &lay, view->hover, theme->highlight);

@@ -35,4 +35,20 @@ gint64 ts_studio_timeline_trial_of(TsStudioView *view, gint64 mark);
 /* The mark of trial_id's range, or 0 when the timeline has none. */
 gint64 ts_studio_timeline_find_trial(TsStudioView *view, gint64 trial_id);
 
+/* Per name, the slices that overlap [start_ns, end_ns] (Perfetto's area aggregation, Tracy's
+ * find zone): how many, and their whole durations' total, minimum and maximum. */
+typedef struct {
+  const char *kind, *name; /* the view's */
+  guint count;
+  gint64 total_ns, min_ns, max_ns;
+} TsStudioTimelineAgg;
+
+/* GArray of TsStudioTimelineAgg, the largest total first (ties: by name). */
+GArray *ts_studio_timeline_aggregate(TsStudioView *view, gint64 start_ns, gint64 end_ns);
+/* A time range selected for aggregation: shaded over the lanes, its table in the details
+ * strip (instead of the selected event's details). end_ns <= start_ns clears it. */
+void ts_studio_timeline_set_selection(TsStudioView *view, gint64 start_ns, gint64 end_ns);
+gboolean ts_studio_timeline_get_selection(TsStudioView *view, gint64 *start_ns,
+                                          gint64 *end_ns);
+
 G_END_DECLS

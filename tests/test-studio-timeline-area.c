@@ -109,6 +109,13 @@ test_area(void)
   g_assert_cmpint(b, ==, s1);
   g_signal_emit_by_name(key, "key-pressed", GDK_KEY_a, 0, 0, &handled);
   g_assert_false(handled);
+  /* Escape clears a selected range and event. */
+  ts_studio_timeline_set_selection(view, s0, s0 + (s1 - s0) / 2);
+  view->selected = 1;
+  g_signal_emit_by_name(key, "key-pressed", GDK_KEY_Escape, 0, 0, &handled);
+  g_assert_true(handled);
+  g_assert_false(ts_studio_timeline_get_selection(view, NULL, NULL));
+  g_assert_cmpint(view->selected, ==, 0);
 
   /* The wheel zooms in (up) about the pointer; a drag pans by the pixels dragged. */
   GtkEventController *motion = controller(w, GTK_TYPE_EVENT_CONTROLLER_MOTION);

@@ -910,6 +910,59 @@ test_counter_keys(void)
   }
 }
 
+/* A selected range: per name, the slices overlapping it, whole durations. */
+static void
+test_aggregate(void)
+{
+  g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
+  /* gemm 10 µs long every 100 µs, 0..900 µs; softmax 2 µs after each; a range around all. */
+  for (guint i = 0; i < 10; i++) {
+    add(ev, "kernel", "gemm", i * 100000, 10000 + i * 1000, 0, 0, DEV, 0);
+    add(ev, "kernel", "softmax", i * 100000 + 20000, 2000, 0, 0, DEV, 0);
+  }
+  add(ev, "range", "step", 0, 1000000, 0, 0, 1, 0);
+  add(ev, "alloc", "alloc", 5, 0, 64, 1, 1, 0);
+  g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
+  g_autoptr(GArray) all = ts_studio_timeline_aggregate(view, 0, 1000000);
+  g_assert_cmpuint(all->len, ==, 3);
+  const TsStudioTimelineAgg *a = &g_array_index(all, TsStudioTimelineAgg, 0);
+  g_assert_cmpstr(a->name, ==, "step");
+  const TsStudioTimelineAgg *g = &g_array_index(all, TsStudioTimelineAgg, 1);
+  g_assert_cmpstr(g->name, ==, "gemm");
+  g_assert_cmpuint(g->count, ==, 10);
+  g_assert_cmpint(g->total_ns, ==, 10 * 10000 + 45 * 1000);
+  g_assert_cmpint(g->min_ns, ==, 10000);
+  g_assert_cmpint(g->max_ns, ==, 19000);
+  /* 250..415 µs: gemms 3 and 4 (300, 400), softmax 3 (320); a gemm that only ends inside
+   * counts too (200 + 12 µs ends before 250: it does not). */
+  g_autoptr(GArray) part = ts_studio_timeline_aggregate(view, 250000, 415000);
+  g_assert_cmpuint(part->len, ==, 3);
+  for (guint i = 0; i < part->len; i++) {
+    const TsStudioTimelineAgg *p = &g_array_index(part, TsStudioTimelineAgg, i);
+    if (g_strcmp0(p->name, "gemm") == 0) {
+      g_assert_cmpuint(p->count, ==, 2);
+      g_assert_cmpint(p->total_ns, ==, 13000 + 14000);
+    } else if (g_strcmp0(p->name, "softmax") == 0) {
+      g_assert_cmpuint(p->count, ==, 1);
+    } else {
+      g_assert_cmpstr(p->name, ==, "step");
+    }
+  }
+  /* Drawn: the range shaded, its table in the details strip. */
+  g_assert_false(ts_studio_timeline_get_selection(view, NULL, NULL));
+  ts_studio_timeline_set_selection(view, 250000, 415000);
+  g_assert_true(ts_studio_timeline_get_selection(view, NULL, NULL));
+  g_autofree char *svg = svg_of(view, 1200, 500);
+  g_assert_nonnull(strstr(svg, "class=\"selection\""));
+  g_assert_nonnull(strstr(svg, "class=\"details\""));
+  g_assert_nonnull(strstr(svg, "4 slices of 3 names overlap it"));
+  g_assert_nonnull(strstr(svg, ">gemm                                           2    27.0 µs    13.5 µs    13.0 µs    14.0 µs<"));
+  ts_studio_timeline_set_selection(view, 0, 0);
+  g_free(svg);
+  svg = svg_of(view, 1200, 500);
+  g_assert_null(strstr(svg, "class=\"selection\""));
+}
+
 /* Deep in a long trace the ticks count from the first one ("+20 ns"), and the window label
  * gives that tick's time in full; zoomed out they are absolute. */
 static void
@@ -968,6 +1021,7 @@ main(int argc, char **argv)
   g_test_add_func("/studio-timeline/foreign-trace", test_foreign_trace);
   g_test_add_func("/studio-timeline/foreign-full", test_foreign_full);
   g_test_add_func("/studio-timeline/counter-keys", test_counter_keys);
+  g_test_add_func("/studio-timeline/aggregate", test_aggregate);
   g_test_add_func("/studio-timeline/memory-columns", test_memory_columns);
   g_test_add_func("/studio-timeline/memory-peak-drawn", test_memory_peak_drawn);
   g_test_add_func("/studio-timeline/svg-kernels", test_svg_kernels);
