@@ -4,6 +4,8 @@
  * it holds. */
 #include "ts-studio-timeline-private.h"
 
+#include <string.h>
+
 static TsTlView *
 timeline(TsStudioView *view)
 {
@@ -145,4 +147,121 @@ ts__tl_selection_text(TsTlView *tl)
   if (agg->len > AGG_ROWS)
     g_string_append_printf(s, "\n… %u more names", agg->len - AGG_ROWS);
   return g_string_free(s, FALSE);
+}
+
+/* ---- search ---- */
+
+guint
+ts_studio_timeline_set_search(TsStudioView *view, const char *text)
+{
+  TsTlView *tl = timeline(view);
+  g_return_val_if_fail(tl != NULL, 0);
+  g_clear_pointer(&tl->search, g_free);
+  tl->n_matches = 0;
+  if (text && *text)
+    tl->search = g_utf8_casefold(text, -1);
+  for (guint k = 0; k < tl->n_names; k++) {
+    TsTlName *n = &tl->names[k];
+    g_autofree char *folded = tl->search && n->name ? g_utf8_casefold(n->name, -1) : NULL;
+    n->match = folded && strstr(folded, tl->search) != NULL;
+  }
+  for (guint r = 0; tl->search && r < tl->n_rows; r++)
+    for (guint i = 0; i < tl->rows[r].n; i++)
+      tl->n_matches += tl->names[tl->rows[r].ev[i].name].match;
+  return tl->n_matches;
+}
+
+/* Whether (start, index) comes after (t, at) in time order (ties by event index). */
+static gboolean
+later(gint64 start, guint32 index, gint64 t, guint32 at)
+{
+  return start > t || (start == t && index > at);
+}
+
+gint64
+ts_studio_timeline_search_next(TsStudioView *view, gint64 mark, gboolean forward)
+{
+  TsTlView *tl = timeline(view);
+  g_return_val_if_fail(tl != NULL, 0);
+  if (tl->search == NULL || tl->n_matches == 0)
+    return 0;
+  gint64 t;
+  guint32 at;
+  if (mark > 0 && (guint64)mark <= tl->events->len) {
+    t = g_array_index(tl->events, TsDbEvent, mark - 1).start_ns;
+    at = (guint32)(mark - 1);
+  } else {
+    t = forward ? tl->view0 : tl->view1;
+    at = forward ? 0 : G_MAXUINT32;
+    if (forward)
+      t--; /* an event at the window's very start is the first */
+  }
+  /* Per row, the nearest match past (t, at); the nearest of those. Then, wrapping, the first
+   * (or last) match of all. */
+  for (guint pass = 0; pass < 2; pass++) {
+    gboolean found = FALSE;
+    gint64 best_t = 0;
+    guint32 best_i = 0;
+    for (guint r = 0; r < tl->n_rows; r++) {
+      const TsTlRow *row = &tl->rows[r];
+      /* A row is in start order; events starting together are in no index order, so the
+       * scan goes on through those that start with its first candidate. */
+      gboolean row_found = FALSE;
+      gint64 row_start = 0;
+      if (forward) {
+        for (guint i = pass ? 0 : ts__tl_lower_bound(row, 0, row->n, t); i < row->n; i++) {
+          const TsTlEvent *e = &row->ev[i];
+          if (row_found && e->start > row_start)
+            break;
+          if (!tl->names[e->name].match || (!pass && !later(e->start, e->index, t, at)))
+            continue;
+          if (!found || later(best_t, best_i, e->start, e->index)) {
+            best_t = e->start;
+            best_i = e->index;
+            found = TRUE;
+          }
+          row_found = TRUE;
+          row_start = e->start;
+        }
+      } else {
+        for (guint i = pass ? row->n : ts__tl_lower_bound(row, 0, row->n, t + 1); i-- > 0;) {
+          const TsTlEvent *e = &row->ev[i];
+          if (row_found && e->start < row_start)
+            break;
+          if (!tl->names[e->name].match || (!pass && !later(t, at, e->start, e->index)))
+            continue;
+          if (!found || later(e->start, e->index, best_t, best_i)) {
+            best_t = e->start;
+            best_i = e->index;
+            found = TRUE;
+          }
+          row_found = TRUE;
+          row_start = e->start;
+        }
+      }
+    }
+    if (found)
+      return (gint64)best_i + 1;
+  }
+  return 0;
+}
+
+void
+ts_studio_timeline_reveal(TsStudioView *view, gint64 mark)
+{
+  TsTlView *tl = timeline(view);
+  g_return_if_fail(tl != NULL);
+  if (mark <= 0 || (guint64)mark > tl->events->len)
+    return;
+  const TsDbEvent *e = &g_array_index(tl->events, TsDbEvent, mark - 1);
+  gint64 a = e->start_ns, b = e->start_ns + MAX(e->dur_ns, 0), w = tl->view1 - tl->view0;
+  if (a >= tl->view0 && b <= tl->view1)
+    return;
+  if (b - a > w * 9 / 10) {
+    gint64 pad = (b - a) / 10;
+    ts_studio_timeline_set_range(view, a - pad, b + pad);
+  } else {
+    gint64 mid = a + (b - a) / 2;
+    ts_studio_timeline_set_range(view, mid - w / 2, mid - w / 2 + w);
+  }
 }

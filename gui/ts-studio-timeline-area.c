@@ -33,6 +33,7 @@ struct _TsStudioTimelineArea {
   gint64 drag_t0, drag_t1; /* the window when the drag began */
   double drag_ns_per_px;
   gboolean selecting;      /* a Shift+drag: selecting a range, not panning */
+  char *search;            /* kept for the next set of events, or NULL */
   gint64 drag_at;          /* the time under the pointer when it began */
 };
 
@@ -53,6 +54,8 @@ set_view(TsStudioTimelineArea *self, TsStudioView *view)
 {
   g_clear_pointer(&self->view, ts_studio_view_free);
   self->view = view;
+  if (view && self->search)
+    ts_studio_timeline_set_search(view, self->search);
   gtk_widget_queue_draw(GTK_WIDGET(self));
 }
 
@@ -370,6 +373,7 @@ ts_studio_timeline_area_finalize(GObject *object)
   TsStudioTimelineArea *self = TS_STUDIO_TIMELINE_AREA(object);
   g_clear_pointer(&self->view, ts_studio_view_free);
   g_free(self->placeholder);
+  g_free(self->search);
   G_OBJECT_CLASS(ts_studio_timeline_area_parent_class)->finalize(object);
 }
 
@@ -442,4 +446,30 @@ ts_studio_timeline_area_select(TsStudioTimelineArea *self, gint64 mark)
     return;
   self->view->selected = mark;
   gtk_widget_queue_draw(GTK_WIDGET(self));
+}
+
+guint
+ts_studio_timeline_area_search(TsStudioTimelineArea *self, const char *text)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_TIMELINE_AREA(self), 0);
+  g_free(self->search);
+  self->search = text && *text ? g_strdup(text) : NULL;
+  gtk_widget_queue_draw(GTK_WIDGET(self));
+  return self->view ? ts_studio_timeline_set_search(self->view, self->search) : 0;
+}
+
+gboolean
+ts_studio_timeline_area_find(TsStudioTimelineArea *self, gboolean forward)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_TIMELINE_AREA(self), FALSE);
+  if (self->view == NULL)
+    return FALSE;
+  gint64 mark = ts_studio_timeline_search_next(self->view, self->view->selected, forward);
+  if (mark == 0)
+    return FALSE;
+  self->view->selected = mark;
+  ts_studio_timeline_reveal(self->view, mark);
+  moved(self);
+  g_signal_emit(self, area_signals[EVENT_ACTIVATED], 0, mark);
+  return TRUE;
 }

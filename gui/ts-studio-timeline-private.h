@@ -34,6 +34,7 @@ typedef struct {
   TsTlShape shape;
   gboolean known; /* FALSE: a kind this build does not know, drawn like a range */
   gboolean meta;  /* "lane" (a lane's label) or "note" (what a trace reader had to say) */
+  gboolean match; /* its name holds the search text */
 } TsTlName;
 
 /* One event of a row, in the row's order (by start, longer first on ties). */
@@ -147,6 +148,8 @@ typedef struct {
   gint64 span0, span1; /* every event's extent */
   gint64 view0, view1; /* the visible window */
   gint64 sel0, sel1;   /* the range selected for aggregation; sel1 <= sel0: none */
+  char *search;        /* casefolded search text, or NULL */
+  guint n_matches;     /* slices and instants whose name holds it */
 } TsTlView;
 
 /* Where things are in a frame of width x height px. */

@@ -218,11 +218,21 @@ elide(TsCanvas *c, const char *text, double max_w)
   return NULL;
 }
 
+static TsRgba name_color_of(const TsTlView *tl, const TsTlName *n);
+
+/* A search fades what does not match. */
 static TsRgba
 name_color(const TsTlView *tl, guint32 name)
 {
-  const TsStudioTheme *theme = tl->parent.theme;
   const TsTlName *n = &tl->names[name];
+  TsRgba c = name_color_of(tl, n);
+  return tl->search && !n->match ? ts_studio_rgba_alpha(c, c.a * 0.2) : c;
+}
+
+static TsRgba
+name_color_of(const TsTlView *tl, const TsTlName *n)
+{
+  const TsStudioTheme *theme = tl->parent.theme;
   switch (n->k) {
   case TS_TRACE_KERNEL:
     return ts_studio_theme_series(theme, n->name); /* each kernel its colour */
@@ -257,7 +267,8 @@ draw_event(TsTlView *tl, DrawCtx *d, guint r, const Mark *m)
   /* Titles are for the SVG only: on screen the tooltip describes the event, and 10^4 strings
    * a frame would cost more than drawing. */
   if (d->svg) {
-    g_autofree char *cls = g_strconcat("event ", n->kind, NULL);
+    g_autofree char *cls = g_strconcat("event ", n->kind, tl->search && n->match ? " match" : "",
+                                       NULL);
     g_autofree char *id = g_strdup_printf("event-%u", e->index + 1);
     g_autofree char *dur = ts__tl_format_ns((double)(e->end - e->start), 0);
     g_autofree char *title = g_strdup_printf("%s — %s", n->name, dur);
@@ -676,6 +687,7 @@ timeline_finalize(TsStudioView *view)
 {
   TsTlView *tl = (TsTlView *)view;
   ts__tl_release(tl);
+  g_free(tl->search);
   g_array_unref(tl->events);
   g_free(tl);
 }

@@ -51,4 +51,14 @@ void ts_studio_timeline_set_selection(TsStudioView *view, gint64 start_ns, gint6
 gboolean ts_studio_timeline_get_selection(TsStudioView *view, gint64 *start_ns,
                                           gint64 *end_ns);
 
+/* Search: the slices and instants whose name holds text (case-insensitive; NULL or "" ends the
+ * search) are drawn as they are, the others faded. Returns how many match. */
+guint ts_studio_timeline_set_search(TsStudioView *view, const char *text);
+/* The match after (forward) or before mark in time order (from the window's start when mark
+ * is 0), wrapping round; 0 when nothing matches. */
+gint64 ts_studio_timeline_search_next(TsStudioView *view, gint64 mark, gboolean forward);
+/* Shows mark: centred in the window when it is out of it, the window widened when it is
+ * longer than the window. */
+void ts_studio_timeline_reveal(TsStudioView *view, gint64 mark);
+
 G_END_DECLS

@@ -40,6 +40,12 @@ void ts_studio_timeline_area_set_events(TsStudioTimelineArea *area, GArray *even
 TsStudioView *ts_studio_timeline_area_get_view(TsStudioTimelineArea *area);
 /* Selects and outlines mark (0: none), as a click would, without emitting anything. */
 void ts_studio_timeline_area_select(TsStudioTimelineArea *area, gint64 mark);
+/* Searches event names (ts_studio_timeline_set_search; kept for the next events set): the
+ * number of matches. */
+guint ts_studio_timeline_area_search(TsStudioTimelineArea *area, const char *text);
+/* Selects the next (or previous) match, brings it into view and emits "event-activated";
+ * FALSE when nothing matches. */
+gboolean ts_studio_timeline_area_find(TsStudioTimelineArea *area, gboolean forward);
 
 /* The theme matching what styles widget now (libadwaita, GTK_THEME, the prefer-dark setting,
  * high contrast): dark when its text colour is light. Read at each frame, so a widget follows

@@ -23,6 +23,7 @@ struct _TsStudioWindow {
   GtkWidget *empty_label, *empty_path, *no_profile_label;
   GtkWidget *loading_label, *loading_progress, *loading_cancel;
   GtkWidget *color_by, *history_axis, *profile_choice;
+  GtkWidget *timeline_search, *timeline_matches, *trace_search, *trace_matches;
   GtkStringList *profile_labels;
   GMenu *recent_section;
   TsStudioSidebar *sidebar;
@@ -186,6 +187,51 @@ make_plots(TsStudioWindow *self)
 
 /* A profiled tune's "trial ID: POINT" range clicked: that trial is selected in the list (and so
  * in the plots and the lowering), when it is a trial of the workload shown. */
+/* ---- searching a timeline: the workbench's and a trace's have an entry each ---- */
+
+static TsStudioTimelineArea *
+search_area(TsStudioWindow *self, GtkWidget *entry, GtkLabel **matches)
+{
+  gboolean trace = entry == self->trace_search;
+  *matches = GTK_LABEL(trace ? self->trace_matches : self->timeline_matches);
+  return trace ? self->trace_area : self->timeline_area;
+}
+
+static void
+on_search_changed(GtkSearchEntry *entry, TsStudioWindow *self)
+{
+  GtkLabel *matches;
+  TsStudioTimelineArea *area = search_area(self, GTK_WIDGET(entry), &matches);
+  const char *text = gtk_editable_get_text(GTK_EDITABLE(entry));
+  guint n = ts_studio_timeline_area_search(area, text);
+  g_autofree char *label = !*text ? g_strdup("")
+                           : n == 0 ? g_strdup("no match")
+                           : g_strdup_printf("%u match%s — Enter for the next", n,
+                                             n == 1 ? "" : "es");
+  gtk_label_set_text(matches, label);
+}
+
+static void
+find(TsStudioWindow *self, GtkWidget *entry, gboolean forward)
+{
+  GtkLabel *matches;
+  TsStudioTimelineArea *area = search_area(self, entry, &matches);
+  if (!ts_studio_timeline_area_find(area, forward))
+    gtk_widget_error_bell(entry);
+}
+
+static void
+on_search_next(GtkSearchEntry *entry, TsStudioWindow *self)
+{
+  find(self, GTK_WIDGET(entry), TRUE);
+}
+
+static void
+on_search_previous(GtkSearchEntry *entry, TsStudioWindow *self)
+{
+  find(self, GTK_WIDGET(entry), FALSE);
+}
+
 static void
 on_timeline_event(TsStudioTimelineArea *area, gint64 mark, TsStudioWindow *self)
 {
@@ -419,6 +465,10 @@ ts_studio_window_class_init(TsStudioWindowClass *klass)
   BIND(color_by);
   BIND(history_axis);
   BIND(profile_choice);
+  BIND(timeline_search);
+  BIND(timeline_matches);
+  BIND(trace_search);
+  BIND(trace_matches);
   BIND(profile_labels);
   BIND(recent_section);
   BIND(sidebar);
@@ -448,6 +498,13 @@ ts_studio_window_init(TsStudioWindow *self)
   g_signal_connect(self->color_by, "notify::selected", G_CALLBACK(on_color_by), self);
   g_signal_connect(self->history_axis, "notify::selected", G_CALLBACK(on_history_axis), self);
   g_signal_connect(self->profile_choice, "notify::selected", G_CALLBACK(on_profile_chosen), self);
+  GtkWidget *searches[] = {self->timeline_search, self->trace_search};
+  for (guint i = 0; i < G_N_ELEMENTS(searches); i++) {
+    g_signal_connect(searches[i], "search-changed", G_CALLBACK(on_search_changed), self);
+    g_signal_connect(searches[i], "activate", G_CALLBACK(on_search_next), self);
+    g_signal_connect(searches[i], "next-match", G_CALLBACK(on_search_next), self);
+    g_signal_connect(searches[i], "previous-match", G_CALLBACK(on_search_previous), self);
+  }
   g_signal_connect(self->views, "notify::visible-child-name", G_CALLBACK(on_page_changed), self);
   g_signal_connect(self->loading_cancel, "clicked", G_CALLBACK(on_loading_cancel), self);
   set_state(self, "welcome");

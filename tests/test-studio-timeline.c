@@ -963,6 +963,45 @@ test_aggregate(void)
   g_assert_null(strstr(svg, "class=\"selection\""));
 }
 
+/* Search: matches counted, stepped through in time order both ways (wrapping), drawn as
+ * matches, the rest faded; the window follows. */
+static void
+test_search(void)
+{
+  g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(TsDbEvent));
+  for (guint i = 0; i < 10; i++) {
+    add(ev, "kernel", "sm90_GEMM_128x128", i * 100000, 10000, 0, 0, DEV, 0); /* id 2i+1 */
+    add(ev, "kernel", "softmax", i * 100000 + 20000, 2000, 0, 0, DEV + 1, 0); /* id 2i+2 */
+  }
+  g_autoptr(TsStudioView) view = ts_studio_timeline_new(ev);
+  g_assert_cmpuint(ts_studio_timeline_set_search(view, "gemm"), ==, 10);
+  g_assert_cmpint(ts_studio_timeline_search_next(view, 0, TRUE), ==, 1);
+  g_assert_cmpint(ts_studio_timeline_search_next(view, 1, TRUE), ==, 3);
+  g_assert_cmpint(ts_studio_timeline_search_next(view, 19, TRUE), ==, 1); /* wraps */
+  g_assert_cmpint(ts_studio_timeline_search_next(view, 3, FALSE), ==, 1);
+  g_assert_cmpint(ts_studio_timeline_search_next(view, 1, FALSE), ==, 19);
+  g_autofree char *svg = svg_of(view, 1600, 300);
+  g_assert_cmpuint(count(svg, "class=\"event kernel match\""), ==, 10);
+  g_assert_cmpuint(count(svg, "class=\"event kernel\""), ==, 10);
+  /* Zoomed on the start, revealing the last match moves the window to it. */
+  ts_studio_timeline_set_range(view, 0, 50000);
+  ts_studio_timeline_reveal(view, 19);
+  gint64 a, b;
+  ts_studio_timeline_get_range(view, &a, &b);
+  g_assert_cmpint(a, <=, 900000);
+  g_assert_cmpint(b, >=, 910000);
+  g_assert_cmpint(b - a, ==, 50000);
+  g_assert_cmpuint(ts_studio_timeline_set_search(view, "SOFT"), ==, 10);
+  /* From the window (880..930 µs): the softmax at 920 µs. */
+  g_assert_cmpint(ts_studio_timeline_search_next(view, 0, TRUE), ==, 20);
+  g_assert_cmpuint(ts_studio_timeline_set_search(view, "nothing"), ==, 0);
+  g_assert_cmpint(ts_studio_timeline_search_next(view, 0, TRUE), ==, 0);
+  g_assert_cmpuint(ts_studio_timeline_set_search(view, NULL), ==, 0);
+  g_free(svg);
+  svg = svg_of(view, 1600, 300);
+  g_assert_null(strstr(svg, " match\""));
+}
+
 /* Deep in a long trace the ticks count from the first one ("+20 ns"), and the window label
  * gives that tick's time in full; zoomed out they are absolute. */
 static void
@@ -1022,6 +1061,7 @@ main(int argc, char **argv)
   g_test_add_func("/studio-timeline/foreign-full", test_foreign_full);
   g_test_add_func("/studio-timeline/counter-keys", test_counter_keys);
   g_test_add_func("/studio-timeline/aggregate", test_aggregate);
+  g_test_add_func("/studio-timeline/search", test_search);
   g_test_add_func("/studio-timeline/memory-columns", test_memory_columns);
   g_test_add_func("/studio-timeline/memory-peak-drawn", test_memory_peak_drawn);
   g_test_add_func("/studio-timeline/svg-kernels", test_svg_kernels);

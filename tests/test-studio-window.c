@@ -358,6 +358,28 @@ test_states(void)
   g_assert_cmpstr(ts_studio_window_get_state(win), ==, "trace");
   g_assert_cmpstr(ts_studio_window_get_page(win), ==, "trace");
   spin(100);
+
+  /* The bar above the trace finds events by name: the count, then Enter selects the match. */
+  GtkWidget *area = ts_studio_window_get_page_widget(win, "trace");
+  g_assert_true(TS_STUDIO_IS_TIMELINE_AREA(area));
+  GtkWidget *bar = gtk_widget_get_first_child(gtk_widget_get_parent(area));
+  GtkWidget *entry = gtk_widget_get_first_child(bar);
+  GtkWidget *matches = gtk_widget_get_next_sibling(entry);
+  g_assert_true(GTK_IS_SEARCH_ENTRY(entry));
+  TsStudioView *view = ts_studio_timeline_area_get_view(TS_STUDIO_TIMELINE_AREA(area));
+  for (guint i = 0; i < 100 && view == NULL; i++) {
+    spin(20);
+    view = ts_studio_timeline_area_get_view(TS_STUDIO_TIMELINE_AREA(area));
+  }
+  g_assert_nonnull(view);
+  gtk_editable_set_text(GTK_EDITABLE(entry), "K");
+  spin(400); /* the entry's search delay */
+  g_assert_cmpstr(gtk_label_get_text(GTK_LABEL(matches)), ==, "1 match — Enter for the next");
+  g_signal_emit_by_name(entry, "activate");
+  g_assert_cmpint(view->selected, ==, 1);
+  gtk_editable_set_text(GTK_EDITABLE(entry), "nothing like it");
+  spin(400);
+  g_assert_cmpstr(gtk_label_get_text(GTK_LABEL(matches)), ==, "no match");
   gtk_window_destroy(GTK_WINDOW(win));
 }
 
