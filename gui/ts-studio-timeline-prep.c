@@ -337,6 +337,40 @@ nest_depths(const TsDbEvent *ev, guint n, const TsTlName *names, const guint32 *
   return depth;
 }
 
+/* ---- the colour legend ---- */
+
+/* The names taking the most time, whole trace: what the colours a user sees most stand for. */
+static void
+build_legend(TsTlView *tl)
+{
+  g_autofree gint64 *total = g_new0(gint64, MAX(tl->n_names, 1));
+  for (guint k = 0; k < tl->n_rows; k++)
+    for (guint i = 0; i < tl->rows[k].n; i++) {
+      const TsTlEvent *e = &tl->rows[k].ev[i];
+      if (tl->names[e->name].shape == TS_TL_SLICE)
+        total[e->name] += e->end - e->start;
+    }
+  tl->n_legend = 0;
+  for (guint k = 0; k < tl->n_names; k++) {
+    if (total[k] <= 0)
+      continue;
+    /* Insertion into the short sorted list. */
+    guint at = tl->n_legend;
+    while (at > 0 && tl->legend_ns[at - 1] < total[k])
+      at--;
+    if (at >= TS_TL_LEGEND_MAX)
+      continue;
+    guint last = MIN(tl->n_legend, TS_TL_LEGEND_MAX - 1);
+    for (guint j = last; j > at; j--) {
+      tl->legend[j] = tl->legend[j - 1];
+      tl->legend_ns[j] = tl->legend_ns[j - 1];
+    }
+    tl->legend[at] = k;
+    tl->legend_ns[at] = total[k];
+    tl->n_legend = MIN(tl->n_legend + 1, TS_TL_LEGEND_MAX);
+  }
+}
+
 /* ---- the whole preparation ---- */
 
 static gint64
@@ -499,6 +533,7 @@ ts__tl_prepare(TsTlView *tl)
     ts__tl_build_lod(row, tl->span0, tl->span1);
   }
   tl->rows = r;
+  build_legend(tl);
   build_memory(tl, names_of);
   ts__tl_build_counters(tl, names_of);
   ts__tl_build_flows(tl, names_of);

@@ -14,6 +14,8 @@ G_BEGIN_DECLS
  * the gap to it is narrower too: 3 px is Tracy's MinVisSize, the narrowest bar a pointer can
  * still aim at. */
 #define TS_TL_FOLD_PX 3.0
+/* The colour legend names this many of the names taking the most time. */
+#define TS_TL_LEGEND_MAX 8
 /* The narrowest window zoom goes to: a few ns, below which the trace clock has no meaning. */
 #define TS_TL_MIN_WINDOW_NS 16
 
@@ -149,6 +151,9 @@ typedef struct {
   gint64 view0, view1; /* the visible window */
   gint64 sel0, sel1;   /* the range selected for aggregation; sel1 <= sel0: none */
   char *search;        /* casefolded search text, or NULL */
+  guint32 legend[TS_TL_LEGEND_MAX]; /* names with the most time, most first */
+  gint64 legend_ns[TS_TL_LEGEND_MAX];
+  guint n_legend;
   guint n_matches;     /* slices and instants whose name holds it */
 } TsTlView;
 
@@ -161,6 +166,7 @@ typedef struct {
   double counters_y, counter_h; /* the counter tracks, one under another */
   double notes_y;       /* the first of the reader's notes, one line each, at the bottom */
   double details_y, details_h; /* the selected event's details above them; 0 high: none */
+  double legend_y;      /* the colour legend's line, above the details */
   gint64 t0, t1;        /* the visible window */
   double ns_per_px;
 } TsTlLayout;

@@ -16,6 +16,7 @@
 #define ROW_H_MAX 20.0
 #define ROW_H_MIN 3.0
 #define DETAILS_LINE_H 14.0
+#define LEGEND_H 18.0
 #define DETAILS_MAX_LINES 14
 
 static char *timeline_describe(TsStudioView *view, gint64 id);
@@ -52,6 +53,8 @@ ts__tl_layout(const TsTlView *tl, double width, double height, TsTlLayout *lay)
     avail -= lay->details_h;
     lay->details_y = lay->notes_y - lay->details_h;
   }
+  lay->legend_y = (details ? lay->details_y : lay->notes_y) - (tl->n_legend ? LEGEND_H : 0);
+  avail -= tl->n_legend ? LEGEND_H : 0;
   if (tl->mem.n > 0) {
     lay->mem_h = round(CLAMP(avail * 0.22, 40, 160));
     avail -= lay->mem_h + 10;
@@ -469,6 +472,39 @@ draw_selection(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
   ts_canvas_end(c);
 }
 
+/* What the colours stand for: the names taking the most time, each with its swatch, as many
+ * as the width holds. */
+static void
+draw_legend(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
+{
+  if (tl->n_legend == 0)
+    return;
+  const TsStudioTheme *theme = tl->parent.theme;
+  ts_canvas_begin(c, "legend", "legend", NULL);
+  ts_canvas_set_font_size(c, 11);
+  double x = 6, y = lay->legend_y + LEGEND_H / 2;
+  for (guint i = 0; i < tl->n_legend; i++) {
+    const TsTlName *n = &tl->names[tl->legend[i]];
+    g_autofree char *total = ts__tl_format_ns((double)tl->legend_ns[i], 0);
+    g_autofree char *title = g_strdup_printf("%s %s — %s in all", n->kind, n->name, total);
+    g_autofree char *label = elide(c, n->name, 180);
+    if (label == NULL)
+      break;
+    double w;
+    ts_canvas_text_size(c, label, &w, NULL);
+    if (x + 14 + w > lay->width - 6)
+      break;
+    ts_canvas_begin(c, "legend-entry", NULL, title);
+    ts_canvas_set_color(c, name_color_of(tl, n));
+    ts_canvas_rect(c, x, y - 5, 10, 10, TRUE);
+    ts_canvas_set_color(c, theme->muted);
+    ts_canvas_text(c, x + 14, y, label, TS_CANVAS_ALIGN_START, TS_CANVAS_ALIGN_CENTER, 0);
+    ts_canvas_end(c);
+    x += 14 + w + 16;
+  }
+  ts_canvas_end(c);
+}
+
 static void
 draw_details(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
 {
@@ -540,6 +576,7 @@ timeline_draw(TsStudioView *view, TsCanvas *c, double width, double height)
   ts__tl_draw_counters(tl, c, &lay);
   draw_notes(tl, c, &lay);
   draw_details(tl, c, &lay);
+  draw_legend(tl, c, &lay);
   draw_selection(tl, c, &lay);
   draw_outline(tl, c, &lay, view->selected, theme->accent);
   if (view->hover != view->selected)

@@ -864,6 +864,14 @@ test_foreign_full(void)
   }
   g_assert_true(v1 && v2);
 
+  /* The legend: the names taking the most time, most first. */
+  g_assert_nonnull(strstr(svg, "class=\"legend\""));
+  const char *first = strstr(svg, "class=\"legend-entry\"");
+  g_assert_nonnull(first);
+  g_assert_true(g_str_has_prefix(strstr(first, "<title>"),
+                                 "<title>range allreduce — 90.0 µs in all</title>"));
+  g_assert_cmpuint(count(svg, "class=\"legend-entry\""), ==, 7);
+
   /* What the reader left out or closed itself is said under the timeline. */
   g_assert_nonnull(strstr(svg, "1 &quot;E&quot; event without a &quot;B&quot;"));
   g_assert_nonnull(strstr(svg, "1 range never closed"));
