@@ -352,17 +352,9 @@ number_member(JsonObject *o, const char *name, double *out)
 /* The roofline the tuner stored with the trial: measured against the ceilings of that day,
  * which is what the trial should be judged by even if the device was re-measured since. */
 static gboolean
-stored_roofline(const char *metrics_json, TsStudioTrial *t)
+stored_roofline(JsonObject *metrics, TsStudioTrial *t)
 {
-  if (metrics_json == NULL)
-    return FALSE;
-  g_autoptr(JsonParser) p = json_parser_new();
-  if (!json_parser_load_from_data(p, metrics_json, -1, NULL))
-    return FALSE;
-  JsonNode *root = json_parser_get_root(p);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
-    return FALSE;
-  JsonNode *rn = json_object_get_member(json_node_get_object(root), "roofline");
+  JsonNode *rn = json_object_get_member(metrics, "roofline");
   if (rn == NULL || !JSON_NODE_HOLDS_OBJECT(rn))
     return FALSE;
   JsonObject *r = json_node_get_object(rn);
@@ -379,6 +371,37 @@ stored_roofline(const char *metrics_json, TsStudioTrial *t)
   t->fraction = fraction;
   t->bound = g_strdup(bound);
   return TRUE;
+}
+
+/* What the kernel uses, as the compiler reported it (the tuner stores registers and spills of
+ * GPU kernels with the trial's metrics). */
+static void
+stored_resources(JsonObject *metrics, TsStudioTrial *t)
+{
+  const struct {
+    const char *name;
+    gint *v;
+  } f[] = {{"registers", &t->registers},
+           {"spill_stores", &t->spill_stores},
+           {"spill_loads", &t->spill_loads}};
+  for (guint i = 0; i < G_N_ELEMENTS(f); i++) {
+    double v;
+    if (number_member(metrics, f[i].name, &v) && v >= 0 && v < G_MAXINT)
+      *f[i].v = (gint)v;
+  }
+}
+
+/* The trial's metrics object, or NULL. */
+static JsonNode *
+metrics_of(const char *metrics_json)
+{
+  if (metrics_json == NULL)
+    return NULL;
+  g_autoptr(JsonParser) p = json_parser_new();
+  if (!json_parser_load_from_data(p, metrics_json, -1, NULL))
+    return NULL;
+  JsonNode *root = json_parser_get_root(p);
+  return root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_copy(root) : NULL;
 }
 
 /* Coordinates from the op's counts and today's ceilings, for trials stored without them. */
@@ -426,7 +449,13 @@ trial_from_db(const Workload *w, const TsDbTrial *d, guint index, GDateTime *fir
                                           : NULL;
   if (at && first)
     t->wall_s = (double)g_date_time_difference(at, first) / G_USEC_PER_SEC;
-  if (d->status == TS_DB_TRIAL_OK && !stored_roofline(d->metrics_json, t))
+  t->compile_ms = d->compile_ms;
+  t->registers = t->spill_stores = t->spill_loads = -1;
+  g_autoptr(JsonNode) metrics = metrics_of(d->metrics_json);
+  if (metrics)
+    stored_resources(json_node_get_object(metrics), t);
+  if (d->status == TS_DB_TRIAL_OK &&
+      !(metrics && stored_roofline(json_node_get_object(metrics), t)))
     computed_roofline(w, t);
   return t;
 }

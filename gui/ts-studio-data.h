@@ -58,6 +58,9 @@ typedef struct {
   double fraction;            /* gflops / bound_gflops */
   char *bound;                /* the roof that bounds it ("f32", "dram"), or NULL */
   gboolean best;              /* the key's stored best schedule */
+  double compile_ms;          /* building its kernel; 0: from the artifact cache; NAN: unknown */
+  /* From the compiler's report (GPU): per thread; -1 when unknown (the CPU backend). */
+  gint registers, spill_stores, spill_loads;
 } TsStudioTrial;
 
 typedef struct {

@@ -16,6 +16,9 @@ typedef enum {
   COL_PREDICTED,
   COL_GFLOPS,
   COL_PERCENT,
+  COL_REGISTERS,
+  COL_SPILLS,
+  COL_COMPILE,
   COL_STRATEGY,
   COL_SCHEDULE,
   N_COLS
@@ -33,6 +36,9 @@ static const struct {
     [COL_PREDICTED] = {"predicted", "Predicted (ms)", TRUE, FALSE},
     [COL_GFLOPS] = {"gflops", "GFLOP/s", TRUE, FALSE},
     [COL_PERCENT] = {"percent", "% of bound", TRUE, FALSE},
+    [COL_REGISTERS] = {"registers", "Regs", TRUE, FALSE},
+    [COL_SPILLS] = {"spills", "Spills (B)", TRUE, FALSE},
+    [COL_COMPILE] = {"compile", "Compile (ms)", TRUE, FALSE},
     [COL_STRATEGY] = {"strategy", "Strategy", FALSE, FALSE},
     [COL_SCHEDULE] = {"schedule", "Schedule", FALSE, TRUE},
 };
@@ -63,6 +69,13 @@ static char *
 format_number(double value, int decimals, const char *suffix)
 {
   return isnan(value) ? g_strdup("—") : g_strdup_printf("%.*f%s", decimals, value, suffix);
+}
+
+/* Bytes spilled per thread (stores and loads), NAN when the compiler did not say. */
+static double
+spill_bytes(const TsStudioTrial *t)
+{
+  return t->spill_stores < 0 || t->spill_loads < 0 ? NAN : t->spill_stores + t->spill_loads;
 }
 
 /* (max - min) / median in percent, NAN when a bound is unknown. */
@@ -132,6 +145,22 @@ bind_cell(GtkSignalListItemFactory *factory, GtkListItem *list_item, gpointer da
   case COL_PERCENT:
     text = format_number(ts_studio_trial_item_get_percent(item), 1, "%");
     break;
+  case COL_REGISTERS:
+    text = format_number(t->registers < 0 ? NAN : t->registers, 0, "");
+    break;
+  case COL_SPILLS: {
+    text = format_number(spill_bytes(t), 0, "");
+    g_autofree char *tip = t->spill_stores < 0 ? NULL
+                                               : g_strdup_printf("%d B stored, %d B loaded per "
+                                                                 "thread",
+                                                                 t->spill_stores, t->spill_loads);
+    gtk_widget_set_tooltip_text(GTK_WIDGET(label), tip);
+    break;
+  }
+  case COL_COMPILE:
+    /* 0: the artifact cache had the kernel. */
+    text = t->compile_ms == 0 ? g_strdup("cached") : format_number(t->compile_ms, 0, "");
+    break;
   case COL_STRATEGY:
     text = g_strdup(t->strategy ? t->strategy : "");
     break;
@@ -168,6 +197,15 @@ sort_value(TsStudioTrialItem *item, Column col)
   case COL_PERCENT:
     v = ts_studio_trial_item_get_percent(item);
     return isnan(v) ? -INFINITY : v;
+  case COL_REGISTERS:
+    v = ts_studio_trial_item_get_trial(item)->registers;
+    return v < 0 ? INFINITY : v;
+  case COL_SPILLS:
+    v = spill_bytes(ts_studio_trial_item_get_trial(item));
+    return isnan(v) ? INFINITY : v;
+  case COL_COMPILE:
+    v = ts_studio_trial_item_get_trial(item)->compile_ms;
+    return isnan(v) ? INFINITY : v;
   default:
     g_assert_not_reached();
   }
@@ -198,6 +236,9 @@ make_sorter(Column col)
   case COL_TIME:
   case COL_SPREAD:
   case COL_PREDICTED:
+  case COL_REGISTERS:
+  case COL_SPILLS:
+  case COL_COMPILE:
   case COL_GFLOPS:
   case COL_PERCENT:
     return GTK_SORTER(gtk_custom_sorter_new(compare_numbers, GINT_TO_POINTER(col), NULL));
@@ -558,7 +599,8 @@ ts_studio_trial_list_write_csv(TsStudioTrialList *list, const char *path, GError
   g_return_val_if_fail(TS_STUDIO_IS_TRIAL_LIST(list) && path != NULL, FALSE);
 
   g_autoptr(GString) out = g_string_new("index,id,status,median_ms,gflops,percent_of_bound,"
-                                        "strategy,schedule,min_ms,max_ms,predicted_ms\n");
+                                        "strategy,schedule,min_ms,max_ms,predicted_ms,registers,"
+                                        "spill_bytes,compile_ms\n");
   GListModel *rows = G_LIST_MODEL(list->sorted);
   for (guint i = 0; i < g_list_model_get_n_items(rows); i++) {
     g_autoptr(TsStudioTrialItem) item = g_list_model_get_item(rows, i);
@@ -578,8 +620,9 @@ ts_studio_trial_list_write_csv(TsStudioTrialList *list, const char *path, GError
     csv_field(out, t->strategy);
     g_string_append_c(out, ',');
     csv_field(out, t->schedule);
-    double more[3] = {t->min_ns / 1e6, t->max_ns / 1e6, t->predicted_ns / 1e6};
-    for (int k = 0; k < 3; k++) {
+    double more[6] = {t->min_ns / 1e6, t->max_ns / 1e6, t->predicted_ns / 1e6,
+                      t->registers < 0 ? NAN : t->registers, spill_bytes(t), t->compile_ms};
+    for (int k = 0; k < 6; k++) {
       char buf[G_ASCII_DTOSTR_BUF_SIZE] = "";
       if (!isnan(more[k]))
         g_ascii_dtostr(buf, sizeof buf, more[k]);

@@ -5,6 +5,7 @@
  * private bus). Needs a display (meson runs it under xvfb-run); exits 77 without one. */
 #include <glib/gstdio.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "test-util.h"
@@ -45,6 +46,11 @@ add_trial(TsDb *db, gint64 w, gint64 d, gint64 t, const char *point, TsDbTrialSt
   if (status == TS_DB_TRIAL_OK) { /* a sample range around the median, as measured ones have */
     trial->min_ns = median * 0.9;
     trial->max_ns = median * 1.3;
+    /* What a GPU kernel's compiler reports; the fastest came from the artifact cache. */
+    trial->metrics_json = g_strdup_printf(
+        "{\"gflops\": 1, \"registers\": %d, \"spill_stores\": 8, \"spill_loads\": 4}",
+        64 + (int)(median / 1e4));
+    trial->compile_ms = median <= 1e4 ? 0 : median / 1e3;
   }
   trial->error_text = status == TS_DB_TRIAL_OK ? NULL : g_strdup("it failed");
   trial->strategy = g_strdup(strategy);
@@ -452,16 +458,22 @@ test_actions_and_export(void)
   g_auto(GStrv) lines = g_strsplit(g_strchomp(text), "\n", -1);
   g_assert_cmpuint(g_strv_length(lines), ==, 1 + 3); /* the header, the rows shown */
   g_assert_true(g_str_has_prefix(lines[0], "index,id,status"));
-  g_assert_true(g_str_has_suffix(lines[0], ",min_ms,max_ms,predicted_ms"));
+  g_assert_true(
+      g_str_has_suffix(lines[0], ",min_ms,max_ms,predicted_ms,registers,spill_bytes,compile_ms"));
   /* Every verified row has its sample range around its median. */
   guint ranged = 0;
   for (guint i = 1; lines[i]; i++) {
     g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
     guint n = g_strv_length(f);
-    if (!*f[n - 3] || !*f[n - 2])
+    /* What the compiler reported, with the verified rows. */
+    g_assert_cmpstr(f[n - 2], ==, "12");
+    double med_ns = g_ascii_strtod(f[3], NULL) * 1e6;
+    g_assert_cmpint(atoi(f[n - 3]), ==, 64 + (int)(med_ns / 1e4 + 1e-9));
+    g_assert_cmpfloat(g_ascii_strtod(f[n - 1], NULL), ==, med_ns <= 1e4 ? 0 : med_ns / 1e3);
+    if (!*f[n - 6] || !*f[n - 5])
       continue; /* a trial stored without its range */
-    double med = g_ascii_strtod(f[3], NULL), lo = g_ascii_strtod(f[n - 3], NULL),
-           hi = g_ascii_strtod(f[n - 2], NULL);
+    double med = g_ascii_strtod(f[3], NULL), lo = g_ascii_strtod(f[n - 6], NULL),
+           hi = g_ascii_strtod(f[n - 5], NULL);
     g_assert_cmpfloat(lo, <=, med);
     g_assert_cmpfloat(med, <=, hi);
     ranged++;
@@ -470,6 +482,10 @@ test_actions_and_export(void)
   g_assert_true(ts_studio_trial_list_sort(ts_studio_window_get_trial_list(win), "spread",
                                           GTK_SORT_DESCENDING));
   g_assert_true(ts_studio_trial_list_sort(ts_studio_window_get_trial_list(win), "predicted",
+                                          GTK_SORT_ASCENDING));
+  g_assert_true(ts_studio_trial_list_sort(ts_studio_window_get_trial_list(win), "registers",
+                                          GTK_SORT_ASCENDING));
+  g_assert_true(ts_studio_trial_list_sort(ts_studio_window_get_trial_list(win), "compile",
                                           GTK_SORT_ASCENDING));
 
   ts_studio_window_set_page(win, "lowering");
