@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ts-cost-model.h"
 #include "ts-ir.h"
 #include "ts-op.h"
 
@@ -601,4 +602,125 @@ ts_studio_db_events(TsStudioDb *db, gint64 profile_id, GError **error)
   if (events == NULL)
     set_read_error(error, db, local);
   return events;
+}
+
+/* ---- the learned model's scores ---- */
+
+void
+ts_studio_learned_free(TsStudioLearned *learned)
+{
+  if (learned == NULL)
+    return;
+  g_free(learned->kind);
+  if (learned->scores)
+    g_array_unref(learned->scores);
+  g_free(learned);
+}
+
+/* Whether trained_on_json's "groups" hold a group of workload (an op instance's description). */
+static gboolean
+trained_with(const char *trained_on_json, const char *workload)
+{
+  g_autoptr(JsonParser) p = json_parser_new();
+  if (trained_on_json == NULL || !json_parser_load_from_data(p, trained_on_json, -1, NULL))
+    return FALSE;
+  JsonNode *root = json_parser_get_root(p);
+  if (!JSON_NODE_HOLDS_OBJECT(root))
+    return FALSE;
+  JsonNode *groups = json_object_get_member(json_node_get_object(root), "groups");
+  if (groups == NULL || !JSON_NODE_HOLDS_ARRAY(groups))
+    return FALSE;
+  JsonArray *a = json_node_get_array(groups);
+  for (guint i = 0; i < json_array_get_length(a); i++) {
+    const char *g = json_array_get_string_element(a, i);
+    g_autofree char *w = g ? ts_cost_group_workload(g) : NULL;
+    if (w && strcmp(w, workload) == 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+TsStudioLearned *
+ts_studio_db_learned(TsStudioDb *db, const TsStudioWorkload *workload, GPtrArray *trials,
+                     GError **error)
+{
+  g_return_val_if_fail(db != NULL && workload != NULL && trials != NULL, NULL);
+  const TsStudioDevice *device = workload->device;
+  g_autofree char *kind = ts_cost_model_kind(device->backend);
+  g_autoptr(GError) local = NULL;
+  gint64 id = 0;
+  g_autofree char *trained_on = NULL;
+  g_autoptr(GBytes) blob = ts_db_get_model(db->db, kind, &id, &trained_on, NULL, &local);
+  if (blob == NULL) {
+    if (g_error_matches(local, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND))
+      g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_NO_MODEL,
+                  "No learned cost model of kind %s in %s: train one with 'tessera-tune model "
+                  "train' (or tune with --strategy model, which trains one).",
+                  kind, db->path);
+    else
+      set_read_error(error, db, local);
+    return NULL;
+  }
+  g_autoptr(TsCostModel) model = ts_cost_model_deserialize(blob, &local);
+  if (model == NULL) {
+    g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_OPEN, "%s, model %" G_GINT64_FORMAT
+                " (%s): %s", db->path, id, kind, local->message);
+    return NULL;
+  }
+  /* The device as the key stored it: the features training saw. */
+  g_autoptr(GPtrArray) keys = ts_db_list_trial_keys(db->db, &local);
+  if (keys == NULL) {
+    set_read_error(error, db, local);
+    return NULL;
+  }
+  const TsDbTrialKey *key = NULL;
+  for (guint i = 0; i < keys->len && key == NULL; i++) {
+    const TsDbTrialKey *k = keys->pdata[i];
+    if (k->workload_id == workload->workload_id && k->device_id == workload->device_id &&
+        k->toolchain_id == workload->toolchain_id)
+      key = k;
+  }
+  g_autoptr(TsOpInstance) inst =
+      key ? ts_op_instance_new(key->op, key->shape, key->dtype, NULL) : NULL;
+  if (inst == NULL) {
+    g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_NO_MODEL,
+                "%s: the learned model cannot score %s (an op this build does not know)",
+                db->path, workload->label);
+    return NULL;
+  }
+  TsDeviceInfo dev;
+  ts_cost_key_device(key, &dev);
+  g_autoptr(TsCostTarget) target = ts_cost_target_new(inst, device->backend, &dev,
+                                                      device->ceilings);
+  guint n = ts_cost_n_features(target);
+  g_autofree float *rows = g_new(float, (gsize)n * MAX(trials->len, 1));
+  g_autofree guint *row_of = g_new(guint, MAX(trials->len, 1));
+  guint n_rows = 0;
+  for (guint i = 0; i < trials->len; i++) {
+    const TsStudioTrial *t = trials->pdata[i];
+    g_autoptr(TsSchedPoint) point = ts_sched_point_parse(t->schedule, NULL);
+    row_of[i] = G_MAXUINT;
+    if (point == NULL)
+      continue;
+    ts_cost_features(target, point, NULL, rows + (gsize)n * n_rows);
+    row_of[i] = n_rows++;
+  }
+  g_autofree double *scores = g_new(double, MAX(n_rows, 1));
+  if (n_rows > 0 && !ts_cost_model_predict_rows(model, ts_cost_feature_names(target), n, rows,
+                                                  n_rows, scores, &local)) {
+    g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_OPEN,
+                "%s, model %" G_GINT64_FORMAT ": %s", db->path, id, local->message);
+    return NULL;
+  }
+  TsStudioLearned *out = g_new0(TsStudioLearned, 1);
+  out->model_id = id;
+  out->kind = g_steal_pointer(&kind);
+  g_autofree char *described = ts_op_instance_describe(inst);
+  out->in_sample = trained_with(trained_on, described);
+  out->scores = g_array_sized_new(FALSE, FALSE, sizeof(double), trials->len);
+  for (guint i = 0; i < trials->len; i++) {
+    double v = row_of[i] == G_MAXUINT ? NAN : scores[row_of[i]];
+    g_array_append_val(out->scores, v);
+  }
+  return out;
 }

@@ -22,6 +22,7 @@ typedef enum {
   TS_STUDIO_ERROR_OPEN,      /* not a schedule cache, corrupt, newer schema: the message says */
   TS_STUDIO_ERROR_NOT_FOUND, /* no such workload, trial or profile in this cache */
   TS_STUDIO_ERROR_TRACE,     /* a trace file that is not Chrome Trace Event JSON */
+  TS_STUDIO_ERROR_NO_MODEL,  /* no learned cost model stored for the backend */
   TS_STUDIO_ERROR_EXPORT,    /* unknown view or format, unwritable output */
 } TsStudioError;
 
@@ -102,6 +103,24 @@ GPtrArray *ts_studio_db_profiles(TsStudioDb *db, const TsStudioWorkload *workloa
 /* What a profile is of, for a label: the workload's label ("gemm M=64,N=64,K=64 f32"), or "a
  * tuning session" for one stored without a workload. */
 char *ts_studio_db_profile_subject(TsStudioDb *db, const TsDbProfile *profile);
+/* The learned cost model's view of a workload's trials: the newest model stored for the
+ * device's backend ("xgb-rank/cpu", what the model strategy ranks with) scoring each trial's
+ * point, with the features training used. */
+typedef struct {
+  gint64 model_id;
+  char *kind;
+  gboolean in_sample; /* the model was trained with this workload's trials */
+  GArray *scores;     /* double per trial, in the trials' order: higher = predicted faster;
+                       * NAN where it cannot score (a schedule that does not parse) */
+} TsStudioLearned;
+
+/* NULL with TS_STUDIO_ERROR_NO_MODEL when the cache holds no model for the backend (the
+ * message says how to train one). */
+TsStudioLearned *ts_studio_db_learned(TsStudioDb *db, const TsStudioWorkload *workload,
+                                      GPtrArray *trials, GError **error);
+void ts_studio_learned_free(TsStudioLearned *learned);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsStudioLearned, ts_studio_learned_free)
+
 /* A profile's events (GArray of TsDbEvent, times relative to its t0). */
 GArray *ts_studio_db_events(TsStudioDb *db, gint64 profile_id, GError **error);
 

@@ -10,7 +10,8 @@
 #include "ts-studio-view.h"
 
 static const char *const views[] = {
-  "roofline", "history", "history-wall", "predicted", "timeline", "lowering", "diff", NULL,
+  "roofline", "history", "history-wall", "predicted", "learned", "timeline", "lowering", "diff",
+  NULL,
 };
 
 const char *const *
@@ -213,6 +214,14 @@ ts_studio_export(const TsStudioExportOptions *o, char **summary, GError **error)
                                        : TS_STUDIO_HISTORY_BY_INDEX);
       } else if (strcmp(name, "predicted") == 0) {
         view = ts_studio_predicted_new(w, trials);
+      } else if (strcmp(name, "learned") == 0) {
+        g_autoptr(GError) why = NULL;
+        g_autoptr(TsStudioLearned) learned = ts_studio_db_learned(db, w, trials, &why);
+        if (learned == NULL && !g_error_matches(why, TS_STUDIO_ERROR, TS_STUDIO_ERROR_NO_MODEL)) {
+          g_propagate_error(error, g_steal_pointer(&why));
+          return FALSE;
+        }
+        view = ts_studio_learned_new(w, trials, learned, why ? why->message : NULL);
       } else {
         view = lowering_view(w, trials, o, strcmp(name, "diff") == 0, error);
       }

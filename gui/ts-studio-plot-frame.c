@@ -316,6 +316,7 @@ hover_painter(const TsStudioView *view)
       {"roofline", ts__roofline_draw_hover},
       {"history", ts__history_draw_hover},
       {"predicted", ts__predicted_draw_hover},
+      {"learned", ts__learned_draw_hover},
   };
   for (guint i = 0; i < G_N_ELEMENTS(plots); i++)
     if (g_strcmp0(ts_studio_view_name(view), plots[i].name) == 0)

@@ -171,6 +171,8 @@ gboolean ts__roofline_draw_hover(TsStudioView *view, TsCanvas *canvas, double wi
 gboolean ts__history_draw_hover(TsStudioView *view, TsCanvas *canvas, double width, double height);
 gboolean ts__predicted_draw_hover(TsStudioView *view, TsCanvas *canvas, double width,
                                   double height);
+gboolean ts__learned_draw_hover(TsStudioView *view, TsCanvas *canvas, double width,
+                                double height);
 
 /* The trial plots' common hover text: schedule, status, time, figures, strategy, id. */
 char *ts__plot_describe_trial(const TsStudioTrial *trial);

@@ -22,7 +22,7 @@ struct _TsStudioWindow {
   GtkWidget *switcher, *states, *views, *timeline_states;
   GtkWidget *empty_label, *empty_path, *no_profile_label;
   GtkWidget *loading_label, *loading_progress, *loading_cancel;
-  GtkWidget *color_by, *history_axis, *profile_choice;
+  GtkWidget *color_by, *history_axis, *profile_choice, *predicted_model;
   GtkWidget *timeline_search, *timeline_matches, *trace_search, *trace_matches;
   GtkStringList *profile_labels;
   GMenu *recent_section;
@@ -162,6 +162,18 @@ make_history(TsStudioWindow *self)
   return ts_studio_history_new(self->workload, shown, self->runs, axis);
 }
 
+/* The analytic estimate against the measurements, or the learned model's ranking. */
+static TsStudioView *
+make_predicted(TsStudioWindow *self, GPtrArray *shown)
+{
+  if (gtk_drop_down_get_selected(GTK_DROP_DOWN(self->predicted_model)) != 1)
+    return ts_studio_predicted_new(self->workload, shown);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsStudioLearned) learned = ts_studio_db_learned(self->db, self->workload, shown,
+                                                            &error);
+  return ts_studio_learned_new(self->workload, shown, learned, error ? error->message : NULL);
+}
+
 /* The three trial plots, of the trials the list shows, keeping the selection's highlight. */
 static void
 make_plots(TsStudioWindow *self)
@@ -176,8 +188,7 @@ make_plots(TsStudioWindow *self)
                                       : TS_STUDIO_COLOR_BY_STATUS);
   ts_studio_plot_area_set_view(self->roofline_area, roofline, NULL);
   ts_studio_plot_area_set_view(self->history_area, make_history(self), NULL);
-  ts_studio_plot_area_set_view(self->predicted_area,
-                               ts_studio_predicted_new(self->workload, shown), NULL);
+  ts_studio_plot_area_set_view(self->predicted_area, make_predicted(self, shown), NULL);
   g_autoptr(GPtrArray) selected = ts_studio_trial_list_get_selected(self->trial_list);
   gint64 id = selected->len ? ((const TsStudioTrial *)selected->pdata[0])->id : 0;
   ts_studio_plot_area_set_selected(self->roofline_area, id);
@@ -351,6 +362,16 @@ on_color_by(GObject *drop_down, GParamSpec *pspec, TsStudioWindow *self)
 }
 
 static void
+on_predicted_model(GObject *drop_down, GParamSpec *pspec, TsStudioWindow *self)
+{
+  if (self->workload == NULL)
+    return;
+  g_autoptr(GPtrArray) shown = ts_studio_trial_list_get_shown(self->trial_list);
+  ts_studio_plot_area_set_view(self->predicted_area, make_predicted(self, shown), NULL);
+  on_trials_selected(self->trial_list, self);
+}
+
+static void
 on_history_axis(GObject *drop_down, GParamSpec *pspec, TsStudioWindow *self)
 {
   if (self->workload == NULL)
@@ -464,6 +485,7 @@ ts_studio_window_class_init(TsStudioWindowClass *klass)
   BIND(loading_cancel);
   BIND(color_by);
   BIND(history_axis);
+  BIND(predicted_model);
   BIND(profile_choice);
   BIND(timeline_search);
   BIND(timeline_matches);
@@ -497,6 +519,8 @@ ts_studio_window_init(TsStudioWindow *self)
   g_signal_connect(self->predicted_area, "mark-activated", G_CALLBACK(on_mark_activated), self);
   g_signal_connect(self->color_by, "notify::selected", G_CALLBACK(on_color_by), self);
   g_signal_connect(self->history_axis, "notify::selected", G_CALLBACK(on_history_axis), self);
+  g_signal_connect(self->predicted_model, "notify::selected", G_CALLBACK(on_predicted_model),
+                   self);
   g_signal_connect(self->profile_choice, "notify::selected", G_CALLBACK(on_profile_chosen), self);
   GtkWidget *searches[] = {self->timeline_search, self->trace_search};
   for (guint i = 0; i < G_N_ELEMENTS(searches); i++) {

@@ -9,7 +9,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "ts-cost-model.h"
 #include "ts-op.h"
+#include "ts-studio-view.h"
 #include "ts-prof-trace.h"
 #include "ts-trace.h"
 #include "test-util.h"
@@ -964,6 +966,70 @@ test_diff_unified(Cache *c, gconstpointer data)
   g_assert_cmpstr(un, ==, "--- a\n+++ b\n@@ -0,0 +1,2 @@\n+p\n+q\n");
 }
 
+static char *
+svg_of_view(TsStudioView *view)
+{
+  g_autoptr(TsCanvas) c = ts_canvas_new_svg(900, 600);
+  ts_studio_view_draw(view, c, 900, 600);
+  return ts_canvas_svg_finish(c);
+}
+
+/* The learned model's view: none stored says how to train one; a model trained on the cache's
+ * CPU trials scores each trial, in-sample, and the plot ranks them. */
+static void
+test_learned(Cache *c, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(TsStudioDb) db = open_cache(c);
+    const TsStudioWorkload *cpu = ts_studio_db_workloads(db)->pdata[1];
+    g_autoptr(GPtrArray) trials = ts_studio_db_trials(db, cpu, &error);
+    g_assert_no_error(error);
+    g_assert_null(ts_studio_db_learned(db, cpu, trials, &error));
+    g_assert_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_NO_MODEL);
+    g_assert_nonnull(strstr(error->message, "tessera-tune model train"));
+    g_autoptr(TsStudioView) none = ts_studio_learned_new(cpu, trials, NULL, error->message);
+    g_autofree char *svg = svg_of_view(none);
+    g_assert_nonnull(strstr(svg, "No learned cost model of kind xgb-rank/cpu"));
+    g_assert_cmpuint(none->n_marks, ==, 0);
+    g_clear_error(&error);
+  }
+  {
+    g_autoptr(TsDb) raw = ts_db_open(c->path, TS_DB_OPEN_DEFAULT, &error);
+    g_assert_no_error(error);
+    g_autoptr(TsCostDataset) ds = ts_cost_dataset_from_db(raw, "cpu", NULL, &error);
+    g_assert_no_error(error);
+    g_autoptr(TsCostModel) m = ts_cost_model_train(ds, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(ts_cost_model_store(raw, m, "xgb-rank/cpu", ds, NULL, &error), >, 0);
+  }
+  g_autoptr(TsStudioDb) db = open_cache(c);
+  const TsStudioWorkload *cpu = ts_studio_db_workloads(db)->pdata[1];
+  g_autoptr(GPtrArray) trials = ts_studio_db_trials(db, cpu, &error);
+  g_autoptr(TsStudioLearned) learned = ts_studio_db_learned(db, cpu, trials, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(learned->kind, ==, "xgb-rank/cpu");
+  g_assert_cmpint(learned->model_id, >, 0);
+  g_assert_true(learned->in_sample);
+  g_assert_cmpuint(learned->scores->len, ==, trials->len);
+  guint ok = 0;
+  for (guint i = 0; i < trials->len; i++) {
+    const TsStudioTrial *t = trials->pdata[i];
+    if (t->status == TS_DB_TRIAL_OK) {
+      g_assert_true(isfinite(g_array_index(learned->scores, double, i)));
+      ok++;
+    }
+  }
+  g_autoptr(TsStudioView) view = ts_studio_learned_new(cpu, trials, learned, NULL);
+  g_assert_cmpuint(view->n_marks, ==, ok);
+  g_autofree char *svg = svg_of_view(view);
+  g_assert_nonnull(strstr(svg, "Learned model vs measured time: Kendall τ-b "));
+  g_assert_nonnull(strstr(svg, "in-sample, not a prediction"));
+  g_assert_cmpuint(view->n_drawn, ==, ok);
+  g_autofree char *text = ts_studio_view_describe(view, c->t_fast);
+  g_assert_nonnull(strstr(text, "learned model: rank "));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -983,6 +1049,7 @@ main(int argc, char **argv)
   ADD("trace/malformed", test_trace_malformed, NULL);
   ADD("trace/truncated", test_trace_truncated, NULL);
   ADD("lower", test_lower, with_cache);
+  ADD("learned", test_learned, with_cache);
   ADD("diff/ops", test_diff, NULL);
   ADD("diff/unified", test_diff_unified, NULL);
   return g_test_run();

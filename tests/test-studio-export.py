@@ -111,6 +111,19 @@ pred = groups(svg("pred.svg"), "trial ")
 n_pred = rows("SELECT count(*) FROM trial WHERE status = 'ok' AND predicted_cost IS NOT NULL")[0][0]
 ok(len(pred) == n_pred, "one predicted-vs-measured point per trial with a prediction (%d)" % n_pred)
 
+# ---- the learned model: none stored says how to train one; trained, it ranks every trial ----
+ok(export("learned", "learned0.svg").returncode == 0, "export learned without a model exits 0")
+ok("tessera-tune model train" in open(os.path.join(TMP, "learned0.svg")).read(),
+   "without a model the plot says how to train one")
+ok(run(TT, "model", "train", "--db", DB, "--backend", "cpu").returncode == 0, "model train")
+ok(export("learned", "learned.svg").returncode == 0, "export learned")
+ranked = groups(svg("learned.svg"), "trial ")
+n_ok = rows("SELECT count(*) FROM trial WHERE status = 'ok'")[0][0]
+learned_text = open(os.path.join(TMP, "learned.svg")).read()
+ok(len(ranked) == n_ok and "Kendall τ-b" in learned_text and "in-sample" in learned_text,
+   "one ranked point per verified trial (%d of %d), tau in the title, in-sample said"
+   % (len(ranked), n_ok))
+
 # ---- timeline: from the cache and from the trace file ----
 events = rows("SELECT kind, name FROM profile_event ORDER BY seq")
 # Allocations and frees are drawn as the memory-in-use area, every other event as a mark.

@@ -33,7 +33,7 @@ main(int argc, char **argv)
       /* Headless export: no display needed. */
       {"export", 0, 0, G_OPTION_ARG_STRING, &export_view,
        "Render VIEW of PATH to --output without a window, then quit: roofline, history, "
-       "history-wall, predicted, timeline, lowering, diff",
+       "history-wall, predicted, learned, timeline, lowering, diff",
        "VIEW"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
        "The exported file; its extension (.svg or .png) picks the format", "FILE"},
