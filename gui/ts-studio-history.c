@@ -152,6 +152,7 @@ layout(const History *h, double width, double height, TsPlot *p)
   p->ay.unit = "s";
   ts__plot_axis_fit(&p->ax, TS_PLOT_LINEAR, h->x_lo, h->x_hi, 0.03);
   ts__plot_axis_fit(&p->ay, TS_PLOT_LOG, h->y_lo, h->y_hi, 1.3);
+  ts__plot_apply_zoom(&h->view, p);
 }
 
 /* Failures have no time: they sit on the bottom edge. */

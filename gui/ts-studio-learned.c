@@ -41,6 +41,7 @@ layout(const Learned *lv, double width, double height, TsPlot *p)
   p->ay.label_scale = 1e-9;
   p->ay.unit = "s";
   ts__plot_axis_fit(&p->ay, TS_PLOT_LOG, lv->lo, lv->hi, 1.3);
+  ts__plot_apply_zoom(&lv->view, p);
 }
 
 static void

@@ -12,10 +12,15 @@
  * the pointer from mark to mark. The widget keeps the view drawn without hover as a texture and,
  * while only the hover moves, paints that texture plus the hovered mark alone
  * (ts__plot_draw_hover). Anything else that queues a draw (a new size, theme, selection, or the
- * window changing the view and calling gtk_widget_queue_draw) redraws the view whole. */
+ * window changing the view and calling gtk_widget_queue_draw) redraws the view whole.
+ *
+ * Zoom: the wheel zooms about the pointer, a drag pans the zoomed plot, + and - zoom about the
+ * middle, 0 or Home shows the whole plot again (ts_studio_view_zoom). */
 #include "ts-studio-widgets.h"
 
 #include "ts-studio-plot-private.h"
+
+#include <math.h>
 
 struct _TsStudioPlotArea {
   GtkWidget parent_instance;
@@ -25,6 +30,9 @@ struct _TsStudioPlotArea {
   int base_w, base_h, base_scale;
   gboolean base_dark;
   gboolean hover_only; /* the draw queued is for a change of hover alone */
+  double pointer_x, pointer_y;
+  gboolean pointer_in;
+  double drag_last_x, drag_last_y; /* the drag's offset already applied */
 };
 
 G_DEFINE_FINAL_TYPE(TsStudioPlotArea, ts_studio_plot_area, GTK_TYPE_WIDGET)
@@ -168,13 +176,103 @@ set_hover(TsStudioPlotArea *self, gint64 id)
 static void
 on_motion(GtkEventControllerMotion *motion, double x, double y, TsStudioPlotArea *self)
 {
+  self->pointer_x = x;
+  self->pointer_y = y;
+  self->pointer_in = TRUE;
   set_hover(self, hit(self, x, y));
 }
 
 static void
 on_leave(GtkEventControllerMotion *motion, TsStudioPlotArea *self)
 {
+  self->pointer_in = FALSE;
   set_hover(self, 0);
+}
+
+/* The view changed as a whole (zoom, pan): drawn again from scratch. */
+static void
+redraw(TsStudioPlotArea *self)
+{
+  g_clear_object(&self->base);
+  self->hover_only = FALSE;
+  gtk_widget_queue_draw(GTK_WIDGET(self));
+  gtk_widget_trigger_tooltip_query(GTK_WIDGET(self));
+}
+
+static void
+zoom_at(TsStudioPlotArea *self, double factor, double x, double y)
+{
+  GtkWidget *w = GTK_WIDGET(self);
+  double fx, fy;
+  ts_studio_view_plot_fraction(self->view, x, y, gtk_widget_get_width(w),
+                               gtk_widget_get_height(w), &fx, &fy);
+  ts_studio_view_zoom(self->view, factor, fx, fy);
+  redraw(self);
+}
+
+static gboolean
+on_scroll(GtkEventControllerScroll *scroll, double dx, double dy, TsStudioPlotArea *self)
+{
+  if (self->view == NULL || dy == 0)
+    return FALSE;
+  GtkWidget *w = GTK_WIDGET(self);
+  double x = self->pointer_in ? self->pointer_x : gtk_widget_get_width(w) / 2.0;
+  double y = self->pointer_in ? self->pointer_y : gtk_widget_get_height(w) / 2.0;
+  zoom_at(self, pow(1.25, -dy), x, y);
+  return TRUE;
+}
+
+static void
+on_drag_begin(GtkGestureDrag *drag, double x, double y, TsStudioPlotArea *self)
+{
+  self->drag_last_x = self->drag_last_y = 0;
+}
+
+static void
+on_drag_update(GtkGestureDrag *drag, double dx, double dy, TsStudioPlotArea *self)
+{
+  if (self->view == NULL || !self->view->zoomed)
+    return;
+  GtkWidget *w = GTK_WIDGET(self);
+  double f0x, f0y, f1x, f1y;
+  int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
+  ts_studio_view_plot_fraction(self->view, 0, 0, width, height, &f0x, &f0y);
+  ts_studio_view_plot_fraction(self->view, dx - self->drag_last_x, dy - self->drag_last_y, width,
+                               height, &f1x, &f1y);
+  self->drag_last_x = dx;
+  self->drag_last_y = dy;
+  /* The data under the pointer follows it: the window moves the other way. */
+  ts_studio_view_pan(self->view, -(f1x - f0x), -(f1y - f0y));
+  redraw(self);
+}
+
+static gboolean
+on_key(GtkEventControllerKey *key, guint keyval, guint keycode, GdkModifierType state,
+       TsStudioPlotArea *self)
+{
+  if (self->view == NULL)
+    return FALSE;
+  GtkWidget *w = GTK_WIDGET(self);
+  double cx = gtk_widget_get_width(w) / 2.0, cy = gtk_widget_get_height(w) / 2.0;
+  switch (keyval) {
+  case GDK_KEY_plus:
+  case GDK_KEY_equal:
+  case GDK_KEY_KP_Add:
+    zoom_at(self, 1.5, cx, cy);
+    return TRUE;
+  case GDK_KEY_minus:
+  case GDK_KEY_KP_Subtract:
+    zoom_at(self, 1 / 1.5, cx, cy);
+    return TRUE;
+  case GDK_KEY_0:
+  case GDK_KEY_KP_0:
+  case GDK_KEY_Home:
+    ts_studio_view_zoom_reset(self->view);
+    redraw(self);
+    return TRUE;
+  default:
+    return FALSE;
+  }
 }
 
 /* A click on a mark selects it and tells the window; a click beside every mark keeps the
@@ -195,6 +293,7 @@ ts_studio_plot_area_click(TsStudioPlotArea *self, double x, double y, GdkModifie
 static void
 on_pressed(GtkGestureClick *gesture, int n_press, double x, double y, TsStudioPlotArea *self)
 {
+  gtk_widget_grab_focus(GTK_WIDGET(self));
   GdkModifierType state =
     gtk_event_controller_get_current_event_state(GTK_EVENT_CONTROLLER(gesture));
   ts_studio_plot_area_click(self, x, y, state);
@@ -258,6 +357,20 @@ ts_studio_plot_area_init(TsStudioPlotArea *self)
   gtk_gesture_single_set_button(GTK_GESTURE_SINGLE(click), GDK_BUTTON_PRIMARY);
   g_signal_connect(click, "pressed", G_CALLBACK(on_pressed), self);
   gtk_widget_add_controller(widget, GTK_EVENT_CONTROLLER(click));
+
+  gtk_widget_set_focusable(widget, TRUE);
+  GtkEventController *scroll =
+      gtk_event_controller_scroll_new(GTK_EVENT_CONTROLLER_SCROLL_VERTICAL);
+  g_signal_connect(scroll, "scroll", G_CALLBACK(on_scroll), self);
+  gtk_widget_add_controller(widget, scroll);
+  GtkGesture *drag = gtk_gesture_drag_new();
+  gtk_gesture_single_set_button(GTK_GESTURE_SINGLE(drag), GDK_BUTTON_PRIMARY);
+  g_signal_connect(drag, "drag-begin", G_CALLBACK(on_drag_begin), self);
+  g_signal_connect(drag, "drag-update", G_CALLBACK(on_drag_update), self);
+  gtk_widget_add_controller(widget, GTK_EVENT_CONTROLLER(drag));
+  GtkEventController *key = gtk_event_controller_key_new();
+  g_signal_connect(key, "key-pressed", G_CALLBACK(on_key), self);
+  gtk_widget_add_controller(widget, key);
 }
 
 GtkWidget *

@@ -340,3 +340,102 @@ ts__plot_draw_hover(TsStudioView *view, TsCanvas *c, double width, double height
     view->theme = ts_studio_theme(FALSE);
   return draw_hover(view, c, width, height);
 }
+
+/* ---- zoom ---- */
+
+static void
+zoom_axis(TsPlotAxis *a, double f0, double f1)
+{
+  if (a->scale == TS_PLOT_LOG) {
+    double l = log10(a->lo), h = log10(a->hi);
+    a->lo = pow(10, l + f0 * (h - l));
+    a->hi = pow(10, l + f1 * (h - l));
+  } else {
+    double l = a->lo, h = a->hi;
+    a->lo = l + f0 * (h - l);
+    a->hi = l + f1 * (h - l);
+  }
+}
+
+void
+ts__plot_apply_zoom(const TsStudioView *view, TsPlot *p)
+{
+  if (!view->zoomed)
+    return;
+  zoom_axis(&p->ax, view->zx0, view->zx1);
+  zoom_axis(&p->ay, view->zy0, view->zy1);
+}
+
+/* A window [*a, *b] of [0, 1] zoomed by factor about the fraction f of it, kept inside. */
+static void
+zoom_range(double *a, double *b, double factor, double f)
+{
+  double w = *b - *a, at = *a + CLAMP(f, 0, 1) * w;
+  /* Not past a millionth of the axis: below that, doubles stop telling ticks apart. */
+  double nw = CLAMP(w / factor, 1e-6, 1);
+  double na = CLAMP(at - CLAMP(f, 0, 1) * nw, 0, 1 - nw);
+  *a = na;
+  *b = na + nw;
+}
+
+static gboolean
+zoomable(const TsStudioView *view)
+{
+  return hover_painter(view) != NULL; /* the trial plots */
+}
+
+static void
+settle(TsStudioView *view)
+{
+  /* Back to the whole plot: not zoomed, so the axes keep their rounded 1-2-5 ends. */
+  if (view->zx1 - view->zx0 >= 1 - 1e-9 && view->zy1 - view->zy0 >= 1 - 1e-9)
+    ts_studio_view_zoom_reset(view);
+}
+
+void
+ts_studio_view_zoom(TsStudioView *view, double factor, double fx, double fy)
+{
+  g_return_if_fail(view != NULL && factor > 0);
+  if (!zoomable(view))
+    return;
+  if (!view->zoomed) {
+    view->zoomed = TRUE;
+    view->zx0 = view->zy0 = 0;
+    view->zx1 = view->zy1 = 1;
+  }
+  zoom_range(&view->zx0, &view->zx1, factor, fx);
+  zoom_range(&view->zy0, &view->zy1, factor, fy);
+  settle(view);
+}
+
+void
+ts_studio_view_pan(TsStudioView *view, double dx, double dy)
+{
+  g_return_if_fail(view != NULL);
+  if (!view->zoomed)
+    return; /* the whole plot has nowhere to go */
+  double w = view->zx1 - view->zx0, h = view->zy1 - view->zy0;
+  view->zx0 = CLAMP(view->zx0 + dx * w, 0, 1 - w);
+  view->zx1 = view->zx0 + w;
+  view->zy0 = CLAMP(view->zy0 + dy * h, 0, 1 - h);
+  view->zy1 = view->zy0 + h;
+}
+
+void
+ts_studio_view_zoom_reset(TsStudioView *view)
+{
+  g_return_if_fail(view != NULL);
+  view->zoomed = FALSE;
+  view->zx0 = view->zy0 = 0;
+  view->zx1 = view->zy1 = 1;
+}
+
+void
+ts_studio_view_plot_fraction(const TsStudioView *view, double x, double y, double width,
+                             double height, double *fx, double *fy)
+{
+  TsPlot p;
+  ts__plot_layout(&p, width, height);
+  *fx = p.w > 0 ? (x - p.x) / p.w : 0.5;
+  *fy = p.h > 0 ? (p.y + p.h - y) / p.h : 0.5;
+}

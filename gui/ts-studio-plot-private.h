@@ -46,6 +46,9 @@ void ts__plot_layout(TsPlot *plot, double width, double height);
  * (a factor on a log axis, a fraction of the span on a linear one), rounded outwards to 1-2-5
  * values. Degenerate ranges widen around their value; no finite value gives [1, 10]. */
 void ts__plot_axis_fit(TsPlotAxis *axis, TsPlotScale scale, double lo, double hi, double pad);
+/* Narrows both axes to the part of them view's zoom shows: each plot's layout calls it after
+ * fitting its axes. */
+void ts__plot_apply_zoom(const TsStudioView *view, TsPlot *plot);
 /* Pixel of a data value; log axes map values <= 0 far below the range (clipped away). */
 double ts__plot_axis_map(const TsPlotAxis *axis, double v);
 double ts__plot_x(const TsPlot *plot, double v);

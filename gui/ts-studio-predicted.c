@@ -36,6 +36,7 @@ layout(const Predicted *pr, double width, double height, TsPlot *p)
     axes[i]->unit = "s";
     ts__plot_axis_fit(axes[i], TS_PLOT_LOG, pr->lo, pr->hi, 1.3);
   }
+  ts__plot_apply_zoom(&pr->view, p);
 }
 
 static gboolean

@@ -72,6 +72,7 @@ layout(const Roofline *r, double width, double height, TsPlot *p)
   p->ay.label_scale = 1e9; /* GFLOP/s on the axis, FLOP/s with prefixes on the labels */
   ts__plot_axis_fit(&p->ax, TS_PLOT_LOG, r->x_lo, r->x_hi, 1.5);
   ts__plot_axis_fit(&p->ay, TS_PLOT_LOG, r->y_lo, r->y_hi, 1.5);
+  ts__plot_apply_zoom(&r->view, p);
 }
 
 /* ---- trials ---- */

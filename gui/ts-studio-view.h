@@ -35,11 +35,25 @@ struct _TsStudioView {
   /* What the last draw showed, for tests and the benchmark: marks drawn (after folding) and
    * marks the view holds. */
   guint n_drawn, n_marks;
+  /* The trial plots' zoom: the part of the fitted axes shown, as fractions of each (in axis
+   * space: decades on a log axis); zoomed FALSE shows them whole. */
+  gboolean zoomed;
+  double zx0, zx1, zy0, zy1;
 };
 
 void ts_studio_view_free(TsStudioView *view);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsStudioView, ts_studio_view_free)
 const char *ts_studio_view_name(const TsStudioView *view);
+/* Zooming a trial plot (roofline, history, predicted, learned; other views ignore it): by
+ * factor (> 1: in) about the point at fractions (fx, fy) of the plot area from its left and
+ * bottom edges; panning by fractions of the part shown (positive: later, higher); resetting
+ * to the whole plot. The part shown stays within the fitted axes. */
+void ts_studio_view_zoom(TsStudioView *view, double factor, double fx, double fy);
+void ts_studio_view_pan(TsStudioView *view, double dx, double dy);
+void ts_studio_view_zoom_reset(TsStudioView *view);
+/* (fx, fy) of the pixel (x, y) of a plot drawn width x height (may be outside 0..1). */
+void ts_studio_view_plot_fraction(const TsStudioView *view, double x, double y, double width,
+                                  double height, double *fx, double *fy);
 const char *ts_studio_view_unit(const TsStudioView *view);
 void ts_studio_view_set_theme(TsStudioView *view, const TsStudioTheme *theme);
 void ts_studio_view_draw(TsStudioView *view, TsCanvas *canvas, double width, double height);

@@ -197,6 +197,29 @@ test_plot_area(void)
   cairo_surface_destroy(s);
   g_signal_emit_by_name(motion, "leave");
   g_assert_cmpint(view->hover, ==, 0);
+
+  /* The wheel zooms about the pointer (the mark under it stays there), a drag pans, 0 shows the
+   * whole plot again. */
+  g_signal_emit_by_name(motion, "motion", mx, my);
+  GObject *scroll = controller(widget, GTK_TYPE_EVENT_CONTROLLER_SCROLL);
+  gboolean handled = FALSE;
+  g_signal_emit_by_name(scroll, "scroll", 0.0, -4.0, &handled);
+  g_assert_true(handled);
+  g_assert_true(view->zoomed);
+  double zx, zy;
+  find_mark(widget, view, 2, &zx, &zy);
+  g_assert_cmpfloat(fabs(zx - mx), <, 2);
+  g_assert_cmpfloat(fabs(zy - my), <, 2);
+  double x0 = view->zx0;
+  GObject *drag = controller(widget, GTK_TYPE_GESTURE_DRAG);
+  g_signal_emit_by_name(drag, "drag-begin", mx, my);
+  g_signal_emit_by_name(drag, "drag-update", 40.0, 0.0);
+  g_assert_cmpfloat(view->zx0, <, x0);
+  GObject *key = controller(widget, GTK_TYPE_EVENT_CONTROLLER_KEY);
+  g_signal_emit_by_name(key, "key-pressed", GDK_KEY_0, 0, 0, &handled);
+  g_assert_true(handled);
+  g_assert_false(view->zoomed);
+  g_signal_emit_by_name(motion, "leave");
   s = render(widget);
   ring = cairo_image_surface_get_data(s) + (int)my * stride + 4 * (int)(mx + 9.5);
   /* The hover ring is gone; the selection's (trial 2 is selected) is the foreground's. */

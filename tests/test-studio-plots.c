@@ -683,6 +683,34 @@ test_predicted(void)
   g_assert_nonnull(strstr(text, "predicted 12 ms"));
   g_assert_nonnull(strstr(text, "measured 2.00x faster than predicted"));
 
+  /* Zoomed 4x about trial 2's mark: it stays where it was, the others spread out 4x (log-log),
+   * hit follows; a pan moves the marks; reset and zooming out from the whole plot show it all. */
+  double fx, fy;
+  ts_studio_view_plot_fraction(view, x2, y2, W, H, &fx, &fy);
+  ts_studio_view_zoom(view, 4, fx, fy);
+  g_assert_true(view->zoomed);
+  g_autofree char *zsvg = render_svg(view);
+  double zx2, zy2, zx3, zy3;
+  circle_of(zsvg, "trial-2", &zx2, &zy2);
+  circle_of(zsvg, "trial-3", &zx3, &zy3);
+  g_assert_cmpfloat(fabs(zx2 - x2), <, 1.5);
+  g_assert_cmpfloat(fabs(zy2 - y2), <, 1.5);
+  g_assert_cmpfloat(fabs((zx2 - zx3) / (x2 - x3) - 4), <, 0.05);
+  g_assert_cmpint(ts_studio_view_hit(view, zx2, zy2, W, H), ==, 2);
+  ts_studio_view_pan(view, 0.1, 0);
+  g_autofree char *psvg = render_svg(view);
+  double px2, py2;
+  circle_of(psvg, "trial-2", &px2, &py2);
+  g_assert_cmpfloat(px2, <, zx2 - 20);
+  g_assert_cmpfloat(fabs(py2 - zy2), <, 1.5);
+  ts_studio_view_zoom_reset(view);
+  g_autofree char *rsvg = render_svg(view);
+  double rx2, ry2;
+  circle_of(rsvg, "trial-2", &rx2, &ry2);
+  g_assert_cmpfloat(fabs(rx2 - x2), <, 0.01);
+  ts_studio_view_zoom(view, 0.5, 0.5, 0.5);
+  g_assert_false(view->zoomed);
+
   /* Reversed order: tau -1. */
   for (guint i = 0; i < trials->len; i++) {
     TsStudioTrial *t = trials->pdata[i];
