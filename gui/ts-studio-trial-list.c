@@ -431,6 +431,15 @@ ts_studio_trial_list_set_trials(TsStudioTrialList *list, GPtrArray *trials)
   g_signal_handlers_unblock_by_func(list->filtered, update_count, list);
   gtk_selection_model_unselect_all(GTK_SELECTION_MODEL(list->selection));
   update_count(list);
+  /* The compiler's report exists for GPU kernels only: on a CPU workload the columns would be
+   * dashes taking the schedule's room. */
+  gboolean resources = FALSE;
+  for (guint i = 0; trials != NULL && i < trials->len && !resources; i++) {
+    const TsStudioTrial *t = g_ptr_array_index(trials, i);
+    resources = t->registers >= 0 || t->spill_stores >= 0;
+  }
+  gtk_column_view_column_set_visible(list->cols[COL_REGISTERS], resources);
+  gtk_column_view_column_set_visible(list->cols[COL_SPILLS], resources);
 }
 
 GListModel *

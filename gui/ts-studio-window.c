@@ -198,6 +198,25 @@ make_plots(TsStudioWindow *self)
 
 /* A profiled tune's "trial ID: POINT" range clicked: that trial is selected in the list (and so
  * in the plots and the lowering), when it is a trial of the workload shown. */
+static void
+profile_label_setup(GtkSignalListItemFactory *factory, GtkListItem *item, gpointer data)
+{
+  GtkWidget *label = gtk_label_new(NULL);
+  gtk_label_set_xalign(GTK_LABEL(label), 0);
+  gtk_label_set_ellipsize(GTK_LABEL(label), PANGO_ELLIPSIZE_END);
+  gtk_label_set_max_width_chars(GTK_LABEL(label), 60);
+  gtk_list_item_set_child(item, label);
+}
+
+static void
+profile_label_bind(GtkSignalListItemFactory *factory, GtkListItem *item, gpointer data)
+{
+  GtkStringObject *s = gtk_list_item_get_item(item);
+  GtkWidget *label = gtk_list_item_get_child(item);
+  gtk_label_set_text(GTK_LABEL(label), gtk_string_object_get_string(s));
+  gtk_widget_set_tooltip_text(label, gtk_string_object_get_string(s));
+}
+
 /* ---- searching a timeline: the workbench's and a trace's have an entry each ---- */
 
 static TsStudioTimelineArea *
@@ -522,6 +541,11 @@ ts_studio_window_init(TsStudioWindow *self)
   g_signal_connect(self->predicted_model, "notify::selected", G_CALLBACK(on_predicted_model),
                    self);
   g_signal_connect(self->profile_choice, "notify::selected", G_CALLBACK(on_profile_chosen), self);
+  /* Profile labels carry a schedule: ellipsized, so the search entry beside keeps its room. */
+  g_autoptr(GtkListItemFactory) labels = gtk_signal_list_item_factory_new();
+  g_signal_connect(labels, "setup", G_CALLBACK(profile_label_setup), NULL);
+  g_signal_connect(labels, "bind", G_CALLBACK(profile_label_bind), NULL);
+  gtk_drop_down_set_factory(GTK_DROP_DOWN(self->profile_choice), labels);
   GtkWidget *searches[] = {self->timeline_search, self->trace_search};
   for (guint i = 0; i < G_N_ELEMENTS(searches); i++) {
     g_signal_connect(searches[i], "search-changed", G_CALLBACK(on_search_changed), self);
