@@ -392,19 +392,6 @@ stored_resources(JsonObject *metrics, TsStudioTrial *t)
   }
 }
 
-/* The trial's metrics object, or NULL. */
-static JsonNode *
-metrics_of(const char *metrics_json)
-{
-  if (metrics_json == NULL)
-    return NULL;
-  g_autoptr(JsonParser) p = json_parser_new();
-  if (!json_parser_load_from_data(p, metrics_json, -1, NULL))
-    return NULL;
-  JsonNode *root = json_parser_get_root(p);
-  return root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_copy(root) : NULL;
-}
-
 /* Coordinates from the op's counts and today's ceilings, for trials stored without them. */
 static void
 computed_roofline(const Workload *w, TsStudioTrial *t)
@@ -452,11 +439,14 @@ trial_from_db(const Workload *w, const TsDbTrial *d, guint index, GDateTime *fir
     t->wall_s = (double)g_date_time_difference(at, first) / G_USEC_PER_SEC;
   t->compile_ms = d->compile_ms;
   t->registers = t->spill_stores = t->spill_loads = -1;
-  g_autoptr(JsonNode) metrics = metrics_of(d->metrics_json);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  JsonNode *root = d->metrics_json && json_parser_load_from_data(parser, d->metrics_json, -1, NULL)
+                       ? json_parser_get_root(parser)
+                       : NULL;
+  JsonObject *metrics = root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
   if (metrics)
-    stored_resources(json_node_get_object(metrics), t);
-  if (d->status == TS_DB_TRIAL_OK &&
-      !(metrics && stored_roofline(json_node_get_object(metrics), t)))
+    stored_resources(metrics, t);
+  if (d->status == TS_DB_TRIAL_OK && !(metrics && stored_roofline(metrics, t)))
     computed_roofline(w, t);
   return t;
 }

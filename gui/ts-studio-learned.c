@@ -45,22 +45,6 @@ layout(const Learned *lv, double width, double height, TsPlot *p)
 }
 
 static void
-draw_point(Learned *lv, TsCanvas *c, const TsPlot *p, const TsStudioTrial *t)
-{
-  const TsStudioTheme *th = lv->view.theme;
-  double x = ts__plot_x(p, t->predicted_ns), y = ts__plot_y(p, t->median_ns);
-  ts__plot_begin_trial(c, t);
-  if (t->id == lv->view.hover || t->id == lv->view.selected) {
-    TsRgba ring = t->id == lv->view.hover ? th->highlight : th->foreground;
-    ts__plot_draw_ringed(c, th, TS_CANVAS_MARKER_CIRCLE, ring, ring, x, y, 5);
-  }
-  ts_canvas_set_color(c, ts_studio_rgba_alpha(ts_studio_theme_series(th, t->strategy), 0.8));
-  ts_canvas_marker(c, TS_CANVAS_MARKER_CIRCLE, x, y, 3);
-  ts_canvas_end(c);
-  lv->view.n_drawn++;
-}
-
-static void
 learned_draw(TsStudioView *view, TsCanvas *c, double width, double height)
 {
   Learned *lv = (Learned *)view;
@@ -76,24 +60,12 @@ learned_draw(TsStudioView *view, TsCanvas *c, double width, double height)
                      "measured median time");
   ts_canvas_begin(c, "plot", NULL, NULL);
   ts_canvas_clip(c, p.x, p.y, p.w, p.h);
-  for (int pass = 0; pass < 2; pass++)
-    for (guint i = 0; i < lv->ranked->len; i++) {
-      const TsStudioTrial *t = lv->ranked->pdata[i];
-      gboolean lit = t->id == view->hover || t->id == view->selected;
-      if (lit == (pass == 1))
-        draw_point(lv, c, &p, t);
-    }
+  ts__plot_draw_dots(view, c, &p, lv->ranked, place);
   ts_canvas_end(c);
   g_autoptr(GArray) legend = ts__plot_legend_new();
   ts__plot_legend_add(legend, TS_PLOT_KEY_NONE, 0, th->muted, 0,
                       "a perfect ranking rises left to right");
   ts__plot_draw_legend(c, th, &p, legend, FALSE);
-}
-
-static void
-draw_hover(TsStudioView *view, TsCanvas *c, const TsPlot *p, const TsStudioTrial *t)
-{
-  draw_point((Learned *)view, c, p, t);
 }
 
 gboolean
@@ -104,7 +76,7 @@ ts__learned_draw_hover(TsStudioView *view, TsCanvas *c, double width, double hei
     return TRUE;
   TsPlot p;
   layout(lv, width, height, &p);
-  ts__plot_draw_hover_trial(view, c, &p, lv->ranked, place, draw_hover);
+  ts__plot_draw_hover_trial(view, c, &p, lv->ranked, place, ts__plot_draw_dot);
   return TRUE;
 }
 

@@ -439,3 +439,35 @@ ts_studio_view_plot_fraction(const TsStudioView *view, double x, double y, doubl
   *fx = p.w > 0 ? (x - p.x) / p.w : 0.5;
   *fy = p.h > 0 ? (p.y + p.h - y) / p.h : 0.5;
 }
+
+/* ---- the predicted and learned plots' dots ---- */
+
+void
+ts__plot_draw_dot(TsStudioView *view, TsCanvas *c, const TsPlot *p, const TsStudioTrial *t)
+{
+  const TsStudioTheme *th = view->theme;
+  double x = ts__plot_x(p, t->predicted_ns), y = ts__plot_y(p, t->median_ns);
+  ts__plot_begin_trial(c, t);
+  if (t->id == view->hover || t->id == view->selected) {
+    TsRgba ring = t->id == view->hover ? th->highlight : th->foreground;
+    ts__plot_draw_ringed(c, th, TS_CANVAS_MARKER_CIRCLE, ring, ring, x, y, 5);
+  }
+  ts_canvas_set_color(c, ts_studio_rgba_alpha(ts_studio_theme_series(th, t->strategy), 0.8));
+  ts_canvas_marker(c, TS_CANVAS_MARKER_CIRCLE, x, y, 3);
+  ts_canvas_end(c);
+  view->n_drawn++;
+}
+
+void
+ts__plot_draw_dots(TsStudioView *view, TsCanvas *c, const TsPlot *p, GPtrArray *trials,
+                   TsPlotTrialPlace place)
+{
+  for (int pass = 0; pass < 2; pass++)
+    for (guint i = 0; i < trials->len; i++) {
+      const TsStudioTrial *t = trials->pdata[i];
+      gboolean lit = t->id == view->hover || t->id == view->selected;
+      double x, y;
+      if (lit == (pass == 1) && place(t, &x, &y))
+        ts__plot_draw_dot(view, c, p, t);
+    }
+}

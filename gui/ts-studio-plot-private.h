@@ -129,6 +129,14 @@ gint64 ts__plot_hit_trials(const TsPlot *plot, GPtrArray *trials, TsPlotTrialPla
 void ts__plot_draw_hover_trial(TsStudioView *view, TsCanvas *canvas, const TsPlot *plot,
                                GPtrArray *trials, TsPlotTrialPlace place, TsPlotTrialDraw draw);
 
+/* The predicted and learned plots' mark: a dot at (predicted_ns, median_ns) in its strategy's
+ * colour, ringed when hovered or selected; counts in view->n_drawn. A TsPlotTrialDraw. */
+void ts__plot_draw_dot(TsStudioView *view, TsCanvas *canvas, const TsPlot *plot,
+                       const TsStudioTrial *trial);
+/* Those dots for every trial place() plots, the hovered and selected last (on top). */
+void ts__plot_draw_dots(TsStudioView *view, TsCanvas *canvas, const TsPlot *plot,
+                        GPtrArray *trials, TsPlotTrialPlace place);
+
 /* Kendall's tau-b of n pairs (Knight's O(n log n) algorithm, ties in either variable
  * accounted for); NAN when n < 2 or either variable is constant. */
 double ts__plot_kendall_tau_b(const double *x, const double *y, guint n);

@@ -47,22 +47,6 @@ place(const TsStudioTrial *t, double *x, double *y)
   return usable(t);
 }
 
-static void
-draw_point(Predicted *pr, TsCanvas *c, const TsPlot *p, const TsStudioTrial *t)
-{
-  const TsStudioTheme *th = pr->view.theme;
-  double x = ts__plot_x(p, t->predicted_ns), y = ts__plot_y(p, t->median_ns);
-  ts__plot_begin_trial(c, t);
-  if (t->id == pr->view.hover || t->id == pr->view.selected) {
-    TsRgba ring = t->id == pr->view.hover ? th->highlight : th->foreground;
-    ts__plot_draw_ringed(c, th, TS_CANVAS_MARKER_CIRCLE, ring, ring, x, y, 5);
-  }
-  ts_canvas_set_color(c, ts_studio_rgba_alpha(ts_studio_theme_series(th, t->strategy), 0.8));
-  ts_canvas_marker(c, TS_CANVAS_MARKER_CIRCLE, x, y, 3);
-  ts_canvas_end(c);
-  pr->view.n_drawn++;
-}
-
 /* Strategies in the order they first appear, with their counts; how to read the diagonal. */
 static void
 draw_legend(Predicted *pr, TsCanvas *c, const TsPlot *p)
@@ -121,22 +105,9 @@ predicted_draw(TsStudioView *view, TsCanvas *c, double width, double height)
   double lx = x0 + 0.85 * (x1 - x0), ly = y0 + 0.85 * (y1 - y0);
   ts_canvas_text(c, lx + 6, ly + 2, "y = x", TS_CANVAS_ALIGN_START, TS_CANVAS_ALIGN_START, 0);
   ts_canvas_end(c);
-  /* The marks under the pointer and the selection last, on top. */
-  for (int pass = 0; pass < 2; pass++)
-    for (guint i = 0; i < pr->trials->len; i++) {
-      const TsStudioTrial *t = pr->trials->pdata[i];
-      gboolean lit = t->id == view->hover || t->id == view->selected;
-      if (usable(t) && lit == (pass == 1))
-        draw_point(pr, c, &p, t);
-    }
+  ts__plot_draw_dots(view, c, &p, pr->trials, place);
   ts_canvas_end(c);
   draw_legend(pr, c, &p);
-}
-
-static void
-draw_hover(TsStudioView *view, TsCanvas *c, const TsPlot *p, const TsStudioTrial *t)
-{
-  draw_point((Predicted *)view, c, p, t);
 }
 
 gboolean
@@ -147,7 +118,7 @@ ts__predicted_draw_hover(TsStudioView *view, TsCanvas *c, double width, double h
     return TRUE;
   TsPlot p;
   layout(pr, width, height, &p);
-  ts__plot_draw_hover_trial(view, c, &p, pr->trials, place, draw_hover);
+  ts__plot_draw_hover_trial(view, c, &p, pr->trials, place, ts__plot_draw_dot);
   return TRUE;
 }
 

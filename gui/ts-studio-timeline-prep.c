@@ -64,8 +64,8 @@ is_memory_kind(const TsTlName *n)
 /* Both halves of a 64-bit key: GLib's g_int64_hash keeps only the low 32 bits, so rows keyed
  * (lane << 32 | depth) all fell into one chain (a trace with 64,000 threads took 20 s to
  * prepare), and so would addresses that differ only above bit 32. */
-static guint
-key64_hash(gconstpointer v)
+guint
+ts__tl_key64_hash(gconstpointer v)
 {
   guint64 k = *(const guint64 *)v;
   return (guint)((k >> 32) * 0x9E3779B1u) ^ (guint)k;
@@ -113,15 +113,10 @@ ts__tl_lower_bound(const TsTlRow *row, guint lo, guint hi, gint64 t)
 
 /* ---- memory ---- */
 
-typedef struct {
-  gint64 t;
-  guint32 index;
-} MemEvent;
-
-static int
-cmp_mem(const void *pa, const void *pb)
+int
+ts__tl_cmp_stamp(const void *pa, const void *pb)
 {
-  const MemEvent *a = pa, *b = pb;
+  const TsTlStamp *a = pa, *b = pb;
   if (a->t != b->t)
     return a->t < b->t ? -1 : 1;
   return a->index < b->index ? -1 : a->index > b->index;
@@ -145,25 +140,26 @@ build_memory(TsTlView *tl, const guint32 *names_of)
     n++;
     device |= ev[i].lane >= TS_TRACE_DEVICE_LANE;
   }
-  MemEvent *me = g_new(MemEvent, MAX(n, 1));
+  TsTlStamp *me = g_new(TsTlStamp, MAX(n, 1));
   guint m = 0;
   gboolean sorted = TRUE;
   for (guint i = 0; i < n_events; i++) {
     if (!is_memory_kind(&tl->names[names_of[i]]) || (device && ev[i].lane < TS_TRACE_DEVICE_LANE))
       continue;
-    me[m] = (MemEvent){ev[i].start_ns, i};
+    me[m] = (TsTlStamp){ev[i].start_ns, i};
     sorted &= m == 0 || me[m - 1].t <= me[m].t;
     m++;
   }
   if (!sorted)
-    qsort(me, m, sizeof *me, cmp_mem);
+    qsort(me, m, sizeof *me, ts__tl_cmp_stamp);
 
   TsTlMemory *mem = &tl->mem;
   mem->n = m;
   mem->t = g_new(gint64, MAX(m, 1));
   mem->v = g_new(gint64, MAX(m, 1));
   mem->index = g_new(guint32, MAX(m, 1));
-  g_autoptr(GHashTable) live = g_hash_table_new_full(key64_hash, g_int64_equal, g_free, NULL);
+  g_autoptr(GHashTable) live =
+      g_hash_table_new_full(ts__tl_key64_hash, g_int64_equal, g_free, NULL);
   gint64 in_use = 0;
   for (guint j = 0; j < m; j++) {
     const TsDbEvent *e = &ev[me[j].index];
@@ -444,7 +440,7 @@ ts__tl_prepare(TsTlView *tl)
 
   /* Pass 2: which row each event goes to and how many each row holds. */
   g_autoptr(GHashTable) rows_by_key =
-      g_hash_table_new_full(key64_hash, g_int64_equal, g_free, NULL);
+      g_hash_table_new_full(ts__tl_key64_hash, g_int64_equal, g_free, NULL);
   GArray *rows = g_array_new(FALSE, TRUE, sizeof(TsTlRow));
   /* Streams interleave in a recorded trace, so the row changes at almost every event: a
    * small direct-mapped cache in front of the table. */

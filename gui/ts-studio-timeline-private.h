@@ -151,6 +151,9 @@ typedef struct {
   gint64 view0, view1; /* the visible window */
   gint64 sel0, sel1;   /* the range selected for aggregation; sel1 <= sel0: none */
   char *search;        /* casefolded search text, or NULL */
+  char *details;       /* the details strip's text (details_text), for details_key */
+  gint64 details_key[3]; /* selected, sel0, sel1 */
+  gboolean details_valid;
   guint32 legend[TS_TL_LEGEND_MAX]; /* names with the most time, most first */
   gint64 legend_ns[TS_TL_LEGEND_MAX];
   guint n_legend;
@@ -172,6 +175,14 @@ typedef struct {
 } TsTlLayout;
 
 /* ts-studio-timeline-prep.c */
+/* A time and the event at it, ordered by time, then event (ts__tl_cmp_stamp, for qsort). */
+typedef struct {
+  gint64 t;
+  guint32 index;
+} TsTlStamp;
+int ts__tl_cmp_stamp(const void *a, const void *b);
+/* g_int64_hash keeps the low 32 bits only: this hashes both halves of a 64-bit key. */
+guint ts__tl_key64_hash(gconstpointer v);
 void ts__tl_prepare(TsTlView *tl);
 void ts__tl_release(TsTlView *tl);
 /* The events of row that may overlap [t0, t1]: [*first, *end) holds every event with end >= t0

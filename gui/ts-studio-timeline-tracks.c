@@ -12,20 +12,6 @@
 
 /* ---- counters ---- */
 
-typedef struct {
-  gint64 t;
-  guint32 index;
-} Sample;
-
-static int
-cmp_sample(const void *pa, const void *pb)
-{
-  const Sample *a = pa, *b = pb;
-  if (a->t != b->t)
-    return a->t < b->t ? -1 : 1;
-  return a->index < b->index ? -1 : a->index > b->index;
-}
-
 static int
 cmp_counter(const void *pa, const void *pb)
 {
@@ -41,7 +27,8 @@ ts__tl_build_counters(TsTlView *tl, const guint32 *names_of)
   const TsDbEvent *ev = (const TsDbEvent *)tl->events->data;
   guint n = tl->events->len;
   /* (lane, name) -> track + 1, and how many samples each track has. */
-  g_autoptr(GHashTable) tracks = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  g_autoptr(GHashTable) tracks =
+      g_hash_table_new_full(ts__tl_key64_hash, g_int64_equal, g_free, NULL);
   GArray *list = g_array_new(FALSE, TRUE, sizeof(TsTlCounter));
   guint32 *track_of = NULL;
   for (guint i = 0; i < n; i++) {
@@ -75,19 +62,19 @@ ts__tl_build_counters(TsTlView *tl, const guint32 *names_of)
   guint32 *order = g_new(guint32, MAX(n_tracks, 1));
   for (guint k = 0; k < n_tracks; k++)
     order[c[k].s.peak] = k;
-  Sample **samples = g_new0(Sample *, MAX(n_tracks, 1));
+  TsTlStamp **samples = g_new0(TsTlStamp *, MAX(n_tracks, 1));
   guint *fill = g_new0(guint, MAX(n_tracks, 1));
   for (guint k = 0; k < n_tracks; k++)
-    samples[k] = g_new(Sample, c[k].s.n);
+    samples[k] = g_new(TsTlStamp, c[k].s.n);
   for (guint i = 0; track_of && i < n; i++) {
     if (tl->names[names_of[i]].shape != TS_TL_COUNTER)
       continue;
     guint k = order[track_of[i]];
-    samples[k][fill[k]++] = (Sample){ev[i].start_ns, i};
+    samples[k][fill[k]++] = (TsTlStamp){ev[i].start_ns, i};
   }
   for (guint k = 0; k < n_tracks; k++) {
     TsTlMemory *s = &c[k].s;
-    qsort(samples[k], s->n, sizeof(Sample), cmp_sample);
+    qsort(samples[k], s->n, sizeof(TsTlStamp), ts__tl_cmp_stamp);
     s->t = g_new(gint64, s->n);
     s->v = g_new(gint64, s->n);
     s->index = g_new(guint32, s->n);

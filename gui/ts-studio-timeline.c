@@ -22,12 +22,21 @@
 static char *timeline_describe(TsStudioView *view, gint64 id);
 
 /* What the details strip shows: the selected range's table, else the selected event's
- * details; NULL for nothing. */
-static char *
+ * details; NULL for nothing. Kept until the selection changes: the layout and the strip of
+ * every frame both need it, and a range's table walks every slice in the range. */
+static const char *
 details_text(TsTlView *tl)
 {
-  char *range = ts__tl_selection_text(tl);
-  return range ? range : timeline_describe(&tl->parent, tl->parent.selected);
+  gint64 key[3] = {tl->parent.selected, tl->sel0, tl->sel1};
+  if (tl->details_valid && memcmp(key, tl->details_key, sizeof key) == 0)
+    return tl->details;
+  g_free(tl->details);
+  tl->details = ts__tl_selection_text(tl);
+  if (tl->details == NULL)
+    tl->details = timeline_describe(&tl->parent, tl->parent.selected);
+  memcpy(tl->details_key, key, sizeof key);
+  tl->details_valid = TRUE;
+  return tl->details;
 }
 
 void
@@ -44,7 +53,7 @@ ts__tl_layout(const TsTlView *tl, double width, double height, TsTlLayout *lay)
   lay->notes_y = height - notes_h;
   /* The selected event's details, as Perfetto's and Nsight's bottom panels give them: a strip
    * above the notes, as tall as its lines (at most DETAILS_MAX_LINES). */
-  g_autofree char *details = details_text((TsTlView *)tl);
+  const char *details = details_text((TsTlView *)tl);
   if (details) {
     guint lines = 1;
     for (const char *p = details; *p; p++)
@@ -510,7 +519,7 @@ draw_details(TsTlView *tl, TsCanvas *c, const TsTlLayout *lay)
 {
   if (lay->details_h <= 0)
     return;
-  g_autofree char *text = details_text(tl);
+  const char *text = details_text(tl);
   if (text == NULL)
     return;
   gboolean table = tl->sel1 > tl->sel0;
@@ -725,6 +734,7 @@ timeline_finalize(TsStudioView *view)
   TsTlView *tl = (TsTlView *)view;
   ts__tl_release(tl);
   g_free(tl->search);
+  g_free(tl->details);
   g_array_unref(tl->events);
   g_free(tl);
 }

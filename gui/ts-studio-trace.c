@@ -155,18 +155,12 @@ append_id(GString *key, JsonObject *o, const char *name, gint64 *value)
   return FALSE;
 }
 
-/* The thread's index; the key is built in a reused buffer, since this runs once per event and
- * a trace has a handful of threads. */
+/* The thread r->key names ("pid\x1ftid", the pid pid_len bytes long): its index, added on
+ * first sight. */
 static guint
-thread_of(Reader *r, JsonObject *o)
+thread_of_key(Reader *r, gsize pid_len, gboolean numeric_tid, gint64 tid)
 {
   GString *key = r->key;
-  g_string_truncate(key, 0);
-  gint64 pid = 0, tid = 0;
-  append_id(key, o, "pid", &pid);
-  gsize pid_len = key->len;
-  g_string_append_c(key, '\x1f');
-  gboolean numeric_tid = append_id(key, o, "tid", &tid);
   gpointer found = g_hash_table_lookup(r->thread_index, key->str);
   if (found)
     return GPOINTER_TO_UINT(found) - 1;
@@ -179,6 +173,21 @@ thread_of(Reader *r, JsonObject *o)
   g_array_append_val(r->threads, t);
   g_hash_table_insert(r->thread_index, g_strdup(key->str), GUINT_TO_POINTER(r->threads->len));
   return r->threads->len - 1;
+}
+
+/* The thread's index; the key is built in a reused buffer, since this runs once per event and
+ * a trace has a handful of threads. */
+static guint
+thread_of(Reader *r, JsonObject *o)
+{
+  GString *key = r->key;
+  g_string_truncate(key, 0);
+  gint64 pid = 0, tid = 0;
+  append_id(key, o, "pid", &pid);
+  gsize pid_len = key->len;
+  g_string_append_c(key, '\x1f');
+  gboolean numeric_tid = append_id(key, o, "tid", &tid);
+  return thread_of_key(r, pid_len, numeric_tid, tid);
 }
 
 /* A lane of the reader's own in o's process (none: the whole trace's): an async track, the
@@ -195,17 +204,11 @@ pseudo_thread(Reader *r, JsonObject *o, const char *label)
   /* \x1e cannot start a tid's text (append_id writes digits, '-' or '"'). */
   g_string_append(key, "\x1f\x1e");
   g_string_append(key, label);
-  gpointer found = g_hash_table_lookup(r->thread_index, key->str);
-  if (found)
-    return GPOINTER_TO_UINT(found) - 1;
-  Thread t = {
-    .pid = g_strndup(key->str, pid_len),
-    .tid = g_strdup(key->str + pid_len + 1),
-  };
-  g_array_append_val(r->threads, t);
-  g_hash_table_insert(r->thread_index, g_strdup(key->str), GUINT_TO_POINTER(r->threads->len));
-  g_hash_table_replace(r->thread_names, GUINT_TO_POINTER(r->threads->len), g_strdup(label));
-  return r->threads->len - 1;
+  guint before = r->threads->len;
+  guint thread = thread_of_key(r, pid_len, FALSE, 0);
+  if (r->threads->len > before)
+    g_hash_table_replace(r->thread_names, GUINT_TO_POINTER(thread + 1), g_strdup(label));
+  return thread;
 }
 
 /* "M" metadata: the names Perfetto and Nsight show for processes and threads. */
