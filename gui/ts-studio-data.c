@@ -392,6 +392,52 @@ stored_resources(JsonObject *metrics, TsStudioTrial *t)
   }
 }
 
+const char *
+ts_studio_level_name(TsStudioLevel level)
+{
+  static const char *const names[] = {"dram", "l2", "l1"};
+  g_return_val_if_fail(level < TS_STUDIO_N_LEVELS, NULL);
+  return names[level];
+}
+
+const char *
+ts_studio_level_label(TsStudioLevel level)
+{
+  static const char *const labels[] = {"DRAM", "L2", "L1"};
+  g_return_val_if_fail(level < TS_STUDIO_N_LEVELS, NULL);
+  return labels[level];
+}
+
+/* A figure of the "gpu_metrics" member `tessera-tune profile` stores: {"value": x, ...}, with
+ * null for a counter the chip lacks. */
+static double
+figure_value(JsonObject *gm, const char *key)
+{
+  JsonNode *n = json_object_get_member(gm, key);
+  double v;
+  if (n == NULL || !JSON_NODE_HOLDS_OBJECT(n) || !number_member(json_node_get_object(n), "value", &v))
+    return NAN;
+  return v >= 0 ? v : NAN;
+}
+
+/* Traffic per level as the hardware counted it, in place of the compulsory bytes the op's
+ * formula gives: the hierarchical roofline (one point per level, against that level's roof). */
+static void
+stored_levels(const Workload *w, JsonObject *metrics, TsStudioTrial *t)
+{
+  JsonNode *n = json_object_get_member(metrics, "gpu_metrics");
+  if (n == NULL || !JSON_NODE_HOLDS_OBJECT(n))
+    return;
+  JsonObject *gm = json_node_get_object(n);
+  t->level_bytes[TS_STUDIO_LEVEL_DRAM] =
+      figure_value(gm, "dram_read_bytes") + figure_value(gm, "dram_write_bytes");
+  t->level_bytes[TS_STUDIO_LEVEL_L2] = figure_value(gm, "l2_bytes");
+  t->level_bytes[TS_STUDIO_LEVEL_L1] = figure_value(gm, "l1_bytes");
+  for (guint l = 0; l < TS_STUDIO_N_LEVELS; l++)
+    if (t->level_bytes[l] > 0 && isfinite(w->pub.flops) && w->pub.flops > 0)
+      t->level_intensity[l] = w->pub.flops / t->level_bytes[l];
+}
+
 /* Coordinates from the op's counts and today's ceilings, for trials stored without them. */
 static void
 computed_roofline(const Workload *w, TsStudioTrial *t)
@@ -439,6 +485,8 @@ trial_from_db(const Workload *w, const TsDbTrial *d, guint index, GDateTime *fir
     t->wall_s = (double)g_date_time_difference(at, first) / G_USEC_PER_SEC;
   t->compile_ms = d->compile_ms;
   t->registers = t->spill_stores = t->spill_loads = -1;
+  for (guint l = 0; l < TS_STUDIO_N_LEVELS; l++)
+    t->level_bytes[l] = t->level_intensity[l] = NAN;
   g_autoptr(JsonParser) parser = json_parser_new();
   JsonNode *root = d->metrics_json && json_parser_load_from_data(parser, d->metrics_json, -1, NULL)
                        ? json_parser_get_root(parser)
@@ -446,6 +494,8 @@ trial_from_db(const Workload *w, const TsDbTrial *d, guint index, GDateTime *fir
   JsonObject *metrics = root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
   if (metrics)
     stored_resources(metrics, t);
+  if (metrics && d->status == TS_DB_TRIAL_OK)
+    stored_levels(w, metrics, t);
   if (d->status == TS_DB_TRIAL_OK && !(metrics && stored_roofline(metrics, t)))
     computed_roofline(w, t);
   return t;

@@ -44,6 +44,17 @@ typedef struct {
   double flops, bytes;        /* of one run of the workload, from the op library; NAN if unknown */
 } TsStudioWorkload;
 
+/* The memory levels a GPU metrics pass measures traffic at (outermost first), named as the
+ * device's memory roofs are. */
+typedef enum {
+  TS_STUDIO_LEVEL_DRAM,
+  TS_STUDIO_LEVEL_L2,
+  TS_STUDIO_LEVEL_L1,
+  TS_STUDIO_N_LEVELS
+} TsStudioLevel;
+const char *ts_studio_level_name(TsStudioLevel level);  /* "dram", "l2", "l1" */
+const char *ts_studio_level_label(TsStudioLevel level); /* "DRAM", "L2", "L1" */
+
 /* One stored trial with what the views plot already worked out. NAN: unknown. */
 typedef struct {
   gint64 id, run_id;
@@ -62,6 +73,10 @@ typedef struct {
   double compile_ms;          /* building its kernel; 0: from the artifact cache; NAN: unknown */
   /* From the compiler's report (GPU): per thread; -1 when unknown (the CPU backend). */
   gint registers, spill_stores, spill_loads;
+  /* Bytes that moved through each level in a profiled run (the hardware-metrics pass of
+   * `tessera-tune profile` on a GPU), and the op's FLOPs per such byte: the hierarchical
+   * roofline's points. NAN where not measured. */
+  double level_bytes[TS_STUDIO_N_LEVELS], level_intensity[TS_STUDIO_N_LEVELS];
 } TsStudioTrial;
 
 typedef struct {

@@ -282,6 +282,14 @@ ts__plot_describe_trial(const TsStudioTrial *t)
       g_string_append_printf(s, " at %s", ai);
     }
   }
+  const char *sep = "\nmeasured traffic: ";
+  for (guint l = 0; l < TS_STUDIO_N_LEVELS; l++)
+    if (isfinite(t->level_intensity[l]) && t->level_intensity[l] > 0) {
+      g_autofree char *bytes = ts__plot_format_si(t->level_bytes[l], "B");
+      g_autofree char *ai = ts__plot_format(t->level_intensity[l], TS_PLOT_FMT_PLAIN, "FLOP/B");
+      g_string_append_printf(s, "%s%s %s (%s)", sep, ts_studio_level_label(l), bytes, ai);
+      sep = ", ";
+    }
   g_string_append_printf(s, "\nstrategy: %s", t->strategy ? t->strategy : "unknown");
   g_string_append_printf(s, "\ntrial %" G_GINT64_FORMAT, t->id);
   if (t->run_id)

@@ -167,10 +167,32 @@ char *ts__plot_roofs_implausible(const TsPlotRoofs *roofs);
 /* Widens the data ranges to show every ridge point and the roofs around them. */
 void ts__plot_roofs_extend(const TsPlotRoofs *roofs, double *x_lo, double *x_hi, double *y_lo,
                            double *y_hi);
+/* The roof of that name ("dram", "l2", "f32"), or NULL. */
+const TsPlotRoof *ts__plot_roofs_find(const TsPlotRoofs *roofs, const char *name);
 /* Groups of class "ceiling compute" / "ceiling memory", id "ceiling-NAME", each roof labelled
  * with its name and value; the caller clips to the plot area. */
 void ts__plot_roofs_draw(const TsPlotRoofs *roofs, TsCanvas *canvas, const TsStudioTheme *theme,
                          const TsPlot *plot);
+
+/* ---- the hierarchical roofline of one trial (ts-studio-roofline-levels.c) ---- */
+
+/* The trial whose per-level points the roofline shows: the selected one when its bytes per
+ * level were measured, else the best when its were; NULL when neither. */
+const TsStudioTrial *ts__roofline_level_trial(GPtrArray *trials, gint64 selected,
+                                              gint64 best_id);
+/* Widens an intensity range to every measured level point of trials. */
+void ts__roofline_levels_extend(GPtrArray *trials, double *x_lo, double *x_hi);
+/* One point per measured level at (FLOP per byte of the level, the trial's FLOP/s), labelled
+ * "DRAM", "L2", "L1": a group of class "levels" id "levels-ID" holding one of class
+ * "level NAME" id "level-ID-NAME" per level, titled as ts__roofline_level_title says. */
+void ts__roofline_levels_draw(TsCanvas *canvas, const TsStudioTheme *theme, const TsPlot *plot,
+                              const TsPlotRoofs *roofs, const TsStudioTrial *trial);
+/* "trial 7 at L2: 9 MB moved, 29.8 FLOP/B, 1.2 TFLOP/s, 45% of the l2 bound there (...)";
+ * roofs may be NULL (no bound then). */
+char *ts__roofline_level_title(const TsPlotRoofs *roofs, const TsStudioTrial *trial,
+                               TsStudioLevel level);
+gboolean ts__roofline_levels_hit(const TsPlot *plot, const TsStudioTrial *trial, double x,
+                                 double y, double radius);
 
 /* The hover highlight alone, to paint over a drawing of the same view at the same size made
  * with hover = 0. The plot widget keeps that drawing and repaints only this while the pointer

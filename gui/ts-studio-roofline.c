@@ -1,6 +1,7 @@
 /* ts-studio-roofline.c — the roofline view: the measured roofs of the workload's device
  * (ts-studio-roofs.c) and one marker per trial at (FLOP per DRAM byte, achieved FLOP/s),
- * log-log, coloured by status or strategy, the best ringed. Trials without coordinates (failed,
+ * log-log, coloured by status or strategy, the best ringed; for one trial whose traffic per
+ * memory level was measured, a point per level (ts-studio-roofline-levels.c). Trials without coordinates (failed,
  * or of an op whose FLOPs are unknown) are counted in the legend instead.
  *
  * The view copies the roofs and the names it shows, and takes a reference on the trials, so it
@@ -55,6 +56,7 @@ fit_ranges(Roofline *r)
     yl = MIN(yl, t->gflops);
     yh = MAX(yh, t->gflops);
   }
+  ts__roofline_levels_extend(r->trials, &xl, &xh);
   ts__plot_roofs_extend(&r->roofs, &xl, &xh, &yl, &yh);
   r->x_lo = xl;
   r->x_hi = xh;
@@ -186,6 +188,16 @@ draw_legend(Roofline *r, TsCanvas *c, const TsPlot *p)
                           "best: %s (trial %" G_GINT64_FORMAT ")", med, t->id);
   }
   ts__plot_legend_add_fastest(legend, th, r->trials, r->best_id, r->fastest_id);
+  const TsStudioTrial *lt = ts__roofline_level_trial(r->trials, r->view.selected, r->best_id);
+  if (lt) {
+    g_autoptr(GString) which = g_string_new(NULL);
+    for (guint l = 0; l < TS_STUDIO_N_LEVELS; l++)
+      if (isfinite(lt->level_intensity[l]) && lt->level_intensity[l] > 0)
+        g_string_append_printf(which, "%s%s", which->len ? ", " : "", ts_studio_level_label(l));
+    ts__plot_legend_add(legend, TS_PLOT_KEY_MARKER, TS_CANVAS_MARKER_SQUARE, th->memory_roof, 0,
+                        "trial %" G_GINT64_FORMAT " per level, measured bytes (%s)", lt->id,
+                        which->str);
+  }
   if (r->n_failed)
     ts__plot_legend_add(legend, TS_PLOT_KEY_MARKER, TS_CANVAS_MARKER_CROSS, th->muted, 0,
                         "%u failed, not plotted", r->n_failed);
@@ -231,12 +243,18 @@ roofline_draw(TsStudioView *view, TsCanvas *c, double width, double height)
     draw_note(r, c, &p);
     return;
   }
-  ts__plot_draw_axes(c, th, &p, "arithmetic intensity (FLOP per DRAM byte)",
+  const TsStudioTrial *lt = ts__roofline_level_trial(r->trials, view->selected, r->best_id);
+  ts__plot_draw_axes(c, th, &p,
+                     lt ? "arithmetic intensity (FLOP per byte: compulsory DRAM bytes; labelled "
+                          "points: bytes counted per level)"
+                        : "arithmetic intensity (FLOP per DRAM byte)",
                      "performance (FLOP/s)");
   ts_canvas_begin(c, "plot", NULL, NULL);
   ts_canvas_clip(c, p.x, p.y, p.w, p.h);
   ts__plot_roofs_draw(&r->roofs, c, th, &p);
   draw_trials(r, c, &p);
+  if (lt)
+    ts__roofline_levels_draw(c, th, &p, &r->roofs, lt);
   ts_canvas_end(c);
   draw_note(r, c, &p);
   if (r->n_plotted == 0)
@@ -266,7 +284,11 @@ roofline_hit(TsStudioView *view, double x, double y, double width, double height
   Roofline *r = (Roofline *)view;
   TsPlot p;
   layout(r, width, height, &p);
-  return ts__plot_hit_trials(&p, r->trials, place, x, y, HIT_RADIUS);
+  gint64 id = ts__plot_hit_trials(&p, r->trials, place, x, y, HIT_RADIUS);
+  const TsStudioTrial *lt = ts__roofline_level_trial(r->trials, view->selected, r->best_id);
+  if (id == 0 && lt && ts__roofline_levels_hit(&p, lt, x, y, HIT_RADIUS))
+    id = lt->id;
+  return id;
 }
 
 static char *

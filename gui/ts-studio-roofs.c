@@ -42,8 +42,8 @@ held_roof_name(const TsStudioWorkload *w)
   return ts_prof_compute_roof(backend, w->dtype, op && ts_op_tensor_math(op));
 }
 
-static const TsPlotRoof *
-find_roof(const TsPlotRoofs *r, const char *name)
+const TsPlotRoof *
+ts__plot_roofs_find(const TsPlotRoofs *r, const char *name)
 {
   for (guint i = 0; i < r->roofs->len; i++) {
     const TsPlotRoof *roof = &g_array_index(r->roofs, TsPlotRoof, i);
@@ -69,11 +69,11 @@ ts__plot_roofs_init(TsPlotRoofs *r, const TsStudioWorkload *w)
     g_array_append_val(r->roofs, roof);
   }
   g_array_sort(r->roofs, roof_order);
-  const TsPlotRoof *held = find_roof(r, held_roof_name(w));
+  const TsPlotRoof *held = ts__plot_roofs_find(r, held_roof_name(w));
   if (held == NULL) /* as ts_prof_roofline: f32 stands in for a roof that was not measured */
-    held = find_roof(r, "f32");
+    held = ts__plot_roofs_find(r, "f32");
   r->held = held && held->kind == TS_PROF_COMPUTE ? held->name : NULL;
-  const TsPlotRoof *dram = find_roof(r, "dram");
+  const TsPlotRoof *dram = ts__plot_roofs_find(r, "dram");
   for (guint i = 0; i < r->roofs->len; i++) {
     const TsPlotRoof *roof = &g_array_index(r->roofs, TsPlotRoof, i);
     if (roof->kind == TS_PROF_COMPUTE)
@@ -93,7 +93,7 @@ ts__plot_roofs_implausible(const TsPlotRoofs *r)
   g_autoptr(GString) what = g_string_new(NULL);
   const TsPlotRoof *inner = NULL;
   for (guint i = 0; i < G_N_ELEMENTS(levels); i++) {
-    const TsPlotRoof *roof = find_roof(r, levels[i]);
+    const TsPlotRoof *roof = ts__plot_roofs_find(r, levels[i]);
     if (roof == NULL || roof->kind != TS_PROF_MEMORY)
       continue;
     /* 5% of slack: two measurements of one bandwidth differ by a few percent. */
@@ -103,7 +103,7 @@ ts__plot_roofs_implausible(const TsPlotRoofs *r)
                              roof->value);
     inner = roof;
   }
-  const TsPlotRoof *f32 = find_roof(r, "f32"), *f64 = find_roof(r, "f64");
+  const TsPlotRoof *f32 = ts__plot_roofs_find(r, "f32"), *f64 = ts__plot_roofs_find(r, "f64");
   if (f32 && f64 && f64->value > f32->value * 1.05)
     g_string_append_printf(what, "%sf64 (%.0f GFLOP/s) is faster than f32 (%.0f GFLOP/s)",
                            what->len ? "; " : "", f64->value, f32->value);
@@ -300,7 +300,7 @@ ts__plot_roofs_draw(const TsPlotRoofs *r, TsCanvas *c, const TsStudioTheme *them
   /* Memory roofs first, under the compute roofs; DRAM before the caches, so that its label gets
    * the first place. */
   g_autoptr(GArray) placed = g_array_new(FALSE, FALSE, sizeof(Box));
-  const TsPlotRoof *dram = find_roof(r, "dram");
+  const TsPlotRoof *dram = ts__plot_roofs_find(r, "dram");
   if (dram && dram->kind == TS_PROF_MEMORY)
     draw_memory_roof(r, c, theme, p, dram, placed);
   for (guint i = 0; i < r->roofs->len; i++) {

@@ -46,6 +46,13 @@ static const Spec catalog[] = {
      AT(dram_write_bytes),
      NULL,
      {{{"dram__bytes_write.sum", 1}}, {{"dram__bytes_op_write.sum", 1}}}},
+    /* Every byte the L2 slices and the L1/texture units moved, for the hierarchical
+     * roofline's per-level intensities (Nsight Compute's lts__t_bytes and l1tex__t_bytes). */
+    {{"l2_bytes", "L2 bytes (all traffic)", "B"}, AT(l2_bytes), NULL, {{{"lts__t_bytes.sum", 1}}}},
+    {{"l1_bytes", "L1/tex bytes (all traffic)", "B"},
+     AT(l1_bytes),
+     NULL,
+     {{{"l1tex__t_bytes.sum", 1}}}},
     /* An FMA is two FLOPs; add and mul one each. */
     {{"flops_f32", "FP32 FLOPs (FMA pipe)", "FLOP"},
      AT(flops_f32),

@@ -45,6 +45,7 @@ typedef struct {
 
 typedef struct {
   TsProfFigure dram_read_bytes, dram_write_bytes;
+  TsProfFigure l2_bytes, l1_bytes; /* all traffic through the level */
   TsProfFigure flops_f32, flops_f16, flops_f64; /* FMA pipes */
   TsProfFigure tensor_flops_bf16, tensor_flops_f16, tensor_flops_fp8, tensor_flops_tf32;
   TsProfFigure occupancy_pct; /* achieved: warps active / the SM's maximum, while it is active */

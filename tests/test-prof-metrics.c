@@ -39,7 +39,8 @@ static GHashTable *
 gh100_values(void)
 {
   return table(
-      "dram__bytes_read.sum", 4.0e6, "dram__bytes_write.sum", 2.0e6, SASS("fadd"), 10.0,
+      "dram__bytes_read.sum", 4.0e6, "dram__bytes_write.sum", 2.0e6, "lts__t_bytes.sum", 9.0e6,
+      "l1tex__t_bytes.sum", 3.2e7, SASS("fadd"), 10.0,
       SASS("fmul"), 20.0, SASS("ffma"), 300.0, SASS("hadd"), 0.0, SASS("hmul"), 0.0, SASS("hfma"),
       7.0, SASS("dadd"), 0.0, SASS("dmul"), 0.0, SASS("dfma"), 0.0, TENSOR("bf16_dst_fp32"),
       2.0 * 512 * 512 * 512, TENSOR("fp16"), 0.0, TENSOR("fp8"), 0.0, TENSOR("tf32_dst_fp32"), 0.0,
@@ -67,10 +68,12 @@ test_catalog(void)
                                        "lts__t_sector_hit_rate.pct",
                                        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                                        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-                                       "gpu__time_duration.sum"};
+                                       "gpu__time_duration.sum",
+                                       "lts__t_bytes.sum",
+                                       "l1tex__t_bytes.sum"};
   for (guint i = 0; i < G_N_ELEMENTS(wanted); i++)
     g_assert_true(g_strv_contains(names, wanted[i]));
-  g_assert_cmpuint(ts_prof_figure_count(), ==, 14);
+  g_assert_cmpuint(ts_prof_figure_count(), ==, 16);
   g_assert_cmpstr(ts_prof_figure_info(0)->key, ==, "dram_read_bytes");
 }
 
@@ -84,6 +87,8 @@ test_all_counters(void)
   g_assert_cmpint(m->dram_read_bytes.source, ==, TS_PROF_SOURCE_COUNTER);
   g_assert_cmpstr(m->dram_read_bytes.detail, ==, "dram__bytes_read.sum");
   g_assert_cmpfloat(m->dram_write_bytes.value, ==, 2.0e6);
+  g_assert_cmpfloat(m->l2_bytes.value, ==, 9.0e6);
+  g_assert_cmpfloat(m->l1_bytes.value, ==, 3.2e7);
   /* add + mul + 2 fma */
   g_assert_cmpfloat(m->flops_f32.value, ==, 10 + 20 + 2 * 300);
   g_assert_cmpfloat(m->flops_f16.value, ==, 14);

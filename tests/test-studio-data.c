@@ -12,6 +12,7 @@
 #include "ts-cost-model.h"
 #include "ts-op.h"
 #include "ts-studio-view.h"
+#include "ts-prof-metrics.h"
 #include "ts-prof-trace.h"
 #include "ts-trace.h"
 #include "test-util.h"
@@ -109,7 +110,20 @@ cache_setup(Cache *c, gconstpointer data)
   /* The same gemm with another toolchain (one trial), on the GPU (two), and an op this build
    * does not know. */
   add_trial(db, c->gemm, c->cpu, c->tc2, 0, "block(m=72)", TS_DB_TRIAL_OK, 1e6, NULL);
-  add_trial(db, c->gemm, c->gpu, c->tc, 0, "warps(4)", TS_DB_TRIAL_OK, 1e5, NULL);
+  /* A profiled GPU trial: its metrics carry the counters' figures as `tessera-tune profile`
+   * stores them (the figure JSON of the profiler itself), L1 bytes not counted. */
+  g_autoptr(GHashTable) counted = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+  const struct {
+    const char *name;
+    double v;
+  } counts[] = {{"dram__bytes_read.sum", 4e5}, {"dram__bytes_write.sum", 1e5},
+                {"lts__t_bytes.sum", 2e6}};
+  for (guint i = 0; i < G_N_ELEMENTS(counts); i++)
+    g_hash_table_insert(counted, (gpointer)counts[i].name, g_memdup2(&counts[i].v, sizeof(double)));
+  g_autoptr(TsProfKernelMetrics) km = ts_prof_kernel_metrics_from_values(counted, NAN, NULL);
+  g_autofree char *km_json = ts_prof_kernel_metrics_to_json(km);
+  g_autofree char *gpu_metrics = g_strdup_printf("{\"gflops\": 335, \"gpu_metrics\": %s}", km_json);
+  add_trial(db, c->gemm, c->gpu, c->tc, 0, "warps(4)", TS_DB_TRIAL_OK, 1e5, gpu_metrics);
   add_trial(db, c->gemm, c->gpu, c->tc, 0, "warps(8)", TS_DB_TRIAL_OK, 2e5, NULL);
   add_trial(db, c->mystery, c->cpu, c->tc, 0, "x(1)", TS_DB_TRIAL_OK, 100, NULL);
   add_trial(db, c->gemm_bf16, c->gpu, c->tc, 0, "stages(3)", TS_DB_TRIAL_OK, 1e5, NULL);
@@ -328,6 +342,17 @@ test_trials(Cache *c, gconstpointer data)
   g_assert_true(isnan(g0->bound_gflops));
   g_assert_true(isnan(g0->fraction));
   g_assert_null(g0->bound);
+  /* Its counted traffic per level: DRAM read + written, L2; L1 was not counted. */
+  g_assert_cmpfloat(g0->level_bytes[TS_STUDIO_LEVEL_DRAM], ==, 5e5);
+  g_assert_cmpfloat(g0->level_bytes[TS_STUDIO_LEVEL_L2], ==, 2e6);
+  g_assert_true(isnan(g0->level_bytes[TS_STUDIO_LEVEL_L1]));
+  g_assert_cmpfloat_with_epsilon(g0->level_intensity[TS_STUDIO_LEVEL_DRAM], flops / 5e5, 1e-9);
+  g_assert_cmpfloat_with_epsilon(g0->level_intensity[TS_STUDIO_LEVEL_L2], flops / 2e6, 1e-9);
+  g_assert_true(isnan(g0->level_intensity[TS_STUDIO_LEVEL_L1]));
+  const TsStudioTrial *g1 = gt->pdata[1];
+  for (guint l = 0; l < TS_STUDIO_N_LEVELS; l++)
+    g_assert_true(isnan(g1->level_bytes[l]) && isnan(g1->level_intensity[l]));
+  g_assert_cmpstr(ts_studio_level_name(TS_STUDIO_LEVEL_L2), ==, "l2");
   /* No best stored for this key. */
   g_assert_false(g0->best);
   g_assert_false(((TsStudioTrial *)gt->pdata[1])->best);

@@ -49,6 +49,8 @@ add_trial(GPtrArray *trials, gint64 id, gint64 run_id, TsDbTrialStatus status, d
   t->bound_gflops = isfinite(gflops) ? 1000 : NAN;
   t->fraction = isfinite(gflops) ? gflops / 1000 : NAN;
   t->bound = isfinite(gflops) ? g_strdup("f32") : NULL;
+  for (guint l = 0; l < TS_STUDIO_N_LEVELS; l++)
+    t->level_bytes[l] = t->level_intensity[l] = NAN;
   g_ptr_array_add(trials, t);
   return t;
 }
@@ -417,6 +419,90 @@ test_roofline_implausible(void)
   g_assert_nonnull(strstr(svg2, "f64 (1200 GFLOP/s) is faster than f32 (1000 GFLOP/s)"));
   g_assert_nonnull(strstr(svg2, "tessera-tune devices --measure"));
   g_assert_nonnull(strstr(svg2, "id=\"ceiling-l3\"")); /* still drawn */
+  fixture_clear(&f);
+}
+
+/* The hierarchical roofline: the trial whose traffic per level was counted gets a point per
+ * level at its FLOP/s, each judged against that level's roof; the selected trial's when it has
+ * them, else the best's. */
+static void
+set_levels(TsStudioTrial *t, double dram, double l2, double l1)
+{
+  const double ai[] = {dram, l2, l1};
+  for (guint l = 0; l < TS_STUDIO_N_LEVELS; l++) {
+    t->level_intensity[l] = ai[l];
+    t->level_bytes[l] = isfinite(ai[l]) ? 1e9 / ai[l] : NAN;
+  }
+}
+
+static void
+test_roofline_levels(void)
+{
+  Fixture f;
+  fixture_init(&f, TRUE);
+  g_autoptr(GPtrArray) trials = roofline_trials();
+  {
+    g_autoptr(TsStudioView) none = ts_studio_roofline_new(&f.workload, trials);
+    g_autofree char *svg = render_svg(none);
+    g_assert_null(strstr(svg, "class=\"levels\""));
+    g_assert_null(strstr(svg, "per level"));
+  }
+  /* The best (2: 400 GFLOP/s at 10 FLOP/B compulsory) measured at all three levels; 3 at DRAM
+   * only; 1 not at all. */
+  set_levels(trials->pdata[1], 40, 8, 0.5);
+  set_levels(trials->pdata[2], 4, NAN, NAN);
+  g_autoptr(TsStudioView) view = ts_studio_roofline_new(&f.workload, trials);
+  g_autofree char *svg = render_svg(view);
+  g_assert_cmpuint(count(svg, "class=\"levels\""), ==, 1);
+  g_assert_nonnull(strstr(svg, "id=\"levels-2\""));
+  const char *names[] = {"dram", "l2", "l1"};
+  double x[3], y[3];
+  for (guint l = 0; l < 3; l++) {
+    g_autofree char *cls = g_strdup_printf("class=\"level %s\"", names[l]);
+    g_assert_cmpuint(count(svg, cls), ==, 1);
+    g_autofree char *id = g_strdup_printf("level-2-%s", names[l]);
+    circle_of(svg, id, &x[l], &y[l]);
+  }
+  /* One FLOP/s, three intensities: L1 left of L2 left of DRAM, the compulsory point between. */
+  double tx, ty;
+  circle_of(svg, "trial-2", &tx, &ty);
+  g_assert_cmpfloat_with_epsilon(y[0], ty, 0.01);
+  g_assert_cmpfloat_with_epsilon(y[1], ty, 0.01);
+  g_assert_cmpfloat_with_epsilon(y[2], ty, 0.01);
+  g_assert_cmpfloat(x[2], <, x[1] - 10);
+  g_assert_cmpfloat(x[1], <, tx);
+  g_assert_cmpfloat(tx, <, x[0] - 10);
+  /* Judged per level: L1 at 0.5 FLOP/B under an 800 GB/s roof bounds it at 400 GFLOP/s, which
+   * it reaches; DRAM at 40 FLOP/B is under the f32 roof (1 TFLOP/s) instead. */
+  g_assert_nonnull(strstr(svg, "trial 2 at L1: 2 GB moved, 0.5 FLOP/B, 400 GFLOP/s, 100% of the "
+                               "l1 bound there (400 GFLOP/s)"));
+  g_assert_nonnull(strstr(svg, "trial 2 at DRAM: 25 MB moved, 40 FLOP/B, 400 GFLOP/s, 40% of the "
+                               "dram bound there (1 TFLOP/s)"));
+  g_assert_nonnull(strstr(svg, "trial 2 per level, measured bytes (DRAM, L2, L1)"));
+  /* A level point is the trial's for the pointer too. */
+  g_assert_cmpint(ts_studio_view_hit(view, x[2], y[2], W, H), ==, 2);
+  g_assert_cmpint(ts_studio_view_hit(view, x[0] + 2, y[0], W, H), ==, 2);
+  g_autofree char *text = ts_studio_view_describe(view, 2);
+  g_assert_nonnull(strstr(text, "measured traffic: DRAM 25 MB (40 FLOP/B), L2 125 MB (8 FLOP/B), "
+                                "L1 2 GB (0.5 FLOP/B)"));
+  g_autofree char *text1 = ts_studio_view_describe(view, 1);
+  g_assert_null(strstr(text1, "measured traffic"));
+
+  /* Selecting a trial without counters leaves the best's; one with them shows its own. */
+  view->selected = 1;
+  g_autofree char *svg1 = render_svg(view);
+  g_assert_nonnull(strstr(svg1, "id=\"levels-2\""));
+  view->selected = 3;
+  g_autofree char *svg3 = render_svg(view);
+  g_assert_null(strstr(svg3, "id=\"levels-2\""));
+  g_assert_nonnull(strstr(svg3, "id=\"level-3-dram\""));
+  g_assert_null(strstr(svg3, "id=\"level-3-l2\""));
+  g_assert_nonnull(strstr(svg3, "trial 3 per level, measured bytes (DRAM)"));
+  /* The level points widen the fitted axes: with the zoom reset each is inside the plot. */
+  for (guint l = 0; l < 3; l++) {
+    g_assert_cmpfloat(x[l], >, 66);
+    g_assert_cmpfloat(x[l], <, W - 18);
+  }
   fixture_clear(&f);
 }
 
@@ -948,6 +1034,13 @@ test_gallery(void)
     double gf = 740e3 * (0.05 + 0.8 * g_random_double());
     add_trial(gpu_trials, id, 1, TS_DB_TRIAL_OK, 2.0 * 4096 * 4096 * 4096 / gf, 1365, gf, "model");
   }
+  /* The fastest profiled: L1 and L2 traffic far above DRAM's (tiles reused on chip). */
+  TsStudioTrial *fast = gpu_trials->pdata[0];
+  for (guint i = 1; i < gpu_trials->len; i++)
+    if (((TsStudioTrial *)gpu_trials->pdata[i])->gflops > fast->gflops)
+      fast = gpu_trials->pdata[i];
+  fast->best = TRUE;
+  set_levels(fast, 480, 60, 9);
   g_autoptr(TsStudioView) gpu_view = ts_studio_roofline_new(&gemm, gpu_trials);
   g_autofree char *gpu_path = g_build_filename(dir, "roofline-gpu.png", NULL);
   g_assert_true(ts_canvas_export(gpu_path, W, H, 1, draw_view, gpu_view, NULL));
@@ -981,6 +1074,7 @@ main(int argc, char **argv)
   g_test_add_func("/studio/plots/roofline-highlight", test_roofline_highlight);
   g_test_add_func("/studio/plots/roofline-no-ceilings", test_roofline_no_ceilings);
   g_test_add_func("/studio/plots/roofline-implausible", test_roofline_implausible);
+  g_test_add_func("/studio/plots/roofline-levels", test_roofline_levels);
   g_test_add_func("/studio/plots/history", test_history);
   g_test_add_func("/studio/plots/history-wall", test_history_wall);
   g_test_add_func("/studio/plots/predicted", test_predicted);
