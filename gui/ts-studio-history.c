@@ -203,7 +203,7 @@ draw_mark(History *h, TsCanvas *c, const TsPlot *p, const TsStudioTrial *t, TsRg
   double x, y;
   mark_position(h, p, t, &x, &y);
   ts__plot_begin_trial(c, t);
-  gboolean lit = t->id == h->view.hover || t->id == h->view.selected;
+  gboolean lit = t->id == h->view.hover || ts_studio_view_is_selected(&h->view, t->id);
   if (lit) {
     TsRgba ring = t->id == h->view.hover ? th->highlight : th->foreground;
     ts__plot_draw_ringed(c, th, TS_CANVAS_MARKER_CIRCLE, ring, ring, x, y, 4);
@@ -393,6 +393,27 @@ history_hit(TsStudioView *view, double x, double y, double width, double height)
   return k < 0 ? 0 : ((const TsStudioTrial *)marks->pdata[k])->id;
 }
 
+static GArray *
+history_brush(TsStudioView *view, double x0, double y0, double x1, double y1, double width,
+              double height)
+{
+  History *h = (History *)view;
+  TsPlot p;
+  layout(h, width, height, &p);
+  GArray *ids = g_array_new(FALSE, FALSE, sizeof(gint64));
+  for (guint i = 0; i < h->runs->len; i++) {
+    const Run *run = &g_array_index(h->runs, Run, i);
+    for (guint j = 0; j < run->trials->len; j++) {
+      const TsStudioTrial *t = run->trials->pdata[j];
+      double px, py;
+      mark_position(h, &p, t, &px, &py);
+      if (px >= x0 && px <= x1 && py >= y0 && py <= y1 && ts__plot_contains(&p, px, py))
+        g_array_append_val(ids, t->id);
+    }
+  }
+  return ids;
+}
+
 static char *
 history_describe(TsStudioView *view, gint64 id)
 {
@@ -416,6 +437,7 @@ static const TsStudioViewClass history_class = {
     .unit = "trials",
     .draw = history_draw,
     .hit = history_hit,
+    .brush = history_brush,
     .describe = history_describe,
     .finalize = history_finalize,
 };

@@ -91,6 +91,18 @@ learned_hit(TsStudioView *view, double x, double y, double width, double height)
   return ts__plot_hit_trials(&p, lv->ranked, place, x, y, HIT_RADIUS);
 }
 
+static GArray *
+learned_brush(TsStudioView *view, double x0, double y0, double x1, double y1, double width,
+              double height)
+{
+  Learned *lv = (Learned *)view;
+  if (lv->n == 0)
+    return NULL;
+  TsPlot p;
+  layout(lv, width, height, &p);
+  return ts__plot_brush_trials(&p, lv->ranked, place, x0, y0, x1, y1);
+}
+
 static char *
 learned_describe(TsStudioView *view, gint64 id)
 {
@@ -125,6 +137,7 @@ static const TsStudioViewClass learned_class = {
     .unit = "trials",
     .draw = learned_draw,
     .hit = learned_hit,
+    .brush = learned_brush,
     .describe = learned_describe,
     .finalize = learned_finalize,
 };

@@ -15,7 +15,11 @@
  * window changing the view and calling gtk_widget_queue_draw) redraws the view whole.
  *
  * Zoom: the wheel zooms about the pointer, a drag pans the zoomed plot, + and - zoom about the
- * middle, 0 or Home shows the whole plot again (ts_studio_view_zoom). */
+ * middle, 0 or Home shows the whole plot again (ts_studio_view_zoom).
+ *
+ * Brush: Shift+drag draws a rectangle; on release the trials inside it become the selection
+ * ("marks-brushed"), as a rubber band does in a file manager, and the window selects them in
+ * the trials list. The rectangle is painted over the kept texture, like the hover. */
 #include "ts-studio-widgets.h"
 
 #include "ts-studio-plot-private.h"
@@ -33,11 +37,13 @@ struct _TsStudioPlotArea {
   double pointer_x, pointer_y;
   gboolean pointer_in;
   double drag_last_x, drag_last_y; /* the drag's offset already applied */
+  gboolean brushing;               /* a Shift+drag in progress: the rectangle below */
+  double brush_x0, brush_y0, brush_x1, brush_y1;
 };
 
 G_DEFINE_FINAL_TYPE(TsStudioPlotArea, ts_studio_plot_area, GTK_TYPE_WIDGET)
 
-enum { MARK_ACTIVATED, N_SIGNALS };
+enum { MARK_ACTIVATED, MARKS_BRUSHED, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 const TsStudioTheme *
@@ -62,6 +68,18 @@ draw_placeholder(TsCanvas *canvas, const TsStudioTheme *theme, const char *text,
   ts_canvas_set_color(canvas, theme->muted);
   ts_canvas_set_font_size(canvas, 14);
   ts_canvas_text(canvas, w / 2, h / 2, text, TS_CANVAS_ALIGN_CENTER, TS_CANVAS_ALIGN_CENTER, 0);
+}
+
+static void
+draw_brush(TsStudioPlotArea *self, TsCanvas *canvas, const TsStudioTheme *theme)
+{
+  double x = MIN(self->brush_x0, self->brush_x1), y = MIN(self->brush_y0, self->brush_y1);
+  double w = fabs(self->brush_x1 - self->brush_x0), h = fabs(self->brush_y1 - self->brush_y0);
+  ts_canvas_set_color(canvas, ts_studio_rgba_alpha(theme->highlight, 0.15));
+  ts_canvas_rect(canvas, x, y, w, h, TRUE);
+  ts_canvas_set_color(canvas, theme->highlight);
+  ts_canvas_set_line_width(canvas, 1);
+  ts_canvas_rect(canvas, x, y, w, h, FALSE);
 }
 
 /* The view without hover, rendered at the display's scale into a texture. */
@@ -113,11 +131,14 @@ plot_area_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
       self->base_dark = dark;
     }
     gtk_snapshot_append_texture(snapshot, self->base, &bounds);
-    if (self->view->hover == 0)
+    if (self->view->hover == 0 && !self->brushing)
       return;
     cairo_t *cr = gtk_snapshot_append_cairo(snapshot, &bounds);
     TsCanvas *canvas = ts_canvas_new_cairo(cr);
-    ts__plot_draw_hover(self->view, canvas, w, h);
+    if (self->view->hover)
+      ts__plot_draw_hover(self->view, canvas, w, h);
+    if (self->brushing)
+      draw_brush(self, canvas, theme);
     ts_canvas_free(canvas);
     cairo_destroy(cr);
     return;
@@ -226,11 +247,23 @@ static void
 on_drag_begin(GtkGestureDrag *drag, double x, double y, TsStudioPlotArea *self)
 {
   self->drag_last_x = self->drag_last_y = 0;
+  GdkModifierType state =
+      gtk_event_controller_get_current_event_state(GTK_EVENT_CONTROLLER(drag));
+  self->brushing = self->view != NULL && (state & GDK_SHIFT_MASK) != 0;
+  self->brush_x0 = self->brush_x1 = x;
+  self->brush_y0 = self->brush_y1 = y;
 }
 
 static void
 on_drag_update(GtkGestureDrag *drag, double dx, double dy, TsStudioPlotArea *self)
 {
+  if (self->brushing) {
+    self->brush_x1 = self->brush_x0 + dx;
+    self->brush_y1 = self->brush_y0 + dy;
+    self->hover_only = TRUE; /* the plot is unchanged: only the rectangle moves */
+    gtk_widget_queue_draw(GTK_WIDGET(self));
+    return;
+  }
   if (self->view == NULL || !self->view->zoomed)
     return;
   GtkWidget *w = GTK_WIDGET(self);
@@ -244,6 +277,21 @@ on_drag_update(GtkGestureDrag *drag, double dx, double dy, TsStudioPlotArea *sel
   /* The data under the pointer follows it: the window moves the other way. */
   ts_studio_view_pan(self->view, -(f1x - f0x), -(f1y - f0y));
   redraw(self);
+}
+
+static void
+on_drag_end(GtkGestureDrag *drag, double dx, double dy, TsStudioPlotArea *self)
+{
+  if (!self->brushing)
+    return;
+  self->brushing = FALSE;
+  /* A Shift+click that barely moved is the click's (extend the selection), not a brush. */
+  if (fabs(dx) < 4 && fabs(dy) < 4) {
+    gtk_widget_queue_draw(GTK_WIDGET(self));
+    return;
+  }
+  g_array_unref(ts_studio_plot_area_brush(self, self->brush_x0, self->brush_y0,
+                                          self->brush_x0 + dx, self->brush_y0 + dy));
 }
 
 static gboolean
@@ -338,6 +386,11 @@ ts_studio_plot_area_class_init(TsStudioPlotAreaClass *klass)
   signals[MARK_ACTIVATED] =
       g_signal_new("mark-activated", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
                    NULL, G_TYPE_NONE, 2, G_TYPE_INT64, G_TYPE_BOOLEAN);
+  /* TsStudioPlotArea::marks-brushed: a rectangle was drawn; the GArray of gint64 holds the
+   * marks inside it (maybe none), now the selection. */
+  signals[MARKS_BRUSHED] =
+      g_signal_new("marks-brushed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                   NULL, G_TYPE_NONE, 1, G_TYPE_POINTER);
 }
 
 static void
@@ -367,6 +420,7 @@ ts_studio_plot_area_init(TsStudioPlotArea *self)
   gtk_gesture_single_set_button(GTK_GESTURE_SINGLE(drag), GDK_BUTTON_PRIMARY);
   g_signal_connect(drag, "drag-begin", G_CALLBACK(on_drag_begin), self);
   g_signal_connect(drag, "drag-update", G_CALLBACK(on_drag_update), self);
+  g_signal_connect(drag, "drag-end", G_CALLBACK(on_drag_end), self);
   gtk_widget_add_controller(widget, GTK_EVENT_CONTROLLER(drag));
   GtkEventController *key = gtk_event_controller_key_new();
   g_signal_connect(key, "key-pressed", G_CALLBACK(on_key), self);
@@ -408,9 +462,34 @@ void
 ts_studio_plot_area_set_selected(TsStudioPlotArea *area, gint64 id)
 {
   g_return_if_fail(TS_STUDIO_IS_PLOT_AREA(area));
-  if (area->view == NULL || area->view->selected == id)
+  if (area->view == NULL || (area->view->selected == id && area->view->selection == NULL))
     return;
-  area->view->selected = id;
+  ts_studio_view_set_selection(area->view, &id, id != 0);
   area->hover_only = FALSE; /* the selection ring is in the base drawing */
   gtk_widget_queue_draw(GTK_WIDGET(area));
+}
+
+void
+ts_studio_plot_area_set_selection(TsStudioPlotArea *area, const gint64 *ids, guint n)
+{
+  g_return_if_fail(TS_STUDIO_IS_PLOT_AREA(area));
+  if (area->view == NULL)
+    return;
+  ts_studio_view_set_selection(area->view, ids, n);
+  area->hover_only = FALSE;
+  gtk_widget_queue_draw(GTK_WIDGET(area));
+}
+
+GArray *
+ts_studio_plot_area_brush(TsStudioPlotArea *area, double x0, double y0, double x1, double y1)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_PLOT_AREA(area), NULL);
+  if (area->view == NULL)
+    return g_array_new(FALSE, FALSE, sizeof(gint64));
+  GtkWidget *w = GTK_WIDGET(area);
+  GArray *ids = ts_studio_view_brush(area->view, x0, y0, x1, y1, gtk_widget_get_width(w),
+                                     gtk_widget_get_height(w));
+  ts_studio_plot_area_set_selection(area, (const gint64 *)ids->data, ids->len);
+  g_signal_emit(area, signals[MARKS_BRUSHED], 0, ids);
+  return ids;
 }

@@ -291,6 +291,24 @@ ts__plot_hit_trials(const TsPlot *p, GPtrArray *trials, TsPlotTrialPlace place, 
   return k < 0 ? 0 : g_array_index(ids, gint64, k);
 }
 
+GArray *
+ts__plot_brush_trials(const TsPlot *p, GPtrArray *trials, TsPlotTrialPlace place, double x0,
+                      double y0, double x1, double y1)
+{
+  GArray *ids = g_array_new(FALSE, FALSE, sizeof(gint64));
+  for (guint i = 0; i < trials->len; i++) {
+    const TsStudioTrial *t = trials->pdata[i];
+    double dx, dy;
+    if (!place(t, &dx, &dy))
+      continue;
+    double px = ts__plot_x(p, dx), py = ts__plot_y(p, dy);
+    /* Points zoomed out of the plot area are not where the user drew. */
+    if (px >= x0 && px <= x1 && py >= y0 && py <= y1 && ts__plot_contains(p, px, py))
+      g_array_append_val(ids, t->id);
+  }
+  return ids;
+}
+
 void
 ts__plot_draw_hover_trial(TsStudioView *view, TsCanvas *c, const TsPlot *p, GPtrArray *trials,
                           TsPlotTrialPlace place, TsPlotTrialDraw draw)

@@ -456,7 +456,7 @@ ts__plot_draw_dot(TsStudioView *view, TsCanvas *c, const TsPlot *p, const TsStud
   const TsStudioTheme *th = view->theme;
   double x = ts__plot_x(p, t->predicted_ns), y = ts__plot_y(p, t->median_ns);
   ts__plot_begin_trial(c, t);
-  if (t->id == view->hover || t->id == view->selected) {
+  if (t->id == view->hover || ts_studio_view_is_selected(view, t->id)) {
     TsRgba ring = t->id == view->hover ? th->highlight : th->foreground;
     ts__plot_draw_ringed(c, th, TS_CANVAS_MARKER_CIRCLE, ring, ring, x, y, 5);
   }
@@ -473,7 +473,7 @@ ts__plot_draw_dots(TsStudioView *view, TsCanvas *c, const TsPlot *p, GPtrArray *
   for (int pass = 0; pass < 2; pass++)
     for (guint i = 0; i < trials->len; i++) {
       const TsStudioTrial *t = trials->pdata[i];
-      gboolean lit = t->id == view->hover || t->id == view->selected;
+      gboolean lit = t->id == view->hover || ts_studio_view_is_selected(view, t->id);
       double x, y;
       if (lit == (pass == 1) && place(t, &x, &y))
         ts__plot_draw_dot(view, c, p, t);

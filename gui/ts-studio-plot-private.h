@@ -124,6 +124,10 @@ typedef void (*TsPlotTrialDraw)(TsStudioView *view, TsCanvas *canvas, const TsPl
 /* The id of the plotted trial nearest (x, y) within radius px, or 0. */
 gint64 ts__plot_hit_trials(const TsPlot *plot, GPtrArray *trials, TsPlotTrialPlace place,
                            double x, double y, double radius);
+/* The ids of the plotted trials whose points lie in [x0, x1] x [y0, y1] (pixels) and inside
+ * the plot area, in trials' order. */
+GArray *ts__plot_brush_trials(const TsPlot *plot, GPtrArray *trials, TsPlotTrialPlace place,
+                              double x0, double y0, double x1, double y1);
 /* Draws view->hover again over a finished plot (clipped to the plot area), leaving n_drawn as
  * it was: the overlay is not another mark. */
 void ts__plot_draw_hover_trial(TsStudioView *view, TsCanvas *canvas, const TsPlot *plot,

@@ -131,6 +131,16 @@ predicted_hit(TsStudioView *view, double x, double y, double width, double heigh
   return ts__plot_hit_trials(&p, pr->trials, place, x, y, HIT_RADIUS);
 }
 
+static GArray *
+predicted_brush(TsStudioView *view, double x0, double y0, double x1, double y1, double width,
+                double height)
+{
+  Predicted *pr = (Predicted *)view;
+  TsPlot p;
+  layout(pr, width, height, &p);
+  return ts__plot_brush_trials(&p, pr->trials, place, x0, y0, x1, y1);
+}
+
 static char *
 predicted_describe(TsStudioView *view, gint64 id)
 {
@@ -165,6 +175,7 @@ static const TsStudioViewClass predicted_class = {
     .unit = "trials",
     .draw = predicted_draw,
     .hit = predicted_hit,
+    .brush = predicted_brush,
     .describe = predicted_describe,
     .finalize = predicted_finalize,
 };

@@ -99,7 +99,9 @@ trial_color(const Roofline *r, const TsStudioTrial *t)
 static int
 priority(const Roofline *r, const TsStudioTrial *t)
 {
-  return t->id == r->view.hover ? 3 : t->id == r->view.selected ? 2 : t->id == r->best_id;
+  return t->id == r->view.hover                            ? 3
+         : ts_studio_view_is_selected(&r->view, t->id) ? 2
+                                                         : t->id == r->best_id;
 }
 
 static void
@@ -110,7 +112,7 @@ draw_trial(Roofline *r, TsCanvas *c, const TsPlot *p, const TsStudioTrial *t)
   TsRgba fill = trial_color(r, t);
   TsCanvasMarker shape = status_marker(t->status);
   ts__plot_begin_trial(c, t);
-  if (t->id == r->view.hover || t->id == r->view.selected) {
+  if (t->id == r->view.hover || ts_studio_view_is_selected(&r->view, t->id)) {
     TsRgba ring = t->id == r->view.hover ? th->highlight : th->foreground;
     ts__plot_draw_ringed(c, th, TS_CANVAS_MARKER_CIRCLE, ring, ring, x, y, MARKER_R + 3);
   }
@@ -291,6 +293,16 @@ roofline_hit(TsStudioView *view, double x, double y, double width, double height
   return id;
 }
 
+static GArray *
+roofline_brush(TsStudioView *view, double x0, double y0, double x1, double y1, double width,
+               double height)
+{
+  Roofline *r = (Roofline *)view;
+  TsPlot p;
+  layout(r, width, height, &p);
+  return ts__plot_brush_trials(&p, r->trials, place, x0, y0, x1, y1);
+}
+
 static char *
 roofline_describe(TsStudioView *view, gint64 id)
 {
@@ -320,6 +332,7 @@ static const TsStudioViewClass roofline_class = {
     .unit = "trials",
     .draw = roofline_draw,
     .hit = roofline_hit,
+    .brush = roofline_brush,
     .describe = roofline_describe,
     .finalize = roofline_finalize,
 };

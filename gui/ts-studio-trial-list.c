@@ -583,6 +583,32 @@ ts_studio_trial_list_select(TsStudioTrialList *list, gint64 id, gboolean add)
   return TRUE;
 }
 
+guint
+ts_studio_trial_list_select_ids(TsStudioTrialList *list, const gint64 *ids, guint n)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_TRIAL_LIST(list), 0);
+  g_autoptr(GHashTable) wanted = g_hash_table_new(g_int64_hash, g_int64_equal);
+  for (guint i = 0; i < n; i++)
+    g_hash_table_add(wanted, (gpointer)&ids[i]);
+  GListModel *rows = G_LIST_MODEL(list->sorted);
+  g_autoptr(GtkBitset) set = gtk_bitset_new_empty();
+  guint first = GTK_INVALID_LIST_POSITION;
+  for (guint i = 0; i < g_list_model_get_n_items(rows); i++) {
+    g_autoptr(TsStudioTrialItem) item = g_list_model_get_item(rows, i);
+    gint64 id = ts_studio_trial_item_get_id(item);
+    if (g_hash_table_contains(wanted, &id)) {
+      gtk_bitset_add(set, i);
+      first = MIN(first, i);
+    }
+  }
+  /* One change, one "selection-changed", however many rows. */
+  g_autoptr(GtkBitset) mask = gtk_bitset_new_range(0, g_list_model_get_n_items(rows));
+  gtk_selection_model_set_selection(GTK_SELECTION_MODEL(list->selection), set, mask);
+  if (first != GTK_INVALID_LIST_POSITION)
+    scroll_to_row(list, first);
+  return (guint)gtk_bitset_get_size(set);
+}
+
 void
 ts_studio_trial_list_focus_filter(TsStudioTrialList *list)
 {

@@ -40,6 +40,9 @@ GPtrArray *ts_studio_trial_list_get_selected(TsStudioTrialList *list);
 /* Selects trial id (clearing the filters when they hide it) and scrolls to it; add keeps the
  * rest of the selection. id 0 with add FALSE clears the selection. FALSE: no such trial. */
 gboolean ts_studio_trial_list_select(TsStudioTrialList *list, gint64 id, gboolean add);
+/* Makes the rows of those trial ids the selection (ids the filters hide are left out: a brush
+ * in a plot only sees the trials the list shows), in one change; the number selected. */
+guint ts_studio_trial_list_select_ids(TsStudioTrialList *list, const gint64 *ids, guint n);
 void ts_studio_trial_list_focus_filter(TsStudioTrialList *list);
 
 /* The rows as shown, as CSV with a header line. */

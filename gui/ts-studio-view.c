@@ -6,6 +6,7 @@ ts_studio_view_free(TsStudioView *view)
 {
   if (view == NULL)
     return;
+  g_clear_pointer(&view->selection, g_hash_table_unref);
   view->klass->finalize(view);
 }
 
@@ -50,4 +51,36 @@ ts_studio_view_describe(TsStudioView *view, gint64 id)
 {
   g_return_val_if_fail(view != NULL, NULL);
   return view->klass->describe && id != 0 ? view->klass->describe(view, id) : NULL;
+}
+
+GArray *
+ts_studio_view_brush(TsStudioView *view, double x0, double y0, double x1, double y1,
+                     double width, double height)
+{
+  g_return_val_if_fail(view != NULL, NULL);
+  GArray *ids = view->klass->brush ? view->klass->brush(view, MIN(x0, x1), MIN(y0, y1),
+                                                        MAX(x0, x1), MAX(y0, y1), width, height)
+                                   : NULL;
+  return ids ? ids : g_array_new(FALSE, FALSE, sizeof(gint64));
+}
+
+void
+ts_studio_view_set_selection(TsStudioView *view, const gint64 *ids, guint n)
+{
+  g_return_if_fail(view != NULL && (ids != NULL || n == 0));
+  view->selected = n ? ids[0] : 0;
+  g_clear_pointer(&view->selection, g_hash_table_unref);
+  if (n < 2)
+    return;
+  view->selection = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  for (guint i = 0; i < n; i++)
+    g_hash_table_add(view->selection, g_memdup2(&ids[i], sizeof(gint64)));
+}
+
+gboolean
+ts_studio_view_is_selected(const TsStudioView *view, gint64 id)
+{
+  g_return_val_if_fail(view != NULL, FALSE);
+  return id != 0 && (id == view->selected ||
+                     (view->selection && g_hash_table_contains(view->selection, &id)));
 }

@@ -23,6 +23,10 @@ typedef struct {
   void (*draw)(TsStudioView *view, TsCanvas *canvas, double width, double height);
   /* The mark within a few px of (x, y) in a view drawn at width x height, or 0. */
   gint64 (*hit)(TsStudioView *view, double x, double y, double width, double height);
+  /* The marks whose points lie in the pixel rectangle [x0, x1] x [y0, y1] of a view drawn at
+   * width x height, in the view's order (GArray of gint64); NULL: the view has no brush. */
+  GArray *(*brush)(TsStudioView *view, double x0, double y0, double x1, double y1,
+                   double width, double height);
   /* One or more lines for a tooltip; NULL when the id is unknown. */
   char *(*describe)(TsStudioView *view, gint64 id);
   void (*finalize)(TsStudioView *view);
@@ -32,6 +36,7 @@ struct _TsStudioView {
   const TsStudioViewClass *klass;
   const TsStudioTheme *theme; /* default: light */
   gint64 selected, hover;     /* drawn highlighted; 0: none */
+  GHashTable *selection;      /* more marks drawn as selected (gint64 keys); NULL: only selected */
   /* What the last draw showed, for tests and the benchmark: marks drawn (after folding) and
    * marks the view holds. */
   guint n_drawn, n_marks;
@@ -58,6 +63,14 @@ const char *ts_studio_view_unit(const TsStudioView *view);
 void ts_studio_view_set_theme(TsStudioView *view, const TsStudioTheme *theme);
 void ts_studio_view_draw(TsStudioView *view, TsCanvas *canvas, double width, double height);
 gint64 ts_studio_view_hit(TsStudioView *view, double x, double y, double width, double height);
+/* The marks inside a rectangle given by two corners in pixels, as klass->brush says (an empty
+ * array for a view without a brush). */
+GArray *ts_studio_view_brush(TsStudioView *view, double x0, double y0, double x1, double y1,
+                             double width, double height);
+/* Selects n marks: ids[0] becomes view->selected, all are drawn selected (n 0: none). */
+void ts_studio_view_set_selection(TsStudioView *view, const gint64 *ids, guint n);
+/* Whether id is drawn as selected. */
+gboolean ts_studio_view_is_selected(const TsStudioView *view, gint64 id);
 char *ts_studio_view_describe(TsStudioView *view, gint64 id);
 
 /* ---- the trial plots (ts-studio-roofline.c, ts-studio-history.c) ----

@@ -24,6 +24,13 @@ void ts_studio_plot_area_set_selected(TsStudioPlotArea *area, gint64 id);
  * clicked, or 0. */
 gint64 ts_studio_plot_area_click(TsStudioPlotArea *area, double x, double y,
                                  GdkModifierType state);
+/* Selects the marks in view->selection (ids[0] the primary), without emitting anything. */
+void ts_studio_plot_area_set_selection(TsStudioPlotArea *area, const gint64 *ids, guint n);
+/* What a Shift+drag from (x0, y0) to (x1, y1) does on release (the drag gesture's handler;
+ * tests call it): the marks inside become the selection and "marks-brushed" is emitted with
+ * them. Returns them (GArray of gint64, maybe empty). */
+GArray *ts_studio_plot_area_brush(TsStudioPlotArea *area, double x0, double y0, double x1,
+                                  double y1);
 
 /* The timeline: a TsStudioView prepared in a worker thread (a spinner meanwhile), zoom with the
  * wheel (Ctrl+wheel too) and +/-, pan with drag, shift+wheel and the arrow keys, 0 or Home

@@ -174,6 +174,18 @@ make_predicted(TsStudioWindow *self, GPtrArray *shown)
   return ts_studio_learned_new(self->workload, shown, learned, error ? error->message : NULL);
 }
 
+/* The list's selection, drawn selected in the three trial plots. */
+static void
+select_in_plots(TsStudioWindow *self, GPtrArray *selected)
+{
+  g_autoptr(GArray) ids = g_array_sized_new(FALSE, FALSE, sizeof(gint64), selected->len);
+  for (guint i = 0; i < selected->len; i++)
+    g_array_append_val(ids, ((const TsStudioTrial *)selected->pdata[i])->id);
+  TsStudioPlotArea *areas[] = {self->roofline_area, self->history_area, self->predicted_area};
+  for (guint i = 0; i < G_N_ELEMENTS(areas); i++)
+    ts_studio_plot_area_set_selection(areas[i], (const gint64 *)ids->data, ids->len);
+}
+
 /* The three trial plots, of the trials the list shows, keeping the selection's highlight. */
 static void
 make_plots(TsStudioWindow *self)
@@ -190,10 +202,7 @@ make_plots(TsStudioWindow *self)
   ts_studio_plot_area_set_view(self->history_area, make_history(self), NULL);
   ts_studio_plot_area_set_view(self->predicted_area, make_predicted(self, shown), NULL);
   g_autoptr(GPtrArray) selected = ts_studio_trial_list_get_selected(self->trial_list);
-  gint64 id = selected->len ? ((const TsStudioTrial *)selected->pdata[0])->id : 0;
-  ts_studio_plot_area_set_selected(self->roofline_area, id);
-  ts_studio_plot_area_set_selected(self->history_area, id);
-  ts_studio_plot_area_set_selected(self->predicted_area, id);
+  select_in_plots(self, selected);
 }
 
 /* A profiled tune's "trial ID: POINT" range clicked: that trial is selected in the list (and so
@@ -349,9 +358,7 @@ on_trials_selected(TsStudioTrialList *list, TsStudioWindow *self)
   const TsStudioTrial *b = selected->len > 1 ? g_ptr_array_index(selected, 1) : NULL;
   gint64 id = a ? a->id : 0;
 
-  ts_studio_plot_area_set_selected(self->roofline_area, id);
-  ts_studio_plot_area_set_selected(self->history_area, id);
-  ts_studio_plot_area_set_selected(self->predicted_area, id);
+  select_in_plots(self, selected);
   ts_studio_lowering_pane_set_trials(self->lowering_pane, self->workload, a, b);
   ts_studio_lowering_pane_set_n_selected(self->lowering_pane, selected->len);
   /* And the other way: the trial's range on the timeline, when it has one. */
@@ -365,6 +372,12 @@ on_mark_activated(TsStudioPlotArea *area, gint64 id, gboolean extend, TsStudioWi
 {
   if (id != 0)
     ts_studio_trial_list_select(self->trial_list, id, extend);
+}
+
+static void
+on_marks_brushed(TsStudioPlotArea *area, GArray *ids, TsStudioWindow *self)
+{
+  ts_studio_trial_list_select_ids(self->trial_list, (const gint64 *)ids->data, ids->len);
 }
 
 static void
@@ -536,6 +549,9 @@ ts_studio_window_init(TsStudioWindow *self)
   g_signal_connect(self->roofline_area, "mark-activated", G_CALLBACK(on_mark_activated), self);
   g_signal_connect(self->history_area, "mark-activated", G_CALLBACK(on_mark_activated), self);
   g_signal_connect(self->predicted_area, "mark-activated", G_CALLBACK(on_mark_activated), self);
+  g_signal_connect(self->roofline_area, "marks-brushed", G_CALLBACK(on_marks_brushed), self);
+  g_signal_connect(self->history_area, "marks-brushed", G_CALLBACK(on_marks_brushed), self);
+  g_signal_connect(self->predicted_area, "marks-brushed", G_CALLBACK(on_marks_brushed), self);
   g_signal_connect(self->color_by, "notify::selected", G_CALLBACK(on_color_by), self);
   g_signal_connect(self->history_axis, "notify::selected", G_CALLBACK(on_history_axis), self);
   g_signal_connect(self->predicted_model, "notify::selected", G_CALLBACK(on_predicted_model),

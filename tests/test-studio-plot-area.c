@@ -131,6 +131,12 @@ on_activated(TsStudioPlotArea *area, gint64 id, gboolean extend, gint64 *out)
 }
 
 static void
+on_brushed(TsStudioPlotArea *area, GArray *ids, GArray **out)
+{
+  *out = ids;
+}
+
+static void
 set_dark(gboolean dark)
 {
   g_object_set(gtk_settings_get_default(), "gtk-application-prefer-dark-theme", dark, NULL);
@@ -244,6 +250,51 @@ test_plot_area(void)
   g_assert_cmpint(activated, ==, -2);
   g_assert_cmpint(ts_studio_plot_area_click(area, mx, my, 0), ==, 2);
   g_assert_cmpint(activated, ==, 2);
+
+  /* A brush (Shift+drag) around marks 1 and 2 selects both, and says so; the rectangle is
+   * given corner to corner in any order. */
+  GArray *brushed = NULL;
+  g_signal_connect(area, "marks-brushed", G_CALLBACK(on_brushed), &brushed);
+  double m1x, m1y, m3x, m3y;
+  find_mark(widget, view, 1, &m1x, &m1y);
+  find_mark(widget, view, 3, &m3x, &m3y);
+  g_autoptr(GArray) two =
+      ts_studio_plot_area_brush(area, MAX(m1x, mx) + 8, MAX(m1y, my) + 8, MIN(m1x, mx) - 8,
+                                MIN(m1y, my) - 8);
+  g_assert_cmpuint(two->len, ==, 2);
+  g_assert_cmpint(g_array_index(two, gint64, 0), ==, 1);
+  g_assert_cmpint(g_array_index(two, gint64, 1), ==, 2);
+  g_assert_true(brushed == two);
+  g_assert_cmpint(view->selected, ==, 1);
+  g_assert_true(ts_studio_view_is_selected(view, 2));
+  g_assert_false(ts_studio_view_is_selected(view, 3));
+  /* Both drawn selected: a foreground ring beside each, none beside mark 3. */
+  s = render(widget);
+  const double *marks[][2] = {{&m1x, &m1y}, {&mx, &my}, {&m3x, &m3y}};
+  for (guint i = 0; i < 3; i++) {
+    /* The ring's darkest pixel along the row right of the centre (anti-aliased edges). */
+    int d = 255;
+    for (int dx = 7; dx <= 11; dx++) {
+      guint8 *pix = cairo_image_surface_get_data(s) + (int)*marks[i][1] * stride +
+                    4 * (int)(*marks[i][0] + dx);
+      d = MIN(d, abs(pix[2] - (int)(light->foreground.r * 255)));
+    }
+    if (i < 2)
+      g_assert_cmpint(d, <, 40);
+    else
+      g_assert_cmpint(d, >, 100);
+  }
+  cairo_surface_destroy(s);
+  /* An empty rectangle selects nothing; a click makes one selected again. */
+  g_autoptr(GArray) none = ts_studio_plot_area_brush(area, 2, 2, 6, 6);
+  g_assert_cmpuint(none->len, ==, 0);
+  g_assert_cmpint(view->selected, ==, 0);
+  g_assert_null(view->selection);
+  ts_studio_plot_area_set_selection(area, (const gint64[]){3, 1}, 2);
+  g_assert_true(ts_studio_view_is_selected(view, 1) && ts_studio_view_is_selected(view, 3));
+  ts_studio_plot_area_set_selected(area, 2);
+  g_assert_null(view->selection);
+  g_assert_false(ts_studio_view_is_selected(view, 3));
 
   /* The desktop turns dark: so does the plot, with no call from the window. */
   set_dark(TRUE);

@@ -356,6 +356,29 @@ test_roofline(void)
   g_assert_cmpint(ts_studio_view_hit(view, x3 + 12, y3, W, H), ==, 0);
   g_assert_cmpint(ts_studio_view_hit(view, 5, 5, W, H), ==, 0);
 
+  /* A brush: the plotted trials inside a rectangle, in the trials' order. */
+  g_autoptr(GArray) all = ts_studio_view_brush(view, W, H, 0, 0, W, H);
+  g_assert_cmpuint(all->len, ==, 4);
+  const gint64 plotted[] = {1, 2, 3, 5};
+  for (guint i = 0; i < all->len; i++)
+    g_assert_cmpint(g_array_index(all, gint64, i), ==, plotted[i]);
+  g_autoptr(GArray) just3 = ts_studio_view_brush(view, x3 - 5, y3 - 5, x3 + 5, y3 + 5, W, H);
+  g_assert_cmpuint(just3->len, ==, 1);
+  g_assert_cmpint(g_array_index(just3, gint64, 0), ==, 3);
+  g_autoptr(GArray) empty = ts_studio_view_brush(view, 0, 0, 40, 40, W, H); /* the margin */
+  g_assert_cmpuint(empty->len, ==, 0);
+  /* Several selected: each drawn on top and ringed as the one selected is. */
+  ts_studio_view_set_selection(view, (const gint64[]){1, 3}, 2);
+  g_autofree char *svg_sel = render_svg(view);
+  const char *s1 = strstr(svg_sel, "id=\"trial-1\""), *s2 = strstr(svg_sel, "id=\"trial-2\"");
+  const char *s3 = strstr(svg_sel, "id=\"trial-3\"");
+  g_assert_true(s2 < s1 && s2 < s3);
+  g_autofree char *g1 = group_text(svg_sel, "trial-1"), *g3 = group_text(svg_sel, "trial-3");
+  g_autofree char *plain1 = group_text(svg, "trial-1");
+  g_assert_cmpuint(count(g1, "<circle"), >, count(plain1, "<circle"));
+  g_assert_cmpuint(count(g3, "<circle"), >, count(plain1, "<circle"));
+  ts_studio_view_set_selection(view, NULL, 0);
+
   g_autofree char *text = ts_studio_view_describe(view, 1);
   g_assert_nonnull(strstr(text, "tile_m=16 tile_n=64"));
   g_assert_nonnull(strstr(text, "status: ok"));
@@ -675,6 +698,13 @@ test_history(void)
   g_assert_nonnull(strstr(svg, "class=\"trial compile_error\" id=\"trial-13\""));
   g_assert_nonnull(strstr(failed, "<path"));
   g_assert_cmpuint(view->n_drawn, ==, trials->len);
+  /* Every mark, failures on the bottom edge too, is in a brush over the whole plot; a small
+   * one around trial 14 holds just it. */
+  g_autoptr(GArray) every = ts_studio_view_brush(view, 0, 0, W, H, W, H);
+  g_assert_cmpuint(every->len, ==, trials->len);
+  g_autoptr(GArray) best14 = ts_studio_view_brush(view, bx - 2, by - 2, bx + 2, by + 2, W, H);
+  g_assert_cmpuint(best14->len, ==, 1);
+  g_assert_cmpint(g_array_index(best14, gint64, 0), ==, 14);
   g_autofree char *text = ts_studio_view_describe(view, 13);
   g_assert_nonnull(strstr(text, "status: compile_error (it broke ...)"));
   g_assert_nonnull(strstr(text, "run 1"));

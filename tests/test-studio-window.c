@@ -300,6 +300,28 @@ test_selection(void)
   g_assert_cmpstr(ts_studio_lowering_pane_get_title(pane), ==, of3);
   g_assert_nonnull(
       strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET), "#define BM 96"));
+
+  /* A brush over the whole roofline: every plotted trial is selected in the list, and drawn
+   * selected in the other plots. */
+  g_assert_true(ts_studio_window_set_page(win, "roofline"));
+  spin(100);
+  int w = gtk_widget_get_width(roofline), h = gtk_widget_get_height(roofline);
+  g_assert_cmpint(w, >, 100);
+  g_autoptr(GArray) brushed =
+      ts_studio_plot_area_brush(TS_STUDIO_PLOT_AREA(roofline), 0, 0, w, h);
+  g_assert_cmpuint(brushed->len, >=, 2);
+  g_autoptr(GPtrArray) all = ts_studio_trial_list_get_selected(list);
+  g_assert_cmpuint(all->len, ==, brushed->len);
+  TsStudioView *history =
+      ts_studio_plot_area_get_view(TS_STUDIO_PLOT_AREA(ts_studio_window_get_page_widget(win, "history")));
+  for (guint i = 0; i < brushed->len; i++) {
+    gint64 id = g_array_index(brushed, gint64, i);
+    gboolean listed = FALSE;
+    for (guint j = 0; j < all->len; j++)
+      listed |= ((TsStudioTrial *)all->pdata[j])->id == id;
+    g_assert_true(listed);
+    g_assert_true(ts_studio_view_is_selected(history, id));
+  }
   spin(100);
   gtk_window_destroy(GTK_WINDOW(win));
 }
