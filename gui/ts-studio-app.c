@@ -28,6 +28,8 @@ struct _TsStudioApp {
   GMenu *recent; /* shared by every window's "Open Recent" */
   GCancellable *cancellable;
   guint setting_changed_id;
+  gboolean timing;          /* ts_studio_app_set_timing */
+  gboolean window_painted;
 };
 
 G_DEFINE_FINAL_TYPE(TsStudioApp, ts_studio_app, GTK_TYPE_APPLICATION)
@@ -168,6 +170,34 @@ screenshots_done(gboolean ok, const GError *error, gpointer data)
   g_list_free(windows);
 }
 
+/* ---- --timing: when the window, then the file's content, were first painted ---- */
+
+static void
+on_after_paint(GdkFrameClock *clock, TsStudioWindow *win)
+{
+  TsStudioApp *self = TS_STUDIO_APP(gtk_window_get_application(GTK_WINDOW(win)));
+  if (self == NULL)
+    return;
+  gint64 now = g_get_monotonic_time();
+  if (!self->window_painted) {
+    self->window_painted = TRUE;
+    g_print("window %" G_GINT64_FORMAT "\n", now);
+  }
+  if (ts_studio_window_content_ready(win)) {
+    g_print("content %" G_GINT64_FORMAT "\n", now);
+    g_signal_handlers_disconnect_by_func(clock, on_after_paint, win);
+    g_application_quit(G_APPLICATION(self));
+  }
+}
+
+static void
+on_window_realize(GtkWidget *widget, gpointer data)
+{
+  GdkFrameClock *clock = gtk_widget_get_frame_clock(widget);
+  if (clock)
+    g_signal_connect_object(clock, "after-paint", G_CALLBACK(on_after_paint), widget, 0);
+}
+
 static void
 ts_studio_app_open(GApplication *app, GFile **files, int n_files, const char *hint)
 {
@@ -208,6 +238,8 @@ ts_studio_app_open(GApplication *app, GFile **files, int n_files, const char *hi
       continue;
     }
     add_recent(files[i]);
+    if (self->timing && !gtk_widget_get_realized(GTK_WIDGET(win)))
+      g_signal_connect(win, "realize", G_CALLBACK(on_window_realize), NULL);
     gtk_window_present(GTK_WINDOW(win));
     if (self->screenshots_dir != NULL) {
       ts_studio_screenshots_run(win, self->screenshots_dir, screenshots_done, self);
@@ -401,6 +433,13 @@ ts_studio_app_set_screenshots(TsStudioApp *app, const char *dir)
   g_return_if_fail(TS_STUDIO_IS_APP(app));
   g_free(app->screenshots_dir);
   app->screenshots_dir = g_strdup(dir);
+}
+
+void
+ts_studio_app_set_timing(TsStudioApp *app, gboolean timing)
+{
+  g_return_if_fail(TS_STUDIO_IS_APP(app));
+  app->timing = timing;
 }
 
 GMenuModel *

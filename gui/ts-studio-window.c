@@ -785,6 +785,16 @@ ts_studio_window_get_state(TsStudioWindow *win)
   return gtk_stack_get_visible_child_name(GTK_STACK(win->states));
 }
 
+gboolean
+ts_studio_window_content_ready(TsStudioWindow *win)
+{
+  g_return_val_if_fail(TS_STUDIO_IS_WINDOW(win), FALSE);
+  const char *state = ts_studio_window_get_state(win);
+  if (g_str_equal(state, "trace"))
+    return ts_studio_timeline_area_get_view(win->trace_area) != NULL;
+  return g_str_equal(state, "workbench") || g_str_equal(state, "empty");
+}
+
 const char *
 ts_studio_window_get_placeholder(TsStudioWindow *win, const char *page)
 {

@@ -40,6 +40,9 @@ void ts_studio_window_show_error(TsStudioWindow *win, const char *primary, const
 
 /* "welcome" (nothing open), "empty" (a cache with no trials), "trace" or "workbench". */
 const char *ts_studio_window_get_state(TsStudioWindow *win);
+/* Whether what was opened is shown whole: a trace's timeline prepared (not still loading or
+ * preparing), a cache's workbench or its empty state. */
+gboolean ts_studio_window_content_ready(TsStudioWindow *win);
 /* The empty state's message, the one shown instead of a view (e.g. no profile), or NULL. */
 const char *ts_studio_window_get_placeholder(TsStudioWindow *win, const char *page);
 const char *ts_studio_window_get_path(TsStudioWindow *win);

@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import zlib
 
 TT, STUDIO = sys.argv[1], sys.argv[2]
@@ -134,6 +135,20 @@ p = run([STUDIO, "--help"])
 ok(p.returncode == 0 and "--screenshots" in p.stdout, "--help documents --screenshots")
 p = run([STUDIO, "--no-such-option"])
 ok(p.returncode == 2 and "--no-such-option" in p.stderr, "an unknown option is a usage error")
+
+# --timing: the window's first paint, then the content's, on CLOCK_MONOTONIC (what
+# bench/studio_trace_open.py times the open of a large trace with), then it quits by itself.
+t0 = time.monotonic()
+p = run([STUDIO, "--timing", os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                                              "foreign-trace.json")])
+t1 = time.monotonic()
+marks = dict(line.split() for line in p.stdout.splitlines() if len(line.split()) == 2)
+ok(p.returncode == 0 and set(marks) == {"window", "content"},
+   "--timing prints when the window and the trace were painted")
+ok(t0 <= int(marks.get("window", 0)) / 1e6 <= int(marks.get("content", 0)) / 1e6 <= t1,
+   "--timing's marks are in order, within the run, on the caller's monotonic clock")
+p = run([STUDIO, "--timing"], env=dict(ENV, XDG_CACHE_HOME=os.path.join(TMP, "nocache")))
+ok(p.returncode == 2 and "PATH" in p.stderr, "--timing without a file is a usage error")
 
 p, out, m = screenshots(DB, "shots")
 ok(p.returncode == 0 and m is not None, "--screenshots exits 0 and writes a manifest")
