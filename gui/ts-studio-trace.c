@@ -7,7 +7,6 @@
  * skipped. */
 #include "ts-studio-trace-private.h"
 
-#include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
 
@@ -90,18 +89,15 @@ fail(GError **error, const Reader *r, guint element, const char *fmt, ...)
 
 /* A number member in µs, as ns. */
 static gboolean
-time_member(JsonObject *o, const char *name, gint64 *ns, gboolean *present)
+time_member(const TsJsonNode *o, const char *name, gint64 *ns, gboolean *present)
 {
-  JsonNode *n = json_object_get_member(o, name);
+  const TsJsonNode *n = ts__json_member(o, name);
   *present = n != NULL;
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n))
-    return FALSE;
-  GType t = json_node_get_value_type(n);
   double us;
-  if (t == G_TYPE_INT64)
-    us = (double)json_node_get_int(n);
-  else if (t == G_TYPE_DOUBLE)
-    us = json_node_get_double(n);
+  if (n && n->type == TS_JSON_INT)
+    us = (double)n->v.i;
+  else if (n && n->type == TS_JSON_DOUBLE)
+    us = n->v.d;
   else
     return FALSE;
   /* Some writers use epoch time (~1.7e15 µs); past 9e15 µs the ns would overflow 64 bits. */
@@ -115,7 +111,7 @@ time_member(JsonObject *o, const char *name, gint64 *ns, gboolean *present)
 }
 
 static gboolean
-required_time(const Reader *r, guint i, JsonObject *o, const char *name, gint64 *ns,
+required_time(const Reader *r, guint i, const TsJsonNode *o, const char *name, gint64 *ns,
               GError **error)
 {
   gboolean present;
@@ -125,32 +121,45 @@ required_time(const Reader *r, guint i, JsonObject *o, const char *name, gint64 
               name);
 }
 
+/* By hand: printf's setup costs more than the digits, on every event's ids. */
+static void
+append_int(GString *s, gint64 v)
+{
+  guint64 u = v < 0 ? -(guint64)v : (guint64)v;
+  char digits[24], *p = digits + sizeof digits;
+  do
+    *--p = (char)('0' + u % 10);
+  while ((u /= 10) > 0);
+  if (v < 0)
+    *--p = '-';
+  g_string_append_len(s, p, digits + sizeof digits - p);
+}
+
 /* pid and tid are numbers in most files and strings in some; either names a thread. Appends
  * the id's text to key; TRUE with *value when it is an integer. */
 static gboolean
-append_id(GString *key, JsonObject *o, const char *name, gint64 *value)
+append_id(GString *key, const TsJsonNode *o, const char *name, gint64 *value)
 {
-  JsonNode *n = json_object_get_member(o, name);
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n))
+  const TsJsonNode *n = ts__json_member(o, name);
+  if (n == NULL)
     return FALSE;
-  GType t = json_node_get_value_type(n);
-  if (t == G_TYPE_INT64) {
-    *value = json_node_get_int(n);
-    g_string_append_printf(key, "%" G_GINT64_FORMAT, *value);
+  if (n->type == TS_JSON_INT) {
+    *value = n->v.i;
+    append_int(key, *value);
     return TRUE;
   }
-  if (t == G_TYPE_DOUBLE) {
-    double d = json_node_get_double(n);
+  if (n->type == TS_JSON_DOUBLE) {
+    double d = n->v.d;
     if (d == floor(d) && fabs(d) < 9e15) {
       *value = (gint64)d;
-      g_string_append_printf(key, "%" G_GINT64_FORMAT, *value);
+      append_int(key, *value);
       return TRUE;
     }
     g_string_append_printf(key, "%.17g", d);
-  } else if (t == G_TYPE_STRING) {
+  } else if (n->type == TS_JSON_STRING) {
     /* Quoted, so the string "5" is not the number 5. */
     g_string_append_c(key, '"');
-    g_string_append(key, json_node_get_string(n));
+    g_string_append(key, n->v.s);
   }
   return FALSE;
 }
@@ -178,7 +187,7 @@ thread_of_key(Reader *r, gsize pid_len, gboolean numeric_tid, gint64 tid)
 /* The thread's index; the key is built in a reused buffer, since this runs once per event and
  * a trace has a handful of threads. */
 static guint
-thread_of(Reader *r, JsonObject *o)
+thread_of(Reader *r, const TsJsonNode *o)
 {
   GString *key = r->key;
   g_string_truncate(key, 0);
@@ -193,7 +202,7 @@ thread_of(Reader *r, JsonObject *o)
 /* A lane of the reader's own in o's process (none: the whole trace's): an async track, the
  * process's instants, its counters. Its name is label, as a thread_name would give it. */
 static guint
-pseudo_thread(Reader *r, JsonObject *o, const char *label)
+pseudo_thread(Reader *r, const TsJsonNode *o, const char *label)
 {
   GString *key = r->key;
   g_string_truncate(key, 0);
@@ -213,16 +222,12 @@ pseudo_thread(Reader *r, JsonObject *o, const char *label)
 
 /* "M" metadata: the names Perfetto and Nsight show for processes and threads. */
 static void
-read_metadata(Reader *r, JsonObject *o, const char *name)
+read_metadata(Reader *r, const TsJsonNode *o, const char *name)
 {
   gboolean process = g_strcmp0(name, "process_name") == 0;
   if (!process && g_strcmp0(name, "thread_name") != 0)
     return; /* sort indices, labels: nothing the timeline shows */
-  JsonNode *args = json_object_get_member(o, "args");
-  const char *value = args && JSON_NODE_HOLDS_OBJECT(args)
-                        ? json_object_get_string_member_with_default(
-                            json_node_get_object(args), "name", NULL)
-                        : NULL;
+  const char *value = ts__json_string_member(ts__json_member(o, "args"), "name");
   if (value == NULL || *value == '\0')
     return;
   guint thread = thread_of(r, o);
@@ -280,18 +285,17 @@ memory_kind_of(const char *cat)
 }
 
 static guint64
-arg_u64(JsonObject *args, const char *name)
+arg_u64(const TsJsonNode *args, const char *name)
 {
-  JsonNode *n = args ? json_object_get_member(args, name) : NULL;
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n))
+  const TsJsonNode *n = ts__json_member(args, name);
+  if (n == NULL)
     return 0;
-  GType t = json_node_get_value_type(n);
-  if (t == G_TYPE_INT64)
-    return (guint64)MAX(json_node_get_int(n), 0);
-  if (t == G_TYPE_DOUBLE)
-    return json_node_get_double(n) > 0 ? (guint64)json_node_get_double(n) : 0;
-  if (t == G_TYPE_STRING) /* addresses are often written as "0x7f..." */
-    return g_ascii_strtoull(json_node_get_string(n), NULL, 0);
+  if (n->type == TS_JSON_INT)
+    return (guint64)MAX(n->v.i, 0);
+  if (n->type == TS_JSON_DOUBLE) /* 2^64 and beyond do not convert */
+    return n->v.d > 0 && n->v.d < 1.8e19 ? (guint64)n->v.d : 0;
+  if (n->type == TS_JSON_STRING) /* addresses are often written as "0x7f..." */
+    return g_ascii_strtoull(n->v.s, NULL, 0);
   return 0;
 }
 
@@ -313,52 +317,26 @@ open_range_clear(gpointer data)
 }
 
 static void
-append_value(GString *s, JsonNode *n)
+append_value(GString *s, const TsJsonNode *n)
 {
-  if (!JSON_NODE_HOLDS_VALUE(n)) {
-    g_autofree char *text = json_to_string(n, FALSE); /* an object, an array, null */
-    g_string_append(s, text);
-    return;
-  }
-  GType t = json_node_get_value_type(n);
-  if (t == G_TYPE_STRING) {
-    g_string_append(s, json_node_get_string(n));
-  } else if (t == G_TYPE_INT64) {
-    /* By hand: printf's setup costs more than the digits, on every event's ids. */
-    gint64 v = json_node_get_int(n);
-    guint64 u = v < 0 ? -(guint64)v : (guint64)v;
-    char digits[24], *p = digits + sizeof digits;
-    do
-      *--p = (char)('0' + u % 10);
-    while ((u /= 10) > 0);
-    if (v < 0)
-      *--p = '-';
-    g_string_append_len(s, p, digits + sizeof digits - p);
-  } else if (t == G_TYPE_DOUBLE) {
+  switch (n->type) {
+  case TS_JSON_STRING:
+    g_string_append(s, n->v.s);
+    break;
+  case TS_JSON_INT:
+    append_int(s, n->v.i);
+    break;
+  case TS_JSON_DOUBLE: {
     char buf[G_ASCII_DTOSTR_BUF_SIZE];
-    g_string_append(s, g_ascii_formatd(buf, sizeof buf, "%.15g", json_node_get_double(n)));
-  } else if (t == G_TYPE_BOOLEAN) {
-    g_string_append(s, json_node_get_boolean(n) ? "true" : "false");
+    g_string_append(s, g_ascii_formatd(buf, sizeof buf, "%.15g", n->v.d));
+    break;
   }
-}
-
-typedef struct {
-  GString *s;
-  const TsDbEvent *e;
-} ArgsText;
-
-static void
-append_arg(JsonObject *args, const char *key, JsonNode *value, gpointer data)
-{
-  ArgsText *a = data;
-  if (strcmp(key, "detail") == 0 || (strcmp(key, "bytes") == 0 && a->e->bytes) ||
-      (strcmp(key, "address") == 0 && a->e->address))
-    return;
-  if (a->s->len)
-    g_string_append_c(a->s, '\n');
-  g_string_append(a->s, key);
-  g_string_append(a->s, ": ");
-  append_value(a->s, value);
+  case TS_JSON_BOOL:
+    g_string_append(s, n->v.b ? "true" : "false");
+    break;
+  default: /* an object, an array, null: as written, without the whitespace between tokens */
+    ts__json_append_compact(s, n);
+  }
 }
 
 /* What the event's args say beyond its own fields, for the details panel: the "detail" text
@@ -367,25 +345,33 @@ append_arg(JsonObject *args, const char *key, JsonNode *value, gpointer data)
  * reference-counted string of the event's own, not interned: args such as correlation ids
  * differ from one event to the next, and interning 10^6 of them cost a quarter of the read. */
 static char *
-args_text(JsonObject *args, const TsDbEvent *e, GString *buf)
+args_text(const TsJsonNode *args, const TsDbEvent *e, GString *buf)
 {
   if (args == NULL)
     return NULL;
-  g_string_assign(buf, json_object_get_string_member_with_default(args, "detail", ""));
-  ArgsText a = {buf, e};
-  json_object_foreach_member(args, append_arg, &a);
+  const char *detail = ts__json_string_member(args, "detail");
+  g_string_assign(buf, detail ? detail : "");
+  for (const TsJsonNode *m = args->child; m; m = m->next) {
+    if (strcmp(m->key, "detail") == 0 || (strcmp(m->key, "bytes") == 0 && e->bytes) ||
+        (strcmp(m->key, "address") == 0 && e->address))
+      continue;
+    if (buf->len)
+      g_string_append_c(buf, '\n');
+    g_string_append(buf, m->key);
+    g_string_append(buf, ": ");
+    append_value(buf, m);
+  }
   return buf->len ? g_ref_string_new_len(buf->str, (gssize)buf->len) : NULL;
 }
 
 /* Fields every kept event has. e->detail is left NULL and its text (a GRefString, or NULL)
  * returned, for own_event to give it once the event's other strings are its own. */
 static char *
-fill_common(Reader *r, TsDbEvent *e, JsonObject *o, const char *kind)
+fill_common(Reader *r, TsDbEvent *e, const TsJsonNode *o, const char *kind)
 {
-  JsonNode *args_node = json_object_get_member(o, "args");
-  JsonObject *args = args_node && JSON_NODE_HOLDS_OBJECT(args_node)
-                       ? json_node_get_object(args_node)
-                       : NULL;
+  const TsJsonNode *args = ts__json_member(o, "args");
+  if (args && args->type != TS_JSON_OBJECT)
+    args = NULL;
   e->kind = kind;
   e->bytes = arg_u64(args, "bytes");
   e->address = arg_u64(args, "address");
@@ -401,63 +387,46 @@ own_event(TsDbEvent *e, char *detail)
   e->detail = detail;
 }
 
-static const char *
-string_member(JsonObject *o, const char *name)
-{
-  JsonNode *n = json_object_get_member(o, name);
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING)
-    return NULL;
-  return json_node_get_string(n);
-}
-
 /* A counter of memory in use ("GPU memory", the PyTorch profiler's "[memory]" with
  * "Total Allocated", Perfetto's "mem.*"): its value is what the memory area draws, so each
  * change becomes an alloc (up) or a free (down) of the difference, with no address (each
  * event counts its own bytes). Other counters get tracks of their own (read_counter). */
 static gboolean
-memory_counter(JsonObject *args, const char *name, gint64 *value)
+memory_counter(const TsJsonNode *args, const char *name, gint64 *value)
 {
   gboolean named = name && (strstr(name, "memory") || strstr(name, "Memory") ||
                             g_str_has_prefix(name, "mem."));
-  GList *members = json_object_get_members(args);
   gboolean found = FALSE;
-  for (GList *m = members; m && !found; m = m->next) {
-    const char *key = m->data;
-    JsonNode *n = json_object_get_member(args, key);
-    if (!JSON_NODE_HOLDS_VALUE(n))
-      continue;
-    GType t = json_node_get_value_type(n);
-    if (t != G_TYPE_INT64 && t != G_TYPE_DOUBLE)
+  for (const TsJsonNode *m = args->child; m && !found; m = m->next) {
+    const char *key = m->key;
+    const TsJsonNode *n = ts__json_member(args, key); /* the last of a repeated name */
+    if (n->type != TS_JSON_INT && n->type != TS_JSON_DOUBLE)
       continue;
     gboolean bytes = strstr(key, "bytes") || strstr(key, "Bytes") || strstr(key, "Allocated") ||
                      strstr(key, "allocated");
     if (!named && !bytes)
       continue;
-    double v = t == G_TYPE_INT64 ? (double)json_node_get_int(n) : json_node_get_double(n);
+    double v = n->type == TS_JSON_INT ? (double)n->v.i : n->v.d;
     if (!(v >= 0 && v < 9e18))
       continue;
     *value = (gint64)v;
     found = TRUE;
   }
-  g_list_free(members);
   return found;
 }
 
 /* A counter's value: a number, or a string holding one (some writers quote them). */
 static gboolean
-counter_value(JsonNode *n, double *v)
+counter_value(const TsJsonNode *n, double *v)
 {
-  if (!JSON_NODE_HOLDS_VALUE(n))
-    return FALSE;
-  GType t = json_node_get_value_type(n);
-  if (t == G_TYPE_INT64)
-    *v = (double)json_node_get_int(n);
-  else if (t == G_TYPE_DOUBLE)
-    *v = json_node_get_double(n);
-  else if (t == G_TYPE_STRING) {
+  if (n->type == TS_JSON_INT)
+    *v = (double)n->v.i;
+  else if (n->type == TS_JSON_DOUBLE)
+    *v = n->v.d;
+  else if (n->type == TS_JSON_STRING) {
     char *end = NULL;
-    *v = g_ascii_strtod(json_node_get_string(n), &end);
-    if (end == json_node_get_string(n) || *end != '\0')
+    *v = g_ascii_strtod(n->v.s, &end);
+    if (end == n->v.s || *end != '\0')
       return FALSE;
   } else
     return FALSE;
@@ -468,30 +437,27 @@ counter_value(JsonNode *n, double *v)
  * one series per numeric member, named as Perfetto names them ("name key"; a member called
  * "value" adds nothing), on a counters lane of the event's process. */
 static gboolean
-read_counter(Reader *r, guint i, JsonObject *o, const char *name, GError **error)
+read_counter(Reader *r, guint i, const TsJsonNode *o, const char *name, GError **error)
 {
-  JsonNode *args = json_object_get_member(o, "args");
-  if (args == NULL || !JSON_NODE_HOLDS_OBJECT(args))
+  const TsJsonNode *members = ts__json_member(o, "args");
+  if (members == NULL || members->type != TS_JSON_OBJECT)
     return TRUE;
-  JsonObject *members = json_node_get_object(args);
   gint64 value;
   TsDbEvent e = {.kind = NULL, .name = name};
   if (!required_time(r, i, o, "ts", &e.start_ns, error))
     return FALSE;
   if (!memory_counter(members, name, &value)) {
     guint thread = pseudo_thread(r, o, "counters");
-    GList *keys = json_object_get_members(members);
-    for (GList *k = keys; k; k = k->next) {
+    for (const TsJsonNode *k = members->child; k; k = k->next) {
       double v;
-      if (!counter_value(json_object_get_member(members, k->data), &v))
-        continue;
-      g_autofree char *series = strcmp(k->data, "value") == 0
+      if (ts__json_member(members, k->key) != k || !counter_value(k, &v))
+        continue; /* a repeated name counts once, with its last value */
+      g_autofree char *series = strcmp(k->key, "value") == 0
                                   ? g_strdup(name)
-                                  : g_strdup_printf("%s %s", name, (const char *)k->data);
+                                  : g_strdup_printf("%s %s", name, k->key);
       TsDbEvent c = {.kind = "counter", .name = series, .start_ns = e.start_ns, .value = v};
       add_event(r, &c, thread, FALSE);
     }
-    g_list_free(keys);
     return TRUE;
   }
   guint thread = thread_of(r, o);
@@ -517,22 +483,21 @@ read_counter(Reader *r, guint i, JsonObject *o, const char *name, GError **error
 /* The text of an id member (a number or a string, as append_id writes it); FALSE when o has
  * none. Async events may give it as id2 {"global": ...} or {"local": ...}. */
 static gboolean
-append_event_id(GString *key, JsonObject *o)
+append_event_id(GString *key, const TsJsonNode *o)
 {
   gint64 unused;
-  if (json_object_has_member(o, "id")) {
+  if (ts__json_member(o, "id")) {
     gsize before = key->len;
     append_id(key, o, "id", &unused);
     return key->len > before;
   }
-  JsonNode *id2 = json_object_get_member(o, "id2");
-  if (id2 == NULL || !JSON_NODE_HOLDS_OBJECT(id2))
+  const TsJsonNode *ids = ts__json_member(o, "id2");
+  if (ids == NULL || ids->type != TS_JSON_OBJECT)
     return FALSE;
-  JsonObject *ids = json_node_get_object(id2);
   gsize before = key->len;
-  if (json_object_has_member(ids, "global"))
+  if (ts__json_member(ids, "global"))
     append_id(key, ids, "global", &unused);
-  else if (json_object_has_member(ids, "local")) {
+  else if (ts__json_member(ids, "local")) {
     append_id(key, o, "pid", &unused); /* a local id is only unique within its process */
     g_string_append_c(key, '/');
     append_id(key, ids, "local", &unused);
@@ -559,7 +524,7 @@ add_flow(Reader *r, const FlowPoint *from, gint64 t, guint thread, gboolean to_n
  * another, "f" ends it, on the slice enclosing it with "bp": "e", else on the next slice to
  * begin on its thread. A flow is its category, name and id. */
 static gboolean
-read_flow(Reader *r, guint i, JsonObject *o, char ph, const char *cat, const char *name,
+read_flow(Reader *r, guint i, const TsJsonNode *o, char ph, const char *cat, const char *name,
           GError **error)
 {
   g_autoptr(GString) key = g_string_new(cat);
@@ -583,7 +548,7 @@ read_flow(Reader *r, guint i, JsonObject *o, char ph, const char *cat, const cha
     r->orphan_flow_ends++;
     return TRUE;
   }
-  gboolean enclosing = ph == 't' || g_strcmp0(string_member(o, "bp"), "e") == 0;
+  gboolean enclosing = ph == 't' || g_strcmp0(ts__json_string_member(o, "bp"), "e") == 0;
   add_flow(r, last, t, thread, !enclosing);
   if (ph == 't') {
     last->t = t;
@@ -597,15 +562,17 @@ read_flow(Reader *r, guint i, JsonObject *o, char ph, const char *cat, const cha
 /* Flow events, version 2: a slice with "bind_id" and "flow_in" ends the flow of that id at
  * its start; with "flow_out" it starts one there. */
 static void
-read_flow_v2(Reader *r, JsonObject *o, const char *name, gint64 t, guint thread)
+read_flow_v2(Reader *r, const TsJsonNode *o, const char *name, gint64 t, guint thread)
 {
-  if (!json_object_has_member(o, "bind_id"))
+  if (!ts__json_member(o, "bind_id"))
     return;
   g_autoptr(GString) key = g_string_new("\x1e");
   gint64 unused;
   append_id(key, o, "bind_id", &unused);
-  gboolean in = json_object_get_boolean_member_with_default(o, "flow_in", FALSE);
-  gboolean out = json_object_get_boolean_member_with_default(o, "flow_out", FALSE);
+  const TsJsonNode *flow_in = ts__json_member(o, "flow_in");
+  const TsJsonNode *flow_out = ts__json_member(o, "flow_out");
+  gboolean in = flow_in && flow_in->type == TS_JSON_BOOL && flow_in->v.b;
+  gboolean out = flow_out && flow_out->type == TS_JSON_BOOL && flow_out->v.b;
   FlowPoint *last = g_hash_table_lookup(r->flows, key->str);
   if (in && last)
     add_flow(r, last, t, thread, FALSE);
@@ -623,7 +590,7 @@ read_flow_v2(Reader *r, JsonObject *o, const char *name, gint64 t, guint thread)
 /* Async slices ("b"/"e", instants "n"): matched by process, category, id and name, drawn on a
  * lane per process and name, as Perfetto groups them. */
 static gboolean
-read_async(Reader *r, guint i, JsonObject *o, char ph, const char *cat, const char *name,
+read_async(Reader *r, guint i, const TsJsonNode *o, char ph, const char *cat, const char *name,
            GError **error)
 {
   TsDbEvent e = {0};
@@ -672,16 +639,15 @@ read_async(Reader *r, guint i, JsonObject *o, char ph, const char *cat, const ch
 }
 
 static gboolean
-read_element(Reader *r, guint i, JsonNode *node, GError **error)
+read_element(Reader *r, guint i, const TsJsonNode *o, GError **error)
 {
-  if (!JSON_NODE_HOLDS_OBJECT(node))
+  if (o->type != TS_JSON_OBJECT)
     return fail(error, r, i, "expected an object");
-  JsonObject *o = json_node_get_object(node);
-  const char *ph = string_member(o, "ph");
+  const char *ph = ts__json_string_member(o, "ph");
   if (ph == NULL)
     return fail(error, r, i, "missing ph (the event type)");
-  const char *cat = string_member(o, "cat");
-  const char *name = string_member(o, "name");
+  const char *cat = ts__json_string_member(o, "cat");
+  const char *name = ts__json_string_member(o, "name");
   char phase = ph[0] && !ph[1] ? ph[0] : '?';
   gboolean complete = phase == 'X', begin = phase == 'B', end = phase == 'E';
   gboolean instant = phase == 'i' || phase == 'I' || phase == 'n';
@@ -741,7 +707,7 @@ read_element(Reader *r, guint i, JsonNode *node, GError **error)
 
   if (instant && memory == NULL) {
     /* Process and global instants are no thread's: each gets a lane of its own. */
-    const char *scope = string_member(o, "s");
+    const char *scope = ts__json_string_member(o, "s");
     if (g_strcmp0(scope, "g") == 0)
       thread = pseudo_thread(r, NULL, "global instants");
     else if (g_strcmp0(scope, "p") == 0)
@@ -1025,7 +991,7 @@ read_text(const char *text, gsize length, const char *name, GCancellable *cancel
   TsTraceScan scan;
   if (!ts__trace_scan_begin(&scan, text, length, name, error))
     return NULL;
-  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autoptr(TsJson) json = ts__json_new();
 
   Reader r = {
     .path = name,
@@ -1048,50 +1014,26 @@ read_text(const char *text, gsize length, const char *name, GCancellable *cancel
   };
   g_array_set_clear_func(r.threads, thread_clear);
   gboolean ok = TRUE;
-  /* Elements are parsed BATCH at a time as one array: json-glib's setup of a parse costs as
-   * much as a small event's text, and a batch's tree is still small. */
-  enum { BATCH = 256 };
-  const char *at[BATCH];
-  gsize len[BATCH];
-  g_autoptr(GString) batch = g_string_new(NULL);
-  for (guint i = 0; ok;) {
-    guint n = 0;
-    int more = 1;
-    while (n < BATCH && (more = ts__trace_scan_next(&scan, &at[n], &len[n], error)) > 0)
-      n++;
-    if (more < 0) {
-      ok = FALSE;
+  for (guint i = 0; ok; i++) {
+    const char *at;
+    gsize len;
+    int more = ts__trace_scan_next(&scan, &at, &len, error);
+    if (more <= 0) {
+      ok = more == 0;
       break;
     }
-    if (n == 0)
-      break;
-    if (g_cancellable_set_error_if_cancelled(cancellable, error)) {
-      ok = FALSE;
-      break;
-    }
-    if (permille)
-      g_atomic_int_set(permille, (gint)(1000.0 * (double)scan.pos / (double)MAX(length, 1)));
-    g_string_assign(batch, "[");
-    g_string_append_len(batch, at[0], at[n - 1] + len[n - 1] - at[0]);
-    g_string_append_c(batch, ']');
-    if (json_parser_load_from_data(parser, batch->str, (gssize)batch->len, NULL)) {
-      JsonArray *array = json_node_get_array(json_parser_get_root(parser));
-      for (guint k = 0; k < n && ok; k++)
-        ok = read_element(&r, i + k, json_array_get_element(array, k), error);
-    } else {
-      /* One by one, so the error names the element (and what the scanner let pass between
-       * elements does not matter). */
-      for (guint k = 0; k < n && ok; k++) {
-        g_autoptr(GError) local = NULL;
-        if (!json_parser_load_from_data(parser, at[k], (gssize)len[k], &local))
-          ok = fail(error, &r, i + k, "%s", local->message);
-        else
-          ok = read_element(&r, i + k, json_parser_get_root(parser), error);
+    /* Cancelled and progress: every 4096 elements, which costs nothing to ask. */
+    if ((i & 4095) == 0) {
+      if (g_cancellable_set_error_if_cancelled(cancellable, error)) {
+        ok = FALSE;
+        break;
       }
+      if (permille)
+        g_atomic_int_set(permille, (gint)(1000.0 * (double)scan.pos / (double)MAX(length, 1)));
     }
-    i += n;
-    if (more == 0)
-      break;
+    g_autofree char *why = NULL;
+    const TsJsonNode *root = ts__json_parse(json, at, len, &why);
+    ok = root ? read_element(&r, i, root, error) : fail(error, &r, i, "%s", why);
   }
   g_autoptr(GArray) meta = NULL;
   if (ok && r.n_memory_instants == 0) {

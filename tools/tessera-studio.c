@@ -3,7 +3,6 @@
  * `--screenshots DIR` saves every view of PATH as PNG with a manifest and quits (tests and
  * documentation). Options are parsed here rather than by GApplication so that --version and
  * usage errors work without a display. */
-#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -143,12 +142,6 @@ main(int argc, char **argv)
     return 2;
   }
 
-  /* A trace is read in a worker thread, so into a glibc thread arena: its 64 MiB heaps grow
-   * and shrink with every chunk of short-lived json-glib nodes, and each shrink gives pages
-   * back that the next chunk faults in again. Keeping 64 MiB of padding at the top ends that
-   * churn: a 10^6-event trace opens about 0.5 s (10%) sooner, for about 8 MiB more peak RSS
-   * (bench/studio_trace_open.py). */
-  mallopt(M_TOP_PAD, 64 << 20);
   g_set_application_name("Tessera Studio");
   g_autoptr(TsStudioApp) app = ts_studio_app_new(screenshots != NULL || timing);
   if (screenshots != NULL)
