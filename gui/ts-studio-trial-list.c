@@ -101,6 +101,11 @@ setup_cell(GtkSignalListItemFactory *factory, GtkListItem *list_item, gpointer d
     gtk_label_set_ellipsize(GTK_LABEL(label), PANGO_ELLIPSIZE_END);
   }
   gtk_list_item_set_child(list_item, label);
+  /* GTK 4.8 gives each cell of a column view a click gesture of its own besides the row's, and
+   * both act on a click: a plain or Shift click selects twice, harmlessly, but Ctrl+click
+   * toggles the row twice and leaves the selection as it was. Cells that cannot select leave
+   * the click to the row (GTK 4.10 made cells plain widgets). */
+  gtk_list_item_set_selectable(list_item, FALSE);
 }
 
 static void

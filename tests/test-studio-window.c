@@ -3,6 +3,8 @@
  * and the lowering pane, empty, corrupt and trace files, Ctrl+E's exports, the window actions,
  * and the application following the settings portal's colour scheme (a fake portal on a
  * private bus). Needs a display (meson runs it under xvfb-run); exits 77 without one. */
+#include <dlfcn.h>
+#include <gdk/x11/gdkx.h>
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdlib.h>
@@ -675,6 +677,127 @@ test_app(void)
   g_dbus_connection_unregister_object(bus, object);
 }
 
+/* ---- a real Ctrl+click, through the X server ----
+ * The clicks above are the list's API or a plot's signal; this one is what a user does: the
+ * XTEST extension (Xvfb has it) moves the pointer onto a row of the trials list and clicks,
+ * Ctrl held, so GTK's own gesture on the row decides. libXtst and libX11 are looked up at run
+ * time (GTK's X11 backend loads libX11; libXtst comes with the accessibility stack), and the
+ * test skips where either is missing or the display is not X11. */
+typedef int (*FakeButton)(Display *, unsigned int, Bool, unsigned long);
+typedef int (*FakeKey)(Display *, unsigned int, Bool, unsigned long);
+typedef int (*FakeMotion)(Display *, int, int, int, unsigned long);
+typedef Bool (*TranslateCoordinates)(Display *, Window, Window, int, int, int *, int *, Window *);
+typedef KeyCode (*KeysymToKeycode)(Display *, KeySym);
+typedef int (*Flush)(Display *);
+
+typedef struct {
+  FakeButton button;
+  FakeKey key;
+  FakeMotion motion;
+  TranslateCoordinates translate;
+  KeysymToKeycode keycode;
+  Flush flush;
+} XTest;
+
+static gboolean
+xtest_load(XTest *x)
+{
+  void *xtst = dlopen("libXtst.so.6", RTLD_NOW | RTLD_GLOBAL);
+  if (xtst == NULL)
+    return FALSE;
+  x->button = (FakeButton)dlsym(xtst, "XTestFakeButtonEvent");
+  x->key = (FakeKey)dlsym(xtst, "XTestFakeKeyEvent");
+  x->motion = (FakeMotion)dlsym(xtst, "XTestFakeMotionEvent");
+  x->translate = (TranslateCoordinates)dlsym(RTLD_DEFAULT, "XTranslateCoordinates");
+  x->keycode = (KeysymToKeycode)dlsym(RTLD_DEFAULT, "XKeysymToKeycode");
+  x->flush = (Flush)dlsym(RTLD_DEFAULT, "XFlush");
+  return x->button && x->key && x->motion && x->translate && x->keycode && x->flush;
+}
+
+/* The trials list's row widgets (CSS name "row" in the column view's list), top to bottom. */
+static void
+collect_rows(GtkWidget *w, GPtrArray *rows)
+{
+  for (GtkWidget *c = gtk_widget_get_first_child(w); c; c = gtk_widget_get_next_sibling(c)) {
+    if (GTK_IS_LIST_VIEW(w) && g_strcmp0(gtk_widget_get_css_name(c), "row") == 0 &&
+        gtk_widget_get_mapped(c) && gtk_widget_get_height(c) > 0)
+      g_ptr_array_add(rows, c);
+    collect_rows(c, rows);
+  }
+}
+
+static void
+click_row(XTest *x, TsStudioWindow *win, GtkWidget *row, gboolean ctrl)
+{
+  GdkSurface *surface = gtk_native_get_surface(GTK_NATIVE(win));
+  Display *dpy = gdk_x11_display_get_xdisplay(gdk_surface_get_display(surface));
+  double sx, sy;
+  gtk_native_get_surface_transform(GTK_NATIVE(win), &sx, &sy);
+  graphene_point_t in_row = GRAPHENE_POINT_INIT(24, gtk_widget_get_height(row) / 2.0), at;
+  g_assert_true(gtk_widget_compute_point(row, GTK_WIDGET(win), &in_row, &at));
+  int rx, ry;
+  Window child;
+  Window xid = gdk_x11_surface_get_xid(surface);
+  x->translate(dpy, xid, DefaultRootWindow(dpy), (int)(at.x + sx), (int)(at.y + sy), &rx, &ry,
+               &child);
+  KeyCode control = x->keycode(dpy, XK_Control_L);
+  x->motion(dpy, -1, rx, ry, 0);
+  if (ctrl)
+    x->key(dpy, control, True, 0);
+  x->button(dpy, 1, True, 0);
+  x->button(dpy, 1, False, 0);
+  if (ctrl)
+    x->key(dpy, control, False, 0);
+  x->flush(dpy);
+  /* Past the double-click time, so the next click on this row is a click of its own. */
+  spin(600);
+}
+
+static void
+test_native_ctrl_click(void)
+{
+  XTest x;
+  if (!GDK_IS_X11_DISPLAY(gdk_display_get_default()) || !xtest_load(&x)) {
+    g_test_skip("needs an X11 display and libXtst");
+    return;
+  }
+  /* Windows earlier tests left (the about and shortcuts windows outlive their application)
+   * would be where the pointer goes: without a window manager nothing moves them. */
+  GListModel *toplevels = gtk_window_get_toplevels();
+  while (g_list_model_get_n_items(toplevels) > 0) {
+    g_autoptr(GtkWindow) w = g_list_model_get_item(toplevels, 0);
+    gtk_window_destroy(w);
+  }
+  spin(100);
+  TsStudioWindow *win = open_window(cache);
+  g_assert_true(ts_studio_window_set_page(win, "trials"));
+  spin(300);
+  TsStudioTrialList *list = ts_studio_window_get_trial_list(win);
+  g_autoptr(GPtrArray) rows = g_ptr_array_new();
+  collect_rows(GTK_WIDGET(list), rows);
+  g_assert_cmpuint(rows->len, >=, 3);
+
+  click_row(&x, win, rows->pdata[0], FALSE);
+  g_autoptr(GPtrArray) one = ts_studio_trial_list_get_selected(list);
+  g_assert_cmpuint(one->len, ==, 1);
+  /* Ctrl+click adds a row, and the lowering pane diffs the two. */
+  click_row(&x, win, rows->pdata[2], TRUE);
+  g_autoptr(GPtrArray) two = ts_studio_trial_list_get_selected(list);
+  g_assert_cmpuint(two->len, ==, 2);
+  g_assert_true(two->pdata[0] == one->pdata[0] || two->pdata[1] == one->pdata[0]);
+  /* Again: the row leaves the selection. */
+  click_row(&x, win, rows->pdata[2], TRUE);
+  g_autoptr(GPtrArray) back = ts_studio_trial_list_get_selected(list);
+  g_assert_cmpuint(back->len, ==, 1);
+  g_assert_true(back->pdata[0] == one->pdata[0]);
+  /* A plain click replaces the selection. */
+  click_row(&x, win, rows->pdata[1], FALSE);
+  g_autoptr(GPtrArray) other = ts_studio_trial_list_get_selected(list);
+  g_assert_cmpuint(other->len, ==, 1);
+  g_assert_true(other->pdata[0] != one->pdata[0]);
+  gtk_window_destroy(GTK_WINDOW(win));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -725,6 +848,7 @@ main(int argc, char **argv)
   g_test_add_func("/studio/window/sort", test_sort);
   g_test_add_func("/studio/window/filter", test_filter);
   g_test_add_func("/studio/window/selection", test_selection);
+  g_test_add_func("/studio/window/native-ctrl-click", test_native_ctrl_click);
   g_test_add_func("/studio/window/states", test_states);
   g_test_add_func("/studio/window/timeline-link", test_timeline_link);
   g_test_add_func("/studio/window/open-async", test_open_async);
