@@ -283,7 +283,7 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
              {"V", "\"B*H\",\"S\",\"D\"", -1.0, 1.0}},                                         \
   .output = {"O", "\"B*H\",\"S\",\"D\"", 0, 0},                                                \
   .dims = "B,H,S,D",                                                                           \
-  .cpu_space = "block(m=[1,8]).vector([4,8]).threads([1,2])",                                  \
+  .cpu_space = "block(m=[1,8]).vector([4,8,16]).threads([1,2]).where(vector <= simd_floats)",  \
   .cpu_default = "block(m=8).vector(8).threads(2)",                                            \
   .bytes = attn_bytes,                                                                         \
   .reference = attn_reference,                                                                 \

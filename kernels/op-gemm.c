@@ -364,11 +364,14 @@ const TsOpDef ts__op_gemm = {
   .output = {"C", "\"M\",\"N\"", 0, 0},
   .dims = "M,N,K",
   /* 6x16 with 8-float vectors is the AVX2 classic: 12 accumulators + 2 B vectors + 1
-   * broadcast fit the 16 ymm registers. */
-  .cpu_space = "block(m=[72,96,144], n=[2016,4080], k=[128,256,384])"
-               ".micro(m=[4,6,8], n=[8,16,24]).vector([4,8]).unroll([4,8]).threads([1,2])"
-               ".where(NR % vector == 0, BM % MR == 0, BN % NR == 0,"
-               " MR * NR / vector <= 16)",
+   * broadcast fit the 16 ymm registers. With AVX-512 (simd_floats 16, 32 zmm registers) the
+   * space widens by itself: 16-float vectors and tiles such as 14x32 (28 accumulators) or
+   * 8x48; a machine without it keeps the AVX2 space. MC=168 is there for MR=14. */
+  .cpu_space = "block(m=[72,96,144,168], n=[2016,4080], k=[128,256,384])"
+               ".micro(m=[4,6,8,12,14], n=[8,16,24,32,48]).vector([4,8,16]).unroll([4,8])"
+               ".threads([1,2])"
+               ".where(NR % vector == 0, BM % MR == 0, BN % NR == 0, vector <= simd_floats,"
+               " MR * NR / vector <= vector_registers)",
   /* MC=144: the 144x256 packed A block is 144 KiB of the 512 KiB L2; NC=4080 keeps the 4 MiB
    * B block well inside the L3 and is a multiple of 8, 16 and 24 (as is 2016). */
   .cpu_default = "block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8).threads(2)",

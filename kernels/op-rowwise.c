@@ -271,7 +271,8 @@ const TsOpDef ts__op_saxpy = {
   .n_floats = 1,
   .float_names = {"alpha"},
   .float_values = {1.5},
-  .cpu_space = "block(n=[4096,16384,65536]).vector([4,8]).threads([1,2])",
+  .cpu_space = "block(n=[4096,16384,65536]).vector([4,8,16]).threads([1,2])"
+               ".where(vector <= simd_floats)",
   .cpu_default = "block(n=16384).vector(8).threads(2)",
   .flops = saxpy_flops,
   .bytes = saxpy_bytes,
@@ -337,7 +338,7 @@ reduce_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
   return TRUE;
 }
 
-#define ROW_SPACE "block(m=[1,4,16]).vector([4,8]).threads([1,2])"
+#define ROW_SPACE "block(m=[1,4,16]).vector([4,8,16]).threads([1,2]).where(vector <= simd_floats)"
 #define ROW_DEFAULT "block(m=4).vector(8).threads(2)"
 
 /* Every point keeps its row tile within ROW_REGS floats a thread, or has one row a CTA (the

@@ -349,6 +349,12 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
                                ? ts_cuda_arch_lookup(device->arch)
                                : NULL;
     ts_sched_env_set(env, "has_wgmma", arch && arch->wgmma);
+    /* The CPU's SIMD: floats per register and how many registers a micro-kernel may fill
+     * (AVX-512 and AArch64 have 32; SSE and AVX2 16). */
+    ts_sched_env_set(env, "simd_floats", MAX(device->vector_bits / 32, 4));
+    gboolean wide_file = device->vector_bits >= 512 ||
+                         (device->arch && g_str_has_prefix(device->arch, "aarch64"));
+    ts_sched_env_set(env, "vector_registers", wide_file ? 32 : 16);
   } else {
     /* No device to ask (lowering for inspection, completing a user's point): the GPU we
      * target first, sm_90a — its 227 KiB of opt-in shared memory and its wgmma. The device's
@@ -356,6 +362,9 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
     const TsCudaArch *arch = ts_cuda_arch_lookup("sm_90a");
     ts_sched_env_set(env, "smem_bytes", arch->smem_per_block);
     ts_sched_env_set(env, "has_wgmma", arch->wgmma);
+    /* And the widest CPU SIMD we generate for, AVX-512's. */
+    ts_sched_env_set(env, "simd_floats", 16);
+    ts_sched_env_set(env, "vector_registers", 32);
   }
   return env;
 }

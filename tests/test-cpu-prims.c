@@ -8,7 +8,12 @@
  * The example is #included three times with different TS_* values; its two symbols (the entry
  * and the micro-kernel `ukr`) are renamed by macros around each include.
  */
-#define TS_VEC 8
+/* The row helpers are tested at the width this file is built for (-DTS_TEST_VEC=16: the
+ * AVX-512 build of the same tests, test-cpu-prims-512). */
+#ifndef TS_TEST_VEC
+#define TS_TEST_VEC 8
+#endif
+#define TS_VEC TS_TEST_VEC
 #include "ts_cpu_prims.h"
 
 #include <glib.h>
@@ -69,6 +74,31 @@
 #include "data/gemm_f32_example.c"
 #undef ts_gemm_example
 #undef ukr
+#undef TS_VEC
+#undef TS_MR
+#undef TS_NR
+#undef TS_UNROLL
+#undef TS_BK
+#undef TS_BM
+#undef TS_BN
+#undef TS_THREADS
+
+/* 4: AVX-512's 14x32 with 16-float vectors (28 of the 32 zmm registers), ragged blocks. */
+#define ts_gemm_example gemm_zmm
+#define ukr ukr_zmm
+#define TS_VEC 16
+#define TS_MR 14
+#define TS_NR 32
+#define TS_UNROLL 4
+#define TS_BK 45
+#define TS_BM 42
+#define TS_BN 96
+#define TS_THREADS 2
+#include "data/gemm_f32_example.c"
+#undef ts_gemm_example
+#undef ukr
+#undef TS_VEC
+#define TS_VEC TS_TEST_VEC
 
 /* ---- helpers --------------------------------------------------------------------------------- */
 
@@ -126,6 +156,11 @@ TS_DEFINE_UKR_F32(ukr_8x24_v4, 8, 24, 4, 1);
 TS_DEFINE_UKR_F32(ukr_8x24_v8, 8, 24, 8, 4);
 TS_DEFINE_UKR_F32(ukr_8x32_v4, 8, 32, 4, 2);
 TS_DEFINE_UKR_F32(ukr_8x32_v8, 8, 32, 8, 8);
+TS_DEFINE_UKR_F32(ukr_8x32_v16, 8, 32, 16, 4);
+TS_DEFINE_UKR_F32(ukr_12x32_v16, 12, 32, 16, 4);
+TS_DEFINE_UKR_F32(ukr_14x32_v16, 14, 32, 16, 8);
+TS_DEFINE_UKR_F32(ukr_8x48_v16, 8, 48, 16, 2);
+TS_DEFINE_UKR_F32(ukr_6x64_v16, 6, 64, 16, 1);
 
 typedef void (*UkrFn)(int64_t, const float *restrict, const float *restrict, float *restrict,
                       int64_t, int, int64_t, int64_t);
@@ -141,6 +176,7 @@ static const Ukr ukrs[] = {
   UKR(4, 32, 4), UKR(4, 32, 8), UKR(6, 8, 4),  UKR(6, 8, 8),  UKR(6, 16, 4), UKR(6, 16, 8),
   UKR(6, 24, 4), UKR(6, 24, 8), UKR(6, 32, 4), UKR(6, 32, 8), UKR(8, 8, 4),  UKR(8, 8, 8),
   UKR(8, 16, 4), UKR(8, 16, 8), UKR(8, 24, 4), UKR(8, 24, 8), UKR(8, 32, 4), UKR(8, 32, 8),
+  UKR(8, 32, 16), UKR(12, 32, 16), UKR(14, 32, 16), UKR(8, 48, 16), UKR(6, 64, 16),
 };
 
 static void
@@ -574,6 +610,12 @@ test_example_wide(void)
   run_example(gemm_wide, "8x24 v8, KC=33 MC=20 NC=50, 1 thread");
 }
 
+static void
+test_example_zmm(void)
+{
+  run_example(gemm_zmm, "14x32 v16, KC=45 MC=42 NC=96, 2 threads");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -590,5 +632,6 @@ main(int argc, char **argv)
   g_test_add_func("/cpu-prims/example/default", test_example_default);
   g_test_add_func("/cpu-prims/example/small", test_example_small);
   g_test_add_func("/cpu-prims/example/wide", test_example_wide);
+  g_test_add_func("/cpu-prims/example/zmm", test_example_zmm);
   return g_test_run();
 }

@@ -628,6 +628,124 @@ test_gemm_wgmma_space(void)
   g_clear_error(&error);
 }
 
+/* The CPU spaces follow the machine's SIMD: an AVX2 machine keeps 8-float vectors and tiles
+ * whose accumulators fit 16 registers; AVX-512 adds 16-float vectors and tiles for 32 zmm
+ * registers (14x32, 8x48), every AVX2 point staying valid. Then AVX-512 points compile and
+ * verify on this machine in every dtype, the gemm micro-kernels and the row helpers at 16
+ * lanes. */
+static guint
+count_cpu_points(TsOpInstance *inst, const TsDeviceInfo *dev, guint *wide, guint *max_acc,
+                 GHashTable *seen)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, dev);
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+  TsSchedPoint *p = NULL;
+  guint n = 0;
+  *wide = *max_acc = 0;
+  while (ts_sched_iter_next(it, &p, &error)) {
+    g_autoptr(TsSchedPoint) point = p;
+    gint64 v = ts_sched_point_get_int(point, "vector", 0);
+    gint64 mr = ts_sched_point_get_int(point, "MR", 1), nr = ts_sched_point_get_int(point, "NR", 1);
+    *wide += v == 16;
+    *max_acc = MAX(*max_acc, (guint)(mr * nr / v));
+    g_autofree char *text = ts_sched_point_to_string(point);
+    if (seen && g_hash_table_contains(seen, text) == FALSE)
+      g_hash_table_add(seen, g_steal_pointer(&text));
+    n++;
+  }
+  g_assert_no_error(error);
+  return n;
+}
+
+static gboolean
+host_has_avx512(void)
+{
+  return ts_backend_describe(backend)->vector_bits >= 512;
+}
+
+static void
+test_cpu_spaces_follow_simd(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) gemm = ts_op_instance_new("gemm", "M=1024,N=1024,K=1024", "f32", &error);
+  g_assert_no_error(error);
+  TsDeviceInfo avx2 = {.backend = (char *)"cpu", .arch = (char *)"x86_64+avx2+fma+f16c",
+                       .vector_bits = 256, .compute_units = 2};
+  TsDeviceInfo avx512 = avx2;
+  avx512.arch = (char *)"x86_64+avx2+fma+f16c+avx512f+avx512bw+avx512vl";
+  avx512.vector_bits = 512;
+  g_autoptr(GHashTable) narrow = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GHashTable) wide_pts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  guint wide, acc;
+  guint n2 = count_cpu_points(gemm, &avx2, &wide, &acc, narrow);
+  g_assert_cmpuint(n2, >, 100);
+  g_assert_cmpuint(wide, ==, 0);
+  g_assert_cmpuint(acc, <=, 16);
+  GHashTableIter it;
+  gpointer key;
+  guint n5 = count_cpu_points(gemm, &avx512, &wide, &acc, wide_pts);
+  g_assert_cmpuint(n5, >, n2);
+  g_assert_cmpuint(wide, >, 0);
+  g_assert_cmpuint(acc, ==, 32); /* accumulators up to the register file, as on AVX2 */
+  gboolean has_14x32 = FALSE;
+  g_hash_table_iter_init(&it, wide_pts);
+  while (g_hash_table_iter_next(&it, &key, NULL))
+    has_14x32 |= strstr(key, "micro(m=14, n=32).vector(16)") != NULL;
+  g_assert_true(has_14x32);
+  g_hash_table_iter_init(&it, narrow);
+  while (g_hash_table_iter_next(&it, &key, NULL))
+    g_assert_true(g_hash_table_contains(wide_pts, key));
+  g_test_message("gemm CPU space: %u points with AVX2, %u with AVX-512", n2, n5);
+  /* The row ops too. */
+  g_autoptr(TsOpInstance) sm = ts_op_instance_new("softmax_safe", "M=64,N=4096", "f32", &error);
+  g_assert_no_error(error);
+  count_cpu_points(sm, &avx2, &wide, &acc, NULL);
+  g_assert_cmpuint(wide, ==, 0);
+  count_cpu_points(sm, &avx512, &wide, &acc, NULL);
+  g_assert_cmpuint(wide, >, 0);
+
+  if (!host_has_avx512()) {
+    g_test_skip("this machine has no AVX-512: the 16-lane points are not run here");
+    return;
+  }
+  static const struct {
+    const char *op, *shape, *point;
+  } runs[] = {
+      {"gemm", "M=37,N=45,K=29", "block(m=28,n=64,k=16).micro(m=14,n=32).vector(16).unroll(2)"},
+      {"gemm", "M=37,N=45,K=29", "block(m=24,n=96,k=16).micro(m=8,n=48).vector(16).unroll(4)"},
+      {"gemm", "M=37,N=45,K=29", "block(m=24,n=32,k=16).micro(m=12,n=32).vector(16).unroll(2)"},
+      {"softmax_safe", "M=7,N=45", "block(m=3).vector(16)"},
+      {"layernorm_safe", "M=7,N=45", "block(m=3).vector(16)"},
+      {"rmsnorm_safe", "M=7,N=45", "block(m=1).vector(16)"},
+      {"reduce_sum", "M=7,N=45", "block(m=3).vector(16)"},
+      {"saxpy", "N=1001", "block(n=64).vector(16)"},
+  };
+  for (guint r = 0; r < G_N_ELEMENTS(runs); r++)
+    for (guint d = 0; d < G_N_ELEMENTS(dtypes); d++)
+      for (gint64 threads = 1; threads <= 2; threads++) {
+        g_autoptr(TsOpInstance) inst = ts_op_instance_new(runs[r].op, runs[r].shape, dtypes[d],
+                                                          &error);
+        g_assert_no_error(error);
+        g_autofree char *text = g_strdup_printf("%s.threads(%" G_GINT64_FORMAT ")",
+                                                runs[r].point, threads);
+        g_autoptr(TsSchedPoint) user = ts_sched_point_parse(text, &error);
+        g_assert_no_error(error);
+        g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", user, &error);
+        g_assert_no_error(error);
+        TsRunOptions opt;
+        quick_options(&opt);
+        g_autoptr(TsTrialResult) res = ts_op_run(inst, backend, point, &opt, &error);
+        g_assert_no_error(error);
+        if (res->status != TS_TRIAL_OK)
+          g_test_message("%s %s %s: %s", runs[r].op, dtypes[d], text, res->message);
+        g_assert_cmpstr(ts_trial_status_name(res->status), ==, "ok");
+        g_assert_cmpfloat(res->rel_error, <=, res->tolerance);
+      }
+}
+
 /* The TMA point's record and tensor maps: A read as K-contiguous rows of M in boxes of one
  * 128-byte swizzle row by BM rows, B as N-contiguous rows of K in 64 x 64 boxes; the record's
  * words plan (ts-cuda-tma.h) into the maps the backend encodes; a C target refuses them. */
@@ -1061,6 +1179,7 @@ main(int argc, char **argv)
     g_autofree char *path = g_strdup_printf("/ops/attention/space/%s", attn_cases[i].op);
     g_test_add_data_func(path, &attn_cases[i], test_space_runs);
   }
+  g_test_add_func("/ops/cpu/spaces-follow-simd", test_cpu_spaces_follow_simd);
   g_test_add_func("/ops/gemm/wgmma-space", test_gemm_wgmma_space);
   g_test_add_func("/ops/gemm/tma-lowering", test_gemm_tma_lowering);
   g_test_add_func("/ops/attention/workloads", test_attention_workloads);

@@ -6,8 +6,8 @@
  * row-vector helpers (ts_vf_*) for elementwise and reduction ops.
  *
  * Header-only, everything static (inline), C17 / gnu17, GCC and clang. SIMD is written with GCC
- * vector extensions so one source serves SSE (TS_VEC 4) and AVX2 (TS_VEC 8) and the compiler
- * does register allocation; intrinsics appear only where vector extensions cannot express the
+ * vector extensions so one source serves SSE (TS_VEC 4), AVX2 (TS_VEC 8) and AVX-512 (TS_VEC 16)
+ * and the compiler does register allocation; intrinsics appear only where vector extensions cannot express the
  * operation (F16C conversions, sqrt), each with a portable fallback. The runtime compiles with
  *   cc -O3 -march=native -fPIC -shared -fopenmp -std=gnu17 -ffp-contract=fast
  * and no -ffast-math, so `acc += a * b` becomes one FMA and IEEE semantics (NaN, Inf, signed
@@ -237,6 +237,8 @@ ts_exp_f32(float x)
  * 12 + 2 + 1 = 15 and does 12 FMAs per 2 loads + 6 broadcasts, enough to keep Zen 3's two FMA
  * pipes (4-cycle latency -> 8 independent chains needed, we have 12) busy. 4x24 (12+3+1) and
  * 8x8 (8+1+1) also fit; 8x16 (16 acc) and 6x32 spill and are left for the tuner to find slow.
+ * AVX-512 has 32 zmm registers of 16 floats: 14x32 with V = 16 keeps 28 accumulators + 2 B
+ * vectors + 1 broadcast, 28 FMAs per 2 loads; 12x32 and 8x48 (24 + 3 + 1) fit too.
  *
  * Edges (mr < MR or nr < NR) compute the full tile into a local buffer and copy the valid part;
  * the packed panels are zero-padded so the extra lanes are harmless. */
@@ -466,8 +468,8 @@ ts_store_f32_as_f16(const float *src, uint16_t *dst, int64_t n)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Row vectors: TS_VEC floats (4 = SSE, 8 = AVX; define it before including; default 8 with   */
-/* AVX, else 4)                                                                               */
+/* Row vectors: TS_VEC floats (4 = SSE, 8 = AVX, 16 = AVX-512; define it before including;    */
+/* default 8 with AVX, else 4)                                                                */
 /* ------------------------------------------------------------------------------------------ */
 
 #ifndef TS_VEC
@@ -477,12 +479,12 @@ ts_store_f32_as_f16(const float *src, uint16_t *dst, int64_t n)
 #define TS_VEC 4
 #endif
 #endif
-#if TS_VEC != 4 && TS_VEC != 8
-#error "TS_VEC must be 4 or 8"
+#if TS_VEC != 4 && TS_VEC != 8 && TS_VEC != 16
+#error "TS_VEC must be 4, 8 or 16"
 #endif
-#if TS_VEC == 8 && !defined(__AVX__)
-/* 32-byte vectors without AVX are emulated with SSE pairs and passed differently from what an
- * AVX build would do. Every function taking ts_vf is static inline, so no such value ever
+#if (TS_VEC == 8 && !defined(__AVX__)) || (TS_VEC == 16 && !defined(__AVX512F__))
+/* 32-byte vectors without AVX (64-byte ones without AVX-512) are emulated with narrower pairs
+ * and passed differently from what a wider build would do. Every function taking ts_vf is static inline, so no such value ever
  * crosses a translation unit and the ABI warning (raised at the includer's call sites, hence
  * not popped) is noise. GCC still prints one "note: the ABI for passing parameters with 32-byte
  * alignment has changed in GCC 4.6" that no pragma silences; it is not a warning, and generated
@@ -540,7 +542,9 @@ ts_vf_store_bf16(void *p, ts_vf v)
 static inline ts_vf
 ts_vf_load_f16(const void *p)
 {
-#if defined(__F16C__) && TS_VEC == 8
+#if defined(__AVX512F__) && TS_VEC == 16
+  return (ts_vf)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+#elif defined(__F16C__) && TS_VEC == 8
   return (ts_vf)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 #elif defined(__F16C__) && TS_VEC == 4
   return (ts_vf)_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)p));
@@ -557,7 +561,9 @@ ts_vf_load_f16(const void *p)
 static inline void
 ts_vf_store_f16(void *p, ts_vf v)
 {
-#if defined(__F16C__) && TS_VEC == 8
+#if defined(__AVX512F__) && TS_VEC == 16
+  _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph((__m512)v, 0));
+#elif defined(__F16C__) && TS_VEC == 8
   _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph((__m256)v, 0));
 #elif defined(__F16C__) && TS_VEC == 4
   _mm_storel_epi64((__m128i *)p, _mm_cvtps_ph((__m128)v, 0));
@@ -594,7 +600,12 @@ ts_vf_min(ts_vf a, ts_vf b)
 static inline float
 ts_vf_hsum(ts_vf v)
 {
-#if TS_VEC == 8
+#if TS_VEC == 16
+  float w[8];
+  for (int i = 0; i < 8; i++)
+    w[i] = v[i] + v[i + 8];
+  return ((w[0] + w[4]) + (w[2] + w[6])) + ((w[1] + w[5]) + (w[3] + w[7]));
+#elif TS_VEC == 8
   return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
 #else
   return (v[0] + v[2]) + (v[1] + v[3]);
@@ -613,7 +624,9 @@ ts_vf_hmax(ts_vf v)
 static inline ts_vf
 ts_vf_sqrt(ts_vf v)
 {
-#if defined(__AVX__) && TS_VEC == 8
+#if defined(__AVX512F__) && TS_VEC == 16
+  return (ts_vf)_mm512_sqrt_ps((__m512)v);
+#elif defined(__AVX__) && TS_VEC == 8
   return (ts_vf)_mm256_sqrt_ps((__m256)v);
 #elif defined(__SSE__) && TS_VEC == 4
   return (ts_vf)_mm_sqrt_ps((__m128)v);
