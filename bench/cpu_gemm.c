@@ -16,10 +16,12 @@
 
 
 /* The sweep: the register tiles that fit AVX2's 16 registers, cache blocks around the L2
- * (512 KiB: KC*MC*4 bytes of packed A) and the L3. */
+ * (512 KiB: KC*MC*4 bytes of packed A) and the L3; with AVX-512, 14x32 on 16-float vectors
+ * (28 of the 32 zmm registers). Points the machine cannot run are left out by the op's space. */
 static const char *DEFAULT_SPACE =
-  "block(m=[72,144], n=[2016,4080], k=[256,384]).micro(m=[6], n=[16]).vector([8])"
-  ".unroll([4,8])";
+  "block(m=[72,144,168], n=[2016,4080], k=[256,384]).micro(m=[6,14], n=[16,32]).vector([8,16])"
+  ".unroll([4,8]).where(vector == 8 && MR == 6 && NR == 16 && BM != 168"
+  " || vector == 16 && MR == 14 && NR == 32 && BM == 168 && BN == 2016)";
 
 static double
 now_ns(void)
@@ -87,8 +89,12 @@ main(int argc, char **argv)
     return 3;
   }
   const TsDeviceInfo *dev = ts_backend_describe(backend);
-  g_print("# cpu_gemm: Tessera f32 GEMM (best of a sweep) vs%s cblas_sgemm\n",
-          OPENBLAS_VERSION);
+  /* Which kernel OpenBLAS runs matters as much as its version: OPENBLAS_CORETYPE in the
+   * environment can force an older one than the machine's (say Haswell on AVX-512). */
+  const char *forced = g_getenv("OPENBLAS_CORETYPE");
+  g_print("# cpu_gemm: Tessera f32 GEMM (best of a sweep) vs%s cblas_sgemm on its %s kernel%s%s\n",
+          OPENBLAS_VERSION, openblas_get_corename(), forced ? ", forced by OPENBLAS_CORETYPE=" : "",
+          forced ? forced : " (detected)");
   g_print("# device: %s (%s), %u cores; toolchain %s\n", dev->name, dev->arch, dev->compute_units,
           dev->toolchain);
   g_print("# sweep space: %s\n", space_text);
