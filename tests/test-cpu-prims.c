@@ -228,6 +228,107 @@ test_ukr_shapes(void)
   g_rand_free(rng);
 }
 
+/* ---- the bf16 dot-product micro-kernel (vdpbf16ps) ------------------------------------------------ */
+
+/* Pair packing: element (i, k) of A lands at pair k/2, slot k&1 of row i; odd K, short rows and
+ * short columns are zero. Then every shape against an f64 GEMM of the same bf16 values (their
+ * products are exact in f32, so the f32 sums are as close as the f32 micro-kernels'). */
+static void
+test_bf16dot_pack(void)
+{
+  const int64_t M = 5, K = 7, N = 9, MR = 6, NR = 16, lda = K + 1, ldb = N + 3;
+  uint16_t *a = g_new(uint16_t, M * lda), *b = g_new(uint16_t, K * ldb);
+  for (int64_t i = 0; i < M * lda; i++)
+    a[i] = (uint16_t)(1000 + i);
+  for (int64_t i = 0; i < K * ldb; i++)
+    b[i] = (uint16_t)(5000 + i);
+  uint16_t *ap = ts_cpu_alloc(2 * sizeof(uint16_t) * MR * TS_KPAIRS(K));
+  uint16_t *bp = ts_cpu_alloc(2 * sizeof(uint16_t) * NR * TS_KPAIRS(K));
+  ts_pack_a_panel_bf16x2(a, lda, M, K, MR, ap);
+  ts_pack_b_panel_bf16x2(b, ldb, K, N, NR, bp);
+  for (int64_t k = 0; k < 2 * TS_KPAIRS(K); k++) {
+    for (int64_t i = 0; i < MR; i++)
+      g_assert_cmpuint(ap[(k / 2 * MR + i) * 2 + (k & 1)], ==, i < M && k < K ? a[i * lda + k] : 0);
+    for (int64_t j = 0; j < NR; j++)
+      g_assert_cmpuint(bp[(k / 2 * NR + j) * 2 + (k & 1)], ==, j < N && k < K ? b[k * ldb + j] : 0);
+  }
+  g_free(a);
+  g_free(b);
+  ts_cpu_free(ap);
+  ts_cpu_free(bp);
+}
+
+#ifdef __AVX512BF16__
+TS_DEFINE_UKR_BF16DOT(ukr_dot_14x32, 14, 32, 4);
+TS_DEFINE_UKR_BF16DOT(ukr_dot_8x48, 8, 48, 2);
+TS_DEFINE_UKR_BF16DOT(ukr_dot_4x16, 4, 16, 1);
+#endif
+
+static void
+test_bf16dot_ukr(void)
+{
+#ifndef __AVX512BF16__
+  g_test_skip("this machine (or compiler) has no AVX512_BF16");
+#else
+  typedef void (*DotFn)(int64_t, const uint16_t *restrict, const uint16_t *restrict,
+                        float *restrict, int64_t, int, int64_t, int64_t);
+  static const struct {
+    const char *name;
+    DotFn fn;
+    int64_t mr, nr;
+  } dots[] = {{"14x32", ukr_dot_14x32, 14, 32}, {"8x48", ukr_dot_8x48, 8, 48},
+              {"4x16", ukr_dot_4x16, 4, 16}};
+  GRand *rng = g_rand_new_with_seed(7);
+  for (guint u = 0; u < G_N_ELEMENTS(dots); u++) {
+    const int64_t kcs[] = {1, 2, 7, 64, 129};
+    for (guint ki = 0; ki < G_N_ELEMENTS(kcs); ki++) {
+      int64_t kc = kcs[ki];
+      const int64_t mrs[] = {dots[u].mr, dots[u].mr - 1, 1}, nrs[] = {dots[u].nr, dots[u].nr - 3, 1};
+      for (guint mi = 0; mi < 3; mi++)
+        for (guint ni = 0; ni < 3; ni++) {
+          int64_t mr = mrs[mi], nr = nrs[ni], lda = kc + 2, ldb = nr + 1, ldc = nr + 5;
+          uint16_t *a16 = g_new(uint16_t, mr * lda), *b16 = g_new(uint16_t, kc * ldb);
+          float *a = g_new(float, mr * lda), *b = g_new(float, kc * ldb);
+          for (int64_t i = 0; i < mr * lda; i++) {
+            a16[i] = ts_cpu_f32_to_bf16((float)g_rand_double_range(rng, -1, 1));
+            a[i] = ts_cpu_bf16_to_f32(a16[i]);
+          }
+          for (int64_t i = 0; i < kc * ldb; i++) {
+            b16[i] = ts_cpu_f32_to_bf16((float)g_rand_double_range(rng, -1, 1));
+            b[i] = ts_cpu_bf16_to_f32(b16[i]);
+          }
+          uint16_t *ap = ts_cpu_alloc(2 * sizeof(uint16_t) * dots[u].mr * TS_KPAIRS(kc));
+          uint16_t *bp = ts_cpu_alloc(2 * sizeof(uint16_t) * dots[u].nr * TS_KPAIRS(kc));
+          ts_pack_a_panel_bf16x2(a16, lda, mr, kc, dots[u].mr, ap);
+          ts_pack_b_panel_bf16x2(b16, ldb, kc, nr, dots[u].nr, bp);
+          float *c = g_new(float, mr * ldc), *c0 = g_new(float, mr * ldc);
+          for (int acc = 0; acc <= 1; acc++) {
+            fill_random(c0, (size_t)(mr * ldc), rng);
+            memcpy(c, c0, sizeof(float) * (size_t)(mr * ldc));
+            dots[u].fn(kc, ap, bp, c, ldc, acc, mr, nr);
+            g_autofree char *what = g_strdup_printf("dot %s kc=%" G_GINT64_FORMAT " mr=%"
+                                                    G_GINT64_FORMAT " nr=%" G_GINT64_FORMAT
+                                                    " acc=%d", dots[u].name, kc, mr, nr, acc);
+            check_gemm(c, ldc, acc ? c0 : NULL, a, lda, b, ldb, mr, nr, kc, what);
+            for (int64_t i = 0; i < mr; i++)
+              for (int64_t j = nr; j < ldc; j++)
+                g_assert_cmpfloat(c[i * ldc + j], ==, c0[i * ldc + j]);
+          }
+          g_free(a16);
+          g_free(b16);
+          g_free(a);
+          g_free(b);
+          g_free(c);
+          g_free(c0);
+          ts_cpu_free(ap);
+          ts_cpu_free(bp);
+        }
+    }
+  }
+  g_rand_free(rng);
+#endif
+}
+
 /* ---- packing ----------------------------------------------------------------------------------- */
 
 static void
@@ -622,6 +723,8 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/cpu-prims/ukr/shapes", test_ukr_shapes);
   g_test_add_func("/cpu-prims/pack", test_pack);
+  g_test_add_func("/cpu-prims/bf16dot/pack", test_bf16dot_pack);
+  g_test_add_func("/cpu-prims/bf16dot/ukr", test_bf16dot_ukr);
   g_test_add_func("/cpu-prims/convert/f16-scalar", test_f16_scalar);
   g_test_add_func("/cpu-prims/convert/bf16-scalar", test_bf16_scalar);
   g_test_add_func("/cpu-prims/convert/store", test_store_convert);

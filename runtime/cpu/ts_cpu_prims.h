@@ -309,6 +309,120 @@ ts_exp_f32(float x)
   _Static_assert(1, "swallow the semicolon")
 
 /* ------------------------------------------------------------------------------------------ */
+/* bf16 GEMM on the dot-product instruction (AVX512_BF16: vdpbf16ps)                            */
+/* ------------------------------------------------------------------------------------------ */
+
+/* vdpbf16ps multiplies the bf16 pairs of two registers and adds both products of each pair to
+ * an f32 lane: 32 multiply-adds a zmm instruction, twice the f32 FMA's, and no conversion of
+ * the inputs at all. The operands are therefore packed in pairs along K: an A panel as
+ * Ap2[kp*MR*2 + i*2 + (k & 1)] (row i's elements k = 2kp and 2kp + 1 side by side, so one
+ * 32-bit broadcast feeds a row), a B panel as Bp2[kp*NR*2 + j*2 + (k & 1)] (one zmm holds 16
+ * columns' pairs). An odd K is padded with a zero element, as are rows and columns past the
+ * edge. The products are exact in f32 and accumulate in f32; the instruction flushes
+ * subnormal inputs and results to zero and rounds to nearest even. */
+#define TS_KPAIRS(kc) (((kc) + 1) / 2)
+
+static inline void
+ts_pack_a_panel_bf16x2(const uint16_t *A, int64_t lda, int64_t mr_valid, int64_t kc, int64_t MR,
+                       uint16_t *restrict Ap2)
+{
+  for (int64_t kp = 0; kp < TS_KPAIRS(kc); kp++) {
+    int64_t k = 2 * kp;
+    for (int64_t i = 0; i < MR; i++) {
+      uint16_t *dst = Ap2 + (kp * MR + i) * 2;
+      dst[0] = i < mr_valid ? A[i * lda + k] : 0;
+      dst[1] = i < mr_valid && k + 1 < kc ? A[i * lda + k + 1] : 0;
+    }
+  }
+}
+
+static inline void
+ts_pack_b_panel_bf16x2(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nr_valid, int64_t NR,
+                       uint16_t *restrict Bp2)
+{
+  for (int64_t kp = 0; kp < TS_KPAIRS(kc); kp++) {
+    int64_t k = 2 * kp;
+    const uint16_t *r0 = B + k * ldb, *r1 = k + 1 < kc ? B + (k + 1) * ldb : NULL;
+    uint16_t *dst = Bp2 + kp * NR * 2;
+    for (int64_t j = 0; j < nr_valid; j++) {
+      dst[2 * j] = r0[j];
+      dst[2 * j + 1] = r1 ? r1[j] : 0;
+    }
+    memset(dst + 2 * nr_valid, 0, (size_t)(NR - nr_valid) * 2 * sizeof(uint16_t));
+  }
+}
+
+#ifdef __AVX512BF16__
+/* TS_DEFINE_UKR_BF16DOT(name, MR, NR, UNROLL) defines
+ *   static void name(int64_t kc, const uint16_t *restrict Ap2, const uint16_t *restrict Bp2,
+ *                    float *restrict C, int64_t ldc, int accumulate, int64_t mr, int64_t nr);
+ * as TS_DEFINE_UKR_F32's, over pair-packed bf16 panels (ts_pack_*_panel_bf16x2), kc the depth in
+ * elements. NR is a multiple of 16; Bp2 is 64-byte aligned (ts_cpu_alloc'd, NR*4 bytes a pair
+ * row). 14x32 keeps 28 zmm accumulators + 2 B registers + 1 broadcast. */
+#define TS_UKR_BF16DOT_STEP_(MR_, NR_, acc_, Ap2_, Bp2_)                                          \
+  do {                                                                                         \
+    __m512bh b_[(NR_) / 16];                                                                   \
+    _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / 16; j_++) b_[j_] =                   \
+        (__m512bh)_mm512_load_si512((const void *)((Bp2_) + j_ * 32));                         \
+    _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                                \
+    {                                                                                          \
+      int32_t pair_;                                                                           \
+      memcpy(&pair_, (Ap2_) + i_ * 2, sizeof pair_);                                           \
+      __m512bh a_ = (__m512bh)_mm512_set1_epi32(pair_);                                        \
+      _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / 16; j_++) acc_[i_][j_] =           \
+          _mm512_dpbf16_ps(acc_[i_][j_], a_, b_[j_]);                                          \
+    }                                                                                          \
+  } while (0)
+
+#define TS_DEFINE_UKR_BF16DOT(name, MR_, NR_, UNROLL_)                                           \
+  _Static_assert((NR_) % 16 == 0, #name ": NR must be a multiple of 16");                    \
+  _Static_assert((MR_) > 0 && (UNROLL_) > 0, #name ": MR and UNROLL must be positive");      \
+  __attribute__((unused)) static void name(int64_t kc, const uint16_t *restrict Ap2,          \
+                                           const uint16_t *restrict Bp2, float *restrict C,   \
+                                           int64_t ldc, int accumulate, int64_t mr, int64_t nr) \
+  {                                                                                            \
+    __m512 acc_[MR_][(NR_) / 16];                                                              \
+    _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                                \
+    {                                                                                          \
+      _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / 16; j_++) acc_[i_][j_] =           \
+          _mm512_setzero_ps();                                                                 \
+    }                                                                                          \
+    const int64_t kp_n_ = TS_KPAIRS(kc);                                                       \
+    int64_t kp_ = 0;                                                                           \
+    for (; kp_ + (UNROLL_) <= kp_n_; kp_ += (UNROLL_)) {                                       \
+      _Pragma("GCC unroll 16") for (int u_ = 0; u_ < (UNROLL_); u_++)                          \
+          TS_UKR_BF16DOT_STEP_(MR_, NR_, acc_, Ap2 + (kp_ + u_) * (MR_) * 2,                   \
+                               Bp2 + (kp_ + u_) * (NR_) * 2);                                  \
+    }                                                                                          \
+    for (; kp_ < kp_n_; kp_++)                                                                 \
+      TS_UKR_BF16DOT_STEP_(MR_, NR_, acc_, Ap2 + kp_ * (MR_) * 2, Bp2 + kp_ * (NR_) * 2);      \
+    if (mr == (MR_) && nr == (NR_)) {                                                          \
+      _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                              \
+      {                                                                                        \
+        _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / 16; j_++)                        \
+        {                                                                                      \
+          float *c_ = C + i_ * ldc + j_ * 16;                                                  \
+          _mm512_storeu_ps(c_, accumulate ? _mm512_add_ps(_mm512_loadu_ps(c_), acc_[i_][j_])   \
+                                          : acc_[i_][j_]);                                     \
+        }                                                                                      \
+      }                                                                                        \
+    } else {                                                                                   \
+      float t_[(MR_) * (NR_)];                                                                 \
+      _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                              \
+      {                                                                                        \
+        _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / 16; j_++)                        \
+            _mm512_storeu_ps(t_ + i_ * (NR_) + j_ * 16, acc_[i_][j_]);                         \
+      }                                                                                        \
+      for (int64_t i_ = 0; i_ < mr; i_++)                                                      \
+        for (int64_t j_ = 0; j_ < nr; j_++)                                                    \
+          C[i_ * ldc + j_] = accumulate ? C[i_ * ldc + j_] + t_[i_ * (NR_) + j_]               \
+                                        : t_[i_ * (NR_) + j_];                                 \
+    }                                                                                          \
+  }                                                                                            \
+  _Static_assert(1, "swallow the semicolon")
+#endif /* __AVX512BF16__ */
+
+/* ------------------------------------------------------------------------------------------ */
 /* Packing                                                                                      */
 /* ------------------------------------------------------------------------------------------ */
 
