@@ -2,9 +2,12 @@
  * schedule space through the whole spine (lower → emit C → cc → verify → time), against
  * OpenBLAS sgemm on the same inputs, measured side by side in one run.
  *
- *   build/bench/cpu_gemm [--sizes 512,1024,2048] [--threads 1,2] [--space '...']
+ *   build/bench/cpu_gemm [--sizes 512,1024,2048] [--threads 1,2] [--space '...'] [--rounds 9]
  *
- * Prints one row per (size, threads): GFLOP/s of both, the ratio, and the winning schedule. */
+ * The sweep picks our best point; then it and OpenBLAS alternate in rounds (a few calls of one,
+ * then of the other), so both see the same machine from moment to moment — a shared VM's
+ * neighbours come and go. Prints one row per (size, threads): the GFLOP/s of the median round
+ * of each, the median of the rounds' ratios with their range, and the winning schedule. */
 #include <cblas.h>
 #include <glib.h>
 #include <math.h>
@@ -38,30 +41,90 @@ cmp_double(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* Median time of OpenBLAS sgemm on the same shape, same sample count policy as ours. */
 static double
-openblas_median_ns(gint64 n, int threads, guint n_samples)
+median(double *v, guint n)
+{
+  qsort(v, n, sizeof(double), cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+typedef struct {
+  gint64 n;
+  float *a, *b, *c;
+} Blas;
+
+static void
+blas_init(Blas *bl, gint64 n, int threads)
 {
   gsize sz = (gsize)n * n;
-  float *a = g_malloc(sz * 4), *b = g_malloc(sz * 4), *c = g_malloc(sz * 4);
+  bl->n = n;
+  bl->a = g_malloc(sz * 4);
+  bl->b = g_malloc(sz * 4);
+  bl->c = g_malloc(sz * 4);
   g_autoptr(GRand) rng = g_rand_new_with_seed(7);
-  ts_numerics_fill_random(TS_DTYPE_F32, a, sz, rng, -1, 1);
-  ts_numerics_fill_random(TS_DTYPE_F32, b, sz, rng, -1, 1);
+  ts_numerics_fill_random(TS_DTYPE_F32, bl->a, sz, rng, -1, 1);
+  ts_numerics_fill_random(TS_DTYPE_F32, bl->b, sz, rng, -1, 1);
   openblas_set_num_threads(threads);
-  double *s = g_new(double, n_samples);
-  for (guint i = 0; i < 2 + n_samples; i++) {
+}
+
+static void
+blas_clear(Blas *bl)
+{
+  g_free(bl->a);
+  g_free(bl->b);
+  g_free(bl->c);
+}
+
+/* Median of n timed OpenBLAS calls. */
+static double
+blas_sample(Blas *bl, guint n)
+{
+  double s[64];
+  n = MIN(n, G_N_ELEMENTS(s));
+  for (guint i = 0; i < n; i++) {
     double t0 = now_ns();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-    if (i >= 2)
-      s[i - 2] = now_ns() - t0;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bl->n, bl->n, bl->n, 1.0f, bl->a,
+                bl->n, bl->b, bl->n, 0.0f, bl->c, bl->n);
+    s[i] = now_ns() - t0;
   }
-  qsort(s, n_samples, sizeof(double), cmp_double);
-  double med = s[n_samples / 2];
-  g_free(s);
-  g_free(a);
-  g_free(b);
-  g_free(c);
-  return med;
+  return median(s, n);
+}
+
+/* Rounds of `calls` launches each, ours then OpenBLAS's, after one warm-up round of both:
+ * each side's median time per round in ours_ns / blas_ns. */
+static gboolean
+interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, gint64 n,
+           int threads, guint rounds, guint calls, double *ours_ns, double *blas_ns, GError **error)
+{
+  g_autofree char *entry = NULL;
+  g_autofree char *src = ts_op_emit(inst, "cpu", point, &entry, error);
+  if (src == NULL)
+    return FALSE;
+  TsSource source = {TS_LANG_C, src, entry};
+  g_autoptr(TsModule) module = ts_backend_compile(backend, &source, error);
+  if (module == NULL)
+    return FALSE;
+  g_autoptr(TsTrialResult) verified = NULL;
+  g_autoptr(TsOpTimer) timer = ts_op_timer_new(inst, backend, module, NULL, &verified, error);
+  if (timer == NULL) {
+    if (error && *error == NULL)
+      g_set_error(error, g_quark_from_static_string("cpu-gemm"), 1, "the best point failed: %s",
+                  verified ? verified->message : "?");
+    return FALSE;
+  }
+  Blas bl;
+  blas_init(&bl, n, threads);
+  double s[64];
+  calls = MIN(calls, G_N_ELEMENTS(s));
+  gboolean ok = ts_op_timer_sample(timer, 1, calls, s, error);
+  blas_sample(&bl, calls);
+  for (guint r = 0; ok && r < rounds; r++) {
+    ok = ts_op_timer_sample(timer, 0, calls, s, error);
+    ours_ns[r] = median(s, calls);
+    blas_ns[r] = blas_sample(&bl, calls);
+  }
+  blas_clear(&bl);
+  return ok;
 }
 
 int
@@ -70,7 +133,9 @@ main(int argc, char **argv)
   g_autofree char *sizes = g_strdup("512,1024,2048");
   g_autofree char *threads = g_strdup("1,2");
   g_autofree char *space_text = g_strdup(DEFAULT_SPACE);
+  gint rounds = 9;
   GOptionEntry entries[] = {
+    {"rounds", 0, 0, G_OPTION_ARG_INT, &rounds, "Interleaved rounds (default 9)", "R"},
     {"sizes", 0, 0, G_OPTION_ARG_STRING, &sizes, "Square sizes (default 512,1024,2048)", "N,.."},
     {"threads", 0, 0, G_OPTION_ARG_STRING, &threads, "Thread counts (default 1,2)", "T,.."},
     {"space", 0, 0, G_OPTION_ARG_STRING, &space_text, "Sweep space (threads added)", "SPACE"},
@@ -98,8 +163,11 @@ main(int argc, char **argv)
   g_print("# device: %s (%s), %u cores; toolchain %s\n", dev->name, dev->arch, dev->compute_units,
           dev->toolchain);
   g_print("# sweep space: %s\n", space_text);
-  g_print("%6s %3s %12s %12s %7s  %s\n", "size", "thr", "ours GF/s", "oblas GF/s", "ratio",
-          "best schedule");
+  rounds = CLAMP(rounds, 1, 64);
+  g_print("# %d interleaved rounds per row; ratio = our speed / OpenBLAS's, median of the rounds "
+          "[lowest, highest]\n", rounds);
+  g_print("%6s %3s %12s %12s %7s %15s  %s\n", "size", "thr", "ours GF/s", "oblas GF/s", "ratio",
+          "range", "best schedule");
 
   g_auto(GStrv) sv = g_strsplit(sizes, ",", -1);
   g_auto(GStrv) tv = g_strsplit(threads, ",", -1);
@@ -147,10 +215,31 @@ main(int argc, char **argv)
           best_pt = ts_sched_point_to_string(point);
         }
       }
-      double ob = openblas_median_ns(n, t, best_samples);
+      if (best_pt == NULL) {
+        g_print("%6" G_GINT64_FORMAT " %3d  (no point verified)\n", n, t);
+        continue;
+      }
+      g_autoptr(TsSchedPoint) winner = ts_sched_point_parse(best_pt, &error);
+      double ours[64], blas[64], ratio[64];
+      /* About as many calls a round as the sweep's samples took, at least 3. */
+      guint calls = MAX(3, MIN(best_samples, 15));
+      if (winner == NULL ||
+          !interleave(inst, backend, winner, n, t, (guint)rounds, calls, ours, blas, &error)) {
+        g_printerr("cpu_gemm: %s\n", error->message);
+        return 3;
+      }
+      for (gint r = 0; r < rounds; r++)
+        ratio[r] = blas[r] / ours[r];
       double flops = 2.0 * n * n * n;
-      g_print("%6" G_GINT64_FORMAT " %3d %12.1f %12.1f %7.2f  %s\n", n, t, flops / best,
-              flops / ob, ob / best, best_pt ? best_pt : "(none verified)");
+      double lo = ratio[0], hi = ratio[0];
+      for (gint r = 1; r < rounds; r++) {
+        lo = MIN(lo, ratio[r]);
+        hi = MAX(hi, ratio[r]);
+      }
+      double mo = median(ours, rounds), mb = median(blas, rounds), mr = median(ratio, rounds);
+      g_autofree char *range = g_strdup_printf("[%.2f, %.2f]", lo, hi);
+      g_print("%6" G_GINT64_FORMAT " %3d %12.1f %12.1f %7.2f %15s  %s\n", n, t, flops / mo,
+              flops / mb, mr, range, best_pt);
     }
   }
   return 0;
