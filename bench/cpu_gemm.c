@@ -16,6 +16,7 @@
 
 #include "ts-numerics.h"
 #include "ts-op.h"
+#include "ts-tune-stats.h"
 
 
 /* The sweep: the register tiles that fit AVX2's 16 registers, cache blocks around the L2
@@ -32,20 +33,6 @@ now_ns(void)
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double
-median(double *v, guint n)
-{
-  qsort(v, n, sizeof(double), cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 typedef struct {
@@ -87,7 +74,7 @@ blas_sample(Blas *bl, guint n)
                 bl->n, bl->b, bl->n, 0.0f, bl->c, bl->n);
     s[i] = now_ns() - t0;
   }
-  return median(s, n);
+  return ts_stats_median(s, n);
 }
 
 /* Rounds of `calls` launches each, ours then OpenBLAS's, after one warm-up round of both:
@@ -120,7 +107,7 @@ interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, gi
   blas_sample(&bl, calls);
   for (guint r = 0; ok && r < rounds; r++) {
     ok = ts_op_timer_sample(timer, 0, calls, s, error);
-    ours_ns[r] = median(s, calls);
+    ours_ns[r] = ts_stats_median(s, calls);
     blas_ns[r] = blas_sample(&bl, calls);
   }
   blas_clear(&bl);
@@ -236,7 +223,8 @@ main(int argc, char **argv)
         lo = MIN(lo, ratio[r]);
         hi = MAX(hi, ratio[r]);
       }
-      double mo = median(ours, rounds), mb = median(blas, rounds), mr = median(ratio, rounds);
+      double mo = ts_stats_median(ours, rounds), mb = ts_stats_median(blas, rounds),
+             mr = ts_stats_median(ratio, rounds);
       g_autofree char *range = g_strdup_printf("[%.2f, %.2f]", lo, hi);
       g_print("%6" G_GINT64_FORMAT " %3d %12.1f %12.1f %7.2f %15s  %s\n", n, t, flops / mo,
               flops / mb, mr, range, best_pt);

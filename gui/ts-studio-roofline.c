@@ -140,7 +140,7 @@ draw_trials(Roofline *r, TsCanvas *c, const TsPlot *p)
 }
 
 static void
-draw_legend(Roofline *r, TsCanvas *c, const TsPlot *p)
+draw_legend(Roofline *r, TsCanvas *c, const TsPlot *p, const TsStudioTrial *lt)
 {
   const TsStudioTheme *th = r->view.theme;
   g_autoptr(GArray) legend = ts__plot_legend_new();
@@ -190,8 +190,7 @@ draw_legend(Roofline *r, TsCanvas *c, const TsPlot *p)
                           "best: %s (trial %" G_GINT64_FORMAT ")", med, t->id);
   }
   ts__plot_legend_add_fastest(legend, th, r->trials, r->best_id, r->fastest_id);
-  const TsStudioTrial *lt = ts__roofline_level_trial(r->trials, r->view.selected, r->best_id);
-  if (lt) {
+  if (lt) { /* the trial drawn per level */
     g_autoptr(GString) which = g_string_new(NULL);
     for (guint l = 0; l < TS_STUDIO_N_LEVELS; l++)
       if (isfinite(lt->level_intensity[l]) && lt->level_intensity[l] > 0)
@@ -261,7 +260,7 @@ roofline_draw(TsStudioView *view, TsCanvas *c, double width, double height)
   draw_note(r, c, &p);
   if (r->n_plotted == 0)
     ts__plot_draw_message(c, th, &p, "message", r->empty_message);
-  draw_legend(r, c, &p);
+  draw_legend(r, c, &p, lt);
 }
 
 static void

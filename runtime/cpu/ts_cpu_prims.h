@@ -246,6 +246,16 @@ ts_exp_f32(float x)
 #define TS_UKR_PREFETCH_C 1 /* touch the C tile's lines before the k loop so the stores hit */
 #endif
 
+/* A partial tile's edge: the mr x nr corner of the full tile t (row stride NR) into C. */
+static inline void
+ts_ukr_store_edge_(const float *t, int64_t NR, float *restrict C, int64_t ldc, int accumulate,
+                   int64_t mr, int64_t nr)
+{
+  for (int64_t i = 0; i < mr; i++)
+    for (int64_t j = 0; j < nr; j++)
+      C[i * ldc + j] = accumulate ? C[i * ldc + j] + t[i * NR + j] : t[i * NR + j];
+}
+
 #define TS_UKR_STEP_(MR_, NR_, V_, vt_, acc_, Ap_, Bp_)                                           \
   do {                                                                                         \
     vt_ b_[(NR_) / (V_)];                                                                      \
@@ -300,10 +310,7 @@ ts_exp_f32(float x)
     } else {                                                                                   \
       float t_[(MR_) * (NR_)];                                                                 \
       memcpy(t_, acc_, sizeof t_);                                                             \
-      for (int64_t i_ = 0; i_ < mr; i_++)                                                      \
-        for (int64_t j_ = 0; j_ < nr; j_++)                                                    \
-          C[i_ * ldc + j_] = accumulate ? C[i_ * ldc + j_] + t_[i_ * (NR_) + j_]               \
-                                        : t_[i_ * (NR_) + j_];                                 \
+      ts_ukr_store_edge_(t_, (NR_), C, ldc, accumulate, mr, nr);                               \
     }                                                                                          \
   }                                                                                            \
   _Static_assert(1, "swallow the semicolon")
@@ -408,15 +415,8 @@ ts_pack_b_panel_bf16x2(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nr_va
       }                                                                                        \
     } else {                                                                                   \
       float t_[(MR_) * (NR_)];                                                                 \
-      _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                              \
-      {                                                                                        \
-        _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / 16; j_++)                        \
-            _mm512_storeu_ps(t_ + i_ * (NR_) + j_ * 16, acc_[i_][j_]);                         \
-      }                                                                                        \
-      for (int64_t i_ = 0; i_ < mr; i_++)                                                      \
-        for (int64_t j_ = 0; j_ < nr; j_++)                                                    \
-          C[i_ * ldc + j_] = accumulate ? C[i_ * ldc + j_] + t_[i_ * (NR_) + j_]               \
-                                        : t_[i_ * (NR_) + j_];                                 \
+      memcpy(t_, acc_, sizeof t_);                                                             \
+      ts_ukr_store_edge_(t_, (NR_), C, ldc, accumulate, mr, nr);                               \
     }                                                                                          \
   }                                                                                            \
   _Static_assert(1, "swallow the semicolon")
