@@ -33,19 +33,24 @@
 #   --bin DIR   the carried binaries (default .gpu/bin, made by bench/gpu-bundle.sh)
 #   --out DIR   where the log, summary and results go (default $OUT, else bench/results/gpu-DATE)
 #   --db FILE   phase 3: the schedule cache phase 2 wrote (its best points get profiled)
+#   --budget S  a shorter phase (a lease of less than half an hour): later steps get clipped or
+#               skipped, so the order of each phase's steps is the order of their value
+#   --skip A,B  steps not to run (recorded as SKIP), e.g. tune-gemm-8192,racecheck
 #   --plan      list the phase's steps with their timeouts and its budget, run nothing
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-usage() { echo "usage: bench/gpu.sh --phase 0|1|2|3 [--bin DIR] [--out DIR] [--db FILE] [--plan]" >&2; exit 2; }
-PHASE="" BIN=.gpu/bin DEST=${OUT:-} DB_IN="" PLAN=0
+usage() { echo "usage: bench/gpu.sh --phase 0|1|2|3 [--bin DIR] [--out DIR] [--db FILE] [--budget S] [--skip A,B] [--plan]" >&2; exit 2; }
+PHASE="" BIN=.gpu/bin DEST=${OUT:-} DB_IN="" PLAN=0 BUDGET_ARG="" SKIP=""
 while [ $# -gt 0 ]; do
   case $1 in
     --phase) PHASE=${2:-}; shift 2 ;;
     --bin) BIN=${2:-}; shift 2 ;;
     --out) DEST=${2:-}; shift 2 ;;
     --db) DB_IN=${2:-}; shift 2 ;;
+    --budget) BUDGET_ARG=${2:-}; shift 2 ;;
+    --skip) SKIP=,${2:-},; shift 2 ;;
     --plan) PLAN=1; shift ;;
     *) usage ;;
   esac
@@ -56,7 +61,14 @@ case $PHASE in 0|1|2|3) ;; *) usage ;; esac
 # spare under the 10-minute limit of one command (the machine's start is not counted there).
 BUDGETS=(30 540 540 480)
 BUDGET=${BUDGETS[$PHASE]}
+if [ -n "$BUDGET_ARG" ]; then
+  case $BUDGET_ARG in ''|*[!0-9]*) usage ;; esac
+  [ "$BUDGET_ARG" -ge 20 ] && [ "$BUDGET_ARG" -le "$BUDGET" ] ||
+    { echo "gpu.sh: --budget must be 20..$BUDGET s for phase $PHASE" >&2; exit 2; }
+  BUDGET=$BUDGET_ARG
+fi
 RESERVE=10 # seconds kept for the summary
+KEEP=0     # seconds more kept for a phase's last step (phase 2's table), which runs `KEEP=0 step`
 
 if [ "$PLAN" = 1 ]; then
   PLAN_SUM=0
@@ -88,12 +100,16 @@ NAMES=() STATES=() SECS=() NOTES=()
 # step's note in the summary.
 step() {
   local name=$1 t=$2; shift 2
+  if [ "${SKIP#*,"$name",}" != "$SKIP" ]; then
+    [ "$PLAN" = 1 ] || record "$name" SKIP 0 "skipped by --skip"
+    return 0
+  fi
   if [ "$PLAN" = 1 ]; then
     printf '%-26s %4d s\n' "$name" "$t"
     PLAN_SUM=$((PLAN_SUM + t))
     return 0
   fi
-  local left=$((BUDGET - (SECONDS - START) - RESERVE))
+  local left=$((BUDGET - (SECONDS - START) - RESERVE - ${KEEP:-0}))
   if [ "$left" -lt 5 ]; then
     record "$name" SKIP 0 "no time left in the phase's ${BUDGET} s"
     return 1
@@ -101,7 +117,7 @@ step() {
   [ "$t" -le "$left" ] || t=$left
   local out=$WORK/step.out t0=$SECONDS
   { echo; echo "=== $name (timeout ${t} s): $*"; } >>"$LOG"
-  timeout -k 5 "$t" bash -c '"$@"' _ "$@" >"$out" 2>&1
+  STEP_TIMEOUT=$t timeout -k 5 "$t" bash -c '"$@"' _ "$@" >"$out" 2>&1
   local rc=$?
   cat "$out" >>"$LOG"
   local note
@@ -173,10 +189,27 @@ preflight_system() {
 # What the dynamic loader will find: the CUDA libraries the workbench dlopens, and every
 # library the carried binaries link (none may be missing; none may come from outside the
 # bundle but the base system's).
+# Where a soname resolves, in the order the workbench's dlopen looks (runtime/cuda/ts-cuda-dl.c):
+# LD_LIBRARY_PATH, the ldconfig cache, then $CUDA_HOME and /usr/local/cuda, lib64 and CUPTI's.
+where_lib() {
+  local d IFS=:
+  for d in ${LD_LIBRARY_PATH:-}; do
+    [ -e "$d/$1" ] && { echo "$d/$1"; return; }
+  done
+  d=$(ldconfig -p 2>/dev/null | grep -m1 " $1 " | sed 's/.*=> //')
+  [ -z "$d" ] || { echo "$d"; return; }
+  for d in "${CUDA_HOME:-/usr/local/cuda}" /usr/local/cuda; do
+    [ -e "$d/lib64/$1" ] && { echo "$d/lib64/$1"; return; }
+    [ -e "$d/extras/CUPTI/lib64/$1" ] && { echo "$d/extras/CUPTI/lib64/$1"; return; }
+  done
+  echo "(not found)"
+}
+export -f where_lib
+
 preflight_loader() {
   local bad=0 lib b
   for lib in libcuda.so.1 libnvrtc.so.13 libnvJitLink.so.13 libcupti.so.13 libcublasLt.so.13; do
-    printf '%-22s %s\n' "$lib" "$(ldconfig -p 2>/dev/null | grep -m1 " $lib " | sed 's/.*=> //')"
+    printf '%-22s %s\n' "$lib" "$(where_lib "$lib")"
   done
   echo "CUDA_HOME=${CUDA_HOME:-} LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
   ls -d /usr/local/cuda*/lib64 /usr/local/nvidia/lib64 2>/dev/null
@@ -187,7 +220,7 @@ preflight_loader() {
       echo "note: $(basename "$b") misses $(ldd "$b" | awk '/not found/{print $1}' | tr '\n' ' ')"; bad=1
     fi
   done
-  [ $bad = 1 ] || echo "note: every carried binary resolves; libcuda: $(ldconfig -p 2>/dev/null | grep -m1 ' libcuda.so.1 ' | sed 's/.*=> //' || true)"
+  [ $bad = 1 ] || echo "note: every carried binary resolves; libcuda: $(where_lib libcuda.so.1)"
   return $bad
 }
 
@@ -242,8 +275,9 @@ gtest() {  # a g_test program of the bundle, TAP
   return $rc
 }
 
+# The deadline leaves the harness 15 s of its step's (possibly clipped) timeout to report.
 cuda_ops() {
-  "$BIN/test-cuda-ops" "$TT" --timeout 15 --deadline "$1"; local rc=$?
+  "$BIN/test-cuda-ops" "$TT" --timeout 15 --deadline $((STEP_TIMEOUT > 40 ? STEP_TIMEOUT - 15 : 25)); local rc=$?
   echo "note: $(grep -E '^# [0-9]+ passed' "$WORK/step.out" | tail -1 | cut -c3-)"
   return $rc
 }
@@ -392,25 +426,26 @@ case $PHASE in
   step smoke-attention-causal 20 smoke flash_attention_causal B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
   step smoke-layernorm 20 smoke layernorm_safe M=1024,N=4096 'block(m=1).warps(8).vector(8)'
   step test-cuda 40 gtest test-cuda
-  step test-cuda-ops 170 cuda_ops 155
   step test-prof-metrics 40 gtest test-prof-metrics
   step racecheck 35 sanitizer racecheck
   step memcheck 35 sanitizer memcheck
+  step test-cuda-ops 170 cuda_ops
   ;;
 2)
   require_cuda
   step ref-cublas 55 ref_cublas
   step ref-copy 15 ref_copy
   step ref-torch 90 ref_torch
+  KEEP=10
   step default-gemm-4096 20 tune_default gemm M=4096,N=4096,K=4096
   step tune-gemm-4096 70 tune gemm "gemm 4096^3" gemm M=4096,N=4096,K=4096 "$WGMMA_SPACE" 55000
-  step default-gemm-8192 20 tune_default gemm M=8192,N=8192,K=8192
-  step tune-gemm-8192 80 tune gemm "gemm 8192^3" gemm M=8192,N=8192,K=8192 "$WGMMA_SPACE" 65000
   step tune-attention 50 tune attention "attention causal=0" flash_attention B=4,H=16,S=4096,D=128 "" 40000
-  step tune-attention-causal 50 tune attention "attention causal=1" flash_attention_causal B=4,H=16,S=4096,D=128 "" 40000
   step tune-layernorm 25 tune layernorm "layernorm 16384x8192" layernorm_safe M=16384,N=8192 "" 20000
   step tune-softmax 25 tune softmax "softmax 16384x8192" softmax_safe M=16384,N=8192 "" 20000
-  step table 10 table
+  step default-gemm-8192 20 tune_default gemm M=8192,N=8192,K=8192
+  step tune-gemm-8192 80 tune gemm "gemm 8192^3" gemm M=8192,N=8192,K=8192 "$WGMMA_SPACE" 65000
+  step tune-attention-causal 50 tune attention "attention causal=1" flash_attention_causal B=4,H=16,S=4096,D=128 "" 40000
+  KEEP=0 step table 10 table
   ;;
 3)
   require_cuda

@@ -15,22 +15,25 @@ import json
 import re
 import sys
 
-# kind -> (unit, the run's field, its scale to the unit, [(anchor ref, what it is, target)])
+# kind -> (unit, the run's field, its scale to the unit, [(anchor ref, what it is, target, group)])
+# A target is judged against the fastest measured anchor of its group: the same library reached
+# two ways (cublasLt from C and torch.matmul; SDPA's default and cuDNN backends; a copy from C
+# and from torch), so the bar is the library at its best, not its slower measurement.
 ANCHORS = {
     "gemm": ("TFLOP/s", "gflops", 1e-3, [
-        ("cublasLt (C)", "cuBLAS", 0.8),
-        ("torch.matmul (cuBLAS)", "cross-check", None)]),
+        ("cublasLt (C)", "cuBLAS", 0.8, "cublas"),
+        ("torch.matmul (cuBLAS)", "cross-check", None, "cublas")]),
     "attention": ("TFLOP/s", "gflops", 1e-3, [
-        ("torch sdpa (default)", "PyTorch SDPA", 0.7),
-        ("torch sdpa (cudnn)", "FA3-class", None)]),
+        ("torch sdpa (default)", "PyTorch SDPA", 0.7, "sdpa"),
+        ("torch sdpa (cudnn)", "FA3-class", None, "sdpa")]),
     "layernorm": ("GB/s", "gbps", 1.0, [
-        ("cuMemcpyDtoD (C)", "copy of its bytes", 0.8),
-        ("torch copy_", "cross-check", None),
-        ("torch layer_norm", "PyTorch", None)]),
+        ("cuMemcpyDtoD (C)", "copy of its bytes", 0.8, "copy"),
+        ("torch copy_", "cross-check", None, "copy"),
+        ("torch layer_norm", "PyTorch", None, None)]),
     "softmax": ("GB/s", "gbps", 1.0, [
-        ("cuMemcpyDtoD (C)", "copy of its bytes", 0.8),
-        ("torch copy_", "cross-check", None),
-        ("torch softmax", "PyTorch", None)]),
+        ("cuMemcpyDtoD (C)", "copy of its bytes", 0.8, "copy"),
+        ("torch copy_", "cross-check", None, "copy"),
+        ("torch softmax", "PyTorch", None, None)]),
 }
 COPY_KINDS = ("layernorm", "softmax")
 
@@ -84,18 +87,28 @@ def table(refs, ours):
         ok = run.get("status") == "ok"
         mine = run[field] * scale if ok else None
         first = True
-        for ref, what, target in anchors:
+        values = {}
+        for ref, _, _, _ in anchors:
             r = find_ref(refs, kind, ref, o)
-            theirs = r.get("tflops" if unit == "TFLOP/s" else "gbps") if r else None
+            values[ref] = r.get("tflops" if unit == "TFLOP/s" else "gbps") if r else None
+        for ref, what, target, group in anchors:
+            theirs = values[ref]
             ratio = mine / theirs if mine and theirs else None
+            group_refs = [a[0] for a in anchors if a[3] == group and values[a[0]]]
             if target is None:
                 verdict = what
-            elif ratio is None:
+            elif not mine or not group_refs:
                 verdict = ">= %.2f: not measured" % target
                 missed += 1
             else:
-                verdict = ">= %.2f %s (%s)" % (target, "met" if ratio >= target else "MISSED", what)
-                missed += ratio < target
+                best_ref = max(group_refs, key=lambda a: values[a])
+                best = mine / values[best_ref]
+                verdict = ">= %.2f %s" % (target, "met" if best >= target else "MISSED")
+                if best_ref == ref:
+                    verdict += " (%s)" % what
+                else:
+                    verdict += " at %.2fx (%s at its faster: %s)" % (best, what, best_ref)
+                missed += best < target
             out.append("%-22s %14s  %-24s %14s  %7s  %s" % (
                 o["label"] if first else "",
                 ("%.1f %s" % (mine, unit) if mine else run.get("status", "failed")) if first else "",

@@ -219,6 +219,27 @@ static const char prims_src[] =
     "  out[threadIdx.x] = d[0] + d[1] + d[2] + d[3];\n"
     "}\n";
 
+/* Where a driver is installed, nvJitLink caches finished links; a cached link must still come
+ * with its ptxas report, or the tuner stores unknown registers and spills for every kernel it
+ * has compiled before. Compiling the same source twice is what exposes it. */
+static void
+test_compile_twice(void)
+{
+  if (!have_toolchain())
+    return;
+  for (int i = 0; i < 2; i++) {
+    g_autoptr(GError) error = NULL;
+    TsModuleResources r;
+    g_autofree char *log = NULL;
+    g_autoptr(GBytes) cubin = ts_cuda_compile(prims_src, "kk", "sm_90a", &r, &log, &error);
+    g_assert_no_error(error);
+    if (r.registers <= 0)
+      g_printerr("compile %d of the same kernel gave no resources; its log:\n%s\n", i + 1, log);
+    g_assert_cmpint(r.registers, >, 0);
+    g_assert_cmpint(r.smem_static, ==, 64 * 64 * 2);
+  }
+}
+
 static void
 test_compile(gconstpointer data)
 {
@@ -775,6 +796,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda/toolchain", test_toolchain);
   g_test_add_data_func("/cuda/compile/sm_90a", "sm_90a", test_compile);
   g_test_add_data_func("/cuda/compile/sm_80", "sm_80", test_compile);
+  g_test_add_func("/cuda/compile/twice", test_compile_twice);
   g_test_add_func("/cuda/compile/no-entry", test_compile_no_entry);
   g_test_add_func("/cuda/compile/errors", test_compile_errors);
   g_test_add_func("/cuda/nvtx", test_nvtx);

@@ -213,10 +213,14 @@ embedded_headers(GError **error)
 
 /* No fast math: generated kernels are checked against references with IEEE semantics, and the
  * tuner must not win by changing the numerics. -lineinfo keeps source lines for profilers; it
- * does not change the code. -O3 is nvJitLink's default spelled out, so the key says it. */
+ * does not change the code. -O3 is nvJitLink's default spelled out, so the key says it.
+ * -no-cache: where a driver is installed, nvJitLink keeps its own cache of finished links, and
+ * a link served from it prints no ptxas report, so registers, shared memory and spills would
+ * read as unknown from the second compile of a kernel on (seen on an H100, 2026-11-26). Our
+ * own artifact cache already serves repeated compiles. */
 typedef struct {
   char *nvrtc[4];
-  char *link[4];
+  char *link[5];
 } Options;
 
 static void
@@ -230,6 +234,7 @@ options_init(Options *o, const char *arch)
   o->link[1] = g_strdup("-lto");
   o->link[2] = g_strdup("-verbose");
   o->link[3] = g_strdup("-O3");
+  o->link[4] = g_strdup("-no-cache");
 }
 
 static void
