@@ -371,11 +371,12 @@ emit_map(Emitter *e, const TsTileNode *n)
   line(e, "int64_t j = 0;");
   line(e, "for (; j + TS_VEC <= (%s); j += TS_VEC) {", n->hi);
   e->depth++;
-  emit_view_loads(e, n, n->expr, n->dst, TRUE);
+  /* The destination is loaded too when the expression reads it: an in-place map (y = y * r). */
+  emit_view_loads(e, n, n->expr, NULL, TRUE);
   gboolean reads = FALSE;
   for (guint i = 0; i < n->views->len; i++) {
     const TsTileView *v = g_ptr_array_index(n->views, i);
-    reads |= v != dst && expr_mentions(n->expr, v->name);
+    reads |= expr_mentions(n->expr, v->name);
   }
   /* A map of scalars only still needs a vector-typed value (GCC widens scalar operands). */
   line(e, reads ? "ts_vf_store_%s(%s + (%s) + j, %s);"
@@ -385,7 +386,7 @@ emit_map(Emitter *e, const TsTileNode *n)
   line(e, "}");
   line(e, "for (; j < (%s); j++) {", n->hi);
   e->depth++;
-  emit_view_loads(e, n, n->expr, n->dst, FALSE);
+  emit_view_loads(e, n, n->expr, NULL, FALSE);
   if (strcmp(sfx, "f32") == 0)
     line(e, "%s[(%s) + j] = %s;", dst->buffer, dst->offset, sexpr);
   else

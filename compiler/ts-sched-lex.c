@@ -32,6 +32,9 @@ const TsSchedMethod ts__sched_methods[] = {
     /* GPU: how slices reach shared memory ("cp_async": every thread's 16-byte copies; "tma":
      * the Tensor Memory Accelerator on mbarriers, sm_90). Appended, as raster. */
     {"load", 1, {"load"}, {NULL}},
+    /* CPU softmax: how a row's max, sum and exps are split into passes ("online", "max_first",
+     * "stored": 3, 2 or 1 exp per element). Appended, as raster. */
+    {"softmax", 1, {"softmax"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

@@ -338,6 +338,7 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
   TsSchedEnv *env = ts_sched_env_new();
   for (guint i = 0; i < ts_shape_n_dims(inst->shape); i++)
     ts_sched_env_set(env, ts_shape_dim_name(inst->shape, i), ts_shape_dim_size(inst->shape, i));
+  ts_sched_env_set(env, "elem_bytes", ts_dtype_bits(inst->dtype.storage) / 8);
   if (device) {
     ts_sched_env_set(env, "cores", device->compute_units);
     ts_sched_env_set(env, "l1_bytes", (gint64)device->l1_bytes);

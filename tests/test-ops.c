@@ -746,6 +746,81 @@ test_cpu_spaces_follow_simd(void)
       }
 }
 
+/* softmax_safe's CPU passes: each variant verified at a shape with tails, for every dtype it is
+ * offered for; "stored" (exps kept in Y) only where Y is f32, refused by the space's constraint
+ * elsewhere; an unknown variant named in the error. */
+static void
+test_cpu_softmax_passes(void)
+{
+  static const char *const hows[] = {"online", "max_first", "stored"};
+  for (guint d = 0; d < G_N_ELEMENTS(dtypes); d++) {
+    GError *error = NULL;
+    g_autoptr(TsOpInstance) inst = ts_op_instance_new("softmax_safe", "M=7,N=45", dtypes[d],
+                                                      &error);
+    g_assert_no_error(error);
+    gboolean f32 = d == 0;
+    /* The space offers "stored" for f32 alone. */
+    g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, &error);
+    g_assert_no_error(error);
+    TsDeviceInfo dev = {.backend = (char *)"cpu", .vector_bits = 256, .compute_units = 2};
+    g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, &dev);
+    g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+    TsSchedPoint *p;
+    guint per_how[3] = {0, 0, 0};
+    while (ts_sched_iter_next(it, &p, &error)) {
+      g_autoptr(TsSchedPoint) point = p;
+      const char *how = ts_sched_point_get_str(point, "softmax", "");
+      for (guint h = 0; h < G_N_ELEMENTS(hows); h++)
+        per_how[h] += g_strcmp0(how, hows[h]) == 0;
+    }
+    g_assert_no_error(error);
+    g_assert_cmpuint(per_how[0], >, 0);
+    g_assert_cmpuint(per_how[1], ==, per_how[0]);
+    g_assert_cmpuint(per_how[2], ==, f32 ? per_how[0] : 0);
+
+    for (guint h = 0; h < G_N_ELEMENTS(hows); h++)
+      for (gint64 threads = 1; threads <= 2; threads++) {
+        g_autofree char *text = g_strdup_printf(
+            "block(m=3).vector(%d).threads(%" G_GINT64_FORMAT ").softmax(\"%s\")",
+            h == 1 ? 4 : 8, threads, hows[h]);
+        g_autoptr(TsSchedPoint) user = ts_sched_point_parse(text, &error);
+        g_assert_no_error(error);
+        g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", user, &error);
+        if (!f32 && h == 2) {
+          g_assert_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE);
+          g_assert_nonnull(strstr(error->message, "softmax != \"stored\" || elem_bytes == 4"));
+          g_clear_error(&error);
+          continue;
+        }
+        g_assert_no_error(error);
+        TsRunOptions opt;
+        quick_options(&opt);
+        g_autoptr(TsTrialResult) res = ts_op_run(inst, backend, point, &opt, &error);
+        g_assert_no_error(error);
+        if (res->status != TS_TRIAL_OK)
+          g_test_message("softmax %s %s: %s", dtypes[d], text, res->message);
+        g_assert_cmpstr(ts_trial_status_name(res->status), ==, "ok");
+        g_assert_cmpfloat(res->rel_error, <=, res->tolerance);
+      }
+  }
+  /* A variant the lowering does not know. */
+  GError *error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("softmax_safe", "M=7,N=45", "f32", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) user =
+      ts_sched_point_parse("block(m=1).vector(4).threads(1).softmax(\"fast\")", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsTrialResult) res = ts_op_run(inst, backend, user, NULL, &error);
+  if (error == NULL) {
+    g_assert_nonnull(res);
+    g_assert_cmpstr(ts_trial_status_name(res->status), !=, "ok");
+    g_assert_nonnull(strstr(res->message, "softmax(\"fast\") is not one of"));
+  } else {
+    g_assert_nonnull(strstr(error->message, "softmax(\"fast\") is not one of"));
+    g_clear_error(&error);
+  }
+}
+
 /* The TMA point's record and tensor maps: A read as K-contiguous rows of M in boxes of one
  * 128-byte swizzle row by BM rows, B as N-contiguous rows of K in 64 x 64 boxes; the record's
  * words plan (ts-cuda-tma.h) into the maps the backend encodes; a C target refuses them. */
@@ -1180,6 +1255,7 @@ main(int argc, char **argv)
     g_test_add_data_func(path, &attn_cases[i], test_space_runs);
   }
   g_test_add_func("/ops/cpu/spaces-follow-simd", test_cpu_spaces_follow_simd);
+  g_test_add_func("/ops/cpu/softmax-passes", test_cpu_softmax_passes);
   g_test_add_func("/ops/gemm/wgmma-space", test_gemm_wgmma_space);
   g_test_add_func("/ops/gemm/tma-lowering", test_gemm_tma_lowering);
   g_test_add_func("/ops/attention/workloads", test_attention_workloads);
