@@ -170,6 +170,18 @@ host_arch(guint *vector_bits)
     g_string_append(arch, "+avx512bw");
   if (__builtin_cpu_supports("avx512vl"))
     g_string_append(arch, "+avx512vl");
+  /* The 16-bit float extensions, from CPUID (leaf 7; not every compiler's
+   * __builtin_cpu_supports knows them): AVX512_BF16 is subleaf 1 EAX bit 5; AVX512_FP16 and
+   * AMX-BF16 are subleaf 0 EDX bits 23 and 22. Generated code uses what -march=native enables;
+   * the names tell a user (and the cache key) which machine a result came from. */
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)))
+    g_string_append(arch, "+avx512bf16");
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
+    if (edx & (1u << 23))
+      g_string_append(arch, "+avx512fp16");
+    if (edx & (1u << 22))
+      g_string_append(arch, "+amxbf16");
+  }
   if (__builtin_cpu_supports("avx"))
     *vector_bits = 256;
   if (__builtin_cpu_supports("avx512f"))

@@ -636,6 +636,13 @@ ts_vf_store_f32(void *p, ts_vf v)
 static inline ts_vf
 ts_vf_load_bf16(const void *p)
 {
+  /* One widening move and a shift (GCC splits the generic conversion below into halves). */
+#if defined(__AVX512F__) && TS_VEC == 16
+  return (ts_vf)_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)),
+                                  16);
+#elif defined(__AVX2__) && TS_VEC == 8
+  return (ts_vf)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16);
+#endif
   ts_vh h;
   memcpy(&h, p, sizeof h);
   ts_vu u = __builtin_convertvector(h, ts_vu) << 16;
@@ -645,6 +652,26 @@ ts_vf_load_bf16(const void *p)
 static inline void
 ts_vf_store_bf16(void *p, ts_vf v)
 {
+#if defined(__AVX512BF16__) && defined(__AVX512VL__) && (TS_VEC == 16 || TS_VEC == 8)
+  /* vcvtneps2bf16 rounds to nearest even as the code below does, in one instruction, but
+   * flushes subnormal inputs to zero; a vector holding one (|x| < 2^-126, never in practice)
+   * takes the exact path, so every lane stays bit-identical to ts_cpu_f32_to_bf16. */
+#if TS_VEC == 16
+  const __m512i a = _mm512_and_si512((__m512i)v, _mm512_set1_epi32(0x7fffffff));
+  if (__builtin_expect(!_mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)),
+                                                _mm512_set1_epi32(0x007fffff)), 1)) {
+    _mm256_storeu_si256((__m256i *)p, (__m256i)_mm512_cvtneps_pbh((__m512)v));
+    return;
+  }
+#else
+  const __m256i a = _mm256_and_si256((__m256i)v, _mm256_set1_epi32(0x7fffffff));
+  if (__builtin_expect(!_mm256_cmplt_epu32_mask(_mm256_sub_epi32(a, _mm256_set1_epi32(1)),
+                                                _mm256_set1_epi32(0x007fffff)), 1)) {
+    _mm_storeu_si128((__m128i *)p, (__m128i)_mm256_cvtneps_pbh((__m256)v));
+    return;
+  }
+#endif
+#endif
   ts_vu u = (ts_vu)v;
   ts_vu r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   ts_vu q = (u >> 16) | 0x40u;
@@ -783,6 +810,16 @@ ts_vf_exp(ts_vf x)
   p = p * r + TS_EXP_P2;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
+#if defined(__AVX512F__) && (TS_VEC == 16 || (defined(__AVX512VL__) && TS_VEC == 8))
+  /* vscalefps: p * 2^n with one rounding, subnormal results included: the same value as the
+   * two exact-then-rounded products below, in one instruction. */
+  (void)ni;
+#if TS_VEC == 16
+  return (ts_vf)_mm512_scalef_ps((__m512)p, (__m512)n);
+#else
+  return (ts_vf)_mm256_scalef_ps((__m256)p, (__m256)n);
+#endif
+#endif
   /* ni / 2 truncating toward zero, as the scalar version's C division does. */
   ts_vi n1 = (ni + (ts_vi)((ts_vu)ni >> 31)) >> 1;
   ts_vi n2 = ni - n1;
