@@ -746,6 +746,107 @@ test_cache_trust(Fixture *f, gconstpointer data)
   g_assert_cmpint(g_chmod(f->cache_dir, 0700), ==, 0);
 }
 
+/* A kernel in the shape the emitter writes (comments, system includes, TS_VEC, then the
+ * primitives): out[i] = exp(in[i]) through the vector and scalar primitives. */
+static const char exp_src_fmt[] =
+  "/* Tessera-like kernel %d */\n"
+  "#include <stdint.h>\n"
+  "#include <string.h>\n"
+  "#define TS_VEC 8\n"
+  "#include \"ts_cpu_prims.h\"\n"
+  "void ts_kernel(void *const *bufs, const int64_t *ints, const double *floats) {\n"
+  "  const float *in = bufs[0];\n"
+  "  float *out = bufs[1];\n"
+  "  int64_t i = 0;\n"
+  "  for (; i + TS_VEC <= ints[0]; i += TS_VEC)\n"
+  "    ts_vf_store_f32(out + i, ts_vf_exp(ts_vf_load_f32(in + i)));\n"
+  "  for (; i < ints[0]; i++)\n"
+  "    out[i] = ts_exp_f32(in[i]) + (float)%d;\n"
+  "}\n";
+
+static void
+run_exp(Fixture *f, TsModule *module, float *out, int n)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree float *in = g_new(float, n);
+  for (int i = 0; i < n; i++)
+    in[i] = -20.0f + 0.37f * (float)i;
+  TsBuffer *bufs[2] = {
+    ts_backend_alloc(f->backend, sizeof(float) * n, &error),
+    ts_backend_alloc(f->backend, sizeof(float) * n, &error),
+  };
+  g_assert_no_error(error);
+  g_assert_true(ts_backend_upload(f->backend, bufs[0], in, sizeof(float) * n, &error));
+  gint64 ints[1] = {n};
+  TsLaunch launch = {.buffers = bufs, .n_buffers = 2, .ints = ints, .n_ints = 1};
+  g_assert_true(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_true(ts_backend_download(f->backend, out, bufs[1], sizeof(float) * n, &error));
+  g_assert_no_error(error);
+  ts_backend_buffer_free(f->backend, bufs[0]);
+  ts_backend_buffer_free(f->backend, bufs[1]);
+}
+
+static char *
+find_gch(const char *cache_dir)
+{
+  g_autoptr(GDir) d = g_dir_open(cache_dir, 0, NULL);
+  const char *name;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL)
+    if (g_str_has_prefix(name, "pch-"))
+      return g_build_filename(cache_dir, name, "ts_cpu_prims_v8.h.gch", NULL);
+  return NULL;
+}
+
+/* With GCC the primitives are precompiled once into the artifact cache and used by every
+ * compile after: the same results as without (TS_CPU_PCH=0), and a damaged .gch costs only its
+ * speed (GCC falls back to the header). */
+static void
+test_pch(Fixture *f, gconstpointer data)
+{
+  const TsDeviceInfo *dev = ts_backend_describe(f->backend);
+  enum { N = 203 };
+  float with[N], without[N];
+  g_autofree char *src0 = g_strdup_printf(exp_src_fmt, 0, 0);
+  {
+    g_autoptr(TsModule) m = compile_ok(f, src0, "ts_kernel");
+    run_exp(f, m, with, N);
+  }
+  g_autofree char *gch = find_gch(f->cache_dir);
+  if (!g_str_has_prefix(dev->toolchain, "gcc ")) {
+    g_assert_null(gch);
+    g_test_skip("the compiler is not GCC: no precompiled header");
+    return;
+  }
+  g_assert_nonnull(gch);
+  g_assert_true(g_file_test(gch, G_FILE_TEST_IS_REGULAR));
+
+  /* The same source, compiled without the precompiled header into another cache. */
+  g_autoptr(GError) error = NULL;
+  g_autofree char *other = g_dir_make_tmp("ts-test-backend-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_setenv("TS_CPU_PCH", "0", TRUE);
+  ts_backend_set_cache_dir(f->backend, other);
+  {
+    g_autoptr(TsModule) m = compile_ok(f, src0, "ts_kernel");
+    run_exp(f, m, without, N);
+  }
+  g_unsetenv("TS_CPU_PCH");
+  g_autofree char *none = find_gch(other);
+  g_assert_null(none);
+  ts_test_remove_tree(other);
+  ts_backend_set_cache_dir(f->backend, f->cache_dir);
+  g_assert_cmpmem(with, sizeof with, without, sizeof without);
+
+  /* A damaged precompiled header: a new kernel still compiles and runs right. */
+  g_assert_true(g_file_set_contents(gch, "not a precompiled header", -1, NULL));
+  g_assert_cmpint(g_chmod(gch, 0644), ==, 0);
+  g_autofree char *src1 = g_strdup_printf(exp_src_fmt, 1, 0);
+  g_autoptr(TsModule) m = compile_ok(f, src1, "ts_kernel");
+  float again[N];
+  run_exp(f, m, again, N);
+  g_assert_cmpmem(with, sizeof with, again, sizeof again);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -774,6 +875,7 @@ main(int argc, char **argv)
   ADD("/backend/cpu/artifact/bad-bytes", test_artifact_bad_bytes);
   ADD("/backend/cpu/artifact/missing-entry", test_artifact_missing_entry);
   ADD("/backend/cpu/artifact/unreadable", test_artifact_unreadable);
+  ADD("/backend/cpu/pch", test_pch);
 #undef ADD
   g_test_add_func("/backend/registry", test_registry);
   g_test_add_func("/backend/cpu/missing-compiler", test_missing_compiler);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "ts-tune.h"
+#include "ts-tune-stats.h"
 #include "ts-cost-model.h"
 #include "tt-cli.h"
 
@@ -54,20 +55,35 @@ print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top
 {
   double flops = ts_op_instance_flops(inst), bytes = ts_op_instance_bytes(inst);
   const char *roof_name = ts_tune_compute_roof(inst, backend);
-  g_print("\n%4s  %-13s %11s %11s %10s %7s  %s\n", "rank", "status", "median ms", "GFLOP/s",
-          "GB/s", "% roof", "schedule");
+  g_print("\n%4s  %-13s %11s %11s %10s %7s %10s  %s\n", "rank", "status", "median ms",
+          "GFLOP/s", "GB/s", "% roof", "compile ms", "schedule");
   TsProfRoofline roof = {0};
   for (guint i = 0; i < MIN(top, trials->len); i++) {
     const TsDbTrial *t = g_ptr_array_index(trials, i);
+    /* 0: the artifact came from the cache (or the trial predates the column). */
+    g_autofree char *cms = t->compile_ms > 0 ? g_strdup_printf("%.0f", t->compile_ms)
+                                             : g_strdup("-");
     if (t->status == TS_DB_TRIAL_OK &&
         ts_prof_roofline(c, roof_name, flops, bytes, t->median_ns * 1e-9, &roof))
-      g_print("%4u  %-13s %11.4f %11.2f %10.2f %6.1f%%  %s\n", i + 1,
+      g_print("%4u  %-13s %11.4f %11.2f %10.2f %6.1f%% %10s  %s\n", i + 1,
               ts_db_trial_status_name(t->status), t->median_ns / 1e6, flops / t->median_ns,
-              bytes / t->median_ns, 100.0 * roof.fraction, t->schedule);
+              bytes / t->median_ns, 100.0 * roof.fraction, cms, t->schedule);
     else
-      g_print("%4u  %-13s %11s %11s %10s %7s  %s\n", i + 1, ts_db_trial_status_name(t->status),
-              "-", "-", "-", "-", t->schedule);
+      g_print("%4u  %-13s %11s %11s %10s %7s %10s  %s\n", i + 1,
+              ts_db_trial_status_name(t->status), "-", "-", "-", "-", cms, t->schedule);
   }
+  /* What a candidate's compile costs, over every trial that compiled (not served from the
+   * artifact cache): what bounds a tune's rate when kernels run in microseconds. */
+  g_autoptr(GArray) cms = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < trials->len; i++) {
+    const TsDbTrial *t = g_ptr_array_index(trials, i);
+    if (t->compile_ms > 0)
+      g_array_append_val(cms, t->compile_ms);
+  }
+  if (cms->len > 0)
+    g_print("compile: median %.0f ms a candidate over the %u compiled (others came from the "
+            "artifact cache)\n",
+            ts_stats_median((double *)cms->data, cms->len), cms->len);
   /* The roofline bound: min(compute roof, intensity x DRAM bandwidth), from measured ceilings. */
   const TsProfCeiling *peak = ts_prof_ceilings_get(c, roof.compute ? roof.compute : "f32");
   const TsProfCeiling *dram = ts_prof_ceilings_get(c, "dram");

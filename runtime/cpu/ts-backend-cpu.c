@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "ts-backend-private.h"
+#include "ts-cpu-pch.h"
 #include "ts-runtime-resources.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -55,6 +56,7 @@ typedef struct {
   char **cc_argv;     /* $TS_CC split like a shell would ("ccache gcc" works), or {"cc"} */
   char *cc_name;      /* how messages call the compiler: "cc" */
   char *version_line; /* first line of `cc --version`, part of the cache key */
+  gboolean is_gcc;    /* GCC finds precompiled headers (ts-cpu-pch.c) */
   GBytes *prims;      /* the embedded tile-primitive header */
   char *lost;         /* why the process's memory can no longer be trusted, or NULL */
 } TsCpuBackend;
@@ -218,6 +220,7 @@ toolchain_identity(TsCpuBackend *self)
                        : (strstr(out, "Free Software Foundation") != NULL || strstr(out, "gcc"))
                          ? "gcc"
                          : self->cc_name;
+  self->is_gcc = strcmp(family, "gcc") == 0;
 
   g_autofree char *version = NULL;
   const char *probes[] = { "-dumpfullversion", "-dumpversion" };
@@ -341,6 +344,24 @@ cpu_compile(TsBackend *backend, const TsSource *source, const char *workdir,
     g_ptr_array_add(argv, *a);
   for (gsize i = 0; i < G_N_ELEMENTS(cc_flags); i++)
     g_ptr_array_add(argv, (gpointer)cc_flags[i]);
+  /* The primitives precompiled, where the compiler and the source allow it: the same code,
+   * in about two thirds of the time. Without one the source includes the header as ever. */
+  TsCpuPchSpec pch = {
+      .cc_argv = (const char *const *)self->cc_argv,
+      .version_line = self->version_line,
+      .is_gcc = self->is_gcc,
+      .flags = cc_flags,
+      .n_flags = G_N_ELEMENTS(cc_flags),
+      .prims = self->prims,
+      .cache_dir = ts_backend_get_cache_dir(backend),
+  };
+  int vec = ts__cpu_pch_source_vec(source->text);
+  g_autofree char *pch_header = vec > 0 ? ts__cpu_pch_header(&pch, vec, NULL) : NULL;
+  if (pch_header != NULL) {
+    g_ptr_array_add(argv, "-Winvalid-pch");
+    g_ptr_array_add(argv, "-include");
+    g_ptr_array_add(argv, pch_header);
+  }
   g_ptr_array_add(argv, include);
   g_ptr_array_add(argv, "-o");
   g_ptr_array_add(argv, (gpointer)out_path);

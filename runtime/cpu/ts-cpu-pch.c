@@ -1,0 +1,175 @@
+/* ts-cpu-pch.c — precompiled primitive headers for the CPU backend (see ts-cpu-pch.h). */
+#include "ts-cpu-pch.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ts-backend-private.h"
+
+#define PRIMS_NAME "ts_cpu_prims.h"
+
+int
+ts__cpu_pch_source_vec(const char *source)
+{
+  int vec = 0;
+  gboolean in_comment = FALSE;
+  const char *line = source;
+  while (line != NULL && *line != '\0') {
+    const char *end = strchr(line, '\n');
+    g_autofree char *text = end ? g_strndup(line, (gsize)(end - line)) : g_strdup(line);
+    line = end ? end + 1 : NULL;
+    const char *t = g_strstrip(text);
+    if (in_comment) {
+      in_comment = strstr(t, "*/") == NULL;
+      continue;
+    }
+    if (*t == '\0' || g_str_has_prefix(t, "//"))
+      continue;
+    if (g_str_has_prefix(t, "/*")) {
+      in_comment = strstr(t + 2, "*/") == NULL;
+      continue;
+    }
+    if (g_str_has_prefix(t, "#include <"))
+      continue;
+    if (g_str_has_prefix(t, "#define TS_VEC ")) {
+      gint64 v = g_ascii_strtoll(t + strlen("#define TS_VEC "), NULL, 10);
+      vec = v == 4 || v == 8 || v == 16 ? (int)v : -1;
+      continue;
+    }
+    if (strcmp(t, "#include \"" PRIMS_NAME "\"") == 0)
+      return vec > 0 ? vec : 0;
+    return 0; /* anything else may change what the header means */
+  }
+  return 0;
+}
+
+static char *
+spec_hash(const TsCpuPchSpec *spec)
+{
+  g_autoptr(GChecksum) c = g_checksum_new(G_CHECKSUM_SHA256);
+  for (const char *const *a = spec->cc_argv; *a != NULL; a++)
+    ts__checksum_field(c, *a, -1);
+  ts__checksum_field(c, spec->version_line ? spec->version_line : "", -1);
+  for (gsize i = 0; i < spec->n_flags; i++)
+    ts__checksum_field(c, spec->flags[i], -1);
+  gsize len = 0;
+  const void *data = g_bytes_get_data(spec->prims, &len);
+  ts__checksum_field(c, data, (gssize)len);
+  return g_strndup(g_checksum_get_string(c), 16);
+}
+
+/* A file we made: plain, ours, written by us alone (the artifact cache's rule). */
+static gboolean
+ours(const char *path)
+{
+  GStatBuf st;
+  return g_lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+         (st.st_mode & 022) == 0;
+}
+
+static gboolean
+build(const TsCpuPchSpec *spec, const char *dir, const char *header, int vec, char **why)
+{
+  if (g_mkdir_with_parents(dir, 0700) != 0) {
+    *why = g_strdup_printf("cannot create '%s': %s", dir, g_strerror(errno));
+    return FALSE;
+  }
+  gsize len = 0;
+  const char *prims = g_bytes_get_data(spec->prims, &len);
+  g_autofree char *prims_path = g_build_filename(dir, PRIMS_NAME, NULL);
+  g_autofree char *wrapper = g_strdup_printf(
+      "/* Tessera's CPU backend: the primitive library at TS_VEC %d, precompiled beside this\n"
+      " * file and passed with -include (see runtime/cpu/ts-cpu-pch.c). */\n"
+      "#define TS_VEC %d\n#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
+      "#include \"" PRIMS_NAME "\"\n",
+      vec, vec);
+  g_autoptr(GError) local = NULL;
+  if (!g_file_set_contents(prims_path, prims, (gssize)len, &local) ||
+      !g_file_set_contents(header, wrapper, -1, &local)) {
+    *why = g_strdup(local->message);
+    return FALSE;
+  }
+  /* Built under a name of its own and renamed: workers of one tune may race to build it. */
+  g_autofree char *gch = g_strconcat(header, ".gch", NULL);
+  g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", gch, (int)getpid());
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  for (const char *const *a = spec->cc_argv; *a != NULL; a++)
+    g_ptr_array_add(argv, (gpointer)*a);
+  for (gsize i = 0; i < spec->n_flags; i++)
+    if (strcmp(spec->flags[i], "-shared") != 0)
+      g_ptr_array_add(argv, (gpointer)spec->flags[i]);
+  g_ptr_array_add(argv, "-x");
+  g_ptr_array_add(argv, "c-header");
+  g_ptr_array_add(argv, "-o");
+  g_ptr_array_add(argv, tmp);
+  g_ptr_array_add(argv, (gpointer)header);
+  g_ptr_array_add(argv, NULL);
+  static const char *const env[] = {"LC_ALL=C", NULL};
+  g_autofree char *output = NULL;
+  int status = -1;
+  if (!ts__run_capture((const char *const *)argv->pdata, dir, env, &output, &status, &local) ||
+      status != 0) {
+    *why = g_strdup_printf("the compiler could not precompile the header: %s",
+                           local ? local->message : output);
+    g_unlink(tmp);
+    return FALSE;
+  }
+  if (g_rename(tmp, gch) != 0) {
+    *why = g_strdup_printf("cannot rename '%s': %s", tmp, g_strerror(errno));
+    g_unlink(tmp);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+char *
+ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why)
+{
+  g_autofree char *reason = NULL;
+  const char *off = g_getenv("TS_CPU_PCH");
+  if (off != NULL && strcmp(off, "0") == 0)
+    reason = g_strdup("TS_CPU_PCH=0");
+  else if (!spec->is_gcc)
+    reason = g_strdup("the compiler is not GCC");
+  else if (spec->cache_dir == NULL)
+    reason = g_strdup("no artifact cache");
+  else if (vec != 4 && vec != 8 && vec != 16)
+    reason = g_strdup("the source does not include the primitives the usual way");
+  if (reason != NULL) {
+    if (why)
+      *why = g_steal_pointer(&reason);
+    return NULL;
+  }
+  g_autofree char *hash = spec_hash(spec);
+  g_autofree char *sub = g_strconcat("pch-", hash, NULL);
+  g_autofree char *dir = g_build_filename(spec->cache_dir, sub, NULL);
+  g_autofree char *name = g_strdup_printf("ts_cpu_prims_v%d.h", vec);
+  char *header = g_build_filename(dir, name, NULL);
+  g_autofree char *gch = g_strconcat(header, ".gch", NULL);
+  g_autofree char *prims_path = g_build_filename(dir, PRIMS_NAME, NULL);
+
+  /* A header that failed to build is not tried again by this process: each try costs a
+   * compile of its own. */
+  static GMutex lock;
+  static GHashTable *failed;
+  g_mutex_lock(&lock);
+  if (failed == NULL)
+    failed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  const char *before = g_hash_table_lookup(failed, gch);
+  gboolean ok = before == NULL && ((ours(gch) && ours(header) && ours(prims_path)) ||
+                                   build(spec, dir, header, vec, &reason));
+  if (!ok && before == NULL)
+    g_hash_table_insert(failed, g_strdup(gch), g_strdup(reason));
+  else if (!ok)
+    reason = g_strdup(before);
+  g_mutex_unlock(&lock);
+  if (!ok) {
+    g_free(header);
+    if (why)
+      *why = g_steal_pointer(&reason);
+    return NULL;
+  }
+  return header;
+}
