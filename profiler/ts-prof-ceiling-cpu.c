@@ -13,6 +13,8 @@
  * element; the write-allocate read is not counted); per_core is one thread's triad. */
 #include "ts-prof-private.h"
 
+#include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 /* A launch this long makes the clock's resolution and the OpenMP fork negligible, and keeps
@@ -257,6 +259,57 @@ build(Cpu *c, GError **error)
   return add_triad(c, error);
 }
 
+static TsProfCpuFigure *
+find_figure(TsProfCpuFigure *f, guint n, const char *roof)
+{
+  for (guint i = 0; i < n; i++)
+    if (f[i].keep && strcmp(f[i].roof, roof) == 0)
+      return &f[i];
+  return NULL;
+}
+
+static void
+drop(TsProfCpuFigure *f, GString *notes, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+static void
+drop(TsProfCpuFigure *f, GString *notes, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *why = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_string_append_printf(notes, "%s%s", notes->len ? "; " : "", why);
+  f->keep = FALSE;
+}
+
+void
+ts__prof_cpu_screen(TsProfCpuFigure *f, guint n, GString *notes)
+{
+  for (guint i = 0; i < n; i++)
+    if (f[i].keep && !(isfinite(f[i].value) && isfinite(f[i].per_core) && f[i].value > 0 &&
+                       f[i].per_core > 0))
+      drop(&f[i], notes, "%s not stored: no positive finite rate", f[i].roof);
+  TsProfCpuFigure *f32 = find_figure(f, n, "f32"), *f64 = find_figure(f, n, "f64");
+  if (f32 && f64 && (f64->value > 0.75 * f32->value || f64->per_core > 0.75 * f32->per_core))
+    drop(f64, notes, "f64 not stored: %.1f GFLOP/s (%.1f on one core) above 3/4 of f32's %.1f "
+         "(%.1f)", f64->value, f64->per_core, f32->value, f32->per_core);
+  /* From DRAM inwards: each level must be at least about as fast as every level beyond it. */
+  static const char *const chain[] = {"dram", "l3", "l2", "l1"};
+  const TsProfCpuFigure *outer = NULL;
+  for (gsize c = 0; c < G_N_ELEMENTS(chain); c++) {
+    TsProfCpuFigure *level = find_figure(f, n, chain[c]);
+    if (level == NULL)
+      continue;
+    if (outer && (level->value * 1.1 < outer->value || level->per_core * 1.1 < outer->per_core)) {
+      drop(level, notes, "%s not stored: %.1f GB/s (%.1f on one core) below %s's %.1f (%.1f)",
+           level->roof, level->value, level->per_core, outer->roof, outer->value,
+           outer->per_core);
+      continue;
+    }
+    outer = level;
+  }
+}
+
 TsProfCeilings *
 ts__prof_measure_cpu(TsBackend *be, GError **error)
 {
@@ -280,12 +333,22 @@ ts__prof_measure_cpu(TsBackend *be, GError **error)
   if (ok) {
     out = ts_prof_ceilings_new(d->backend, d->toolchain);
     /* Benches come in pairs, one core then all cores. */
-    for (guint i = 0; i + 1 < c.benches->len; i += 2)
-      ts_prof_ceilings_set(out, b[i].roof,
-                           strcmp(b[i].roof, "f32") == 0 || strcmp(b[i].roof, "f64") == 0
-                             ? TS_PROF_COMPUTE
-                             : TS_PROF_MEMORY,
-                           ts__prof_bench_rate(&b[i + 1]), ts__prof_bench_rate(&b[i]));
+    guint nf = c.benches->len / 2;
+    g_autofree TsProfCpuFigure *fig = g_new0(TsProfCpuFigure, nf);
+    for (guint i = 0; i < nf; i++)
+      fig[i] = (TsProfCpuFigure){.roof = b[2 * i].roof,
+                                 .value = ts__prof_bench_rate(&b[2 * i + 1]),
+                                 .per_core = ts__prof_bench_rate(&b[2 * i]),
+                                 .keep = TRUE};
+    g_autoptr(GString) notes = g_string_new(NULL);
+    ts__prof_cpu_screen(fig, nf, notes);
+    for (guint i = 0; i < nf; i++)
+      if (fig[i].keep)
+        ts_prof_ceilings_set(out, fig[i].roof,
+                             strcmp(fig[i].roof, "f32") == 0 || strcmp(fig[i].roof, "f64") == 0
+                               ? TS_PROF_COMPUTE
+                               : TS_PROF_MEMORY,
+                             fig[i].value, fig[i].per_core);
     g_autofree char *method = g_strdup_printf(
       "FMA: %d chains of %u-byte vectors per thread; cache reads: %d accumulators of %u-byte "
       "loads over half of each level (a quarter of a private one per thread on all cores); "
@@ -293,7 +356,12 @@ ts__prof_measure_cpu(TsBackend *be, GError **error)
       "~%.0f ms",
       FMA_CHAINS, c.vbytes, READ_ACCS, c.vbytes,
       c.triad_bytes >> 20, ROUNDS, TARGET_NS / 1e6);
-    ts_prof_ceilings_set_method(out, method);
+    if (notes->len > 0) {
+      g_autofree char *m = g_strconcat(method, "; IMPOSSIBLE, so left out: ", notes->str, NULL);
+      ts_prof_ceilings_set_method(out, m);
+    } else {
+      ts_prof_ceilings_set_method(out, method);
+    }
   }
   cpu_clear(&c);
   return out;

@@ -32,6 +32,20 @@ gboolean ts__prof_run_benches(TsBackend *backend, TsProfBench *benches, guint n,
 double ts__prof_bench_rate(const TsProfBench *bench);
 
 TsProfCeilings *ts__prof_measure_cpu(TsBackend *backend, GError **error);
+
+/* One measured CPU roof before it is stored. */
+typedef struct {
+  const char *roof; /* "f32", "f64", "l1", "l2", "l3", "dram" */
+  double value;     /* all cores */
+  double per_core;  /* one core */
+  gboolean keep;    /* cleared by the screen */
+} TsProfCpuFigure;
+
+/* Clears keep on figures no machine can produce, and says why in notes: a non-finite or
+ * non-positive rate; f64 above 3/4 of f32; a cache level slower than a level beyond it (by more
+ * than 10%: l3 below dram, say, which a busy machine or a mis-sized level gives). Such a figure
+ * would put a roof under the kernels that beat it; it is left out rather than stored. */
+void ts__prof_cpu_screen(TsProfCpuFigure *figures, guint n, GString *notes);
 TsProfCeilings *ts__prof_measure_cuda(TsBackend *backend, GError **error);
 
 /* A GPU ceiling microbenchmark for one arch: the roof it measures, its entry symbol and CUDA C

@@ -436,6 +436,21 @@ test_describe(Fixture *f, gconstpointer data)
 #if defined(__x86_64__) || defined(__aarch64__)
   g_assert_cmpuint(info->vector_bits, >=, 128);
 #endif
+  /* The L3 a core shares, as sysfs describes it, where it does (not glibc's whole-package
+   * figure). */
+  for (int i = 0; i < 8; i++) {
+    g_autofree char *dir = g_strdup_printf("/sys/devices/system/cpu/cpu0/cache/index%d", i);
+    g_autofree char *lpath = g_build_filename(dir, "level", NULL);
+    g_autofree char *spath = g_build_filename(dir, "size", NULL);
+    g_autofree char *level = NULL, *size = NULL;
+    if (!g_file_get_contents(lpath, &level, NULL, NULL) ||
+        !g_file_get_contents(spath, &size, NULL, NULL) || atoi(level) != 3)
+      continue;
+    char *end = NULL;
+    guint64 kib = g_ascii_strtoull(size, &end, 10);
+    if (end && *end == 'K')
+      g_assert_cmpuint(info->l3_bytes, ==, kib * 1024);
+  }
   g_test_message("%s | %s | %s | %u cores | L1 %" G_GUINT64_FORMAT " L2 %" G_GUINT64_FORMAT
                  " L3 %" G_GUINT64_FORMAT " | %u-bit vectors",
                  info->name, info->arch, info->toolchain, info->compute_units, info->l1_bytes,

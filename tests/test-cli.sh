@@ -25,10 +25,11 @@ expect 0 'Tensor\["M","K", bf16 @accum\(f32\)\]' -- lower gemm --shape M=64,N=64
 expect 0 'point: block\(m=72, n=2016, k=128\)' -- lower gemm --shape M=64,N=64,K=64 --schedule 'block(m=72,n=2016,k=128)' --stage schedule
 expect 0 'valid at M=64' -- lower gemm --shape M=64,N=64,K=64 --stage schedule
 expect 0 'tile.mma' -- lower gemm --shape M=64,N=64,K=64 --stage tile
-expect 0 'l = tile.reduce_sum\(exp\(x - m\)' -- lower softmax_safe --shape M=8,N=64 --stage tile
+expect 0 'l = tile.reduce_sum\(w' -- lower softmax_safe --shape M=8,N=64 --stage tile
+expect 0 'l = tile.reduce_sum\(exp\(x - m\)' -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("max_first")' --stage tile
 expect 0 'tile.softmax_online' -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("online")' --stage tile
-expect 0 'y = tile.map\(y \* r' -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("stored")' --stage tile
-expect 2 'violates the constraint .softmax != "stored" \|\| elem_bytes == 4' -- lower softmax_safe --shape M=8,N=64 --dtype bf16 --schedule 'softmax("stored")' --stage tile
+expect 0 'y = tile.map\(w \* r' -- lower softmax_safe --shape M=8,N=64 --dtype bf16 --schedule 'softmax("stored")' --stage tile
+expect 2 'softmax\("fast"\) is not one of' -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("fast")' --stage tile
 expect 0 'TS_DEFINE_UKR_F32' -- lower gemm --shape M=64,N=64,K=64 --stage target
 expect 0 '== target \(C\) ==' -- lower layernorm_safe --shape M=8,N=64 --dtype f16
 expect 0 'status +ok' -- run saxpy --shape N=10000 --backend cpu

@@ -144,8 +144,12 @@ cache_size(int level)
 #endif
   default: break;
   }
-  /* glibc answers 0 on many aarch64 hosts and in some containers; sysfs usually knows. */
-  return value > 0 ? (guint64)value : sysfs_cache_size(level);
+  /* sysfs first: it describes the cache instance a core actually shares (a Zen CCX's 32 MiB L3),
+   * where glibc's sysconf may report the whole package's (384 MiB seen on a Zen 5 VM), which
+   * would put the "L3" roof and blocking decisions at DRAM sizes. glibc is the fallback: sysfs
+   * is missing in some containers. */
+  guint64 sysfs = sysfs_cache_size(level);
+  return sysfs > 0 ? sysfs : value > 0 ? (guint64)value : 0;
 }
 
 static char *
