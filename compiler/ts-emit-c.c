@@ -231,9 +231,11 @@ emit_pack(Emitter *e, const TsTileNode *n)
     line(e, "if (%s_tag != (%s)) {", arg(n, 4), n->var);
   if (n->var)
     e->depth++;
+  /* A bf16 destination holds K-pairs for the dot-product micro-kernel (dot("bf16")). */
+  gboolean pairs = strcmp(suffix_of(e, arg(n, 4)), "bf16") == 0;
   line(e, "ts_pack_%s_block_%s(%s, %s, %s, %s, %" G_GINT64_FORMAT ", %s);",
-       n->ints[0] == 0 ? "a" : "b", suffix_of(e, arg(n, 0)), arg(n, 0), arg(n, 1), arg(n, 2),
-       arg(n, 3), n->ints[1], arg(n, 4));
+       n->ints[0] == 0 ? "a" : "b", pairs ? "bf16x2" : suffix_of(e, arg(n, 0)), arg(n, 0),
+       arg(n, 1), arg(n, 2), arg(n, 3), n->ints[1], arg(n, 4));
   if (n->var) {
     line(e, "%s_tag = (%s);", arg(n, 4), n->var);
     e->depth--;
@@ -244,6 +246,29 @@ emit_pack(Emitter *e, const TsTileNode *n)
 static void
 emit_mma(Emitter *e, const TsTileNode *n)
 {
+  /* Pair-packed bf16 panels: the vdpbf16ps micro-kernel (16-float vectors, AVX512_BF16). */
+  if (strcmp(suffix_of(e, arg(n, 2)), "bf16") == 0) {
+    if (n->ints[2] != 16 || n->ints[1] % 16 != 0) {
+      fail(e, TS_EMIT_ERROR_UNSUPPORTED,
+           "C target: the bf16 dot-product micro-kernel needs vector=16 and NR a multiple of 16 "
+           "(got vector=%" G_GINT64_FORMAT ", NR=%" G_GINT64_FORMAT ")",
+           n->ints[2], n->ints[1]);
+      return;
+    }
+    g_autofree char *dot = g_strdup_printf("ts_ukr_bf16dot_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                                           "_u%" G_GINT64_FORMAT,
+                                           n->ints[0], n->ints[1], n->ints[3]);
+    if (!g_hash_table_contains(e->ukr_set, dot)) {
+      g_hash_table_add(e->ukr_set, g_strdup(dot));
+      g_string_append_printf(e->ukrs,
+                             "TS_DEFINE_UKR_BF16DOT(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                             ", %" G_GINT64_FORMAT ");\n",
+                             dot, n->ints[0], n->ints[1], n->ints[3]);
+    }
+    line(e, "%s(%s, %s, %s, %s, %s, %s, %s, %s);", dot, arg(n, 4), arg(n, 2), arg(n, 3),
+         arg(n, 0), arg(n, 1), arg(n, 5), arg(n, 6), arg(n, 7));
+    return;
+  }
   g_autofree char *name = g_strdup_printf("ts_ukr_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
                                           "_v%" G_GINT64_FORMAT "_u%" G_GINT64_FORMAT,
                                           n->ints[0], n->ints[1], n->ints[2], n->ints[3]);

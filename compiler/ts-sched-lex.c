@@ -35,6 +35,9 @@ const TsSchedMethod ts__sched_methods[] = {
     /* CPU softmax: how a row's max, sum and exps are split into passes ("online", "max_first",
      * "stored": 3, 2 or 1 exp per element). Appended, as raster. */
     {"softmax", 1, {"softmax"}, {NULL}},
+    /* CPU gemm: the multiply-add ("fma": f32 FMAs on widened panels; "bf16": vdpbf16ps on
+     * K-pair-packed bf16 panels, AVX512_BF16). Appended, as raster. */
+    {"dot", 1, {"dot"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

@@ -306,7 +306,7 @@ fail_unknown_knob(Ctx *c, const TsTok *name, GError **error)
   else
     fail(c, name, TS_SCHED_ERROR_UNKNOWN_KNOB, error,
          "unknown knob '%s' (known: block, micro, warps, stages, vector, swizzle, threads, "
-         "unroll, raster, mma, load, softmax, where and their with_ forms)",
+         "unroll, raster, mma, load, softmax, dot, where and their with_ forms)",
          name->text);
 }
 

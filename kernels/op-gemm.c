@@ -69,6 +69,24 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   ts_tile_kernel_define(k, "NR", NR);
   ts_tile_kernel_define(k, "VEC", V);
 
+  /* dot("bf16"): panels of bf16 K-pairs for vdpbf16ps instead of panels widened to f32; the
+   * space offers it only for bf16 storage on AVX512_BF16 (bf16_dot), 16-float vectors. */
+  const char *dot = ts_sched_point_get_str(point, "dot", "fma");
+  gboolean pairs = g_strcmp0(dot, "bf16") == 0;
+  if (!pairs && g_strcmp0(dot, "fma") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: dot(\"%s\") is not one of \"fma\", \"bf16\"", dot);
+    return FALSE;
+  }
+  if (pairs && (ts_op_instance_dtype(inst)->storage != TS_DTYPE_BF16 || V != 16 || NR % 16)) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: dot(\"bf16\") needs bf16 storage, vector(16) and NR a multiple of 16");
+    return FALSE;
+  }
+  const TsDtype panel_dt = pairs ? TS_DTYPE_BF16 : TS_DTYPE_F32;
+  /* Elements of a packed panel per row or column: kc, or its K-pairs' two halves. */
+  const char *depth = pairs ? "2 * ((kc + 1) / 2)" : "kc";
+
   gboolean narrow_out = ts_op_instance_dtype(inst)->storage != TS_DTYPE_F32;
   TsTileNode *body = k->body;
   const char *cd = "C";
@@ -78,10 +96,13 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
     cd = "Cw";
   }
   /* Panels are padded to whole MR/NR widths, hence the extra NR and MR. */
-  ts_tile_alloc(body, k, "Bp", TS_MEM_SHARED, TS_DTYPE_F32, "BK * (BN + NR)", FALSE,
-                "panel(NR)");
+  ts_tile_alloc(body, k, "Bp", TS_MEM_SHARED, panel_dt,
+                pairs ? "(BK + 1) * (BN + NR)" : "BK * (BN + NR)", FALSE,
+                pairs ? "panel(NR) of K-pairs" : "panel(NR)");
   TsTileNode *par = ts_tile_parallel(body, T);
-  ts_tile_alloc(par, k, "Ap", TS_MEM_SHARED, TS_DTYPE_F32, "BK * (BM + MR)", TRUE, "panel(MR)");
+  ts_tile_alloc(par, k, "Ap", TS_MEM_SHARED, panel_dt,
+                pairs ? "(BK + 1) * (BM + MR)" : "BK * (BM + MR)", TRUE,
+                pairs ? "panel(MR) of K-pairs" : "panel(MR)");
   TsTileNode *jc = ts_tile_for(par, "jc", "0", "N", "BN", TS_FOR_SERIAL);
   ts_tile_let(jc, "nc", TS_DTYPE_INT32, "min(BN, N - jc)");
   ts_tile_let(jc, "n_jr", TS_DTYPE_INT32, "(nc + NR - 1) / NR");
@@ -89,8 +110,8 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   ts_tile_let(pc, "kc", TS_DTYPE_INT32, "min(BK, K - pc)");
   /* The team packs the B block together; the loop's end is the barrier before its use. */
   TsTileNode *jp = ts_tile_for(pc, "jp", "0", "n_jr", "1", TS_FOR_PARALLEL);
-  ts_tile_pack(jp, 1, NR, "B + pc * N + jc + jp * NR", "N", "kc", "min(NR, nc - jp * NR)",
-               "Bp + jp * NR * kc");
+  g_autofree char *bdst = g_strdup_printf("Bp + jp * NR * %s", depth);
+  ts_tile_pack(jp, 1, NR, "B + pc * N + jc + jp * NR", "N", "kc", "min(NR, nc - jp * NR)", bdst);
   /* The ic x jr tiles are one flattened range split evenly: a parallel ic loop alone leaves a
    * thread idle whenever M / BM is not a multiple of the team (1024 / 96 = 10.7 blocks). Each
    * worker packs an A block once, when its slice first reaches it. */
@@ -103,8 +124,10 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   ts_tile_pack_set_reuse_key(pa, "pc * M + ic");
   TsTileNode *ir = ts_tile_for(t, "ir", "0", "mc", "MR", TS_FOR_SERIAL);
   g_autofree char *c = g_strdup_printf("%s + (ic + ir) * N + jc + jr", cd);
-  ts_tile_mma(ir, MR, NR, V, U, c, "N", "Ap + ir * kc", "Bp + jr * kc", "kc", "pc > 0",
-              "min(MR, mc - ir)", "min(NR, nc - jr)");
+  g_autofree char *ap = g_strdup_printf("Ap + ir * %s", depth);
+  g_autofree char *bp = g_strdup_printf("Bp + jr * %s", depth);
+  ts_tile_mma(ir, MR, NR, V, U, c, "N", ap, bp, "kc", "pc > 0", "min(MR, mc - ir)",
+              "min(NR, nc - jr)");
   if (narrow_out) {
     /* Round the f32 accumulator to the output dtype, rows shared among the team. */
     TsTileNode *cv = ts_tile_for(par, "i", "0", "M", "BM", TS_FOR_PARALLEL);
@@ -366,15 +389,18 @@ const TsOpDef ts__op_gemm = {
   /* 6x16 with 8-float vectors is the AVX2 classic: 12 accumulators + 2 B vectors + 1
    * broadcast fit the 16 ymm registers. With AVX-512 (simd_floats 16, 32 zmm registers) the
    * space widens by itself: 16-float vectors and tiles such as 14x32 (28 accumulators) or
-   * 8x48; a machine without it keeps the AVX2 space. MC=168 is there for MR=14. */
+   * 8x48; a machine without it keeps the AVX2 space. MC=168 is there for MR=14. bf16 on
+   * AVX512_BF16 (bf16_dot) adds dot("bf16"): vdpbf16ps on K-pair panels, 16-float vectors. */
   .cpu_space = "block(m=[72,96,144,168], n=[2016,4080], k=[128,256,384])"
                ".micro(m=[4,6,8,12,14], n=[8,16,24,32,48]).vector([4,8,16]).unroll([4,8])"
-               ".threads([1,2])"
+               ".threads([1,2]).dot([\"fma\", \"bf16\"])"
                ".where(NR % vector == 0, BM % MR == 0, BN % NR == 0, vector <= simd_floats,"
-               " MR * NR / vector <= vector_registers)",
+               " MR * NR / vector <= vector_registers,"
+               " dot == \"fma\" || bf16_dot == 1 && vector == 16)",
   /* MC=144: the 144x256 packed A block is 144 KiB of the 512 KiB L2; NC=4080 keeps the 4 MiB
    * B block well inside the L3 and is a multiple of 8, 16 and 24 (as is 2016). */
-  .cpu_default = "block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8).threads(2)",
+  .cpu_default = "block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8).threads(2)"
+                 ".dot(\"fma\")",
   .tensor_math = TRUE,
   .flops = gemm_flops,
   .bytes = gemm_bytes,

@@ -356,6 +356,9 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
     gboolean wide_file = device->vector_bits >= 512 ||
                          (device->arch && g_str_has_prefix(device->arch, "aarch64"));
     ts_sched_env_set(env, "vector_registers", wide_file ? 32 : 16);
+    /* bf16 operands multiplied in pairs by vdpbf16ps (gemm's dot("bf16")). */
+    ts_sched_env_set(env, "bf16_dot", inst->dtype.storage == TS_DTYPE_BF16 && device->arch &&
+                                          strstr(device->arch, "+avx512bf16") != NULL);
   } else {
     /* No device to ask (lowering for inspection, completing a user's point): the GPU we
      * target first, sm_90a — its 227 KiB of opt-in shared memory and its wgmma. The device's
@@ -366,6 +369,7 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
     /* And the widest CPU SIMD we generate for, AVX-512's. */
     ts_sched_env_set(env, "simd_floats", 16);
     ts_sched_env_set(env, "vector_registers", 32);
+    ts_sched_env_set(env, "bf16_dot", inst->dtype.storage == TS_DTYPE_BF16);
   }
   return env;
 }

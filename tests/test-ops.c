@@ -746,6 +746,82 @@ test_cpu_spaces_follow_simd(void)
       }
 }
 
+/* gemm's dot("bf16"): vdpbf16ps on K-pair panels, offered for bf16 storage on AVX512_BF16 only
+ * and with 16-float vectors; run (where the host has the instruction) at shapes with odd K and
+ * partial tiles on every edge, with one and two threads. */
+static void
+test_cpu_gemm_bf16dot(void)
+{
+  g_autoptr(GError) error = NULL;
+  TsDeviceInfo plain = {.backend = (char *)"cpu",
+                        .arch = (char *)"x86_64+avx2+fma+f16c+avx512f+avx512bw+avx512vl",
+                        .vector_bits = 512, .compute_units = 2};
+  TsDeviceInfo bf = plain;
+  bf.arch = (char *)"x86_64+avx2+fma+f16c+avx512f+avx512bw+avx512vl+avx512bf16";
+  const char *dts[] = {"bf16 @accum(f32)", "f32", "f16"};
+  for (guint d = 0; d < G_N_ELEMENTS(dts); d++)
+    for (int with = 0; with < 2; with++) {
+      g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=512,N=512,K=512", dts[d],
+                                                        &error);
+      g_assert_no_error(error);
+      g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, &error);
+      g_assert_no_error(error);
+      g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, with ? &bf : &plain);
+      g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+      TsSchedPoint *p;
+      guint dot = 0, fma = 0;
+      while (ts_sched_iter_next(it, &p, &error)) {
+        g_autoptr(TsSchedPoint) point = p;
+        if (g_strcmp0(ts_sched_point_get_str(point, "dot", ""), "bf16") == 0) {
+          dot++;
+          g_assert_cmpint(ts_sched_point_get_int(point, "vector", 0), ==, 16);
+        } else {
+          fma++;
+        }
+      }
+      g_assert_no_error(error);
+      g_assert_cmpuint(fma, >, 0);
+      if (d == 0 && with)
+        g_assert_cmpuint(dot, >, 0);
+      else
+        g_assert_cmpuint(dot, ==, 0);
+    }
+
+  const TsDeviceInfo *host = ts_backend_describe(backend);
+  if (host->arch == NULL || strstr(host->arch, "+avx512bf16") == NULL) {
+    g_test_skip("this machine has no AVX512_BF16: the dot-product points are not run here");
+    return;
+  }
+  static const struct {
+    const char *shape, *point;
+  } runs[] = {
+      {"M=37,N=45,K=29", "block(m=28,n=64,k=16).micro(m=14,n=32).vector(16).unroll(2)"},
+      {"M=37,N=45,K=29", "block(m=24,n=96,k=10).micro(m=8,n=48).vector(16).unroll(4)"},
+      {"M=37,N=45,K=29", "block(m=24,n=32,k=7).micro(m=12,n=32).vector(16).unroll(1)"},
+      {"M=5,N=17,K=1", "block(m=14,n=32,k=16).micro(m=14,n=32).vector(16).unroll(2)"},
+  };
+  for (guint r = 0; r < G_N_ELEMENTS(runs); r++)
+    for (gint64 threads = 1; threads <= 2; threads++) {
+      g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", runs[r].shape, "bf16 @accum(f32)",
+                                                        &error);
+      g_assert_no_error(error);
+      g_autofree char *text = g_strdup_printf("%s.threads(%" G_GINT64_FORMAT ").dot(\"bf16\")",
+                                              runs[r].point, threads);
+      g_autoptr(TsSchedPoint) user = ts_sched_point_parse(text, &error);
+      g_assert_no_error(error);
+      g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", user, &error);
+      g_assert_no_error(error);
+      TsRunOptions opt;
+      quick_options(&opt);
+      g_autoptr(TsTrialResult) res = ts_op_run(inst, backend, point, &opt, &error);
+      g_assert_no_error(error);
+      if (res->status != TS_TRIAL_OK)
+        g_test_message("gemm bf16 %s %s: %s", runs[r].shape, text, res->message);
+      g_assert_cmpstr(ts_trial_status_name(res->status), ==, "ok");
+      g_assert_cmpfloat(res->rel_error, <=, res->tolerance);
+    }
+}
+
 /* softmax_safe's CPU passes: each variant offered and verified for every dtype at a shape with
  * tails, with one and two threads ("stored" keeps a per-thread f32 row); an unknown variant
  * named in the error. */
@@ -1249,6 +1325,7 @@ main(int argc, char **argv)
   }
   g_test_add_func("/ops/cpu/spaces-follow-simd", test_cpu_spaces_follow_simd);
   g_test_add_func("/ops/cpu/softmax-passes", test_cpu_softmax_passes);
+  g_test_add_func("/ops/cpu/gemm-bf16dot", test_cpu_gemm_bf16dot);
   g_test_add_func("/ops/gemm/wgmma-space", test_gemm_wgmma_space);
   g_test_add_func("/ops/gemm/tma-lowering", test_gemm_tma_lowering);
   g_test_add_func("/ops/attention/workloads", test_attention_workloads);

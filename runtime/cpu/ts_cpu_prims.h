@@ -359,6 +359,26 @@ ts_pack_b_panel_bf16x2(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nr_va
   }
 }
 
+/* Blocks of pair-packed panels, laid out as the f32 ones are (panel p at p * MR or NR columns
+ * of 2 * TS_KPAIRS(kc) elements): what the gemm lowering's dot("bf16") packs. */
+static inline void
+ts_pack_a_block_bf16x2(const uint16_t *A, int64_t lda, int64_t mc, int64_t kc, int64_t MR,
+                       uint16_t *restrict Ap2)
+{
+  for (int64_t i = 0; i < mc; i += MR)
+    ts_pack_a_panel_bf16x2(A + i * lda, lda, mc - i < MR ? mc - i : MR, kc, MR,
+                           Ap2 + i * 2 * TS_KPAIRS(kc));
+}
+
+static inline void
+ts_pack_b_block_bf16x2(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nc, int64_t NR,
+                       uint16_t *restrict Bp2)
+{
+  for (int64_t j = 0; j < nc; j += NR)
+    ts_pack_b_panel_bf16x2(B + j, ldb, kc, nc - j < NR ? nc - j : NR, NR,
+                           Bp2 + j * 2 * TS_KPAIRS(kc));
+}
+
 #ifdef __AVX512BF16__
 /* TS_DEFINE_UKR_BF16DOT(name, MR, NR, UNROLL) defines
  *   static void name(int64_t kc, const uint16_t *restrict Ap2, const uint16_t *restrict Bp2,
