@@ -447,6 +447,8 @@ emit_node(Emitter *e, const TsTileNode *n)
   case TS_TILE_FOR:
     if (n->for_kind == TS_FOR_PARALLEL && e->team > 1)
       line(e, "#pragma omp for schedule(static)");
+    else if (n->for_kind == TS_FOR_PARALLEL_DYNAMIC && e->team > 1)
+      line(e, "#pragma omp for schedule(dynamic)");
     else if (n->for_kind == TS_FOR_UNROLL)
       line(e, "#pragma GCC unroll 8");
     line(e, "for (int64_t %s = %s; %s < (%s); %s += %s) {", n->var, n->lo, n->var, n->hi, n->var,

@@ -221,7 +221,7 @@ emit_node(Emitter *e, const TsTileNode *n)
             "dynamic shared memory\");", e->smem_end->str);
     break;
   case TS_TILE_FOR:
-    if (n->for_kind == TS_FOR_PARALLEL) {
+    if (n->for_kind == TS_FOR_PARALLEL || n->for_kind == TS_FOR_PARALLEL_DYNAMIC) {
       fail(e, TS_EMIT_ERROR_UNSUPPORTED,
            "CUDA target: parallel loop '%s' (CTA-level work is the grid's)", n->var);
       break;

@@ -457,9 +457,10 @@ print_node(GString *out, const TsTileNode *n, int depth)
   case TS_TILE_FOR:
     g_string_append_printf(out, "for %s in tile.range(%s, %s, %s)%s:\n", n->var, n->lo, n->hi,
                            n->step,
-                           n->for_kind == TS_FOR_PARALLEL ? " parallel"
-                           : n->for_kind == TS_FOR_UNROLL ? " unroll"
-                                                          : "");
+                           n->for_kind == TS_FOR_PARALLEL           ? " parallel"
+                           : n->for_kind == TS_FOR_PARALLEL_DYNAMIC ? " parallel(dynamic)"
+                           : n->for_kind == TS_FOR_UNROLL           ? " unroll"
+                                                                    : "");
     print_children(out, n, depth + 1);
     return;
   case TS_TILE_LET:

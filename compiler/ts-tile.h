@@ -67,6 +67,9 @@ typedef enum {
   TS_FOR_SERIAL,
   TS_FOR_PARALLEL, /* iterations shared among the enclosing team */
   TS_FOR_UNROLL,
+  /* Shared among the team one iteration at a time, to whichever thread is free: a thread whose
+   * core is busy with someone else's work takes fewer (a static split would wait for it). */
+  TS_FOR_PARALLEL_DYNAMIC,
 } TsForKind;
 
 typedef struct {

@@ -37,7 +37,7 @@ row_loop_in(TsTileKernel *k, const TsSchedPoint *point, const char *scratch)
   TsTileNode *par = ts_tile_parallel(k->body, KNOB("threads"));
   if (scratch != NULL)
     ts_tile_alloc(par, k, scratch, TS_MEM_SHARED, TS_DTYPE_F32, "N", TRUE, "one f32 row");
-  TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL);
+  TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
   return ts_tile_for(i0, "i", "i0", "min(i0 + BM, M)", "1", TS_FOR_SERIAL);
 }
 

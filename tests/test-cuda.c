@@ -233,6 +233,7 @@ test_compile_twice(void)
     g_autofree char *log = NULL;
     g_autoptr(GBytes) cubin = ts_cuda_compile(prims_src, "kk", "sm_90a", &r, &log, &error);
     g_assert_no_error(error);
+    g_assert_nonnull(cubin);
     if (r.registers <= 0)
       g_printerr("compile %d of the same kernel gave no resources; its log:\n%s\n", i + 1, log);
     g_assert_cmpint(r.registers, >, 0);
