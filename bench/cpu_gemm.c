@@ -83,12 +83,7 @@ static gboolean
 interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, gint64 n,
            int threads, guint rounds, guint calls, double *ours_ns, double *blas_ns, GError **error)
 {
-  g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(inst, "cpu", point, &entry, error);
-  if (src == NULL)
-    return FALSE;
-  TsSource source = {TS_LANG_C, src, entry};
-  g_autoptr(TsModule) module = ts_backend_compile(backend, &source, error);
+  g_autoptr(TsModule) module = ts_op_compile(inst, backend, point, error);
   if (module == NULL)
     return FALSE;
   g_autoptr(TsTrialResult) verified = NULL;

@@ -178,13 +178,8 @@ serve_current(State *st, JsonObject *o, JsonBuilder *b, GError **error)
   g_autoptr(TsSchedPoint) point = ts_sched_point_parse(get_str(o, "schedule"), error);
   if (point == NULL)
     return FALSE;
-  g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(st->inst, backend_name, point, &entry, error);
-  if (src == NULL)
-    return FALSE;
-  TsSource source = {.lang = ts_backend_source_lang(backend), .text = src, .entry = entry};
   g_autoptr(GError) err = NULL;
-  st->cur_module = ts_backend_compile(backend, &source, &err);
+  st->cur_module = ts_op_compile(st->inst, backend, point, &err);
   if (st->cur_module == NULL) {
     if (!g_error_matches(err, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE)) {
       g_propagate_error(error, g_steal_pointer(&err));

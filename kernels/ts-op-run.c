@@ -452,6 +452,18 @@ sample_until_stable(TsOpTimer *t, TsTrialResult *r, const TsRunOptions *options,
   return TRUE;
 }
 
+TsModule *
+ts_op_compile(const TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+              GError **error)
+{
+  g_autofree char *entry = NULL;
+  g_autofree char *src = ts_op_emit(inst, ts_backend_name(backend), point, &entry, error);
+  if (src == NULL)
+    return NULL;
+  TsSource source = {.lang = ts_backend_source_lang(backend), .text = src, .entry = entry};
+  return ts_backend_compile(backend, &source, error);
+}
+
 TsTrialResult *
 ts_op_run(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
           const TsRunOptions *options, GError **error)

@@ -102,6 +102,10 @@ TsTileKernel *ts_op_lower(const TsOpInstance *inst, const char *backend,
 /* Target source for a complete point; the entry symbol is written to *entry. */
 char *ts_op_emit(const TsOpInstance *inst, const char *backend, const TsSchedPoint *point,
                  char **entry, GError **error);
+/* The point's kernel for `backend`: emitted in its language and compiled (through the artifact
+ * cache). A compile error is a TS_BACKEND_ERROR_COMPILE. */
+TsModule *ts_op_compile(const TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+                        GError **error);
 
 typedef enum {
   TS_TRIAL_OK,

@@ -344,10 +344,7 @@ ts_prof_point_metrics(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint
                       const TsRunOptions *options, char **why)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *entry = NULL;
-  g_autofree char *text = ts_op_emit(inst, ts_backend_name(backend), point, &entry, &error);
-  TsSource src = {.lang = ts_backend_source_lang(backend), .text = text, .entry = entry};
-  g_autoptr(TsModule) module = text ? ts_backend_compile(backend, &src, &error) : NULL;
+  g_autoptr(TsModule) module = ts_op_compile(inst, backend, point, &error);
   g_autoptr(TsTrialResult) check = NULL;
   TsRunOptions opt = *options;
   opt.hooks = NULL;

@@ -633,6 +633,50 @@ test_gemm_wgmma_space(void)
  * registers (14x32, 8x48), every AVX2 point staying valid. Then AVX-512 points compile and
  * verify on this machine in every dtype, the gemm micro-kernels and the row helpers at 16
  * lanes. */
+/* The point (a user's text, completed by the op's default) verified and timed on the CPU. */
+static void
+assert_cpu_point_ok(TsOpInstance *inst, const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsSchedPoint) user = ts_sched_point_parse(text, &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", user, &error);
+  g_assert_no_error(error);
+  TsRunOptions opt;
+  quick_options(&opt);
+  g_autoptr(TsTrialResult) res = ts_op_run(inst, backend, point, &opt, &error);
+  g_assert_no_error(error);
+  if (res->status != TS_TRIAL_OK) {
+    g_autofree char *what = ts_op_instance_describe(inst);
+    g_test_message("%s %s: %s", what, text, res->message);
+  }
+  g_assert_cmpstr(ts_trial_status_name(res->status), ==, "ok");
+  g_assert_cmpfloat(res->rel_error, <=, res->tolerance);
+}
+
+/* How many points of the instance's CPU space on `dev` have the string `value` for `knob`
+ * (*total: all of them). */
+static guint
+count_knob_value(TsOpInstance *inst, const TsDeviceInfo *dev, const char *knob,
+                 const char *value, guint *total)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, dev);
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+  TsSchedPoint *p;
+  guint n = 0;
+  *total = 0;
+  while (ts_sched_iter_next(it, &p, &error)) {
+    g_autoptr(TsSchedPoint) point = p;
+    n += g_strcmp0(ts_sched_point_get_str(point, knob, ""), value) == 0;
+    (*total)++;
+  }
+  g_assert_no_error(error);
+  return n;
+}
+
 static guint
 count_cpu_points(TsOpInstance *inst, const TsDeviceInfo *dev, guint *wide, guint *max_acc,
                  GHashTable *seen)
@@ -731,18 +775,7 @@ test_cpu_spaces_follow_simd(void)
         g_assert_no_error(error);
         g_autofree char *text = g_strdup_printf("%s.threads(%" G_GINT64_FORMAT ")",
                                                 runs[r].point, threads);
-        g_autoptr(TsSchedPoint) user = ts_sched_point_parse(text, &error);
-        g_assert_no_error(error);
-        g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", user, &error);
-        g_assert_no_error(error);
-        TsRunOptions opt;
-        quick_options(&opt);
-        g_autoptr(TsTrialResult) res = ts_op_run(inst, backend, point, &opt, &error);
-        g_assert_no_error(error);
-        if (res->status != TS_TRIAL_OK)
-          g_test_message("%s %s %s: %s", runs[r].op, dtypes[d], text, res->message);
-        g_assert_cmpstr(ts_trial_status_name(res->status), ==, "ok");
-        g_assert_cmpfloat(res->rel_error, <=, res->tolerance);
+        assert_cpu_point_ok(inst, text);
       }
 }
 
@@ -807,18 +840,7 @@ test_cpu_gemm_bf16dot(void)
       g_assert_no_error(error);
       g_autofree char *text = g_strdup_printf("%s.threads(%" G_GINT64_FORMAT ").dot(\"bf16\")",
                                               runs[r].point, threads);
-      g_autoptr(TsSchedPoint) user = ts_sched_point_parse(text, &error);
-      g_assert_no_error(error);
-      g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", user, &error);
-      g_assert_no_error(error);
-      TsRunOptions opt;
-      quick_options(&opt);
-      g_autoptr(TsTrialResult) res = ts_op_run(inst, backend, point, &opt, &error);
-      g_assert_no_error(error);
-      if (res->status != TS_TRIAL_OK)
-        g_test_message("gemm bf16 %s %s: %s", runs[r].shape, text, res->message);
-      g_assert_cmpstr(ts_trial_status_name(res->status), ==, "ok");
-      g_assert_cmpfloat(res->rel_error, <=, res->tolerance);
+      assert_cpu_point_ok(inst, text);
     }
 }
 
@@ -835,20 +857,10 @@ test_cpu_softmax_passes(void)
                                                       &error);
     g_assert_no_error(error);
     /* The space offers every variant for every dtype. */
-    g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, &error);
-    g_assert_no_error(error);
     TsDeviceInfo dev = {.backend = (char *)"cpu", .vector_bits = 256, .compute_units = 2};
-    g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, &dev);
-    g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
-    TsSchedPoint *p;
-    guint per_how[3] = {0, 0, 0};
-    while (ts_sched_iter_next(it, &p, &error)) {
-      g_autoptr(TsSchedPoint) point = p;
-      const char *how = ts_sched_point_get_str(point, "softmax", "");
-      for (guint h = 0; h < G_N_ELEMENTS(hows); h++)
-        per_how[h] += g_strcmp0(how, hows[h]) == 0;
-    }
-    g_assert_no_error(error);
+    guint per_how[3], total;
+    for (guint h = 0; h < G_N_ELEMENTS(hows); h++)
+      per_how[h] = count_knob_value(inst, &dev, "softmax", hows[h], &total);
     g_assert_cmpuint(per_how[0], >, 0);
     g_assert_cmpuint(per_how[1], ==, per_how[0]);
     g_assert_cmpuint(per_how[2], ==, per_how[0]);
@@ -858,18 +870,7 @@ test_cpu_softmax_passes(void)
         g_autofree char *text = g_strdup_printf(
             "block(m=3).vector(%d).threads(%" G_GINT64_FORMAT ").softmax(\"%s\")",
             h == 1 ? 4 : 8, threads, hows[h]);
-        g_autoptr(TsSchedPoint) user = ts_sched_point_parse(text, &error);
-        g_assert_no_error(error);
-        g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", user, &error);
-        g_assert_no_error(error);
-        TsRunOptions opt;
-        quick_options(&opt);
-        g_autoptr(TsTrialResult) res = ts_op_run(inst, backend, point, &opt, &error);
-        g_assert_no_error(error);
-        if (res->status != TS_TRIAL_OK)
-          g_test_message("softmax %s %s: %s", dtypes[d], text, res->message);
-        g_assert_cmpstr(ts_trial_status_name(res->status), ==, "ok");
-        g_assert_cmpfloat(res->rel_error, <=, res->tolerance);
+        assert_cpu_point_ok(inst, text);
       }
   }
   /* A variant the lowering does not know. */
