@@ -18,7 +18,19 @@ typedef struct {
   gint64 team;         /* threads of the innermost parallel region, 0 outside */
   GError **error;
   gboolean failed;
+  gboolean amx; /* some mma runs on AMX tiles: each worker releases them when done */
 } Emitter;
+
+static gboolean
+uses_amx(const TsTileNode *n)
+{
+  if (n->op == TS_TILE_MMA && ts_tile_get_dot(n) == TS_TILE_DOT_AMX)
+    return TRUE;
+  for (guint i = 0; n->children && i < n->children->len; i++)
+    if (uses_amx(g_ptr_array_index(n->children, i)))
+      return TRUE;
+  return FALSE;
+}
 
 static void
 line(Emitter *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -231,10 +243,15 @@ emit_pack(Emitter *e, const TsTileNode *n)
     line(e, "if (%s_tag != (%s)) {", arg(n, 4), n->var);
   if (n->var)
     e->depth++;
-  /* A bf16 destination holds K-pairs for the dot-product micro-kernel (dot("bf16")). */
-  gboolean pairs = strcmp(suffix_of(e, arg(n, 4)), "bf16") == 0;
+  /* dot("bf16") packs K-pairs, dot("amx") 32-deep tile steps; FMAs take panels widened to
+   * f32 from the source's dtype. */
+  TsTileDot dot = ts_tile_get_dot(n);
   line(e, "ts_pack_%s_block_%s(%s, %s, %s, %s, %" G_GINT64_FORMAT ", %s);",
-       n->ints[0] == 0 ? "a" : "b", pairs ? "bf16x2" : suffix_of(e, arg(n, 0)), arg(n, 0),
+       n->ints[0] == 0 ? "a" : "b",
+       dot == TS_TILE_DOT_AMX    ? "amx"
+       : dot == TS_TILE_DOT_BF16 ? "bf16x2"
+                                 : suffix_of(e, arg(n, 0)),
+       arg(n, 0),
        arg(n, 1), arg(n, 2), arg(n, 3), n->ints[1], arg(n, 4));
   if (n->var) {
     line(e, "%s_tag = (%s);", arg(n, 4), n->var);
@@ -246,8 +263,31 @@ emit_pack(Emitter *e, const TsTileNode *n)
 static void
 emit_mma(Emitter *e, const TsTileNode *n)
 {
+  if (ts_tile_get_dot(n) == TS_TILE_DOT_AMX) {
+    const gint64 tm = n->ints[0] / 16, tn = n->ints[1] / 16;
+    if (n->ints[0] % 16 || n->ints[1] % 16 || tm < 1 || tn < 1 || tm * tn + tm + tn > 8) {
+      fail(e, TS_EMIT_ERROR_UNSUPPORTED,
+           "C target: an AMX micro-tile is 16x16, 16x32, 32x16, 32x32, 16x48 or 48x16 "
+           "(eight tile registers for C, A and B; got %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT ")",
+           n->ints[0], n->ints[1]);
+      return;
+    }
+    g_autofree char *amx = g_strdup_printf("ts_ukr_amx_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                                           "_u%" G_GINT64_FORMAT,
+                                           n->ints[0], n->ints[1], n->ints[3]);
+    if (!g_hash_table_contains(e->ukr_set, amx)) {
+      g_hash_table_add(e->ukr_set, g_strdup(amx));
+      g_string_append_printf(e->ukrs,
+                             "TS_DEFINE_UKR_AMX(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                             ", %" G_GINT64_FORMAT ");\n",
+                             amx, n->ints[0], n->ints[1], n->ints[3]);
+    }
+    line(e, "%s(%s, %s, %s, %s, %s, %s, %s, %s);", amx, arg(n, 4), arg(n, 2), arg(n, 3),
+         arg(n, 0), arg(n, 1), arg(n, 5), arg(n, 6), arg(n, 7));
+    return;
+  }
   /* Pair-packed bf16 panels: the vdpbf16ps micro-kernel (16-float vectors, AVX512_BF16). */
-  if (strcmp(suffix_of(e, arg(n, 2)), "bf16") == 0) {
+  if (ts_tile_get_dot(n) == TS_TILE_DOT_BF16) {
     if (n->ints[2] != 16 || n->ints[1] % 16 != 0) {
       fail(e, TS_EMIT_ERROR_UNSUPPORTED,
            "C target: the bf16 dot-product micro-kernel needs vector=16 and NR a multiple of 16 "
@@ -439,6 +479,8 @@ emit_node(Emitter *e, const TsTileNode *n)
     e->depth++;
     e->team = n->ints[0];
     emit_body(e, n);
+    if (e->amx)
+      line(e, "ts_amx_end();");
     e->team = outer;
     e->depth--;
     line(e, "}");
@@ -548,6 +590,7 @@ ts_emit_c(const TsTileKernel *kernel, const char *entry, const char *banner, GEr
     .ukr_set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
     .depth = 1,
     .error = error,
+    .amx = uses_amx(kernel->body),
   };
 
   for (guint i = 0; i < kernel->params->len; i++) {

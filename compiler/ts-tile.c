@@ -274,6 +274,25 @@ ts_tile_pack_set_reuse_key(TsTileNode *pack, const char *key)
   pack->var = g_strdup(key);
 }
 
+void
+ts_tile_set_dot(TsTileNode *n, TsTileDot dot)
+{
+  g_return_if_fail(n->op == TS_TILE_PACK || n->op == TS_TILE_MMA);
+  n->ints[5] = dot;
+}
+
+TsTileDot
+ts_tile_get_dot(const TsTileNode *n)
+{
+  return n->op == TS_TILE_PACK || n->op == TS_TILE_MMA ? (TsTileDot)n->ints[5] : TS_TILE_DOT_FMA;
+}
+
+static const char *
+dot_name(TsTileDot dot)
+{
+  return dot == TS_TILE_DOT_AMX ? "amx" : dot == TS_TILE_DOT_BF16 ? "bf16" : "fma";
+}
+
 TsTileNode *
 ts_tile_mma(TsTileNode *parent, gint64 mr, gint64 nr, gint64 vector, gint64 unroll, const char *c,
             const char *ldc, const char *a, const char *b, const char *kc, const char *accumulate,
@@ -480,6 +499,8 @@ print_node(GString *out, const TsTileNode *n, int depth)
                            arg(n, 4), n->ints[0] == 0 ? "MR" : "NR", n->ints[1]);
     if (n->var)
       g_string_append_printf(out, " reuse_key=(%s)", n->var);
+    if (ts_tile_get_dot(n) != TS_TILE_DOT_FMA)
+      g_string_append_printf(out, " dot=%s", dot_name(ts_tile_get_dot(n)));
     break;
   case TS_TILE_MMA:
     g_string_append_printf(out,
@@ -490,6 +511,8 @@ print_node(GString *out, const TsTileNode *n, int depth)
                            n->ints[1], n->ints[2], n->ints[3]);
     if (g_strcmp0(arg(n, 5), "0") != 0 && g_strcmp0(arg(n, 5), "1") != 0)
       g_string_append_printf(out, " accumulate_if=(%s)", arg(n, 5));
+    if (ts_tile_get_dot(n) != TS_TILE_DOT_FMA)
+      g_string_append_printf(out, " dot=%s", dot_name(ts_tile_get_dot(n)));
     break;
   case TS_TILE_REDUCE:
     g_string_append_printf(out, "%s = tile.reduce_%s(%s, j < %s)", n->var, n->step, n->expr, n->hi);

@@ -72,6 +72,11 @@ typedef enum {
   TS_FOR_PARALLEL_DYNAMIC,
 } TsForKind;
 
+/* Which multiply-add a GEMM's packs and micro-kernel are laid out for (CPU): f32 FMAs on
+ * panels widened to f32; vdpbf16ps on bf16 K-pair panels; AMX tiles (tdpbf16ps) on 32-deep
+ * K steps. */
+typedef enum { TS_TILE_DOT_FMA, TS_TILE_DOT_BF16, TS_TILE_DOT_AMX } TsTileDot;
+
 typedef struct {
   char *name;
   TsMemSpace space;
@@ -99,7 +104,7 @@ struct _TsTileNode {
   TsForKind for_kind;
   TsDtype dtype;  /* LET scalar type (f32 or int via TS_DTYPE_INT32 meaning int64 index) */
   gint64 ints[6]; /* op-specific constants: PACK {operand(0=A,1=B), panel}, MMA {MR, NR, V,
-                     unroll}, PARALLEL {threads} */
+                     unroll}, PARALLEL {threads}; PACK/MMA: ints[5] the TsTileDot */
   GPtrArray *args;     /* char*: op-specific operands (PACK: src, rows, cols, ld, dst;
                           MMA: C, ldc, A, B, kc, accumulate, mr, nr) */
   GPtrArray *views;    /* TsTileView*: REDUCE/MAP/SOFTMAX inputs */
@@ -164,6 +169,9 @@ TsTileNode *ts_tile_pack(TsTileNode *parent, int operand, gint64 panel, const ch
 /* Skip the pack while the per-worker destination already holds the block named by key (an
  * integer expression): the software-cache reuse of a packed tile across loop iterations. */
 void ts_tile_pack_set_reuse_key(TsTileNode *pack, const char *key);
+/* The dot-product engine of a pack or an mma (TS_TILE_DOT_FMA unless set). */
+void ts_tile_set_dot(TsTileNode *pack_or_mma, TsTileDot dot);
+TsTileDot ts_tile_get_dot(const TsTileNode *pack_or_mma);
 TsTileNode *ts_tile_mma(TsTileNode *parent, gint64 mr, gint64 nr, gint64 vector, gint64 unroll,
                         const char *c, const char *ldc, const char *a, const char *b,
                         const char *kc, const char *accumulate, const char *mr_valid,

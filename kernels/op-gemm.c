@@ -70,22 +70,44 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   ts_tile_kernel_define(k, "VEC", V);
 
   /* dot("bf16"): panels of bf16 K-pairs for vdpbf16ps instead of panels widened to f32; the
-   * space offers it only for bf16 storage on AVX512_BF16 (bf16_dot), 16-float vectors. */
-  const char *dot = ts_sched_point_get_str(point, "dot", "fma");
-  gboolean pairs = g_strcmp0(dot, "bf16") == 0;
-  if (!pairs && g_strcmp0(dot, "fma") != 0) {
+   * space offers it only for bf16 storage on AVX512_BF16 (bf16_dot), 16-float vectors.
+   * dot("amx"): bf16 panels in 32-deep K steps for AMX tiles (amx_bf16), MR and NR whole
+   * 16-row/16-column tiles, at most eight tile registers for C, A and B. */
+  const char *dot_knob = ts_sched_point_get_str(point, "dot", "fma");
+  const TsTileDot dot = g_strcmp0(dot_knob, "amx") == 0    ? TS_TILE_DOT_AMX
+                        : g_strcmp0(dot_knob, "bf16") == 0 ? TS_TILE_DOT_BF16
+                                                           : TS_TILE_DOT_FMA;
+  if (dot == TS_TILE_DOT_FMA && g_strcmp0(dot_knob, "fma") != 0) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "gemm: dot(\"%s\") is not one of \"fma\", \"bf16\"", dot);
+                "gemm: dot(\"%s\") is not one of \"fma\", \"bf16\", \"amx\"", dot_knob);
     return FALSE;
   }
-  if (pairs && (ts_op_instance_dtype(inst)->storage != TS_DTYPE_BF16 || V != 16 || NR % 16)) {
+  const gboolean bf16_in = ts_op_instance_dtype(inst)->storage == TS_DTYPE_BF16;
+  if (dot == TS_TILE_DOT_BF16 && (!bf16_in || V != 16 || NR % 16)) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "gemm: dot(\"bf16\") needs bf16 storage, vector(16) and NR a multiple of 16");
     return FALSE;
   }
-  const TsDtype panel_dt = pairs ? TS_DTYPE_BF16 : TS_DTYPE_F32;
-  /* Elements of a packed panel per row or column: kc, or its K-pairs' two halves. */
-  const char *depth = pairs ? "2 * ((kc + 1) / 2)" : "kc";
+  if (dot == TS_TILE_DOT_AMX &&
+      (!bf16_in || MR % 16 || NR % 16 || (MR / 16) * (NR / 16) + MR / 16 + NR / 16 > 8)) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: dot(\"amx\") needs bf16 storage and a micro-tile of whole 16x16 tiles "
+                "that fits the eight tile registers (16x16, 16x32, 32x16, 32x32, 16x48 or "
+                "48x16; got %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT ")", MR, NR);
+    return FALSE;
+  }
+  const TsDtype panel_dt = dot == TS_TILE_DOT_FMA ? TS_DTYPE_F32 : TS_DTYPE_BF16;
+  /* Elements of a packed panel per row or column: kc, its K-pairs' two halves, or whole
+   * 32-deep tile steps. */
+  const char *depth = dot == TS_TILE_DOT_AMX    ? "((kc + 31) / 32 * 32)"
+                      : dot == TS_TILE_DOT_BF16 ? "2 * ((kc + 1) / 2)"
+                                                : "kc";
+  const char *block_depth = dot == TS_TILE_DOT_AMX    ? "(BK + 31) / 32 * 32"
+                            : dot == TS_TILE_DOT_BF16 ? "(BK + 1)"
+                                                      : "BK";
+  const char *layout = dot == TS_TILE_DOT_AMX ? " in AMX tile steps"
+                       : dot == TS_TILE_DOT_BF16 ? " of K-pairs"
+                                                 : "";
 
   gboolean narrow_out = ts_op_instance_dtype(inst)->storage != TS_DTYPE_F32;
   TsTileNode *body = k->body;
@@ -96,13 +118,13 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
     cd = "Cw";
   }
   /* Panels are padded to whole MR/NR widths, hence the extra NR and MR. */
-  ts_tile_alloc(body, k, "Bp", TS_MEM_SHARED, panel_dt,
-                pairs ? "(BK + 1) * (BN + NR)" : "BK * (BN + NR)", FALSE,
-                pairs ? "panel(NR) of K-pairs" : "panel(NR)");
+  g_autofree char *bp_size = g_strdup_printf("%s * (BN + NR)", block_depth);
+  g_autofree char *ap_size = g_strdup_printf("%s * (BM + MR)", block_depth);
+  g_autofree char *bp_layout = g_strdup_printf("panel(NR)%s", layout);
+  g_autofree char *ap_layout = g_strdup_printf("panel(MR)%s", layout);
+  ts_tile_alloc(body, k, "Bp", TS_MEM_SHARED, panel_dt, bp_size, FALSE, bp_layout);
   TsTileNode *par = ts_tile_parallel(body, T);
-  ts_tile_alloc(par, k, "Ap", TS_MEM_SHARED, panel_dt,
-                pairs ? "(BK + 1) * (BM + MR)" : "BK * (BM + MR)", TRUE,
-                pairs ? "panel(MR) of K-pairs" : "panel(MR)");
+  ts_tile_alloc(par, k, "Ap", TS_MEM_SHARED, panel_dt, ap_size, TRUE, ap_layout);
   TsTileNode *jc = ts_tile_for(par, "jc", "0", "N", "BN", TS_FOR_SERIAL);
   ts_tile_let(jc, "nc", TS_DTYPE_INT32, "min(BN, N - jc)");
   ts_tile_let(jc, "n_jr", TS_DTYPE_INT32, "(nc + NR - 1) / NR");
@@ -111,7 +133,9 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   /* The team packs the B block together; the loop's end is the barrier before its use. */
   TsTileNode *jp = ts_tile_for(pc, "jp", "0", "n_jr", "1", TS_FOR_PARALLEL);
   g_autofree char *bdst = g_strdup_printf("Bp + jp * NR * %s", depth);
-  ts_tile_pack(jp, 1, NR, "B + pc * N + jc + jp * NR", "N", "kc", "min(NR, nc - jp * NR)", bdst);
+  TsTileNode *pb =
+    ts_tile_pack(jp, 1, NR, "B + pc * N + jc + jp * NR", "N", "kc", "min(NR, nc - jp * NR)", bdst);
+  ts_tile_set_dot(pb, dot);
   /* The ic x jr tiles are one flattened range split evenly: a parallel ic loop alone leaves a
    * thread idle whenever M / BM is not a multiple of the team (1024 / 96 = 10.7 blocks). Each
    * worker packs an A block once, when its slice first reaches it. */
@@ -122,12 +146,14 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   ts_tile_let(t, "mc", TS_DTYPE_INT32, "min(BM, M - ic)");
   TsTileNode *pa = ts_tile_pack(t, 0, MR, "A + ic * K + pc", "K", "mc", "kc", "Ap");
   ts_tile_pack_set_reuse_key(pa, "pc * M + ic");
+  ts_tile_set_dot(pa, dot);
   TsTileNode *ir = ts_tile_for(t, "ir", "0", "mc", "MR", TS_FOR_SERIAL);
   g_autofree char *c = g_strdup_printf("%s + (ic + ir) * N + jc + jr", cd);
   g_autofree char *ap = g_strdup_printf("Ap + ir * %s", depth);
   g_autofree char *bp = g_strdup_printf("Bp + jr * %s", depth);
-  ts_tile_mma(ir, MR, NR, V, U, c, "N", ap, bp, "kc", "pc > 0", "min(MR, mc - ir)",
-              "min(NR, nc - jr)");
+  TsTileNode *mma = ts_tile_mma(ir, MR, NR, V, U, c, "N", ap, bp, "kc", "pc > 0",
+                                "min(MR, mc - ir)", "min(NR, nc - jr)");
+  ts_tile_set_dot(mma, dot);
   if (narrow_out) {
     /* Round the f32 accumulator to the output dtype, rows shared among the team. */
     TsTileNode *cv = ts_tile_for(par, "i", "0", "M", "BM", TS_FOR_PARALLEL);
@@ -390,13 +416,18 @@ const TsOpDef ts__op_gemm = {
    * broadcast fit the 16 ymm registers. With AVX-512 (simd_floats 16, 32 zmm registers) the
    * space widens by itself: 16-float vectors and tiles such as 14x32 (28 accumulators) or
    * 8x48; a machine without it keeps the AVX2 space. MC=168 is there for MR=14. bf16 on
-   * AVX512_BF16 (bf16_dot) adds dot("bf16"): vdpbf16ps on K-pair panels, 16-float vectors. */
-  .cpu_space = "block(m=[72,96,144,168], n=[2016,4080], k=[128,256,384])"
-               ".micro(m=[4,6,8,12,14], n=[8,16,24,32,48]).vector([4,8,16]).unroll([4,8])"
-               ".threads([1,2]).dot([\"fma\", \"bf16\"])"
+   * AVX512_BF16 (bf16_dot) adds dot("bf16"): vdpbf16ps on K-pair panels, 16-float vectors;
+   * on AMX-BF16 (amx_bf16) dot("amx") takes micro-tiles of 16x16 tile registers (MR 16..48)
+   * and a 192-row A block. */
+  .cpu_space = "block(m=[72,96,144,168,192], n=[2016,4080], k=[128,256,384])"
+               ".micro(m=[4,6,8,12,14,16,32,48], n=[8,16,24,32,48]).vector([4,8,16]).unroll([4,8])"
+               ".threads([1,2]).dot([\"fma\", \"bf16\", \"amx\"])"
                ".where(NR % vector == 0, BM % MR == 0, BN % NR == 0, vector <= simd_floats,"
-               " MR * NR / vector <= vector_registers,"
-               " dot == \"fma\" || bf16_dot == 1 && vector == 16)",
+               " dot == \"amx\" || MR < 16 && MR * NR / vector <= vector_registers,"
+               " dot != \"bf16\" || bf16_dot == 1 && vector == 16,"
+               " dot != \"amx\" || amx_bf16 == 1 && vector == 16 && MR % 16 == 0"
+               " && NR % 16 == 0 && (MR / 16) * (NR / 16) + MR / 16 + NR / 16 <= 8,"
+               " dot == \"amx\" || BM != 192)",
   /* MC=144: the 144x256 packed A block is 144 KiB of the 512 KiB L2; NC=4080 keeps the 4 MiB
    * B block well inside the L3 and is a multiple of 8, 16 and 24 (as is 2016). */
   .cpu_default = "block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8).threads(2)"

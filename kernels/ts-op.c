@@ -359,6 +359,9 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
     /* bf16 operands multiplied in pairs by vdpbf16ps (gemm's dot("bf16")). */
     ts_sched_env_set(env, "bf16_dot", inst->dtype.storage == TS_DTYPE_BF16 && device->arch &&
                                           strstr(device->arch, "+avx512bf16") != NULL);
+    /* ... and by AMX tiles, where the CPU has them and the kernel hands out their state. */
+    ts_sched_env_set(env, "amx_bf16", inst->dtype.storage == TS_DTYPE_BF16 && device->arch &&
+                                          strstr(device->arch, "+amxbf16") != NULL);
   } else {
     /* No device to ask (lowering for inspection, completing a user's point): the GPU we
      * target first, sm_90a — its 227 KiB of opt-in shared memory and its wgmma. The device's
@@ -370,6 +373,7 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
     ts_sched_env_set(env, "simd_floats", 16);
     ts_sched_env_set(env, "vector_registers", 32);
     ts_sched_env_set(env, "bf16_dot", inst->dtype.storage == TS_DTYPE_BF16);
+    ts_sched_env_set(env, "amx_bf16", inst->dtype.storage == TS_DTYPE_BF16);
   }
   return env;
 }

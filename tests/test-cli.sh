@@ -32,7 +32,13 @@ expect 0 'y = tile.map\(w \* r' -- lower softmax_safe --shape M=8,N=64 --dtype b
 expect 2 'softmax\("fast"\) is not one of' -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("fast")' --stage tile
 expect 0 'TS_DEFINE_UKR_F32' -- lower gemm --shape M=64,N=64,K=64 --stage target
 expect 0 'TS_DEFINE_UKR_BF16DOT\(ts_ukr_bf16dot_14x32_u4' -- lower gemm --shape M=64,N=64,K=64 --dtype bf16 --schedule 'block(m=168,n=2016,k=256).micro(m=14,n=32).vector(16).unroll(4).dot("bf16")' --stage target
-expect 2 "violates the constraint 'dot == \"fma\" \|\| bf16_dot == 1" -- lower gemm --shape M=64,N=64,K=64 --dtype f32 --schedule 'dot("bf16")' --stage target
+expect 2 "violates the constraint 'dot != \"bf16\" \|\| bf16_dot == 1" -- lower gemm --shape M=64,N=64,K=64 --dtype f32 --schedule 'dot("bf16")' --stage target
+expect 0 'TS_DEFINE_UKR_AMX\(ts_ukr_amx_32x32_u4' -- lower gemm --shape M=64,N=64,K=64 --dtype bf16 --schedule 'block(m=96,n=2016,k=256).micro(m=32,n=32).vector(16).unroll(4).dot("amx")' --stage target
+expect 0 'ts_pack_b_block_amx\(' -- lower gemm --shape M=64,N=64,K=64 --dtype bf16 --schedule 'block(m=96,n=2016,k=256).micro(m=32,n=32).vector(16).unroll(4).dot("amx")' --stage target
+expect 0 'ts_amx_end\(\);' -- lower gemm --shape M=64,N=64,K=64 --dtype bf16 --schedule 'block(m=96,n=2016,k=256).micro(m=32,n=32).vector(16).unroll(4).dot("amx")' --stage target
+expect 0 'tile.mma.*micro=32x32.*dot=amx' -- lower gemm --shape M=64,N=64,K=64 --dtype bf16 --schedule 'block(m=96,n=2016,k=256).micro(m=32,n=32).vector(16).unroll(4).dot("amx")' --stage tile
+expect 2 "violates the constraint 'dot != \"amx\" \|\| amx_bf16 == 1" -- lower gemm --shape M=64,N=64,K=64 --dtype f32 --schedule 'block(m=96,n=2016,k=256).micro(m=32,n=32).vector(16).dot("amx")' --stage target
+expect 2 "violates the constraint 'dot != \"amx\" \|\| amx_bf16 == 1" -- lower gemm --shape M=64,N=64,K=64 --dtype bf16 --schedule 'block(m=96,n=2016,k=256).micro(m=48,n=48).vector(16).dot("amx")' --stage target
 expect 0 '== target \(C\) ==' -- lower layernorm_safe --shape M=8,N=64 --dtype f16
 expect 0 'status +ok' -- run saxpy --shape N=10000 --backend cpu
 expect 0 '"status": "ok"' -- run rmsnorm_safe --shape M=16,N=100 --dtype bf16 --json

@@ -844,6 +844,84 @@ test_cpu_gemm_bf16dot(void)
     }
 }
 
+/* gemm's dot("amx"): AMX tiles, offered for bf16 storage where the host has AMX-BF16 (and
+ * its kernel the tile state) and only in micro-tiles of whole tiles that fit the eight tile
+ * registers; the FMA points stay as they were. Run (where the host has AMX) in every shape at
+ * sizes with partial tiles on every edge, K shorter than one 32-deep step, several K blocks
+ * (accumulating into C), with one and two threads. */
+static void
+test_cpu_gemm_amx(void)
+{
+  g_autoptr(GError) error = NULL;
+  TsDeviceInfo plain = {.backend = (char *)"cpu",
+                        .arch = (char *)"x86_64+avx2+fma+f16c+avx512f+avx512bw+avx512vl+avx512bf16",
+                        .vector_bits = 512, .compute_units = 2};
+  TsDeviceInfo amx = plain;
+  amx.arch = (char *)"x86_64+avx2+fma+f16c+avx512f+avx512bw+avx512vl+avx512bf16+amxbf16";
+  const char *dts[] = {"bf16 @accum(f32)", "f32", "f16"};
+  for (guint d = 0; d < G_N_ELEMENTS(dts); d++) {
+    g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=512,N=512,K=512", dts[d], &error);
+    g_assert_no_error(error);
+    guint total_plain, total_amx;
+    guint fma_plain = count_knob_value(inst, &plain, "dot", "fma", &total_plain);
+    guint fma_amx = count_knob_value(inst, &amx, "dot", "fma", &total_amx);
+    guint tiles = count_knob_value(inst, &amx, "dot", "amx", &total_amx);
+    g_assert_cmpuint(fma_plain, >, 0);
+    g_assert_cmpuint(fma_amx, ==, fma_plain);
+    g_assert_cmpuint(count_knob_value(inst, &plain, "dot", "amx", &total_plain), ==, 0);
+    if (d == 0)
+      g_assert_cmpuint(tiles, >, 0);
+    else
+      g_assert_cmpuint(tiles, ==, 0);
+  }
+  /* Every AMX point of the space is a shape the micro-kernel has. */
+  g_autoptr(TsOpInstance) bf = ts_op_instance_new("gemm", "M=512,N=512,K=512", "bf16", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedSpace) space = ts_op_instance_space(bf, "cpu", NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedEnv) env = ts_op_instance_env(bf, &amx);
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+  TsSchedPoint *p;
+  while (ts_sched_iter_next(it, &p, &error)) {
+    g_autoptr(TsSchedPoint) point = p;
+    if (g_strcmp0(ts_sched_point_get_str(point, "dot", ""), "amx") != 0)
+      continue;
+    gint64 tm = ts_sched_point_get_int(point, "MR", 0) / 16,
+           tn = ts_sched_point_get_int(point, "NR", 0) / 16;
+    g_assert_cmpint(tm * 16, ==, ts_sched_point_get_int(point, "MR", 0));
+    g_assert_cmpint(tn * 16, ==, ts_sched_point_get_int(point, "NR", 0));
+    g_assert_cmpint(tm * tn + tm + tn, <=, 8);
+  }
+  g_assert_no_error(error);
+
+  const TsDeviceInfo *host = ts_backend_describe(backend);
+  if (host->arch == NULL || strstr(host->arch, "+amxbf16") == NULL) {
+    g_test_skip("this machine has no usable AMX-BF16: the tile points are not run here");
+    return;
+  }
+  static const struct {
+    const char *shape, *point;
+  } runs[] = {
+      {"M=37,N=45,K=29", "block(m=32,n=64,k=16).micro(m=32,n=32).unroll(2)"},
+      {"M=37,N=45,K=70", "block(m=32,n=32,k=32).micro(m=32,n=32).unroll(1)"},
+      {"M=37,N=45,K=70", "block(m=16,n=64,k=48).micro(m=16,n=32).unroll(4)"},
+      {"M=37,N=45,K=70", "block(m=32,n=48,k=64).micro(m=32,n=16).unroll(4)"},
+      {"M=50,N=61,K=95", "block(m=48,n=48,k=64).micro(m=16,n=48).unroll(2)"},
+      {"M=50,N=61,K=95", "block(m=48,n=32,k=128).micro(m=48,n=16).unroll(2)"},
+      {"M=50,N=61,K=95", "block(m=16,n=16,k=256).micro(m=16,n=16).unroll(1)"},
+      {"M=5,N=17,K=1", "block(m=32,n=32,k=32).micro(m=32,n=32).unroll(4)"},
+  };
+  for (guint r = 0; r < G_N_ELEMENTS(runs); r++)
+    for (gint64 threads = 1; threads <= 2; threads++) {
+      g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", runs[r].shape, "bf16 @accum(f32)",
+                                                        &error);
+      g_assert_no_error(error);
+      g_autofree char *text = g_strdup_printf(
+          "%s.vector(16).threads(%" G_GINT64_FORMAT ").dot(\"amx\")", runs[r].point, threads);
+      assert_cpu_point_ok(inst, text);
+    }
+}
+
 /* softmax_safe's CPU passes: each variant offered and verified for every dtype at a shape with
  * tails, with one and two threads ("stored" keeps a per-thread f32 row); an unknown variant
  * named in the error. */
@@ -1327,6 +1405,7 @@ main(int argc, char **argv)
   g_test_add_func("/ops/cpu/spaces-follow-simd", test_cpu_spaces_follow_simd);
   g_test_add_func("/ops/cpu/softmax-passes", test_cpu_softmax_passes);
   g_test_add_func("/ops/cpu/gemm-bf16dot", test_cpu_gemm_bf16dot);
+  g_test_add_func("/ops/cpu/gemm-amx", test_cpu_gemm_amx);
   g_test_add_func("/ops/gemm/wgmma-space", test_gemm_wgmma_space);
   g_test_add_func("/ops/gemm/tma-lowering", test_gemm_tma_lowering);
   g_test_add_func("/ops/attention/workloads", test_attention_workloads);

@@ -25,6 +25,9 @@
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
 /* The kernel ABI (ts-backend.h). */
 typedef void (*TsCpuEntry)(void *const *bufs, const int64_t *ints, const double *floats);
@@ -152,6 +155,22 @@ cache_size(int level)
   return sysfs > 0 ? sysfs : value > 0 ? (guint64)value : 0;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* AMX's tile data is state the kernel must support (and hand out, on request) before a tile
+ * instruction runs; a kernel or hypervisor without it leaves the CPUID bit set but faults. */
+static gboolean
+amx_state_supported(void)
+{
+#if defined(__x86_64__) && defined(__linux__)
+  unsigned long features = 0;
+  return syscall(SYS_arch_prctl, 0x1021 /* ARCH_GET_XCOMP_SUPP */, &features) == 0 &&
+         (features & (1ul << 18)) != 0; /* XFEATURE_XTILEDATA */
+#else
+  return FALSE;
+#endif
+}
+#endif
+
 static char *
 host_arch(guint *vector_bits)
 {
@@ -185,7 +204,7 @@ host_arch(guint *vector_bits)
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
     if (edx & (1u << 23))
       g_string_append(arch, "+avx512fp16");
-    if (edx & (1u << 22))
+    if ((edx & (1u << 22)) && amx_state_supported())
       g_string_append(arch, "+amxbf16");
   }
   if (__builtin_cpu_supports("avx"))

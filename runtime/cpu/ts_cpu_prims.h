@@ -347,11 +347,30 @@ static inline void
 ts_pack_b_panel_bf16x2(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nr_valid, int64_t NR,
                        uint16_t *restrict Bp2)
 {
+#ifdef __AVX512BW__
+  /* Two rows' 32 columns interleaved into 32 pairs by two word permutes. */
+  static const uint16_t lo_[32] __attribute__((aligned(64))) = {
+    0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+    8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  static const uint16_t hi_[32] __attribute__((aligned(64))) = {
+    16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+    24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i lo = _mm512_load_si512((const void *)lo_), hi = _mm512_load_si512((const void *)hi_);
+#endif
   for (int64_t kp = 0; kp < TS_KPAIRS(kc); kp++) {
     int64_t k = 2 * kp;
     const uint16_t *r0 = B + k * ldb, *r1 = k + 1 < kc ? B + (k + 1) * ldb : NULL;
     uint16_t *dst = Bp2 + kp * NR * 2;
-    for (int64_t j = 0; j < nr_valid; j++) {
+    int64_t j = 0;
+#ifdef __AVX512BW__
+    for (; j + 32 <= nr_valid; j += 32) {
+      __m512i x = _mm512_loadu_si512((const void *)(r0 + j));
+      __m512i y = r1 ? _mm512_loadu_si512((const void *)(r1 + j)) : _mm512_setzero_si512();
+      _mm512_storeu_si512((void *)(dst + 2 * j), _mm512_permutex2var_epi16(x, lo, y));
+      _mm512_storeu_si512((void *)(dst + 2 * j + 32), _mm512_permutex2var_epi16(x, hi, y));
+    }
+#endif
+    for (; j < nr_valid; j++) {
       dst[2 * j] = r0[j];
       dst[2 * j + 1] = r1 ? r1[j] : 0;
     }
@@ -441,6 +460,177 @@ ts_pack_b_block_bf16x2(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nc, i
   }                                                                                            \
   _Static_assert(1, "swallow the semicolon")
 #endif /* __AVX512BF16__ */
+
+/* ------------------------------------------------------------------------------------------ */
+/* bf16 GEMM on AMX tiles (AMX-TILE, AMX-BF16: tdpbf16ps)                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/* AMX adds eight tile registers of up to 16 rows x 64 bytes and tdpbf16ps, which multiplies a
+ * 16x32 bf16 tile of A by a 32x16 tile of B held as 16 rows of K-pairs (the vdpbf16ps layout:
+ * row kp holds columns' (2kp, 2kp+1) pairs side by side) into a 16x16 f32 tile: 8192
+ * multiply-adds an instruction, f32 accumulation, subnormals flushed as vdpbf16ps does. Every
+ * tile here is 16 x 64 bytes, so one configuration serves every micro-tile shape.
+ *
+ * Layouts (depth rounded up to whole 32-element K steps, zero-padded, as are rows and columns
+ * past the edge):
+ *   A panel of MR rows:  Ap[(kb*MR + i)*32 + kk] = A[i][32kb + kk], so the 16x32 tile of rows
+ *                        16r.. of step kb is 1 KiB of consecutive memory (row stride 64 bytes);
+ *   B panel of NR cols:  the K-pair layout of ts_pack_b_panel_bf16x2 over the padded depth;
+ *                        the tile of columns 16c.. of step kb has rows of NR*4 bytes.
+ * Linux hands out the 8 KiB of tile state only to a process that asks for it
+ * (arch_prctl(ARCH_REQ_XCOMP_PERM)); the host check that offers dot("amx") asks the kernel
+ * whether it supports the state at all (ARCH_GET_XCOMP_SUPP). */
+#define TS_AMX_DEPTH(kc) (((kc) + 31) / 32 * 32)
+#define TS_PRAGMA_(x) _Pragma(#x)
+
+static inline void
+ts_pack_a_block_amx(const uint16_t *A, int64_t lda, int64_t mc, int64_t kc, int64_t MR,
+                    uint16_t *restrict Ap)
+{
+  const int64_t depth = TS_AMX_DEPTH(kc);
+  for (int64_t p = 0; p < mc; p += MR) {
+    uint16_t *panel = Ap + p * depth;
+    for (int64_t kb = 0; kb < depth / 32; kb++) {
+      const int64_t k0 = kb * 32, n = kc - k0 < 32 ? kc - k0 : 32;
+      for (int64_t i = 0; i < MR; i++) {
+        uint16_t *dst = panel + (kb * MR + i) * 32;
+        if (p + i < mc) {
+          memcpy(dst, A + (p + i) * lda + k0, (size_t)n * sizeof(uint16_t));
+          memset(dst + n, 0, (size_t)(32 - n) * sizeof(uint16_t));
+        } else {
+          memset(dst, 0, 32 * sizeof(uint16_t));
+        }
+      }
+    }
+  }
+}
+
+static inline void
+ts_pack_b_block_amx(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nc, int64_t NR,
+                    uint16_t *restrict Bp)
+{
+  const int64_t depth = TS_AMX_DEPTH(kc);
+  for (int64_t j = 0; j < nc; j += NR) {
+    uint16_t *panel = Bp + j * depth;
+    ts_pack_b_panel_bf16x2(B + j, ldb, kc, nc - j < NR ? nc - j : NR, NR, panel);
+    /* The pairs past kc, to the next whole step. */
+    memset(panel + TS_KPAIRS(kc) * NR * 2, 0,
+           (size_t)(depth / 2 - TS_KPAIRS(kc)) * (size_t)NR * 2 * sizeof(uint16_t));
+  }
+}
+
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+
+typedef struct {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} ts_amx_config_t;
+
+static _Thread_local int ts_amx_ready_;
+
+/* Before a thread's first tile instruction: the process's permission (once; asking again is
+ * harmless) and the thread's tile configuration, eight 16 x 64-byte tiles. */
+static inline void
+ts_amx_begin(void)
+{
+  if (ts_amx_ready_)
+    return;
+  syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */);
+  ts_amx_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  _tile_loadconfig(&cfg);
+  ts_amx_ready_ = 1;
+}
+
+/* After a thread's last tile instruction of a kernel: the tile state goes back to its init
+ * state, so context switches stop saving 8 KiB for it. */
+static inline void
+ts_amx_end(void)
+{
+  if (ts_amx_ready_)
+    _tile_release();
+  ts_amx_ready_ = 0;
+}
+
+/* The shapes: tile registers for C, then A, then B — MR/16 * NR/16 + MR/16 + NR/16 <= 8.
+ * Each list names (i, j, C tile, A tile, B tile) per 16x16 block of C, the A tiles as (i, A
+ * tile) and the B tiles as (j, B tile); the tile numbers are instruction operands, hence
+ * literals. */
+#define TS_AMX_C_16x16(X) X(0, 0, 0, 1, 2)
+#define TS_AMX_A_16x16(X) X(0, 1)
+#define TS_AMX_B_16x16(X) X(0, 2)
+#define TS_AMX_C_16x32(X) X(0, 0, 0, 2, 3) X(0, 1, 1, 2, 4)
+#define TS_AMX_A_16x32(X) X(0, 2)
+#define TS_AMX_B_16x32(X) X(0, 3) X(1, 4)
+#define TS_AMX_C_32x16(X) X(0, 0, 0, 2, 4) X(1, 0, 1, 3, 4)
+#define TS_AMX_A_32x16(X) X(0, 2) X(1, 3)
+#define TS_AMX_B_32x16(X) X(0, 4)
+#define TS_AMX_C_32x32(X) X(0, 0, 0, 4, 6) X(0, 1, 1, 4, 7) X(1, 0, 2, 5, 6) X(1, 1, 3, 5, 7)
+#define TS_AMX_A_32x32(X) X(0, 4) X(1, 5)
+#define TS_AMX_B_32x32(X) X(0, 6) X(1, 7)
+#define TS_AMX_C_16x48(X) X(0, 0, 0, 3, 4) X(0, 1, 1, 3, 5) X(0, 2, 2, 3, 6)
+#define TS_AMX_A_16x48(X) X(0, 3)
+#define TS_AMX_B_16x48(X) X(0, 4) X(1, 5) X(2, 6)
+#define TS_AMX_C_48x16(X) X(0, 0, 0, 3, 6) X(1, 0, 1, 4, 6) X(2, 0, 2, 5, 6)
+#define TS_AMX_A_48x16(X) X(0, 3) X(1, 4) X(2, 5)
+#define TS_AMX_B_48x16(X) X(0, 6)
+
+#define TS_AMX_LOAD_C_(i, j, c, a, b) _tile_loadd(c, cd_ + (i) * 16 * ld_ + (j) * 16, ld_ * 4);
+#define TS_AMX_ZERO_C_(i, j, c, a, b) _tile_zero(c);
+#define TS_AMX_STORE_C_(i, j, c, a, b) _tile_stored(c, cd_ + (i) * 16 * ld_ + (j) * 16, ld_ * 4);
+#define TS_AMX_DOT_(i, j, c, a, b) _tile_dpbf16ps(c, a, b);
+#define TS_AMX_LOAD_A_(i, a) _tile_loadd(a, ak_ + (i) * 16 * 32, 64);
+#define TS_AMX_LOAD_B_(j, b) _tile_loadd(b, bk_ + (j) * 32, nr4_);
+
+/* TS_DEFINE_UKR_AMX(name, MR, NR, UNROLL) defines, with the signature of
+ * TS_DEFINE_UKR_BF16DOT's, C[0:mr, 0:nr] (+)= Ap · Bp over AMX-packed panels
+ * (ts_pack_*_block_amx), kc the depth in elements; MRxNR one of 16x16, 16x32, 32x16, 32x32,
+ * 16x48, 48x16. A whole tile loads and stores C in place; an edge computes into a local tile
+ * and adds its valid corner. */
+#define TS_DEFINE_UKR_AMX(name, MR_, NR_, UNROLL_)                                              \
+  __attribute__((unused)) static void name(int64_t kc, const uint16_t *restrict Ap,           \
+                                           const uint16_t *restrict Bp, float *restrict C,    \
+                                           int64_t ldc, int accumulate, int64_t mr, int64_t nr) \
+  {                                                                                            \
+    ts_amx_begin();                                                                            \
+    float edge_[(MR_) * (NR_)] __attribute__((aligned(64)));                                   \
+    const int whole_ = mr == (MR_) && nr == (NR_);                                             \
+    float *cd_ = whole_ ? C : edge_;                                                           \
+    const int64_t ld_ = whole_ ? ldc : (NR_);                                                  \
+    const int64_t nr4_ = (NR_) * 4;                                                            \
+    if (whole_ && accumulate) {                                                                \
+      TS_AMX_C_##MR_##x##NR_(TS_AMX_LOAD_C_)                                                   \
+    } else {                                                                                   \
+      TS_AMX_C_##MR_##x##NR_(TS_AMX_ZERO_C_)                                                   \
+    }                                                                                          \
+    const int64_t steps_ = TS_AMX_DEPTH(kc) / 32;                                              \
+    TS_PRAGMA_(GCC unroll UNROLL_) for (int64_t kb_ = 0; kb_ < steps_; kb_++)                  \
+    {                                                                                          \
+      const uint16_t *ak_ = Ap + kb_ * (MR_) * 32;                                             \
+      const uint16_t *bk_ = Bp + kb_ * 16 * (NR_) * 2;                                         \
+      TS_AMX_A_##MR_##x##NR_(TS_AMX_LOAD_A_)                                                   \
+      TS_AMX_B_##MR_##x##NR_(TS_AMX_LOAD_B_)                                                   \
+      TS_AMX_C_##MR_##x##NR_(TS_AMX_DOT_)                                                      \
+    }                                                                                          \
+    TS_AMX_C_##MR_##x##NR_(TS_AMX_STORE_C_)                                                    \
+    if (!whole_)                                                                               \
+      ts_ukr_store_edge_(edge_, (NR_), C, ldc, accumulate, mr, nr);                            \
+  }                                                                                            \
+  _Static_assert(1, "swallow the semicolon")
+#else
+static inline void
+ts_amx_end(void)
+{
+}
+#endif /* AMX */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Packing                                                                                      */
