@@ -7,13 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# libopenblas-dev, libdnnl-dev: the anchors bench/cpu_gemm measures against (OpenBLAS, oneDNN).
 # libgtk-4-dev: tessera-studio; xvfb + xauth: its tests run the real window on a virtual display;
 # libxtst6: they click in it through the X server (XTEST), as a user does.
 # patchelf: bench/gpu-bundle.sh sets the rpath of what it carries to a GPU machine (its
 # rehearsal is part of the suite). clang-14 + libclang-rt-14-dev: libFuzzer, for the fuzz
 # harnesses (tests/fuzz/).
 PACKAGES=(gcc g++ pkg-config meson ninja-build libglib2.0-dev libjson-glib-dev libsqlite3-dev
-          libopenblas-dev libxgboost-dev python3 libgtk-4-dev xvfb xauth libxtst6 patchelf clang-14
+          libopenblas-dev libdnnl-dev libxgboost-dev python3 libgtk-4-dev xvfb xauth libxtst6 patchelf clang-14
           libclang-rt-14-dev)
 
 install_missing() {

@@ -478,6 +478,8 @@ emit_node(Emitter *e, const TsTileNode *n)
     line(e, "{");
     e->depth++;
     e->team = n->ints[0];
+    if (e->amx)
+      line(e, "ts_amx_begin();");
     emit_body(e, n);
     if (e->amx)
       line(e, "ts_amx_end();");

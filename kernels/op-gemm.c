@@ -62,6 +62,12 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
                 "threads knobs");
     return FALSE;
   }
+  if (BM % MR != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: the CPU lowering needs BM a multiple of MR (got BM=%" G_GINT64_FORMAT
+                ", MR=%" G_GINT64_FORMAT ")", BM, MR);
+    return FALSE;
+  }
   ts_tile_kernel_define(k, "BM", BM);
   ts_tile_kernel_define(k, "BN", BN);
   ts_tile_kernel_define(k, "BK", BK);
@@ -136,22 +142,29 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   TsTileNode *pb =
     ts_tile_pack(jp, 1, NR, "B + pc * N + jc + jp * NR", "N", "kc", "min(NR, nc - jp * NR)", bdst);
   ts_tile_set_dot(pb, dot);
-  /* The ic x jr tiles are one flattened range split evenly: a parallel ic loop alone leaves a
-   * thread idle whenever M / BM is not a multiple of the team (1024 / 96 = 10.7 blocks). Each
-   * worker packs an A block once, when its slice first reaches it. */
-  ts_tile_let(pc, "n_ic", TS_DTYPE_INT32, "(M + BM - 1) / BM");
-  TsTileNode *t = ts_tile_for(pc, "t", "0", "n_ic * n_jr", "1", TS_FOR_PARALLEL);
-  ts_tile_let(t, "ic", TS_DTYPE_INT32, "t / n_jr * BM");
-  ts_tile_let(t, "jr", TS_DTYPE_INT32, "t % n_jr * NR");
+  /* The micro-tiles are one flattened range split evenly, block by block of A (ic), then by
+   * NR panel (jr), then by MR rows (ir): a parallel ic loop alone leaves a thread idle whenever
+   * M / BM is not a multiple of the team (1024 / 96 = 10.7 blocks), and splitting ic x jr tiles
+   * still gives one thread the short last block's light tiles (512 = 5 x 96 + 32 with 32-row
+   * micro-tiles: 144 micro-kernels against 112). Each worker packs an A block once, when its
+   * slice first reaches it. */
+  ts_tile_let(pc, "rows", TS_DTYPE_INT32, "(M + MR - 1) / MR");
+  ts_tile_let(pc, "bpr", TS_DTYPE_INT32, "BM / MR");
+  TsTileNode *t = ts_tile_for(pc, "t", "0", "rows * n_jr", "1", TS_FOR_PARALLEL);
+  ts_tile_let(t, "b", TS_DTYPE_INT32, "t / (bpr * n_jr)");
+  ts_tile_let(t, "ic", TS_DTYPE_INT32, "b * BM");
+  ts_tile_let(t, "rows_b", TS_DTYPE_INT32, "min(bpr, rows - b * bpr)");
+  ts_tile_let(t, "w", TS_DTYPE_INT32, "t - b * bpr * n_jr");
+  ts_tile_let(t, "jr", TS_DTYPE_INT32, "w / rows_b * NR");
+  ts_tile_let(t, "ir", TS_DTYPE_INT32, "w % rows_b * MR");
   ts_tile_let(t, "mc", TS_DTYPE_INT32, "min(BM, M - ic)");
   TsTileNode *pa = ts_tile_pack(t, 0, MR, "A + ic * K + pc", "K", "mc", "kc", "Ap");
   ts_tile_pack_set_reuse_key(pa, "pc * M + ic");
   ts_tile_set_dot(pa, dot);
-  TsTileNode *ir = ts_tile_for(t, "ir", "0", "mc", "MR", TS_FOR_SERIAL);
   g_autofree char *c = g_strdup_printf("%s + (ic + ir) * N + jc + jr", cd);
   g_autofree char *ap = g_strdup_printf("Ap + ir * %s", depth);
   g_autofree char *bp = g_strdup_printf("Bp + jr * %s", depth);
-  TsTileNode *mma = ts_tile_mma(ir, MR, NR, V, U, c, "N", ap, bp, "kc", "pc > 0",
+  TsTileNode *mma = ts_tile_mma(t, MR, NR, V, U, c, "N", ap, bp, "kc", "pc > 0",
                                 "min(MR, mc - ir)", "min(NR, nc - jr)");
   ts_tile_set_dot(mma, dot);
   if (narrow_out) {

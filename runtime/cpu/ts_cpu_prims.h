@@ -65,20 +65,66 @@ ts_ceil_div_i64(int64_t x, int64_t m)
 
 /* 64 bytes = one cache line on x86 and the widest vector (AVX-512) we may ever load aligned.
  * Packed panels start on a line so the micro-kernel's B loads never split lines. Returns NULL
- * on failure; ts_cpu_alloc(0) returns a valid (one-line) block. */
+ * on failure; ts_cpu_alloc(0) returns a valid (one-line) block.
+ *
+ * Freed blocks are kept for the next call of the kernel, a few per module: a GEMM's buffers
+ * are megabytes, and glibc returns such blocks to the system when they are freed at the top of
+ * the heap (its trim threshold follows its mmap threshold, which follows the sizes freed), so
+ * every call would fault its buffers in again — measured: bf16 GEMM 512^3 with 1 MiB buffers
+ * took 0.62 ms a call instead of 0.27. Each block carries its size in the line before it; the
+ * cache is a few atomic slots, emptied when the module is unloaded. */
+#define TS_SCRATCH_SLOTS 8
+static void *ts_scratch_slot_[TS_SCRATCH_SLOTS];
+
+static inline size_t
+ts_scratch_size_(void *p)
+{
+  return *(size_t *)((char *)p - 64);
+}
+
 static inline void *
 ts_cpu_alloc(size_t bytes)
 {
   size_t n = bytes == 0 ? 64 : (bytes + 63) & ~(size_t)63; /* aligned_alloc wants a multiple */
-  if (n < bytes)
+  if (n < bytes || n + 64 < n)
     return NULL; /* overflow */
-  return aligned_alloc(64, n);
+  for (int i = 0; i < TS_SCRATCH_SLOTS; i++) {
+    void *p = __atomic_exchange_n(&ts_scratch_slot_[i], NULL, __ATOMIC_ACQUIRE);
+    if (p == NULL)
+      continue;
+    if (ts_scratch_size_(p) >= n && ts_scratch_size_(p) / 4 <= n)
+      return p;
+    free((char *)p - 64); /* the wrong size for the kernel's buffers now */
+  }
+  char *block = (char *)aligned_alloc(64, n + 64);
+  if (block == NULL)
+    return NULL;
+  *(size_t *)block = n;
+  return block + 64;
 }
 
 static inline void
 ts_cpu_free(void *p)
 {
-  free(p);
+  if (p == NULL)
+    return;
+  for (int i = 0; i < TS_SCRATCH_SLOTS; i++) {
+    void *empty = NULL;
+    if (__atomic_compare_exchange_n(&ts_scratch_slot_[i], &empty, p, 0, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED))
+      return;
+  }
+  free((char *)p - 64);
+}
+
+__attribute__((destructor, unused)) static void
+ts_scratch_release_(void)
+{
+  for (int i = 0; i < TS_SCRATCH_SLOTS; i++) {
+    void *p = __atomic_exchange_n(&ts_scratch_slot_[i], NULL, __ATOMIC_ACQUIRE);
+    if (p != NULL)
+      free((char *)p - 64);
+  }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -494,7 +540,9 @@ ts_pack_a_block_amx(const uint16_t *A, int64_t lda, int64_t mc, int64_t kc, int6
       const int64_t k0 = kb * 32, n = kc - k0 < 32 ? kc - k0 : 32;
       for (int64_t i = 0; i < MR; i++) {
         uint16_t *dst = panel + (kb * MR + i) * 32;
-        if (p + i < mc) {
+        if (p + i < mc && n == 32) {
+          memcpy(dst, A + (p + i) * lda + k0, 64); /* one zmm move */
+        } else if (p + i < mc) {
           memcpy(dst, A + (p + i) * lda + k0, (size_t)n * sizeof(uint16_t));
           memset(dst + n, 0, (size_t)(32 - n) * sizeof(uint16_t));
         } else {
@@ -529,16 +577,18 @@ typedef struct {
   uint8_t rows[16];
 } ts_amx_config_t;
 
-static _Thread_local int ts_amx_ready_;
+static int ts_amx_permitted_;
 
-/* Before a thread's first tile instruction: the process's permission (once; asking again is
- * harmless) and the thread's tile configuration, eight 16 x 64-byte tiles. */
+/* Before a worker's first tile instruction (the kernel calls it at the start of each parallel
+ * region): the process's permission (once: two threads asking at the same time is harmless)
+ * and the thread's tile configuration, eight 16 x 64-byte tiles. */
 static inline void
 ts_amx_begin(void)
 {
-  if (ts_amx_ready_)
-    return;
-  syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */);
+  if (!__atomic_load_n(&ts_amx_permitted_, __ATOMIC_ACQUIRE)) {
+    syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */);
+    __atomic_store_n(&ts_amx_permitted_, 1, __ATOMIC_RELEASE);
+  }
   ts_amx_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
@@ -547,17 +597,14 @@ ts_amx_begin(void)
     cfg.rows[t] = 16;
   }
   _tile_loadconfig(&cfg);
-  ts_amx_ready_ = 1;
 }
 
-/* After a thread's last tile instruction of a kernel: the tile state goes back to its init
+/* After a worker's last tile instruction of a kernel: the tile state goes back to its init
  * state, so context switches stop saving 8 KiB for it. */
 static inline void
 ts_amx_end(void)
 {
-  if (ts_amx_ready_)
-    _tile_release();
-  ts_amx_ready_ = 0;
+  _tile_release();
 }
 
 /* The shapes: tile registers for C, then A, then B — MR/16 * NR/16 + MR/16 + NR/16 <= 8.
@@ -593,14 +640,14 @@ ts_amx_end(void)
 /* TS_DEFINE_UKR_AMX(name, MR, NR, UNROLL) defines, with the signature of
  * TS_DEFINE_UKR_BF16DOT's, C[0:mr, 0:nr] (+)= Ap · Bp over AMX-packed panels
  * (ts_pack_*_block_amx), kc the depth in elements; MRxNR one of 16x16, 16x32, 32x16, 32x32,
- * 16x48, 48x16. A whole tile loads and stores C in place; an edge computes into a local tile
+ * 16x48, 48x16, called between the worker's ts_amx_begin and ts_amx_end. A whole tile loads
+ * and stores C in place; an edge computes into a local tile
  * and adds its valid corner. */
 #define TS_DEFINE_UKR_AMX(name, MR_, NR_, UNROLL_)                                              \
   __attribute__((unused)) static void name(int64_t kc, const uint16_t *restrict Ap,           \
                                            const uint16_t *restrict Bp, float *restrict C,    \
                                            int64_t ldc, int accumulate, int64_t mr, int64_t nr) \
   {                                                                                            \
-    ts_amx_begin();                                                                            \
     float edge_[(MR_) * (NR_)] __attribute__((aligned(64)));                                   \
     const int whole_ = mr == (MR_) && nr == (NR_);                                             \
     float *cd_ = whole_ ? C : edge_;                                                           \
@@ -625,11 +672,6 @@ ts_amx_end(void)
       ts_ukr_store_edge_(edge_, (NR_), C, ldc, accumulate, mr, nr);                            \
   }                                                                                            \
   _Static_assert(1, "swallow the semicolon")
-#else
-static inline void
-ts_amx_end(void)
-{
-}
 #endif /* AMX */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -775,7 +817,23 @@ TS_DEFINE_PACK_BLOCKS_(f16, uint16_t);
 static inline void
 ts_store_f32_as_bf16(const float *src, uint16_t *dst, int64_t n)
 {
-  for (int64_t i = 0; i < n; i++)
+  int64_t i = 0;
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+  /* vcvtneps2bf16, except for vectors with a subnormal lane, which it would flush (see
+   * ts_vf_store_bf16): those take the exact loop. */
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(src + i);
+    const __m512i a = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff));
+    if (__builtin_expect(_mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)),
+                                                 _mm512_set1_epi32(0x007fffff)), 0)) {
+      for (int64_t j = i; j < i + 16; j++)
+        dst[j] = ts_cpu_f32_to_bf16(src[j]);
+      continue;
+    }
+    _mm256_storeu_si256((__m256i *)(dst + i), (__m256i)_mm512_cvtneps_pbh(v));
+  }
+#endif
+  for (; i < n; i++)
     dst[i] = ts_cpu_f32_to_bf16(src[i]);
 }
 
