@@ -25,7 +25,7 @@ struct _GemmAnchor {
   dnnl_engine_t engine;
   dnnl_stream_t stream;
   dnnl_primitive_t prim;
-  dnnl_memory_t mem[3];
+  dnnl_memory_t mem[4]; /* A, B, C, the scratchpad */
 #endif
 };
 
@@ -52,8 +52,10 @@ static void
 onednn_call(GemmAnchor *self)
 {
   omp_set_num_threads(self->threads);
-  dnnl_exec_arg_t args[] = {
-    {DNNL_ARG_SRC, self->mem[0]}, {DNNL_ARG_WEIGHTS, self->mem[1]}, {DNNL_ARG_DST, self->mem[2]}};
+  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, self->mem[0]},
+                            {DNNL_ARG_WEIGHTS, self->mem[1]},
+                            {DNNL_ARG_DST, self->mem[2]},
+                            {DNNL_ARG_SCRATCHPAD, self->mem[3]}};
   dnnl_primitive_execute(self->prim, self->stream, G_N_ELEMENTS(args), args);
   dnnl_stream_wait(self->stream);
 }
@@ -74,7 +76,8 @@ onednn_clear(GemmAnchor *self)
 
 /* oneDNN 2.x's C API: a matmul of row-major (tag ab) n x n matrices, A and B in dtype, C in
  * dtype too (ours writes bf16 C from f32 accumulators), the library's memory wrapped around
- * ours (no copies). */
+ * ours (no copies), and its scratchpad allocated once here rather than by the library at each
+ * call, as a framework that keeps primitives does. */
 static gboolean
 onednn_init(GemmAnchor *self, gboolean bf16)
 {
@@ -90,14 +93,23 @@ onednn_init(GemmAnchor *self, gboolean bf16)
   for (guint i = 0; i < 3; i++)
     if (dnnl_memory_desc_init_by_tag(&md[i], 2, dims, dt, dnnl_ab) != dnnl_success)
       return FALSE;
-  if (dnnl_matmul_desc_init(&op, &md[0], &md[1], NULL, &md[2]) != dnnl_success ||
-      dnnl_primitive_desc_create(&pd, &op, NULL, self->engine, NULL) != dnnl_success)
+  dnnl_primitive_attr_t attr = NULL;
+  if (dnnl_primitive_attr_create(&attr) != dnnl_success)
+    return FALSE;
+  dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  gboolean made = dnnl_matmul_desc_init(&op, &md[0], &md[1], NULL, &md[2]) == dnnl_success &&
+                  dnnl_primitive_desc_create(&pd, &op, attr, self->engine, NULL) == dnnl_success;
+  dnnl_primitive_attr_destroy(attr);
+  if (!made)
     return FALSE;
   const char *impl = "?";
   dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
   const dnnl_version_t *v = dnnl_version();
   self->name = g_strdup_printf("oneDNN %d.%d.%d matmul %s", v->major, v->minor, v->patch, impl);
+  const dnnl_memory_desc_t *scratch = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   dnnl_status_t st = dnnl_primitive_create(&self->prim, pd);
+  if (st == dnnl_success && scratch != NULL)
+    st = dnnl_memory_create(&self->mem[3], scratch, self->engine, DNNL_MEMORY_ALLOCATE);
   dnnl_primitive_desc_destroy(pd);
   if (st != dnnl_success)
     return FALSE;

@@ -247,7 +247,7 @@ cpu_stream_s(const TsCostTarget *t, const char *level, double bytes, double core
 /* BLIS-style: the team packs a BK x BN block of B (meant for L3), each thread a BM x BK block
  * of A (L2), and the MR x NR micro-kernel streams BK x NR panels of B (L1). */
 static void
-gemm_cpu(const TsCostTarget *t, TsCostWork *w)
+gemm_cpu(const TsCostTarget *t, const TsSchedPoint *p, TsCostWork *w)
 {
   double M = dim(t, "M"), N = dim(t, "N"), K = dim(t, "K");
   double BM = w->tile_m, BN = MIN(w->tile_n, N), BK = MIN(w->tile_k, K), MR = w->micro_m,
@@ -270,7 +270,19 @@ gemm_cpu(const TsCostTarget *t, TsCostWork *w)
   w->accumulators = acc;
   w->compute_eff = MIN(MIN(1, acc / loads), MIN(1, acc / 10)) * cpu_vector_eff(t, V) *
                    (acc + NR / V + 1 > vregs ? 0.7 : 1);
-  double e = 4; /* packed panels are f32 whatever the storage */
+  double e = 4; /* packed panels are f32 whatever the storage, but for the dot products' */
+  const char *dot = ts_sched_point_get_str(p, "dot", "fma");
+  if (g_strcmp0(dot, "amx") == 0) {
+    /* AMX: a tdpbf16ps is 8192 multiply-adds, 32 times a zmm FMA's, issued at about half the
+     * FMA pipes' rate (measured on a Sapphire Rapids core: 3.5-3.7 TFLOP/s against f32 FMAs'
+     * ~0.2); a k step loads MR/16 + NR/16 tiles for (MR/16)(NR/16) products. */
+    double tm = MR / 16, tn = NR / 16;
+    w->accumulators = tm * tn;
+    w->compute_eff = 16 * MIN(1, tm * tn / (tm + tn));
+    e = 2;
+  } else if (g_strcmp0(dot, "bf16") == 0) {
+    e = 2; /* vdpbf16ps: twice the FMA's products at a rate that differs by core */
+  }
   double a_bytes = M * K * e * cdiv(N, BN) * cdiv(BN, NR); /* Ap read once per NR column */
   double b_bytes = K * N * e * cdiv(M, MR);                 /* a Bp panel per MR row */
   double c_bytes = 2 * M * N * e * cdiv(K, BK);             /* C read and written per kc */
@@ -398,7 +410,7 @@ ts__cost_work(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResour
     if (isnan(w->threads))
       return FALSE;
     if (gemm && !isnan(w->micro_m) && !isnan(w->micro_n) && !isnan(w->vector))
-      gemm_cpu(t, w);
+      gemm_cpu(t, p, w);
     else if (attn && !isnan(w->tile_m))
       attn_cpu(t, w);
     else if (rows && (!isnan(w->tile_m) || !isnan(w->tile_n)))
