@@ -436,6 +436,8 @@ emit_map(Emitter *e, const TsTileNode *n)
   line(e, "int64_t j = 0;");
   line(e, "for (; j + TS_VEC <= (%s); j += TS_VEC) {", n->hi);
   e->depth++;
+  if (n->prefetch)
+    line(e, "__builtin_prefetch((%s) + j, 0, 3);", n->prefetch);
   /* The destination is loaded too when the expression reads it: an in-place map (y = y * r). */
   emit_view_loads(e, n, n->expr, NULL, TRUE);
   gboolean reads = FALSE;

@@ -197,6 +197,7 @@ ts_tile_node_free(TsTileNode *node)
   g_free(node->step);
   g_free(node->expr);
   g_free(node->dst);
+  g_free(node->prefetch);
   g_clear_pointer(&node->args, g_ptr_array_unref);
   g_clear_pointer(&node->views, g_ptr_array_unref);
   g_clear_pointer(&node->children, g_ptr_array_unref);
@@ -349,6 +350,14 @@ ts_tile_map(TsTileNode *parent, const char *dst, const char *expr, const char *n
   n->expr = g_strdup(expr);
   n->hi = g_strdup(n_cols);
   return n;
+}
+
+void
+ts_tile_map_set_prefetch(TsTileNode *map, const char *where)
+{
+  g_return_if_fail(map->op == TS_TILE_MAP);
+  g_free(map->prefetch);
+  map->prefetch = g_strdup(where);
 }
 
 TsTileNode *
@@ -526,6 +535,8 @@ print_node(GString *out, const TsTileNode *n, int depth)
   case TS_TILE_MAP:
     g_string_append_printf(out, "%s = tile.map(%s, j < %s)", n->dst, n->expr, n->hi);
     print_views(out, n);
+    if (n->prefetch)
+      g_string_append_printf(out, " prefetch=(%s)", n->prefetch);
     break;
   case TS_TILE_CONVERT:
     g_string_append_printf(out, "tile.convert(%s -> %s, n=%s)", arg(n, 0), arg(n, 1), arg(n, 2));

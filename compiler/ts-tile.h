@@ -101,6 +101,7 @@ struct _TsTileNode {
   char *lo, *hi, *step; /* FOR range; REDUCE/MAP/SOFTMAX use hi as the column count */
   char *expr;     /* LET / REDUCE / MAP expression; REDUCE op in `step` ("sum"|"max") */
   char *dst;      /* MAP destination view; PACK/MMA/CONVERT destination buffer[offset] */
+  char *prefetch; /* MAP: a pointer expression p; the loop prefetches p[j] as it goes */
   TsForKind for_kind;
   TsDtype dtype;  /* LET scalar type (f32 or int via TS_DTYPE_INT32 meaning int64 index) */
   gint64 ints[6]; /* op-specific constants: PACK {operand(0=A,1=B), panel}, MMA {MR, NR, V,
@@ -181,6 +182,10 @@ TsTileNode *ts_tile_reduce(TsTileNode *parent, const char *var, const char *op,
 TsTileNode *ts_tile_softmax_online(TsTileNode *parent, const char *m, const char *l,
                                    const char *x, const char *n);
 TsTileNode *ts_tile_map(TsTileNode *parent, const char *dst, const char *expr, const char *n);
+/* While the map walks its columns j, prefetch where[j] into L1: a row op's last pass over row
+ * i asks for row i + 1, whose first pass would otherwise wait on memory (the hardware
+ * prefetcher stops following a stream the passes in between do not touch). */
+void ts_tile_map_set_prefetch(TsTileNode *map, const char *where);
 TsTileNode *ts_tile_convert(TsTileNode *parent, const char *src, const char *dst, const char *n);
 TsTileNode *ts_tile_barrier(TsTileNode *parent);
 /* The launch of a GPU kernel: the body runs once per CTA, with bx, by, bz its coordinates.

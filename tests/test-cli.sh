@@ -40,6 +40,8 @@ expect 0 'tile.mma.*micro=32x32.*dot=amx' -- lower gemm --shape M=64,N=64,K=64 -
 expect 2 "violates the constraint 'dot != \"amx\" \|\| amx_bf16 == 1" -- lower gemm --shape M=64,N=64,K=64 --dtype f32 --schedule 'block(m=96,n=2016,k=256).micro(m=32,n=32).vector(16).dot("amx")' --stage target
 expect 2 "violates the constraint 'dot != \"amx\" \|\| amx_bf16 == 1" -- lower gemm --shape M=64,N=64,K=64 --dtype bf16 --schedule 'block(m=96,n=2016,k=256).micro(m=48,n=48).vector(16).dot("amx")' --stage target
 expect 0 '== target \(C\) ==' -- lower layernorm_safe --shape M=8,N=64 --dtype f16
+expect 0 'prefetch=\(X \+ min\(i \+ 1, M - 1\) \* N\)' -- lower layernorm_safe --shape M=8,N=64 --stage tile
+expect 0 '__builtin_prefetch\(\(X \+ min\(i \+ 1, M - 1\) \* N\) \+ j, 0, 3\);' -- lower softmax_safe --shape M=8,N=64 --dtype bf16 --stage target
 expect 0 'status +ok' -- run saxpy --shape N=10000 --backend cpu
 expect 0 '"status": "ok"' -- run rmsnorm_safe --shape M=16,N=100 --dtype bf16 --json
 expect 0 '"samples": 1,.*"verification": "full f64|"verification": "full f64.*"samples": 1,' -- run saxpy --shape N=1000 --backend cpu --samples 1 --json

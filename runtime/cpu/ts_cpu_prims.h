@@ -814,6 +814,36 @@ TS_DEFINE_PACK_BLOCKS_(f16, uint16_t);
 /* Output conversion                                                                            */
 /* ------------------------------------------------------------------------------------------ */
 
+#if defined(__AVX512F__)
+/* Lanes holding a subnormal float (0 < |x| < 2^-126), which vcvtneps2bf16 would flush: one
+ * vfpclassps where AVX512DQ has it, else |x| - 1 < 2^23 - 1 on the bits. */
+static inline __mmask16
+ts_subnormal_mask16_(__m512 v)
+{
+#ifdef __AVX512DQ__
+  return _mm512_fpclass_ps_mask(v, 0x20);
+#else
+  const __m512i a = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff));
+  return _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)),
+                                 _mm512_set1_epi32(0x007fffff));
+#endif
+}
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+static inline __mmask8
+ts_subnormal_mask8_(__m256 v)
+{
+#ifdef __AVX512DQ__
+  return _mm256_fpclass_ps_mask(v, 0x20);
+#else
+  const __m256i a = _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7fffffff));
+  return _mm256_cmplt_epu32_mask(_mm256_sub_epi32(a, _mm256_set1_epi32(1)),
+                                 _mm256_set1_epi32(0x007fffff));
+#endif
+}
+#endif
+
 static inline void
 ts_store_f32_as_bf16(const float *src, uint16_t *dst, int64_t n)
 {
@@ -823,9 +853,7 @@ ts_store_f32_as_bf16(const float *src, uint16_t *dst, int64_t n)
    * ts_vf_store_bf16): those take the exact loop. */
   for (; i + 16 <= n; i += 16) {
     const __m512 v = _mm512_loadu_ps(src + i);
-    const __m512i a = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff));
-    if (__builtin_expect(_mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)),
-                                                 _mm512_set1_epi32(0x007fffff)), 0)) {
+    if (__builtin_expect(ts_subnormal_mask16_(v), 0)) {
       for (int64_t j = i; j < i + 16; j++)
         dst[j] = ts_cpu_f32_to_bf16(src[j]);
       continue;
@@ -925,16 +953,12 @@ ts_vf_store_bf16(void *p, ts_vf v)
    * flushes subnormal inputs to zero; a vector holding one (|x| < 2^-126, never in practice)
    * takes the exact path, so every lane stays bit-identical to ts_cpu_f32_to_bf16. */
 #if TS_VEC == 16
-  const __m512i a = _mm512_and_si512((__m512i)v, _mm512_set1_epi32(0x7fffffff));
-  if (__builtin_expect(!_mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)),
-                                                _mm512_set1_epi32(0x007fffff)), 1)) {
+  if (__builtin_expect(!ts_subnormal_mask16_((__m512)v), 1)) {
     _mm256_storeu_si256((__m256i *)p, (__m256i)_mm512_cvtneps_pbh((__m512)v));
     return;
   }
 #else
-  const __m256i a = _mm256_and_si256((__m256i)v, _mm256_set1_epi32(0x7fffffff));
-  if (__builtin_expect(!_mm256_cmplt_epu32_mask(_mm256_sub_epi32(a, _mm256_set1_epi32(1)),
-                                                _mm256_set1_epi32(0x007fffff)), 1)) {
+  if (__builtin_expect(!ts_subnormal_mask8_((__m256)v), 1)) {
     _mm_storeu_si128((__m128i *)p, (__m128i)_mm256_cvtneps_pbh((__m256)v));
     return;
   }
