@@ -135,6 +135,7 @@ rewrite_float_expr(const char *expr, gboolean vector)
     const char *name, *vec, *scalar;
   } fns[] = {
     {"exp", "ts_vf_exp", "ts_exp_f32"},
+    {"exp_fast", "ts_vf_exp_fast", "ts_exp_fast_f32"},
     {"sqrt", "ts_vf_sqrt", "sqrtf"},
     {"max", "ts_vf_max", "fmaxf"},
   };

@@ -36,8 +36,11 @@ const TsSchedMethod ts__sched_methods[] = {
      * "stored": 3, 2 or 1 exp per element). Appended, as raster. */
     {"softmax", 1, {"softmax"}, {NULL}},
     /* CPU gemm: the multiply-add ("fma": f32 FMAs on widened panels; "bf16": vdpbf16ps on
-     * K-pair-packed bf16 panels, AVX512_BF16). Appended, as raster. */
+     * K-pair-packed bf16 panels, AVX512_BF16; "amx": AMX tiles). Appended, as raster. */
     {"dot", 1, {"dot"}, {NULL}},
+    /* CPU row ops: "exact" functions, or "fast" ones accurate enough for 16-bit results
+     * (softmax's exp: a degree-4 polynomial). Appended, as raster. */
+    {"math", 1, {"math"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

@@ -611,6 +611,14 @@ test_vec_reduce(void)
     g_assert_cmpfloat(s[i], ==, sqrtf(fmaxf(x[i], 0.0f)));
   }
   g_assert_true(isnan(ts_vf_sqrt(ts_vf_splat(-1.0f))[0]));
+  /* a > b ? a : b exactly, as the instruction: NaN in either gives b, and of two zeros b. */
+  ts_vf nan = ts_vf_splat(NAN), one = ts_vf_splat(1.0f);
+  g_assert_cmpfloat(ts_vf_max(nan, one)[0], ==, 1.0f);
+  g_assert_true(isnan(ts_vf_max(one, nan)[TS_VEC - 1]));
+  g_assert_cmpfloat(ts_vf_min(nan, one)[0], ==, 1.0f);
+  g_assert_true(isnan(ts_vf_min(one, nan)[TS_VEC - 1]));
+  g_assert_true(signbit(ts_vf_max(ts_vf_splat(0.0f), ts_vf_splat(-0.0f))[0]));
+  g_assert_true(!signbit(ts_vf_min(ts_vf_splat(-0.0f), ts_vf_splat(0.0f))[0]));
 }
 
 static void
@@ -663,6 +671,37 @@ test_vec_exp(void)
   g_assert_cmpfloat(sp[0], ==, 0.0f);
   g_assert_true(isnan(ts_vf_exp(ts_vf_splat(NAN))[TS_VEC - 1]));
   g_assert_cmpfloat(ts_vf_exp(ts_vf_splat(INFINITY))[1], ==, INFINITY);
+}
+
+/* The fast exp (softmax's math("fast"), for 16-bit results): within 6e-5 of libm's over
+ * [-87, 88], vector and scalar bit-identical there, and the same special values as exp. */
+static void
+test_vec_exp_fast(void)
+{
+  double max_rel = 0;
+  const int64_t steps = 1 << 20;
+  for (int64_t i = 0; i < steps; i += TS_VEC) {
+    float xs[TS_VEC];
+    for (int l = 0; l < TS_VEC; l++)
+      xs[l] = -87.0f + (float)(175.0 * (double)(i + l) / (double)steps);
+    ts_vf y = ts_vf_exp_fast(ts_vf_load_f32(xs));
+    for (int l = 0; l < TS_VEC; l++) {
+      double ref = exp((double)xs[l]);
+      max_rel = fmax(max_rel, fabs((double)y[l] - ref) / ref);
+      float ys = ts_exp_fast_f32(xs[l]);
+      g_assert_cmpmem(&ys, 4, &((float *)&y)[l], 4);
+    }
+  }
+  g_test_message("ts_vf_exp_fast: max relative error %.3g", max_rel);
+  g_assert_cmpfloat(max_rel, <=, 6e-5);
+  g_assert_cmpfloat(max_rel, >, 2e-7); /* it is the short polynomial, not the full one */
+  g_assert_cmpfloat(ts_exp_fast_f32(0.0f), ==, 1.0f);
+  g_assert_cmpfloat(ts_exp_fast_f32(-INFINITY), ==, 0.0f);
+  g_assert_cmpfloat(ts_exp_fast_f32(INFINITY), ==, INFINITY);
+  g_assert_true(isnan(ts_exp_fast_f32(NAN)));
+  g_assert_cmpfloat(ts_vf_exp_fast(ts_vf_splat(-INFINITY))[0], ==, 0.0f);
+  g_assert_cmpfloat(ts_vf_exp_fast(ts_vf_splat(INFINITY))[1], ==, INFINITY);
+  g_assert_true(isnan(ts_vf_exp_fast(ts_vf_splat(NAN))[TS_VEC - 1]));
 }
 
 static void
@@ -749,6 +788,7 @@ main(int argc, char **argv)
   g_test_add_func("/cpu-prims/vec/load-store", test_vec_load_store);
   g_test_add_func("/cpu-prims/vec/reduce", test_vec_reduce);
   g_test_add_func("/cpu-prims/vec/exp", test_vec_exp);
+  g_test_add_func("/cpu-prims/vec/exp-fast", test_vec_exp_fast);
   g_test_add_func("/cpu-prims/alloc", test_alloc);
   g_test_add_func("/cpu-prims/example/default", test_example_default);
   g_test_add_func("/cpu-prims/example/small", test_example_small);

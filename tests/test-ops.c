@@ -950,6 +950,15 @@ test_cpu_softmax_passes(void)
             h == 1 ? 4 : 8, threads, hows[h]);
         assert_cpu_point_ok(inst, text);
       }
+    /* math("fast"): offered (and verified) for 16-bit outputs only, in every variant. */
+    gboolean narrow = g_strcmp0(dtypes[d], "f32") != 0;
+    guint fast = count_knob_value(inst, &dev, "math", "fast", &total);
+    g_assert_cmpuint(fast, ==, narrow ? total / 2 : 0);
+    for (guint h = 0; narrow && h < G_N_ELEMENTS(hows); h++) {
+      g_autofree char *text = g_strdup_printf(
+          "block(m=3).vector(8).threads(2).softmax(\"%s\").math(\"fast\")", hows[h]);
+      assert_cpu_point_ok(inst, text);
+    }
   }
   /* A variant the lowering does not know. */
   GError *error = NULL;
