@@ -145,8 +145,11 @@ ts_cost_target_new(const TsOpInstance *inst, const char *backend, const TsDevice
   }
   const TsDtypePolicy *dt = ts_op_instance_dtype(inst);
   t->elem_bytes = MAX(ts_dtype_bits(dt->storage) / 8, 1);
-  t->compute_roof = ts_prof_compute_roof(t->gpu ? "cuda" : "cpu", ts_dtype_name(dt->storage),
-                                         ts_op_tensor_math(op));
+  /* On a CPU the model scales the FMA roof by each point's engine (gemm_cpu's dot), so it
+   * keeps the FMA roof even where the roofline holds a bf16 GEMM to the AMX one. */
+  t->compute_roof = t->gpu ? ts_prof_compute_roof("cuda", ts_dtype_name(dt->storage),
+                                                  ts_op_tensor_math(op))
+                           : ts_prof_compute_roof("cpu", ts_dtype_name(dt->storage), FALSE);
   g_autofree char *what = ts_op_instance_describe(inst);
   t->label = g_strdup_printf("%s @ %s:%s", what, t->gpu ? "cuda" : "cpu",
                              device->name ? device->name : "?");

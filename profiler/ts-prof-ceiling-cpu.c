@@ -53,6 +53,39 @@ static const char FMA_SRC[] =
   "  }\n"
   "}\n";
 
+/* AMX (bf16_amx, where the host has AMX-BF16): four tdpbf16ps a repeat on a 2x2 block of
+ * 16x16 f32 tiles from two A and two B tiles — 32768 multiply-adds with no tile loads, as the
+ * gemm micro-kernel's 32x32 does between them. Each thread asks Linux for the tile state,
+ * configures its tiles and releases them. */
+static const char AMX_SRC[] =
+  "#include <immintrin.h>\n"
+  "#include <stdint.h>\n"
+  "#include <string.h>\n"
+  "#include <sys/syscall.h>\n"
+  "#include <unistd.h>\n"
+  "__attribute__((visibility(\"default\"))) void ts_peak_amx(void *const *b, const int64_t *n,"
+  " const double *f);\n"
+  "void ts_peak_amx(void *const *b, const int64_t *n, const double *f)\n"
+  "{\n"
+  "  (void)b; (void)f;\n"
+  "  syscall(SYS_arch_prctl, 0x1023, 18);\n"
+  "#pragma omp parallel num_threads((int)n[1])\n"
+  "  {\n"
+  "    struct { uint8_t palette, start, pad[14]; uint16_t colsb[16]; uint8_t rows[16]; } cfg;\n"
+  "    memset(&cfg, 0, sizeof cfg);\n"
+  "    cfg.palette = 1;\n"
+  "    for (int t = 0; t < 8; t++) { cfg.colsb[t] = 64; cfg.rows[t] = 16; }\n"
+  "    _tile_loadconfig(&cfg);\n"
+  "    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);\n"
+  "    _tile_zero(4); _tile_zero(5); _tile_zero(6); _tile_zero(7);\n"
+  "    for (int64_t i = 0; i < n[0]; i++) {\n"
+  "      _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7);\n"
+  "      _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);\n"
+  "    }\n"
+  "    _tile_release();\n"
+  "  }\n"
+  "}\n";
+
 /* ints: repeats, threads, vectors per thread (a multiple of 8); b[0] the data (one slice per
  * thread), b[1] a sink. */
 static const char READ_SRC[] =
@@ -234,10 +267,24 @@ add_triad(Cpu *c, GError **error)
 }
 
 static gboolean
+add_amx(Cpu *c, GError **error)
+{
+  if (c->d->arch == NULL || strstr(c->d->arch, "+amxbf16") == NULL)
+    return TRUE; /* no tiles: the roof is not guessed */
+  TsModule *m = compile(c, AMX_SRC, "ts_peak_amx", error);
+  if (m == NULL)
+    return FALSE;
+  double per_thread = 4.0 * 16 * 16 * 32 * 2;
+  add_bench(c, "bf16_amx", 1, m, &c->sink, 1, 1000, 0, per_thread);
+  add_bench(c, "bf16_amx", c->cores, m, &c->sink, 1, 1000, 0, per_thread * c->cores);
+  return TRUE;
+}
+
+static gboolean
 build(Cpu *c, GError **error)
 {
   if (!add_fma(c, "f32", "float", sizeof(float), error) ||
-      !add_fma(c, "f64", "double", sizeof(double), error))
+      !add_fma(c, "f64", "double", sizeof(double), error) || !add_amx(c, error))
     return FALSE;
   g_autofree char *src = g_strdup_printf("#define VB %u\n%s", c->vbytes, READ_SRC);
   const struct {
@@ -345,16 +392,19 @@ ts__prof_measure_cpu(TsBackend *be, GError **error)
     for (guint i = 0; i < nf; i++)
       if (fig[i].keep)
         ts_prof_ceilings_set(out, fig[i].roof,
-                             strcmp(fig[i].roof, "f32") == 0 || strcmp(fig[i].roof, "f64") == 0
+                             strcmp(fig[i].roof, "f32") == 0 || strcmp(fig[i].roof, "f64") == 0 ||
+                                 strcmp(fig[i].roof, "bf16_amx") == 0
                                ? TS_PROF_COMPUTE
                                : TS_PROF_MEMORY,
                              fig[i].value, fig[i].per_core);
     g_autofree char *method = g_strdup_printf(
-      "FMA: %d chains of %u-byte vectors per thread; cache reads: %d accumulators of %u-byte "
+      "FMA: %d chains of %u-byte vectors per thread%s; cache reads: %d accumulators of %u-byte "
       "loads over half of each level (a quarter of a private one per thread on all cores); "
       "DRAM: STREAM triad over 3 x %" G_GUINT64_FORMAT " MiB; fastest of %d interleaved runs of "
       "~%.0f ms",
-      FMA_CHAINS, c.vbytes, READ_ACCS, c.vbytes,
+      FMA_CHAINS, c.vbytes,
+      strstr(d->arch ? d->arch : "", "+amxbf16") ? "; AMX: 4 tdpbf16ps a repeat on 8 tiles" : "",
+      READ_ACCS, c.vbytes,
       c.triad_bytes >> 20, ROUNDS, TARGET_NS / 1e6);
     if (notes->len > 0) {
       g_autofree char *m = g_strconcat(method, "; IMPOSSIBLE, so left out: ", notes->str, NULL);

@@ -225,6 +225,10 @@ ts_prof_compute_roof(const char *backend, const char *storage_dtype, gboolean te
       if (g_strcmp0(storage_dtype, tensor[i][0]) == 0)
         return tensor[i][1];
   }
+  /* A CPU's bf16 GEMM is held to its AMX tiles' peak where it has them (the roofline falls back
+   * to f32's where no such ceiling was measured). */
+  if (!gpu && tensor_op && g_strcmp0(storage_dtype, "bf16") == 0)
+    return "bf16_amx";
   return g_strcmp0(storage_dtype, "f64") == 0 ? "f64" : "f32";
 }
 

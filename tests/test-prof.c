@@ -22,6 +22,7 @@ check_cpu_ceilings(const TsProfCeilings *c, const TsDeviceInfo *d)
     TsProfCeilingKind kind;
     gboolean present;
   } want[] = {{"f32", TS_PROF_COMPUTE, TRUE},       {"f64", TS_PROF_COMPUTE, TRUE},
+              {"bf16_amx", TS_PROF_COMPUTE, d->arch && strstr(d->arch, "+amxbf16") != NULL},
               {"l1", TS_PROF_MEMORY, d->l1_bytes > 0}, {"l2", TS_PROF_MEMORY, d->l2_bytes > 0},
               {"l3", TS_PROF_MEMORY, d->l3_bytes > 0}, {"dram", TS_PROF_MEMORY, TRUE}};
   guint n = 0;
@@ -235,7 +236,11 @@ test_roofline(void)
 
   g_assert_cmpstr(ts_prof_compute_roof("cuda", "bf16", TRUE), ==, "bf16_tensor");
   g_assert_cmpstr(ts_prof_compute_roof("cuda", "bf16", FALSE), ==, "f32");
-  g_assert_cmpstr(ts_prof_compute_roof("cpu", "bf16", TRUE), ==, "f32");
+  g_assert_cmpstr(ts_prof_compute_roof("cpu", "bf16", TRUE), ==, "bf16_amx");
+  g_assert_cmpstr(ts_prof_compute_roof("cpu", "bf16", FALSE), ==, "f32");
+  /* Where the machine has no AMX roof, the roofline holds the bf16 GEMM to f32's. */
+  g_assert_true(ts_prof_roofline(c, "bf16_amx", 1e12, 1e9, 1, &r));
+  g_assert_cmpstr(r.compute, ==, ts_prof_ceilings_get(c, "bf16_amx") ? "bf16_amx" : "f32");
   g_assert_cmpstr(ts_prof_compute_roof("cpu", "f64", TRUE), ==, "f64");
 }
 
