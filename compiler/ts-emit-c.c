@@ -261,74 +261,68 @@ emit_pack(Emitter *e, const TsTileNode *n)
   }
 }
 
+/* A micro-kernel call: `define` instantiates `name` once per kernel (before the entry), then
+ * args C, ldc, A panel, B panel, kc, accumulate, mr, nr become its (kc, A, B, C, ldc, ...). */
+static void
+emit_ukr_call(Emitter *e, const TsTileNode *n, const char *name, const char *define)
+{
+  if (!g_hash_table_contains(e->ukr_set, name)) {
+    g_hash_table_add(e->ukr_set, g_strdup(name));
+    g_string_append_printf(e->ukrs, "%s;\n", define);
+  }
+  line(e, "%s(%s, %s, %s, %s, %s, %s, %s, %s);", name, arg(n, 4), arg(n, 2), arg(n, 3), arg(n, 0),
+       arg(n, 1), arg(n, 5), arg(n, 6), arg(n, 7));
+}
+
 static void
 emit_mma(Emitter *e, const TsTileNode *n)
 {
-  if (ts_tile_get_dot(n) == TS_TILE_DOT_AMX) {
-    const gint64 tm = n->ints[0] / 16, tn = n->ints[1] / 16;
-    if (n->ints[0] % 16 || n->ints[1] % 16 || tm < 1 || tn < 1 || tm * tn + tm + tn > 8) {
+  const gint64 MR = n->ints[0], NR = n->ints[1], V = n->ints[2], U = n->ints[3];
+  g_autofree char *name = NULL, *define = NULL;
+  switch (ts_tile_get_dot(n)) {
+  case TS_TILE_DOT_AMX: {
+    const gint64 tm = MR / 16, tn = NR / 16;
+    if (MR % 16 || NR % 16 || tm < 1 || tn < 1 || tm * tn + tm + tn > 8) {
       fail(e, TS_EMIT_ERROR_UNSUPPORTED,
            "C target: an AMX micro-tile is 16x16, 16x32, 32x16, 32x32, 16x48 or 48x16 "
            "(eight tile registers for C, A and B; got %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT ")",
-           n->ints[0], n->ints[1]);
+           MR, NR);
       return;
     }
-    g_autofree char *amx = g_strdup_printf("ts_ukr_amx_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
-                                           "_u%" G_GINT64_FORMAT,
-                                           n->ints[0], n->ints[1], n->ints[3]);
-    if (!g_hash_table_contains(e->ukr_set, amx)) {
-      g_hash_table_add(e->ukr_set, g_strdup(amx));
-      g_string_append_printf(e->ukrs,
-                             "TS_DEFINE_UKR_AMX(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-                             ", %" G_GINT64_FORMAT ");\n",
-                             amx, n->ints[0], n->ints[1], n->ints[3]);
-    }
-    line(e, "%s(%s, %s, %s, %s, %s, %s, %s, %s);", amx, arg(n, 4), arg(n, 2), arg(n, 3),
-         arg(n, 0), arg(n, 1), arg(n, 5), arg(n, 6), arg(n, 7));
-    return;
+    name = g_strdup_printf("ts_ukr_amx_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "_u%" G_GINT64_FORMAT,
+                           MR, NR, U);
+    define = g_strdup_printf("TS_DEFINE_UKR_AMX(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                             ", %" G_GINT64_FORMAT ")", name, MR, NR, U);
+    break;
   }
-  /* Pair-packed bf16 panels: the vdpbf16ps micro-kernel (16-float vectors, AVX512_BF16). */
-  if (ts_tile_get_dot(n) == TS_TILE_DOT_BF16) {
-    if (n->ints[2] != 16 || n->ints[1] % 16 != 0) {
+  case TS_TILE_DOT_BF16:
+    /* Pair-packed bf16 panels: the vdpbf16ps micro-kernel (16-float vectors, AVX512_BF16). */
+    if (V != 16 || NR % 16 != 0) {
       fail(e, TS_EMIT_ERROR_UNSUPPORTED,
            "C target: the bf16 dot-product micro-kernel needs vector=16 and NR a multiple of 16 "
            "(got vector=%" G_GINT64_FORMAT ", NR=%" G_GINT64_FORMAT ")",
-           n->ints[2], n->ints[1]);
+           V, NR);
       return;
     }
-    g_autofree char *dot = g_strdup_printf("ts_ukr_bf16dot_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
-                                           "_u%" G_GINT64_FORMAT,
-                                           n->ints[0], n->ints[1], n->ints[3]);
-    if (!g_hash_table_contains(e->ukr_set, dot)) {
-      g_hash_table_add(e->ukr_set, g_strdup(dot));
-      g_string_append_printf(e->ukrs,
-                             "TS_DEFINE_UKR_BF16DOT(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-                             ", %" G_GINT64_FORMAT ");\n",
-                             dot, n->ints[0], n->ints[1], n->ints[3]);
+    name = g_strdup_printf("ts_ukr_bf16dot_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                           "_u%" G_GINT64_FORMAT, MR, NR, U);
+    define = g_strdup_printf("TS_DEFINE_UKR_BF16DOT(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                             ", %" G_GINT64_FORMAT ")", name, MR, NR, U);
+    break;
+  case TS_TILE_DOT_FMA:
+    if (NR % V != 0) {
+      fail(e, TS_EMIT_ERROR_UNSUPPORTED,
+           "C target: micro-tile width NR=%" G_GINT64_FORMAT " is not a multiple of vector=%" G_GINT64_FORMAT,
+           NR, V);
+      return;
     }
-    line(e, "%s(%s, %s, %s, %s, %s, %s, %s, %s);", dot, arg(n, 4), arg(n, 2), arg(n, 3),
-         arg(n, 0), arg(n, 1), arg(n, 5), arg(n, 6), arg(n, 7));
-    return;
+    name = g_strdup_printf("ts_ukr_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "_v%" G_GINT64_FORMAT
+                           "_u%" G_GINT64_FORMAT, MR, NR, V, U);
+    define = g_strdup_printf("TS_DEFINE_UKR_F32(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                             ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ")", name, MR, NR, V, U);
+    break;
   }
-  g_autofree char *name = g_strdup_printf("ts_ukr_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
-                                          "_v%" G_GINT64_FORMAT "_u%" G_GINT64_FORMAT,
-                                          n->ints[0], n->ints[1], n->ints[2], n->ints[3]);
-  if (n->ints[1] % n->ints[2] != 0) {
-    fail(e, TS_EMIT_ERROR_UNSUPPORTED,
-         "C target: micro-tile width NR=%" G_GINT64_FORMAT " is not a multiple of vector=%" G_GINT64_FORMAT,
-         n->ints[1], n->ints[2]);
-    return;
-  }
-  if (!g_hash_table_contains(e->ukr_set, name)) {
-    g_hash_table_add(e->ukr_set, g_strdup(name));
-    g_string_append_printf(e->ukrs,
-                           "TS_DEFINE_UKR_F32(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-                           ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ");\n",
-                           name, n->ints[0], n->ints[1], n->ints[2], n->ints[3]);
-  }
-  /* args: C, ldc, A panel, B panel, kc, accumulate, mr, nr */
-  line(e, "%s(%s, %s, %s, %s, %s, %s, %s, %s);", name, arg(n, 4), arg(n, 2), arg(n, 3), arg(n, 0),
-       arg(n, 1), arg(n, 5), arg(n, 6), arg(n, 7));
+  emit_ukr_call(e, n, name, define);
 }
 
 static void

@@ -50,6 +50,22 @@ gemm_reference(const TsOpInstance *inst, void *const *in, double *out)
 
 #define KNOB(name) ts_sched_point_get_int(point, name, -1)
 
+/* Elements of a packed panel per row or column for a depth of k (kc, or for the buffers the
+ * most it can be, BK): k, its K-pairs' two halves, or whole 32-deep tile steps. */
+static char *
+panel_depth(TsTileDot dot, const char *k)
+{
+  switch (dot) {
+  case TS_TILE_DOT_AMX:
+    return g_strdup_printf("((%s + 31) / 32 * 32)", k);
+  case TS_TILE_DOT_BF16:
+    return g_strdup_printf("(2 * ((%s + 1) / 2))", k);
+  case TS_TILE_DOT_FMA:
+    break;
+  }
+  return g_strdup(k);
+}
+
 static gboolean
 gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                GError **error)
@@ -103,14 +119,8 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
     return FALSE;
   }
   const TsDtype panel_dt = dot == TS_TILE_DOT_FMA ? TS_DTYPE_F32 : TS_DTYPE_BF16;
-  /* Elements of a packed panel per row or column: kc, its K-pairs' two halves, or whole
-   * 32-deep tile steps. */
-  const char *depth = dot == TS_TILE_DOT_AMX    ? "((kc + 31) / 32 * 32)"
-                      : dot == TS_TILE_DOT_BF16 ? "2 * ((kc + 1) / 2)"
-                                                : "kc";
-  const char *block_depth = dot == TS_TILE_DOT_AMX    ? "(BK + 31) / 32 * 32"
-                            : dot == TS_TILE_DOT_BF16 ? "(BK + 1)"
-                                                      : "BK";
+  g_autofree char *depth = panel_depth(dot, "kc");
+  g_autofree char *block_depth = panel_depth(dot, "BK");
   const char *layout = dot == TS_TILE_DOT_AMX ? " in AMX tile steps"
                        : dot == TS_TILE_DOT_BF16 ? " of K-pairs"
                                                  : "";

@@ -779,6 +779,26 @@ test_cpu_spaces_follow_simd(void)
       }
 }
 
+/* gemm bf16 points, each with one and two threads and dot(dot), verified on the CPU. */
+typedef struct {
+  const char *shape, *point;
+} GemmRun;
+
+static void
+run_bf16_gemm_points(const GemmRun *runs, guint n, const char *dot)
+{
+  for (guint r = 0; r < n; r++)
+    for (gint64 threads = 1; threads <= 2; threads++) {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", runs[r].shape, "bf16 @accum(f32)",
+                                                        &error);
+      g_assert_no_error(error);
+      g_autofree char *text = g_strdup_printf("%s.threads(%" G_GINT64_FORMAT ").dot(\"%s\")",
+                                              runs[r].point, threads, dot);
+      assert_cpu_point_ok(inst, text);
+    }
+}
+
 /* gemm's dot("bf16"): vdpbf16ps on K-pair panels, offered for bf16 storage on AVX512_BF16 only
  * and with 16-float vectors; run (where the host has the instruction) at shapes with odd K and
  * partial tiles on every edge, with one and two threads. */
@@ -825,23 +845,13 @@ test_cpu_gemm_bf16dot(void)
     g_test_skip("this machine has no AVX512_BF16: the dot-product points are not run here");
     return;
   }
-  static const struct {
-    const char *shape, *point;
-  } runs[] = {
+  static const GemmRun runs[] = {
       {"M=37,N=45,K=29", "block(m=28,n=64,k=16).micro(m=14,n=32).vector(16).unroll(2)"},
       {"M=37,N=45,K=29", "block(m=24,n=96,k=10).micro(m=8,n=48).vector(16).unroll(4)"},
       {"M=37,N=45,K=29", "block(m=24,n=32,k=7).micro(m=12,n=32).vector(16).unroll(1)"},
       {"M=5,N=17,K=1", "block(m=14,n=32,k=16).micro(m=14,n=32).vector(16).unroll(2)"},
   };
-  for (guint r = 0; r < G_N_ELEMENTS(runs); r++)
-    for (gint64 threads = 1; threads <= 2; threads++) {
-      g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", runs[r].shape, "bf16 @accum(f32)",
-                                                        &error);
-      g_assert_no_error(error);
-      g_autofree char *text = g_strdup_printf("%s.threads(%" G_GINT64_FORMAT ").dot(\"bf16\")",
-                                              runs[r].point, threads);
-      assert_cpu_point_ok(inst, text);
-    }
+  run_bf16_gemm_points(runs, G_N_ELEMENTS(runs), "bf16");
 }
 
 /* gemm's dot("amx"): AMX tiles, offered for bf16 storage where the host has AMX-BF16 (and
@@ -899,27 +909,17 @@ test_cpu_gemm_amx(void)
     g_test_skip("this machine has no usable AMX-BF16: the tile points are not run here");
     return;
   }
-  static const struct {
-    const char *shape, *point;
-  } runs[] = {
-      {"M=37,N=45,K=29", "block(m=32,n=64,k=16).micro(m=32,n=32).unroll(2)"},
-      {"M=37,N=45,K=70", "block(m=32,n=32,k=32).micro(m=32,n=32).unroll(1)"},
-      {"M=37,N=45,K=70", "block(m=16,n=64,k=48).micro(m=16,n=32).unroll(4)"},
-      {"M=37,N=45,K=70", "block(m=32,n=48,k=64).micro(m=32,n=16).unroll(4)"},
-      {"M=50,N=61,K=95", "block(m=48,n=48,k=64).micro(m=16,n=48).unroll(2)"},
-      {"M=50,N=61,K=95", "block(m=48,n=32,k=128).micro(m=48,n=16).unroll(2)"},
-      {"M=50,N=61,K=95", "block(m=16,n=16,k=256).micro(m=16,n=16).unroll(1)"},
-      {"M=5,N=17,K=1", "block(m=32,n=32,k=32).micro(m=32,n=32).unroll(4)"},
+  static const GemmRun runs[] = {
+      {"M=37,N=45,K=29", "block(m=32,n=64,k=16).micro(m=32,n=32).vector(16).unroll(2)"},
+      {"M=37,N=45,K=70", "block(m=32,n=32,k=32).micro(m=32,n=32).vector(16).unroll(1)"},
+      {"M=37,N=45,K=70", "block(m=16,n=64,k=48).micro(m=16,n=32).vector(16).unroll(4)"},
+      {"M=37,N=45,K=70", "block(m=32,n=48,k=64).micro(m=32,n=16).vector(16).unroll(4)"},
+      {"M=50,N=61,K=95", "block(m=48,n=48,k=64).micro(m=16,n=48).vector(16).unroll(2)"},
+      {"M=50,N=61,K=95", "block(m=48,n=32,k=128).micro(m=48,n=16).vector(16).unroll(2)"},
+      {"M=50,N=61,K=95", "block(m=16,n=16,k=256).micro(m=16,n=16).vector(16).unroll(1)"},
+      {"M=5,N=17,K=1", "block(m=32,n=32,k=32).micro(m=32,n=32).vector(16).unroll(4)"},
   };
-  for (guint r = 0; r < G_N_ELEMENTS(runs); r++)
-    for (gint64 threads = 1; threads <= 2; threads++) {
-      g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", runs[r].shape, "bf16 @accum(f32)",
-                                                        &error);
-      g_assert_no_error(error);
-      g_autofree char *text = g_strdup_printf(
-          "%s.vector(16).threads(%" G_GINT64_FORMAT ").dot(\"amx\")", runs[r].point, threads);
-      assert_cpu_point_ok(inst, text);
-    }
+  run_bf16_gemm_points(runs, G_N_ELEMENTS(runs), "amx");
 }
 
 /* softmax_safe's CPU passes: each variant offered and verified for every dtype at a shape with

@@ -240,16 +240,36 @@ ts_cpu_f32_to_f16(float f)
 #define TS_EXP_P6 (1.0f / 720.0f)
 #define TS_EXP_P7 (1.0f / 5040.0f)
 
+/* The steps both exps share: x clamped, n = round(x / ln2) (and as an integer, ni), and the
+ * remainder r = x - n ln2 the polynomial is evaluated at. */
 static inline float
-ts_exp_f32(float x)
+ts_exp_reduce_(float x, int32_t *ni)
 {
   x = x < TS_EXP_LO ? TS_EXP_LO : x;
   x = x > TS_EXP_HI ? TS_EXP_HI : x;
   float t = x * TS_EXP_LOG2E + TS_EXP_ROUND;
   float n = t - TS_EXP_ROUND;
-  int32_t ni = (int32_t)(ts_cpu_f32_bits(t) - ts_cpu_f32_bits(TS_EXP_ROUND));
+  *ni = (int32_t)(ts_cpu_f32_bits(t) - ts_cpu_f32_bits(TS_EXP_ROUND));
   float r = x - n * TS_EXP_C1;
-  r = r - n * TS_EXP_C2;
+  return r - n * TS_EXP_C2;
+}
+
+/* p * 2^ni as two normal factors (|ni| <= 159). */
+static inline float
+ts_exp_scale_(float p, int32_t ni)
+{
+  int32_t n1 = ni / 2;
+  int32_t n2 = ni - n1;
+  float s1 = ts_cpu_bits_f32((uint32_t)(n1 + 127) << 23);
+  float s2 = ts_cpu_bits_f32((uint32_t)(n2 + 127) << 23);
+  return p * s1 * s2;
+}
+
+static inline float
+ts_exp_f32(float x)
+{
+  int32_t ni;
+  float r = ts_exp_reduce_(x, &ni);
   float p = TS_EXP_P7;
   p = p * r + TS_EXP_P6;
   p = p * r + TS_EXP_P5;
@@ -258,11 +278,7 @@ ts_exp_f32(float x)
   p = p * r + TS_EXP_P2;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  int32_t n1 = ni / 2; /* |ni| <= 159: two normal factors */
-  int32_t n2 = ni - n1;
-  float s1 = ts_cpu_bits_f32((uint32_t)(n1 + 127) << 23);
-  float s2 = ts_cpu_bits_f32((uint32_t)(n2 + 127) << 23);
-  return p * s1 * s2;
+  return ts_exp_scale_(p, ni);
 }
 
 /* exp for results that are rounded to a 16-bit float (bf16: 2^-8 relative, f16: 2^-11): the
@@ -272,23 +288,14 @@ ts_exp_f32(float x)
 static inline float
 ts_exp_fast_f32(float x)
 {
-  x = x < TS_EXP_LO ? TS_EXP_LO : x;
-  x = x > TS_EXP_HI ? TS_EXP_HI : x;
-  float t = x * TS_EXP_LOG2E + TS_EXP_ROUND;
-  float n = t - TS_EXP_ROUND;
-  int32_t ni = (int32_t)(ts_cpu_f32_bits(t) - ts_cpu_f32_bits(TS_EXP_ROUND));
-  float r = x - n * TS_EXP_C1;
-  r = r - n * TS_EXP_C2;
+  int32_t ni;
+  float r = ts_exp_reduce_(x, &ni);
   float p = TS_EXP_P4;
   p = p * r + TS_EXP_P3;
   p = p * r + TS_EXP_P2;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  int32_t n1 = ni / 2;
-  int32_t n2 = ni - n1;
-  float s1 = ts_cpu_bits_f32((uint32_t)(n1 + 127) << 23);
-  float s2 = ts_cpu_bits_f32((uint32_t)(n2 + 127) << 23);
-  return p * s1 * s2;
+  return ts_exp_scale_(p, ni);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1150,31 +1157,34 @@ ts_vf_exp_scale_(ts_vf p, ts_vf n, ts_vi ni)
   return p * s1 * s2;
 }
 
-/* x clamped to [TS_EXP_LO, TS_EXP_HI], NaN kept. */
+/* x clamped to [TS_EXP_LO, TS_EXP_HI] (NaN kept), then ts_exp_reduce_ lane by lane: the
+ * remainder r, with n as a float (*n) and as an integer (*ni). */
 static inline ts_vf
-ts_vf_exp_clamp_(ts_vf x)
+ts_vf_exp_reduce_(ts_vf x, ts_vf *n, ts_vi *ni)
 {
 #if defined(__AVX512F__) && TS_VEC == 16
   /* vmaxps/vminps return their second operand when either is NaN: x's NaN stays. */
-  return (ts_vf)_mm512_min_ps(_mm512_set1_ps(TS_EXP_HI),
-                              _mm512_max_ps(_mm512_set1_ps(TS_EXP_LO), (__m512)x));
+  x = (ts_vf)_mm512_min_ps(_mm512_set1_ps(TS_EXP_HI),
+                           _mm512_max_ps(_mm512_set1_ps(TS_EXP_LO), (__m512)x));
 #else
   const ts_vf lo = ts_vf_splat(TS_EXP_LO), hi = ts_vf_splat(TS_EXP_HI);
   x = ts_vf_select_((ts_vi)(x < lo), lo, x);
-  return ts_vf_select_((ts_vi)(x > hi), hi, x);
+  x = ts_vf_select_((ts_vi)(x > hi), hi, x);
 #endif
+  const ts_vf round = ts_vf_splat(TS_EXP_ROUND);
+  ts_vf t = x * TS_EXP_LOG2E + round;
+  *n = t - round;
+  *ni = (ts_vi)t - (ts_vi)round;
+  ts_vf r = x - *n * TS_EXP_C1;
+  return r - *n * TS_EXP_C2;
 }
 
 static inline ts_vf
 ts_vf_exp(ts_vf x)
 {
-  const ts_vf round = ts_vf_splat(TS_EXP_ROUND);
-  x = ts_vf_exp_clamp_(x);
-  ts_vf t = x * TS_EXP_LOG2E + round;
-  ts_vf n = t - round;
-  ts_vi ni = (ts_vi)t - (ts_vi)round;
-  ts_vf r = x - n * TS_EXP_C1;
-  r = r - n * TS_EXP_C2;
+  ts_vf n;
+  ts_vi ni;
+  ts_vf r = ts_vf_exp_reduce_(x, &n, &ni);
   ts_vf p = ts_vf_splat(TS_EXP_P7);
   p = p * r + TS_EXP_P6;
   p = p * r + TS_EXP_P5;
@@ -1190,13 +1200,9 @@ ts_vf_exp(ts_vf x)
 static inline ts_vf
 ts_vf_exp_fast(ts_vf x)
 {
-  const ts_vf round = ts_vf_splat(TS_EXP_ROUND);
-  x = ts_vf_exp_clamp_(x);
-  ts_vf t = x * TS_EXP_LOG2E + round;
-  ts_vf n = t - round;
-  ts_vi ni = (ts_vi)t - (ts_vi)round;
-  ts_vf r = x - n * TS_EXP_C1;
-  r = r - n * TS_EXP_C2;
+  ts_vf n;
+  ts_vi ni;
+  ts_vf r = ts_vf_exp_reduce_(x, &n, &ni);
   ts_vf p = ts_vf_splat(TS_EXP_P4);
   p = p * r + TS_EXP_P3;
   p = p * r + TS_EXP_P2;
