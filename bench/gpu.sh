@@ -283,15 +283,18 @@ cuda_ops() {
 }
 
 TMA_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
-export TMA_POINT
+COOP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2)'
+export TMA_POINT COOP_POINT
 
-sanitizer() {  # racecheck | memcheck: one TMA gemm point, one launch timed
+sanitizer() {  # racecheck | memcheck: the TMA gemm, plain and warp-specialized, one launch each
   command -v compute-sanitizer >/dev/null || { echo "note: no compute-sanitizer on this machine"; return 77; }
-  compute-sanitizer --tool "$1" --error-exitcode 9 --print-limit 20 \
-    "$TT" run gemm --backend cuda --shape M=256,N=256,K=256 --dtype bf16 --samples 1 \
-    --schedule "$TMA_POINT"
-  local rc=$?
-  echo "note: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/step.out" | tail -1 | sed 's/=* *//')"
+  local rc=0 p
+  for p in "$TMA_POINT" "$COOP_POINT"; do
+    compute-sanitizer --tool "$1" --error-exitcode 9 --print-limit 20 \
+      "$TT" run gemm --backend cuda --shape M=256,N=256,K=1024 --dtype bf16 --samples 1 \
+      --schedule "$p" || rc=1
+  done
+  echo "note: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/step.out" | sed 's/=* *//' | sort | uniq -c | tr -s ' ' | paste -sd';')"
   return $rc
 }
 
@@ -332,7 +335,7 @@ tune_default() {
   echo "note: $point"
 }
 
-WGMMA_SPACE='block(m=[128,256], n=[128,256], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["cp_async","tma"])'
+WGMMA_SPACE='block(m=[128,256], n=[128,256], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["cp_async","tma"]).schedule(["plain","coop"]).persistent([0,132])'
 export WGMMA_SPACE
 
 table() {
@@ -422,6 +425,11 @@ case $PHASE in
     'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("cp_async")'
   step smoke-gemm-wgmma-tma 20 smoke gemm M=1024,N=1024,K=1024 \
     'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma")'
+  step smoke-gemm-wgmma-coop 20 smoke gemm M=1024,N=1024,K=1024 \
+    'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop")'
+  # 256 tiles on the 132 CTAs of a persistent grid: most CTAs take two.
+  step smoke-gemm-wgmma-persistent 20 smoke gemm M=4096,N=2048,K=512 \
+    'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop").persistent(132)'
   step smoke-attention 20 smoke flash_attention B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
   step smoke-attention-causal 20 smoke flash_attention_causal B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
   step smoke-layernorm 20 smoke layernorm_safe M=1024,N=4096 'block(m=1).warps(8).vector(8)'
@@ -429,7 +437,7 @@ case $PHASE in
   step test-prof-metrics 40 gtest test-prof-metrics
   step racecheck 35 sanitizer racecheck
   step memcheck 35 sanitizer memcheck
-  step test-cuda-ops 170 cuda_ops
+  step test-cuda-ops 140 cuda_ops
   ;;
 2)
   require_cuda

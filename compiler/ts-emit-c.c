@@ -552,6 +552,13 @@ emit_node(Emitter *e, const TsTileNode *n)
     if (e->team > 1)
       line(e, "#pragma omp barrier");
     break;
+  case TS_TILE_IF:
+    line(e, "if (%s) {", n->expr);
+    e->depth++;
+    emit_body(e, n);
+    e->depth--;
+    line(e, "}");
+    break;
   case TS_TILE_GRID:
   case TS_TILE_INTRINSIC:
     fail(e, TS_EMIT_ERROR_UNSUPPORTED, "C target: '%s' is a GPU construct (use the cuda backend)",

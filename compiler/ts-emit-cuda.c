@@ -247,6 +247,13 @@ emit_node(Emitter *e, const TsTileNode *n)
   case TS_TILE_BARRIER:
     line(e, "__syncthreads();");
     break;
+  case TS_TILE_IF:
+    line(e, "if (%s) {", n->expr);
+    e->depth++;
+    emit_body(e, n);
+    e->depth--;
+    line(e, "}");
+    break;
   case TS_TILE_INTRINSIC:
     emit_intrinsic(e, n);
     break;

@@ -427,6 +427,15 @@ ts_tile_barrier(TsTileNode *parent)
   return node_new(parent, TS_TILE_BARRIER);
 }
 
+TsTileNode *
+ts_tile_if(TsTileNode *parent, const char *cond)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_IF);
+  node_add_children(n);
+  n->expr = g_strdup(cond);
+  return n;
+}
+
 void
 ts_tile_node_add_view(TsTileNode *node, const char *name, const char *buffer, const char *offset)
 {
@@ -544,6 +553,10 @@ print_node(GString *out, const TsTileNode *n, int depth)
   case TS_TILE_BARRIER:
     g_string_append(out, "tile.barrier()");
     break;
+  case TS_TILE_IF:
+    g_string_append_printf(out, "if %s:\n", n->expr);
+    print_children(out, n, depth + 1);
+    return;
   case TS_TILE_GRID:
     g_string_append_printf(out,
                            "tile.grid(%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT

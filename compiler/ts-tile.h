@@ -61,6 +61,10 @@ typedef enum {
   TS_TILE_BARRIER,
   TS_TILE_GRID,      /* GPU launch: ints {gx, gy, gz, threads, smem bytes} */
   TS_TILE_INTRINSIC, /* var = intrinsic name, params = template constants, args = operands */
+  /* expr: a condition; children run where it holds (GPU: a role of the CTA's threads, e.g.
+   * the producer warpgroup of a warp-specialized kernel). Appended: TsTileOp values are not
+   * stored, but appending keeps every switch's order readable. */
+  TS_TILE_IF,
 } TsTileOp;
 
 typedef enum {
@@ -188,6 +192,8 @@ TsTileNode *ts_tile_map(TsTileNode *parent, const char *dst, const char *expr, c
 void ts_tile_map_set_prefetch(TsTileNode *map, const char *where);
 TsTileNode *ts_tile_convert(TsTileNode *parent, const char *src, const char *dst, const char *n);
 TsTileNode *ts_tile_barrier(TsTileNode *parent);
+/* A block that runs where cond (an expression) holds. */
+TsTileNode *ts_tile_if(TsTileNode *parent, const char *cond);
 /* The launch of a GPU kernel: the body runs once per CTA, with bx, by, bz its coordinates.
  * One per kernel, directly in the kernel's body. */
 TsTileNode *ts_tile_grid(TsTileNode *parent, gint64 gx, gint64 gy, gint64 gz, gint64 threads,

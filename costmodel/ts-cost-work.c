@@ -131,6 +131,9 @@ gemm_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   double M = dim(t, "M"), N = dim(t, "N"), K = dim(t, "K"), e = t->elem_bytes;
   double BM = w->tile_m, BN = w->tile_n, BK = w->tile_k, W = w->warps, S = w->stages;
   gboolean wg = w->wgmma > 0;
+  /* schedule("coop") adds a producer warpgroup to the W math warps and keeps the whole ring in
+   * flight (no CTA barrier per slice). */
+  gboolean coop = g_strcmp0(ts_sched_point_get_str(p, "schedule", "plain"), "coop") == 0;
   double threads = W * 32;
   w->units = cdiv(M, BM) * cdiv(N, BN);
   w->work_flops = w->units * BM * BN * K * 2;
@@ -141,7 +144,8 @@ gemm_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   gboolean tma = w->tma > 0;
   double regs =
       wg ? (tma ? w->accumulators + 26 : 1.5 * w->accumulators + 56) : 1.25 * w->accumulators + 40;
-  gpu_occupancy(t, threads, res, regs, S * (BM * BK + BK * BN) * e + (tma ? 8 * S : 0), w);
+  gpu_occupancy(t, threads + (coop ? 128 : 0), res, regs,
+                S * (BM * BK + BK * BN) * e + (tma ? (coop ? 16 : 8) * S : 0), w);
   /* CTA tiles are read from L2 once per CTA; a raster group of R tile rows sweeps B once, so B
    * comes from DRAM once per group when A and B do not stay in L2 together. */
   w->cache_bytes = w->units * (BM + BN) * K * e + M * N * e;
@@ -157,7 +161,8 @@ gemm_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   w->overlap = 1 - 1 / (MAX(S, 1) * w->blocks_per_sm);
   /* cp.async: each thread keeps 16 bytes a stage in flight; the TMA keeps whole slices in
    * flight (STAGES - 2 ahead on the wgmma ring), whatever the thread count. */
-  double in_flight = tma ? MAX(S - 2, 1) * (BM * BK + BK * BN) * e / threads : 16 * MAX(S - 1, 1);
+  double ahead = coop ? S : MAX(S - 2, 1);
+  double in_flight = tma ? ahead * (BM * BK + BK * BN) * e / threads : 16 * MAX(S - 1, 1);
   w->mem_eff = gpu_mem_eff(t, w, in_flight);
   w->tensor = TRUE;
 }

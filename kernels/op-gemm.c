@@ -302,6 +302,86 @@ gemm_cuda_loop_tma(TsTileNode *g, const char *t)
   ts_tile_intrinsic(g, gemm_wgmma.store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
 }
 
+/* The C tile `tile` of the grouped rasterisation (consecutive tiles walk GROUP tile rows down
+ * one tile column, so the A and B tiles a wave reads are shared in L2): its origin m0, n0. */
+static void
+gemm_tile_origin(TsTileNode *parent, const char *tile)
+{
+  g_autofree char *first_m = g_strdup_printf("%s / width * GROUP", tile);
+  g_autofree char *m0 = g_strdup_printf("(first_m + %s %% width %% group_m) * BM", tile);
+  g_autofree char *n0 = g_strdup_printf("%s %% width / group_m * BN", tile);
+  ts_tile_let(parent, "first_m", TS_DTYPE_INT32, first_m);
+  ts_tile_let(parent, "group_m", TS_DTYPE_INT32, "min(TILES_M - first_m, GROUP)");
+  ts_tile_let(parent, "m0", TS_DTYPE_INT32, m0);
+  ts_tile_let(parent, "n0", TS_DTYPE_INT32, n0);
+}
+
+/* schedule("coop"): the TMA/wgmma loop warp-specialized. Warpgroup 0 is the producer: it gives
+ * up registers (setmaxnreg) and its thread 0 refills ring slot it % STAGES with the CTA's it-th
+ * slice as soon as the consumers have released the slot's previous slice (its empty barrier),
+ * so all STAGES slices can be in flight instead of STAGES - 2 behind a CTA barrier per slice.
+ * Warpgroups 1..WGS are the consumers (each owns BM / WGS rows of the tile, as in the plain
+ * loop): they take the registers, wait for slice it's full barrier, issue its wgmmas, and once
+ * the wait in ts_wgmma_tile has retired slice it - 1's wgmmas hand that slot back; a tile's
+ * last slot goes back after the final wait, before its epilogue. The CTA walks tiles bx,
+ * bx + gridDim.x, ...: one tile when the grid has one CTA per tile, several with
+ * persistent(P) (P CTAs, the GPU's SM count), where the producer loads the next tile's slices
+ * while the consumers store the last one. `it` counts the CTA's slices over all its tiles, so
+ * the ring's slots and phases run on across tiles. The role is read from a warp-uniform
+ * broadcast (ts_warpgroup), so ptxas sees uniform branches around the wgmmas. */
+static void
+gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t)
+{
+  g_autofree char *load_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK", t);
+  g_autofree char *load_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN", t);
+  ts_tile_intrinsic(g, "tma_init_ws", "STAGES=STAGES,CONSUMERS=WGS", "bars", "tma_a", "tma_b",
+                    NULL);
+  ts_tile_barrier(g);
+  ts_tile_let(g, "wg", TS_DTYPE_INT32, "ts_warpgroup()");
+
+  TsTileNode *prod = ts_tile_if(g, "wg == 0");
+  ts_tile_intrinsic(prod, "setmaxnreg_dec", "N=PRODUCER_REGS", NULL);
+  TsTileNode *lead = ts_tile_if(prod, "threadIdx.x == 0");
+  TsTileNode *pt = ts_tile_for(lead, "tile", "bx", "TILES_M * TILES_N", "gridDim.x",
+                               TS_FOR_SERIAL);
+  gemm_tile_origin(pt, "tile");
+  ts_tile_let(pt, "base", TS_DTYPE_INT32, "(tile - bx) / gridDim.x * kt");
+  TsTileNode *pl = ts_tile_for(pt, "kb", "0", "kt", "1", TS_FOR_SERIAL);
+  ts_tile_let(pl, "it", TS_DTYPE_INT32, "base + kb");
+  ts_tile_let(pl, "ring", TS_DTYPE_INT32, "it % STAGES");
+  TsTileNode *reuse = ts_tile_if(pl, "it >= STAGES");
+  ts_tile_intrinsic(reuse, "mbar_wait", NULL, "bars + 2 * (STAGES + ring)", "it / STAGES - 1",
+                    NULL);
+  ts_tile_intrinsic(pl, "tma_expect", "BYTES=SLICE_BYTES", "bars + 2 * ring", "true", NULL);
+  ts_tile_intrinsic(pl, "tma_load_tile", load_a, "As + ring * BM * BK", "tma_a", "m0", "kb * BK",
+                    "bars + 2 * ring", "true", NULL);
+  ts_tile_intrinsic(pl, "tma_load_tile", load_b, "Bs + ring * BK * BN", "tma_b", "kb * BK", "n0",
+                    "bars + 2 * ring", "true", NULL);
+
+  TsTileNode *cons = ts_tile_if(g, "wg > 0");
+  ts_tile_intrinsic(cons, "setmaxnreg_inc", "N=CONSUMER_REGS", NULL);
+  TsTileNode *ct = ts_tile_for(cons, "tile", "bx", "TILES_M * TILES_N", "gridDim.x",
+                               TS_FOR_SERIAL);
+  gemm_tile_origin(ct, "tile");
+  ts_tile_let(ct, "base", TS_DTYPE_INT32, "(tile - bx) / gridDim.x * kt");
+  ts_tile_alloc(ct, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
+                "m64nBNk16 accumulators [mi][BN/2] of each consumer thread, zeroed per tile");
+  TsTileNode *cl = ts_tile_for(ct, "kb", "0", "kt", "1", TS_FOR_SERIAL);
+  ts_tile_let(cl, "it", TS_DTYPE_INT32, "base + kb");
+  ts_tile_let(cl, "ring", TS_DTYPE_INT32, "it % STAGES");
+  ts_tile_intrinsic(cl, "mbar_wait", NULL, "bars + 2 * ring", "it / STAGES", NULL);
+  g_autofree char *mma = g_strdup_printf("T=%s,%s,WG0=1", t, gemm_wgmma.mma_params);
+  ts_tile_intrinsic(cl, gemm_wgmma.mma, mma, "acc", "As + ring * BM * BK", "Bs + ring * BK * BN",
+                    NULL);
+  ts_tile_intrinsic(cl, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + (it + STAGES - 1) % STAGES)",
+                    "kb > 0", NULL);
+  ts_tile_intrinsic(ct, gemm_wgmma.drain, "PENDING=0", NULL);
+  ts_tile_intrinsic(ct, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + (base + kt - 1) % STAGES)",
+                    "true", NULL);
+  g_autofree char *store = g_strdup_printf("T=%s,%s,WG0=1", t, gemm_wgmma.store_params);
+  ts_tile_intrinsic(ct, gemm_wgmma.store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
+}
+
 static gboolean
 gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                 GError **error)
@@ -311,6 +391,8 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   const char *swz = ts_sched_point_get_str(point, "swizzle", "xor");
   const char *mma = ts_sched_point_get_str(point, "mma", "sync");
   const char *load = ts_sched_point_get_str(point, "load", "cp_async");
+  const char *sched = ts_sched_point_get_str(point, "schedule", "plain");
+  const gint64 P = ts_sched_point_get_int(point, "persistent", 0);
   TsDtype dt = ts_op_instance_dtype(inst)->storage;
   if (dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
@@ -343,6 +425,26 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
                 "mma(\"wgmma\")");
     return FALSE;
   }
+  const gboolean coop = g_strcmp0(sched, "coop") == 0;
+  if (!coop && g_strcmp0(sched, "plain") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: schedule(\"%s\"): the CUDA lowering has \"plain\" (every warp loads "
+                "and multiplies) and \"coop\" (a producer warpgroup, consumer warpgroups)",
+                sched);
+    return FALSE;
+  }
+  if (P < 0 || (P > 0 && !coop)) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: persistent(%" G_GINT64_FORMAT "): CTAs that loop over the tiles need "
+                "schedule(\"coop\") (persistent(0): one CTA per tile)", P);
+    return FALSE;
+  }
+  if (coop && (!tma || W != 8)) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: schedule(\"coop\") is warp-specialized around the TMA, with two consumer "
+                "warpgroups: use it with mma(\"wgmma\").load(\"tma\").warps(8)");
+    return FALSE;
+  }
   const gint64 elem = ts_dtype_bits(dt) / 8;
   /* mma.sync: 8 warps split the longer side of the tile 4 ways, so warp tiles stay
    * square-ish. wgmma: warpgroups (4 warps) split the rows, 64 or 128 each. */
@@ -367,8 +469,8 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   const TsShape *s = ts_op_instance_shape(inst);
   const gint64 M = ts_shape_get(s, "M"), N = ts_shape_get(s, "N");
   const gint64 gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
-  /* The TMA ring's mbarriers follow the ring: 8 bytes a slot. */
-  const gint64 smem = S * (BM * BK + BK * BN) * elem + (tma ? 8 * S : 0);
+  /* The TMA ring's mbarriers follow the ring: 8 bytes a slot (16 with coop's full/empty pairs). */
+  const gint64 smem = S * (BM * BK + BK * BN) * elem + (tma ? (coop ? 16 : 8) * S : 0);
 
   ts_tile_kernel_define(k, "BM", BM);
   ts_tile_kernel_define(k, "BN", BN);
@@ -387,6 +489,14 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   ts_tile_kernel_define(k, "GROUP", G);
   ts_tile_kernel_define(k, "TILES_M", gm);
   ts_tile_kernel_define(k, "TILES_N", gn);
+  if (coop) {
+    /* The 384 threads start with 168 registers each (64K an SM, __launch_bounds__(384, 1));
+     * the producer warpgroup drops to 40 and the two consumers take the rest, 232 (setmaxnreg
+     * counts in steps of 8; the total stays within 64K). Only with a fixed entry count of at
+     * most 232 is the increase one, hence warps(8) only. */
+    ts_tile_kernel_define(k, "PRODUCER_REGS", 40);
+    ts_tile_kernel_define(k, "CONSUMER_REGS", 232);
+  }
   if (tma) {
     ts_tile_kernel_define(k, "SLICE_BYTES", (BM * BK + BK * BN) * elem);
     /* A: BM rows of one 64-element (128-byte) swizzle row each; B: 64 k-rows of one 64-column
@@ -395,17 +505,23 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     ts_tile_kernel_add_tensor_map(k, "tma_b", "B", "N", "K", 128 / elem, BK, 128);
   }
 
-  TsTileNode *g = ts_tile_grid(k->body, gm * gn, 1, 1, W * 32, smem);
+  const gint64 ctas = P > 0 ? MIN(P, gm * gn) : gm * gn;
+  TsTileNode *g = ts_tile_grid(k->body, ctas, 1, 1, W * 32 + (coop ? 128 : 0), smem);
   if (wgmma) {
     ts_tile_alloc(g, k, "As", TS_MEM_SHARED, dt, "STAGES * BM * BK", FALSE,
                   "ring of STAGES BMx64 slices, K-major, 128-byte swizzle");
     ts_tile_alloc(g, k, "Bs", TS_MEM_SHARED, dt, "STAGES * BK * BN", FALSE,
                   "ring of STAGES 64xBN slices, N-major 64x64 panels, 128-byte swizzle");
-    if (tma)
+    if (coop)
+      ts_tile_alloc(g, k, "bars", TS_MEM_SHARED, TS_DTYPE_INT32, "4 * STAGES", FALSE,
+                    "2 x STAGES mbarriers (8 bytes each): a slot's slice has landed (full), "
+                    "its readers are done (empty)");
+    else if (tma)
       ts_tile_alloc(g, k, "bars", TS_MEM_SHARED, TS_DTYPE_INT32, "2 * STAGES", FALSE,
                     "STAGES mbarriers (8 bytes each): a ring slot's slice has landed");
-    ts_tile_alloc(g, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
-                  "m64nBNk16 accumulators [mi][BN/2] of each warpgroup thread");
+    if (!coop)
+      ts_tile_alloc(g, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
+                    "m64nBNk16 accumulators [mi][BN/2] of each warpgroup thread");
   } else {
     ts_tile_alloc(g, k, "As", TS_MEM_SHARED, dt, "STAGES * BM * BK", FALSE,
                   "ring of STAGES BMxBK slices, row-major, 16-byte chunks xor-swizzled by row");
@@ -414,14 +530,14 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     ts_tile_alloc(g, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
                   "m16n8 accumulator fragments [mi][ni][4]");
   }
-  /* Grouped rasterisation: consecutive CTAs walk GROUP tile rows down one tile column. */
+  /* Grouped rasterisation: CTA bx takes tile bx (coop: tiles bx, bx + gridDim.x, ...). */
   ts_tile_let(g, "width", TS_DTYPE_INT32, "GROUP * TILES_N");
-  ts_tile_let(g, "first_m", TS_DTYPE_INT32, "bx / width * GROUP");
-  ts_tile_let(g, "group_m", TS_DTYPE_INT32, "min(TILES_M - first_m, GROUP)");
-  ts_tile_let(g, "m0", TS_DTYPE_INT32, "(first_m + bx % width % group_m) * BM");
-  ts_tile_let(g, "n0", TS_DTYPE_INT32, "bx % width / group_m * BN");
+  if (!coop)
+    gemm_tile_origin(g, "bx");
   ts_tile_let(g, "kt", TS_DTYPE_INT32, "(K + BK - 1) / BK");
-  if (tma)
+  if (coop)
+    gemm_cuda_loop_ws(g, k, ts_dtype_name(dt));
+  else if (tma)
     gemm_cuda_loop_tma(g, ts_dtype_name(dt));
   else
     gemm_cuda_loop(g, ts_dtype_name(dt), S, wgmma ? &gemm_wgmma : &gemm_sync);
@@ -472,7 +588,7 @@ const TsOpDef ts__op_gemm = {
    * a stage). */
   .cuda_space = "block(m=[64,128,256], n=[64,128,256], k=[32,64]).warps([4,8]).stages([2,3,4])"
                 ".vector([8]).swizzle([\"xor\"]).raster([8]).mma([\"sync\",\"wgmma\"])"
-                ".load([\"cp_async\",\"tma\"])"
+                ".load([\"cp_async\",\"tma\"]).schedule([\"plain\",\"coop\"]).persistent([0,132])"
                 ".where(BM * BN / (warps * 32) <= 128,"
                 " warps == 8 || BM * BN / (warps * 32) <= 64,"
                 " stages * (BM * BK + BK * BN) * 2 <= smem_bytes,"
@@ -481,8 +597,11 @@ const TsOpDef ts__op_gemm = {
                 " && BM / (warps / 4) % 64 == 0 && BN % 64 == 0 && swizzle == \"xor\","
                 " load == \"cp_async\" || mma == \"wgmma\""
                 " && stages * (BM * BK + BK * BN) * 2 + 8 * stages <= smem_bytes,"
+                " schedule == \"plain\" || load == \"tma\" && warps == 8"
+                " && stages * (BM * BK + BK * BN) * 2 + 16 * stages <= smem_bytes,"
+                " persistent == 0 || schedule == \"coop\" && persistent <= gpu_sms,"
                 " K % vector == 0, N % vector == 0)",
   .cuda_default = "block(m=128,n=128,k=32).warps(8).stages(4).vector(8).swizzle(\"xor\").raster(8)"
-                  ".mma(\"sync\").load(\"cp_async\")",
+                  ".mma(\"sync\").load(\"cp_async\").schedule(\"plain\").persistent(0)",
   .lower_cuda = gemm_lower_cuda,
 };

@@ -350,6 +350,11 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
                                ? ts_cuda_arch_lookup(device->arch)
                                : NULL;
     ts_sched_env_set(env, "has_wgmma", arch && arch->wgmma);
+    /* A persistent kernel's CTAs: at most one per SM (0 off the GPU). An arch without a
+     * device (`tessera-tune check` compiling for sm_90a) counts an H100 SXM's 132, as below. */
+    ts_sched_env_set(env, "gpu_sms", !arch                        ? 0
+                                     : device->compute_units > 0 ? (gint64)device->compute_units
+                                                                 : 132);
     /* The CPU's SIMD: floats per register and how many registers a micro-kernel may fill
      * (AVX-512 and AArch64 have 32; SSE and AVX2 16). */
     ts_sched_env_set(env, "simd_floats", MAX(device->vector_bits / 32, 4));
@@ -369,6 +374,9 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
     const TsCudaArch *arch = ts_cuda_arch_lookup("sm_90a");
     ts_sched_env_set(env, "smem_bytes", arch->smem_per_block);
     ts_sched_env_set(env, "has_wgmma", arch->wgmma);
+    /* ... with the SMs of the first such GPU, an H100 SXM (the device's count applies when the
+     * point runs; a persistent kernel strides by its grid, so any count is correct). */
+    ts_sched_env_set(env, "gpu_sms", 132);
     /* And the widest CPU SIMD we generate for, AVX-512's. */
     ts_sched_env_set(env, "simd_floats", 16);
     ts_sched_env_set(env, "vector_registers", 32);

@@ -556,7 +556,8 @@ test_attention_cuda_lowering(void)
 
 /* gemm's wgmma points exist where the arch has wgmma: the space's env says so per device
  * (has_wgmma), so sm_80 prunes them by constraint and sm_90a (also the no-device default)
- * keeps them, every one lowering to the warpgroup primitives. */
+ * keeps them, every one lowering to the warpgroup primitives. The warp-specialized points
+ * (schedule("coop")) are TMA points with two consumer warpgroups and a producer. */
 static void
 test_gemm_wgmma_space(void)
 {
@@ -568,16 +569,17 @@ test_gemm_wgmma_space(void)
   g_assert_no_error(error);
   static const struct {
     const char *arch; /* NULL: no device */
-    guint wgmma;
-  } archs[] = {{"sm_90a", 32}, {NULL, 32}, {"sm_90", 0}, {"sm_80", 0}};
+    guint wgmma, coop;
+  } archs[] = {{"sm_90a", 32, 20}, {NULL, 32, 20}, {"sm_90", 0, 0}, {"sm_80", 0, 0}};
   guint sync_90a = 0;
   for (guint a = 0; a < G_N_ELEMENTS(archs); a++) {
     TsDeviceInfo dev = {.backend = (char *)"cuda", .name = (char *)archs[a].arch,
-                        .arch = (char *)archs[a].arch, .smem_per_block = 232448};
+                        .arch = (char *)archs[a].arch, .smem_per_block = 232448,
+                        .compute_units = 132};
     g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, archs[a].arch ? &dev : NULL);
     g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
     TsSchedPoint *p = NULL;
-    guint wgmma = 0, sync = 0, tma = 0;
+    guint wgmma = 0, sync = 0, tma = 0, coop = 0;
     while (ts_sched_iter_next(it, &p, &error)) {
       g_autoptr(TsSchedPoint) point = p;
       const gboolean is_tma = g_strcmp0(ts_sched_point_get_str(point, "load", NULL), "tma") == 0;
@@ -586,8 +588,16 @@ test_gemm_wgmma_space(void)
         sync++;
         continue;
       }
-      wgmma++;
-      tma += is_tma;
+      const gboolean is_coop =
+        g_strcmp0(ts_sched_point_get_str(point, "schedule", NULL), "coop") == 0;
+      if (is_coop) {
+        g_assert_true(is_tma);
+        g_assert_cmpint(ts_sched_point_get_int(point, "warps", 0), ==, 8);
+        coop++;
+      } else {
+        wgmma++;
+        tma += is_tma;
+      }
       if (a == 0) {
         g_autofree char *src = ts_op_emit(inst, "cuda", point, NULL, &error);
         g_assert_no_error(error);
@@ -599,11 +609,29 @@ test_gemm_wgmma_space(void)
         g_assert_true((strstr(src, "ts_copy_tile_async<") == NULL) == is_tma);
         g_assert_true((strstr(src, "const __grid_constant__ TsTmaMaps ts_tma)") != NULL) == is_tma);
         g_assert_true((strstr(src, "ts_mbar_wait(bars + 2 * ring, kb / STAGES);") != NULL) ==
-                      is_tma);
+                      (is_tma && !is_coop));
+        g_assert_true((strstr(src, "ts_mbar_wait(bars + 2 * ring, it / STAGES);") != NULL) ==
+                      is_coop);
+        /* coop: registers handed from the producer to the consumers, slots handed back on
+         * empty barriers, and no CTA barrier after the barriers' initialisation. */
+        g_assert_true((strstr(src, "ts_setmaxnreg_inc<CONSUMER_REGS>();") != NULL) == is_coop);
+        g_assert_true((strstr(src, "ts_mbar_arrive_wg(") != NULL) == is_coop);
+        /* persistent(132): 132 CTAs for the 32 x 16 tiles of 128 x 256 (else one a tile). */
+        if (ts_sched_point_get_int(point, "persistent", 0) > 0)
+          g_assert_nonnull(strstr(src, "_launch[7] = {132, 1, 1, 384, 1, 1,"));
+        else
+          g_assert_null(strstr(src, "_launch[7] = {132,"));
+        if (is_coop) {
+          g_assert_nonnull(strstr(src, "__launch_bounds__(384, 1)"));
+          const char *sync_at = strstr(src, "__syncthreads();");
+          g_assert_nonnull(sync_at);
+          g_assert_null(strstr(sync_at + 1, "__syncthreads();"));
+        }
       }
     }
     g_assert_no_error(error);
     g_assert_cmpuint(wgmma, ==, archs[a].wgmma);
+    g_assert_cmpuint(coop, ==, archs[a].coop);
     g_assert_cmpuint(tma, ==, archs[a].wgmma / 2); /* every wgmma point, with either load */
     if (a == 0)
       sync_90a = sync;
@@ -625,6 +653,25 @@ test_gemm_wgmma_space(void)
   g_assert_no_error(error);
   g_assert_null(ts_op_instance_complete_point(inst, "cuda", sync_tma, &error));
   assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "load == \"cp_async\"");
+  g_clear_error(&error);
+  /* Warp specialization is built around the TMA and two consumer warpgroups. */
+  g_assert_cmpstr(ts_sched_point_get_str(def, "schedule", NULL), ==, "plain");
+  static const char *const bad_coop[] = {
+    "block(m=128,n=128,k=64).mma(\"wgmma\").load(\"cp_async\").schedule(\"coop\")",
+    "block(m=64,n=128,k=64).warps(4).mma(\"wgmma\").load(\"tma\").schedule(\"coop\")"};
+  for (guint i = 0; i < G_N_ELEMENTS(bad_coop); i++) {
+    g_autoptr(TsSchedPoint) pt = ts_sched_point_parse(bad_coop[i], &error);
+    g_assert_no_error(error);
+    g_assert_null(ts_op_instance_complete_point(inst, "cuda", pt, &error));
+    assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "schedule == \"plain\"");
+    g_clear_error(&error);
+  }
+  /* Only the warp-specialized loop walks several tiles per CTA. */
+  g_autoptr(TsSchedPoint) plain_persistent = ts_sched_point_parse(
+    "block(m=128,n=128,k=64).warps(8).mma(\"wgmma\").load(\"tma\").persistent(132)", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_instance_complete_point(inst, "cuda", plain_persistent, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "persistent == 0");
   g_clear_error(&error);
 }
 

@@ -46,6 +46,11 @@ __device__ __forceinline__ void ts_mbar_arrive_tx(unsigned bar, unsigned bytes)
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
                : "memory");
 }
+// This thread's arrival on the barrier's current phase, announcing no bytes.
+__device__ __forceinline__ void ts_mbar_arrive(unsigned bar)
+{
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
 // True once the phase of the given parity has completed (a bounded wait in hardware: callers
 // loop).
 __device__ __forceinline__ bool ts_mbar_try_wait(unsigned bar, unsigned parity)
@@ -87,6 +92,36 @@ __device__ __forceinline__ void ts_tma_init(int *bars, const TsTmaMap *a, const 
   ts_mbar_fence_init();
   ts_tma_prefetch_map(a);
   ts_tma_prefetch_map(b);
+}
+
+// The warp-specialized ring (schedule("coop"), op-gemm.c): a producer warpgroup (its thread 0)
+// loads the slices and CONSUMERS warpgroups multiply them. Slot s has two barriers: full[s] =
+// bars + 2 s, whose phase completes when the slice's bytes have landed (one arrival, the
+// producer's expect_tx), and empty[s] = bars + 2 (STAGES + s), whose phase completes when every
+// consumer warpgroup has finished the wgmmas that read the slot (one arrival each). No CTA-wide
+// barrier is left in the loop, so every slot of the ring can be in flight at once.
+template <int STAGES, int CONSUMERS>
+__device__ __forceinline__ void ts_tma_init_ws(int *bars, const TsTmaMap *a, const TsTmaMap *b)
+{
+  if (threadIdx.x != 0)
+    return;
+#pragma unroll
+  for (int i = 0; i < STAGES; i++) {
+    ts_mbar_init_one(ts_smem_addr(bars + 2 * i), 1);
+    ts_mbar_init_one(ts_smem_addr(bars + 2 * (STAGES + i)), CONSUMERS);
+  }
+  ts_mbar_fence_init();
+  ts_tma_prefetch_map(a);
+  ts_tma_prefetch_map(b);
+}
+
+// One arrival per warpgroup (from its first thread) on the barrier, when `valid`: called by a
+// consumer warpgroup once the wgmmas that read a slot have finished (ts_wgmma_wait), so the
+// producer may refill it.
+__device__ __forceinline__ void ts_mbar_arrive_wg(int *bar, bool valid)
+{
+  if (threadIdx.x % 128 == 0 && valid)
+    ts_mbar_arrive(ts_smem_addr(bar));
 }
 
 // Thread 0 announces BYTES for the barrier's current phase and arrives on it, when `valid`

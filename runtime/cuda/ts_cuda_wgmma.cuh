@@ -127,12 +127,33 @@ __device__ __forceinline__ void ts_wgmma_ss(float *d, unsigned long long da, uns
                  : "l"(da), "l"(db), "r"(scale_d));
 }
 
+// Warp-specialized kernels hand registers from the producer warpgroup, which needs few, to the
+// consumers, which hold the accumulators (sm_90a): every thread of a warpgroup executes one of
+// these; the kernel starts with the launch's per-thread count (__launch_bounds__).
+template <int N> __device__ __forceinline__ void ts_setmaxnreg_dec()
+{
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void ts_setmaxnreg_inc()
+{
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+// This thread's warpgroup, as a value the compiler knows to be the same across each warp (a
+// broadcast from lane 0): branches on it are warp-uniform, which wgmma code needs to stay
+// unserialized.
+__device__ __forceinline__ int ts_warpgroup()
+{
+  return __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);
+}
+
 // ---- tiles ----
 // acc += As · Bs for one BK = 64 slice (layouts above), issued asynchronously: the slice's
 // BK / 16 x MI wgmmas form one group, and on return only that group may still be running — the
 // previous slice's has finished, so its ring buffer may be refilled once every warpgroup has
-// passed this point (the next iteration's barrier). acc holds MI blocks of BN / 2 floats.
-template <class T, int BM, int BN, int BK, int WGS>
+// passed this point (the next iteration's barrier). acc holds MI blocks of BN / 2 floats. The
+// WGS warpgroups doing the math are WG0, WG0 + 1, ... (WG0 = 1 behind a producer warpgroup).
+template <class T, int BM, int BN, int BK, int WGS, int WG0 = 0>
 __device__ __forceinline__ void ts_wgmma_tile(float *acc, const T *As, const T *Bs)
 {
   constexpr int WM = BM / WGS, MI = WM / 64, ROW = BK * (int)sizeof(T);
@@ -140,7 +161,7 @@ __device__ __forceinline__ void ts_wgmma_tile(float *acc, const T *As, const T *
   static_assert(WM % 64 == 0 && BN % 64 == 0, "warpgroup tiles are m64 blocks, BN whole panels");
   static_assert(BM * ROW % 1024 == 0 && BK * BN * (int)sizeof(T) % 1024 == 0,
                 "ring slices must keep every tile on a 1024-byte boundary");
-  const unsigned a = ts_smem_addr(As) + (unsigned)((int)threadIdx.x / 128 * WM * ROW);
+  const unsigned a = ts_smem_addr(As) + (unsigned)(((int)threadIdx.x / 128 - WG0) * WM * ROW);
   const unsigned b = ts_smem_addr(Bs);
   ts_wgmma_fence_acc<MI * BN / 2>(acc);
   ts_wgmma_fence();
@@ -165,7 +186,8 @@ __device__ __forceinline__ void ts_wgmma_tile(float *acc, const T *As, const T *
 // Rounds the accumulators to T and stores them into the BM x BN tile of C at (row0, col0)
 // (leading dimension ldc, extent rows x cols), in the fragment layout of ts_wgmma_ss. Called
 // after ts_wgmma_wait<0>: the operand fence keeps the compiler from reading acc before it.
-template <class T, int BM, int BN, int WGS>
+// WG0 as in ts_wgmma_tile.
+template <class T, int BM, int BN, int WGS, int WG0 = 0>
 __device__ __forceinline__ void ts_wgmma_store_acc(T *C, long long ldc, long long row0, long long col0,
                                                    long long rows, long long cols, float *acc)
 {
@@ -176,7 +198,7 @@ __device__ __forceinline__ void ts_wgmma_store_acc(T *C, long long ldc, long lon
   extern __shared__ unsigned char ts_smem[];
   if (ts_smem_addr(ts_smem) & 1023u)
     __trap();
-  const int t = (int)threadIdx.x, lane = t % 32;
+  const int t = (int)threadIdx.x - 128 * WG0, lane = t % 32;
   const long long r0 = row0 + t / 128 * WM + t / 32 % 4 * 16 + lane / 4;
   const long long c0 = col0 + (lane % 4) * 2;
 #pragma unroll

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <unistd.h>
 #include <ucontext.h>
 #include <vector>
 
@@ -118,8 +119,10 @@ struct Emu {
   int eager = 0;
   int plant = 0; // 1: ldmatrix without .trans transposes; 2: cp.async.wait_group waits for nothing;
                  // 3: wgmma ignores imm-trans-b; 4: wgmma ignores the descriptor's swizzle mode;
-                 // 5: the TMA ignores the map's swizzle; 6: an mbarrier wait waits for nothing
+                 // 5: the TMA ignores the map's swizzle; 6: an mbarrier wait waits for nothing;
+                 // 7: a plain mbarrier arrive completes the phase (ignores the other arrivals)
   long errors = 0;
+  long stalled = 0; // mbarrier waits answered "not yet" since a phase last completed
 };
 extern Emu emu;
 
@@ -169,6 +172,21 @@ static inline void __syncthreads()
     while (emu.cta_gen == g)
       emu_yield();
   }
+}
+
+// shfl.sync.idx: every lane gets lane `src`'s value.
+static inline int __shfl_sync(unsigned mask, int v, int src)
+{
+  if (mask != 0xffffffffu)
+    emu_fail("shfl with a partial mask is not emulated");
+  unsigned lane = emu.cur->tid % 32;
+  EmuWarp &w = emu.warps[emu.cur->tid / 32];
+  w.in_u[lane][0] = (unsigned)v;
+  emu_warp_collective(2000 + (src & 31), [&](EmuWarp &ww) {
+    for (int l = 0; l < 32; l++)
+      ww.out_u[l][0] = ww.in_u[src & 31][0];
+  });
+  return (int)w.out_u[lane][0];
 }
 
 static inline float __int_as_float(int v) { float f; memcpy(&f, &v, 4); return f; }
@@ -598,6 +616,7 @@ static inline void emu_mbar_progress(EmuBar &b)
   if (b.pending == 0 && b.tx == 0) {
     b.phase++;
     b.pending = b.count;
+    emu.stalled = 0;
   }
 }
 
@@ -613,6 +632,28 @@ static inline void emu_mbar_arrive_tx(unsigned addr, unsigned bytes)
   b->tx += bytes;
   b->pending--;
   emu_mbar_progress(*b);
+}
+
+// A plain arrival (no bytes). Planted bug 7 lets it complete the phase alone, as a barrier
+// initialised with the wrong count would: a slot handed back by one consumer warpgroup while
+// another still reads it must then be caught (the TMA overwriting an unfinished wgmma's operand).
+static inline void emu_mbar_arrive(unsigned addr)
+{
+  EmuBar *b = emu_bar(addr);
+  if (b && emu.plant == 7 && b->pending > 1)
+    b->pending = 1;
+  emu_mbar_arrive_tx(addr, 0);
+}
+
+// setmaxnreg: a warpgroup-wide instruction (every thread of the warpgroup executes it, with the
+// same count); registers are not modelled, but the count's range and granularity are checked.
+static inline void emu_setmaxnreg(int n, bool inc)
+{
+  (void)inc;
+  if (n < 24 || n > 256 || n % 8)
+    emu_fail("setmaxnreg count outside 24..256 or not a multiple of 8");
+  if (emu.block.x % 128)
+    emu_fail("setmaxnreg in a block that is not whole warpgroups");
 }
 
 // The shared-memory byte a TMA box writes byte `i` of its row `r` to: rows packed one after the
@@ -695,6 +736,16 @@ static inline bool emu_mbar_try_wait(unsigned addr, unsigned parity)
     emu_tma_apply(t);
   if ((b->phase & 1) != parity)
     return true;
+  // Between two phase completions a working kernel makes a few scheduler rounds of progress
+  // (a handful of warp collectives); millions of refused waits in a row mean that every live
+  // thread waits for a phase no one will complete, which hangs a GPU (no watchdog on datacenter
+  // parts). Fail instead of spinning forever.
+  if (++emu.stalled > 4000000) {
+    emu_fail("deadlock: every thread waits on an mbarrier phase that cannot complete");
+    fflush(stdout);
+    fflush(stderr);
+    _exit(1); // on a fiber's stack: no atexit handlers or destructors
+  }
   emu_yield();
   return false;
 }

@@ -3,7 +3,7 @@
 // reference from the same (rounded) inputs, with ts_numerics_rel_error's norm-wise relative error
 // and ts_numerics_tolerance's bound. Inputs are random and nonzero; outputs are NaN-poisoned.
 // usage: emu-kernel OP DIM... (gemm M N K | flash_attention[_causal] B H S D | rows ops M N |
-// saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1..4 plants a bug.
+// saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1..7 plants a bug (emu_core.h).
 #include "ts_cuda_prims.cuh"
 #include "ts-cuda-tma.h"
 #include <string>

@@ -65,3 +65,9 @@
 { return emu_mbar_try_wait(bar, parity); }
 // @ __device__ __forceinline__ void ts_tma_copy_2d(unsigned dst, const TsTmaMap *map, int c0, int c1, unsigned bar)
 { emu_tma_copy_2d(dst, map, c0, c1, bar); }
+// @ __device__ __forceinline__ void ts_mbar_arrive(unsigned bar)
+{ emu_mbar_arrive(bar); }
+// @ template <int N> __device__ __forceinline__ void ts_setmaxnreg_dec()
+{ emu_setmaxnreg(N, false); }
+// @ template <int N> __device__ __forceinline__ void ts_setmaxnreg_inc()
+{ emu_setmaxnreg(N, true); }

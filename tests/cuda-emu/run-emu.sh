@@ -3,7 +3,7 @@
 # default CUDA point and a few others with the real tessera-tune, compiles the unmodified
 # generated source and op-family headers with g++ against a host emulator (emu_core.h; only the
 # inline-PTX functions are substituted, see prep.py and emu_subst.cuh), runs every CTA and checks
-# every output element against an f64 reference (emu_driver.cpp). Six planted bugs must be caught.
+# every output element against an f64 reference (emu_driver.cpp). Seven planted bugs must be caught.
 # TAP output; exit 77 when g++ (C++17 with _Float16) or python3 is missing.
 set -u
 TUNE=$1
@@ -43,6 +43,16 @@ T1='block(m=64,n=64,k=64).warps(4).stages(3).mma("wgmma").load("tma")'
 T2='block(m=128,n=128,k=64).warps(8).stages(4).mma("wgmma").load("tma")'
 T3='block(m=256,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
 T4='block(m=128,n=256,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
+# Warp-specialized (schedule("coop")): a producer warpgroup and two consumers on full/empty
+# mbarrier pairs; K=520 walks a 3-deep ring three times, so slots are refilled on the consumers'
+# releases.
+C1='block(m=128,n=128,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop")'
+C2='block(m=128,n=256,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop")'
+C3='block(m=256,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop")'
+# ... and persistent: 2 or 3 CTAs walking 4 or 8 tiles, the ring's slots and phases running on
+# from one tile to the next.
+P1='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2)'
+P2='block(m=128,n=64,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop").persistent(3)'
 R1='block(m=4).warps(4).vector(4)'
 R2='block(m=16).warps(16).vector(8)'
 CASES=()
@@ -58,6 +68,11 @@ CASES+=("gemm|M=136,N=200,K=200|136 200 200|bf16|$W3|EMU_EAGER=1|pass")
 for p in "$T1" "$T2" "$T3" "$T4"; do CASES+=("gemm|M=72,N=80,K=48|72 80 48|bf16|$p|EMU_EAGER=0|pass"); done
 for p in "$T1" "$T2" "$T4"; do CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$p|EMU_EAGER=0|pass"); done
 CASES+=("gemm|M=136,N=200,K=200|136 200 200|bf16|$T3|EMU_EAGER=1|pass")
+for p in "$C1" "$C2" "$C3"; do CASES+=("gemm|M=72,N=80,K=48|72 80 48|bf16|$p|EMU_EAGER=0|pass"); done
+for p in "$C1" "$C2" "$C3"; do CASES+=("gemm|M=136,N=200,K=520|136 200 520|f16|$p|EMU_EAGER=0|pass"); done
+CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$C2|EMU_EAGER=1|pass")
+for p in "$P1" "$P2"; do CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$p|EMU_EAGER=0|pass"); done
+CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$P2|EMU_EAGER=1|pass")
 for op in flash_attention flash_attention_causal; do
   for p in '' "$A1" "$A2" "$A3"; do CASES+=("$op|B=1,H=2,S=77,D=64|1 2 77 64|bf16|$p|EMU_EAGER=0|pass"); done
   CASES+=("$op|B=1,H=1,S=40,D=128|1 1 40 128|bf16||EMU_EAGER=1|pass")
@@ -79,6 +94,10 @@ CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$W1|EMU_PLANT=4|fail")
 # ... and so must a TMA that ignores the map's swizzle and an mbarrier wait that waits for nothing.
 CASES+=("gemm|M=72,N=80,K=48|72 80 48|bf16|$T2|EMU_PLANT=5|fail")
 CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$T1|EMU_PLANT=6|fail")
+# ... and an empty barrier that one consumer warpgroup's release completes alone (the producer
+# then refills a slot the other consumer's wgmmas still read).
+CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$C2|EMU_PLANT=7|fail")
+CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$P1|EMU_PLANT=7|fail")
 
 run_case() { # index, case line; writes $W/r.INDEX
   local i=$1 op shape dims dt pt env expect entry store rc
