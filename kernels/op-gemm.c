@@ -579,7 +579,10 @@ const TsOpDef ts__op_gemm = {
   /* Every point keeps its accumulators within 128 registers a thread — 64 with 4 warps (or,
    * with mma.sync, BK=64), where the fragments and the copy loop's addresses need the rest
    * (measured with `tessera-tune check`: those points spilled; a wgmma warpgroup alone spills
-   * with 128 too) —,
+   * with 128 too) —, and an mma.sync point with 4 warps at that limit with BK=64 keeps to 2
+   * stages when its warp tiles are wide (BN > BM): 64x128x64 at 3 stages took 255 registers
+   * and spilled 24 bytes on sm_90a (CUDA 13.0; 4 stages and 128x64 did not, but nothing in the
+   * kernel makes them safer), and cuda-compile-all fails on any spill in the default space,
    * its ring within the arch's shared memory, and its global loads aligned. wgmma points exist
    * only where the arch has wgmma (has_wgmma: sm_90a) and in its shapes: 64-row blocks per
    * warpgroup, whole 64-column B panels, BK one 128-byte swizzle row, and a ring of at least
@@ -593,6 +596,7 @@ const TsOpDef ts__op_gemm = {
                 " warps == 8 || BM * BN / (warps * 32) <= 64,"
                 " stages * (BM * BK + BK * BN) * 2 <= smem_bytes,"
                 " mma == \"wgmma\" || BM * BN / (warps * 32) * BK <= 128 * 32,"
+                " mma == \"wgmma\" || warps == 8 || BK < 64 || BN <= BM || stages == 2,"
                 " mma == \"sync\" || has_wgmma == 1 && BK == 64 && stages >= 3"
                 " && BM / (warps / 4) % 64 == 0 && BN % 64 == 0 && swizzle == \"xor\","
                 " load == \"cp_async\" || mma == \"wgmma\""
