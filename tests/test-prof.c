@@ -49,8 +49,12 @@ check_cpu_ceilings(const TsProfCeilings *c, const TsDeviceInfo *d)
     g_assert_cmpfloat(r->per_core, >, 0);
     g_assert_cmpfloat(r->value, >, 0);
     /* From above it holds: all cores cannot beat one core times their number by 50%, unless the
-     * work per launch is miscounted (a thread count multiplied in twice). */
-    g_assert_cmpfloat(r->value, <, 1.5 * r->per_core * d->compute_units);
+     * work per launch is miscounted (a thread count multiplied in twice). Not for L3: the one
+     * thread reads half of it and each of the team a smaller share, and on a VM whose L3 is
+     * partly other guests' the one thread's half spills to DRAM (a 2-core Zen 3 guest: 36.5
+     * GB/s on one core, 109.7 on two). */
+    if (strcmp(r->name, "l3") != 0)
+      g_assert_cmpfloat(r->value, <, 1.5 * r->per_core * d->compute_units);
   }
   g_assert_cmpuint(ts_prof_ceilings_count(c), ==, n);
 
