@@ -316,6 +316,18 @@ gemm_tile_origin(TsTileNode *parent, const char *tile)
   ts_tile_let(parent, "n0", TS_DTYPE_INT32, n0);
 }
 
+/* The CTA's walk over tiles bx, bx + gridDim.x, ... (both roles of the coop loop walk it
+ * alike): each tile's origin, and `base`, the CTA's slices before it. */
+static TsTileNode *
+gemm_ws_tiles(TsTileNode *parent)
+{
+  TsTileNode *t = ts_tile_for(parent, "tile", "bx", "TILES_M * TILES_N", "gridDim.x",
+                              TS_FOR_SERIAL);
+  gemm_tile_origin(t, "tile");
+  ts_tile_let(t, "base", TS_DTYPE_INT32, "(tile - bx) / gridDim.x * kt");
+  return t;
+}
+
 /* schedule("coop"): the TMA/wgmma loop warp-specialized. Warpgroup 0 is the producer: it gives
  * up registers (setmaxnreg) and its thread 0 refills ring slot it % STAGES with the CTA's it-th
  * slice as soon as the consumers have released the slot's previous slice (its empty barrier),
@@ -342,10 +354,7 @@ gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t)
   TsTileNode *prod = ts_tile_if(g, "wg == 0");
   ts_tile_intrinsic(prod, "setmaxnreg_dec", "N=PRODUCER_REGS", NULL);
   TsTileNode *lead = ts_tile_if(prod, "threadIdx.x == 0");
-  TsTileNode *pt = ts_tile_for(lead, "tile", "bx", "TILES_M * TILES_N", "gridDim.x",
-                               TS_FOR_SERIAL);
-  gemm_tile_origin(pt, "tile");
-  ts_tile_let(pt, "base", TS_DTYPE_INT32, "(tile - bx) / gridDim.x * kt");
+  TsTileNode *pt = gemm_ws_tiles(lead);
   TsTileNode *pl = ts_tile_for(pt, "kb", "0", "kt", "1", TS_FOR_SERIAL);
   ts_tile_let(pl, "it", TS_DTYPE_INT32, "base + kb");
   ts_tile_let(pl, "ring", TS_DTYPE_INT32, "it % STAGES");
@@ -360,10 +369,7 @@ gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t)
 
   TsTileNode *cons = ts_tile_if(g, "wg > 0");
   ts_tile_intrinsic(cons, "setmaxnreg_inc", "N=CONSUMER_REGS", NULL);
-  TsTileNode *ct = ts_tile_for(cons, "tile", "bx", "TILES_M * TILES_N", "gridDim.x",
-                               TS_FOR_SERIAL);
-  gemm_tile_origin(ct, "tile");
-  ts_tile_let(ct, "base", TS_DTYPE_INT32, "(tile - bx) / gridDim.x * kt");
+  TsTileNode *ct = gemm_ws_tiles(cons);
   ts_tile_alloc(ct, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
                 "m64nBNk16 accumulators [mi][BN/2] of each consumer thread, zeroed per tile");
   TsTileNode *cl = ts_tile_for(ct, "kb", "0", "kt", "1", TS_FOR_SERIAL);
