@@ -150,7 +150,8 @@ test_malformed(void)
   };
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autofree char *why = refuse(j, bad[i].text, strlen(bad[i].text));
-    g_test_message("%s -> %s", bad[i].text, why);
+    g_autofree char *shown = g_strescape(bad[i].text, NULL); /* the TAP stream stays UTF-8 */
+    g_test_message("%s -> %s", shown, why);
     g_assert_nonnull(strstr(why, bad[i].why));
   }
   /* A NUL inside the text is not the end of it. */

@@ -568,6 +568,10 @@ worker_call(TsTuneWorker *w, const char *request, double timeout_s, gboolean ret
 {
   *fate = TS_TUNE_WORKER_DIED;
   *why = NULL;
+  /* GSubprocess reaps through GLib's worker thread; a reaped worker has no identifier. Its pipe
+   * can still take a write while its last threads exit, so look before writing. */
+  if (retry_idle && w->proc && g_subprocess_get_identifier(w->proc) == NULL)
+    worker_stop(w, FALSE);
   if (!worker_start(w, error))
     return NULL;
   g_autofree char *line = g_strconcat(request, "\n", NULL);
