@@ -485,6 +485,7 @@ trial_from_db(const Workload *w, const TsDbTrial *d, guint index, GDateTime *fir
     t->wall_s = (double)g_date_time_difference(at, first) / G_USEC_PER_SEC;
   t->compile_ms = d->compile_ms;
   t->registers = t->spill_stores = t->spill_loads = -1;
+  t->cpu_per_wall = NAN;
   for (guint l = 0; l < TS_STUDIO_N_LEVELS; l++)
     t->level_bytes[l] = t->level_intensity[l] = NAN;
   g_autoptr(JsonParser) parser = json_parser_new();
@@ -494,6 +495,9 @@ trial_from_db(const Workload *w, const TsDbTrial *d, guint index, GDateTime *fir
   JsonObject *metrics = root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
   if (metrics)
     stored_resources(metrics, t);
+  double cpu_ns;
+  if (metrics && number_member(metrics, "process_cpu_ns", &cpu_ns) && t->median_ns > 0)
+    t->cpu_per_wall = cpu_ns / t->median_ns;
   if (metrics && d->status == TS_DB_TRIAL_OK)
     stored_levels(w, metrics, t);
   if (d->status == TS_DB_TRIAL_OK && !(metrics && stored_roofline(metrics, t)))

@@ -73,6 +73,9 @@ typedef struct {
   double compile_ms;          /* building its kernel; 0: from the artifact cache; NAN: unknown */
   /* From the compiler's report (GPU): per thread; -1 when unknown (the CPU backend). */
   gint registers, spill_stores, spill_loads;
+  /* A host kernel's CPU time (its threads', median) over its wall time (median): about its
+   * thread count on a quiet machine. NAN for device kernels and older trials. */
+  double cpu_per_wall;
   /* Bytes that moved through each level in a profiled run (the hardware-metrics pass of
    * `tessera-tune profile` on a GPU), and the op's FLOPs per such byte: the hierarchical
    * roofline's points. NAN where not measured. */

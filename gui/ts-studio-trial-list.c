@@ -18,6 +18,7 @@ typedef enum {
   COL_PERCENT,
   COL_REGISTERS,
   COL_SPILLS,
+  COL_CPU,
   COL_COMPILE,
   COL_STRATEGY,
   COL_SCHEDULE,
@@ -38,6 +39,7 @@ static const struct {
     [COL_PERCENT] = {"percent", "% of bound", TRUE, FALSE},
     [COL_REGISTERS] = {"registers", "Regs", TRUE, FALSE},
     [COL_SPILLS] = {"spills", "Spills (B)", TRUE, FALSE},
+    [COL_CPU] = {"cpu", "CPU/wall", TRUE, FALSE},
     [COL_COMPILE] = {"compile", "Compile (ms)", TRUE, FALSE},
     [COL_STRATEGY] = {"strategy", "Strategy", FALSE, FALSE},
     [COL_SCHEDULE] = {"schedule", "Schedule", FALSE, TRUE},
@@ -162,6 +164,13 @@ bind_cell(GtkSignalListItemFactory *factory, GtkListItem *list_item, gpointer da
     gtk_widget_set_tooltip_text(GTK_WIDGET(label), tip);
     break;
   }
+  case COL_CPU:
+    text = format_number(t->cpu_per_wall, 2, "");
+    gtk_widget_set_tooltip_text(GTK_WIDGET(label),
+                                "CPU time of the kernel's threads over its wall time: about its "
+                                "thread count on a quiet machine, less where cores were taken "
+                                "away while it ran");
+    break;
   case COL_COMPILE:
     /* 0: the artifact cache had the kernel. */
     text = t->compile_ms == 0 ? g_strdup("cached") : format_number(t->compile_ms, 0, "");
@@ -208,6 +217,9 @@ sort_value(TsStudioTrialItem *item, Column col)
   case COL_SPILLS:
     v = spill_bytes(ts_studio_trial_item_get_trial(item));
     return isnan(v) ? INFINITY : v;
+  case COL_CPU:
+    v = ts_studio_trial_item_get_trial(item)->cpu_per_wall;
+    return isnan(v) ? -INFINITY : v;
   case COL_COMPILE:
     v = ts_studio_trial_item_get_trial(item)->compile_ms;
     return isnan(v) ? INFINITY : v;
@@ -243,6 +255,7 @@ make_sorter(Column col)
   case COL_PREDICTED:
   case COL_REGISTERS:
   case COL_SPILLS:
+  case COL_CPU:
   case COL_COMPILE:
   case COL_GFLOPS:
   case COL_PERCENT:
@@ -445,6 +458,11 @@ ts_studio_trial_list_set_trials(TsStudioTrialList *list, GPtrArray *trials)
   }
   gtk_column_view_column_set_visible(list->cols[COL_REGISTERS], resources);
   gtk_column_view_column_set_visible(list->cols[COL_SPILLS], resources);
+  /* CPU time exists for host kernels measured since it was recorded. */
+  gboolean cpu = FALSE;
+  for (guint i = 0; trials != NULL && i < trials->len && !cpu; i++)
+    cpu = !isnan(((const TsStudioTrial *)g_ptr_array_index(trials, i))->cpu_per_wall);
+  gtk_column_view_column_set_visible(list->cols[COL_CPU], cpu);
 }
 
 GListModel *
@@ -640,7 +658,7 @@ ts_studio_trial_list_write_csv(TsStudioTrialList *list, const char *path, GError
 
   g_autoptr(GString) out = g_string_new("index,id,status,median_ms,gflops,percent_of_bound,"
                                         "strategy,schedule,min_ms,max_ms,predicted_ms,registers,"
-                                        "spill_bytes,compile_ms\n");
+                                        "spill_bytes,compile_ms,cpu_per_wall\n");
   GListModel *rows = G_LIST_MODEL(list->sorted);
   for (guint i = 0; i < g_list_model_get_n_items(rows); i++) {
     g_autoptr(TsStudioTrialItem) item = g_list_model_get_item(rows, i);
@@ -660,9 +678,10 @@ ts_studio_trial_list_write_csv(TsStudioTrialList *list, const char *path, GError
     csv_field(out, t->strategy);
     g_string_append_c(out, ',');
     csv_field(out, t->schedule);
-    double more[6] = {t->min_ns / 1e6, t->max_ns / 1e6, t->predicted_ns / 1e6,
-                      t->registers < 0 ? NAN : t->registers, spill_bytes(t), t->compile_ms};
-    for (int k = 0; k < 6; k++) {
+    double more[7] = {t->min_ns / 1e6, t->max_ns / 1e6, t->predicted_ns / 1e6,
+                      t->registers < 0 ? NAN : t->registers, spill_bytes(t), t->compile_ms,
+                      t->cpu_per_wall};
+    for (int k = 0; k < 7; k++) {
       char buf[G_ASCII_DTOSTR_BUF_SIZE] = "";
       if (!isnan(more[k]))
         g_ascii_dtostr(buf, sizeof buf, more[k]);

@@ -54,6 +54,8 @@ ts_trial_result_free(TsTrialResult *r)
   g_free(r->verification);
   if (r->samples_ns)
     g_array_unref(r->samples_ns);
+  if (r->cpu_samples)
+    g_array_unref(r->cpu_samples);
   g_free(r);
 }
 
@@ -132,18 +134,35 @@ ts_trial_result_new(void)
   return r;
 }
 
+/* Sorts v in place. */
+static double
+median_of(double *v, guint n)
+{
+  qsort(v, n, sizeof(double), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 void
 ts_trial_result_summarise(TsTrialResult *r, const TsOpInstance *inst)
 {
   GArray *s = r->samples_ns;
   g_autofree double *sorted = g_memdup2(s->data, sizeof(double) * s->len);
-  qsort(sorted, s->len, sizeof(double), cmp_double);
+  r->median_ns = median_of(sorted, s->len);
   r->min_ns = sorted[0];
   r->max_ns = sorted[s->len - 1];
-  r->median_ns = s->len % 2 ? sorted[s->len / 2]
-                            : 0.5 * (sorted[s->len / 2 - 1] + sorted[s->len / 2]);
   r->gflops = ts_op_instance_flops(inst) / r->median_ns;
   r->gbps = ts_op_instance_bytes(inst) / r->median_ns;
+  r->thread_cpu_ns = r->process_cpu_ns = 0;
+  if (r->cpu_samples && r->cpu_samples->len > 0) {
+    guint n = r->cpu_samples->len;
+    g_autofree double *th = g_new(double, n), *pr = g_new(double, n);
+    for (guint i = 0; i < n; i++) {
+      th[i] = g_array_index(r->cpu_samples, TsCpuTime, i).thread_ns;
+      pr[i] = g_array_index(r->cpu_samples, TsCpuTime, i).process_ns;
+    }
+    r->thread_cpu_ns = median_of(th, n);
+    r->process_cpu_ns = median_of(pr, n);
+  }
 }
 
 typedef struct {
@@ -334,14 +353,16 @@ spin_ns(double ns)
   return (double)(t - t0);
 }
 
-gboolean
-ts_op_timer_sample(TsOpTimer *t, guint n_warmup, guint n, double *samples_ns, GError **error)
+/* cpu: NULL, or (host backends) each sample's CPU time. */
+static gboolean
+timer_sample(TsOpTimer *t, guint n_warmup, guint n, double *samples_ns, TsCpuTime *cpu,
+             GError **error)
 {
-  g_return_val_if_fail(t != NULL, FALSE);
-  g_return_val_if_fail(samples_ns != NULL || n == 0, FALSE);
-  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
   if (t->slowdown <= 0)
-    return ts_backend_time(t->backend, t->module, &t->launch, n_warmup, n, samples_ns, error);
+    return cpu ? ts_backend_time_cpu(t->backend, t->module, &t->launch, n_warmup, n, samples_ns,
+                                     cpu, error)
+               : ts_backend_time(t->backend, t->module, &t->launch, n_warmup, n, samples_ns,
+                                 error);
 
   /* One launch per call, each followed by its spin: the slowdown then lands in the same machine
    * state as the launch it stretches, as a slower kernel's would. */
@@ -349,11 +370,27 @@ ts_op_timer_sample(TsOpTimer *t, guint n_warmup, guint n, double *samples_ns, GE
       !ts_backend_time(t->backend, t->module, &t->launch, n_warmup, 0, NULL, error))
     return FALSE;
   for (guint i = 0; i < n; i++) {
-    if (!ts_backend_time(t->backend, t->module, &t->launch, 0, 1, &samples_ns[i], error))
+    if (!(cpu ? ts_backend_time_cpu(t->backend, t->module, &t->launch, 0, 1, &samples_ns[i],
+                                    &cpu[i], error)
+              : ts_backend_time(t->backend, t->module, &t->launch, 0, 1, &samples_ns[i], error)))
       return FALSE;
-    samples_ns[i] += spin_ns(t->slowdown * samples_ns[i]);
+    double spun = spin_ns(t->slowdown * samples_ns[i]);
+    samples_ns[i] += spun;
+    if (cpu) { /* a spinning thread is busy all along */
+      cpu[i].thread_ns += spun;
+      cpu[i].process_ns += spun;
+    }
   }
   return TRUE;
+}
+
+gboolean
+ts_op_timer_sample(TsOpTimer *t, guint n_warmup, guint n, double *samples_ns, GError **error)
+{
+  g_return_val_if_fail(t != NULL, FALSE);
+  g_return_val_if_fail(samples_ns != NULL || n == 0, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  return timer_sample(t, n_warmup, n, samples_ns, NULL, error);
 }
 
 void
@@ -428,12 +465,19 @@ sample_until_stable(TsOpTimer *t, TsTrialResult *r, const TsRunOptions *options,
   if (hooks && hooks->begin)
     hooks->begin(hooks->data);
   double spent = 0;
+  if (ts_backend_runs_on_host(t->backend) && r->cpu_samples == NULL)
+    r->cpu_samples = g_array_new(FALSE, FALSE, sizeof(TsCpuTime));
   while (r->samples_ns->len < options->max_samples) {
     guint n = MIN(round, options->max_samples - r->samples_ns->len);
     guint at = r->samples_ns->len;
     g_array_set_size(r->samples_ns, at + n);
     double *dst = &g_array_index(r->samples_ns, double, at);
-    if (!ts_op_timer_sample(t, 0, n, dst, error)) {
+    TsCpuTime *cpu = NULL;
+    if (r->cpu_samples) {
+      g_array_set_size(r->cpu_samples, at + n);
+      cpu = &g_array_index(r->cpu_samples, TsCpuTime, at);
+    }
+    if (!timer_sample(t, 0, n, dst, cpu, error)) {
       if (hooks && hooks->end)
         hooks->end(hooks->data, r->samples_ns->len - n);
       return FALSE;

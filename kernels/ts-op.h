@@ -149,7 +149,11 @@ typedef struct {
    * candidate never ran. */
   char *verification;
   GArray *samples_ns; /* double */
+  /* Where kernels run on the host (ts_backend_runs_on_host): each sample's CPU time
+   * (TsCpuTime), beside samples_ns; else NULL. */
+  GArray *cpu_samples;
   double median_ns, min_ns, max_ns;
+  double thread_cpu_ns, process_cpu_ns; /* medians of cpu_samples; 0 without them */
   double gflops, gbps; /* from the median */
   double compile_ms;
   gboolean cache_hit;
@@ -164,7 +168,8 @@ typedef struct {
 void ts_trial_result_free(TsTrialResult *result);
 /* A result with no samples yet (status ok, empty message). */
 TsTrialResult *ts_trial_result_new(void);
-/* Fills median/min/max and the rates from samples_ns (non-empty). */
+/* Fills median/min/max and the rates from samples_ns (non-empty), and the CPU-time medians
+ * from cpu_samples where present. */
 void ts_trial_result_summarise(TsTrialResult *result, const TsOpInstance *inst);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTrialResult, ts_trial_result_free)
 

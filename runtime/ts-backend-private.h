@@ -90,6 +90,10 @@ struct _TsBackendClass {
    * CPU; kernel records or events on a GPU, never a host clock around an async launch). */
   gboolean (*time)(TsBackend *backend, TsModule *module, const TsLaunch *launch,
                    guint n_warmup, guint n_samples, double *samples_ns, GError **error);
+  /* Optional (NULL: kernels do not run on the host): time, with each sample's CPU time too. */
+  gboolean (*time_cpu)(TsBackend *backend, TsModule *module, const TsLaunch *launch,
+                       guint n_warmup, guint n_samples, double *samples_ns, TsCpuTime *cpu,
+                       GError **error);
 
   /* Optional (NULL: the backend has no hardware counters). Collects metrics over launch's work
    * into values (name → g_new'd double); names the device lacks go to unsupported when it is

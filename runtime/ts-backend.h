@@ -157,6 +157,21 @@ gboolean ts_backend_launch(TsBackend *backend, TsModule *module, const TsLaunch 
 gboolean ts_backend_time(TsBackend *backend, TsModule *module, const TsLaunch *launch,
                          guint n_warmup, guint n_samples, double *samples_ns, GError **error);
 
+/* CPU time of one timed launch whose kernel runs on the host: the calling thread's and the
+ * whole process's (an OpenMP team's included). On a shared machine a preempted kernel's wall
+ * time grows while its thread's CPU time does not; a team whose threads wait on a descheduled
+ * peer shows process time below wall time x threads. */
+typedef struct {
+  double thread_ns, process_ns;
+} TsCpuTime;
+
+/* Whether the backend's kernels run on the host, so ts_backend_time_cpu can report CPU time. */
+gboolean ts_backend_runs_on_host(TsBackend *backend);
+/* ts_backend_time, and cpu[i] (ts_backend_runs_on_host backends only) launch i's CPU time. */
+gboolean ts_backend_time_cpu(TsBackend *backend, TsModule *module, const TsLaunch *launch,
+                             guint n_warmup, guint n_samples, double *samples_ns, TsCpuTime *cpu,
+                             GError **error);
+
 /* ---- hardware metrics (GPU performance counters) ----
  *
  * Counters of one stretch of GPU work, collected by CUPTI's range profiler: the work is run

@@ -311,6 +311,59 @@ test_time(Fixture *f, gconstpointer data)
   ts_backend_buffer_free(f->backend, bufs[1]);
 }
 
+/* CPU time beside wall time: a kernel that sleeps takes wall time and almost no CPU time, one
+ * that spins takes both, which no wall-clock reading alone could tell apart. */
+static const char sleep_spin_src[] =
+  "#include <stdint.h>\n"
+  "#include <time.h>\n"
+  "static int64_t mono(void) {\n"
+  "  struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);\n"
+  "  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;\n"
+  "}\n"
+  "void ts_kernel(void *const *bufs, const int64_t *ints, const double *floats) {\n"
+  "  (void)bufs; (void)floats;\n"
+  "  if (ints[0]) {\n"
+  "    struct timespec t = {0, 3000000}; nanosleep(&t, 0);\n"
+  "  } else {\n"
+  "    int64_t t0 = mono(); while (mono() - t0 < 3000000) {}\n"
+  "  }\n"
+  "}\n";
+
+static void
+test_time_cpu(Fixture *f, gconstpointer data)
+{
+  g_assert_true(ts_backend_runs_on_host(f->backend));
+  g_autoptr(TsModule) module = compile_ok(f, sleep_spin_src, "ts_kernel");
+  g_autoptr(GError) error = NULL;
+  TsBuffer *buf = ts_backend_alloc(f->backend, 64, &error);
+  g_assert_no_error(error);
+  for (gint64 sleeping = 0; sleeping <= 1; sleeping++) {
+    gint64 ints[1] = {sleeping};
+    TsLaunch launch = {.buffers = &buf, .n_buffers = 1, .ints = ints, .n_ints = 1};
+    double wall[5];
+    TsCpuTime cpu[5];
+    g_assert_true(ts_backend_time_cpu(f->backend, module, &launch, 1, 5, wall, cpu, &error));
+    g_assert_no_error(error);
+    for (guint i = 0; i < 5; i++) {
+      g_test_message("%s: wall %.0f ns, thread %.0f ns, process %.0f ns",
+                     sleeping ? "sleep" : "spin", wall[i], cpu[i].thread_ns, cpu[i].process_ns);
+      g_assert_cmpfloat(wall[i], >=, 3e6);
+      g_assert_cmpfloat(cpu[i].process_ns, >=, cpu[i].thread_ns);
+      if (sleeping)
+        g_assert_cmpfloat(cpu[i].thread_ns, <, 0.5 * wall[i]);
+      else /* CPU clocks are read outside the wall clock's pair: allow their cost */
+        g_assert_cmpfloat(cpu[i].thread_ns, <=, wall[i] + 1e5);
+    }
+    if (!sleeping) { /* spinning, it ran most of the time unless the machine is very busy */
+      double most = 0;
+      for (guint i = 0; i < 5; i++)
+        most = MAX(most, cpu[i].thread_ns / wall[i]);
+      g_assert_cmpfloat(most, >, 0.5);
+    }
+  }
+  ts_backend_buffer_free(f->backend, buf);
+}
+
 /* Several compilers racing on one key (a parallel tuner, or two tuners sharing a cache): each
  * builds privately and renames, so every one succeeds and all agree on the artifact. */
 typedef struct {
@@ -882,6 +935,7 @@ main(int argc, char **argv)
   ADD("/backend/cpu/cache-trust", test_cache_trust);
   ADD("/backend/cpu/overrun-timed", test_overrun_timed);
   ADD("/backend/cpu/time", test_time);
+  ADD("/backend/cpu/time-cpu", test_time_cpu);
   ADD("/backend/cpu/describe", test_describe);
   ADD("/backend/cpu/concurrent-compile", test_concurrent_compile);
   ADD("/backend/cpu/cache-other-fs", test_cache_other_fs);

@@ -48,10 +48,12 @@ add_trial(TsDb *db, gint64 w, gint64 d, gint64 t, const char *point, TsDbTrialSt
   if (status == TS_DB_TRIAL_OK) { /* a sample range around the median, as measured ones have */
     trial->min_ns = median * 0.9;
     trial->max_ns = median * 1.3;
-    /* What a GPU kernel's compiler reports; the fastest came from the artifact cache. */
+    /* What a GPU kernel's compiler reports; the fastest came from the artifact cache. And a
+     * CPU time of 1.5x the wall time (a host kernel's two threads, one often off its core). */
     trial->metrics_json = g_strdup_printf(
-        "{\"gflops\": 1, \"registers\": %d, \"spill_stores\": 8, \"spill_loads\": 4}",
-        64 + (int)(median / 1e4));
+        "{\"gflops\": 1, \"registers\": %d, \"spill_stores\": 8, \"spill_loads\": 4, "
+        "\"process_cpu_ns\": %.17g}",
+        64 + (int)(median / 1e4), 1.5 * median);
     trial->compile_ms = median <= 1e4 ? 0 : median / 1e3;
   }
   trial->error_text = status == TS_DB_TRIAL_OK ? NULL : g_strdup("it failed");
@@ -483,21 +485,23 @@ test_actions_and_export(void)
   g_assert_cmpuint(g_strv_length(lines), ==, 1 + 3); /* the header, the rows shown */
   g_assert_true(g_str_has_prefix(lines[0], "index,id,status"));
   g_assert_true(
-      g_str_has_suffix(lines[0], ",min_ms,max_ms,predicted_ms,registers,spill_bytes,compile_ms"));
+      g_str_has_suffix(lines[0], ",min_ms,max_ms,predicted_ms,registers,spill_bytes,compile_ms,"
+                                 "cpu_per_wall"));
   /* Every verified row has its sample range around its median. */
   guint ranged = 0;
   for (guint i = 1; lines[i]; i++) {
     g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
     guint n = g_strv_length(f);
-    /* What the compiler reported, with the verified rows. */
-    g_assert_cmpstr(f[n - 2], ==, "12");
+    /* What the compiler reported, with the verified rows, and the CPU time's share. */
+    g_assert_cmpfloat_with_epsilon(g_ascii_strtod(f[n - 1], NULL), 1.5, 1e-9);
+    g_assert_cmpstr(f[n - 3], ==, "12");
     double med_ns = g_ascii_strtod(f[3], NULL) * 1e6;
-    g_assert_cmpint(atoi(f[n - 3]), ==, 64 + (int)(med_ns / 1e4 + 1e-9));
-    g_assert_cmpfloat(g_ascii_strtod(f[n - 1], NULL), ==, med_ns <= 1e4 ? 0 : med_ns / 1e3);
-    if (!*f[n - 6] || !*f[n - 5])
+    g_assert_cmpint(atoi(f[n - 4]), ==, 64 + (int)(med_ns / 1e4 + 1e-9));
+    g_assert_cmpfloat(g_ascii_strtod(f[n - 2], NULL), ==, med_ns <= 1e4 ? 0 : med_ns / 1e3);
+    if (!*f[n - 7] || !*f[n - 6])
       continue; /* a trial stored without its range */
-    double med = g_ascii_strtod(f[3], NULL), lo = g_ascii_strtod(f[n - 6], NULL),
-           hi = g_ascii_strtod(f[n - 5], NULL);
+    double med = g_ascii_strtod(f[3], NULL), lo = g_ascii_strtod(f[n - 7], NULL),
+           hi = g_ascii_strtod(f[n - 6], NULL);
     g_assert_cmpfloat(lo, <=, med);
     g_assert_cmpfloat(med, <=, hi);
     ranged++;
@@ -511,6 +515,8 @@ test_actions_and_export(void)
                                           GTK_SORT_ASCENDING));
   g_assert_true(ts_studio_trial_list_sort(ts_studio_window_get_trial_list(win), "compile",
                                           GTK_SORT_ASCENDING));
+  g_assert_true(ts_studio_trial_list_sort(ts_studio_window_get_trial_list(win), "cpu",
+                                          GTK_SORT_DESCENDING));
 
   ts_studio_window_set_page(win, "lowering");
   spin(100);

@@ -126,6 +126,11 @@ roofs = [m["roofline"] for m in metrics]
 con.close()
 ok(all(m.get("verification", "").startswith("full f64 reference (") for m in metrics),
    "every verified trial says which check ran (a small gemm: the full reference)")
+# A CPU kernel's CPU time is stored beside its wall time, and the table relates the two.
+ok(all(m["process_cpu_ns"] >= m["thread_cpu_ns"] > 0 for m in metrics),
+   "every CPU trial stores its thread and process CPU time")
+ok(re.search(r"^ +1 +ok .* \d+\.\d\d  block", p.stdout, re.M) and "cpu/wall:" in p.stdout,
+   "the final table gives each CPU candidate's CPU time over its wall time")
 f32, dram = peaks["compute"]["f32"]["gflops"], peaks["memory"]["dram"]["gbps"]
 ok(len(roofs) == 16 and all(
     r["compute"] == "f32" and r["intensity"] > 0 and

@@ -51,6 +51,10 @@ test_lost_backend(void)
   g_autoptr(TsTuneWorker) w = ts_tune_worker_new(exe);
   g_autoptr(TsTrialResult) first = run_mode(w, "ok");
   assert_ok(first);
+  /* A CPU kernel's CPU time comes back beside its wall time, a pair per sample. */
+  g_assert_nonnull(first->cpu_samples);
+  g_assert_cmpuint(first->cpu_samples->len, ==, first->samples_ns->len);
+  g_assert_cmpfloat(g_array_index(first->cpu_samples, TsCpuTime, 0).process_ns, >, 0);
   GPid before = ts_tune_worker_pid(w);
   g_assert_cmpint(before, >, 0);
 

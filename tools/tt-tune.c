@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <json-glib/json-glib.h>
+
 #include "ts-tune.h"
 #include "ts-tune-stats.h"
 #include "ts-cost-model.h"
@@ -49,29 +51,54 @@ on_progress(const TsTuneProgress *p, gpointer data)
   }
 }
 
+/* A host kernel's CPU time over its wall time (median process CPU clock over the median
+ * sample): about its thread count on a quiet machine; NaN for device kernels and trials stored
+ * before CPU time was measured. */
+static double
+cpu_per_wall(const TsDbTrial *t)
+{
+  if (t->metrics_json == NULL || !(t->median_ns > 0))
+    return NAN;
+  g_autoptr(JsonNode) m = json_from_string(t->metrics_json, NULL);
+  if (m == NULL || !JSON_NODE_HOLDS_OBJECT(m))
+    return NAN;
+  JsonObject *o = json_node_get_object(m);
+  if (!json_object_has_member(o, "process_cpu_ns"))
+    return NAN;
+  return json_object_get_double_member(o, "process_cpu_ns") / t->median_ns;
+}
+
 static void
 print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top,
             const TsProfCeilings *c)
 {
   double flops = ts_op_instance_flops(inst), bytes = ts_op_instance_bytes(inst);
   const char *roof_name = ts_tune_compute_roof(inst, backend);
-  g_print("\n%4s  %-13s %11s %11s %10s %7s %10s  %s\n", "rank", "status", "median ms",
-          "GFLOP/s", "GB/s", "% roof", "compile ms", "schedule");
+  gboolean host = ts_backend_runs_on_host(backend);
+  g_print("\n%4s  %-13s %11s %11s %10s %7s %10s%s  %s\n", "rank", "status", "median ms",
+          "GFLOP/s", "GB/s", "% roof", "compile ms", host ? "  cpu/wall" : "", "schedule");
   TsProfRoofline roof = {0};
   for (guint i = 0; i < MIN(top, trials->len); i++) {
     const TsDbTrial *t = g_ptr_array_index(trials, i);
     /* 0: the artifact came from the cache (or the trial predates the column). */
     g_autofree char *cms = t->compile_ms > 0 ? g_strdup_printf("%.0f", t->compile_ms)
                                              : g_strdup("-");
+    double cw = cpu_per_wall(t);
+    g_autofree char *cpu = !host          ? g_strdup("")
+                           : isfinite(cw) ? g_strdup_printf("  %8.2f", cw)
+                                          : g_strdup_printf("  %8s", "-");
     if (t->status == TS_DB_TRIAL_OK &&
         ts_prof_roofline(c, roof_name, flops, bytes, t->median_ns * 1e-9, &roof))
-      g_print("%4u  %-13s %11.4f %11.2f %10.2f %6.1f%% %10s  %s\n", i + 1,
+      g_print("%4u  %-13s %11.4f %11.2f %10.2f %6.1f%% %10s%s  %s\n", i + 1,
               ts_db_trial_status_name(t->status), t->median_ns / 1e6, flops / t->median_ns,
-              bytes / t->median_ns, 100.0 * roof.fraction, cms, t->schedule);
+              bytes / t->median_ns, 100.0 * roof.fraction, cms, cpu, t->schedule);
     else
-      g_print("%4u  %-13s %11s %11s %10s %7s %10s  %s\n", i + 1,
-              ts_db_trial_status_name(t->status), "-", "-", "-", "-", cms, t->schedule);
+      g_print("%4u  %-13s %11s %11s %10s %7s %10s%s  %s\n", i + 1,
+              ts_db_trial_status_name(t->status), "-", "-", "-", "-", cms, cpu, t->schedule);
   }
+  if (host)
+    g_print("cpu/wall: CPU time of the kernel's threads over its wall time, medians; about its "
+            "thread count on a quiet machine, less where the machine took cores away\n");
   /* What a candidate's compile costs, over every trial that compiled (not served from the
    * artifact cache): what bounds a tune's rate when kernels run in microseconds. */
   g_autoptr(GArray) cms = g_array_new(FALSE, FALSE, sizeof(double));

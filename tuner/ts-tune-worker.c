@@ -137,6 +137,16 @@ result_to_json(const TsTrialResult *r, const char *refused, TsTrace *trace, gboo
     for (guint i = 0; i < r->samples_ns->len; i++)
       json_builder_add_double_value(b, g_array_index(r->samples_ns, double, i));
     json_builder_end_array(b);
+    if (r->cpu_samples) { /* pairs: thread, process */
+      json_builder_set_member_name(b, "cpu_ns");
+      json_builder_begin_array(b);
+      for (guint i = 0; i < r->cpu_samples->len; i++) {
+        const TsCpuTime *c = &g_array_index(r->cpu_samples, TsCpuTime, i);
+        json_builder_add_double_value(b, c->thread_ns);
+        json_builder_add_double_value(b, c->process_ns);
+      }
+      json_builder_end_array(b);
+    }
   }
   if (trace)
     add_trace(b, trace);
@@ -546,6 +556,16 @@ parse_result(const char *line, TsTrace *trace, gboolean *exiting, GError **error
   for (guint i = 0; a && i < json_array_get_length(a); i++) {
     double v = json_array_get_double_element(a, i);
     g_array_append_val(r->samples_ns, v);
+  }
+  JsonArray *c = json_object_has_member(o, "cpu_ns") ? json_object_get_array_member(o, "cpu_ns")
+                                                     : NULL;
+  if (c && json_array_get_length(c) == 2 * r->samples_ns->len) {
+    r->cpu_samples = g_array_sized_new(FALSE, FALSE, sizeof(TsCpuTime), r->samples_ns->len);
+    for (guint i = 0; i < r->samples_ns->len; i++) {
+      TsCpuTime t = {json_array_get_double_element(c, 2 * i),
+                     json_array_get_double_element(c, 2 * i + 1)};
+      g_array_append_val(r->cpu_samples, t);
+    }
   }
   if (trace)
     merge_trace(o, trace);

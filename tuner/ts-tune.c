@@ -363,6 +363,9 @@ trial_metrics_json(TsOpInstance *inst, TsBackend *backend, const TsProfCeilings 
   }
   if (r->counters_json)
     g_string_append_printf(j, ", \"counters\": %s", r->counters_json);
+  if (r->cpu_samples && r->cpu_samples->len > 0)
+    g_string_append_printf(j, ", \"thread_cpu_ns\": %.6g, \"process_cpu_ns\": %.6g",
+                           r->thread_cpu_ns, r->process_cpu_ns);
   append_verification(j, r);
   const TsModuleResources *res = &r->resources;
   const struct { const char *name; gint v; } f[] = {

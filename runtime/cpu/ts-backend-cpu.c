@@ -616,11 +616,17 @@ release_ptrs(BufferPtrs *p)
 }
 
 static gint64
-now_ns(void)
+clock_ns(clockid_t clock)
 {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return (gint64)ts.tv_sec * G_GINT64_CONSTANT(1000000000) + ts.tv_nsec;
+}
+
+static gint64
+now_ns(void)
+{
+  return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* A kernel on the CPU runs in the calling thread (and its OpenMP team): its event goes on the
@@ -692,10 +698,12 @@ cpu_launch(TsBackend *backend, TsModule *module, const TsLaunch *launch, GError 
   return check_guards(backend, module, launch, error);
 }
 
-/* The pointer array is built once so the timed region holds only the call. */
+/* The pointer array is built once so the timed region holds only the call. The CPU clocks are
+ * system calls (the process clock walks every thread), so they are read outside the wall
+ * clock's pair, which times the call alone. */
 static gboolean
-cpu_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_warmup,
-         guint n_samples, double *samples_ns, GError **error)
+cpu_time_cpu(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_warmup,
+             guint n_samples, double *samples_ns, TsCpuTime *cpu, GError **error)
 {
   if (!refuse_if_lost(backend, error))
     return FALSE;
@@ -710,16 +718,32 @@ cpu_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_w
       record_kernel(backend, module, t0, now_ns(), "warm-up");
   }
   for (guint i = 0; i < n_samples; i++) {
+    gint64 c0 = 0, p0 = 0;
+    if (cpu) {
+      p0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+      c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    }
     gint64 t0 = now_ns();
     entry(bufs, ints, launch->floats);
     gint64 t1 = now_ns();
     samples_ns[i] = (double)(t1 - t0);
+    if (cpu) {
+      cpu[i].thread_ns = (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0);
+      cpu[i].process_ns = (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - p0);
+    }
     if (backend->trace)
       record_kernel(backend, module, t0, t1, "timed");
   }
   release_ptrs(&p);
   /* Checked once after the batch: the samples time the kernel alone. */
   return check_guards(backend, module, launch, error);
+}
+
+static gboolean
+cpu_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, guint n_warmup,
+         guint n_samples, double *samples_ns, GError **error)
+{
+  return cpu_time_cpu(backend, module, launch, n_warmup, n_samples, samples_ns, NULL, error);
 }
 
 const TsBackendClass ts__backend_cpu_class = {
@@ -737,5 +761,6 @@ const TsBackendClass ts__backend_cpu_class = {
   .download = cpu_download,
   .launch = cpu_launch,
   .time = cpu_time,
+  .time_cpu = cpu_time_cpu,
   .lost = cpu_lost,
 };
