@@ -146,35 +146,36 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   ts_tile_let(jc, "n_jr", TS_DTYPE_INT32, "(nc + NR - 1) / NR");
   TsTileNode *pc = ts_tile_for(jc, "pc", "0", "K", "BK", TS_FOR_SERIAL);
   ts_tile_let(pc, "kc", TS_DTYPE_INT32, "min(BK, K - pc)");
-  /* The team packs the B block together; the loop's end is the barrier before its use. */
-  TsTileNode *jp = ts_tile_for(pc, "jp", "0", "n_jr", "1", TS_FOR_PARALLEL);
+  /* The team packs the B block together, a panel at a time to whoever is free; the loop's
+   * end is the barrier before its use. */
+  TsTileNode *jp = ts_tile_for(pc, "jp", "0", "n_jr", "1", TS_FOR_PARALLEL_DYNAMIC);
   g_autofree char *bdst = g_strdup_printf("Bp + jp * NR * %s", depth);
   TsTileNode *pb =
     ts_tile_pack(jp, 1, NR, "B + pc * N + jc + jp * NR", "N", "kc", "min(NR, nc - jp * NR)", bdst);
   ts_tile_set_dot(pb, dot);
-  /* The micro-tiles are one flattened range split evenly, block by block of A (ic), then by
-   * NR panel (jr), then by MR rows (ir): a parallel ic loop alone leaves a thread idle whenever
-   * M / BM is not a multiple of the team (1024 / 96 = 10.7 blocks), and splitting ic x jr tiles
-   * still gives one thread the short last block's light tiles (512 = 5 x 96 + 32 with 32-row
-   * micro-tiles: 144 micro-kernels against 112). Each worker packs an A block once, when its
-   * slice first reaches it. */
+  /* The work is handed out dynamically in column panels: one NR-wide panel of one A block (ic)
+   * per grab, its MR-row micro-tiles in turn. A static split waits for its slowest thread at
+   * every barrier, and on a shared machine a thread whose core is taken holds the whole team
+   * for a scheduler tick; grabbed panels go to the thread that is running. Panels are handed
+   * out in block order, so each worker packs an A block once, when it first reaches it (a
+   * worker packs every block: M x K more elements than a static split, ~1% of a large gemm). */
   ts_tile_let(pc, "rows", TS_DTYPE_INT32, "(M + MR - 1) / MR");
   ts_tile_let(pc, "bpr", TS_DTYPE_INT32, "BM / MR");
-  TsTileNode *t = ts_tile_for(pc, "t", "0", "rows * n_jr", "1", TS_FOR_PARALLEL);
-  ts_tile_let(t, "b", TS_DTYPE_INT32, "t / (bpr * n_jr)");
-  ts_tile_let(t, "ic", TS_DTYPE_INT32, "b * BM");
-  ts_tile_let(t, "rows_b", TS_DTYPE_INT32, "min(bpr, rows - b * bpr)");
-  ts_tile_let(t, "w", TS_DTYPE_INT32, "t - b * bpr * n_jr");
-  ts_tile_let(t, "jr", TS_DTYPE_INT32, "w / rows_b * NR");
-  ts_tile_let(t, "ir", TS_DTYPE_INT32, "w % rows_b * MR");
-  ts_tile_let(t, "mc", TS_DTYPE_INT32, "min(BM, M - ic)");
-  TsTileNode *pa = ts_tile_pack(t, 0, MR, "A + ic * K + pc", "K", "mc", "kc", "Ap");
+  ts_tile_let(pc, "n_blk", TS_DTYPE_INT32, "(M + BM - 1) / BM");
+  TsTileNode *q = ts_tile_for(pc, "q", "0", "n_blk * n_jr", "1", TS_FOR_PARALLEL_DYNAMIC);
+  ts_tile_let(q, "b", TS_DTYPE_INT32, "q / n_jr");
+  ts_tile_let(q, "ic", TS_DTYPE_INT32, "b * BM");
+  ts_tile_let(q, "rows_b", TS_DTYPE_INT32, "min(bpr, rows - b * bpr)");
+  ts_tile_let(q, "jr", TS_DTYPE_INT32, "(q - b * n_jr) * NR");
+  ts_tile_let(q, "mc", TS_DTYPE_INT32, "min(BM, M - ic)");
+  TsTileNode *pa = ts_tile_pack(q, 0, MR, "A + ic * K + pc", "K", "mc", "kc", "Ap");
   ts_tile_pack_set_reuse_key(pa, "pc * M + ic");
   ts_tile_set_dot(pa, dot);
+  TsTileNode *ir = ts_tile_for(q, "ir", "0", "rows_b * MR", "MR", TS_FOR_SERIAL);
   g_autofree char *c = g_strdup_printf("%s + (ic + ir) * N + jc + jr", cd);
   g_autofree char *ap = g_strdup_printf("Ap + ir * %s", depth);
   g_autofree char *bp = g_strdup_printf("Bp + jr * %s", depth);
-  TsTileNode *mma = ts_tile_mma(t, MR, NR, V, U, c, "N", ap, bp, "kc", "pc > 0",
+  TsTileNode *mma = ts_tile_mma(ir, MR, NR, V, U, c, "N", ap, bp, "kc", "pc > 0",
                                 "min(MR, mc - ir)", "min(NR, nc - jr)");
   ts_tile_set_dot(mma, dot);
   if (narrow_out) {

@@ -390,10 +390,12 @@ print_result_json(const TsOpInstance *inst, const TsSchedPoint *point, const TsT
           "\"rel_error\": %.6g, \"tolerance\": %.1g, \"verification\": \"%s\", "
           "\"median_ns\": %.1f, \"min_ns\": %.1f, "
           "\"max_ns\": %.1f, \"samples\": %u, \"gflops\": %.4f, \"gbps\": %.4f, "
+          "\"thread_cpu_ns\": %.1f, \"process_cpu_ns\": %.1f, "
           "\"compile_ms\": %.1f, \"message\": \"%s\"}\n",
           w, p, ts_sched_point_hash(point), ts_trial_status_name(r->status),
           isfinite(r->rel_error) ? r->rel_error : -1.0, r->tolerance, v, r->median_ns, r->min_ns,
-          r->max_ns, r->samples_ns->len, r->gflops, r->gbps, r->compile_ms, msg);
+          r->max_ns, r->samples_ns->len, r->gflops, r->gbps, r->thread_cpu_ns, r->process_cpu_ns,
+          r->compile_ms, msg);
 }
 
 static int
@@ -456,7 +458,11 @@ cmd_run(int argc, char **argv)
               r->rel_error, r->tolerance, r->median_ns / 1e6, r->min_ns / 1e6, r->max_ns / 1e6,
               r->samples_ns->len, r->gflops, r->gbps,
               r->cache_hit ? "artifact cache hit" : "compiled");
-    else
+    if (r->status == TS_TRIAL_OK && r->cpu_samples && r->cpu_samples->len > 0)
+      g_print("cpu       median %.3f ms on the calling thread, %.3f ms process (%.2fx the wall "
+              "time)\n",
+              r->thread_cpu_ns / 1e6, r->process_cpu_ns / 1e6, r->process_cpu_ns / r->median_ns);
+    if (r->status != TS_TRIAL_OK)
       g_print("%s\n", r->message);
   }
   return r->status == TS_TRIAL_OK ? TT_EXIT_OK : TT_EXIT_CANDIDATE;
