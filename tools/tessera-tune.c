@@ -591,6 +591,7 @@ print_usage(void)
           "Commands:\n"
           "  tune OP     explore OP's schedule space and store every trial and the best schedule\n"
           "              (--profile: the session's timeline too, as a profile)\n"
+          "  batch FILE  tune every workload listed in FILE (one a line: OP --shape DIMS ...)\n"
           "  lookup OP   the cached best schedule of a workload (--nearest for untuned shapes)\n"
           "  show OP     the stored trials of a workload, best first\n"
           "  export      write trials and best schedules as JSON\n"
@@ -626,7 +627,7 @@ main(int argc, char **argv)
     {"export", tt_cmd_export}, {"import", tt_cmd_import}, {"lower", cmd_lower},
     {"run", cmd_run},          {"strategies", tt_cmd_strategies},
     {"check", tt_cmd_check},         {"profile", tt_cmd_profile},
-    {"model", tt_cmd_model},
+    {"model", tt_cmd_model},         {"batch", tt_cmd_batch},
   };
   const char *cmd = argv[1];
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)

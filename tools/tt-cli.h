@@ -132,3 +132,4 @@ int tt_cmd_strategies(int argc, char **argv);
 int tt_cmd_check(int argc, char **argv);
 int tt_cmd_profile(int argc, char **argv);
 int tt_cmd_model(int argc, char **argv);
+int tt_cmd_batch(int argc, char **argv);

@@ -97,8 +97,9 @@ print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top
               ts_db_trial_status_name(t->status), "-", "-", "-", "-", cms, cpu, t->schedule);
   }
   if (host)
-    g_print("cpu/wall: CPU time of the kernel's threads over its wall time, medians; about its "
-            "thread count on a quiet machine, less where the machine took cores away\n");
+    g_print("cpu/wall: the process's CPU time over the kernel's wall time, medians: about its "
+            "thread count on a quiet machine, less where the machine took cores away (OpenMP "
+            "threads still spinning after an earlier parallel kernel add to it)\n");
   /* What a candidate's compile costs, over every trial that compiled (not served from the
    * artifact cache): what bounds a tune's rate when kernels run in microseconds. */
   g_autoptr(GArray) cms = g_array_new(FALSE, FALSE, sizeof(double));
