@@ -147,6 +147,9 @@ trial_row(JsonBuilder *b, sqlite3_stmt *s)
   add_string(b, "strategy", t->strategy);
   add_double(b, "compile_ms", t->compile_ms);
   add_string(b, "created_at", t->created_at);
+  add_string(b, "host", t->host);
+  if (t->rank >= 0)
+    add_int(b, "rank", t->rank);
 }
 
 static void
@@ -571,6 +574,13 @@ validate(Check *c, JsonNode *root_node, Doc *doc)
     t->strategy = g_strdup(str_field(c, o, path, "strategy", TRUE));
     t->compile_ms = num_field(c, o, path, "compile_ms");
     t->created_at = g_strdup(str_field(c, o, path, "created_at", TRUE));
+    t->host = g_strdup(str_field(c, o, path, "host", TRUE));
+    double rank = num_field(c, o, path, "rank");
+    if (!isnan(rank) && !(rank >= 0 && rank <= G_MAXINT && rank == floor(rank))) {
+      g_autofree char *p = g_strdup_printf("%s.rank", path);
+      bad(c, p, "an MPI rank is a non-negative integer");
+    }
+    t->rank = isnan(rank) ? -1 : (gint)rank;
     if (!c->failed && t->status == TS_DB_TRIAL_OK && !isfinite(t->median_ns)) {
       g_autofree char *p = g_strdup_printf("%s.median_ns", path);
       bad(c, p, "a trial with status ok needs a median");

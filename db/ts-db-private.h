@@ -76,7 +76,7 @@ char *ts__db_column_text(sqlite3_stmt *stmt, int i);
 #define TS__DB_TRIAL_COLUMNS                                                                      \
   "t.id, t.workload_id, t.device_id, t.toolchain_id, t.run_id, t.schedule, t.schedule_hash, "     \
   "t.status, t.rel_error, t.median_ns, t.min_ns, t.max_ns, t.samples, t.metrics, t.error, "      \
-  "t.predicted_cost, t.strategy, t.compile_ms, t.created_at"
+  "t.predicted_cost, t.strategy, t.compile_ms, t.created_at, t.host, t.rank"
 TsDbTrial *ts__db_trial_from_row(sqlite3_stmt *stmt);
 
 /* LRU. */

@@ -196,6 +196,13 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (workload_id, device_id, toolchain_id, schedule_hash)) WITHOUT ROWID;"
     "CREATE INDEX trial_claim_run ON trial_claim (run_id);"
     "PRAGMA user_version = 6;",
+
+    /* 7: which machine and, in a distributed tune, which MPI rank measured each trial (NULL for
+     * trials stored before, and rank NULL outside MPI), so a fleet's cache says where every
+     * figure came from. */
+    "ALTER TABLE trial ADD COLUMN host TEXT;"
+    "ALTER TABLE trial ADD COLUMN rank INTEGER CHECK (rank IS NULL OR rank >= 0);"
+    "PRAGMA user_version = 7;",
 };
 
 int

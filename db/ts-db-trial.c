@@ -39,6 +39,7 @@ ts_db_trial_new(void)
   TsDbTrial *t = g_new0(TsDbTrial, 1);
   t->rel_error = t->median_ns = t->min_ns = t->max_ns = NAN;
   t->predicted_cost = t->compile_ms = NAN;
+  t->rank = -1;
   return t;
 }
 
@@ -55,6 +56,7 @@ ts_db_trial_free(TsDbTrial *trial)
   g_free(trial->error_text);
   g_free(trial->strategy);
   g_free(trial->created_at);
+  g_free(trial->host);
   g_free(trial);
 }
 
@@ -169,6 +171,8 @@ ts__db_trial_from_row(sqlite3_stmt *stmt)
   t->strategy = ts__db_column_text(stmt, 16);
   t->compile_ms = ts__db_column_double(stmt, 17);
   t->created_at = ts__db_column_text(stmt, 18);
+  t->host = ts__db_column_text(stmt, 19);
+  t->rank = sqlite3_column_type(stmt, 20) == SQLITE_NULL ? -1 : sqlite3_column_int(stmt, 20);
   return t;
 }
 
@@ -176,9 +180,9 @@ ts__db_trial_from_row(sqlite3_stmt *stmt)
 static const char SQL_TRIAL_ADD[] =
     "INSERT INTO trial (workload_id, device_id, toolchain_id, run_id, schedule, schedule_hash,"
     " status, rel_error, median_ns, min_ns, max_ns, samples, metrics, error, predicted_cost,"
-    " strategy, compile_ms, created_at)"
+    " strategy, compile_ms, created_at, host, rank)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
-    " coalesce(?18, strftime('%Y-%m-%dT%H:%M:%fZ','now')))"
+    " coalesce(?18, strftime('%Y-%m-%dT%H:%M:%fZ','now')), ?19, ?20)"
     " ON CONFLICT (workload_id, device_id, toolchain_id, schedule_hash) DO NOTHING";
 static const char SQL_TRIAL_FIND[] =
     "SELECT id FROM trial WHERE workload_id = ?1 AND device_id = ?2 AND toolchain_id = ?3"
@@ -220,6 +224,9 @@ ts__db_add_trial_tx(TsDb *db, const TsDbTrial *t, gint64 *trial_id, gboolean *ex
     sqlite3_bind_text(stmt, 16, t->strategy, -1, SQLITE_STATIC);
     ts__db_bind_double(stmt, 17, t->compile_ms);
     sqlite3_bind_text(stmt, 18, t->created_at, -1, SQLITE_STATIC);
+    sqlite3_bind_text(stmt, 19, t->host, -1, SQLITE_STATIC);
+    if (t->rank >= 0)
+      sqlite3_bind_int(stmt, 20, t->rank);
     int rc = sqlite3_step(stmt);
     if (rc != SQLITE_DONE)
       return ts__db_fail(db, rc,

@@ -185,6 +185,8 @@ typedef struct {
   char *strategy;
   double compile_ms;
   char *created_at; /* ISO 8601 UTC, set by the database; read-only */
+  char *host;       /* the machine that measured it; NULL: unknown (stored before it was kept) */
+  gint rank;        /* its MPI rank in a distributed tune; -1 outside MPI, or unknown */
 } TsDbTrial;
 
 /* A zeroed trial with every number NAN. */

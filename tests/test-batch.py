@@ -6,6 +6,7 @@ the JSON output, and files with bad lines refused before anything is tuned. Prin
 import json
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -74,6 +75,8 @@ counts = dict(rows(db, "SELECT w.op || ' ' || w.shape, count(*) FROM trial t "
 ok(counts == {"gemm M=64,N=48,K=32": 2, "gemm M=96,N=64,K=32": 1, "softmax_safe M=32,N=128": 2},
    "every workload's trials are in the one cache; the line's --budget 1 beats the batch's 2")
 ok(rows(db, "SELECT count(*) FROM best")[0][0] == 3, "each workload has its best stored")
+ok(rows(db, "SELECT DISTINCT host, rank FROM trial") == [(socket.gethostname(), None)],
+   "every trial names the host that measured it (no MPI rank outside MPI)")
 strategies = rows(db, "SELECT DISTINCT r.strategy FROM tune_run r JOIN trial t ON t.run_id = r.id "
                       "JOIN workload w ON w.id = t.workload_id WHERE w.op = 'softmax_safe'")
 ok(strategies == [("random",)], "a line's --strategy applies to its workload alone")

@@ -97,6 +97,9 @@ add(TsDb *db, gint64 w, gint64 d, gint64 t, const char *schedule, TsDbTrialStatu
   trial->error_text = status == TS_DB_TRIAL_OK ? NULL : g_strdup("boom");
   trial->strategy = g_strdup("random");
   trial->compile_ms = 12.0;
+  /* Measured by rank 3 on node-a (verified ones; the failures outside MPI). */
+  trial->host = g_strdup("node-a");
+  trial->rank = status == TS_DB_TRIAL_OK ? 3 : -1;
   gint64 id = 0;
   g_assert_true(ts_db_add_trial(db, trial, &id, existed, &error));
   g_assert_no_error(error);
@@ -258,6 +261,10 @@ test_trials(Fx *fx, gconstpointer data)
   g_assert_cmpstr(t->metrics_json, ==, "{\"gflops\": 12.5}");
   g_assert_true(isnan(t->predicted_cost));
   g_assert_cmpstr(t->strategy, ==, "random");
+  g_assert_cmpstr(t->host, ==, "node-a");
+  g_assert_cmpint(t->rank, ==, 3);
+  g_autoptr(TsDbTrial) failed = ts_db_get_trial(fx->db, b, &error);
+  g_assert_cmpint(failed->rank, ==, -1); /* stored as NULL */
   g_assert_nonnull(t->created_at);
   g_assert_cmpint(t->run_id, ==, 0);
   g_autoptr(TsDbTrial) tb = ts_db_get_trial(fx->db, b, &error);
@@ -569,6 +576,9 @@ test_export_import(Fx *fx, gconstpointer data)
   gint64 d2 = ts_db_ensure_device(db2, &test_device, &error);
   g_autofree char *peaks = ts_db_get_device_peaks(db2, d2, &error);
   g_assert_nonnull(strstr(peaks, "bw"));
+  g_autoptr(TsDbTrial) moved = ts_db_get_trial(db2, r.trial_id, &error);
+  g_assert_cmpstr(moved->host, ==, "node-a"); /* who measured it travels with it */
+  g_assert_cmpint(moved->rank, ==, 3);
 
   /* Twice: nothing added, nothing changed, byte-identical export. */
   g_autofree char *before = snapshot(db2);
@@ -635,6 +645,13 @@ static const struct {
      "\"trials\":[{\"workload\":1,\"device\":1,\"toolchain\":1,\"schedule\":\"s\","
      "\"hash\":\"0123456789abcdef\",\"status\":\"ok\",\"median_ns\":1,\"samples_ns\":[1,\"x\"]}]}",
      "$.trials[0].samples_ns[1]: expected a number"},
+    {"{\"format\":\"tessera-schedules\",\"version\":1,"
+     "\"devices\":[{\"id\":1,\"backend\":\"cpu\",\"name\":\"n\",\"arch\":\"a\"}],"
+     "\"toolchains\":[{\"id\":1,\"compiler\":\"c\",\"kgen_version\":\"k\"}],"
+     "\"workloads\":[{\"id\":1,\"op\":\"gemm\",\"shape\":\"M=8\",\"dtype\":\"f32\"}],"
+     "\"trials\":[{\"workload\":1,\"device\":1,\"toolchain\":1,\"schedule\":\"s\","
+     "\"hash\":\"0123456789abcdef\",\"status\":\"ok\",\"median_ns\":1,\"rank\":-2}]}",
+     "$.trials[0].rank: an MPI rank is a non-negative integer"},
     {"{\"format\":\"tessera-schedules\",\"version\":1,\"devices\":[{\"id\":1,\"backend\":\"cpu\","
      "\"name\":\"n\",\"arch\":\"a\"},{\"id\":1,\"backend\":\"cpu\",\"name\":\"m\",\"arch\":\"a\"}],"
      "\"toolchains\":[],\"workloads\":[],\"trials\":[]}",
@@ -1490,6 +1507,7 @@ make_v2(const char *path)
                                " DROP TABLE profile; DROP TABLE gate_result; DROP TABLE gate_artifact;"
                                " DROP TABLE gate_run; ALTER TABLE tune_run DROP COLUMN pid;"
                                " ALTER TABLE tune_run DROP COLUMN host;"
+                               " ALTER TABLE trial DROP COLUMN host; ALTER TABLE trial DROP COLUMN rank;"
                                " PRAGMA user_version = 2;",
                                NULL, NULL, NULL),
                   ==, SQLITE_OK);
@@ -1499,7 +1517,7 @@ make_v2(const char *path)
 static void
 test_gate_migrate_v2(Fx *fx, gconstpointer data)
 {
-  g_assert_cmpint(ts_db_schema_version(), ==, 6);
+  g_assert_cmpint(ts_db_schema_version(), ==, 7);
   gint64 a = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
   g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, a, NULL));
   g_clear_pointer(&fx->db, ts_db_close);

@@ -390,6 +390,7 @@ ts_tune_trial_from_result(TsOpInstance *inst, TsBackend *backend, const TsProfCe
   t->hash = g_strdup(ts_sched_point_hash(point));
   t->status = (TsDbTrialStatus)(r ? r->status : TS_TRIAL_COMPILE_ERROR);
   t->strategy = g_strdup(strategy);
+  t->host = g_strdup(g_get_host_name()); /* measured here, in this process's worker */
   if (r == NULL)
     return t;
   t->compile_ms = r->compile_ms;
