@@ -12,10 +12,11 @@ cd "$(dirname "$0")"
 # libxtst6: they click in it through the X server (XTEST), as a user does.
 # patchelf: bench/gpu-bundle.sh sets the rpath of what it carries to a GPU machine (its
 # rehearsal is part of the suite). clang-14 + libclang-rt-14-dev: libFuzzer, for the fuzz
-# harnesses (tests/fuzz/).
+# harnesses (tests/fuzz/). openmpi-bin + libopenmpi-dev: distributed tuning (mpirun -np N
+# tessera-tune tune|batch) and its end-to-end test.
 PACKAGES=(gcc g++ pkg-config meson ninja-build libglib2.0-dev libjson-glib-dev libsqlite3-dev
           libopenblas-dev libdnnl-dev libxgboost-dev python3 libgtk-4-dev xvfb xauth libxtst6 patchelf clang-14
-          libclang-rt-14-dev)
+          libclang-rt-14-dev openmpi-bin libopenmpi-dev)
 
 install_missing() {
   local missing=()

@@ -51,6 +51,7 @@ ts_trial_result_free(TsTrialResult *r)
   g_free(r->artifact);
   g_free(r->counters_json);
   g_free(r->gpu_metrics_json);
+  g_free(r->host);
   g_free(r->verification);
   if (r->samples_ns)
     g_array_unref(r->samples_ns);
@@ -131,6 +132,7 @@ ts_trial_result_new(void)
   r->samples_ns = g_array_new(FALSE, FALSE, sizeof(double));
   r->message = g_strdup("");
   r->resources = (TsModuleResources){-1, -1, -1, -1, -1, -1, -1};
+  r->rank = -1;
   return r;
 }
 

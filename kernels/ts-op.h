@@ -163,6 +163,10 @@ typedef struct {
   /* GPU hardware metrics of a separate pass (ts_prof_kernel_metrics_to_json), or
    * {"unavailable": why}, when a worker was asked for them (tessera-tune profile); else NULL */
   char *gpu_metrics_json;
+  /* Where it was measured: the worker's host (NULL: this process's), and in a distributed tune
+   * the MPI rank whose worker ran it (-1 outside MPI). */
+  char *host;
+  gint rank;
 } TsTrialResult;
 
 void ts_trial_result_free(TsTrialResult *result);

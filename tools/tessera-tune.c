@@ -12,6 +12,7 @@
 #include "ts-backend.h"
 #include "ts-cuda.h"
 #include "ts-op.h"
+#include "ts-tune-mpi.h"
 #include "ts-tune-worker.h"
 #include "ts-tune.h"
 #include "tt-cli.h"
@@ -610,6 +611,45 @@ print_usage(void)
           TT_EXIT_HELP);
 }
 
+char *
+tt_device_text(TsBackend *backend)
+{
+  const TsDeviceInfo *d = ts_backend_describe(backend);
+  return g_strdup_printf("%s %s (%s, %u compute units)", ts_backend_name(backend), d->name,
+                         d->arch ? d->arch : "?", d->compute_units);
+}
+
+/* A rank > 0 of a distributed tune: serves rank 0 on the device the command line names. */
+static int
+serve_rank(int argc, char **argv)
+{
+  g_auto(TtArgs) a = {0};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+      a.backend = g_strdup(argv[i + 1]);
+    else if (g_str_has_prefix(argv[i], "--backend="))
+      a.backend = g_strdup(argv[i] + strlen("--backend="));
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsBackend) backend = tt_backend(&a, &error);
+  g_autofree char *device = backend ? tt_device_text(backend) : g_strdup(error->message);
+  g_clear_pointer(&backend, ts_backend_free);
+  g_autofree char *exe = tt_self_exe();
+  return ts_tune_mpi_serve(exe, device);
+}
+
+/* Under mpirun: rank 0 runs the command, the other ranks serve it (ts-tune-mpi.h). */
+static int
+run_distributed(int (*fn)(int, char **), int argc, char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  if (!ts_tune_mpi_init(&error))
+    return tt_fail(TT_EXIT_MACHINE, error);
+  int rc = ts_tune_mpi_rank() > 0 ? serve_rank(argc, argv) : fn(argc, argv);
+  ts_tune_mpi_finalize();
+  return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -630,6 +670,11 @@ main(int argc, char **argv)
     {"model", tt_cmd_model},         {"batch", tt_cmd_batch},
   };
   const char *cmd = argv[1];
+  if (ts_tune_mpi_launched() && (strcmp(cmd, "tune") == 0 || strcmp(cmd, "batch") == 0))
+    return run_distributed(strcmp(cmd, "tune") == 0 ? tt_cmd_tune : tt_cmd_batch, argc - 1,
+                           argv + 1);
+  if (ts_tune_mpi_launched() && ts_op_lookup(cmd) != NULL)
+    return run_distributed(tt_cmd_tune, argc, argv);
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
     if (strcmp(cmd, commands[i].name) == 0)
       return commands[i].fn(argc - 1, argv + 1);

@@ -133,3 +133,5 @@ int tt_cmd_check(int argc, char **argv);
 int tt_cmd_profile(int argc, char **argv);
 int tt_cmd_model(int argc, char **argv);
 int tt_cmd_batch(int argc, char **argv);
+/* The device as distributed-tuning ranks compare it: backend, name, arch, compute units. */
+char *tt_device_text(TsBackend *backend);

@@ -9,6 +9,7 @@
 #include <json-glib/json-glib.h>
 
 #include "ts-tune.h"
+#include "ts-tune-mpi.h"
 #include "ts-tune-stats.h"
 #include "ts-cost-model.h"
 #include "tt-cli.h"
@@ -321,6 +322,12 @@ tt_cmd_tune(int argc, char **argv)
   cfg.budget_ms = a.budget_ms;
   cfg.worker_exe = exe;
   cfg.timeout_s = a.timeout_s;
+  if (ts_tune_mpi_size() > 1) {
+    g_autofree char *device = tt_device_text(backend);
+    cfg.farm = ts_tune_mpi_farm(device, &error);
+    if (cfg.farm == NULL)
+      return tt_fail(TT_EXIT_MACHINE, error);
+  }
   Display d = {.tty = isatty(STDOUT_FILENO), .quiet = a.json, .budget = cfg.budget_evals};
   cfg.progress = on_progress;
   cfg.progress_data = &d;
@@ -332,6 +339,9 @@ tt_cmd_tune(int argc, char **argv)
     g_print("tuning %s on %s (%s), strategy %s, budget %s\n", what, ts_backend_name(backend),
             ts_backend_describe(backend)->name, cfg.strategy, budget);
     g_print("cache %s\n", ts_db_path(db));
+    if (cfg.farm)
+      g_print("distributed over %d MPI ranks: rank 0 searches and stores, every rank measures "
+              "in its own worker\n", ts_tune_mpi_size());
   }
   /* Ceilings first, on a quiet machine, and once per device: the table reports against them. */
   gint64 w_id, d_id, t_id;

@@ -115,6 +115,7 @@ result_to_json(const TsTrialResult *r, const char *refused, TsTrace *trace, gboo
   } else {
     STR("status", ts_trial_status_name(r->status));
     STR("message", r->message);
+    STR("host", g_get_host_name());
     STR("artifact", r->artifact);
     NUM("rel_error", isfinite(r->rel_error) ? r->rel_error : -1.0);
     NUM("tolerance", r->tolerance);
@@ -539,6 +540,7 @@ parse_result(const char *line, TsTrace *trace, gboolean *exiting, GError **error
   r->verification =
     g_strdup(json_object_get_string_member_with_default(o, "verification", NULL));
   r->compile_ms = json_object_get_double_member_with_default(o, "compile_ms", 0);
+  r->host = g_strdup(json_object_get_string_member_with_default(o, "host", NULL));
   r->cache_hit = json_object_get_double_member_with_default(o, "cache_hit", 0) != 0;
   TsModuleResources *res = &r->resources;
   res->registers = (gint)json_object_get_int_member_with_default(o, "registers", -1);
@@ -641,32 +643,65 @@ ts_tune_worker_stop(TsTuneWorker *w)
   worker_stop(w, TRUE);
 }
 
-TsTrialResult *
-ts_tune_worker_run(TsTuneWorker *w, const TsTuneRequest *q, double timeout_s, GError **error)
+/* What a request the worker never answered comes to: a crash, or a timeout. */
+static TsTrialResult *
+unanswered_result(TsTuneWorkerFate fate, char *why)
 {
-  g_autofree char *req = request_to_json(q);
-  TsTuneWorkerFate fate;
-  g_autofree char *why = NULL;
-  g_autofree char *reply = worker_call(w, req, timeout_s, TRUE, &fate, &why, error);
-  if (reply != NULL) {
-    gboolean exiting = FALSE;
-    TsTrialResult *r = parse_result(reply, q->trace, &exiting, error);
-    if (exiting)
-      worker_stop(w, FALSE); /* it exits by itself; the next call starts a fresh one */
-    return r;
-  }
-  if (why == NULL)
-    return NULL; /* no worker could be started: error is set */
   TsTrialResult *r = ts_trial_result_new();
   g_free(r->message);
   if (fate == TS_TUNE_WORKER_TIMED_OUT) {
     r->status = TS_TRIAL_TIMEOUT;
-    r->message = g_steal_pointer(&why);
+    r->message = why;
   } else {
     r->status = TS_TRIAL_RUNTIME_ERROR;
     r->message = g_str_has_prefix(why, "signal")
                      ? g_strdup_printf("the candidate crashed the worker: %s", why)
                      : g_strdup_printf("the worker %s during the candidate", why);
+    g_free(why);
   }
   return r;
+}
+
+char *
+ts_tune_worker_answer(TsTuneWorker *w, const char *request, double timeout_s, GError **error)
+{
+  TsTuneWorkerFate fate;
+  char *why = NULL;
+  char *reply = worker_call(w, request, timeout_s, TRUE, &fate, &why, error);
+  if (reply != NULL) {
+    g_autoptr(JsonParser) parser = json_parser_new();
+    JsonNode *root = json_parser_load_from_data(parser, reply, -1, NULL)
+                         ? json_parser_get_root(parser)
+                         : NULL;
+    if (root && JSON_NODE_HOLDS_OBJECT(root) &&
+        json_object_get_boolean_member_with_default(json_node_get_object(root), "worker_exit",
+                                                    FALSE))
+      worker_stop(w, FALSE); /* it exits by itself; the next call starts a fresh one */
+    return reply;
+  }
+  if (why == NULL)
+    return NULL; /* no worker could be started: error is set */
+  g_autoptr(TsTrialResult) r = unanswered_result(fate, why);
+  return result_to_json(r, NULL, NULL, FALSE);
+}
+
+TsTrialResult *
+ts_tune_result_from_json(const char *line, TsTrace *trace, GError **error)
+{
+  gboolean exiting = FALSE;
+  return parse_result(line, trace, &exiting, error);
+}
+
+char *
+ts_tune_request_to_json(const TsTuneRequest *q)
+{
+  return request_to_json(q);
+}
+
+TsTrialResult *
+ts_tune_worker_run(TsTuneWorker *w, const TsTuneRequest *q, double timeout_s, GError **error)
+{
+  g_autofree char *req = request_to_json(q);
+  g_autofree char *reply = ts_tune_worker_answer(w, req, timeout_s, error);
+  return reply ? ts_tune_result_from_json(reply, q->trace, error) : NULL;
 }

@@ -50,6 +50,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsTuneWorker, ts_tune_worker_free)
  * workload: the message says why). */
 TsTrialResult *ts_tune_worker_run(TsTuneWorker *worker, const TsTuneRequest *request,
                                   double timeout_s, GError **error);
+/* The pieces of ts_tune_worker_run, for a tuner whose candidates are measured elsewhere (another
+ * MPI rank's worker, ts-tune-mpi.c): the request as its JSON line; the worker's answer to such
+ * a line, or the result line a crash or timeout comes to (NULL with error only when no worker
+ * can be started); and a result line read back (trace as in TsTuneRequest). */
+char *ts_tune_request_to_json(const TsTuneRequest *request);
+char *ts_tune_worker_answer(TsTuneWorker *worker, const char *request, double timeout_s,
+                            GError **error);
+TsTrialResult *ts_tune_result_from_json(const char *line, TsTrace *trace, GError **error);
 /* The same process protocol for other requests: `exe command` started lazily, one request line
  * in, one answer line out (gate/ts-gate-worker.c uses it to measure a perf gate's kernels). */
 TsTuneWorker *ts_tune_worker_new_command(const char *exe, const char *command);

@@ -141,6 +141,7 @@ typedef struct {
   char *compile_error; /* compiler diagnostics, or the emit error */
   double compile_ms;
   gboolean infra_failed; /* the machinery failed (I/O), not the candidate */
+  TsTrialResult *result; /* measured ahead by farm_measure, or NULL */
 } Candidate;
 
 static void
@@ -150,6 +151,7 @@ candidate_free(Candidate *c)
   g_free(c->source);
   g_free(c->entry);
   g_free(c->compile_error);
+  ts_trial_result_free(c->result);
   g_free(c);
 }
 
@@ -390,9 +392,10 @@ ts_tune_trial_from_result(TsOpInstance *inst, TsBackend *backend, const TsProfCe
   t->hash = g_strdup(ts_sched_point_hash(point));
   t->status = (TsDbTrialStatus)(r ? r->status : TS_TRIAL_COMPILE_ERROR);
   t->strategy = g_strdup(strategy);
-  t->host = g_strdup(g_get_host_name()); /* measured here, in this process's worker */
+  t->host = g_strdup(r && r->host ? r->host : g_get_host_name());
   if (r == NULL)
     return t;
+  t->rank = r->rank;
   t->compile_ms = r->compile_ms;
   if (isfinite(r->rel_error))
     t->rel_error = r->rel_error;
@@ -462,18 +465,16 @@ measure_trial(Loop *l, Candidate *c, GError **error)
     }
     return store(l, c->point, NULL, c->compile_error, 0, error);
   }
-  g_autoptr(TsTrialResult) r = NULL;
-  if (!measure_point(l, c->point, &r, error))
+  g_autoptr(TsTrialResult) r = g_steal_pointer(&c->result);
+  if (r == NULL && !measure_point(l, c->point, &r, error))
     return FALSE;
   return store(l, c->point, r, NULL, c->compile_ms, error);
 }
 
-/* One point run in the worker (compiled already: an artifact-cache hit there). */
-static gboolean
-measure_point(Loop *l, const TsSchedPoint *point, TsTrialResult **result, GError **error)
+static TsTuneRequest
+request_for(Loop *l, const char *schedule)
 {
-  g_autofree char *schedule = ts_sched_point_to_string(point);
-  TsTuneRequest q = {
+  return (TsTuneRequest){
     .op = ts_op_name(ts_op_instance_op(l->cfg->inst)),
     .shape = l->shape,
     .dtype = l->dtype,
@@ -483,13 +484,95 @@ measure_point(Loop *l, const TsSchedPoint *point, TsTrialResult **result, GError
     .options = l->cfg->run,
     .trace = l->cfg->trace,
   };
+}
+
+static void
+summarise(Loop *l, TsTrialResult *r)
+{
+  if (r->status == TS_TRIAL_OK && r->samples_ns->len > 0)
+    ts_trial_result_summarise(r, l->cfg->inst);
+}
+
+/* One point run in the worker (compiled already: an artifact-cache hit there). */
+static gboolean
+measure_point(Loop *l, const TsSchedPoint *point, TsTrialResult **result, GError **error)
+{
+  g_autofree char *schedule = ts_sched_point_to_string(point);
+  TsTuneRequest q = request_for(l, schedule);
   TsTrialResult *r = ts_tune_worker_run(l->worker, &q, l->cfg->timeout_s, error);
   if (r == NULL)
     return FALSE;
-  if (r->status == TS_TRIAL_OK && r->samples_ns->len > 0)
-    ts_trial_result_summarise(r, l->cfg->inst);
+  summarise(l, r);
+  if (l->cfg->farm)
+    r->rank = l->cfg->farm->local_rank;
   *result = r;
   return TRUE;
+}
+
+static gboolean
+farm_receive(Loop *l, GPtrArray *cands, gint *busy, guint *inflight, GError **error)
+{
+  const TsTuneFarm *f = l->cfg->farm;
+  guint remote = 0;
+  g_autofree char *line = f->receive(f->data, &remote, error);
+  if (line == NULL)
+    return FALSE;
+  g_return_val_if_fail(remote < f->n_remote && busy[remote] >= 0, FALSE);
+  Candidate *c = g_ptr_array_index(cands, (guint)busy[remote]);
+  busy[remote] = -1;
+  (*inflight)--;
+  c->result = ts_tune_result_from_json(line, NULL, error);
+  if (c->result == NULL) {
+    g_prefix_error(error, "MPI rank %d: ", f->rank_of(f->data, remote));
+    return FALSE;
+  }
+  summarise(l, c->result);
+  c->result->rank = f->rank_of(f->data, remote);
+  return TRUE;
+}
+
+/* The batch's compiled candidates measured at once: one on every free remote measurer, one
+ * here, answers collected as they come; measure() then stores them in proposal order. */
+static gboolean
+farm_measure(Loop *l, GPtrArray *cands, GError **error)
+{
+  const TsTuneFarm *f = l->cfg->farm;
+  g_autofree gint *busy = g_new(gint, MAX(f->n_remote, 1)); /* candidate index, or -1 */
+  for (guint r = 0; r < f->n_remote; r++)
+    busy[r] = -1;
+  guint next = 0, inflight = 0;
+  for (;;) {
+    for (guint r = 0; r < f->n_remote; r++) {
+      while (next < cands->len && ((Candidate *)g_ptr_array_index(cands, next))->compile_error)
+        next++;
+      if (busy[r] >= 0 || next >= cands->len)
+        continue;
+      Candidate *c = g_ptr_array_index(cands, next);
+      g_autofree char *schedule = ts_sched_point_to_string(c->point);
+      TsTuneRequest q = request_for(l, schedule);
+      q.trace = NULL;
+      g_autofree char *req = ts_tune_request_to_json(&q);
+      if (!f->send(f->data, r, req, l->cfg->timeout_s, error))
+        return FALSE;
+      busy[r] = (gint)next++;
+      inflight++;
+    }
+    while (next < cands->len && ((Candidate *)g_ptr_array_index(cands, next))->compile_error)
+      next++;
+    if (next < cands->len) {
+      Candidate *c = g_ptr_array_index(cands, next++);
+      if (!measure_point(l, c->point, &c->result, error))
+        return FALSE;
+      while (inflight > 0 && f->ready(f->data))
+        if (!farm_receive(l, cands, busy, &inflight, error))
+          return FALSE;
+      continue;
+    }
+    if (inflight == 0)
+      return TRUE;
+    if (!farm_receive(l, cands, busy, &inflight, error))
+      return FALSE;
+  }
 }
 
 /* One range per trial, so a profiled tune's timeline (and Nsight's) says which trial each
@@ -717,6 +800,8 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
     ok = sum->run_id != 0;
   }
   guint batch = cfg->batch ? cfg->batch : MAX(dev->compute_units, 1);
+  if (cfg->farm)
+    batch = MAX(batch, cfg->farm->n_remote + 1);
   while (ok && !out_of_budget(&l)) {
     g_autoptr(GPtrArray) cands = g_ptr_array_new_with_free_func((GDestroyNotify)candidate_free);
     if (!poll_pending(&l, cands, error)) {
@@ -758,9 +843,12 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
         g_ptr_array_add(l.pending, ts_sched_point_copy(p));
     }
     compile_batch(cfg, cands, dev->compute_units);
+    if (cfg->farm && !farm_measure(&l, cands, error))
+      ok = FALSE;
     for (guint i = 0; ok && i < cands->len; i++) {
       ok = measure(&l, g_ptr_array_index(cands, i), error);
-      if (ok && cfg->budget_ms > 0 && elapsed_ms(&l) >= cfg->budget_ms)
+      /* (A farm's batch is measured already: all of it is stored.) */
+      if (ok && !cfg->farm && cfg->budget_ms > 0 && elapsed_ms(&l) >= cfg->budget_ms)
         break;
     }
   }

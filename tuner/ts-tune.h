@@ -34,6 +34,21 @@ typedef struct {
 
 typedef void (*TsTuneProgressFunc)(const TsTuneProgress *progress, gpointer user_data);
 
+/* Measurers in other processes (MPI ranks: ts-tune-mpi.h), each running candidates in the
+ * isolated worker beside it, while the tuner measures its own share in its worker. Requests and
+ * answers are the worker's JSON lines (ts_tune_request_to_json, ts_tune_result_from_json). */
+typedef struct {
+  guint n_remote;
+  gint local_rank; /* what this process's trials record as their rank */
+  gboolean (*send)(gpointer data, guint remote, const char *request, double timeout_s,
+                   GError **error);
+  gboolean (*ready)(gpointer data); /* an answer is waiting */
+  /* Waits for the next answer; *remote says whose. */
+  char *(*receive)(gpointer data, guint *remote, GError **error);
+  gint (*rank_of)(gpointer data, guint remote);
+  gpointer data;
+} TsTuneFarm;
+
 typedef struct {
   TsOpInstance *inst;     /* the workload */
   TsBackend *backend;     /* compiles in this process; the worker opens the same backend */
@@ -59,6 +74,10 @@ typedef struct {
    * range. The caller sets it on the NVTX ranges (ts_nvtx_set_trace) for the ranges to be
    * recorded. Timed samples are the same with or without it. */
   TsTrace *trace;
+  /* Non-NULL: each batch's candidates are measured at once, one on every remote measurer and
+   * one here at a time (a batch is then at least one candidate a measurer); results are stored
+   * in proposal order, as a serial run stores them. Remote trials carry no timeline. */
+  const TsTuneFarm *farm;
 } TsTuneConfig;
 
 void ts_tune_config_init(TsTuneConfig *config);
