@@ -2,7 +2,8 @@
 """test-mpi.py — distributed tuning end to end: `mpirun -np 3 tessera-tune tune|batch` on the CPU
 backend (oversubscribed on a small machine). A distributed tune stores the same trials as a
 serial one with the same seed, every rank measures and is recorded, `batch` covers every
-workload once, ranks with another device are refused by name, and a rank killed mid-run takes
+workload once, failing candidates are statuses on any rank, ranks with another device are
+refused by name, and a rank killed mid-run takes
 the job down without losing what was stored: a re-run resumes and measures only the rest.
 Usage: test-mpi.py TESSERA_TUNE WITH_MPI(yes|no). Prints TAP; skips (77) without mpirun or MPI."""
 import json
@@ -24,7 +25,8 @@ if not WITH_MPI or MPIRUN is None:
 
 TMP = tempfile.mkdtemp(prefix="tessera-mpi-test-")
 # Root in CI; several ranks on a 2-core machine.
-ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"), OMPI_ALLOW_RUN_AS_ROOT="1",
+ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"), TESSERA_TEST_OPS="1",
+           OMPI_ALLOW_RUN_AS_ROOT="1",
            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
 # Open MPI's components stay loaded, so a sanitized build's leak report can name (and
 # tests/lsan.supp suppress) Open MPI's own never-freed state; the slow unwinder walks its
@@ -86,6 +88,19 @@ best = {db: rows(db, "SELECT t.schedule FROM best b JOIN trial t ON t.id = b.tri
         for db in (serial, dist)}
 ok(all("vector(8)" in s for s in best.values()),
    "both runs find the fast vector width best (%s; %s)" % (best[serial], best[dist]))
+
+# Candidates that crash, hang, answer wrong or do not compile, measured on whichever rank: each
+# is its trial's status, as in a serial run, and the job goes on.
+fdb = os.path.join(TMP, "fault.db")
+p = run([*MPI, "-np", "3", TT, "tune", "test_fault", "--shape", "N=1000", "--backend", "cpu",
+         "--strategy", "exhaustive", "--timeout", "5", "--db", fdb, "--json"],
+        check=0)
+status = dict(rows(fdb, "SELECT schedule, status FROM trial"))
+want = {"oob": "runtime_error", "ok": "ok", "slow": "ok", "wrong": "wrong_result",
+        "segv": "runtime_error", "abort": "runtime_error", "hang": "timeout",
+        "nocompile": "compile_error"}
+ok(p.returncode == 0 and {k: status.get('dict(mode="%s")' % k) for k in want} == want,
+   "crashes, hangs, wrong answers and compile errors on any rank are their trials' statuses")
 
 # batch: every workload once, spread over the ranks' measurements.
 shapes = os.path.join(TMP, "shapes.txt")

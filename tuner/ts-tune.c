@@ -155,17 +155,26 @@ candidate_free(Candidate *c)
   g_free(c);
 }
 
+/* The candidate's source; FALSE (the reason in compile_error) when the point cannot be
+ * lowered, which is the candidate's failure, stored as its compile error. */
+static gboolean
+emit_one(Candidate *c)
+{
+  g_autoptr(GError) error = NULL;
+  c->source = ts_op_emit(c->cfg->inst, ts_backend_name(c->cfg->backend), c->point, &c->entry,
+                         &error);
+  if (c->source == NULL)
+    c->compile_error = g_strdup(error->message);
+  return c->source != NULL;
+}
+
 static void
 compile_one(gpointer data, gpointer user_data)
 {
   Candidate *c = data;
   g_autoptr(GError) error = NULL;
-  c->source = ts_op_emit(c->cfg->inst, ts_backend_name(c->cfg->backend), c->point, &c->entry,
-                         &error);
-  if (c->source == NULL) {
-    c->compile_error = g_strdup(error->message);
+  if (!emit_one(c))
     return;
-  }
   TsSource src = {.lang = ts_backend_source_lang(c->cfg->backend), .text = c->source, .entry = c->entry};
   /* Filling the artifact cache is the point; the worker loads the module itself. */
   g_autoptr(TsModule) m = ts_backend_compile(c->cfg->backend, &src, &error);
@@ -468,7 +477,8 @@ measure_trial(Loop *l, Candidate *c, GError **error)
   g_autoptr(TsTrialResult) r = g_steal_pointer(&c->result);
   if (r == NULL && !measure_point(l, c->point, &r, error))
     return FALSE;
-  return store(l, c->point, r, NULL, c->compile_ms, error);
+  /* Compiled by the tuner, or (a farm's candidate) by the worker that measured it. */
+  return store(l, c->point, r, NULL, c->compile_ms > 0 ? c->compile_ms : r->compile_ms, error);
 }
 
 static TsTuneRequest
@@ -842,9 +852,14 @@ ts_tune_run(const TsTuneConfig *cfg, TsTuneSummary *sum, GError **error)
       else if (taken)
         g_ptr_array_add(l.pending, ts_sched_point_copy(p));
     }
-    compile_batch(cfg, cands, dev->compute_units);
-    if (cfg->farm && !farm_measure(&l, cands, error))
-      ok = FALSE;
+    /* With a farm each rank's worker compiles what it measures: on other machines it must (the
+     * artifact cache is per host), and on one machine the ranks then compile side by side. */
+    if (cfg->farm) {
+      for (guint i = 0; i < cands->len; i++)
+        emit_one(g_ptr_array_index(cands, i));
+      ok = farm_measure(&l, cands, error);
+    } else
+      compile_batch(cfg, cands, dev->compute_units);
     for (guint i = 0; ok && i < cands->len; i++) {
       ok = measure(&l, g_ptr_array_index(cands, i), error);
       /* (A farm's batch is measured already: all of it is stored.) */
