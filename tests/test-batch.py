@@ -7,32 +7,18 @@ import json
 import os
 import shutil
 import socket
-import sqlite3
-import subprocess
 import sys
 import tempfile
+
+from taputil import done, ok, rows, run
 
 TT = sys.argv[1]
 TMP = tempfile.mkdtemp(prefix="tessera-batch-test-")
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
-count = 0
-
-
-def ok(cond, what):
-    global count
-    count += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (count, what), flush=True)
-    if not cond:
-        print("1..%d" % count)
-        sys.exit(1)
 
 
 def tt(*args, check=None):
-    p = subprocess.run([TT, *args], env=ENV, capture_output=True, text=True, timeout=900)
-    if check is not None and p.returncode != check:
-        print("# exit %d from %s\n# stdout: %s\n# stderr: %s" % (p.returncode, args,
-                                                               p.stdout[-2000:], p.stderr[-2000:]))
-    return p
+    return run([TT, *args], ENV, check)
 
 
 def write(name, text):
@@ -41,13 +27,6 @@ def write(name, text):
         f.write(text)
     return path
 
-
-def rows(db, sql):
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 SPACE = "block(m=[72], n=[2016], k=[256]).micro(m=[6], n=[8,16]).vector([8]).threads([1])"
@@ -124,4 +103,4 @@ p = tt("batch", good, "--shape", "M=1,N=1,K=1", check=2)
 ok(p.returncode == 2, "--shape belongs to a line, not the batch")
 
 shutil.rmtree(TMP)
-print("1..%d" % count)
+done()

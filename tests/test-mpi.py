@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 
+from taputil import done, ok, rows, run
+
 TT, WITH_MPI = sys.argv[1], sys.argv[2] == "yes"
 MPIRUN = shutil.which("mpirun")
 if not WITH_MPI or MPIRUN is None:
@@ -36,44 +38,23 @@ ENV["PMIX_MCA_mca_base_component_disable_dlclose"] = "1"
 if "ASAN_OPTIONS" in ENV:
     ENV["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
 MPI = [MPIRUN, "--oversubscribe"]
-count = 0
 
 
-def ok(cond, what):
-    global count
-    count += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (count, what), flush=True)
-    if not cond:
-        print("1..%d" % count)
-        sys.exit(1)
+def mrun(argv, check=None):
+    return run(argv, ENV, check)
 
 
-def run(argv, check=None, timeout=600):
-    p = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=timeout)
-    if check is not None and p.returncode != check:
-        print("# exit %d from %s\n# stdout: %s\n# stderr: %s" % (p.returncode, argv,
-                                                               p.stdout[-3000:], p.stderr[-3000:]))
-    return p
-
-
-def rows(db, sql):
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
-# 16 points, 12 valid (a 6x16 micro-tile needs 8-float vectors); vector(8) runs about twice as fast as vector(4) on any x86 this runs on.
+# 16 points, 12 valid (a 6x16 micro-tile needs 8-float vectors); vector(8) runs about twice as
+# fast as vector(4) on any x86 this runs on.
 SPACE = ("block(m=[72,144], n=[2016], k=[256]).micro(m=[6], n=[8,16]).vector([4,8])"
          ".threads([1]).unroll([4,8])")
 GEMM = ["gemm", "--shape", "M=192,N=192,K=192", "--backend", "cpu", "--space", SPACE]
 
 serial, dist = os.path.join(TMP, "serial.db"), os.path.join(TMP, "dist.db")
 args = ["tune", *GEMM, "--strategy", "random", "--seed", "7", "--budget", "7", "--json"]
-p = run([TT, *args, "--db", serial], check=0)
+p = mrun([TT, *args, "--db", serial], check=0)
 ok(p.returncode == 0, "a serial random tune of 7 of 12 points")
-p = run([*MPI, "-np", "3", TT, *args, "--db", dist], check=0)
+p = mrun([*MPI, "-np", "3", TT, *args, "--db", dist], check=0)
 ok(p.returncode == 0, "the same tune on 3 MPI ranks")
 out = json.loads(p.stdout)
 ok(out["measured"] == 7, "rank 0 alone prints the result, with every trial counted")
@@ -92,7 +73,7 @@ ok(all("vector(8)" in s for s in best.values()),
 # Candidates that crash, hang, answer wrong or do not compile, measured on whichever rank: each
 # is its trial's status, as in a serial run, and the job goes on.
 fdb = os.path.join(TMP, "fault.db")
-p = run([*MPI, "-np", "3", TT, "tune", "test_fault", "--shape", "N=1000", "--backend", "cpu",
+p = mrun([*MPI, "-np", "3", TT, "tune", "test_fault", "--shape", "N=1000", "--backend", "cpu",
          "--strategy", "exhaustive", "--timeout", "5", "--db", fdb, "--json"],
         check=0)
 status = dict(rows(fdb, "SELECT schedule, status FROM trial"))
@@ -109,7 +90,7 @@ with open(shapes, "w") as f:
     f.write("softmax_safe --shape M=32,N=128\n")
     f.write("gemm --shape M=96,N=64,K=32 --space '%s'\n" % SPACE)
 bdb = os.path.join(TMP, "batch.db")
-p = run([*MPI, "-np", "3", TT, "batch", shapes, "--backend", "cpu", "--budget", "4", "--db", bdb],
+p = mrun([*MPI, "-np", "3", TT, "batch", shapes, "--backend", "cpu", "--budget", "4", "--db", bdb],
         check=0)
 ok(p.returncode == 0 and p.stdout.count("== workload") == 3, "batch over 3 ranks")
 per = dict(rows(bdb, "SELECT w.op || ' ' || w.shape, count(*) FROM trial t JOIN workload w "
@@ -120,7 +101,7 @@ ok(rows(bdb, "SELECT count(DISTINCT rank) FROM trial")[0][0] == 3, "all ranks me
 
 # A rank on another device: refused before anything is measured, named.
 other = os.path.join(TMP, "other.db")
-p = run([*MPI, "-np", "1", TT, "tune", *GEMM, "--db", other, ":",
+p = mrun([*MPI, "-np", "1", TT, "tune", *GEMM, "--db", other, ":",
          "-np", "1", TT, "tune", *GEMM[:-4], "--backend", "cuda", "--space", SPACE,
          "--db", other])
 ok(p.returncode == 3 and "rank 1 on " in p.stderr and "rank 0's device" in p.stderr,
@@ -173,7 +154,7 @@ for (pid,) in rows(kdb, "SELECT pid FROM tune_run WHERE status = 'running'"):
         if not os.path.exists("/proc/%d" % pid):
             break
         time.sleep(0.05)
-p = run(kargs, check=0)
+p = mrun(kargs, check=0)
 res = json.loads(p.stdout)
 valid = res["valid_points"]
 ok(p.returncode == 0 and res["resumed"] == before and res["measured"] == valid - before and
@@ -181,4 +162,4 @@ ok(p.returncode == 0 and res["resumed"] == before and res["measured"] == valid -
    "a re-run resumes the stored trials and measures only the rest")
 
 print("# tmp", TMP) if os.environ.get("KEEP") else shutil.rmtree(TMP, ignore_errors=True)
-print("1..%d" % count)
+done()
