@@ -619,17 +619,25 @@ tt_device_text(TsBackend *backend)
                          d->arch ? d->arch : "?", d->compute_units);
 }
 
+/* The --backend a distributed command names, before its options are parsed. */
+static char *
+backend_arg(int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+      return g_strdup(argv[i + 1]);
+    if (g_str_has_prefix(argv[i], "--backend="))
+      return g_strdup(argv[i] + strlen("--backend="));
+  }
+  return NULL;
+}
+
 /* A rank > 0 of a distributed tune: serves rank 0 on the device the command line names. */
 static int
 serve_rank(int argc, char **argv)
 {
   g_auto(TtArgs) a = {0};
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
-      a.backend = g_strdup(argv[i + 1]);
-    else if (g_str_has_prefix(argv[i], "--backend="))
-      a.backend = g_strdup(argv[i] + strlen("--backend="));
-  }
+  a.backend = backend_arg(argc, argv);
   g_autoptr(GError) error = NULL;
   g_autoptr(TsBackend) backend = tt_backend(&a, &error);
   g_autofree char *device = backend ? tt_device_text(backend) : g_strdup(error->message);
@@ -643,6 +651,15 @@ static int
 run_distributed(int (*fn)(int, char **), int argc, char **argv)
 {
   g_autoptr(GError) error = NULL;
+  /* A GPU per local rank: each rank (and the worker it starts) sees the GPU of its local rank
+   * number, unless the user chose with CUDA_VISIBLE_DEVICES. A rank left without a GPU is named
+   * by the device check. */
+  g_autofree char *backend = backend_arg(argc, argv);
+  const char *local = g_getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (local == NULL)
+    local = g_getenv("MPI_LOCALRANKID");
+  if (local && !g_getenv("CUDA_VISIBLE_DEVICES") && g_strcmp0(backend, "cpu") != 0)
+    g_setenv("CUDA_VISIBLE_DEVICES", local, TRUE);
   if (!ts_tune_mpi_init(&error))
     return tt_fail(TT_EXIT_MACHINE, error);
   int rc = ts_tune_mpi_rank() > 0 ? serve_rank(argc, argv) : fn(argc, argv);
