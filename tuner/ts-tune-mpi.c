@@ -1,15 +1,18 @@
-/* ts-tune-mpi.c — the MPI side of distributed tuning (ts-tune-mpi.h). Messages are text: a
- * server's hello ("host\tdevice"), a request ("timeout_s\n" then the worker's request line), the
- * worker's answer line, and an empty stop. */
+/* ts-tune-mpi.c — distributed tuning's entry points (ts-tune-mpi.h): they load the MPI module
+ * (libtessera-mpi.so, ts-tune-mpi-module.h) the first time mpirun's ranks need it and forward to
+ * it. Looked for in $TESSERA_MPI_MODULE, beside the running binary's build tree, then where it
+ * is installed. */
 #include "config.h"
 
 #include "ts-tune-mpi.h"
 
-#include <json-glib/json-glib.h>
+#include <gmodule.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "ts-tune-mpi-module.h"
 #include "ts-tune-worker.h"
+
+static const TsTuneMpiModule *mod;
 
 gboolean
 ts_tune_mpi_launched(void)
@@ -24,233 +27,92 @@ ts_tune_mpi_launched(void)
   return FALSE;
 }
 
-#if TS_HAVE_MPI
-
-#include <mpi.h>
-
-enum { TAG_HELLO = 1, TAG_REQUEST, TAG_ANSWER, TAG_STOP };
-
-static int world_rank, world_size;
-static gboolean initialised;
-
-typedef struct {
-  TsTuneFarm farm;
-  gboolean hellos_read;
-} Farm;
-
-static Farm the_farm;
+static GPtrArray *
+module_paths(void)
+{
+  GPtrArray *paths = g_ptr_array_new_with_free_func(g_free);
+  const char *env = g_getenv("TESSERA_MPI_MODULE");
+  if (env && *env)
+    g_ptr_array_add(paths, g_strdup(env));
+  g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
+  if (exe) {
+    /* build/tools/tessera-tune beside build/tuner/libtessera-mpi.so */
+    g_autofree char *dir = g_path_get_dirname(exe);
+    g_ptr_array_add(paths, g_build_filename(dir, "..", "tuner", "libtessera-mpi.so", NULL));
+  }
+  g_ptr_array_add(paths, g_build_filename(TS_MPI_MODULE_DIR, "libtessera-mpi.so", NULL));
+  return paths;
+}
 
 gboolean
 ts_tune_mpi_init(GError **error)
 {
-  (void)error;
-  int provided = 0;
-  MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  initialised = TRUE;
-  return TRUE;
-}
-
-int
-ts_tune_mpi_rank(void)
-{
-  return world_rank;
-}
-
-int
-ts_tune_mpi_size(void)
-{
-  return initialised ? world_size : 1;
-}
-
-/* The next message with this tag from source (or any), as a string; *from gets its sender. */
-static char *
-recv_text(int source, int tag, int *from)
-{
-  MPI_Status st;
-  MPI_Probe(source, tag, MPI_COMM_WORLD, &st);
-  int n = 0;
-  MPI_Get_count(&st, MPI_CHAR, &n);
-  char *text = g_malloc((gsize)n + 1);
-  MPI_Recv(text, n, MPI_CHAR, st.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  text[n] = '\0';
-  if (from)
-    *from = st.MPI_SOURCE;
-  return text;
-}
-
-static void
-send_text(int dest, int tag, const char *text)
-{
-  MPI_Send(text, (int)strlen(text), MPI_CHAR, dest, tag, MPI_COMM_WORLD);
-}
-
-int
-ts_tune_mpi_serve(const char *worker_exe, const char *device)
-{
-  g_autofree char *hello = g_strdup_printf("%s\t%s", g_get_host_name(), device);
-  send_text(0, TAG_HELLO, hello);
-  g_autoptr(TsTuneWorker) worker = ts_tune_worker_new(worker_exe);
-  for (;;) {
-    MPI_Status st;
-    MPI_Probe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
-    g_autofree char *msg = recv_text(0, st.MPI_TAG, NULL);
-    if (st.MPI_TAG == TAG_STOP)
-      return 0;
-    char *request = strchr(msg, '\n');
-    g_return_val_if_fail(st.MPI_TAG == TAG_REQUEST && request != NULL, 1);
-    *request++ = '\0';
-    double timeout_s = g_ascii_strtod(msg, NULL);
-    g_autoptr(GError) error = NULL;
-    g_autofree char *answer = ts_tune_worker_answer(worker, request, timeout_s, &error);
-    if (answer == NULL) {
-      /* No worker could start here: rank 0's tune fails with the reason, as it would locally. */
-      g_autoptr(JsonNode) why = json_node_init_string(json_node_alloc(), error->message);
-      g_autofree char *text = json_to_string(why, FALSE);
-      answer = g_strdup_printf("{\"refused\": %s}", text);
+  static const TsTuneMpiHost host = {
+    .worker_new = ts_tune_worker_new,
+    .worker_answer = ts_tune_worker_answer,
+    .worker_free = ts_tune_worker_free,
+  };
+  if (mod == NULL) {
+    g_autoptr(GPtrArray) paths = module_paths();
+    g_autoptr(GString) tried = g_string_new(NULL);
+    for (guint i = 0; i < paths->len && mod == NULL; i++) {
+      const char *path = g_ptr_array_index(paths, i);
+      if (!g_file_test(path, G_FILE_TEST_EXISTS))
+        continue;
+      /* Global symbols: Open MPI's own components expect to find libmpi's. Never unloaded. */
+      GModule *m = g_module_open(path, G_MODULE_BIND_LAZY);
+      gpointer sym = NULL;
+      if (m && g_module_symbol(m, TS_TUNE_MPI_MODULE_SYMBOL, &sym) &&
+          ((const TsTuneMpiModule *)sym)->abi == TS_TUNE_MPI_ABI) {
+        g_module_make_resident(m);
+        mod = sym;
+        break;
+      }
+      g_string_append_printf(tried, "; %s: %s", path,
+                             m ? "not this build's MPI module" : g_module_error());
+      if (m)
+        g_module_close(m);
     }
-    send_text(0, TAG_ANSWER, answer);
-  }
-}
-
-static gboolean
-farm_send(gpointer data, guint remote, const char *request, double timeout_s, GError **error)
-{
-  (void)data;
-  (void)error;
-  char t[G_ASCII_DTOSTR_BUF_SIZE];
-  g_autofree char *msg = g_strdup_printf("%s\n%s", g_ascii_dtostr(t, sizeof t, timeout_s),
-                                         request);
-  send_text((int)remote + 1, TAG_REQUEST, msg);
-  return TRUE;
-}
-
-static gboolean
-farm_ready(gpointer data)
-{
-  (void)data;
-  int flag = 0;
-  MPI_Iprobe(MPI_ANY_SOURCE, TAG_ANSWER, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-  return flag != 0;
-}
-
-static char *
-farm_receive(gpointer data, guint *remote, GError **error)
-{
-  (void)data;
-  (void)error;
-  int from = 0;
-  char *answer = recv_text(MPI_ANY_SOURCE, TAG_ANSWER, &from);
-  *remote = (guint)(from - 1);
-  return answer;
-}
-
-static gint
-farm_rank_of(gpointer data, guint remote)
-{
-  (void)data;
-  return (gint)remote + 1;
-}
-
-const TsTuneFarm *
-ts_tune_mpi_farm(const char *device, GError **error)
-{
-  g_return_val_if_fail(initialised && world_rank == 0, NULL);
-  if (!the_farm.hellos_read) {
-    g_autoptr(GString) differ = g_string_new(NULL);
-    for (int r = 1; r < world_size; r++) {
-      g_autofree char *hello = recv_text(r, TAG_HELLO, NULL);
-      char *theirs = strchr(hello, '\t');
-      theirs = theirs ? theirs + 1 : hello;
-      if (strcmp(theirs, device) != 0)
-        g_string_append_printf(differ, "%srank %d on %.*s has %s", differ->len ? "; " : "", r,
-                               (int)(theirs - hello - 1), hello, theirs);
-    }
-    the_farm.hellos_read = TRUE;
-    the_farm.farm = (TsTuneFarm){
-      .n_remote = (guint)(world_size - 1),
-      .local_rank = 0,
-      .send = farm_send,
-      .ready = farm_ready,
-      .receive = farm_receive,
-      .rank_of = farm_rank_of,
-    };
-    if (differ->len) {
-      the_farm.farm.n_remote = 0;
+    if (mod == NULL) {
       g_set_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_FAILED,
-                  "the ranks do not all have rank 0's device (%s): %s; their timings cannot be "
-                  "ranked together, so run one mpirun per kind of device", device, differ->str);
-      return NULL;
+                  "started by mpirun as one of several ranks, but this tessera-tune has no MPI "
+                  "module (libtessera-mpi.so; built without libopenmpi-dev, or not installed%s)",
+                  tried->str);
+      return FALSE;
     }
   }
-  if (the_farm.farm.n_remote == 0 && world_size > 1) {
-    g_set_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_FAILED,
-                "the ranks do not all have rank 0's device (%s)", device);
-    return NULL;
-  }
-  return &the_farm.farm;
-}
-
-void
-ts_tune_mpi_finalize(void)
-{
-  if (!initialised)
-    return;
-  if (world_rank == 0) {
-    /* Servers whose hello was never read (rank 0 failed before it tuned) are stopped too. */
-    for (int r = 1; r < world_size; r++) {
-      if (!the_farm.hellos_read)
-        g_free(recv_text(r, TAG_HELLO, NULL));
-      send_text(r, TAG_STOP, "");
-    }
-  }
-  MPI_Finalize();
-  initialised = FALSE;
-}
-
-#else /* !TS_HAVE_MPI */
-
-gboolean
-ts_tune_mpi_init(GError **error)
-{
-  g_set_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_FAILED,
-              "started by mpirun as one of several ranks, but this tessera-tune was built without "
-              "MPI (install libopenmpi-dev and rebuild)");
-  return FALSE;
+  return mod->init(&host, error);
 }
 
 int
 ts_tune_mpi_rank(void)
 {
-  return 0;
+  return mod ? mod->rank() : 0;
 }
 
 int
 ts_tune_mpi_size(void)
 {
-  return 1;
+  return mod ? mod->size() : 1;
 }
 
 int
 ts_tune_mpi_serve(const char *worker_exe, const char *device)
 {
-  (void)worker_exe;
-  (void)device;
-  return 3;
+  g_return_val_if_fail(mod != NULL, 3);
+  return mod->serve(worker_exe, device);
 }
 
 const TsTuneFarm *
 ts_tune_mpi_farm(const char *device, GError **error)
 {
-  (void)device;
-  g_set_error(error, TS_TUNE_ERROR, TS_TUNE_ERROR_FAILED, "built without MPI");
-  return NULL;
+  g_return_val_if_fail(mod != NULL, NULL);
+  return mod->farm(device, error);
 }
 
 void
 ts_tune_mpi_finalize(void)
 {
+  if (mod)
+    mod->finalize();
 }
-
-#endif
