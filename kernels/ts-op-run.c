@@ -361,10 +361,8 @@ timer_sample(TsOpTimer *t, guint n_warmup, guint n, double *samples_ns, TsCpuTim
              GError **error)
 {
   if (t->slowdown <= 0)
-    return cpu ? ts_backend_time_cpu(t->backend, t->module, &t->launch, n_warmup, n, samples_ns,
-                                     cpu, error)
-               : ts_backend_time(t->backend, t->module, &t->launch, n_warmup, n, samples_ns,
-                                 error);
+    return ts_backend_time_cpu(t->backend, t->module, &t->launch, n_warmup, n, samples_ns, cpu,
+                               error);
 
   /* One launch per call, each followed by its spin: the slowdown then lands in the same machine
    * state as the launch it stretches, as a slower kernel's would. */
@@ -372,9 +370,8 @@ timer_sample(TsOpTimer *t, guint n_warmup, guint n, double *samples_ns, TsCpuTim
       !ts_backend_time(t->backend, t->module, &t->launch, n_warmup, 0, NULL, error))
     return FALSE;
   for (guint i = 0; i < n; i++) {
-    if (!(cpu ? ts_backend_time_cpu(t->backend, t->module, &t->launch, 0, 1, &samples_ns[i],
-                                    &cpu[i], error)
-              : ts_backend_time(t->backend, t->module, &t->launch, 0, 1, &samples_ns[i], error)))
+    if (!ts_backend_time_cpu(t->backend, t->module, &t->launch, 0, 1, &samples_ns[i],
+                             cpu ? &cpu[i] : NULL, error))
       return FALSE;
     double spun = spin_ns(t->slowdown * samples_ns[i]);
     samples_ns[i] += spun;

@@ -30,8 +30,8 @@ time_min(TsBackend *be, TsProfBench *b, guint warmup, guint n, double *ns, GErro
   b->launch.buffers = b->bufs;
   b->launch.ints = b->ints;
   b->launch.n_ints = MAX(b->launch.n_ints, 1);
-  if (!(on_cpu_clock ? ts_backend_time_cpu(be, b->module, &b->launch, warmup, n, s, cpu, error)
-                     : ts_backend_time(be, b->module, &b->launch, warmup, n, s, error)))
+  if (!ts_backend_time_cpu(be, b->module, &b->launch, warmup, n, s, on_cpu_clock ? cpu : NULL,
+                           error))
     return FALSE;
   for (guint i = 0; on_cpu_clock && i < n; i++)
     if (cpu[i].thread_ns > 0 && cpu[i].thread_ns < s[i])

@@ -167,7 +167,8 @@ typedef struct {
 
 /* Whether the backend's kernels run on the host, so ts_backend_time_cpu can report CPU time. */
 gboolean ts_backend_runs_on_host(TsBackend *backend);
-/* ts_backend_time, and cpu[i] (ts_backend_runs_on_host backends only) launch i's CPU time. */
+/* ts_backend_time, and cpu[i] (ts_backend_runs_on_host backends only) launch i's CPU time;
+ * cpu NULL: ts_backend_time itself. */
 gboolean ts_backend_time_cpu(TsBackend *backend, TsModule *module, const TsLaunch *launch,
                              guint n_warmup, guint n_samples, double *samples_ns, TsCpuTime *cpu,
                              GError **error);

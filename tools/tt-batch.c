@@ -19,7 +19,9 @@ typedef struct {
   char *text;   /* the line as written */
   char **words; /* OP and the line's options */
   char *what;   /* the workload ("gemm M=..,N=..,K=.. f32"), with its space when it has one */
+  TsOpInstance *inst; /* checked once; the closing table looks its best up by it */
   guint repeats; /* the line that first named this workload, 0 for a first */
+  guint first;   /* ... and its index in the batch */
   int rc;        /* tune's exit status; -1 when not run */
 } Workload;
 
@@ -29,6 +31,7 @@ workload_clear(Workload *w)
   g_free(w->text);
   g_strfreev(w->words);
   g_free(w->what);
+  g_clear_pointer(&w->inst, ts_op_instance_free);
 }
 
 /* tune's argv for a workload: OP, the batch's options, then the line's (GOption keeps the
@@ -101,6 +104,7 @@ check_line(Workload *w, const char *file, char *const *batch_opts)
   }
   g_autofree char *what = ts_op_instance_describe(inst);
   w->what = a.space ? g_strdup_printf("%s in %s", what, a.space) : g_steal_pointer(&what);
+  w->inst = g_steal_pointer(&inst);
   return TRUE;
 }
 
@@ -132,12 +136,15 @@ read_batch(const char *file, char *const *batch_opts)
       ok = FALSE; /* every bad line is reported, not just the first */
       continue;
     }
-    gpointer seen = g_hash_table_lookup(first, w.what);
-    w.repeats = GPOINTER_TO_UINT(seen);
+    guint seen = GPOINTER_TO_UINT(g_hash_table_lookup(first, w.what)); /* index + 1, or 0 */
+    if (seen) {
+      w.first = seen - 1;
+      w.repeats = g_array_index(ws, Workload, w.first).line;
+    }
     g_array_append_val(ws, w);
-    if (seen == NULL) {
+    if (!seen) {
       const Workload *stored = &g_array_index(ws, Workload, ws->len - 1);
-      g_hash_table_insert(first, stored->what, GUINT_TO_POINTER(stored->line));
+      g_hash_table_insert(first, stored->what, GUINT_TO_POINTER(ws->len));
     }
   }
   if (!ok)
@@ -166,20 +173,12 @@ print_summary(GArray *ws, const TtArgs *ga, const char *file)
     const Workload *w = &g_array_index(ws, Workload, i);
     double best_ns = 0;
     if (db && w->rc == TT_EXIT_OK) {
-      g_auto(TtArgs) a = {.seed = 1};
-      g_auto(GStrv) full = tune_argv(w, (char *[]){NULL});
-      int left = 0;
-      g_autoptr(TsOpInstance) inst =
-        parse_copy("tune", LINE_OPTS, full, &a, &left) ? tt_workload(w->words[0], &a, NULL)
-                                                        : NULL;
       TsDbKey key;
       g_autofree char *shape = NULL, *dtype = NULL;
       g_auto(TsDbLookupResult) r = {0};
-      if (inst) {
-        ts_tune_lookup_key(inst, backend, &key, &shape, &dtype);
-        if (ts_db_lookup(db, &key, &r, NULL))
-          best_ns = r.median_ns;
-      }
+      ts_tune_lookup_key(w->inst, backend, &key, &shape, &dtype);
+      if (ts_db_lookup(db, &key, &r, NULL))
+        best_ns = r.median_ns;
     }
     const char *status = w->repeats      ? "repeat"
                          : w->rc == 0    ? "tuned"
@@ -271,9 +270,8 @@ tt_cmd_batch(int argc, char **argv)
   /* A repeat shares its first line's fate. */
   for (guint i = 0; i < ws->len; i++) {
     Workload *w = &g_array_index(ws, Workload, i);
-    for (guint j = 0; w->repeats && j < i; j++)
-      if (g_array_index(ws, Workload, j).line == w->repeats)
-        w->rc = g_array_index(ws, Workload, j).rc;
+    if (w->repeats)
+      w->rc = g_array_index(ws, Workload, w->first).rc;
   }
   print_summary(ws, &ga, file);
   return worst;

@@ -541,7 +541,16 @@ farm_receive(Loop *l, GPtrArray *cands, gint *busy, guint *inflight, GError **er
   return TRUE;
 }
 
-/* The batch's compiled candidates measured at once: one on every free remote measurer, one
+/* The first candidate from i on that lowered (the others are stored as compile errors). */
+static guint
+skip_unlowered(GPtrArray *cands, guint i)
+{
+  while (i < cands->len && ((Candidate *)g_ptr_array_index(cands, i))->compile_error)
+    i++;
+  return i;
+}
+
+/* The batch's lowered candidates measured at once (each worker compiles its own): one on every free remote measurer, one
  * here, answers collected as they come; measure() then stores them in proposal order. */
 static gboolean
 farm_measure(Loop *l, GPtrArray *cands, GError **error)
@@ -550,11 +559,9 @@ farm_measure(Loop *l, GPtrArray *cands, GError **error)
   g_autofree gint *busy = g_new(gint, MAX(f->n_remote, 1)); /* candidate index, or -1 */
   for (guint r = 0; r < f->n_remote; r++)
     busy[r] = -1;
-  guint next = 0, inflight = 0;
+  guint next = skip_unlowered(cands, 0), inflight = 0;
   for (;;) {
     for (guint r = 0; r < f->n_remote; r++) {
-      while (next < cands->len && ((Candidate *)g_ptr_array_index(cands, next))->compile_error)
-        next++;
       if (busy[r] >= 0 || next >= cands->len)
         continue;
       Candidate *c = g_ptr_array_index(cands, next);
@@ -564,13 +571,13 @@ farm_measure(Loop *l, GPtrArray *cands, GError **error)
       g_autofree char *req = ts_tune_request_to_json(&q);
       if (!f->send(f->data, r, req, l->cfg->timeout_s, error))
         return FALSE;
-      busy[r] = (gint)next++;
+      busy[r] = (gint)next;
+      next = skip_unlowered(cands, next + 1);
       inflight++;
     }
-    while (next < cands->len && ((Candidate *)g_ptr_array_index(cands, next))->compile_error)
-      next++;
     if (next < cands->len) {
-      Candidate *c = g_ptr_array_index(cands, next++);
+      Candidate *c = g_ptr_array_index(cands, next);
+      next = skip_unlowered(cands, next + 1);
       if (!measure_point(l, c->point, &c->result, error))
         return FALSE;
       while (inflight > 0 && f->ready(f->data))
