@@ -1,6 +1,5 @@
-/* ts-numerics.c — host-side numerics: bf16/f16 conversions (round-to-nearest-even, done with
- * integer bit manipulation so the result does not depend on the host FPU or compiler flags),
- * random inputs, NaN poisoning, f64-accumulating references and the relative-error check.
+/* ts-numerics.c — host-side numerics: random inputs, NaN poisoning, f64-accumulating
+ * references and the relative-error check (the bf16/f16 conversions are in ts-half.c).
  */
 #include "ts-numerics.h"
 
@@ -9,95 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t
-f32_bits(float f)
-{
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-static float
-bits_f32(uint32_t u)
-{
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-float
-ts_bf16_to_f32(uint16_t bits)
-{
-  return bits_f32((uint32_t)bits << 16);
-}
-
-uint16_t
-ts_f32_to_bf16(float value)
-{
-  uint32_t u = f32_bits(value);
-  if ((u & 0x7fffffffu) > 0x7f800000u) {
-    /* NaN: keep the payload's top bits; if they are all zero the result would read as Inf, so
-     * set the quiet bit instead. */
-    uint16_t h = (uint16_t)(u >> 16);
-    return (h & 0x7f) != 0 ? h : (uint16_t)(h | 0x40);
-  }
-  /* Adding 0x7fff plus the lsb of the kept half rounds to nearest, ties to even; a carry out of
-   * the largest finite value lands exactly on Inf, which is the right overflow result. */
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-float
-ts_f16_to_f32(uint16_t bits)
-{
-  uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
-  uint32_t exp = (bits >> 10) & 0x1fu;
-  uint32_t mant = bits & 0x3ffu;
-  if (exp == 0x1f) /* Inf or NaN, payload kept */
-    return bits_f32(sign | 0x7f800000u | (mant << 13));
-  if (exp != 0)
-    return bits_f32(sign | ((exp + 127 - 15) << 23) | (mant << 13));
-  /* Zero or subnormal: mant * 2^-24 is exact in f32. */
-  float v = ldexpf((float)mant, -24);
-  return sign ? -v : v;
-}
-
-uint16_t
-ts_f32_to_f16(float value)
-{
-  uint32_t u = f32_bits(value);
-  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-  uint32_t a = u & 0x7fffffffu;
-  if (a >= 0x7f800000u) {
-    if (a == 0x7f800000u)
-      return sign | 0x7c00u;
-    uint16_t m = (uint16_t)((a >> 13) & 0x3ffu);
-    return sign | 0x7c00u | (m != 0 ? m : 0x200u);
-  }
-  int e32 = (int)(a >> 23);
-  uint32_t m32 = (a & 0x7fffffu) | (e32 != 0 ? 0x800000u : 0);
-  int e16 = e32 - 127 + 15;
-  if (e16 >= 31)
-    return sign | 0x7c00u;
-  uint32_t r;
-  int shift;
-  if (e16 <= 0) {
-    /* Subnormal result: the value is m32 * 2^(e32-150) and we need it in units of 2^-24, so the
-     * shift is 126 - e32 (>= 14 here); 25 and beyond leaves less than half an ulp. */
-    shift = 126 - e32;
-    if (shift > 24)
-      return sign;
-    r = m32 >> shift;
-  } else {
-    shift = 13;
-    r = ((uint32_t)e16 << 10) | ((m32 & 0x7fffffu) >> 13);
-  }
-  uint32_t rem = m32 & ((1u << shift) - 1u), half = 1u << (shift - 1);
-  /* Ties to even; a carry into the exponent field is the correct next binade (or Inf). */
-  if (rem > half || (rem == half && (r & 1u)))
-    r++;
-  return sign | (uint16_t)r;
-}
 
 gsize
 ts_numerics_elem_size(TsDtype dtype)

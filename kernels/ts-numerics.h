@@ -10,15 +10,11 @@
 #include <glib.h>
 #include <stdint.h>
 
+#include "ts-half.h"
 #include "ts-ir.h"
 
 G_BEGIN_DECLS
 
-/* Round-to-nearest-even conversions; NaN stays NaN, overflow rounds to Inf, f16 subnormals kept. */
-float ts_bf16_to_f32(uint16_t bits);
-uint16_t ts_f32_to_bf16(float value);
-float ts_f16_to_f32(uint16_t bits);
-uint16_t ts_f32_to_f16(float value);
 
 gsize ts_numerics_elem_size(TsDtype dtype); /* bytes per element for f64/f32/bf16/f16, else 0 */
 /* Element i of a buffer of the given storage dtype, as double. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ts-backend.h"
+#include "ts-coll-space.h"
 #include "ts-cuda.h"
 #include "ts-op.h"
 #include "ts-tune-mpi.h"
@@ -36,6 +37,7 @@ tt_args_clear(TtArgs *a)
   g_free(a->output);
   g_free(a->replay);
   g_strfreev(a->prior);
+  g_free(a->launcher);
   g_free(a->arch);
   g_free(a->trace_output);
 }
@@ -126,13 +128,18 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
     {"samples", 0, 0, G_OPTION_ARG_INT, &a->samples,
      "Timed launches at most (default: until their spread is small, 5 to 50); 1 under a slow "
      "checker such as compute-sanitizer", "N"},
+    {"ranks", 0, 0, G_OPTION_ARG_INT, &a->ranks,
+     "Ranks of a collective (default: the online cores, at least 2)", "N"},
+    {"launcher", 0, 0, G_OPTION_ARG_STRING, &a->launcher,
+     "Command that starts the ranks, before its -n N (default mpirun), e.g. 'mpirun "
+     "--hostfile hosts' or 'srun'", "CMD"},
   };
   static const guint masks[] = {
     TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
     TT_OPT_JSON,     TT_OPT_STAGE,    TT_OPT_DB,       TT_OPT_TUNE,  TT_OPT_TUNE,    TT_OPT_TUNE,
     TT_OPT_TUNE | TT_OPT_TIMEOUT,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
     TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,  TT_OPT_ARCH,   TT_OPT_METRICS,
-    TT_OPT_PROFILE,  TT_OPT_PROFILE,  TT_OPT_SAMPLES,
+    TT_OPT_PROFILE,  TT_OPT_PROFILE,  TT_OPT_SAMPLES, TT_OPT_COLL,    TT_OPT_COLL,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];
@@ -486,6 +493,12 @@ cmd_ops(void)
         g_print("%-15s %-4s default: %s\n", "", backends[b], point);
     }
   }
+  for (guint i = 0; ts_coll_nth(i); i++) {
+    TsCollKind kind;
+    ts_coll_lookup(ts_coll_nth(i), &kind);
+    g_print("%-15s dims %-6s %s\n", ts_coll_nth(i), "BYTES", ts_coll_summary(kind));
+    g_print("%-15s %-4s space: %s\n", "", "mpi", ts_coll_default_space(kind, "mpi"));
+  }
   return TT_EXIT_OK;
 }
 
@@ -606,6 +619,8 @@ print_usage(void)
           "              recorded tuning file or on a workload's trials in the cache\n"
           "  model       train, evaluate (held out by workload) and show the learned cost model\n"
           "  ops         list the ops, their dims and default spaces\n"
+          "  all_reduce, all_gather, reduce_scatter --shape BYTES=N --ranks R\n"
+          "              tune a collective over MPI: a launch of R ranks per candidate\n"
           "  devices     list the backends and their devices\n\n"
           "'tessera-tune COMMAND --help' documents each command.\n%s\n",
           TT_EXIT_HELP);
@@ -687,6 +702,23 @@ main(int argc, char **argv)
     {"model", tt_cmd_model},         {"batch", tt_cmd_batch},
   };
   const char *cmd = argv[1];
+  if (strcmp(cmd, "coll-run") == 0)
+    return tt_cmd_coll_run(argc - 1, argv + 1);
+  gboolean tune_coll = strcmp(cmd, "tune") == 0 && argc > 2 && ts_coll_lookup(argv[2], NULL);
+  if (ts_coll_lookup(cmd, NULL) || tune_coll) {
+    if (ts_tune_mpi_launched()) {
+      /* Each candidate needs a launch of its own (Open MPI reads its collective settings at
+       * MPI_Init), which ranks of a running job cannot make. */
+      const char *rank = g_getenv("OMPI_COMM_WORLD_RANK");
+      if (rank == NULL || strcmp(rank, "0") == 0)
+        g_printerr("tessera-tune: run %s outside mpirun: 'tessera-tune %s --ranks N ...' starts "
+                   "N ranks for each candidate itself, since Open MPI reads the collective "
+                   "settings a candidate changes only at MPI_Init\n", tune_coll ? argv[2] : cmd,
+                   tune_coll ? argv[2] : cmd);
+      return TT_EXIT_USAGE;
+    }
+    return tune_coll ? tt_cmd_coll(argc - 2, argv + 2) : tt_cmd_coll(argc - 1, argv + 1);
+  }
   if (ts_tune_mpi_launched() && (strcmp(cmd, "tune") == 0 || strcmp(cmd, "batch") == 0))
     return run_distributed(strcmp(cmd, "tune") == 0 ? tt_cmd_tune : tt_cmd_batch, argc - 1,
                            argv + 1);

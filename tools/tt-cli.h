@@ -36,15 +36,16 @@ enum {
   TT_OPT_PROFILE = 1 << 16, /* --profile --trace-output */
   TT_OPT_SAMPLES = 1 << 17, /* --samples */
   TT_OPT_TIMEOUT = 1 << 18, /* --timeout alone (run) */
+  TT_OPT_COLL = 1 << 19,    /* --ranks --launcher (collectives) */
 };
 
 typedef struct {
   char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output, *replay;
-  char *arch, *trace_output;
+  char *arch, *trace_output, *launcher;
   char **prior; /* --prior FILE, repeatable */
   gint64 seed;
   gboolean json, nearest, measure, no_metrics, profile;
-  gint budget, limit, top, repeats, samples;
+  gint budget, limit, top, repeats, samples, ranks;
   double budget_ms, timeout_s;
 } TtArgs;
 
@@ -133,5 +134,7 @@ int tt_cmd_check(int argc, char **argv);
 int tt_cmd_profile(int argc, char **argv);
 int tt_cmd_model(int argc, char **argv);
 int tt_cmd_batch(int argc, char **argv);
+int tt_cmd_coll(int argc, char **argv);     /* argv[0]: the collective op */
+int tt_cmd_coll_run(int argc, char **argv); /* each rank of a collective's launch */
 /* The device as distributed-tuning ranks compare it: backend, name, arch, compute units. */
 char *tt_device_text(TsBackend *backend);

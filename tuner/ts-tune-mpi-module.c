@@ -195,6 +195,15 @@ mpi_finalize(void)
   initialised = FALSE;
 }
 
+static int
+mpi_coll_run(const TsCollRunArgs *args)
+{
+  g_return_val_if_fail(initialised, 3);
+  int rc = ts_coll_mpi_run(args);
+  initialised = FALSE;
+  return rc;
+}
+
 G_MODULE_EXPORT const TsTuneMpiModule ts_tune_mpi_module = {
   .abi = TS_TUNE_MPI_ABI,
   .init = mpi_init,
@@ -203,4 +212,5 @@ G_MODULE_EXPORT const TsTuneMpiModule ts_tune_mpi_module = {
   .serve = mpi_serve,
   .farm = mpi_farm,
   .finalize = mpi_finalize,
+  .coll_run = mpi_coll_run,
 };

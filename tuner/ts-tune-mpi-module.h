@@ -7,13 +7,14 @@
 
 #include <glib.h>
 
+#include "ts-coll-mpi.h"
 #include "ts-tune-farm.h"
 
 typedef struct _TsTuneWorker TsTuneWorker;
 
 G_BEGIN_DECLS
 
-#define TS_TUNE_MPI_ABI 1
+#define TS_TUNE_MPI_ABI 2
 
 typedef struct {
   TsTuneWorker *(*worker_new)(const char *exe);
@@ -30,6 +31,8 @@ typedef struct {
   int (*serve)(const char *worker_exe, const char *device);
   const TsTuneFarm *(*farm)(const char *device, GError **error);
   void (*finalize)(void);
+  /* One collective measurement on every rank (ts-coll-mpi.h); finalises MPI. */
+  int (*coll_run)(const TsCollRunArgs *args);
 } TsTuneMpiModule;
 
 /* The one symbol the module exports. */

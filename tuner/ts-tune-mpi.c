@@ -110,6 +110,13 @@ ts_tune_mpi_farm(const char *device, GError **error)
   return mod->farm(device, error);
 }
 
+int
+ts_tune_mpi_coll_run(const TsCollRunArgs *args)
+{
+  g_return_val_if_fail(mod != NULL, 3);
+  return mod->coll_run(args);
+}
+
 void
 ts_tune_mpi_finalize(void)
 {

@@ -11,6 +11,7 @@
 
 #include <glib.h>
 
+#include "ts-coll-mpi.h"
 #include "ts-tune.h"
 
 G_BEGIN_DECLS
@@ -29,6 +30,9 @@ int ts_tune_mpi_serve(const char *worker_exe, const char *device);
  * this one does (device: as they describe theirs); NULL with an error naming each rank that
  * differs. Later calls return the same farm. */
 const TsTuneFarm *ts_tune_mpi_farm(const char *device, GError **error);
+/* Every rank of a collective's launch (`tessera-tune coll-run`, started by ts-coll-tune.h):
+ * one measurement, then MPI_Finalize. Returns the exit status. */
+int ts_tune_mpi_coll_run(const TsCollRunArgs *args);
 /* Every rank, at the end: rank 0 first stops the servers. MPI_Finalize. */
 void ts_tune_mpi_finalize(void);
 

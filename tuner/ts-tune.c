@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ts-coll-space.h"
 #include "ts-cost.h"
 #include "ts-nvtx.h"
 #include "ts-tune-stats.h"
@@ -81,12 +82,46 @@ ts_tune_device_id(TsDb *db, TsBackend *backend, GError **error)
   return ts_db_ensure_device(db, &dev, error);
 }
 
+/* A collective's key: the workload parses (BYTES and RANKS in the shape), a median leaves
+ * its bus bandwidth below 10^14 B/s, and the schedule is a point of the op's mpi space. */
+static gboolean
+coll_schedule_check(const char *op, const char *shape, const char *dtype, const char *schedule,
+                    const char *hash, double median_ns, char **why)
+{
+  g_autoptr(GError) error = NULL;
+  TsCollWorkload w;
+  if (!ts_coll_workload_parse(&w, op, shape, dtype, 0, &error)) {
+    *why = g_strdup(error->message);
+    return FALSE;
+  }
+  if (median_ns > 0 && ts_coll_busbw(&w, median_ns) > 1e14) {
+    *why = g_strdup_printf("a median of %g ns is faster than any link could run %s %s %s",
+                           median_ns, op, shape, dtype);
+    return FALSE;
+  }
+  if (schedule == NULL)
+    return TRUE;
+  g_autoptr(TsSchedPoint) point = ts_sched_point_parse(schedule, &error);
+  g_auto(GStrv) env = point ? ts_coll_mpi_env(w.kind, point, &error) : NULL;
+  if (env == NULL) {
+    *why = g_strdup_printf("the schedule is not a point of %s: %s", op, error->message);
+    return FALSE;
+  }
+  if (hash != NULL && g_strcmp0(hash, ts_sched_point_hash(point)) != 0) {
+    *why = g_strdup_printf("hash %s is not its schedule's (%s)", hash, ts_sched_point_hash(point));
+    return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean
 ts_tune_schedule_check(const char *op, const char *shape, const char *dtype,
                        const char *schedule, const char *hash, double median_ns, char **why,
                        gpointer data)
 {
   g_autoptr(GError) error = NULL;
+  if (ts_coll_lookup(op, NULL))
+    return coll_schedule_check(op, shape, dtype, schedule, hash, median_ns, why);
   g_autoptr(TsOpInstance) inst = ts_op_instance_new(op ? op : "", shape ? shape : "",
                                                     dtype ? dtype : "", &error);
   if (inst == NULL) {

@@ -125,6 +125,7 @@ gint64 ts_tune_device_id(TsDb *db, TsBackend *backend, GError **error);
  * workload is one this build knows (op, shape, dtype), the schedule parses, a hash given is the
  * schedule's, and a median leaves the workload below 10^17 FLOP/s and 10^14 B/s (a hundred times
  * any device's peak: a time past that is made up, and a made-up best would never be beaten).
+ * A collective's workload (ts-coll.h) is checked as one, its schedule as a point of its space.
  * The tools install it on every cache they open. */
 gboolean ts_tune_schedule_check(const char *op, const char *shape, const char *dtype,
                                 const char *schedule, const char *hash, double median_ns,

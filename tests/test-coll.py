@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""test-coll.py — collectives tuned over MPI end to end: `tessera-tune all_reduce|all_gather|
+reduce_scatter --ranks R` launches R ranks (oversubscribed on a small machine) for each point of
+Open MPI's algorithm space, verifies every result against the exact sums, stores every trial
+under a key with the ranks and topology, and resumes without measuring again. A launch that
+crashes, hangs or returns wrong sums is that candidate's trial status and the tune goes on; a
+workload, space or launcher that cannot work is refused with a message naming it.
+Usage: test-coll.py TESSERA_TUNE WITH_MPI(yes|no). Prints TAP; skips (77) without mpirun or MPI."""
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+
+from taputil import done, ok, rows, run
+
+TT, WITH_MPI = sys.argv[1], sys.argv[2] == "yes"
+MPIRUN = shutil.which("mpirun")
+if not WITH_MPI or MPIRUN is None:
+    print("1..0 # SKIP %s" % ("tessera-tune was built without MPI (libopenmpi-dev)"
+                              if not WITH_MPI else "no mpirun (openmpi-bin)"))
+    sys.exit(77)
+
+TMP = tempfile.mkdtemp(prefix="tessera-coll-test-")
+ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"),
+           OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+# As in test-mpi.py: Open MPI's components stay loaded for a sanitized build's leak report.
+ENV["OMPI_MCA_mca_base_component_disable_dlclose"] = "1"
+ENV["PMIX_MCA_mca_base_component_disable_dlclose"] = "1"
+if "ASAN_OPTIONS" in ENV:
+    ENV["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+DB = os.path.join(TMP, "coll.db")
+# Short launches: a few rounds of a few ms each.
+QUICK = ["--db", DB, "--samples", "3", "--json"]
+
+
+def tune(op, shape, ranks, *extra, check=0, env=ENV):
+    p = run([TT, op, "--shape", shape, "--ranks", str(ranks), *QUICK, *extra], env, check)
+    return p, (json.loads(p.stdout) if p.returncode in (0, 1) and p.stdout.strip() else None)
+
+
+def algorithm(schedule):
+    return schedule.split('algorithm="')[1].split('"')[0]
+
+
+def forced_ok(trial, param):
+    """The library's own name for what ran (MPI_T) is the point's algorithm."""
+    got = trial["metrics"]["forced"][param]
+    want = algorithm(trial["schedule"])
+    return got == ("ignore" if want == "default" else want)
+
+
+# --- all_reduce f32 at 2 ranks: the whole space, verified, and the key ---
+p, out = tune("all_reduce", "BYTES=65536", 2)
+ok(p.returncode == 0 and out is not None, "all_reduce f32 at 2 ranks tunes")
+ok(out["n_valid"] == 10 and out["n_measured"] == 10 and out["exhausted"],
+   "all 10 points of Open MPI's allreduce space are launched (segments only on the segmented ring)")
+ok(out["n_ok"] == 10 and all(t["status"] == "ok" for t in out["trials"]),
+   "every algorithm's sums are exact")
+ok(all(forced_ok(t, "coll_tuned_allreduce_algorithm") for t in out["trials"]),
+   "each trial ran the algorithm it is filed under, as Open MPI itself reports it")
+seg = [t for t in out["trials"] if algorithm(t["schedule"]) == "segmented_ring"]
+ok(len(seg) == 4 and all(
+    t["metrics"]["forced"]["coll_tuned_allreduce_algorithm_segmentsize"] ==
+    int(t["schedule"].split("segment=")[1].rstrip(")")) for t in seg),
+   "the segmented ring's segment size reaches the library")
+best = out["best"]
+ok(best is not None and best["busbw_GBps"] > 0 and best["speedup_vs_default"] >= 1.0,
+   "a best is kept, at least as fast as Open MPI's own choice")
+ok(abs(best["busbw_GBps"] - best["algbw_GBps"]) < 1e-9,
+   "at 2 ranks all_reduce's bus bandwidth is its algorithm bandwidth (2(n-1)/n = 1)")
+ok(abs(best["algbw_GBps"] - 65536 / best["median_ns"]) < 1e-6, "algbw is BYTES / time")
+ok(rows(DB, "SELECT op, shape, dtype FROM workload") == [("all_reduce", "BYTES=65536,RANKS=2",
+                                                          "f32")],
+   "the workload key holds the size and the rank count")
+dev = rows(DB, "SELECT backend, arch, compute_units FROM device")
+ok(dev == [("mpi", "1 host x 2 ranks", 2)], "the device key holds the topology: %r" % dev)
+tc = rows(DB, "SELECT compiler, kgen_version FROM toolchain")
+ok(len(tc) == 1 and tc[0][0].startswith("Open MPI") and tc[0][1] == "tessera-coll-1",
+   "the toolchain key is the MPI library: %r" % tc)
+ok(rows(DB, "SELECT COUNT(*) FROM trial WHERE host IS NOT NULL AND rank IS NULL") == [(10,)],
+   "trials record the host of rank 0 and no single rank")
+
+p, again = tune("all_reduce", "BYTES=65536", 2)
+ok(p.returncode == 0 and again["n_resumed"] == 10 and again["n_measured"] == 0
+   and again["best"]["schedule"] == best["schedule"],
+   "a re-run resumes from the cache: nothing is launched again, the best stands")
+
+# --- other ops, dtypes and rank counts ---
+p, out = tune("all_reduce", "BYTES=4096", 3, "--dtype", "bf16", "--space",
+              'dict(algorithm=["ring", "recursive_doubling"])')
+ok(p.returncode == 0 and out["n_ok"] == 2, "bf16 all_reduce at 3 ranks (software sum) is exact")
+ok(out["device"].endswith("x 3 ranks") and out["topology"].startswith("1 host x 3 ranks"),
+   "3 ranks are another key")
+p, out = tune("all_gather", "BYTES=8192", 3, "--dtype", "f16")
+ok(p.returncode == 0 and out["n_valid"] == 4 and out["n_ok"] == 4,
+   "all_gather at 3 ranks: neighbor (even), two_proc (2) and recursive doubling (powers of 2) "
+   "are left out, the rest exact")
+ok(all(forced_ok(t, "coll_tuned_allgather_algorithm") for t in out["trials"]),
+   "all_gather's algorithms reach the library")
+ok(abs(out["best"]["algbw_GBps"] - 3 * 8192 / out["best"]["median_ns"]) < 1e-6 and
+   abs(out["best"]["busbw_GBps"] - out["best"]["algbw_GBps"] * 2 / 3) < 1e-6,
+   "all_gather's size is BYTES x RANKS and its bus factor (n-1)/n")
+p, out = tune("reduce_scatter", "BYTES=8192", 4)
+ok(p.returncode == 0 and out["n_valid"] == 5 and out["n_ok"] == 5,
+   "reduce_scatter at 4 ranks: all 5 algorithms exact")
+ok(abs(out["best"]["busbw_GBps"] - out["best"]["algbw_GBps"] * 3 / 4) < 1e-6,
+   "reduce_scatter's bus factor is (n-1)/n")
+
+# --- candidates that crash, hang or sum wrong: their trials, and the tune goes on ---
+wrapper = os.path.join(TMP, "launcher.sh")
+with open(wrapper, "w") as f:
+    f.write("""#!/bin/sh
+# ring crashes, recursive doubling hangs, nonoverlapping's rank 1 spoils its sums.
+case "$OMPI_MCA_coll_tuned_allreduce_algorithm" in
+  4) kill -SEGV $$ ;;
+  3) exec sleep 120 ;;
+  2) export TESSERA_TEST_OPS=1 TESSERA_TEST_COLL_CORRUPT=1 ;;
+esac
+exec %s "$@"
+""" % MPIRUN)
+os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IEXEC)
+DB2 = os.path.join(TMP, "faults.db")
+p = run([TT, "all_reduce", "--shape", "BYTES=4096", "--ranks", "2", "--db", DB2, "--samples",
+         "2", "--json", "--timeout", "6", "--launcher", wrapper, "--space",
+         'dict(algorithm=["ring", "recursive_doubling", "nonoverlapping", "basic_linear"])'],
+        ENV, 0)
+out = json.loads(p.stdout) if p.returncode == 0 else None
+status = {algorithm(t["schedule"]): t for t in out["trials"]} if out else {}
+ok(out is not None and out["n_measured"] == 4, "the tune survives its faulty candidates")
+ok(status.get("ring", {}).get("status") == "runtime_error" and
+   "signal 11" in status["ring"]["message"],
+   "a launch that crashes is a runtime_error naming the signal: %r" % status.get("ring"))
+ok(status.get("recursive_doubling", {}).get("status") == "timeout",
+   "a launch that hangs is killed at --timeout and is a timeout trial")
+msg = status.get("nonoverlapping", {}).get("message", "")
+ok(status.get("nonoverlapping", {}).get("status") == "wrong_result" and "rank 1" in msg and
+   "element 0" in msg, "wrong sums are a wrong_result naming the rank and element: %r" % msg)
+ok(status.get("basic_linear", {}).get("status") == "ok" and
+   out["best"]["schedule"] == 'dict(algorithm="basic_linear", segment=0)',
+   "the sound candidate after them is measured and is the best")
+
+# --- what is refused, and how ---
+p = run([TT, "all_reduce", "--shape", "BYTES=6", "--ranks", "2", "--db", DB], ENV, 2)
+ok(p.returncode == 2 and "not a whole number of f32 elements" in p.stderr,
+   "a size that is not whole elements is refused: " + p.stderr.strip())
+p = run([TT, "reduce_scatter", "--shape", "BYTES=8", "--ranks", "4", "--db", DB], ENV, 2)
+ok(p.returncode == 2 and "does not split into 4 blocks" in p.stderr,
+   "a reduce_scatter size that does not split over the ranks is refused")
+p = run([TT, "all_reduce", "--shape", "BYTES=64", "--ranks", "2", "--db", DB, "--space",
+         'dict(algorithm=["rings"])'], ENV, 2)
+ok(p.returncode == 2 and '"rings"' in p.stderr and '"ring"' in p.stderr,
+   "an unknown algorithm is refused, listing Open MPI's")
+p = run([TT, "all_reduce", "--shape", "BYTES=64", "--ranks", "2", "--db", DB, "--launcher",
+         os.path.join(TMP, "no-such-mpirun")], ENV, 3)
+ok(p.returncode == 3 and "cannot start the launcher" in p.stderr,
+   "a launcher that does not exist is a machine error naming it")
+p = run([MPIRUN, "-np", "2", TT, "all_reduce", "--shape", "BYTES=64", "--db", DB], ENV, 2)
+ok(p.returncode == 2 and "outside mpirun" in p.stderr,
+   "started under mpirun, a collective's tune says to run it outside")
+ok(rows(DB, "SELECT COUNT(*) FROM workload WHERE shape = 'BYTES=64,RANKS=2'") == [(0,)],
+   "nothing refused was stored")
+
+shutil.rmtree(TMP, ignore_errors=True)
+done()
