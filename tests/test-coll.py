@@ -88,6 +88,28 @@ ok(p.returncode == 0 and again["n_resumed"] == 10 and again["n_measured"] == 0
    and again["best"]["schedule"] == best["schedule"],
    "a re-run resumes from the cache: nothing is launched again, the best stands")
 
+# --- the α–β model: calibrated by the cache, predicting, ordering a budgeted tune ---
+p, out = tune("all_reduce", "BYTES=262144", 2, "--strategy", "model", "--budget", "3")
+ok(p.returncode == 0 and out["n_measured"] == 3, "a model-guided tune of 3 points")
+got = rows(DB, "SELECT t.schedule, t.predicted_cost, t.strategy FROM trial t JOIN workload w "
+               "ON w.id = t.workload_id WHERE w.shape = 'BYTES=262144,RANKS=2' ORDER BY t.id")
+ok(len(got) == 3 and algorithm(got[0][0]) == "default" and got[0][1] is None,
+   "Open MPI's own choice is measured first, as the baseline (no prediction)")
+ok(all(g[1] is not None and g[1] > 0 and g[2] == "model" for g in got[1:]) and
+   got[1][1] <= got[2][1],
+   "then the points the model, calibrated on the cache's 10 trials, predicts fastest: %r" % got)
+p = run([TT, "coll-model", "--db", DB, "--json"], ENV, 0)
+model = json.loads(p.stdout) if p.returncode == 0 else {"machines": [], "links": []}
+m = [x for x in model["machines"] if x["dtype"] == "f32" and x["machine"].endswith(", 1 host")]
+ok(len(m) == 1 and m[0]["points"] == 11 and m[0]["median_rel_err"] >= 0 and
+   len(m[0]["predictions"]) == 18,
+   "coll-model fits the 2-rank machine's f32 trials and predicts all_reduce at 8 and 72 ranks")
+links = {x["name"]: x for x in model["links"]}
+h100 = [x for x in links.get("h100-nvlink", {}).get("predictions", [])
+        if x["algorithm"] == "ring" and x["ranks"] == 8 and x["bytes"] == 2 ** 30]
+ok(len(h100) == 1 and 430 < h100[0]["busbw_GBps"] < 450 and "gb200-nvl72" in links,
+   "and NVLink machines from their figures: a GiB on 8 H100s just under the 450 GB/s links")
+
 # --- other ops, dtypes and rank counts ---
 p, out = tune("all_reduce", "BYTES=4096", 3, "--dtype", "bf16", "--space",
               'dict(algorithm=["ring", "recursive_doubling"])')
@@ -108,6 +130,14 @@ ok(p.returncode == 0 and out["n_valid"] == 5 and out["n_ok"] == 5,
    "reduce_scatter at 4 ranks: all 5 algorithms exact")
 ok(abs(out["best"]["busbw_GBps"] - out["best"]["algbw_GBps"] * 3 / 4) < 1e-6,
    "reduce_scatter's bus factor is (n-1)/n")
+
+p, out = tune("all_reduce", "BYTES=1K..4K", 2, "--space", 'dict(algorithm=["ring"])')
+ok(p.returncode == 0 and [x["shape"] for x in out["sizes"]] ==
+   ["BYTES=1024,RANKS=2", "BYTES=2048,RANKS=2", "BYTES=4096,RANKS=2"] and
+   all(x["n_ok"] == 1 for x in out["sizes"]),
+   "BYTES=1K..4K sweeps the sizes, doubling, each its own key")
+p = run([TT, "all_reduce", "--shape", "BYTES=4K..1K", "--ranks", "2", "--db", DB], ENV, 2)
+ok(p.returncode == 2 and "not a size sweep" in p.stderr, "a malformed sweep is refused")
 
 # --- candidates that crash, hang or sum wrong: their trials, and the tune goes on ---
 wrapper = os.path.join(TMP, "launcher.sh")

@@ -621,6 +621,8 @@ print_usage(void)
           "  ops         list the ops, their dims and default spaces\n"
           "  all_reduce, all_gather, reduce_scatter --shape BYTES=N --ranks R\n"
           "              tune a collective over MPI: a launch of R ranks per candidate\n"
+          "  coll-model  the α–β model of collectives fitted to the cache, with predictions for\n"
+          "              8 and 72 ranks, and for NVLink machines from their published figures\n"
           "  devices     list the backends and their devices\n\n"
           "'tessera-tune COMMAND --help' documents each command.\n%s\n",
           TT_EXIT_HELP);
@@ -700,6 +702,7 @@ main(int argc, char **argv)
     {"run", cmd_run},          {"strategies", tt_cmd_strategies},
     {"check", tt_cmd_check},         {"profile", tt_cmd_profile},
     {"model", tt_cmd_model},         {"batch", tt_cmd_batch},
+    {"coll-model", tt_cmd_coll_model},
   };
   const char *cmd = argv[1];
   if (strcmp(cmd, "coll-run") == 0)

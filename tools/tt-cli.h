@@ -136,5 +136,6 @@ int tt_cmd_model(int argc, char **argv);
 int tt_cmd_batch(int argc, char **argv);
 int tt_cmd_coll(int argc, char **argv);     /* argv[0]: the collective op */
 int tt_cmd_coll_run(int argc, char **argv); /* each rank of a collective's launch */
+int tt_cmd_coll_model(int argc, char **argv);
 /* The device as distributed-tuning ranks compare it: backend, name, arch, compute units. */
 char *tt_device_text(TsBackend *backend);

@@ -163,6 +163,8 @@ typedef struct {
   char *host;
   gint64 t0;
   guint index;
+  TsCollLinks links; /* valid when sum->n_model_points */
+  GHashTable *seen;  /* hashes of the points stored or measured */
 } Tune;
 
 static double
@@ -393,6 +395,19 @@ forced_mismatch(const Tune *t, JsonObject *o, const TsSchedPoint *point)
                          got, want, t->sum->library);
 }
 
+/* The calibrated model's time for a point, in ns; NAN without a model (or for "default"). */
+static double
+predict_ns(const Tune *t, const TsSchedPoint *point)
+{
+  if (t->sum->n_model_points == 0)
+    return NAN;
+  const TsCollWorkload *w = t->cfg->w;
+  return 1e9 * ts_cost_coll_predict(&t->links, w->kind,
+                                    ts_sched_point_get_str(point, "algorithm", "default"),
+                                    w->ranks, (double)w->bytes,
+                                    (double)ts_sched_point_get_int(point, "segment", 0));
+}
+
 /* One candidate: its launch, its trial. */
 static gboolean
 measure(Tune *t, TsTuneStrategy *strategy, const TsSchedPoint *point, GError **error)
@@ -405,9 +420,13 @@ measure(Tune *t, TsTuneStrategy *strategy, const TsSchedPoint *point, GError **e
   trial->toolchain_id = s->toolchain_id;
   trial->run_id = s->run_id;
   trial->schedule = ts_sched_point_to_string(point);
-  trial->strategy = g_strdup(ts_tune_strategy_name(strategy));
+  trial->strategy = g_strdup(g_strcmp0(cfg->strategy, "model") == 0
+                               ? "model"
+                               : ts_tune_strategy_name(strategy));
   trial->host = g_strdup(t->host);
   trial->rank = -1;
+  trial->predicted_cost = predict_ns(t, point);
+  g_hash_table_add(t->seen, g_strdup(ts_sched_point_hash(point)));
   g_auto(GStrv) env = ts_coll_mpi_env(cfg->w->kind, point, error);
   if (env == NULL)
     return FALSE;
@@ -539,11 +558,122 @@ resume(Tune *t, TsTuneStrategy *strategy, GError **error)
       continue;
     gboolean ok = tr->status == TS_DB_TRIAL_OK;
     ts_tune_strategy_observe(strategy, p, ok, ok ? tr->median_ns * 1e-9 : 0.0);
+    g_hash_table_add(t->seen, g_strdup(ts_sched_point_hash(p)));
     if (!maybe_promote(t, tr, error))
       return FALSE;
   }
   s->n_resumed = stored->len;
   return TRUE;
+}
+
+char *
+ts_coll_machine(const char *device_name, const char *topology)
+{
+  g_autofree char *name = g_strdup(device_name ? device_name : "");
+  char *x = g_strrstr(name, " x ");
+  if (x && g_str_has_suffix(name, " ranks"))
+    *x = '\0';
+  const char *topo = topology ? topology : "";
+  gsize hosts = strcspn(topo, "x:");
+  g_autofree char *h = g_strstrip(g_strndup(topo, hosts));
+  return g_strdup_printf("%s, %s%s", name, h,
+                         strstr(topo, "oversubscribed") ? ", oversubscribed" : "");
+}
+
+GArray *
+ts_coll_tune_observations(TsDb *db, const char *machine, TsCollDtype dtype, GError **error)
+{
+  g_autoptr(GPtrArray) keys = ts_db_list_trial_keys(db, error);
+  if (keys == NULL)
+    return NULL;
+  GArray *obs = g_array_new(FALSE, FALSE, sizeof(TsCollObservation));
+  for (guint k = 0; k < keys->len; k++) {
+    const TsDbTrialKey *key = g_ptr_array_index(keys, k);
+    TsCollWorkload w;
+    if (g_strcmp0(key->device.backend, "mpi") != 0 ||
+        !ts_coll_workload_parse(&w, key->op, key->shape, key->dtype, 0, NULL) ||
+        w.dtype != dtype)
+      continue;
+    g_autofree char *m = ts_coll_machine(key->device.name, key->device.arch);
+    if (g_strcmp0(m, machine) != 0)
+      continue;
+    g_autoptr(GPtrArray) trials = ts_db_list_trials(db, key->workload_id, key->device_id,
+                                                    key->toolchain_id, TS_DB_ORDER_INSERTION,
+                                                    NULL);
+    for (guint i = 0; trials && i < trials->len; i++) {
+      const TsDbTrial *tr = g_ptr_array_index(trials, i);
+      g_autoptr(TsSchedPoint) p = tr->status == TS_DB_TRIAL_OK
+                                    ? ts_sched_point_parse(tr->schedule, NULL)
+                                    : NULL;
+      if (p == NULL)
+        continue;
+      TsCollObservation o = {
+        .kind = w.kind,
+        .algorithm = g_intern_string(ts_sched_point_get_str(p, "algorithm", "default")),
+        .ranks = w.ranks,
+        .bytes = (double)w.bytes,
+        .segment = (double)ts_sched_point_get_int(p, "segment", 0),
+        .seconds = tr->median_ns * 1e-9,
+      };
+      g_array_append_val(obs, o);
+    }
+  }
+  return obs;
+}
+
+/* The α–β model of this machine and dtype from what the cache holds, when it can be fitted. */
+static void
+calibrate(Tune *t)
+{
+  TsCollTuneSummary *s = t->sum;
+  g_autofree char *machine = ts_coll_machine(s->device_name, s->topology);
+  g_autoptr(GArray) obs = ts_coll_tune_observations(t->cfg->db, machine, t->cfg->w->dtype, NULL);
+  guint n = 0;
+  if (obs && ts_cost_coll_fit((TsCollObservation *)obs->data, obs->len, &t->links, &n,
+                              &s->model_rel_err, NULL))
+    s->n_model_points = n;
+}
+
+typedef struct {
+  TsSchedPoint *point;
+  double ns;
+} Ranked;
+
+static gint
+by_prediction(gconstpointer a, gconstpointer b)
+{
+  const Ranked *x = a, *y = b;
+  /* No prediction (the library's own choice) first: it is the baseline every other is judged
+   * against. */
+  gboolean nx = isnan(x->ns), ny = isnan(y->ns);
+  if (nx || ny)
+    return ny - nx;
+  return (x->ns > y->ns) - (x->ns < y->ns);
+}
+
+/* The model strategy's order: every valid point, by predicted time. */
+static GPtrArray *
+model_order(Tune *t, const TsSchedSpace *space, const TsSchedEnv *env, GError **error)
+{
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+  g_autoptr(GArray) ranked = g_array_new(FALSE, FALSE, sizeof(Ranked));
+  TsSchedPoint *p = NULL;
+  GError *local = NULL;
+  while (ts_sched_iter_next(it, &p, &local)) {
+    Ranked r = {p, predict_ns(t, p)};
+    g_array_append_val(ranked, r);
+  }
+  if (local) {
+    g_propagate_error(error, local);
+    for (guint i = 0; i < ranked->len; i++)
+      ts_sched_point_free(g_array_index(ranked, Ranked, i).point);
+    return NULL;
+  }
+  GPtrArray *order = g_ptr_array_new_with_free_func((GDestroyNotify)ts_sched_point_free);
+  g_array_sort(ranked, by_prediction);
+  for (guint i = 0; i < ranked->len; i++)
+    g_ptr_array_add(order, g_array_index(ranked, Ranked, i).point);
+  return order;
 }
 
 gboolean
@@ -558,8 +688,10 @@ ts_coll_tune_run(const TsCollTuneConfig *cfg, TsCollTuneSummary *sum, GError **e
   g_autoptr(TsSchedEnv) env = ts_coll_env(cfg->w);
   if (!ts_sched_space_count_valid(space, env, &sum->n_valid, error))
     return FALSE;
+  /* The model strategy orders the space itself; the exhaustive one keeps the books. */
+  gboolean by_model = g_strcmp0(cfg->strategy, "model") == 0;
   g_autoptr(TsTuneStrategy) strategy = ts_tune_strategy_new(
-    cfg->strategy ? cfg->strategy : "exhaustive", space, env, cfg->seed, error);
+    cfg->strategy && !by_model ? cfg->strategy : "exhaustive", space, env, cfg->seed, error);
   if (strategy == NULL)
     return FALSE;
   if (cfg->budget_evals)
@@ -570,19 +702,39 @@ ts_coll_tune_run(const TsCollTuneConfig *cfg, TsCollTuneSummary *sum, GError **e
     .prefix = launcher_prefix(cfg),
     .shape = ts_coll_workload_shape(cfg->w),
     .t0 = g_get_monotonic_time(),
+    .seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
   };
-  gboolean ok = probe(&t, error) && key_ids(&t, error) && resume(&t, strategy, error);
+  gboolean ok = probe(&t, error) && key_ids(&t, error);
+  if (ok)
+    calibrate(&t);
+  ok = ok && resume(&t, strategy, error);
+  g_autoptr(GPtrArray) order = ok && by_model ? model_order(&t, space, env, error) : NULL;
+  ok = ok && (!by_model || order != NULL);
   if (ok) {
     g_autofree char *budget = g_strdup_printf("evals=%u ms=%.0f", cfg->budget_evals,
                                               cfg->budget_ms);
     sum->run_id = ts_db_begin_run(cfg->db, sum->workload_id, sum->device_id, sum->toolchain_id,
-                                  ts_tune_strategy_name(strategy), cfg->seed, budget, error);
+                                  by_model ? "model" : ts_tune_strategy_name(strategy),
+                                  cfg->seed, budget, error);
     ok = sum->run_id != 0;
   }
+  guint next = 0;
   while (ok) {
     if ((cfg->budget_evals && sum->n_measured >= cfg->budget_evals) ||
         (cfg->budget_ms > 0 && elapsed_ms(&t) >= cfg->budget_ms))
       break;
+    if (by_model) {
+      while (next < order->len &&
+             g_hash_table_contains(t.seen,
+                                   ts_sched_point_hash(g_ptr_array_index(order, next))))
+        next++;
+      if (next == order->len) {
+        sum->exhausted = TRUE;
+        break;
+      }
+      ok = measure(&t, strategy, g_ptr_array_index(order, next++), error);
+      continue;
+    }
     g_autoptr(GPtrArray) points = ts_tune_strategy_propose(strategy, 1, error);
     if (points == NULL) {
       ok = FALSE;
@@ -598,6 +750,7 @@ ts_coll_tune_run(const TsCollTuneConfig *cfg, TsCollTuneSummary *sum, GError **e
   if (sum->run_id)
     ts_db_end_run(cfg->db, sum->run_id, ok ? "done" : "failed", NULL);
   g_ptr_array_unref(t.prefix);
+  g_hash_table_unref(t.seen);
   g_free(t.shape);
   g_free(t.host);
   return ok;

@@ -16,6 +16,7 @@
 #include <glib.h>
 
 #include "ts-coll.h"
+#include "ts-cost-coll.h"
 #include "ts-db.h"
 
 G_BEGIN_DECLS
@@ -39,7 +40,10 @@ typedef struct {
   TsDb *db;
   const char *backend;          /* "mpi" */
   const char *space;            /* NULL: the op's default */
-  const char *strategy;         /* default "exhaustive" */
+  const char *strategy;         /* default "exhaustive"; "model": in the order the α–β model
+                                   fitted to the cache's trials of the machine predicts fastest
+                                   (Open MPI's default first, as the baseline), or the space's
+                                   order while fewer than 3 trials calibrate it */
   guint64 seed;
   guint budget_evals;           /* 0: no limit */
   double budget_ms;             /* 0: no limit */
@@ -66,6 +70,10 @@ typedef struct {
   char *best_schedule;
   double best_median_ns;
   double default_median_ns; /* Open MPI's own choice (algorithm "default"); NAN: not measured */
+  /* The α–β model the cache calibrated before this run (n_model_points trials; 0: none), whose
+   * prediction each new trial stores as its predicted_cost. */
+  guint n_model_points;
+  double model_rel_err;     /* its median relative error on those trials */
   double elapsed_ms;
 } TsCollTuneSummary;
 
@@ -76,5 +84,14 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TsCollTuneSummary, ts_coll_tune_summary_clear)
  * message carries its output), the space is invalid or empty, the cache fails. */
 gboolean ts_coll_tune_run(const TsCollTuneConfig *config, TsCollTuneSummary *summary,
                           GError **error);
+
+/* The machine of a collective key's device (name "AMD EPYC x 4 ranks", topology "1 host x 4
+ * ranks"), without the rank count: "AMD EPYC, 1 host" (", oversubscribed" kept). Trials at
+ * every rank count of a machine calibrate one α–β model. */
+char *ts_coll_machine(const char *device_name, const char *topology);
+/* Every verified collective trial of `dtype` on `machine` (ts_coll_machine), as observations
+ * for ts_cost_coll_fit (GArray of TsCollObservation; algorithm names interned). */
+GArray *ts_coll_tune_observations(TsDb *db, const char *machine, TsCollDtype dtype,
+                                  GError **error);
 
 G_END_DECLS
