@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts-coll-run.h"
 #include "ts-coll.h"
 #include "ts-half.h"
 
@@ -38,41 +39,82 @@ typedef struct {
   MPI_Op op;
 } Coll;
 
-static int
-coll_call(Coll *c)
+static gboolean
+coll_setup(gpointer self, const TsCollWorkload *w, const void *input, GError **error)
 {
+  (void)error;
+  Coll *c = self;
+  int size;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  c->w = *w;
+  gsize elem = ts_coll_dtype_size(w->dtype);
+  guint64 in = ts_coll_in_count(w), out = ts_coll_out_count(w);
+  c->send = g_aligned_alloc(in, elem, 64);
+  c->recv = g_aligned_alloc(out, elem, 64);
+  memcpy(c->send, input, in * elem);
+  c->counts = g_new(int, size);
+  for (int r = 0; r < size; r++)
+    c->counts[r] = (int)out;
+  if (w->dtype == TS_COLL_F32) {
+    c->type = MPI_FLOAT;
+    c->op = MPI_SUM;
+  } else {
+    c->type = MPI_UINT16_T;
+    MPI_Op_create(w->dtype == TS_COLL_BF16 ? sum_bf16 : sum_f16, 1, &c->op);
+  }
+  return TRUE;
+}
+
+static gboolean
+coll_call(gpointer self, GError **error)
+{
+  (void)error; /* MPI's default handler aborts the job on an error */
+  Coll *c = self;
   int in = (int)ts_coll_in_count(&c->w);
   switch (c->w.kind) {
   case TS_COLL_ALL_GATHER:
-    return MPI_Allgather(c->send, in, c->type, c->recv, in, c->type, MPI_COMM_WORLD);
+    MPI_Allgather(c->send, in, c->type, c->recv, in, c->type, MPI_COMM_WORLD);
+    break;
   case TS_COLL_REDUCE_SCATTER:
     /* MPI_Reduce_scatter, not _block: it is the call coll_tuned_reduce_scatter_algorithm
      * forces. */
-    return MPI_Reduce_scatter(c->send, c->recv, c->counts, c->type, c->op, MPI_COMM_WORLD);
+    MPI_Reduce_scatter(c->send, c->recv, c->counts, c->type, c->op, MPI_COMM_WORLD);
+    break;
   case TS_COLL_ALL_REDUCE:
   default:
-    return MPI_Allreduce(c->send, c->recv, in, c->type, c->op, MPI_COMM_WORLD);
+    MPI_Allreduce(c->send, c->recv, in, c->type, c->op, MPI_COMM_WORLD);
+    break;
   }
+  return TRUE;
 }
 
-/* Elements of this rank's output that differ from the exact result; the first one's index,
- * value and expected value. */
-static guint64
-coll_check(Coll *c, guint64 seed, int rank, double first[3])
+static gboolean
+coll_fill(gpointer self, guint8 byte, GError **error)
 {
-  guint64 bad = 0, n = ts_coll_out_count(&c->w);
-  for (guint64 j = 0; j < n; j++) {
-    double got = ts_coll_load(c->w.dtype, c->recv, j);
-    int want = ts_coll_expected(&c->w, seed, (guint)rank, j);
-    if (got != (double)want) {
-      if (bad++ == 0) {
-        first[0] = (double)j;
-        first[1] = got;
-        first[2] = want;
-      }
-    }
-  }
-  return bad;
+  (void)error;
+  Coll *c = self;
+  memset(c->recv, byte, ts_coll_out_count(&c->w) * ts_coll_dtype_size(c->w.dtype));
+  return TRUE;
+}
+
+static gboolean
+coll_read(gpointer self, void *dst, GError **error)
+{
+  (void)error;
+  Coll *c = self;
+  memcpy(dst, c->recv, ts_coll_out_count(&c->w) * ts_coll_dtype_size(c->w.dtype));
+  return TRUE;
+}
+
+static void
+coll_teardown(gpointer self)
+{
+  Coll *c = self;
+  if (c->op != MPI_OP_NULL && c->op != MPI_SUM)
+    MPI_Op_free(&c->op);
+  g_aligned_free(c->send);
+  g_aligned_free(c->recv);
+  g_free(c->counts);
 }
 
 /* Every rank's host name, and on rank 0 the hosts in order of first rank with their counts. */
@@ -179,178 +221,104 @@ add_forced(JsonBuilder *b, TsCollKind kind)
   json_builder_end_object(b);
 }
 
+typedef struct {
+  Coll coll;
+  TsCollKind kind;
+  char library[MPI_MAX_LIBRARY_VERSION_STRING];
+} Engine;
+
+static const char *
+engine_library(gpointer self)
+{
+  return ((Engine *)self)->library;
+}
+
+static char *
+engine_device(gpointer self)
+{
+  (void)self;
+  return cpu_model();
+}
+
 static void
-print_json(JsonBuilder *b)
+engine_describe(gpointer self, JsonBuilder *b)
 {
-  g_autoptr(JsonNode) root = json_builder_get_root(b);
-  g_autofree char *text = json_to_string(root, FALSE);
-  g_print("%s\n", text);
-}
-
-static int
-finish(int status)
-{
-  MPI_Finalize();
-  return status;
-}
-
-static void
-add_samples(JsonBuilder *b, const char *name, const GArray *v)
-{
-  json_builder_set_member_name(b, name);
-  json_builder_begin_array(b);
-  for (guint i = 0; i < v->len; i++)
-    json_builder_add_double_value(b, g_array_index(v, double, i));
-  json_builder_end_array(b);
-}
-
-/* The per-call time of one round of `iters` back-to-back calls: this rank's, in seconds. */
-static double
-timed_round(Coll *c, guint iters)
-{
-  MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
-  for (guint i = 0; i < iters; i++)
-    coll_call(c);
-  return (MPI_Wtime() - t0) / iters;
+  add_forced(b, ((Engine *)self)->kind);
 }
 
 int
 ts_coll_mpi_run(const TsCollRunArgs *a)
 {
+  Engine engine = {.coll = {.op = MPI_OP_NULL}};
+  int len = 0;
+  MPI_Get_library_version(engine.library, &len);
+  char *nl = strchr(engine.library, '\n');
+  if (nl)
+    *nl = '\0';
+  g_strstrip(engine.library);
+  /* The probe reports all_reduce's settings: any op's would say whether they reach the ranks. */
+  if (a->probe || !ts_coll_lookup(a->op, &engine.kind))
+    engine.kind = TS_COLL_ALL_REDUCE;
+  const TsCollEngine e = {
+    .library = engine_library,
+    .device = engine_device,
+    .setup = coll_setup,
+    .call = coll_call,
+    .fill_output = coll_fill,
+    .read_output = coll_read,
+    .describe = engine_describe,
+    .teardown = coll_teardown,
+    .self = &engine,
+  };
+  return ts_coll_measure(a, ts_coll_mpi_comm(), &e);
+}
+
+/* ---- the job's ranks, for a measurement that is not MPI's own (NCCL) ---- */
+
+static void
+comm_barrier(void)
+{
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void
+comm_bcast(void *buf, gsize bytes)
+{
+  MPI_Bcast(buf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
+static void
+comm_allreduce(double *v, guint n, gboolean max)
+{
+  MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
+}
+
+static char *
+comm_hosts(void)
+{
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  g_autoptr(JsonBuilder) b = json_builder_new();
-  json_builder_begin_object(b);
-  Coll c = {0};
-  g_autoptr(GError) error = NULL;
-  if (!a->probe &&
-      !ts_coll_workload_parse(&c.w, a->op, a->shape, a->dtype, (guint)size, &error)) {
-    if (rank == 0) {
-      json_builder_set_member_name(b, "error");
-      json_builder_add_string_value(b, error->message);
-      json_builder_end_object(b);
-      print_json(b);
-    }
-    return finish(2);
-  }
   g_autoptr(JsonNode) hosts = gather_hosts(rank, size);
-  if (rank == 0) {
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(lib, &len);
-    char *nl = strchr(lib, '\n');
-    if (nl)
-      *nl = '\0';
-    g_autofree char *cpu = cpu_model();
-    json_builder_set_member_name(b, "ranks");
-    json_builder_add_int_value(b, size);
-    json_builder_set_member_name(b, "hosts");
-    json_builder_add_value(b, g_steal_pointer(&hosts));
-    json_builder_set_member_name(b, "library");
-    json_builder_add_string_value(b, g_strstrip(lib));
-    json_builder_set_member_name(b, "cpu");
-    json_builder_add_string_value(b, cpu);
-    add_forced(b, a->probe ? TS_COLL_ALL_REDUCE : c.w.kind);
-  }
-  if (a->probe) {
-    if (rank == 0) {
-      json_builder_end_object(b);
-      print_json(b);
-    }
-    return finish(0);
-  }
+  return hosts ? json_to_string(hosts, FALSE) : NULL;
+}
 
-  gsize elem = ts_coll_dtype_size(c.w.dtype);
-  guint64 in = ts_coll_in_count(&c.w), out = ts_coll_out_count(&c.w);
-  c.send = g_aligned_alloc(in, elem, 64);
-  c.recv = g_aligned_alloc(out, elem, 64);
-  c.counts = g_new(int, size);
-  for (int r = 0; r < size; r++)
-    c.counts[r] = (int)out;
-  for (guint64 i = 0; i < in; i++)
-    ts_coll_store(c.w.dtype, c.send, i, ts_coll_input(a->seed, (guint)rank, i));
-  if (c.w.dtype == TS_COLL_F32) {
-    c.type = MPI_FLOAT;
-    c.op = MPI_SUM;
-  } else {
-    c.type = MPI_UINT16_T;
-    MPI_Op_create(c.w.dtype == TS_COLL_BF16 ? sum_bf16 : sum_f16, 1, &c.op);
-  }
+static void
+comm_finish(void)
+{
+  MPI_Finalize();
+}
 
-  /* Checked once before timing (outputs poisoned with NaN first, so an element no algorithm
-   * wrote fails) and once after, on what the last timed call left. */
-  double first[3] = {0};
-  memset(c.recv, 0xff, out * elem);
-  coll_call(&c);
-  /* The tests' stand-in for a broken algorithm: with TESSERA_TEST_OPS=1 (which also shows the
-   * kernel tests' faulty ops), the rank TESSERA_TEST_COLL_CORRUPT names spoils its first
-   * element. */
-  const char *corrupt = g_getenv("TESSERA_TEST_COLL_CORRUPT");
-  if (corrupt && g_strcmp0(g_getenv("TESSERA_TEST_OPS"), "1") == 0 && atoi(corrupt) == rank)
-    ts_coll_store(c.w.dtype, c.recv, 0, 100);
-  guint64 bad = coll_check(&c, a->seed, rank, first);
-  for (guint i = 0; i < a->warmup; i++)
-    coll_call(&c);
-  /* Rounds long enough to time at the clock's grain, the same count on every rank. */
-  double one = timed_round(&c, 1), slowest = 0;
-  MPI_Allreduce(&one, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  guint iters = (guint)CLAMP(ceil(a->round_ms * 1e-3 / MAX(slowest, 1e-9)), 1, 100000);
-  g_autoptr(GArray) mean = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) worst = g_array_new(FALSE, FALSE, sizeof(double));
-  for (guint s = 0; s < MAX(a->samples, 1u); s++) {
-    double t = timed_round(&c, iters), sum = 0, max = 0;
-    MPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&t, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    double ns = sum / size * 1e9, max_ns = max * 1e9;
-    g_array_append_val(mean, ns);
-    g_array_append_val(worst, max_ns);
-  }
-  double after[3] = {0};
-  guint64 bad_after = coll_check(&c, a->seed, rank, after);
-  if (bad == 0 && bad_after != 0)
-    memcpy(first, after, sizeof first);
-  bad += bad_after;
-
-  /* Rank 0 reports the first rank with a wrong element. */
-  double mine[5] = {(double)bad, rank, first[0], first[1], first[2]};
-  double *all = rank == 0 ? g_new(double, 5 * (gsize)size) : NULL;
-  MPI_Gather(mine, 5, MPI_DOUBLE, all, 5, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  if (rank == 0) {
-    double total = 0;
-    int who = -1;
-    for (int r = 0; r < size; r++) {
-      total += all[5 * r];
-      if (who < 0 && all[5 * r] > 0)
-        who = r;
-    }
-    json_builder_set_member_name(b, "status");
-    json_builder_add_string_value(b, total > 0 ? "wrong_result" : "ok");
-    json_builder_set_member_name(b, "message");
-    if (total > 0) {
-      g_autofree char *msg =
-        g_strdup_printf("%.0f elements differ from the exact sums; the first on rank %d, "
-                        "element %.0f: %g where %g is exact", total, who, all[5 * who + 2],
-                        all[5 * who + 3], all[5 * who + 4]);
-      json_builder_add_string_value(b, msg);
-    } else {
-      json_builder_add_string_value(b, "");
-    }
-    json_builder_set_member_name(b, "mismatches");
-    json_builder_add_int_value(b, (gint64)total);
-    json_builder_set_member_name(b, "iters");
-    json_builder_add_int_value(b, iters);
-    add_samples(b, "samples_ns", mean);
-    add_samples(b, "max_rank_ns", worst);
-    json_builder_end_object(b);
-    print_json(b);
-  }
-  g_free(all);
-  if (c.op != MPI_SUM)
-    MPI_Op_free(&c.op);
-  g_aligned_free(c.send);
-  g_aligned_free(c.recv);
-  g_free(c.counts);
-  return finish(0);
+const TsCollComm *
+ts_coll_mpi_comm(void)
+{
+  static TsCollComm comm;
+  MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
+  comm.barrier = comm_barrier;
+  comm.bcast = comm_bcast;
+  comm.allreduce = comm_allreduce;
+  comm.hosts = comm_hosts;
+  comm.finish = comm_finish;
+  return &comm;
 }

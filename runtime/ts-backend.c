@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "ts-backend-private.h"
+#include "cuda/ts-cuda.h"
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
@@ -756,3 +757,37 @@ ts__remove_flat_dir(const char *dir)
   }
   g_rmdir(dir);
 }
+
+#if !TS_HAVE_CUDA
+/* Built without the CUDA headers: no buffer or backend is a CUDA one (ts-cuda.h). */
+void *
+ts_cuda_dlopen(const char *soname, char **why)
+{
+  *why = g_strdup_printf("%s: this build has no CUDA support (no CUDA headers when it was "
+                         "configured)", soname);
+  return NULL;
+}
+
+guint64
+ts_cuda_buffer_address(const TsBuffer *buffer)
+{
+  (void)buffer;
+  return 0;
+}
+
+void *
+ts_cuda_stream(TsBackend *backend)
+{
+  (void)backend;
+  return NULL;
+}
+
+gboolean
+ts_cuda_synchronize(TsBackend *backend, GError **error)
+{
+  (void)backend;
+  g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_UNAVAILABLE,
+              "no CUDA device: this build has no CUDA backend");
+  return FALSE;
+}
+#endif

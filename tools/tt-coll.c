@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tt-cli.h"
+#include "ts-coll-nccl.h"
 #include "ts-coll-space.h"
 #include "ts-coll-tune.h"
 #include "ts-tune-mpi.h"
@@ -346,7 +347,9 @@ tt_cmd_coll_run(int argc, char **argv)
   gint warmup = 5, samples = 10;
   double round_ms = 20;
   gboolean probe = FALSE;
+  g_autofree char *backend = NULL;
   GOptionEntry entries[] = {
+    {"backend", 0, 0, G_OPTION_ARG_STRING, &backend, "mpi (default) or nccl", "NAME"},
     {"shape", 0, 0, G_OPTION_ARG_STRING, &shape, "BYTES=N[,RANKS=R]", "DIMS"},
     {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype, "f32, bf16 or f16", "DTYPE"},
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Input data seed", "N"},
@@ -367,10 +370,12 @@ tt_cmd_coll_run(int argc, char **argv)
     return tt_usage("coll-run needs one op (all_reduce, all_gather, reduce_scatter)");
   if (warmup < 0 || samples < 1 || !(round_ms > 0))
     return tt_usage("coll-run: --warmup >= 0, --samples >= 1 and --round-ms > 0");
-  if (!ts_tune_mpi_init(&error))
-    return tt_fail(TT_EXIT_MACHINE, error);
+  gboolean nccl = g_strcmp0(backend, "nccl") == 0;
+  if (backend && !nccl && strcmp(backend, "mpi") != 0)
+    return tt_usage("coll-run: no collective backend '%s' (mpi, nccl)", backend);
   TsCollRunArgs args = {
     .op = probe ? NULL : argv[1],
+    .backend = nccl ? "nccl" : "mpi",
     .shape = shape,
     .dtype = dtype ? dtype : "f32",
     .seed = (guint64)seed,
@@ -379,7 +384,15 @@ tt_cmd_coll_run(int argc, char **argv)
     .round_ms = round_ms,
     .probe = probe,
   };
-  return ts_tune_mpi_coll_run(&args);
+  if (nccl && !ts_tune_mpi_launched()) /* one rank needs no MPI */
+    return ts_coll_nccl_run(&args, ts_coll_comm_alone());
+  /* A GPU per local rank, as for a distributed tune (unless the user chose). */
+  const char *local = g_getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (nccl && local && !g_getenv("CUDA_VISIBLE_DEVICES"))
+    g_setenv("CUDA_VISIBLE_DEVICES", local, TRUE);
+  if (!ts_tune_mpi_init(&error))
+    return tt_fail(TT_EXIT_MACHINE, error);
+  return nccl ? ts_coll_nccl_run(&args, ts_tune_mpi_coll_comm()) : ts_tune_mpi_coll_run(&args);
 }
 
 /* ---- coll-model: the α–β model of each machine in the cache, and of NVLink machines ---- */

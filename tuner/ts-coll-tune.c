@@ -271,7 +271,8 @@ probe(Tune *t, GError **error)
   g_autofree char *out = bytes_text(l.out), *err = bytes_text(l.err);
   g_autoptr(JsonParser) parser = NULL;
   JsonObject *o = l.timed_out ? NULL : answer_object(out, &parser);
-  gboolean ok = o && json_object_has_member(o, "hosts") && json_object_has_member(o, "library");
+  gboolean ok = o && json_object_has_member(o, "hosts") && json_object_has_member(o, "library") &&
+                json_object_has_member(o, "device");
   if (ok && json_object_get_int_member(o, "ranks") != cfg->w->ranks) {
     g_set_error(error, TS_COLL_ERROR, TS_COLL_ERROR_LAUNCH,
                 "the launcher started %" G_GINT64_FORMAT " ranks where %u were asked for",
@@ -298,7 +299,7 @@ probe(Tune *t, GError **error)
   if (comma)
     *comma = '\0';
   s->library = g_strdup(g_strstrip(lib));
-  s->device_name = g_strdup_printf("%s x %u ranks", json_object_get_string_member(o, "cpu"),
+  s->device_name = g_strdup_printf("%s x %u ranks", json_object_get_string_member(o, "device"),
                                    cfg->w->ranks);
   t->host = g_strdup(json_array_get_string_element(json_array_get_array_element(hosts, 0), 0));
   launch_clear(&l);

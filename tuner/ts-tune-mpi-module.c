@@ -204,6 +204,26 @@ mpi_coll_run(const TsCollRunArgs *args)
   return rc;
 }
 
+static const TsCollComm *comm_inner;
+
+static void
+comm_finish(void)
+{
+  comm_inner->finish();
+  initialised = FALSE;
+}
+
+static const TsCollComm *
+mpi_coll_comm(void)
+{
+  static TsCollComm comm;
+  g_return_val_if_fail(initialised, NULL);
+  comm_inner = ts_coll_mpi_comm();
+  comm = *comm_inner;
+  comm.finish = comm_finish;
+  return &comm;
+}
+
 G_MODULE_EXPORT const TsTuneMpiModule ts_tune_mpi_module = {
   .abi = TS_TUNE_MPI_ABI,
   .init = mpi_init,
@@ -213,4 +233,5 @@ G_MODULE_EXPORT const TsTuneMpiModule ts_tune_mpi_module = {
   .farm = mpi_farm,
   .finalize = mpi_finalize,
   .coll_run = mpi_coll_run,
+  .coll_comm = mpi_coll_comm,
 };

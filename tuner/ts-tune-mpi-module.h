@@ -33,6 +33,8 @@ typedef struct {
   void (*finalize)(void);
   /* One collective measurement on every rank (ts-coll-mpi.h); finalises MPI. */
   int (*coll_run)(const TsCollRunArgs *args);
+  /* The job's ranks for a measurement by another library (NCCL); its finish finalises MPI. */
+  const TsCollComm *(*coll_comm)(void);
 } TsTuneMpiModule;
 
 /* The one symbol the module exports. */

@@ -117,6 +117,13 @@ ts_tune_mpi_coll_run(const TsCollRunArgs *args)
   return mod->coll_run(args);
 }
 
+const TsCollComm *
+ts_tune_mpi_coll_comm(void)
+{
+  g_return_val_if_fail(mod != NULL, NULL);
+  return mod->coll_comm();
+}
+
 void
 ts_tune_mpi_finalize(void)
 {

@@ -33,6 +33,8 @@ const TsTuneFarm *ts_tune_mpi_farm(const char *device, GError **error);
 /* Every rank of a collective's launch (`tessera-tune coll-run`, started by ts-coll-tune.h):
  * one measurement, then MPI_Finalize. Returns the exit status. */
 int ts_tune_mpi_coll_run(const TsCollRunArgs *args);
+/* The job's ranks (MPI) for a collective another library runs (NCCL). */
+const TsCollComm *ts_tune_mpi_coll_comm(void);
 /* Every rank, at the end: rank 0 first stops the servers. MPI_Finalize. */
 void ts_tune_mpi_finalize(void);
 

@@ -1056,3 +1056,40 @@ const TsBackendClass ts__backend_cuda_class = {
     .trace_changed = cuda_trace_changed,
     .lost = cuda_lost,
 };
+
+/* ------------------------------------------------------------------------------------------ */
+/* for libraries that take device memory (ts-cuda.h) */
+
+static gboolean
+is_cuda(const TsBackend *backend)
+{
+  return backend && g_strcmp0(ts_backend_name((TsBackend *)backend), "cuda") == 0;
+}
+
+guint64
+ts_cuda_buffer_address(const TsBuffer *buffer)
+{
+  return buffer && is_cuda(buffer->backend) ? (guint64)((const TsCudaBuffer *)buffer)->ptr : 0;
+}
+
+void *
+ts_cuda_stream(TsBackend *backend)
+{
+  if (!is_cuda(backend) || !enter((TsCudaBackend *)backend, TS_BACKEND_ERROR_LAUNCH, NULL))
+    return NULL;
+  return ((TsCudaBackend *)backend)->stream;
+}
+
+gboolean
+ts_cuda_synchronize(TsBackend *backend, GError **error)
+{
+  g_return_val_if_fail(is_cuda(backend), FALSE);
+  TsCudaBackend *self = (TsCudaBackend *)backend;
+  if (!enter(self, TS_BACKEND_ERROR_LAUNCH, error))
+    return FALSE;
+  CUresult r = self->cu->cuStreamSynchronize(self->stream);
+  if (r != CUDA_SUCCESS)
+    return fail(self, r, "cuStreamSynchronize", TS_BACKEND_ERROR_LAUNCH, error,
+                "failure while a library's work ran");
+  return TRUE;
+}

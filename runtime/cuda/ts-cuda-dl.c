@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "ts-cuda-private.h"
+#include "ts-cuda.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -84,6 +85,13 @@ ts__cuda_dlopen(const char *soname, gboolean *not_found, char **why)
     *why = g_strdup_printf("%s not found (%s)", soname, looked);
   }
   return NULL;
+}
+
+void *
+ts_cuda_dlopen(const char *soname, char **why)
+{
+  gboolean not_found;
+  return ts__cuda_dlopen(soname, &not_found, why);
 }
 
 /* NULL on success; else why the library cannot be used. *not_found: it is nowhere. */

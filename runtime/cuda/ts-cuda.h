@@ -67,4 +67,16 @@ const char *ts_cuda_metrics_chip(const char *arch);
 gboolean ts_cuda_metrics_plan(const char *chip, const char *const *metrics, GStrv *unsupported,
                               guint *n_passes, GError **error);
 
+/* Opens a CUDA library by soname (dlopen), looking where the driver, NVRTC and CUPTI are
+ * looked for: the loader path, $CUDA_HOME/lib64, the toolkit found at build time. NULL with
+ * *why (g_free it) when it cannot be, in dlopen's own words or saying where it was looked for. */
+void *ts_cuda_dlopen(const char *soname, char **why);
+
+/* For libraries that work on device memory themselves (NCCL): a cuda backend buffer's device
+ * address (0 for another backend's), the backend's stream (a CUstream; NULL for another
+ * backend), and a wait until the stream's work is done. */
+guint64 ts_cuda_buffer_address(const TsBuffer *buffer);
+void *ts_cuda_stream(TsBackend *backend);
+gboolean ts_cuda_synchronize(TsBackend *backend, GError **error);
+
 G_END_DECLS
