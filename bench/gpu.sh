@@ -16,7 +16,8 @@
 #              last. The schedule cache is copied to the output.
 #   --phase 3  profiler (<= 8 min): ceilings, a profile with hardware metrics of the best gemm
 #              and attention (the cache from phase 2 with --db, else fixed points), Chrome
-#              traces, and the profiler's overhead on kernel times.
+#              traces, the profiler's overhead on kernel times, and the collectives on NCCL at
+#              one rank.
 #   --phase 0  the kit's own machinery, no GPU needed (tests/test-gpu-kit.sh): a step that
 #              passes, one that fails, one that hangs past its timeout, one that skips; the
 #              smoke, tune, default-point, table and profile steps on the CPU at small sizes;
@@ -282,6 +283,23 @@ cuda_ops() {
   return $rc
 }
 
+# NCCL on one rank (the bundle has no MPI, and one GPU needs none): each collective at 64 MiB
+# a rank in bf16 at NCCL's own choice, verified against the exact sums and timed. NCCL from the image's pip wheel when the loader finds none. One rank moves no data
+# between GPUs (bus bandwidth 0): this checks the code path, not NVLink.
+coll_nccl() {
+  local dir rc=0 op
+  if [ "$(where_lib libnccl.so.2)" = "(not found)" ]; then
+    dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+    [ -n "$dir" ] && export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  fi
+  for op in all_reduce all_gather reduce_scatter; do
+    "$TT" "$op" --backend nccl --ranks 1 --shape BYTES=64M --dtype bf16 --db "$WORK/coll.db" \
+      --space 'dict(protocol=["default"])' --samples 3 --timeout 8 || rc=1
+  done
+  echo "note: $(grep -c '^best:' "$WORK/step.out" 2>/dev/null || true) of 3 collectives verified; $(grep -m1 -o 'algbw [0-9.]* GB/s' "$WORK/step.out" | head -1)"
+  return $rc
+}
+
 TMA_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
 COOP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2)'
 export TMA_POINT COOP_POINT
@@ -463,6 +481,7 @@ case $PHASE in
   step profile-attention 110 profile flash_attention B=4,H=16,S=4096,D=128 attention \
     'block(m=128,n=64).warps(8).stages(2)'
   step profile-overhead 100 overhead
+  step coll-nccl 10 coll_nccl
   ;;
 esac
 

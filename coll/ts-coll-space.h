@@ -8,6 +8,10 @@
  * OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4 ... in the
  * ranks' environment.
  *
+ * Backend "nccl": knobs `algorithm` (NCCL_ALGO: Ring; Tree for all_reduce), `protocol`
+ * (NCCL_PROTO: LL, LL128, Simple), `channels` and `buffsize` ("default" and 0 leave NCCL's
+ * choice), set in the environment of the launch's ranks.
+ *
  * Constraints see RANKS, RANKS_POW2 (1 when RANKS is a power of two) and BYTES.
  */
 #pragma once
@@ -34,5 +38,12 @@ TsSchedEnv *ts_coll_env(const TsCollWorkload *w);
  * ("OMPI_MCA_coll_tuned_use_dynamic_rules=1", ...): Open MPI reads OMPI_MCA_* from each rank's
  * environment, which mpirun forwards and srun passes on, so any launcher works. */
 GStrv ts_coll_mpi_env(TsCollKind kind, const TsSchedPoint *point, GError **error);
+/* Backend "nccl": NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS (both the
+ * point's channels), NCCL_BUFFSIZE; knobs at "default" or 0 set nothing. NCCL reads several of
+ * them once a process, so here too a point is a launch of its own. */
+GStrv ts_coll_nccl_env(TsCollKind kind, const TsSchedPoint *point, GError **error);
+/* The environment of a point on either backend. */
+GStrv ts_coll_env_for(const char *backend, TsCollKind kind, const TsSchedPoint *point,
+                      GError **error);
 
 G_END_DECLS

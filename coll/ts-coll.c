@@ -97,6 +97,22 @@ ts_coll_mpi_algorithm(TsCollKind kind, guint value)
   return value < G_N_ELEMENTS(mpi_algorithms[kind]) ? mpi_algorithms[kind][value] : NULL;
 }
 
+gboolean
+ts_coll_parse_bytes(const char *text, guint64 *v)
+{
+  char *end = NULL;
+  guint64 n = g_ascii_strtoull(text, &end, 10);
+  if (end == text || !g_ascii_isdigit(text[0]))
+    return FALSE;
+  guint shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+  if (shift)
+    end++;
+  if (*end != '\0' || n == 0 || n > ((guint64)G_MAXINT64 >> shift))
+    return FALSE;
+  *v = n << shift;
+  return TRUE;
+}
+
 /* "NAME=INT" items; FALSE with the item when one is malformed or unknown. */
 static gboolean
 parse_dims(const char *op, const char *shape, guint64 *bytes, guint64 *ranks, GError **error)
@@ -113,11 +129,10 @@ parse_dims(const char *op, const char *shape, guint64 *bytes, guint64 *ranks, GE
       *eq = '\0';
       g_strstrip(items[i]);
     }
-    if (eq == NULL || !g_ascii_string_to_unsigned(g_strstrip(eq + 1), 10, 1, G_MAXINT64, &v,
-                                                  NULL)) {
+    if (eq == NULL || !ts_coll_parse_bytes(g_strstrip(eq + 1), &v)) {
       g_set_error(error, TS_COLL_ERROR, TS_COLL_ERROR_SHAPE,
-                  "%s: shape item '%s%s%s' is not NAME=N with N a positive integer (e.g. "
-                  "--shape BYTES=1048576)", op, items[i], eq ? "=" : "", eq ? eq + 1 : "");
+                  "%s: shape item '%s%s%s' is not NAME=N with N a positive integer, or a size "
+                  "like 4K or 16M (e.g. --shape BYTES=1048576)", op, items[i], eq ? "=" : "", eq ? eq + 1 : "");
       return FALSE;
     }
     guint64 *dst = strcmp(items[i], "BYTES") == 0 ? bytes

@@ -61,6 +61,8 @@ typedef struct {
  * shape that differs from `ranks`. */
 gboolean ts_coll_workload_parse(TsCollWorkload *w, const char *op, const char *shape,
                                 const char *dtype, guint ranks, GError **error);
+/* A size in bytes: "64", or with a binary suffix "4K", "16M", "1G". */
+gboolean ts_coll_parse_bytes(const char *text, guint64 *bytes);
 /* Canonical shape "BYTES=1048576,RANKS=4" (part of the schedule-cache key). */
 char *ts_coll_workload_shape(const TsCollWorkload *w);
 /* "all_reduce BYTES=1048576,RANKS=4 bf16" */

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ts-coll-nccl.h"
 #include "ts-coll-space.h"
 #include "ts-coll.h"
 
@@ -198,11 +199,75 @@ test_spaces(void)
   g_assert_null(ts_coll_space(TS_COLL_ALL_GATHER, "mpi", "dict(segment=[0])", &error));
   g_assert_nonnull(strstr(error->message, "no knob 'segment'"));
   g_clear_error(&error);
-  g_assert_null(ts_coll_space(TS_COLL_ALL_REDUCE, "nccl", NULL, &error));
-  g_assert_nonnull(strstr(error->message, "no collective backend 'nccl'"));
+  g_assert_null(ts_coll_space(TS_COLL_ALL_REDUCE, "gloo", NULL, &error));
+  g_assert_nonnull(strstr(error->message, "no collective backend 'gloo' (mpi, nccl)"));
   g_clear_error(&error);
   g_assert_null(ts_coll_space(TS_COLL_ALL_REDUCE, "mpi", "dict(algorithm=[\"ring\"", &error));
   g_assert_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_PARSE);
+}
+
+static guint64
+valid_nccl(const char *op, const char *space_text)
+{
+  TsCollWorkload w;
+  g_assert_true(ts_coll_workload_parse(&w, op, "BYTES=4096", "bf16", 8, NULL));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsSchedSpace) space = ts_coll_space(w.kind, "nccl", space_text, &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedEnv) env = ts_coll_env(&w);
+  guint64 n = 0;
+  g_assert_true(ts_sched_space_count_valid(space, env, &n, &error));
+  return n;
+}
+
+static void
+test_nccl_space(void)
+{
+  /* algorithm x protocol x channels x buffer size; trees only all-reduce */
+  g_assert_cmpuint(valid_nccl("all_reduce", NULL), ==, 3 * 4 * 4 * 2);
+  g_assert_cmpuint(valid_nccl("all_gather", NULL), ==, 2 * 4 * 4 * 2);
+  g_assert_cmpuint(valid_nccl("reduce_scatter", "dict(protocol=[\"LL\", \"Simple\"])"), ==, 2);
+  g_autoptr(GError) error = NULL;
+  g_assert_null(ts_coll_space(TS_COLL_ALL_GATHER, "nccl", "dict(algorithm=[\"Tree\"])", &error));
+  g_assert_error(error, TS_COLL_ERROR, TS_COLL_ERROR_SPACE);
+  g_assert_nonnull(strstr(error->message, "NCCL's"));
+  g_clear_error(&error);
+  g_assert_null(ts_coll_space(TS_COLL_ALL_REDUCE, "nccl", "dict(channels=[\"many\"])", &error));
+  g_assert_nonnull(strstr(error->message, "channels takes sizes and counts"));
+  g_clear_error(&error);
+
+  g_autoptr(TsSchedPoint) p = ts_sched_point_parse(
+    "dict(algorithm=\"Tree\", protocol=\"LL128\", channels=16, buffsize=4194304)", NULL);
+  g_auto(GStrv) env = ts_coll_env_for("nccl", TS_COLL_ALL_REDUCE, p, &error);
+  g_assert_no_error(error);
+  g_autofree char *joined = g_strjoinv(" ", env);
+  g_assert_cmpstr(joined, ==, "NCCL_ALGO=Tree NCCL_PROTO=LL128 NCCL_MIN_NCHANNELS=16 "
+                              "NCCL_MAX_NCHANNELS=16 NCCL_BUFFSIZE=4194304");
+  /* NCCL's own choice sets nothing */
+  g_autoptr(TsSchedPoint) d = ts_sched_point_parse(
+    "dict(algorithm=\"default\", protocol=\"default\", channels=0, buffsize=0)", NULL);
+  g_auto(GStrv) none = ts_coll_env_for("nccl", TS_COLL_ALL_GATHER, d, &error);
+  g_assert_cmpuint(g_strv_length(none), ==, 0);
+  g_assert_null(ts_coll_env_for("nccl", TS_COLL_ALL_GATHER, p, &error));
+  g_assert_error(error, TS_COLL_ERROR, TS_COLL_ERROR_SPACE);
+}
+
+/* NCCL loads without a GPU (CI compiles the NCCL path and checks its library here); where the
+ * toolkit has no NCCL the check is skipped with the loader's reason. */
+static void
+test_nccl_load(void)
+{
+  g_autofree char *version = NULL;
+  g_autoptr(GError) error = NULL;
+  if (!ts_coll_nccl_load(&version, &error)) {
+    g_assert_error(error, TS_COLL_ERROR, TS_COLL_ERROR_LAUNCH);
+    g_assert_nonnull(strstr(error->message, "libnccl.so.2"));
+    g_test_skip(error->message);
+    return;
+  }
+  g_assert_true(g_str_has_prefix(version, "NCCL 2."));
+  g_test_message("%s", version);
+  g_assert_true(ts_coll_nccl_load(NULL, NULL)); /* loaded once, answered again */
 }
 
 static void
@@ -239,5 +304,7 @@ main(int argc, char **argv)
   g_test_add_func("/coll/expected-layout", test_expected_layout);
   g_test_add_func("/coll/spaces", test_spaces);
   g_test_add_func("/coll/launch-env", test_launch_env);
+  g_test_add_func("/coll/nccl-space", test_nccl_space);
+  g_test_add_func("/coll/nccl-load", test_nccl_load);
   return g_test_run();
 }

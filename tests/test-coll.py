@@ -172,6 +172,17 @@ ok(status.get("basic_linear", {}).get("status") == "ok" and
    out["best"]["schedule"] == 'dict(algorithm="basic_linear", segment=0)',
    "the sound candidate after them is measured and is the best")
 
+# --- NCCL: one rank needs no MPI; without a GPU it says so ---
+p = run([TT, "all_reduce", "--backend", "nccl", "--shape", "BYTES=1M", "--ranks", "1", "--db",
+         DB, "--dtype", "bf16", "--space", 'dict(protocol=["default"])', "--json"], ENV)
+if p.returncode == 3:
+    ok("no CUDA device" in p.stderr or "NCCL cannot be loaded" in p.stderr,
+       "NCCL on a machine without a GPU: exit 3, saying why: " + p.stderr.strip()[-200:])
+else:
+    out = json.loads(p.stdout) if p.returncode == 0 else None
+    ok(out is not None and out["n_ok"] == 1 and out["backend"] == "nccl",
+       "NCCL at one rank on this machine's GPU: verified and timed")
+
 # --- what is refused, and how ---
 p = run([TT, "all_reduce", "--shape", "BYTES=6", "--ranks", "2", "--db", DB], ENV, 2)
 ok(p.returncode == 2 and "not a whole number of f32 elements" in p.stderr,

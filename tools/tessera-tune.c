@@ -497,7 +497,8 @@ cmd_ops(void)
     TsCollKind kind;
     ts_coll_lookup(ts_coll_nth(i), &kind);
     g_print("%-15s dims %-6s %s\n", ts_coll_nth(i), "BYTES", ts_coll_summary(kind));
-    g_print("%-15s %-4s space: %s\n", "", "mpi", ts_coll_default_space(kind, "mpi"));
+    for (const char *const *b = ts_coll_backends(); *b; b++)
+      g_print("%-15s %-4s space: %s\n", "", *b, ts_coll_default_space(kind, *b));
   }
   return TT_EXIT_OK;
 }

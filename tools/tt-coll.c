@@ -56,7 +56,8 @@ json_trials(JsonBuilder *b, TsDb *db, const TsCollWorkload *w, const TsCollTuneS
 }
 
 static void
-json_object(JsonBuilder *b, TsDb *db, const TsCollWorkload *w, const TsCollTuneSummary *s)
+json_object(JsonBuilder *b, TsDb *db, const char *backend, const TsCollWorkload *w,
+            const TsCollTuneSummary *s)
 {
   g_autofree char *shape = ts_coll_workload_shape(w);
   json_builder_begin_object(b);
@@ -74,7 +75,7 @@ json_object(JsonBuilder *b, TsDb *db, const TsCollWorkload *w, const TsCollTuneS
   STR("shape", shape);
   STR("dtype", ts_coll_dtype_name(w->dtype));
   INT("ranks", w->ranks);
-  STR("backend", "mpi");
+  STR("backend", backend);
   STR("device", s->device_name);
   STR("topology", s->topology);
   STR("library", s->library);
@@ -111,23 +112,6 @@ json_object(JsonBuilder *b, TsDb *db, const TsCollWorkload *w, const TsCollTuneS
   json_builder_end_object(b);
 }
 
-/* "64", "4K", "16M", "1G" (powers of 1024). */
-static gboolean
-parse_bytes(const char *text, guint64 *v)
-{
-  char *end = NULL;
-  guint64 n = g_ascii_strtoull(text, &end, 10);
-  if (end == text)
-    return FALSE;
-  guint shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-  if (shift)
-    end++;
-  if (*end != '\0' || n == 0 || n > (G_MAXUINT64 >> shift))
-    return FALSE;
-  *v = n << shift;
-  return TRUE;
-}
-
 /* The shapes a --shape names: BYTES=N as it is, or a sweep BYTES=A..B (doubling, as
  * nccl-tests -f 2) or BYTES=A..B:xF, each size with the shape's other dims. */
 static GPtrArray *
@@ -154,8 +138,8 @@ expand_shape(const char *shape, GError **error)
     *dots = '\0';
   if (colon)
     *colon = '\0';
-  if (eq == NULL || strcmp(g_strstrip(item), "BYTES") != 0 || !parse_bytes(eq + 1, &lo) ||
-      !parse_bytes(dots + 2, &hi) || hi < lo ||
+  if (eq == NULL || strcmp(g_strstrip(item), "BYTES") != 0 || !ts_coll_parse_bytes(eq + 1, &lo) ||
+      !ts_coll_parse_bytes(dots + 2, &hi) || hi < lo ||
       (colon && (colon[1] != 'x' || !g_ascii_string_to_unsigned(colon + 2, 10, 2, 1024, &factor,
                                                                   NULL)))) {
     g_set_error(error, TS_COLL_ERROR, TS_COLL_ERROR_SHAPE,
@@ -202,7 +186,7 @@ print_sweep(const TsCollWorkload *ws, const TsCollTuneSummary *sums, guint n)
       g_print("%12.3f %7.2fx\n", ts_coll_busbw(w, s->default_median_ns) * 1e-9,
               s->default_median_ns / s->best_median_ns);
   }
-  g_print("(busbw: nccl-tests' bus bandwidth; default: Open MPI's own choice, measured in the "
+  g_print("(busbw: nccl-tests' bus bandwidth; default: the library's own choice, measured in the "
           "same run)\n");
 }
 
@@ -218,7 +202,8 @@ tt_cmd_coll(int argc, char **argv)
                 "at MPI_Init), verified against the exact sums and timed as nccl-tests does; "
                 "every trial is stored in the schedule cache, keyed by op, size, dtype, ranks "
                 "and topology. BYTES=MIN..MAX[:xF] tunes a sweep of sizes (doubling, or by F). "
-                "--backend mpi (the default; nccl on GPUs is to come).",
+                "--backend mpi (the default: Open MPI's algorithms) or nccl (NCCL_ALGO, "
+                "NCCL_PROTO, channels, buffer size; a GPU per rank).",
                 TT_OPT_WORKLOAD | TT_OPT_SPACE | TT_OPT_BACKEND | TT_OPT_SEED | TT_OPT_JSON |
                   TT_OPT_DB | TT_OPT_TUNE | TT_OPT_SAMPLES | TT_OPT_COLL,
                 &a, &argc, &argv))
@@ -226,8 +211,8 @@ tt_cmd_coll(int argc, char **argv)
   if (argc > 1)
     return tt_usage("unexpected argument '%s'", argv[1]);
   const char *backend = a.backend ? a.backend : "mpi";
-  if (strcmp(backend, "mpi") != 0)
-    return tt_usage("%s: no collective backend '%s' (mpi; nccl is not built yet)", op, backend);
+  if (strcmp(backend, "mpi") != 0 && strcmp(backend, "nccl") != 0)
+    return tt_usage("%s: no collective backend '%s' (mpi, nccl)", op, backend);
   g_autoptr(GError) error = NULL;
   if (a.shape == NULL)
     return tt_usage("--shape is required (%s needs BYTES, each rank's input: e.g. --shape "
@@ -284,8 +269,8 @@ tt_cmd_coll(int argc, char **argv)
     if (!a.json) {
       cfg.progress = print_progress;
       g_autofree char *what = ts_coll_workload_describe(w);
-      g_print("%s%s on mpi: launching %u ranks per candidate\n", i ? "\n" : "", what,
-              w->ranks);
+      g_print("%s%s on %s: launching %u rank%s per candidate\n", i ? "\n" : "", what, backend,
+              w->ranks, w->ranks == 1 ? "" : "s");
     }
     if (!ts_coll_tune_run(&cfg, sum, &error)) {
       rc = error->domain == TS_COLL_ERROR && error->code == TS_COLL_ERROR_LAUNCH
@@ -295,7 +280,7 @@ tt_cmd_coll(int argc, char **argv)
     }
     all_verified = all_verified && sum->best_trial_id != 0;
     if (a.json) {
-      json_object(jb, db, w, sum);
+      json_object(jb, db, backend, w, sum);
       continue;
     }
     g_print("%s, %s, %s: %u measured (%u ok, %u failed), %u stored before; %" G_GUINT64_FORMAT
@@ -311,7 +296,7 @@ tt_cmd_coll(int argc, char **argv)
               sum->best_median_ns * 1e-3, ts_coll_algbw(w, sum->best_median_ns) * 1e-9,
               ts_coll_busbw(w, sum->best_median_ns) * 1e-9);
       if (!isnan(sum->default_median_ns))
-        g_print("  (%.2fx Open MPI's default choice)",
+        g_print("  (%.2fx the library's own choice)",
                 sum->default_median_ns / sum->best_median_ns);
       g_print("\n");
     } else {
@@ -466,7 +451,8 @@ tt_cmd_coll_model(int argc, char **argv)
   for (guint k = 0; k < keys->len; k++) {
     const TsDbTrialKey *key = g_ptr_array_index(keys, k);
     TsCollWorkload w;
-    if (g_strcmp0(key->device.backend, "mpi") != 0 ||
+    if ((g_strcmp0(key->device.backend, "mpi") != 0 &&
+         g_strcmp0(key->device.backend, "nccl") != 0) ||
         !ts_coll_workload_parse(&w, key->op, key->shape, key->dtype, 0, NULL))
       continue;
     g_autofree char *m = ts_coll_machine(key->device.name, key->device.arch);

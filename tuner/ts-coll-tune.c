@@ -178,7 +178,11 @@ launcher_prefix(const TsCollTuneConfig *cfg)
 {
   GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
   static const char *const mpirun[] = {"mpirun", NULL};
-  const char *const *l = cfg->launcher && cfg->launcher[0] ? cfg->launcher : mpirun;
+  gboolean own = cfg->launcher && cfg->launcher[0];
+  /* One NCCL rank needs no MPI: the process is the job. */
+  if (!own && cfg->w->ranks == 1 && g_strcmp0(cfg->backend, "nccl") == 0)
+    return a;
+  const char *const *l = own ? cfg->launcher : mpirun;
   for (guint i = 0; l[i]; i++)
     g_ptr_array_add(a, g_strdup(l[i]));
   g_ptr_array_add(a, g_strdup("-n"));
@@ -197,7 +201,7 @@ coll_run_argv(Tune *t, gboolean probe)
   g_autoptr(GStrvBuilder) b = g_strv_builder_new();
   for (guint i = 0; i < t->prefix->len; i++)
     g_strv_builder_add(b, g_ptr_array_index(t->prefix, i));
-  g_strv_builder_add_many(b, cfg->exe, "coll-run", NULL);
+  g_strv_builder_add_many(b, cfg->exe, "coll-run", "--backend", cfg->backend, NULL);
   if (probe) {
     g_strv_builder_add(b, "--probe");
     return g_strv_builder_end(b);
@@ -271,6 +275,13 @@ probe(Tune *t, GError **error)
   g_autofree char *out = bytes_text(l.out), *err = bytes_text(l.err);
   g_autoptr(JsonParser) parser = NULL;
   JsonObject *o = l.timed_out ? NULL : answer_object(out, &parser);
+  if (o && json_object_has_member(o, "error")) {
+    g_set_error(error, TS_COLL_ERROR, TS_COLL_ERROR_LAUNCH, "%s on %s: %s",
+                ts_coll_kind_name(cfg->w->kind), cfg->backend,
+                json_object_get_string_member(o, "error"));
+    launch_clear(&l);
+    return FALSE;
+  }
   gboolean ok = o && json_object_has_member(o, "hosts") && json_object_has_member(o, "library") &&
                 json_object_has_member(o, "device");
   if (ok && json_object_get_int_member(o, "ranks") != cfg->w->ranks) {
@@ -428,7 +439,7 @@ measure(Tune *t, TsTuneStrategy *strategy, const TsSchedPoint *point, GError **e
   trial->rank = -1;
   trial->predicted_cost = predict_ns(t, point);
   g_hash_table_add(t->seen, g_strdup(ts_sched_point_hash(point)));
-  g_auto(GStrv) env = ts_coll_mpi_env(cfg->w->kind, point, error);
+  g_auto(GStrv) env = ts_coll_env_for(cfg->backend, cfg->w->kind, point, error);
   if (env == NULL)
     return FALSE;
   g_auto(GStrv) argv = coll_run_argv(t, FALSE);
@@ -591,7 +602,8 @@ ts_coll_tune_observations(TsDb *db, const char *machine, TsCollDtype dtype, GErr
   for (guint k = 0; k < keys->len; k++) {
     const TsDbTrialKey *key = g_ptr_array_index(keys, k);
     TsCollWorkload w;
-    if (g_strcmp0(key->device.backend, "mpi") != 0 ||
+    if ((g_strcmp0(key->device.backend, "mpi") != 0 &&
+         g_strcmp0(key->device.backend, "nccl") != 0) ||
         !ts_coll_workload_parse(&w, key->op, key->shape, key->dtype, 0, NULL) ||
         w.dtype != dtype)
       continue;

@@ -102,7 +102,10 @@ coll_schedule_check(const char *op, const char *shape, const char *dtype, const 
   if (schedule == NULL)
     return TRUE;
   g_autoptr(TsSchedPoint) point = ts_sched_point_parse(schedule, &error);
-  g_auto(GStrv) env = point ? ts_coll_mpi_env(w.kind, point, &error) : NULL;
+  /* A point of either backend's space (the key's device says which; any will do here). */
+  g_auto(GStrv) env = point ? ts_coll_mpi_env(w.kind, point, NULL) : NULL;
+  if (env == NULL && point)
+    env = ts_coll_nccl_env(w.kind, point, &error);
   if (env == NULL) {
     *why = g_strdup_printf("the schedule is not a point of %s: %s", op, error->message);
     return FALSE;
