@@ -132,7 +132,8 @@ parse_dims(const char *op, const char *shape, guint64 *bytes, guint64 *ranks, GE
     if (eq == NULL || !ts_coll_parse_bytes(g_strstrip(eq + 1), &v)) {
       g_set_error(error, TS_COLL_ERROR, TS_COLL_ERROR_SHAPE,
                   "%s: shape item '%s%s%s' is not NAME=N with N a positive integer, or a size "
-                  "like 4K or 16M (e.g. --shape BYTES=1048576)", op, items[i], eq ? "=" : "", eq ? eq + 1 : "");
+                  "like 4K or 16M (e.g. --shape BYTES=1048576)",
+                  op, items[i], eq ? "=" : "", eq ? eq + 1 : "");
       return FALSE;
     }
     guint64 *dst = strcmp(items[i], "BYTES") == 0 ? bytes

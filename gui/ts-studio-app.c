@@ -358,6 +358,7 @@ static const struct {
     {"win.view::predicted", {"<Control>4", NULL}},
     {"win.view::timeline", {"<Control>5", NULL}},
     {"win.view::lowering", {"<Control>6", NULL}},
+    {"win.view::bandwidth", {"<Control>7", NULL}},
     {"win.find", {"<Control>f", NULL}},
     {"win.export", {"<Control>e", NULL}},
 };

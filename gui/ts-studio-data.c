@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ts-coll.h"
 #include "ts-cost-model.h"
 #include "ts-ir.h"
 #include "ts-op.h"
@@ -767,4 +768,99 @@ ts_studio_db_learned(TsStudioDb *db, const TsStudioWorkload *workload, GPtrArray
     g_array_append_val(out->scores, v);
   }
   return out;
+}
+
+/* ---- collectives ---- */
+
+void
+ts_studio_bandwidth_series_free(TsStudioBandwidthSeries *series)
+{
+  if (series == NULL)
+    return;
+  g_free(series->algorithm);
+  g_array_unref(series->points);
+  g_free(series);
+}
+
+static gint
+by_bytes(gconstpointer a, gconstpointer b)
+{
+  double x = ((const TsStudioBandwidthPoint *)a)->bytes;
+  double y = ((const TsStudioBandwidthPoint *)b)->bytes;
+  return (x > y) - (x < y);
+}
+
+/* The algorithm a collective's schedule names ("dict(algorithm=\"ring\", segment=0)"). */
+static char *
+schedule_algorithm(const char *schedule)
+{
+  const char *a = schedule ? strstr(schedule, "algorithm=\"") : NULL;
+  if (a == NULL)
+    return NULL;
+  a += strlen("algorithm=\"");
+  const char *end = strchr(a, '"');
+  return end ? g_strndup(a, (gsize)(end - a)) : NULL;
+}
+
+GPtrArray *
+ts_studio_db_bandwidth(TsStudioDb *db, const TsStudioWorkload *workload, GError **error)
+{
+  g_return_val_if_fail(db != NULL && workload != NULL, NULL);
+  TsCollWorkload self;
+  if (!ts_coll_workload_parse(&self, workload->op, workload->shape, workload->dtype, 0, NULL)) {
+    g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_NOT_FOUND,
+                "%s is not a collective: bus bandwidth is drawn for all_reduce, all_gather and "
+                "reduce_scatter", workload->label);
+    return NULL;
+  }
+  GPtrArray *series =
+    g_ptr_array_new_with_free_func((GDestroyNotify)ts_studio_bandwidth_series_free);
+  g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < db->workloads->len; i++) {
+    const TsStudioWorkload *w = db->workloads->pdata[i];
+    TsCollWorkload c;
+    if (w->device_id != workload->device_id || w->toolchain_id != workload->toolchain_id ||
+        g_strcmp0(w->op, workload->op) != 0 || g_strcmp0(w->dtype, workload->dtype) != 0 ||
+        !ts_coll_workload_parse(&c, w->op, w->shape, w->dtype, 0, NULL) ||
+        c.ranks != self.ranks)
+      continue;
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GPtrArray) rows = ts_db_list_trials(db->db, w->workload_id, w->device_id,
+                                                  w->toolchain_id, TS_DB_ORDER_INSERTION, &local);
+    if (rows == NULL) {
+      set_read_error(error, db, local);
+      g_ptr_array_unref(series);
+      return NULL;
+    }
+    for (guint r = 0; r < rows->len; r++) {
+      const TsDbTrial *t = rows->pdata[r];
+      g_autofree char *algorithm = schedule_algorithm(t->schedule);
+      if (t->status != TS_DB_TRIAL_OK || algorithm == NULL || !(t->median_ns > 0))
+        continue;
+      TsStudioBandwidthSeries *s = g_hash_table_lookup(by_name, algorithm);
+      if (s == NULL) {
+        s = g_new0(TsStudioBandwidthSeries, 1);
+        s->algorithm = g_strdup(algorithm);
+        s->points = g_array_new(FALSE, FALSE, sizeof(TsStudioBandwidthPoint));
+        g_ptr_array_add(series, s);
+        g_hash_table_insert(by_name, s->algorithm, s);
+      }
+      TsStudioBandwidthPoint p = {(double)c.bytes, ts_coll_busbw(&c, t->median_ns), t->median_ns,
+                                  t->id};
+      gboolean placed = FALSE;
+      for (guint k = 0; k < s->points->len && !placed; k++) {
+        TsStudioBandwidthPoint *q = &g_array_index(s->points, TsStudioBandwidthPoint, k);
+        if (q->bytes == p.bytes) {
+          if (p.median_ns < q->median_ns)
+            *q = p;
+          placed = TRUE;
+        }
+      }
+      if (!placed)
+        g_array_append_val(s->points, p);
+    }
+  }
+  for (guint i = 0; i < series->len; i++)
+    g_array_sort(((TsStudioBandwidthSeries *)series->pdata[i])->points, by_bytes);
+  return series;
 }

@@ -111,6 +111,30 @@ const TsStudioWorkload *ts_studio_db_find_workload(TsStudioDb *db, const char *k
 /* The workload's trials in insertion order (GPtrArray of TsStudioTrial*, owning them). */
 GPtrArray *ts_studio_db_trials(TsStudioDb *db, const TsStudioWorkload *workload, GError **error);
 void ts_studio_trial_free(TsStudioTrial *trial);
+
+/* ---- collectives: bus bandwidth against message size ---- */
+
+typedef struct {
+  double bytes;     /* BYTES a rank */
+  double busbw;     /* bytes/s: nccl-tests' bus bandwidth of the trial */
+  double median_ns;
+  gint64 trial_id;
+} TsStudioBandwidthPoint;
+
+typedef struct {
+  char *algorithm; /* "ring", ...; "default": the library's own choice */
+  GArray *points;  /* TsStudioBandwidthPoint, smallest size first */
+} TsStudioBandwidthSeries;
+
+void ts_studio_bandwidth_series_free(TsStudioBandwidthSeries *series);
+
+/* For a collective's workload (all_reduce, all_gather, reduce_scatter): the verified trials of
+ * every size of the same op, dtype and rank count on its device and toolchain, as one series a
+ * algorithm holding each size's fastest trial of it (whatever its other knobs), in the order
+ * the algorithms first appear. Empty when none is verified; NULL with TS_STUDIO_ERROR_NOT_FOUND
+ * for a workload that is not a collective. */
+GPtrArray *ts_studio_db_bandwidth(TsStudioDb *db, const TsStudioWorkload *workload,
+                                  GError **error);
 /* The tuning runs that stored them, oldest first (GPtrArray of TsStudioRun*, owning them). */
 GPtrArray *ts_studio_db_runs(TsStudioDb *db, const TsStudioWorkload *workload, GError **error);
 void ts_studio_run_free(TsStudioRun *run);

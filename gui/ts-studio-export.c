@@ -10,8 +10,8 @@
 #include "ts-studio-view.h"
 
 static const char *const views[] = {
-  "roofline", "history", "history-wall", "predicted", "learned", "timeline", "lowering", "diff",
-  NULL,
+  "roofline", "history", "history-wall", "predicted", "learned", "bandwidth", "timeline",
+  "lowering", "diff", NULL,
 };
 
 const char *const *
@@ -24,6 +24,19 @@ static void
 draw_view(TsCanvas *canvas, double width, double height, gpointer data)
 {
   ts_studio_view_draw(data, canvas, width, height);
+}
+
+/* A collective's bus bandwidth; for another workload the view says it is not one. */
+static TsStudioView *
+bandwidth_view(TsStudioDb *db, const TsStudioWorkload *w, GError **error)
+{
+  g_autoptr(GError) why = NULL;
+  g_autoptr(GPtrArray) series = ts_studio_db_bandwidth(db, w, &why);
+  if (series == NULL && !g_error_matches(why, TS_STUDIO_ERROR, TS_STUDIO_ERROR_NOT_FOUND)) {
+    g_propagate_error(error, g_steal_pointer(&why));
+    return NULL;
+  }
+  return ts_studio_bandwidth_new(w, series, why ? why->message : NULL);
 }
 
 static const TsStudioWorkload *
@@ -214,6 +227,8 @@ ts_studio_export(const TsStudioExportOptions *o, char **summary, GError **error)
                                        : TS_STUDIO_HISTORY_BY_INDEX);
       } else if (strcmp(name, "predicted") == 0) {
         view = ts_studio_predicted_new(w, trials);
+      } else if (strcmp(name, "bandwidth") == 0) {
+        view = bandwidth_view(db, w, error);
       } else if (strcmp(name, "learned") == 0) {
         g_autoptr(GError) why = NULL;
         g_autoptr(TsStudioLearned) learned = ts_studio_db_learned(db, w, trials, &why);

@@ -102,6 +102,10 @@ TsStudioView *ts_studio_history_new(const TsStudioWorkload *workload, GPtrArray 
 /* Predicted (the cost model's stored estimate) vs measured time, log-log, with the y = x line
  * and the rank correlation (Kendall tau) in the title; says so when no trial has a prediction. */
 TsStudioView *ts_studio_predicted_new(const TsStudioWorkload *workload, GPtrArray *trials);
+/* A collective's bus bandwidth against message size, a line per algorithm (series from
+ * ts_studio_db_bandwidth); series NULL draws `why` (the workload is not a collective). */
+TsStudioView *ts_studio_bandwidth_new(const TsStudioWorkload *workload, GPtrArray *series,
+                                      const char *why);
 /* The learned cost model's ranking of the verified trials (x: rank, 1 = scored fastest)
  * against their measured medians, Kendall tau-b of scores and times in the title, whether the
  * model was trained with these trials in the subtitle. learned NULL: the plot says why (why). */

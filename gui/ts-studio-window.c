@@ -12,7 +12,7 @@
 #include <glib/gstdio.h>
 
 const char *const ts_studio_window_pages[] = {
-    "trials", "roofline", "history", "predicted", "timeline", "lowering", NULL,
+    "trials", "roofline", "history", "predicted", "timeline", "lowering", "bandwidth", NULL,
 };
 
 struct _TsStudioWindow {
@@ -28,7 +28,7 @@ struct _TsStudioWindow {
   GMenu *recent_section;
   TsStudioSidebar *sidebar;
   TsStudioTrialList *trial_list;
-  TsStudioPlotArea *roofline_area, *history_area, *predicted_area;
+  TsStudioPlotArea *roofline_area, *history_area, *predicted_area, *bandwidth_area;
   TsStudioTimelineArea *timeline_area, *trace_area;
   TsStudioLoweringPane *lowering_pane;
 
@@ -64,6 +64,7 @@ clear_workload(TsStudioWindow *self)
   ts_studio_plot_area_set_view(self->roofline_area, NULL, NULL);
   ts_studio_plot_area_set_view(self->history_area, NULL, NULL);
   ts_studio_plot_area_set_view(self->predicted_area, NULL, NULL);
+  ts_studio_plot_area_set_view(self->bandwidth_area, NULL, NULL);
   ts_studio_timeline_area_set_events(self->timeline_area, NULL, NULL);
   ts_studio_lowering_pane_set_trials(self->lowering_pane, NULL, NULL, NULL);
   ts_studio_trial_list_set_trials(self->trial_list, NULL);
@@ -201,6 +202,14 @@ make_plots(TsStudioWindow *self)
   ts_studio_plot_area_set_view(self->roofline_area, roofline, NULL);
   ts_studio_plot_area_set_view(self->history_area, make_history(self), NULL);
   ts_studio_plot_area_set_view(self->predicted_area, make_predicted(self, shown), NULL);
+  /* A collective's sizes are workloads of their own: the plot reads them from the cache,
+   * whatever the list shows. */
+  g_autoptr(GError) why = NULL;
+  g_autoptr(GPtrArray) series = ts_studio_db_bandwidth(self->db, self->workload, &why);
+  ts_studio_plot_area_set_view(self->bandwidth_area,
+                               ts_studio_bandwidth_new(self->workload, series,
+                                                       why ? why->message : NULL),
+                               NULL);
   g_autoptr(GPtrArray) selected = ts_studio_trial_list_get_selected(self->trial_list);
   select_in_plots(self, selected);
 }
@@ -530,6 +539,7 @@ ts_studio_window_class_init(TsStudioWindowClass *klass)
   BIND(roofline_area);
   BIND(history_area);
   BIND(predicted_area);
+  BIND(bandwidth_area);
   BIND(timeline_area);
   BIND(trace_area);
   BIND(lowering_pane);
@@ -875,7 +885,7 @@ ts_studio_window_get_page_widget(TsStudioWindow *win, const char *page)
       {"trials", win->trial_list},      {"roofline", win->roofline_area},
       {"history", win->history_area},   {"predicted", win->predicted_area},
       {"timeline", win->timeline_area}, {"lowering", win->lowering_pane},
-      {"trace", win->trace_area},
+      {"bandwidth", win->bandwidth_area}, {"trace", win->trace_area},
   };
   for (guint i = 0; i < G_N_ELEMENTS(pages); i++)
     if (g_str_equal(page, pages[i].page))

@@ -5,17 +5,21 @@ Open MPI's algorithm space, verifies every result against the exact sums, stores
 under a key with the ranks and topology, and resumes without measuring again. A launch that
 crashes, hangs or returns wrong sums is that candidate's trial status and the tune goes on; a
 workload, space or launcher that cannot work is refused with a message naming it.
-Usage: test-coll.py TESSERA_TUNE WITH_MPI(yes|no). Prints TAP; skips (77) without mpirun or MPI."""
+tessera-studio's bandwidth view draws the cache's sizes as a line per algorithm.
+Usage: test-coll.py TESSERA_TUNE WITH_MPI(yes|no) [TESSERA_STUDIO|none]. Prints TAP; skips (77)
+without mpirun or MPI."""
 import json
 import os
 import shutil
 import stat
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
 
 from taputil import done, ok, rows, run
 
 TT, WITH_MPI = sys.argv[1], sys.argv[2] == "yes"
+STUDIO = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] != "none" else None
 MPIRUN = shutil.which("mpirun")
 if not WITH_MPI or MPIRUN is None:
     print("1..0 # SKIP %s" % ("tessera-tune was built without MPI (libopenmpi-dev)"
@@ -138,6 +142,32 @@ ok(p.returncode == 0 and [x["shape"] for x in out["sizes"]] ==
    "BYTES=1K..4K sweeps the sizes, doubling, each its own key")
 p = run([TT, "all_reduce", "--shape", "BYTES=4K..1K", "--ranks", "2", "--db", DB], ENV, 2)
 ok(p.returncode == 2 and "not a size sweep" in p.stderr, "a malformed sweep is refused")
+
+if STUDIO:
+    # Every size of all_reduce f32 at 2 ranks in the cache: 1K, 2K, 4K (ring only), 64K (the
+    # whole space), 256K (the model's three).
+    svg_path = os.path.join(TMP, "bw.svg")
+    wid = rows(DB, "SELECT id FROM workload WHERE op = 'all_reduce' AND dtype = 'f32' AND "
+                   "shape = 'BYTES=1024,RANKS=2'")[0][0]
+    env = dict(ENV)
+    env.pop("DISPLAY", None)
+    p = run([STUDIO, DB, "--export", "bandwidth", "--workload", str(wid), "--output", svg_path],
+            env, 0)
+    NS = "{http://www.w3.org/2000/svg}"
+    series = {}
+    if p.returncode == 0:
+        for g in ET.parse(svg_path).getroot().iter(NS + "g"):
+            if g.get("class") == "series":
+                series[g.get("id")] = [c for c in g if c.tag != NS + "title" and
+                                       c.tag != NS + "polyline"]
+    ok(set(series) == {"default", "basic_linear", "nonoverlapping", "recursive_doubling", "ring",
+                       "segmented_ring", "rabenseifner"},
+       "tessera-studio's bandwidth view: a line per algorithm of the cache's sizes: %r"
+       % sorted(series))
+    ok(len(series.get("ring", [])) == 5 and len(series.get("basic_linear", [])) == 1,
+       "each algorithm's line has a point per size it was measured at (ring: 5 sizes)")
+else:
+    print("# no tessera-studio in this build: its bandwidth view is not checked")
 
 # --- candidates that crash, hang or sum wrong: their trials, and the tune goes on ---
 wrapper = os.path.join(TMP, "launcher.sh")

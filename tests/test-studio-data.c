@@ -1055,6 +1055,79 @@ test_learned(Cache *c, gconstpointer data)
   g_assert_nonnull(strstr(text, "learned model: rank "));
 }
 
+/* A collective's sizes as lines per algorithm: each size's fastest trial of each algorithm,
+ * failed trials and other rank counts, dtypes and devices left out. */
+static void
+test_bandwidth(Cache *c, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(TsDb) db = ts_db_open(c->path, TS_DB_OPEN_DEFAULT, &error);
+    g_assert_no_error(error);
+    TsDbDevice d = {.backend = "mpi", .name = "cpu x 2 ranks", .arch = "1 host x 2 ranks",
+                    .compute_units = 2};
+    TsDbDevice d4 = {.backend = "mpi", .name = "cpu x 4 ranks", .arch = "1 host x 4 ranks",
+                     .compute_units = 4};
+    gint64 dev = ts_db_ensure_device(db, &d, &error), dev4 = ts_db_ensure_device(db, &d4, &error);
+    gint64 tc = ts_db_ensure_toolchain(db, "Open MPI v4.1.4", "tessera-coll-1", &error);
+    gint64 small = ts_db_ensure_workload(db, "all_reduce", "BYTES=1024,RANKS=2", "f32", &error);
+    gint64 big = ts_db_ensure_workload(db, "all_reduce", "BYTES=1048576,RANKS=2", "f32", &error);
+    gint64 half = ts_db_ensure_workload(db, "all_reduce", "BYTES=1048576,RANKS=2", "bf16", &error);
+    gint64 four = ts_db_ensure_workload(db, "all_reduce", "BYTES=1024,RANKS=4", "f32", &error);
+    g_assert_no_error(error);
+    /* 1 MiB first: the lines still run smallest size first. */
+    add_trial(db, big, dev, tc, 0, "dict(algorithm=\"ring\", segment=0)", TS_DB_TRIAL_OK, 2e5,
+              NULL);
+    add_trial(db, big, dev, tc, 0, "dict(algorithm=\"segmented_ring\", segment=4096)",
+              TS_DB_TRIAL_OK, 9e5, NULL);
+    add_trial(db, big, dev, tc, 0, "dict(algorithm=\"segmented_ring\", segment=65536)",
+              TS_DB_TRIAL_OK, 3e5, NULL);
+    add_trial(db, small, dev, tc, 0, "dict(algorithm=\"ring\", segment=0)", TS_DB_TRIAL_OK, 2e3,
+              NULL);
+    add_trial(db, small, dev, tc, 0, "dict(algorithm=\"default\", segment=0)",
+              TS_DB_TRIAL_RUNTIME_ERROR, NAN, NULL);
+    add_trial(db, half, dev, tc, 0, "dict(algorithm=\"default\", segment=0)", TS_DB_TRIAL_OK,
+              1e5, NULL);
+    add_trial(db, four, dev4, tc, 0, "dict(algorithm=\"bruck\")", TS_DB_TRIAL_OK, 1e3, NULL);
+    gint64 gemm = ts_db_ensure_workload(db, "gemm", "M=64,N=64,K=64", "f32", &error);
+    add_trial(db, gemm, dev, tc, 0, "block(m=8)", TS_DB_TRIAL_OK, 1e3, NULL);
+  }
+  g_autoptr(TsStudioDb) sdb = open_cache(c);
+  const TsStudioWorkload *w = ts_studio_db_find_workload(sdb, "1", &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) series = ts_studio_db_bandwidth(sdb, w, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(series->len, ==, 2);
+  const TsStudioBandwidthSeries *ring = series->pdata[0], *seg = series->pdata[1];
+  g_assert_cmpstr(ring->algorithm, ==, "ring");
+  g_assert_cmpstr(seg->algorithm, ==, "segmented_ring");
+  g_assert_cmpuint(ring->points->len, ==, 2);
+  const TsStudioBandwidthPoint *p0 = &g_array_index(ring->points, TsStudioBandwidthPoint, 0);
+  const TsStudioBandwidthPoint *p1 = &g_array_index(ring->points, TsStudioBandwidthPoint, 1);
+  g_assert_cmpfloat(p0->bytes, ==, 1024);
+  g_assert_cmpfloat(p1->bytes, ==, 1048576);
+  /* 2 ranks: bus bandwidth is BYTES / time */
+  g_assert_cmpfloat_with_epsilon(p1->busbw, 1048576 / 2e-4, 1);
+  g_assert_cmpuint(seg->points->len, ==, 1);
+  g_assert_cmpfloat(g_array_index(seg->points, TsStudioBandwidthPoint, 0).median_ns, ==, 3e5);
+
+  g_autoptr(TsStudioView) view = ts_studio_bandwidth_new(w, series, NULL);
+  g_autoptr(TsCanvas) canvas = ts_canvas_new_svg(800, 600);
+  ts_studio_view_draw(view, canvas, 800, 600);
+  g_assert_cmpuint(view->n_marks, ==, 3);
+  g_assert_cmpuint(view->n_drawn, ==, 3);
+
+  /* Not a collective: NOT_FOUND, and the view says so with nothing drawn. */
+  const TsStudioWorkload *gemm = ts_studio_db_find_workload(sdb, "5", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_studio_db_bandwidth(sdb, gemm, &error));
+  g_assert_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_NOT_FOUND);
+  g_assert_nonnull(strstr(error->message, "not a collective"));
+  g_autoptr(TsStudioView) none = ts_studio_bandwidth_new(gemm, NULL, error->message);
+  ts_studio_view_draw(none, canvas, 800, 600);
+  g_assert_cmpuint(none->n_marks, ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1069,6 +1142,7 @@ main(int argc, char **argv)
   ADD("db/runs", test_runs, with_cache);
   ADD("db/profiles-events", test_profiles_events, with_cache);
   ADD("db/bad-files", test_bad_files, with_cache);
+  ADD("db/bandwidth", test_bandwidth, NULL);
   ADD("trace/roundtrip", test_trace_roundtrip, NULL);
   ADD("trace/forms", test_trace_forms, NULL);
   ADD("trace/malformed", test_trace_malformed, NULL);

@@ -26,7 +26,8 @@ ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"),
            # which fails the ASan build; GTK's cairo renderer draws the same content.
            GDK_DEBUG="gl-disable")
 SHAPE = ["gemm", "--shape", "M=64,N=64,K=64"]
-PAGES = ["trials", "roofline", "history", "predicted", "timeline", "lowering", "lowering-diff"]
+PAGES = ["trials", "roofline", "history", "predicted", "timeline", "lowering", "bandwidth",
+         "lowering-diff"]
 count = 0
 
 
@@ -174,6 +175,8 @@ ok(page["roofline"]["view"] == "roofline" and page["roofline"]["n_marks"] == n_o
    "the roofline holds one mark per verified trial (%d)" % n_ok)
 ok(page["history"]["view"] == "history" and page["predicted"]["view"] == "predicted",
    "the history and predicted pages show their views")
+ok(page["bandwidth"]["view"] == "bandwidth" and page["bandwidth"]["n_marks"] == 0,
+   "the bandwidth page says a gemm is not a collective, with nothing drawn")
 ok(all(page[x]["n_drawn"] > 0 for x in ("roofline", "history", "predicted", "timeline")),
    "every plot drew marks")
 
