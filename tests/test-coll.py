@@ -87,6 +87,19 @@ ok(len(tc) == 1 and tc[0][0].startswith("Open MPI") and tc[0][1] == "tessera-col
 ok(rows(DB, "SELECT COUNT(*) FROM trial WHERE host IS NOT NULL AND rank IS NULL") == [(10,)],
    "trials record the host of rank 0 and no single rank")
 
+p = run([TT, "show", "all_reduce", "--shape", "BYTES=64K", "--ranks", "2", "--db", DB, "--json"],
+        ENV, 0)
+shown = json.loads(p.stdout) if p.returncode == 0 else []
+ok(len(shown) == 1 and len(shown[0]["trials"]) == 10 and shown[0]["backend"] == "mpi" and
+   shown[0]["best"]["schedule"] == best["schedule"],
+   "show lists the key's 10 trials, its best the tune's")
+p = run([TT, "lookup", "all_reduce", "--shape", "BYTES=65536,RANKS=2", "--db", DB], ENV, 0)
+ok(p.returncode == 0 and best["schedule"] in p.stdout and
+   "run it with: OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm="
+   in p.stdout, "lookup gives the best and the environment that runs it")
+p = run([TT, "lookup", "all_reduce", "--shape", "BYTES=128K", "--ranks", "2", "--db", DB], ENV, 1)
+ok(p.returncode == 1 and "no trials stored" in p.stdout, "lookup of a size never tuned: exit 1")
+
 p, again = tune("all_reduce", "BYTES=65536", 2)
 ok(p.returncode == 0 and again["n_resumed"] == 10 and again["n_measured"] == 0
    and again["best"]["schedule"] == best["schedule"],

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "ts-coll.h"
 #include "ts-tune.h"
 #include "tt-cli.h"
 
@@ -37,6 +38,8 @@ print_fastest(const TsDbTrial *best, const TsDbTrial *fastest, const char *prefi
 int
 tt_cmd_lookup(int argc, char **argv)
 {
+  if (argc > 1 && ts_coll_lookup(argv[1], NULL))
+    return tt_cmd_coll_show(argc, argv, TRUE);
   g_auto(TtArgs) a = {0};
   if (!tt_parse("lookup", "OP",
                 "Print the cached best schedule of a workload on this machine's device and\n"
@@ -96,6 +99,8 @@ tt_cmd_lookup(int argc, char **argv)
 int
 tt_cmd_show(int argc, char **argv)
 {
+  if (argc > 1 && ts_coll_lookup(argv[1], NULL))
+    return tt_cmd_coll_show(argc, argv, FALSE);
   g_auto(TtArgs) a = {0};
   if (!tt_parse("show", "OP", "List the stored trials of a workload, best first.",
                 TT_OPT_WORKLOAD | TT_OPT_BACKEND | TT_OPT_DB | TT_OPT_LIMIT | TT_OPT_JSON, &a,

@@ -137,5 +137,7 @@ int tt_cmd_batch(int argc, char **argv);
 int tt_cmd_coll(int argc, char **argv);     /* argv[0]: the collective op */
 int tt_cmd_coll_run(int argc, char **argv); /* each rank of a collective's launch */
 int tt_cmd_coll_model(int argc, char **argv);
+/* `show` and `lookup` of a collective (argv[1] names one). */
+int tt_cmd_coll_show(int argc, char **argv, gboolean lookup);
 /* The device as distributed-tuning ranks compare it: backend, name, arch, compute units. */
 char *tt_device_text(TsBackend *backend);

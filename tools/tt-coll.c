@@ -25,11 +25,11 @@ print_progress(const TsCollProgress *p, gpointer data)
 }
 
 static void
-json_trials(JsonBuilder *b, TsDb *db, const TsCollWorkload *w, const TsCollTuneSummary *s,
-            GError **error)
+json_trials(JsonBuilder *b, TsDb *db, const TsCollWorkload *w, gint64 workload_id,
+            gint64 device_id, gint64 toolchain_id)
 {
-  g_autoptr(GPtrArray) trials = ts_db_list_trials(db, s->workload_id, s->device_id,
-                                                  s->toolchain_id, TS_DB_ORDER_BEST_FIRST, error);
+  g_autoptr(GPtrArray) trials = ts_db_list_trials(db, workload_id, device_id, toolchain_id,
+                                                  TS_DB_ORDER_BEST_FIRST, NULL);
   json_builder_set_member_name(b, "trials");
   json_builder_begin_array(b);
   for (guint i = 0; trials && i < trials->len; i++) {
@@ -108,7 +108,7 @@ json_object(JsonBuilder *b, TsDb *db, const char *backend, const TsCollWorkload 
   }
 #undef STR
 #undef INT
-  json_trials(b, db, w, s, NULL);
+  json_trials(b, db, w, s->workload_id, s->device_id, s->toolchain_id);
   json_builder_end_object(b);
 }
 
@@ -565,4 +565,145 @@ tt_cmd_coll_model(int argc, char **argv)
     g_print("%s\n", text);
   }
   return TT_EXIT_OK;
+}
+
+/* ---- show and lookup of a collective ---- */
+
+/* The keys (device, toolchain) holding trials of the workload, on `backend` (NULL: any). */
+static GPtrArray *
+coll_keys(TsDb *db, const TsCollWorkload *w, const char *backend, GError **error)
+{
+  g_autoptr(GPtrArray) keys = ts_db_list_trial_keys(db, error);
+  if (keys == NULL)
+    return NULL;
+  g_autofree char *shape = ts_coll_workload_shape(w);
+  GPtrArray *mine = g_ptr_array_new_with_free_func((GDestroyNotify)ts_db_trial_key_free);
+  for (guint i = 0; i < keys->len; i++) {
+    TsDbTrialKey *k = g_ptr_array_index(keys, i);
+    if (g_strcmp0(k->op, ts_coll_kind_name(w->kind)) == 0 && g_strcmp0(k->shape, shape) == 0 &&
+        g_strcmp0(k->dtype, ts_coll_dtype_name(w->dtype)) == 0 &&
+        (backend == NULL || g_strcmp0(k->device.backend, backend) == 0))
+      g_ptr_array_add(mine, g_ptr_array_steal_index(keys, i--));
+  }
+  return mine;
+}
+
+static void
+show_key(TsDb *db, const TsCollWorkload *w, const TsDbTrialKey *k, guint limit, gboolean lookup,
+         gboolean json, JsonBuilder *b)
+{
+  g_autoptr(GPtrArray) trials = ts_db_list_trials(db, k->workload_id, k->device_id,
+                                                  k->toolchain_id, TS_DB_ORDER_BEST_FIRST, NULL);
+  g_autoptr(TsDbTrial) best = ts_db_get_best(db, k->workload_id, k->device_id, k->toolchain_id,
+                                             NULL);
+  g_autoptr(TsSchedPoint) point = best ? ts_sched_point_parse(best->schedule, NULL) : NULL;
+  g_auto(GStrv) env = point ? ts_coll_env_for(k->device.backend, w->kind, point, NULL) : NULL;
+  g_autofree char *env_text = env ? g_strjoinv(" ", env) : g_strdup("");
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "backend");
+  json_builder_add_string_value(b, k->device.backend);
+  json_builder_set_member_name(b, "device");
+  json_builder_add_string_value(b, k->device.name);
+  json_builder_set_member_name(b, "topology");
+  json_builder_add_string_value(b, k->device.arch);
+  json_builder_set_member_name(b, "library");
+  json_builder_add_string_value(b, k->compiler);
+  json_builder_set_member_name(b, "best");
+  if (best) {
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "trial");
+    json_builder_add_int_value(b, best->id);
+    json_builder_set_member_name(b, "schedule");
+    json_builder_add_string_value(b, best->schedule);
+    json_builder_set_member_name(b, "median_ns");
+    json_builder_add_double_value(b, best->median_ns);
+    json_builder_set_member_name(b, "busbw_GBps");
+    json_builder_add_double_value(b, ts_coll_busbw(w, best->median_ns) * 1e-9);
+    json_builder_set_member_name(b, "env");
+    json_builder_add_string_value(b, env_text);
+    json_builder_end_object(b);
+  } else {
+    json_builder_add_null_value(b);
+  }
+  if (!lookup)
+    json_trials(b, db, w, k->workload_id, k->device_id, k->toolchain_id);
+  json_builder_end_object(b);
+  if (json)
+    return;
+  g_print("%s on %s (%s), %s:\n", k->device.backend, k->device.name, k->device.arch, k->compiler);
+  if (lookup) {
+    if (best)
+      g_print("  %s  %.1f us  busbw %.3f GB/s\n  run it with: %s\n", best->schedule,
+              best->median_ns * 1e-3, ts_coll_busbw(w, best->median_ns) * 1e-9, env_text);
+    else
+      g_print("  no verified trial\n");
+    return;
+  }
+  g_print("%7s  %-13s %11s %11s  %-12s %s\n", "trial", "status", "median us", "busbw GB/s",
+          "strategy", "schedule");
+  for (guint i = 0; trials && i < MIN(limit, trials->len); i++) {
+    const TsDbTrial *t = g_ptr_array_index(trials, i);
+    gboolean ok = t->status == TS_DB_TRIAL_OK;
+    g_autofree char *median = ok ? g_strdup_printf("%.1f", t->median_ns * 1e-3) : g_strdup("-");
+    g_autofree char *bw = ok ? g_strdup_printf("%.3f", ts_coll_busbw(w, t->median_ns) * 1e-9)
+                             : g_strdup("-");
+    g_print("%s%6" G_GINT64_FORMAT "  %-13s %11s %11s  %-12s %s\n",
+            best && best->id == t->id ? "*" : " ", t->id, ts_db_trial_status_name(t->status),
+            median, bw, t->strategy ? t->strategy : "-", t->schedule);
+  }
+}
+
+int
+tt_cmd_coll_show(int argc, char **argv, gboolean lookup)
+{
+  g_auto(TtArgs) a = {0};
+  if (!tt_parse(lookup ? "lookup" : "show", "OP --shape BYTES=N [--ranks R]",
+                lookup ? "The cached best of a collective on each machine that tuned it, with "
+                         "the environment that runs it."
+                       : "The stored trials of a collective, best first, on each machine that "
+                         "tuned it.",
+                TT_OPT_WORKLOAD | TT_OPT_BACKEND | TT_OPT_DB | TT_OPT_LIMIT | TT_OPT_JSON |
+                  TT_OPT_COLL,
+                &a, &argc, &argv))
+    return TT_EXIT_USAGE;
+  if (argc != 2)
+    return tt_usage("%s takes one OP", lookup ? "lookup" : "show");
+  if (a.shape == NULL)
+    return tt_usage("--shape is required (BYTES, each rank's input: e.g. --shape BYTES=1M)");
+  g_autoptr(GError) error = NULL;
+  TsCollWorkload w;
+  guint ranks = a.ranks > 0 ? (guint)a.ranks : MAX(g_get_num_processors(), 2u);
+  if (!ts_coll_workload_parse(&w, argv[1], a.shape, a.dtype ? a.dtype : "f32",
+                              strstr(a.shape, "RANKS") ? (guint)MAX(a.ranks, 0) : ranks, &error))
+    return tt_fail(TT_EXIT_USAGE, error);
+  g_autoptr(TsDb) db = tt_db(&a, TT_DB_READ, &error);
+  if (db == NULL)
+    return tt_fail(tt_error_code(error), error);
+  g_autoptr(GPtrArray) keys = coll_keys(db, &w, a.backend, &error);
+  if (keys == NULL)
+    return tt_fail(tt_error_code(error), error);
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_array(b);
+  for (guint i = 0; i < keys->len; i++)
+    show_key(db, &w, g_ptr_array_index(keys, i), a.limit > 0 ? (guint)a.limit : G_MAXUINT,
+             lookup, a.json, b);
+  json_builder_end_array(b);
+  if (a.json) {
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    g_autofree char *text = json_to_string(root, TRUE);
+    g_print("%s\n", text);
+  } else if (keys->len == 0) {
+    g_autofree char *what = ts_coll_workload_describe(&w);
+    g_print("(no trials stored for %s%s%s)\n", what, a.backend ? " on " : "",
+            a.backend ? a.backend : "");
+  }
+  /* lookup's promise is an answer: none is a missing key, as for a kernel */
+  gboolean any = FALSE;
+  for (guint i = 0; i < keys->len; i++) {
+    const TsDbTrialKey *k = g_ptr_array_index(keys, i);
+    g_autoptr(TsDbTrial) best = ts_db_get_best(db, k->workload_id, k->device_id,
+                                               k->toolchain_id, NULL);
+    any = any || best != NULL;
+  }
+  return !lookup || any ? TT_EXIT_OK : TT_EXIT_CANDIDATE;
 }
