@@ -141,18 +141,24 @@ test_expected_layout(void)
 }
 
 static guint64
-valid_points(const char *op, guint ranks, const char *space_text)
+valid_on(const char *backend, const char *op, guint ranks, const char *space_text)
 {
   TsCollWorkload w;
   g_autofree char *shape = g_strdup_printf("BYTES=%u", 64 * ranks);
   g_assert_true(ts_coll_workload_parse(&w, op, shape, "f32", ranks, NULL));
   g_autoptr(GError) error = NULL;
-  g_autoptr(TsSchedSpace) space = ts_coll_space(w.kind, "mpi", space_text, &error);
+  g_autoptr(TsSchedSpace) space = ts_coll_space(w.kind, backend, space_text, &error);
   g_assert_no_error(error);
   g_autoptr(TsSchedEnv) env = ts_coll_env(&w);
   guint64 n = 0;
   g_assert_true(ts_sched_space_count_valid(space, env, &n, &error));
   return n;
+}
+
+static guint64
+valid_points(const char *op, guint ranks, const char *space_text)
+{
+  return valid_on("mpi", op, ranks, space_text);
 }
 
 static void
@@ -209,15 +215,7 @@ test_spaces(void)
 static guint64
 valid_nccl(const char *op, const char *space_text)
 {
-  TsCollWorkload w;
-  g_assert_true(ts_coll_workload_parse(&w, op, "BYTES=4096", "bf16", 8, NULL));
-  g_autoptr(GError) error = NULL;
-  g_autoptr(TsSchedSpace) space = ts_coll_space(w.kind, "nccl", space_text, &error);
-  g_assert_no_error(error);
-  g_autoptr(TsSchedEnv) env = ts_coll_env(&w);
-  guint64 n = 0;
-  g_assert_true(ts_sched_space_count_valid(space, env, &n, &error));
-  return n;
+  return valid_on("nccl", op, 8, space_text);
 }
 
 static void

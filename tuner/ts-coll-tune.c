@@ -12,7 +12,8 @@
 #include "ts-tune-stats.h"
 #include "ts-tune-strategy.h"
 
-#define BEST_ALPHA 0.05
+/* As the kernel tuner's (ts-tune.c): a new best must be faster beyond the noise, p < 0.01. */
+#define BEST_ALPHA 0.01
 /* How long a launcher that was sent SIGTERM at the timeout has to take its ranks down before
  * it is killed outright. */
 #define TERM_GRACE_S 5.0
@@ -73,7 +74,7 @@ tick(gpointer data)
 }
 
 /* Runs argv with env added and waits for it, at most timeout_s (then SIGTERM, and SIGKILL after
- * a grace period). FALSE only when it cannot be started. */
+ * a grace period); its output is in l. NULL only when it cannot be started. */
 static GSubprocess *
 launch(const char *const *argv, const char *const *env, double timeout_s, Launch *l,
        GError **error)
