@@ -554,8 +554,10 @@ measure(Tune *t, TsTuneStrategy *strategy, const TsSchedPoint *point, GError **e
   return TRUE;
 }
 
-/* Every stored trial of the key is observed first, so a re-run measures none of them again; the
- * best is judged over them in the order they were stored. */
+/* Every stored trial of the key is observed first, so a re-run measures none of them again. The
+ * stored best stands: it changes only when a newly measured trial beats it (the rule is not
+ * transitive, so judging the stored trials again could crown another). A cache whose trials
+ * have no best yet (an import) gets one the same way the tune would have chosen it. */
 static gboolean
 resume(Tune *t, TsTuneStrategy *strategy, GError **error)
 {
@@ -572,10 +574,22 @@ resume(Tune *t, TsTuneStrategy *strategy, GError **error)
     gboolean ok = tr->status == TS_DB_TRIAL_OK;
     ts_tune_strategy_observe(strategy, p, ok, ok ? tr->median_ns * 1e-9 : 0.0);
     g_hash_table_add(t->seen, g_strdup(ts_sched_point_hash(p)));
-    if (!maybe_promote(t, tr, error))
-      return FALSE;
+    if (ok && is_default(tr->schedule))
+      s->default_median_ns = tr->median_ns;
   }
   s->n_resumed = stored->len;
+  g_autoptr(GError) none = NULL;
+  g_autoptr(TsDbTrial) best = ts_db_get_best(t->cfg->db, s->workload_id, s->device_id,
+                                             s->toolchain_id, &none);
+  if (best) {
+    s->best_trial_id = best->id;
+    s->best_median_ns = best->median_ns;
+    s->best_schedule = g_strdup(best->schedule);
+    return TRUE;
+  }
+  for (guint i = 0; i < stored->len; i++)
+    if (!maybe_promote(t, g_ptr_array_index(stored, i), error))
+      return FALSE;
   return TRUE;
 }
 
