@@ -12,6 +12,12 @@ ts_coll_backends(void)
   return backends;
 }
 
+gboolean
+ts_coll_backend_known(const char *name)
+{
+  return name && g_strv_contains(backends, name);
+}
+
 /* Segments only mean something to the segmented ring; the rest take none. Segments are powers
  * of two from a page to a quarter MiB, the range where the ring's pipelining trades latency for
  * overlap on shared memory and TCP alike. */

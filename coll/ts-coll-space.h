@@ -23,8 +23,11 @@
 
 G_BEGIN_DECLS
 
-/* Backends a collective can be tuned on ("mpi"), NULL-terminated. */
+/* Backends a collective can be tuned on ("mpi", "nccl"), NULL-terminated. */
 const char *const *ts_coll_backends(void);
+/* Whether name is one of them (a device row's backend says whether its trials are
+ * collectives'). */
+gboolean ts_coll_backend_known(const char *name);
 /* The default space text of an op on a backend; NULL when the backend is unknown. */
 const char *ts_coll_default_space(TsCollKind kind, const char *backend);
 /* `text`, or the default space when NULL, parsed, with the default point's value for each knob

@@ -11,6 +11,7 @@
 #include "ts-cost-model.h"
 #include "ts-ir.h"
 #include "ts-op.h"
+#include "ts-sched.h"
 
 G_DEFINE_QUARK(ts-studio-error-quark, ts_studio_error)
 
@@ -790,18 +791,6 @@ by_bytes(gconstpointer a, gconstpointer b)
   return (x > y) - (x < y);
 }
 
-/* The algorithm a collective's schedule names ("dict(algorithm=\"ring\", segment=0)"). */
-static char *
-schedule_algorithm(const char *schedule)
-{
-  const char *a = schedule ? strstr(schedule, "algorithm=\"") : NULL;
-  if (a == NULL)
-    return NULL;
-  a += strlen("algorithm=\"");
-  const char *end = strchr(a, '"');
-  return end ? g_strndup(a, (gsize)(end - a)) : NULL;
-}
-
 GPtrArray *
 ts_studio_db_bandwidth(TsStudioDb *db, const TsStudioWorkload *workload, GError **error)
 {
@@ -834,8 +823,11 @@ ts_studio_db_bandwidth(TsStudioDb *db, const TsStudioWorkload *workload, GError 
     }
     for (guint r = 0; r < rows->len; r++) {
       const TsDbTrial *t = rows->pdata[r];
-      g_autofree char *algorithm = schedule_algorithm(t->schedule);
-      if (t->status != TS_DB_TRIAL_OK || algorithm == NULL || !(t->median_ns > 0))
+      g_autoptr(TsSchedPoint) point = t->status == TS_DB_TRIAL_OK && t->median_ns > 0
+                                        ? ts_sched_point_parse(t->schedule, NULL)
+                                        : NULL;
+      const char *algorithm = point ? ts_sched_point_get_str(point, "algorithm", NULL) : NULL;
+      if (algorithm == NULL)
         continue;
       TsStudioBandwidthSeries *s = g_hash_table_lookup(by_name, algorithm);
       if (s == NULL) {

@@ -1,6 +1,8 @@
 """taputil.py — what the end-to-end Python tests share: TAP lines that stop at the first
 failure, a subprocess run that shows what a failing command printed, and SQLite queries on a
 schedule cache. Imported from the test's own folder (Python puts it first on sys.path)."""
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -37,3 +39,23 @@ def rows(db, sql):
         return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def mpi_env(with_mpi, cache_dir, **extra):
+    """For the tests that start MPI jobs: mpirun's path and the environment to run them in, or a
+    TAP skip (exit 77) when this build or machine has no MPI. The environment lets root run
+    several ranks on a small machine, and keeps Open MPI's components loaded, so a sanitized
+    build's leak report can name (and tests/lsan.supp suppress) Open MPI's own never-freed state;
+    the slow unwinder walks its frame-pointer-less code."""
+    mpirun = shutil.which("mpirun")
+    if not with_mpi or mpirun is None:
+        print("1..0 # SKIP %s" % ("tessera-tune was built without MPI (libopenmpi-dev)"
+                                  if not with_mpi else "no mpirun (openmpi-bin)"))
+        sys.exit(77)
+    env = dict(os.environ, XDG_CACHE_HOME=cache_dir, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
+               OMPI_MCA_mca_base_component_disable_dlclose="1",
+               PMIX_MCA_mca_base_component_disable_dlclose="1", **extra)
+    if "ASAN_OPTIONS" in env:
+        env["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+    return mpirun, env

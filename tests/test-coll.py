@@ -16,25 +16,12 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-from taputil import done, ok, rows, run
+from taputil import done, mpi_env, ok, rows, run
 
 TT, WITH_MPI = sys.argv[1], sys.argv[2] == "yes"
 STUDIO = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] != "none" else None
-MPIRUN = shutil.which("mpirun")
-if not WITH_MPI or MPIRUN is None:
-    print("1..0 # SKIP %s" % ("tessera-tune was built without MPI (libopenmpi-dev)"
-                              if not WITH_MPI else "no mpirun (openmpi-bin)"))
-    sys.exit(77)
-
 TMP = tempfile.mkdtemp(prefix="tessera-coll-test-")
-ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"),
-           OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
-# As in test-mpi.py: Open MPI's components stay loaded for a sanitized build's leak report.
-ENV["OMPI_MCA_mca_base_component_disable_dlclose"] = "1"
-ENV["PMIX_MCA_mca_base_component_disable_dlclose"] = "1"
-if "ASAN_OPTIONS" in ENV:
-    ENV["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+MPIRUN, ENV = mpi_env(WITH_MPI, os.path.join(TMP, "cache"))
 DB = os.path.join(TMP, "coll.db")
 # Short launches: a few rounds of a few ms each.
 QUICK = ["--db", DB, "--samples", "3", "--json"]

@@ -16,27 +16,11 @@ import sys
 import tempfile
 import time
 
-from taputil import done, ok, rows, run
+from taputil import done, mpi_env, ok, rows, run
 
 TT, WITH_MPI = sys.argv[1], sys.argv[2] == "yes"
-MPIRUN = shutil.which("mpirun")
-if not WITH_MPI or MPIRUN is None:
-    print("1..0 # SKIP %s" % ("tessera-tune was built without MPI (libopenmpi-dev)"
-                              if not WITH_MPI else "no mpirun (openmpi-bin)"))
-    sys.exit(77)
-
 TMP = tempfile.mkdtemp(prefix="tessera-mpi-test-")
-# Root in CI; several ranks on a 2-core machine.
-ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"), TESSERA_TEST_OPS="1",
-           OMPI_ALLOW_RUN_AS_ROOT="1",
-           OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
-# Open MPI's components stay loaded, so a sanitized build's leak report can name (and
-# tests/lsan.supp suppress) Open MPI's own never-freed state; the slow unwinder walks its
-# frame-pointer-less code.
-ENV["OMPI_MCA_mca_base_component_disable_dlclose"] = "1"
-ENV["PMIX_MCA_mca_base_component_disable_dlclose"] = "1"
-if "ASAN_OPTIONS" in ENV:
-    ENV["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+MPIRUN, ENV = mpi_env(WITH_MPI, os.path.join(TMP, "cache"), TESSERA_TEST_OPS="1")
 MPI = [MPIRUN, "--oversubscribe"]
 
 

@@ -190,6 +190,17 @@ print_sweep(const TsCollWorkload *ws, const TsCollTuneSummary *sums, guint n)
           "same run)\n");
 }
 
+/* The workload of OP --shape [--ranks] [--dtype]: RANKS from the shape, else --ranks, else one a
+ * core (at least 2); a sweep's shape is one of its sizes. */
+static gboolean
+coll_workload(const char *op, const TtArgs *a, const char *shape, TsCollWorkload *w,
+              GError **error)
+{
+  guint ranks = a->ranks > 0 ? (guint)a->ranks : MAX(g_get_num_processors(), 2u);
+  return ts_coll_workload_parse(w, op, shape, a->dtype ? a->dtype : "f32",
+                                strstr(shape, "RANKS") ? (guint)MAX(a->ranks, 0) : ranks, error);
+}
+
 int
 tt_cmd_coll(int argc, char **argv)
 {
@@ -211,7 +222,7 @@ tt_cmd_coll(int argc, char **argv)
   if (argc > 1)
     return tt_usage("unexpected argument '%s'", argv[1]);
   const char *backend = a.backend ? a.backend : "mpi";
-  if (strcmp(backend, "mpi") != 0 && strcmp(backend, "nccl") != 0)
+  if (!ts_coll_backend_known(backend))
     return tt_usage("%s: no collective backend '%s' (mpi, nccl)", op, backend);
   g_autoptr(GError) error = NULL;
   if (a.shape == NULL)
@@ -219,16 +230,13 @@ tt_cmd_coll(int argc, char **argv)
                     "BYTES=1048576)", op);
   if (a.ranks < 0)
     return tt_usage("--ranks must be positive");
-  guint ranks = a.ranks > 0 ? (guint)a.ranks : MAX(g_get_num_processors(), 2u);
   g_autoptr(GPtrArray) shapes = expand_shape(a.shape, &error);
   if (shapes == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
   /* Every size is checked before anything is launched. */
   g_autofree TsCollWorkload *ws = g_new0(TsCollWorkload, shapes->len);
   for (guint i = 0; i < shapes->len; i++) {
-    const char *shape = g_ptr_array_index(shapes, i);
-    if (!ts_coll_workload_parse(&ws[i], op, shape, a.dtype ? a.dtype : "f32",
-                                strstr(shape, "RANKS") ? (guint)a.ranks : ranks, &error))
+    if (!coll_workload(op, &a, g_ptr_array_index(shapes, i), &ws[i], &error))
       return tt_fail(TT_EXIT_USAGE, error);
   }
   g_auto(GStrv) launcher = NULL;
@@ -451,8 +459,7 @@ tt_cmd_coll_model(int argc, char **argv)
   for (guint k = 0; k < keys->len; k++) {
     const TsDbTrialKey *key = g_ptr_array_index(keys, k);
     TsCollWorkload w;
-    if ((g_strcmp0(key->device.backend, "mpi") != 0 &&
-         g_strcmp0(key->device.backend, "nccl") != 0) ||
+    if (!ts_coll_backend_known(key->device.backend) ||
         !ts_coll_workload_parse(&w, key->op, key->shape, key->dtype, 0, NULL))
       continue;
     g_autofree char *m = ts_coll_machine(key->device.name, key->device.arch);
@@ -588,7 +595,8 @@ coll_keys(TsDb *db, const TsCollWorkload *w, const char *backend, GError **error
   return mine;
 }
 
-static void
+/* Returns whether the key has a best. */
+static gboolean
 show_key(TsDb *db, const TsCollWorkload *w, const TsDbTrialKey *k, guint limit, gboolean lookup,
          gboolean json, JsonBuilder *b)
 {
@@ -629,7 +637,7 @@ show_key(TsDb *db, const TsCollWorkload *w, const TsDbTrialKey *k, guint limit, 
     json_trials(b, db, w, k->workload_id, k->device_id, k->toolchain_id);
   json_builder_end_object(b);
   if (json)
-    return;
+    return best != NULL;
   g_print("%s on %s (%s), %s:\n", k->device.backend, k->device.name, k->device.arch, k->compiler);
   if (lookup) {
     if (best)
@@ -637,7 +645,7 @@ show_key(TsDb *db, const TsCollWorkload *w, const TsDbTrialKey *k, guint limit, 
               best->median_ns * 1e-3, ts_coll_busbw(w, best->median_ns) * 1e-9, env_text);
     else
       g_print("  no verified trial\n");
-    return;
+    return best != NULL;
   }
   g_print("%7s  %-13s %11s %11s  %-12s %s\n", "trial", "status", "median us", "busbw GB/s",
           "strategy", "schedule");
@@ -651,6 +659,7 @@ show_key(TsDb *db, const TsCollWorkload *w, const TsDbTrialKey *k, guint limit, 
             best && best->id == t->id ? "*" : " ", t->id, ts_db_trial_status_name(t->status),
             median, bw, t->strategy ? t->strategy : "-", t->schedule);
   }
+  return best != NULL;
 }
 
 int
@@ -672,9 +681,7 @@ tt_cmd_coll_show(int argc, char **argv, gboolean lookup)
     return tt_usage("--shape is required (BYTES, each rank's input: e.g. --shape BYTES=1M)");
   g_autoptr(GError) error = NULL;
   TsCollWorkload w;
-  guint ranks = a.ranks > 0 ? (guint)a.ranks : MAX(g_get_num_processors(), 2u);
-  if (!ts_coll_workload_parse(&w, argv[1], a.shape, a.dtype ? a.dtype : "f32",
-                              strstr(a.shape, "RANKS") ? (guint)MAX(a.ranks, 0) : ranks, &error))
+  if (!coll_workload(argv[1], &a, a.shape, &w, &error))
     return tt_fail(TT_EXIT_USAGE, error);
   g_autoptr(TsDb) db = tt_db(&a, TT_DB_READ, &error);
   if (db == NULL)
@@ -684,9 +691,10 @@ tt_cmd_coll_show(int argc, char **argv, gboolean lookup)
     return tt_fail(tt_error_code(error), error);
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_array(b);
+  gboolean any = FALSE; /* lookup's promise is an answer: none is a missing key, as a kernel's */
   for (guint i = 0; i < keys->len; i++)
-    show_key(db, &w, g_ptr_array_index(keys, i), a.limit > 0 ? (guint)a.limit : G_MAXUINT,
-             lookup, a.json, b);
+    any |= show_key(db, &w, g_ptr_array_index(keys, i),
+                    a.limit > 0 ? (guint)a.limit : G_MAXUINT, lookup, a.json, b);
   json_builder_end_array(b);
   if (a.json) {
     g_autoptr(JsonNode) root = json_builder_get_root(b);
@@ -696,14 +704,6 @@ tt_cmd_coll_show(int argc, char **argv, gboolean lookup)
     g_autofree char *what = ts_coll_workload_describe(&w);
     g_print("(no trials stored for %s%s%s)\n", what, a.backend ? " on " : "",
             a.backend ? a.backend : "");
-  }
-  /* lookup's promise is an answer: none is a missing key, as for a kernel */
-  gboolean any = FALSE;
-  for (guint i = 0; i < keys->len; i++) {
-    const TsDbTrialKey *k = g_ptr_array_index(keys, i);
-    g_autoptr(TsDbTrial) best = ts_db_get_best(db, k->workload_id, k->device_id,
-                                               k->toolchain_id, NULL);
-    any = any || best != NULL;
   }
   return !lookup || any ? TT_EXIT_OK : TT_EXIT_CANDIDATE;
 }

@@ -617,8 +617,7 @@ ts_coll_tune_observations(TsDb *db, const char *machine, TsCollDtype dtype, GErr
   for (guint k = 0; k < keys->len; k++) {
     const TsDbTrialKey *key = g_ptr_array_index(keys, k);
     TsCollWorkload w;
-    if ((g_strcmp0(key->device.backend, "mpi") != 0 &&
-         g_strcmp0(key->device.backend, "nccl") != 0) ||
+    if (!ts_coll_backend_known(key->device.backend) ||
         !ts_coll_workload_parse(&w, key->op, key->shape, key->dtype, 0, NULL) ||
         w.dtype != dtype)
       continue;
