@@ -335,13 +335,14 @@ test_timer_alternate(void)
   }
 }
 
-/* The injected slowdown is real time: with 0.5, every sample of one timer is its launch plus a
- * spin of half of it. Noise only ever adds time, so the fastest sample of each side is compared:
- * the slowed one is at least 1.5x the fastest launch, the plain one is that launch unless all of
- * its samples were disturbed (medians are not robust to that when tests run side by side on a
- * loaded machine). One thread: an OpenMP team on a 2-core machine shared with another test waits
- * at its barrier for a descheduled peer on every launch (CI once saw 12 ms for every sample of
- * this 64^3 gemm, both sides), which no number of samples escapes. */
+/* The injected slowdown is real time: with 2.0, every sample of one timer is its launch plus a
+ * spin of twice it. Noise only ever adds time, so the fastest sample of each side is compared:
+ * the slowed one is at least 3x its own fastest launch, the plain one is that launch unless all of
+ * its samples were disturbed. CI once saw every plain sample of a round slower than the slowed
+ * side's fastest launch (ASan, tests side by side on 2 cores), so a round that shows less than
+ * 1.5x is measured again: a working slowdown shows in one of a few rounds, a missing one in none.
+ * One thread: an OpenMP team on a 2-core machine shared with another test waits at its barrier
+ * for a descheduled peer on every launch, which no number of samples escapes. */
 static void
 test_timer_slowdown(void)
 {
@@ -351,21 +352,26 @@ test_timer_slowdown(void)
   g_autoptr(TsModule) module = compile_source(src, entry);
   g_autoptr(TsOpTimer) plain = timer_ok(inst, module);
   g_autoptr(TsOpTimer) slowed = timer_ok(inst, module);
-  ts_op_timer_set_slowdown(slowed, 0.5);
+  ts_op_timer_set_slowdown(slowed, 2.0);
   g_autoptr(GError) error = NULL;
   double warm = 0;
   g_assert_true(ts_op_timer_sample(plain, 2, 1, &warm, &error));
   g_assert_true(ts_op_timer_sample(slowed, 2, 1, &warm, &error));
-  enum { N = 31 };
-  double sp[N], ss[N];
-  for (guint i = 0; i < N; i++) {
-    g_assert_true(ts_op_timer_sample(plain, 0, 1, &sp[i], &error));
-    g_assert_true(ts_op_timer_sample(slowed, 0, 1, &ss[i], &error));
-    g_assert_no_error(error);
+  enum { N = 31, ROUNDS = 4 };
+  double best_ratio = 0;
+  for (guint round = 0; round < ROUNDS && best_ratio < 1.5; round++) {
+    double sp[N], ss[N];
+    for (guint i = 0; i < N; i++) {
+      g_assert_true(ts_op_timer_sample(plain, 0, 1, &sp[i], &error));
+      g_assert_true(ts_op_timer_sample(slowed, 0, 1, &ss[i], &error));
+      g_assert_no_error(error);
+    }
+    double mp = min_of(sp, N), ms = min_of(ss, N);
+    g_test_message("round %u: fastest %.0f ns plain, %.0f ns with slowdown 2.0 (x%.2f)", round,
+                   mp, ms, ms / mp);
+    best_ratio = MAX(best_ratio, ms / mp);
   }
-  double mp = min_of(sp, N), ms = min_of(ss, N);
-  g_test_message("fastest %.0f ns plain, %.0f ns with slowdown 0.5 (x%.2f)", mp, ms, ms / mp);
-  g_assert_cmpfloat(ms, >=, 1.3 * mp);
+  g_assert_cmpfloat(best_ratio, >=, 1.5);
 
   /* Several samples per call stretch each launch too. */
   double batch[4] = {0};
