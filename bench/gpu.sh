@@ -302,12 +302,13 @@ coll_nccl() {
 
 TMA_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
 COOP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2)'
-export TMA_POINT COOP_POINT
+PP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(2)'
+export TMA_POINT COOP_POINT PP_POINT
 
 sanitizer() {  # racecheck | memcheck: the TMA gemm, plain and warp-specialized, one launch each
   command -v compute-sanitizer >/dev/null || { echo "note: no compute-sanitizer on this machine"; return 77; }
   local rc=0 p
-  for p in "$TMA_POINT" "$COOP_POINT"; do
+  for p in "$TMA_POINT" "$COOP_POINT" "$PP_POINT"; do
     compute-sanitizer --tool "$1" --error-exitcode 9 --print-limit 20 \
       "$TT" run gemm --backend cuda --shape M=256,N=256,K=1024 --dtype bf16 --samples 1 \
       --schedule "$p" || rc=1
@@ -353,7 +354,7 @@ tune_default() {
   echo "note: $point"
 }
 
-WGMMA_SPACE='block(m=[128,256], n=[128,256], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["cp_async","tma"]).schedule(["plain","coop"]).persistent([0,132])'
+WGMMA_SPACE='block(m=[128,256], n=[128,256], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["cp_async","tma"]).schedule(["plain","coop","pingpong"]).persistent([0,132])'
 export WGMMA_SPACE
 
 table() {
@@ -445,6 +446,9 @@ case $PHASE in
     'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma")'
   step smoke-gemm-wgmma-coop 20 smoke gemm M=1024,N=1024,K=1024 \
     'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop")'
+  # 64 tiles, two a CTA: the consumers take turns on named barriers.
+  step smoke-gemm-wgmma-pingpong 20 smoke gemm M=1024,N=1024,K=1024 \
+    'block(m=128,n=128,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("pingpong")'
   # 256 tiles on the 132 CTAs of a persistent grid: most CTAs take two.
   step smoke-gemm-wgmma-persistent 20 smoke gemm M=4096,N=2048,K=512 \
     'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop").persistent(132)'

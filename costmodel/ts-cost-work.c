@@ -131,13 +131,16 @@ gemm_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   double M = dim(t, "M"), N = dim(t, "N"), K = dim(t, "K"), e = t->elem_bytes;
   double BM = w->tile_m, BN = w->tile_n, BK = w->tile_k, W = w->warps, S = w->stages;
   gboolean wg = w->wgmma > 0;
-  /* schedule("coop") adds a producer warpgroup to the W math warps and keeps the whole ring in
-   * flight (no CTA barrier per slice). */
-  gboolean coop = g_strcmp0(ts_sched_point_get_str(p, "schedule", "plain"), "coop") == 0;
+  /* schedule("coop") and ("pingpong") add a producer warpgroup to the W math warps and keep the
+   * whole ring in flight (no CTA barrier per slice); a pingpong consumer holds a whole tile and
+   * stores it while the other multiplies. */
+  const char *sched = ts_sched_point_get_str(p, "schedule", "plain");
+  gboolean pingpong = g_strcmp0(sched, "pingpong") == 0;
+  gboolean coop = pingpong || g_strcmp0(sched, "coop") == 0;
   double threads = W * 32;
   w->units = cdiv(M, BM) * cdiv(N, BN);
   w->work_flops = w->units * BM * BN * K * 2;
-  w->accumulators = BM * BN / threads;
+  w->accumulators = BM * BN / (pingpong ? 128 : threads);
   /* With the TMA one thread issues the copies: no thread keeps copy addresses in registers
    * (sm_90a link logs: 58, 90, 154 registers for 32, 64, 128 accumulators, against 114, 154,
    * 254 with cp.async), and the ring gains 8 bytes of mbarrier a stage. */
@@ -158,7 +161,7 @@ gemm_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   /* Warps split the tile 2 x (W/2) for mma.sync; a warpgroup owns 64 rows for wgmma. */
   double wm = wg ? 64 : BM / 2, wn = wg ? BN : BN / MAX(W / 2, 1);
   w->compute_eff = mma * smem_feed(t, wm, wn, mma) * (w->spill_bytes > 0 ? 0.7 : 1);
-  w->overlap = 1 - 1 / (MAX(S, 1) * w->blocks_per_sm);
+  w->overlap = 1 - 1 / (MAX(S, 1) * w->blocks_per_sm * (pingpong ? 2 : 1));
   /* cp.async: each thread keeps 16 bytes a stage in flight; the TMA keeps whole slices in
    * flight (STAGES - 2 ahead on the wgmma ring), whatever the thread count. */
   double ahead = coop ? S : MAX(S - 2, 1);

@@ -317,33 +317,44 @@ gemm_tile_origin(TsTileNode *parent, const char *tile)
   ts_tile_let(parent, "n0", TS_DTYPE_INT32, n0);
 }
 
-/* The CTA's walk over tiles bx, bx + gridDim.x, ... (both roles of the coop loop walk it
- * alike): each tile's origin, and `base`, the CTA's slices before it. */
+/* The CTA's walk over tiles bx + first * gridDim.x (first NULL: bx), stepping `every` CTA
+ * strides (the producer and coop's consumers walk every tile; a ping-pong consumer, from the
+ * tile of its turn, every other): each
+ * tile's origin, `j`, its index among the CTA's tiles, and `base`, the CTA's slices before it. */
 static TsTileNode *
-gemm_ws_tiles(TsTileNode *parent)
+gemm_ws_tiles(TsTileNode *parent, const char *first, int every)
 {
-  TsTileNode *t = ts_tile_for(parent, "tile", "bx", "TILES_M * TILES_N", "gridDim.x",
-                              TS_FOR_SERIAL);
+  g_autofree char *from = first ? g_strdup_printf("bx + (%s) * gridDim.x", first) : g_strdup("bx");
+  g_autofree char *step = every > 1 ? g_strdup_printf("%d * gridDim.x", every) : g_strdup("gridDim.x");
+  TsTileNode *t = ts_tile_for(parent, "tile", from, "TILES_M * TILES_N", step, TS_FOR_SERIAL);
   gemm_tile_origin(t, "tile");
-  ts_tile_let(t, "base", TS_DTYPE_INT32, "(tile - bx) / gridDim.x * kt");
+  ts_tile_let(t, "j", TS_DTYPE_INT32, "(tile - bx) / gridDim.x");
+  ts_tile_let(t, "base", TS_DTYPE_INT32, "j * kt");
   return t;
 }
 
-/* schedule("coop"): the TMA/wgmma loop warp-specialized. Warpgroup 0 is the producer: it gives
- * up registers (setmaxnreg) and its thread 0 refills ring slot it % STAGES with the CTA's it-th
- * slice as soon as the consumers have released the slot's previous slice (its empty barrier),
- * so all STAGES slices can be in flight instead of STAGES - 2 behind a CTA barrier per slice.
- * Warpgroups 1..WGS are the consumers (each owns BM / WGS rows of the tile, as in the plain
- * loop): they take the registers, wait for slice it's full barrier, issue its wgmmas, and once
- * the wait in ts_wgmma_tile has retired slice it - 1's wgmmas hand that slot back; a tile's
- * last slot goes back after the final wait, before its epilogue. The CTA walks tiles bx,
- * bx + gridDim.x, ...: one tile when the grid has one CTA per tile, several with
- * persistent(P) (P CTAs, the GPU's SM count), where the producer loads the next tile's slices
- * while the consumers store the last one. `it` counts the CTA's slices over all its tiles, so
- * the ring's slots and phases run on across tiles. The role is read from a warp-uniform
- * broadcast (ts_warpgroup), so ptxas sees uniform branches around the wgmmas. */
+/* schedule("coop") and schedule("pingpong"): the TMA/wgmma loop warp-specialized. Warpgroup 0
+ * is the producer: it gives up registers (setmaxnreg) and its thread 0 refills ring slot
+ * it % STAGES with the CTA's it-th slice as soon as the slot's previous slice has been
+ * released (its empty barrier), so all STAGES slices can be in flight instead of STAGES - 2
+ * behind a CTA barrier per slice. Warpgroups 1 and 2 are the consumers: they take the
+ * registers, wait for slice it's full barrier, issue its wgmmas, and once the wait in
+ * ts_wgmma_tile has retired slice it - 1's wgmmas hand that slot back; a tile's last slot goes
+ * back after the final wait, before its epilogue.
+ *   coop: both consumers work on every tile, each on its BM / 2 rows; a slot's empty barrier
+ *   completes on both releases.
+ *   pingpong: each consumer owns whole tiles, taking turns — consumer c the CTA's tiles
+ *   j = c, c + 2, ... — so one stores its tile while the other multiplies; a named barrier per
+ *   consumer passes the turn once a main loop has issued its last wgmma (ts_order_wait /
+ *   ts_order_signal), and a slot's empty barrier completes on its one reader's release.
+ * The CTA walks tiles bx, bx + gridDim.x, ...: one per CTA in a coop grid of one CTA per tile,
+ * two in a pingpong grid of one CTA per two tiles, several with persistent(P) (P CTAs, the
+ * GPU's SM count), where the producer loads the next tile's slices while a consumer stores the
+ * last one. `it` counts the CTA's slices over all its tiles, so the ring's slots and phases run
+ * on across tiles. The role is read from a warp-uniform broadcast (ts_warpgroup), so ptxas sees
+ * uniform branches around the wgmmas. */
 static void
-gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t)
+gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t, gboolean pingpong)
 {
   g_autofree char *load_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK", t);
   g_autofree char *load_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN", t);
@@ -355,7 +366,7 @@ gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t)
   TsTileNode *prod = ts_tile_if(g, "wg == 0");
   ts_tile_intrinsic(prod, "setmaxnreg_dec", "N=PRODUCER_REGS", NULL);
   TsTileNode *lead = ts_tile_if(prod, "threadIdx.x == 0");
-  TsTileNode *pt = gemm_ws_tiles(lead);
+  TsTileNode *pt = gemm_ws_tiles(lead, NULL, 1);
   TsTileNode *pl = ts_tile_for(pt, "kb", "0", "kt", "1", TS_FOR_SERIAL);
   ts_tile_let(pl, "it", TS_DTYPE_INT32, "base + kb");
   ts_tile_let(pl, "ring", TS_DTYPE_INT32, "it % STAGES");
@@ -370,9 +381,14 @@ gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t)
 
   TsTileNode *cons = ts_tile_if(g, "wg > 0");
   ts_tile_intrinsic(cons, "setmaxnreg_inc", "N=CONSUMER_REGS", NULL);
-  TsTileNode *ct = gemm_ws_tiles(cons);
-  ts_tile_alloc(ct, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
-                "m64nBNk16 accumulators [mi][BN/2] of each consumer thread, zeroed per tile");
+  TsTileNode *ct = gemm_ws_tiles(cons, pingpong ? "wg - 1" : NULL, pingpong ? 2 : 1);
+  ts_tile_alloc(ct, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / (128 * WGS)", FALSE,
+                pingpong ? "m64nBNk16 accumulators [mi][BN/2] of each consumer thread, the "
+                           "whole tile's, zeroed per tile"
+                         : "m64nBNk16 accumulators [mi][BN/2] of each consumer thread, its "
+                           "warpgroup's rows, zeroed per tile");
+  if (pingpong)
+    ts_tile_intrinsic(ct, "order_wait", NULL, "wg", "j > 0", NULL);
   TsTileNode *cl = ts_tile_for(ct, "kb", "0", "kt", "1", TS_FOR_SERIAL);
   ts_tile_let(cl, "it", TS_DTYPE_INT32, "base + kb");
   ts_tile_let(cl, "ring", TS_DTYPE_INT32, "it % STAGES");
@@ -382,6 +398,10 @@ gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t)
                     NULL);
   ts_tile_intrinsic(cl, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + (it + STAGES - 1) % STAGES)",
                     "kb > 0", NULL);
+  /* Named barrier 3 - wg is the other consumer's; it waits only for a tile that exists. */
+  if (pingpong)
+    ts_tile_intrinsic(ct, "order_signal", NULL, "3 - wg", "tile + gridDim.x < TILES_M * TILES_N",
+                      NULL);
   ts_tile_intrinsic(ct, gemm_wgmma.drain, "PENDING=0", NULL);
   ts_tile_intrinsic(ct, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + (base + kt - 1) % STAGES)",
                     "true", NULL);
@@ -432,30 +452,36 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
                 "mma(\"wgmma\")");
     return FALSE;
   }
-  const gboolean coop = g_strcmp0(sched, "coop") == 0;
-  if (!coop && g_strcmp0(sched, "plain") != 0) {
+  const gboolean pingpong = g_strcmp0(sched, "pingpong") == 0;
+  /* ws: warp-specialized, a producer warpgroup and two consumers (coop or pingpong). */
+  const gboolean ws = pingpong || g_strcmp0(sched, "coop") == 0;
+  if (!ws && g_strcmp0(sched, "plain") != 0) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "gemm: schedule(\"%s\"): the CUDA lowering has \"plain\" (every warp loads "
-                "and multiplies) and \"coop\" (a producer warpgroup, consumer warpgroups)",
+                "and multiplies), \"coop\" (a producer warpgroup, two consumer warpgroups "
+                "sharing each tile) and \"pingpong\" (two consumers taking turns, a tile each)",
                 sched);
     return FALSE;
   }
-  if (P < 0 || (P > 0 && !coop)) {
+  if (P < 0 || (P > 0 && !ws)) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "gemm: persistent(%" G_GINT64_FORMAT "): CTAs that loop over the tiles need "
-                "schedule(\"coop\") (persistent(0): one CTA per tile)", P);
+                "schedule(\"coop\") or schedule(\"pingpong\") (persistent(0): one CTA per "
+                "tile, or per two with pingpong)", P);
     return FALSE;
   }
-  if (coop && (!tma || W != 8)) {
+  if (ws && (!tma || W != 8)) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "gemm: schedule(\"coop\") is warp-specialized around the TMA, with two consumer "
-                "warpgroups: use it with mma(\"wgmma\").load(\"tma\").warps(8)");
+                "gemm: schedule(\"%s\") is warp-specialized around the TMA, with two consumer "
+                "warpgroups: use it with mma(\"wgmma\").load(\"tma\").warps(8)", sched);
     return FALSE;
   }
   const gint64 elem = ts_dtype_bits(dt) / 8;
   /* mma.sync: 8 warps split the longer side of the tile 4 ways, so warp tiles stay
-   * square-ish. wgmma: warpgroups (4 warps) split the rows, 64 or 128 each. */
-  const gint64 WARPS_M = W == 4 ? 2 : (BM >= BN ? 4 : 2), WARPS_N = W / WARPS_M, WGS = W / 4;
+   * square-ish. wgmma: warpgroups (4 warps) split the rows, 64 or 128 each — except with
+   * pingpong, where each consumer warpgroup holds a whole tile. */
+  const gint64 WARPS_M = W == 4 ? 2 : (BM >= BN ? 4 : 2), WARPS_N = W / WARPS_M,
+               WGS = pingpong ? 1 : W / 4;
   if (wgmma) {
     if (BK * elem != 128 || (BM / WGS) % 64 || BN % 64 || BN > 256 || S < 3 ||
         g_strcmp0(swz, "xor") != 0) {
@@ -464,6 +490,14 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
                   "warpgroup (BM=%" G_GINT64_FORMAT " over %" G_GINT64_FORMAT "), BN a "
                   "multiple of 64 up to 256, at least 3 stages and swizzle(\"xor\")",
                   BM, WGS);
+      return FALSE;
+    }
+    if (pingpong && BM * BN > 128 * 128) {
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                  "gemm: schedule(\"pingpong\") keeps a whole %" G_GINT64_FORMAT "x%"
+                  G_GINT64_FORMAT " tile in one warpgroup's registers, %" G_GINT64_FORMAT
+                  " floats a thread; at most 128 fit beside the addresses (BM * BN <= 16384)",
+                  BM, BN, BM * BN / 128);
       return FALSE;
     }
   } else if ((BM / WARPS_M) % 16 || (BN / WARPS_N) % 16 || BK % 16) {
@@ -477,7 +511,7 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   const gint64 M = ts_shape_get(s, "M"), N = ts_shape_get(s, "N");
   const gint64 gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
   /* The TMA ring's mbarriers follow the ring: 8 bytes a slot (16 with coop's full/empty pairs). */
-  const gint64 smem = S * (BM * BK + BK * BN) * elem + (tma ? (coop ? 16 : 8) * S : 0);
+  const gint64 smem = S * (BM * BK + BK * BN) * elem + (tma ? (ws ? 16 : 8) * S : 0);
 
   ts_tile_kernel_define(k, "BM", BM);
   ts_tile_kernel_define(k, "BN", BN);
@@ -496,7 +530,7 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   ts_tile_kernel_define(k, "GROUP", G);
   ts_tile_kernel_define(k, "TILES_M", gm);
   ts_tile_kernel_define(k, "TILES_N", gn);
-  if (coop) {
+  if (ws) {
     /* The 384 threads start with 168 registers each (64K an SM, __launch_bounds__(384, 1));
      * the producer warpgroup drops to 40 and the two consumers take the rest, 232 (setmaxnreg
      * counts in steps of 8; the total stays within 64K). Only with a fixed entry count of at
@@ -512,21 +546,22 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     ts_tile_kernel_add_tensor_map(k, "tma_b", "B", "N", "K", 128 / elem, BK, 128);
   }
 
-  const gint64 ctas = P > 0 ? MIN(P, gm * gn) : gm * gn;
-  TsTileNode *g = ts_tile_grid(k->body, ctas, 1, 1, W * 32 + (coop ? 128 : 0), smem);
+  const gint64 tiles = gm * gn;
+  const gint64 ctas = P > 0 ? MIN(P, tiles) : pingpong ? (tiles + 1) / 2 : tiles;
+  TsTileNode *g = ts_tile_grid(k->body, ctas, 1, 1, W * 32 + (ws ? 128 : 0), smem);
   if (wgmma) {
     ts_tile_alloc(g, k, "As", TS_MEM_SHARED, dt, "STAGES * BM * BK", FALSE,
                   "ring of STAGES BMx64 slices, K-major, 128-byte swizzle");
     ts_tile_alloc(g, k, "Bs", TS_MEM_SHARED, dt, "STAGES * BK * BN", FALSE,
                   "ring of STAGES 64xBN slices, N-major 64x64 panels, 128-byte swizzle");
-    if (coop)
+    if (ws)
       ts_tile_alloc(g, k, "bars", TS_MEM_SHARED, TS_DTYPE_INT32, "4 * STAGES", FALSE,
                     "2 x STAGES mbarriers (8 bytes each): a slot's slice has landed (full), "
                     "its readers are done (empty)");
     else if (tma)
       ts_tile_alloc(g, k, "bars", TS_MEM_SHARED, TS_DTYPE_INT32, "2 * STAGES", FALSE,
                     "STAGES mbarriers (8 bytes each): a ring slot's slice has landed");
-    if (!coop)
+    if (!ws)
       ts_tile_alloc(g, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
                     "m64nBNk16 accumulators [mi][BN/2] of each warpgroup thread");
   } else {
@@ -537,13 +572,14 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     ts_tile_alloc(g, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / THREADS", FALSE,
                   "m16n8 accumulator fragments [mi][ni][4]");
   }
-  /* Grouped rasterisation: CTA bx takes tile bx (coop: tiles bx, bx + gridDim.x, ...). */
+  /* Grouped rasterisation: CTA bx takes tile bx (warp-specialized: tiles bx, bx + gridDim.x,
+   * ...). */
   ts_tile_let(g, "width", TS_DTYPE_INT32, "GROUP * TILES_N");
-  if (!coop)
+  if (!ws)
     gemm_tile_origin(g, "bx");
   ts_tile_let(g, "kt", TS_DTYPE_INT32, "(K + BK - 1) / BK");
-  if (coop)
-    gemm_cuda_loop_ws(g, k, ts_dtype_name(dt));
+  if (ws)
+    gemm_cuda_loop_ws(g, k, ts_dtype_name(dt), pingpong);
   else if (tma)
     gemm_cuda_loop_tma(g, ts_dtype_name(dt));
   else
@@ -595,22 +631,28 @@ const TsOpDef ts__op_gemm = {
    * warpgroup, whole 64-column B panels, BK one 128-byte swizzle row, and a ring of at least
    * 3 stages (the loop keeps one slice's wgmmas in flight). load("tma") replaces the
    * cp.async copies of the wgmma path by TMA boxes on mbarriers (8 more bytes of shared memory
-   * a stage). */
+   * a stage). schedule("coop") and ("pingpong") warp-specialize that path (8 warps: two
+   * consumer warpgroups beside the producer); pingpong's consumers each hold a whole tile, so
+   * its tiles keep to 128 accumulators a thread (BM * BN <= 16384) and, 64-row blocks being a
+   * warpgroup's, BM need not split in two. */
   .cuda_space = "block(m=[64,128,256], n=[64,128,256], k=[32,64]).warps([4,8]).stages([2,3,4])"
                 ".vector([8]).swizzle([\"xor\"]).raster([8]).mma([\"sync\",\"wgmma\"])"
-                ".load([\"cp_async\",\"tma\"]).schedule([\"plain\",\"coop\"]).persistent([0,132])"
+                ".load([\"cp_async\",\"tma\"]).schedule([\"plain\",\"coop\",\"pingpong\"])"
+                ".persistent([0,132])"
                 ".where(BM * BN / (warps * 32) <= 128,"
+                " schedule != \"pingpong\" || BM * BN <= 128 * 128,"
                 " warps == 8 || BM * BN / (warps * 32) <= 64,"
                 " stages * (BM * BK + BK * BN) * 2 <= smem_bytes,"
                 " mma == \"wgmma\" || BM * BN / (warps * 32) * BK <= 128 * 32,"
                 " mma == \"wgmma\" || warps == 8 || BK < 64 || BN <= BM || stages == 2,"
-                " mma == \"sync\" || has_wgmma == 1 && BK == 64 && stages >= 3"
-                " && BM / (warps / 4) % 64 == 0 && BN % 64 == 0 && swizzle == \"xor\","
+                " mma == \"sync\" || has_wgmma == 1 && BK == 64 && stages >= 3 && BM % 64 == 0"
+                " && (schedule == \"pingpong\" || BM / (warps / 4) % 64 == 0)"
+                " && BN % 64 == 0 && swizzle == \"xor\","
                 " load == \"cp_async\" || mma == \"wgmma\""
                 " && stages * (BM * BK + BK * BN) * 2 + 8 * stages <= smem_bytes,"
                 " schedule == \"plain\" || load == \"tma\" && warps == 8"
                 " && stages * (BM * BK + BK * BN) * 2 + 16 * stages <= smem_bytes,"
-                " persistent == 0 || schedule == \"coop\" && persistent <= gpu_sms,"
+                " persistent == 0 || schedule != \"plain\" && persistent <= gpu_sms,"
                 " K % vector == 0, N % vector == 0)",
   .cuda_default = "block(m=128,n=128,k=32).warps(8).stages(4).vector(8).swizzle(\"xor\").raster(8)"
                   ".mma(\"sync\").load(\"cp_async\").schedule(\"plain\").persistent(0)",

@@ -563,7 +563,9 @@ test_attention_cuda_lowering(void)
 /* gemm's wgmma points exist where the arch has wgmma: the space's env says so per device
  * (has_wgmma), so sm_80 prunes them by constraint and sm_90a (also the no-device default)
  * keeps them, every one lowering to the warpgroup primitives. The warp-specialized points
- * (schedule("coop")) are TMA points with two consumer warpgroups and a producer. */
+ * (schedule("coop"), ("pingpong")) are TMA points with two consumer warpgroups and a producer;
+ * pingpong's consumers each hold whole tiles (at most 128 x 128) and take turns on named
+ * barriers. */
 static void
 test_gemm_wgmma_space(void)
 {
@@ -575,8 +577,8 @@ test_gemm_wgmma_space(void)
   g_assert_no_error(error);
   static const struct {
     const char *arch; /* NULL: no device */
-    guint wgmma, coop;
-  } archs[] = {{"sm_90a", 32, 20}, {NULL, 32, 20}, {"sm_90", 0, 0}, {"sm_80", 0, 0}};
+    guint wgmma, coop, pingpong;
+  } archs[] = {{"sm_90a", 32, 20, 24}, {NULL, 32, 20, 24}, {"sm_90", 0, 0, 0}, {"sm_80", 0, 0, 0}};
   guint sync_90a = 0;
   for (guint a = 0; a < G_N_ELEMENTS(archs); a++) {
     TsDeviceInfo dev = {.backend = (char *)"cuda", .name = (char *)archs[a].arch,
@@ -585,7 +587,7 @@ test_gemm_wgmma_space(void)
     g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, archs[a].arch ? &dev : NULL);
     g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
     TsSchedPoint *p = NULL;
-    guint wgmma = 0, sync = 0, tma = 0, coop = 0;
+    guint wgmma = 0, sync = 0, tma = 0, coop = 0, pingpong = 0;
     while (ts_sched_iter_next(it, &p, &error)) {
       g_autoptr(TsSchedPoint) point = p;
       const gboolean is_tma = g_strcmp0(ts_sched_point_get_str(point, "load", NULL), "tma") == 0;
@@ -594,12 +596,20 @@ test_gemm_wgmma_space(void)
         sync++;
         continue;
       }
-      const gboolean is_coop =
-        g_strcmp0(ts_sched_point_get_str(point, "schedule", NULL), "coop") == 0;
+      const char *sched = ts_sched_point_get_str(point, "schedule", NULL);
+      const gboolean is_pp = g_strcmp0(sched, "pingpong") == 0;
+      const gboolean is_coop = is_pp || g_strcmp0(sched, "coop") == 0; /* warp-specialized */
+      const gint64 BM = ts_sched_point_get_int(point, "BM", 0),
+                   BN = ts_sched_point_get_int(point, "BN", 0);
       if (is_coop) {
         g_assert_true(is_tma);
         g_assert_cmpint(ts_sched_point_get_int(point, "warps", 0), ==, 8);
-        coop++;
+        if (is_pp) {
+          g_assert_cmpint(BM * BN, <=, 128 * 128);
+          pingpong++;
+        } else {
+          coop++;
+        }
       } else {
         wgmma++;
         tma += is_tma;
@@ -622,11 +632,18 @@ test_gemm_wgmma_space(void)
          * empty barriers, and no CTA barrier after the barriers' initialisation. */
         g_assert_true((strstr(src, "ts_setmaxnreg_inc<CONSUMER_REGS>();") != NULL) == is_coop);
         g_assert_true((strstr(src, "ts_mbar_arrive_wg(") != NULL) == is_coop);
-        /* persistent(132): 132 CTAs for the 32 x 16 tiles of 128 x 256 (else one a tile). */
-        if (ts_sched_point_get_int(point, "persistent", 0) > 0)
-          g_assert_nonnull(strstr(src, "_launch[7] = {132, 1, 1, 384, 1, 1,"));
-        else
-          g_assert_null(strstr(src, "_launch[7] = {132,"));
+        /* pingpong: turns passed on named barriers, a whole tile per consumer warpgroup. */
+        g_assert_true((strstr(src, "ts_order_wait(wg, j > 0);") != NULL) == is_pp);
+        g_assert_true((strstr(src, "ts_order_signal(3 - wg, ") != NULL) == is_pp);
+        g_assert_true((strstr(src, "WGS = 1;") != NULL) ==
+                      (is_pp || ts_sched_point_get_int(point, "warps", 0) == 4));
+        /* persistent(132): 132 CTAs (else one a tile, or with pingpong one per two). */
+        const gint64 tiles = (4096 / BM) * (4096 / BN);
+        g_autofree char *grid = g_strdup_printf(
+          "_launch[7] = {%" G_GINT64_FORMAT ", 1, 1, %d, 1, 1,",
+          ts_sched_point_get_int(point, "persistent", 0) > 0 ? 132 : is_pp ? tiles / 2 : tiles,
+          is_coop ? 384 : (int)ts_sched_point_get_int(point, "warps", 0) * 32);
+        g_assert_nonnull(strstr(src, grid));
         if (is_coop) {
           g_assert_nonnull(strstr(src, "__launch_bounds__(384, 1)"));
           const char *sync_at = strstr(src, "__syncthreads();");
@@ -638,6 +655,7 @@ test_gemm_wgmma_space(void)
     g_assert_no_error(error);
     g_assert_cmpuint(wgmma, ==, archs[a].wgmma);
     g_assert_cmpuint(coop, ==, archs[a].coop);
+    g_assert_cmpuint(pingpong, ==, archs[a].pingpong);
     g_assert_cmpuint(tma, ==, archs[a].wgmma / 2); /* every wgmma point, with either load */
     if (a == 0)
       sync_90a = sync;
@@ -664,7 +682,8 @@ test_gemm_wgmma_space(void)
   g_assert_cmpstr(ts_sched_point_get_str(def, "schedule", NULL), ==, "plain");
   static const char *const bad_coop[] = {
     "block(m=128,n=128,k=64).mma(\"wgmma\").load(\"cp_async\").schedule(\"coop\")",
-    "block(m=64,n=128,k=64).warps(4).mma(\"wgmma\").load(\"tma\").schedule(\"coop\")"};
+    "block(m=64,n=128,k=64).warps(4).mma(\"wgmma\").load(\"tma\").schedule(\"coop\")",
+    "block(m=64,n=128,k=64).warps(4).mma(\"wgmma\").load(\"tma\").schedule(\"pingpong\")"};
   for (guint i = 0; i < G_N_ELEMENTS(bad_coop); i++) {
     g_autoptr(TsSchedPoint) pt = ts_sched_point_parse(bad_coop[i], &error);
     g_assert_no_error(error);
@@ -678,6 +697,14 @@ test_gemm_wgmma_space(void)
   g_assert_no_error(error);
   g_assert_null(ts_op_instance_complete_point(inst, "cuda", plain_persistent, &error));
   assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "persistent == 0");
+  g_clear_error(&error);
+  /* A pingpong consumer holds its whole tile: 128 x 256 would take 256 accumulators a thread. */
+  g_autoptr(TsSchedPoint) pp_wide = ts_sched_point_parse(
+    "block(m=128,n=256,k=64).warps(8).stages(3).mma(\"wgmma\").load(\"tma\")"
+    ".schedule(\"pingpong\")", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_instance_complete_point(inst, "cuda", pp_wide, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "BM * BN <= 128 * 128");
   g_clear_error(&error);
 }
 

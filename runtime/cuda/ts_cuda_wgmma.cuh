@@ -139,6 +139,20 @@ template <int N> __device__ __forceinline__ void ts_setmaxnreg_inc()
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
+// Named barriers 1..15 (0 is __syncthreads'): bar.sync waits until THREADS threads (whole
+// warps) have arrived on barrier ID in this phase, counting itself; bar.arrive counts this
+// thread without waiting. Immediate ids let ptxas count the barriers a kernel uses (a register
+// id reserves all 16). The ping-pong schedule orders its two consumer warpgroups' main loops
+// with them.
+template <int ID, int THREADS> __device__ __forceinline__ void ts_bar_sync_named()
+{
+  asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+}
+template <int ID, int THREADS> __device__ __forceinline__ void ts_bar_arrive_named()
+{
+  asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+}
+
 // This thread's warpgroup, as a value the compiler knows to be the same across each warp (a
 // broadcast from lane 0): branches on it are warp-uniform, which wgmma code needs to stay
 // unserialized.
@@ -152,7 +166,9 @@ __device__ __forceinline__ int ts_warpgroup()
 // BK / 16 x MI wgmmas form one group, and on return only that group may still be running — the
 // previous slice's has finished, so its ring buffer may be refilled once every warpgroup has
 // passed this point (the next iteration's barrier). acc holds MI blocks of BN / 2 floats. The
-// WGS warpgroups doing the math are WG0, WG0 + 1, ... (WG0 = 1 behind a producer warpgroup).
+// warpgroups doing the math are WG0, WG0 + 1, ... (WG0 = 1 behind a producer warpgroup); the
+// rows a warpgroup owns repeat every WGS of them, so with WGS = 1 each owns the whole tile (the
+// ping-pong schedule, where the two consumers work on different tiles).
 template <class T, int BM, int BN, int BK, int WGS, int WG0 = 0>
 __device__ __forceinline__ void ts_wgmma_tile(float *acc, const T *As, const T *Bs)
 {
@@ -161,7 +177,7 @@ __device__ __forceinline__ void ts_wgmma_tile(float *acc, const T *As, const T *
   static_assert(WM % 64 == 0 && BN % 64 == 0, "warpgroup tiles are m64 blocks, BN whole panels");
   static_assert(BM * ROW % 1024 == 0 && BK * BN * (int)sizeof(T) % 1024 == 0,
                 "ring slices must keep every tile on a 1024-byte boundary");
-  const unsigned a = ts_smem_addr(As) + (unsigned)(((int)threadIdx.x / 128 - WG0) * WM * ROW);
+  const unsigned a = ts_smem_addr(As) + (unsigned)(((int)threadIdx.x / 128 - WG0) % WGS * WM * ROW);
   const unsigned b = ts_smem_addr(Bs);
   ts_wgmma_fence_acc<MI * BN / 2>(acc);
   ts_wgmma_fence();
@@ -199,7 +215,7 @@ __device__ __forceinline__ void ts_wgmma_store_acc(T *C, long long ldc, long lon
   if (ts_smem_addr(ts_smem) & 1023u)
     __trap();
   const int t = (int)threadIdx.x - 128 * WG0, lane = t % 32;
-  const long long r0 = row0 + t / 128 * WM + t / 32 % 4 * 16 + lane / 4;
+  const long long r0 = row0 + t / 128 % WGS * WM + t / 32 % 4 * 16 + lane / 4;
   const long long c0 = col0 + (lane % 4) * 2;
 #pragma unroll
   for (int mi = 0; mi < MI; mi++)
@@ -210,4 +226,26 @@ __device__ __forceinline__ void ts_wgmma_store_acc(T *C, long long ldc, long lon
         const float *v = acc + mi * (BN / 2) + j * 4 + h * 2;
         ts_store_pair<T>(C, ldc, r0 + mi * 64 + h * 8, c0 + j * 8, rows, cols, v[0], v[1]);
       }
+}
+
+// ---- warp specialization: the ping-pong order ----
+// schedule("pingpong") (op-gemm.c): consumer warpgroups 1 and 2 take turns on the tensor cores,
+// one tile each, so one's epilogue runs while the other's main loop does. Consumer c's turn
+// begins on named barrier 1 + c, which the other consumer arrives on once its own main loop
+// has issued its last wgmma: bar.sync by the waiting warpgroup's 128 threads plus bar.arrive
+// by the other's 128 complete a phase of 256. `valid` skips a turn with no predecessor (the
+// CTA's first tile) or no successor (its last), so every arrival is matched by a wait.
+__device__ __forceinline__ void ts_order_wait(int id, bool valid)
+{
+  if (valid && id == 1)
+    ts_bar_sync_named<1, 256>();
+  else if (valid)
+    ts_bar_sync_named<2, 256>();
+}
+__device__ __forceinline__ void ts_order_signal(int id, bool valid)
+{
+  if (valid && id == 1)
+    ts_bar_arrive_named<1, 256>();
+  else if (valid)
+    ts_bar_arrive_named<2, 256>();
 }

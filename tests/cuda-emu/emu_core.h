@@ -9,8 +9,9 @@
 // threads arrived, queued, and computed as late as wgmma.wait_group allows, from shared memory
 // located by decoding the matrix descriptors (swizzle mode, LBO, SBO) per the ISA text; shared
 // memory it still has to read must not be overwritten, and cp.async data must have been fenced
-// into the async proxy (fence.proxy.async) before it reads them. EMU_PLANT selects a
-// deliberate bug (self-test: must fail).
+// into the async proxy (fence.proxy.async) before it reads them. Named barriers (bar.sync,
+// bar.arrive) count threads per id; a wait no arrival can complete, or an arrival left over at
+// the CTA's end, is an error. EMU_PLANT selects a deliberate bug (self-test: must fail).
 #pragma once
 #include <cassert>
 #include <cmath>
@@ -101,6 +102,12 @@ struct EmuBar {
   long long tx = 0;
   std::vector<EmuTma> inflight;
 };
+// A named barrier (bar.sync / bar.arrive with an id): a phase completes when `count` threads
+// have arrived, counting the waiting ones; every participant of a phase must give the same count.
+struct EmuNamedBar {
+  int arrived = 0, count = 0;
+  unsigned gen = 0;
+};
 struct Emu {
   std::vector<EmuThread> th;
   std::vector<EmuWarp> warps;
@@ -116,13 +123,16 @@ struct Emu {
   std::vector<int> wg_reads; // per smem byte: reads of wgmmas not yet finished
   std::vector<EmuGroup> wgs;
   std::vector<std::pair<unsigned, EmuBar>> bars; // by shared-memory address, this CTA's
+  EmuNamedBar named[16];                         // bar.sync / bar.arrive ids, this CTA's
   int eager = 0;
   int plant = 0; // 1: ldmatrix without .trans transposes; 2: cp.async.wait_group waits for nothing;
                  // 3: wgmma ignores imm-trans-b; 4: wgmma ignores the descriptor's swizzle mode;
                  // 5: the TMA ignores the map's swizzle; 6: an mbarrier wait waits for nothing;
-                 // 7: a plain mbarrier arrive completes the phase (ignores the other arrivals)
+                 // 7: a plain mbarrier arrive completes the phase (ignores the other arrivals);
+                 // 8: bar.arrive on a named barrier is lost (not counted)
   long errors = 0;
-  long stalled = 0; // mbarrier waits answered "not yet" since a phase last completed
+  long stalled = 0; // mbarrier and named-barrier waits answered "not yet" since a phase last
+                    // completed
 };
 extern Emu emu;
 
@@ -750,6 +760,64 @@ static inline bool emu_mbar_try_wait(unsigned addr, unsigned parity)
   return false;
 }
 
+// Named barriers (bar.sync / bar.arrive id, count): ids 1..15 (0 belongs to __syncthreads),
+// counts in whole warps within the block; a phase's participants must agree on the count.
+static inline EmuNamedBar *emu_named(unsigned id, unsigned count)
+{
+  if (id == 0 || id >= 16 || count == 0 || count % 32 || count > emu.block.x) {
+    emu_fail("named barrier with id 0 or above 15, or a thread count that is not whole warps "
+             "within the block");
+    return nullptr;
+  }
+  EmuNamedBar &b = emu.named[id];
+  if (b.arrived == 0)
+    b.count = (int)count;
+  else if (b.count != (int)count) {
+    emu_fail("named barrier arrivals of one phase disagree on the thread count");
+    return nullptr;
+  }
+  return &b;
+}
+
+static inline void emu_named_complete(EmuNamedBar &b)
+{
+  if (b.arrived == b.count) {
+    b.arrived = 0;
+    b.gen++;
+    emu.stalled = 0;
+  }
+}
+
+static inline void emu_bar_arrive_named(unsigned id, unsigned count)
+{
+  EmuNamedBar *b = emu_named(id, count);
+  if (!b || emu.plant == 8)
+    return;
+  b->arrived++;
+  emu_named_complete(*b);
+}
+
+// Waits like an mbarrier try_wait loop, so a wait no arrival will ever complete is reported as
+// a deadlock (a hung GPU) instead of spinning the emulator forever.
+static inline void emu_bar_sync_named(unsigned id, unsigned count)
+{
+  EmuNamedBar *b = emu_named(id, count);
+  if (!b)
+    return;
+  const unsigned g = b->gen;
+  b->arrived++;
+  emu_named_complete(*b);
+  while (b->gen == g) {
+    if (++emu.stalled > 4000000) {
+      emu_fail("deadlock: a bar.sync on a named barrier whose phase cannot complete");
+      fflush(stdout);
+      fflush(stderr);
+      _exit(1);
+    }
+    emu_yield();
+  }
+}
+
 // The end of a CTA: copies nobody waited for land (their data were never read, or the reads
 // were reported), and a barrier still owed bytes would have hung the kernel on a GPU.
 static inline void emu_tma_finish()
@@ -763,4 +831,11 @@ static inline void emu_tma_finish()
       emu_fail("an mbarrier still expects TMA bytes when the CTA ends");
   }
   emu.bars.clear();
+  // An arrival nobody waited for is a protocol error: the next launch on this SM would start
+  // with the barrier part-way through a phase.
+  for (auto &nb : emu.named) {
+    if (nb.arrived != 0)
+      emu_fail("a named barrier has arrivals no bar.sync completed when the CTA ends");
+    nb = EmuNamedBar();
+  }
 }

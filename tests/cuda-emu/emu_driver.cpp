@@ -100,6 +100,7 @@ static int run_launch()
         emu.cta_arrived = 0;
         emu.n_done = 0;
         emu.bars.clear();
+        for (auto &nb : emu.named) nb = EmuNamedBar();
         for (unsigned t = 0; t < L[3]; t++) {
           EmuThread &th = emu.th[t];
           th.tid = t;

@@ -71,3 +71,7 @@
 { emu_setmaxnreg(N, false); }
 // @ template <int N> __device__ __forceinline__ void ts_setmaxnreg_inc()
 { emu_setmaxnreg(N, true); }
+// @ template <int ID, int THREADS> __device__ __forceinline__ void ts_bar_sync_named()
+{ emu_bar_sync_named(ID, THREADS); }
+// @ template <int ID, int THREADS> __device__ __forceinline__ void ts_bar_arrive_named()
+{ emu_bar_arrive_named(ID, THREADS); }

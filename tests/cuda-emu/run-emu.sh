@@ -3,7 +3,7 @@
 # default CUDA point and a few others with the real tessera-tune, compiles the unmodified
 # generated source and op-family headers with g++ against a host emulator (emu_core.h; only the
 # inline-PTX functions are substituted, see prep.py and emu_subst.cuh), runs every CTA and checks
-# every output element against an f64 reference (emu_driver.cpp). Seven planted bugs must be caught.
+# every output element against an f64 reference (emu_driver.cpp). Eight planted bugs must be caught.
 # TAP output; exit 77 when g++ (C++17 with _Float16) or python3 is missing.
 set -u
 TUNE=$1
@@ -53,6 +53,12 @@ C3='block(m=256,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule(
 # from one tile to the next.
 P1='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2)'
 P2='block(m=128,n=64,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop").persistent(3)'
+# Ping-pong (schedule("pingpong")): the two consumers own alternate tiles, whole, and pass the
+# turn on named barriers: 4 tiles on 2 CTAs; 3 tiles on 2 CTAs (one consumer without a tile);
+# 8 tiles walked by 3 persistent CTAs (turns running over 3 and 2 tiles).
+Q1='block(m=128,n=128,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("pingpong")'
+Q2='block(m=64,n=256,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong")'
+Q3='block(m=128,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(3)'
 R1='block(m=4).warps(4).vector(4)'
 R2='block(m=16).warps(16).vector(8)'
 CASES=()
@@ -73,6 +79,9 @@ for p in "$C1" "$C2" "$C3"; do CASES+=("gemm|M=136,N=200,K=520|136 200 520|f16|$
 CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$C2|EMU_EAGER=1|pass")
 for p in "$P1" "$P2"; do CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$p|EMU_EAGER=0|pass"); done
 CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$P2|EMU_EAGER=1|pass")
+for p in "$Q1" "$Q2" "$Q3"; do CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$p|EMU_EAGER=0|pass"); done
+CASES+=("gemm|M=72,N=80,K=48|72 80 48|f16|$Q1|EMU_EAGER=0|pass")
+CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$Q3|EMU_EAGER=1|pass")
 for op in flash_attention flash_attention_causal; do
   for p in '' "$A1" "$A2" "$A3"; do CASES+=("$op|B=1,H=2,S=77,D=64|1 2 77 64|bf16|$p|EMU_EAGER=0|pass"); done
   CASES+=("$op|B=1,H=1,S=40,D=128|1 1 40 128|bf16||EMU_EAGER=1|pass")
@@ -98,6 +107,15 @@ CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$T1|EMU_PLANT=6|fail")
 # then refills a slot the other consumer's wgmmas still read).
 CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$C2|EMU_PLANT=7|fail")
 CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$P1|EMU_PLANT=7|fail")
+# ... and a lost bar.arrive: the consumer waiting for its turn would hang the GPU.
+CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$Q3|EMU_PLANT=8|fail")
+
+# EMU_ONLY=REGEX: only the cases whose line matches (a developer's subset).
+if [ -n "${EMU_ONLY:-}" ]; then
+  sel=()
+  for c in "${CASES[@]}"; do [[ $c =~ $EMU_ONLY ]] && sel+=("$c"); done
+  CASES=("${sel[@]}")
+fi
 
 run_case() { # index, case line; writes $W/r.INDEX
   local i=$1 op shape dims dt pt env expect entry store rc
