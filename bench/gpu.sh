@@ -302,7 +302,7 @@ coll_nccl() {
 
 TMA_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
 COOP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2)'
-PP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(2)'
+PP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(2).epilogue("tma")'
 export TMA_POINT COOP_POINT PP_POINT
 
 sanitizer() {  # racecheck | memcheck: the TMA gemm, plain and warp-specialized, one launch each
@@ -354,7 +354,7 @@ tune_default() {
   echo "note: $point"
 }
 
-WGMMA_SPACE='block(m=[128,256], n=[128,256], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["cp_async","tma"]).schedule(["plain","coop","pingpong"]).persistent([0,132])'
+WGMMA_SPACE='block(m=[128,256], n=[128,256], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["tma"]).schedule(["plain","coop","pingpong"]).persistent([0,132]).epilogue(["direct","tma"])'
 export WGMMA_SPACE
 
 table() {
@@ -452,6 +452,9 @@ case $PHASE in
   # 256 tiles on the 132 CTAs of a persistent grid: most CTAs take two.
   step smoke-gemm-wgmma-persistent 20 smoke gemm M=4096,N=2048,K=512 \
     'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop").persistent(132)'
+  # ... storing through shared memory and the TMA (3 stages: the staging tile takes the fourth's room).
+  step smoke-gemm-wgmma-tma-store 20 smoke gemm M=4096,N=2048,K=512 \
+    'block(m=128,n=256,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(132).epilogue("tma")'
   step smoke-attention 20 smoke flash_attention B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
   step smoke-attention-causal 20 smoke flash_attention_causal B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
   step smoke-layernorm 20 smoke layernorm_safe M=1024,N=4096 'block(m=1).warps(8).vector(8)'

@@ -42,12 +42,17 @@ const TsSchedMethod ts__sched_methods[] = {
      * (softmax's exp: a degree-4 polynomial). Appended, as raster. */
     {"math", 1, {"math"}, {NULL}},
     /* GPU gemm: who does what in a CTA ("plain": every warp loads and multiplies; "coop": a
-     * producer warpgroup feeds consumer warpgroups through full/empty mbarriers, sm_90a).
+     * producer warpgroup feeds consumer warpgroups through full/empty mbarriers, sm_90a;
+     * "pingpong": the same, the consumers taking turns, a tile each).
      * Appended, as raster. */
     {"schedule", 1, {"schedule"}, {NULL}},
     /* GPU gemm: 0, one CTA per tile; P > 0, P CTAs (the SM count) that loop over the tiles,
      * each loading its next tile while storing the last. Appended, as raster. */
     {"persistent", 1, {"persistent"}, {NULL}},
+    /* GPU gemm: how a tile leaves the consumers ("direct": each thread stores its accumulator
+     * pairs; "tma": stmatrix into a swizzled staging tile, then TMA stores). Appended, as
+     * raster. */
+    {"epilogue", 1, {"epilogue"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

@@ -288,7 +288,7 @@ apply_where(Ctx *c, TsSchedSpace *space, const TsTok *open, GError **error)
 static void
 fail_unknown_knob(Ctx *c, const TsTok *name, GError **error)
 {
-  enum { MAX_METHODS = 16 };
+  enum { MAX_METHODS = 32 };
   const char *cand[2 * MAX_METHODS + 1];
   char with[MAX_METHODS][32];
   guint n = 0;
@@ -303,11 +303,13 @@ fail_unknown_knob(Ctx *c, const TsTok *name, GError **error)
   if (best)
     fail(c, name, TS_SCHED_ERROR_UNKNOWN_KNOB, error, "unknown knob '%s'; did you mean '%s'?",
          name->text, best);
-  else
+  else {
+    g_autoptr(GString) known = g_string_new(NULL);
+    for (guint m = 0; m < ts__sched_n_methods; m++)
+      g_string_append_printf(known, "%s, ", ts__sched_methods[m].method);
     fail(c, name, TS_SCHED_ERROR_UNKNOWN_KNOB, error,
-         "unknown knob '%s' (known: block, micro, warps, stages, vector, swizzle, threads, "
-         "unroll, raster, mma, load, softmax, dot, where and their with_ forms)",
-         name->text);
+         "unknown knob '%s' (known: %swhere and their with_ forms)", name->text, known->str);
+  }
 }
 
 /* name '(' args ')' applied to space; the current token is the name. */

@@ -147,8 +147,12 @@ gemm_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   gboolean tma = w->tma > 0;
   double regs =
       wg ? (tma ? w->accumulators + 26 : 1.5 * w->accumulators + 56) : 1.25 * w->accumulators + 40;
+  /* epilogue("tma") stages each consumer's rows of the tile: BM x BN in all, twice that when
+   * each pingpong consumer holds a whole tile. */
+  gboolean staged = g_strcmp0(ts_sched_point_get_str(p, "epilogue", "direct"), "tma") == 0;
+  double staging = staged ? (pingpong ? 2 : 1) * BM * BN * e : 0;
   gpu_occupancy(t, threads + (coop ? 128 : 0), res, regs,
-                S * (BM * BK + BK * BN) * e + (tma ? (coop ? 16 : 8) * S : 0), w);
+                S * (BM * BK + BK * BN) * e + staging + (tma ? (coop ? 16 : 8) * S : 0), w);
   /* CTA tiles are read from L2 once per CTA; a raster group of R tile rows sweeps B once, so B
    * comes from DRAM once per group when A and B do not stay in L2 together. */
   w->cache_bytes = w->units * (BM + BN) * K * e + M * N * e;

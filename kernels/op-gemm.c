@@ -222,8 +222,25 @@ static const GemmMath gemm_wgmma = {
   .mma_params = "BM=BM,BN=BN,BK=BK,WGS=WGS", .drain = "wgmma_wait",
   .store = "wgmma_store_acc", .store_params = "BM=BM,BN=BN,WGS=WGS"};
 
+/* A wgmma tile's epilogue: each thread's pairs straight to C, or (epilogue("tma")) through a
+ * staging tile per math warpgroup and TMA stores, whose last bulk group the kernel waits for
+ * under `drain` (the node that outlives the tile loop). WG0: the first math warpgroup. */
 static void
-gemm_cuda_loop(TsTileNode *g, const char *t, gint64 S, const GemmMath *m)
+gemm_wgmma_epilogue(TsTileNode *tile, TsTileNode *drain, const char *t, int wg0,
+                    gboolean tma_store)
+{
+  g_autofree char *store =
+    g_strdup_printf("T=%s,%s%s", t, gemm_wgmma.store_params, wg0 ? ",WG0=1" : "");
+  if (tma_store) {
+    ts_tile_intrinsic(tile, "wgmma_store_tma", store, "Cs", "tma_c", "m0", "n0", "acc", NULL);
+    ts_tile_intrinsic(drain, "tma_store_drain", NULL, NULL);
+  } else {
+    ts_tile_intrinsic(tile, gemm_wgmma.store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
+  }
+}
+
+static void
+gemm_cuda_loop(TsTileNode *g, const char *t, gint64 S, const GemmMath *m, gboolean tma_store)
 {
   g_autofree char *copy_a =
     g_strdup_printf("T=%s,ROWS=BM,COLS=BK,VEC=VEC,SWZ=%s,THREADS=THREADS", t, m->swizzle);
@@ -257,8 +274,12 @@ gemm_cuda_loop(TsTileNode *g, const char *t, gint64 S, const GemmMath *m)
   if (m->drain)
     ts_tile_intrinsic(g, m->drain, "PENDING=0", NULL);
   ts_tile_intrinsic(g, "async_wait", "PENDING=0", NULL);
-  g_autofree char *store = g_strdup_printf("T=%s,%s", t, m->store_params);
-  ts_tile_intrinsic(g, m->store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
+  if (m == &gemm_wgmma) {
+    gemm_wgmma_epilogue(g, g, t, 0, tma_store);
+  } else {
+    g_autofree char *store = g_strdup_printf("T=%s,%s", t, m->store_params);
+    ts_tile_intrinsic(g, m->store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
+  }
 }
 
 /* The TMA variant of the wgmma loop (load("tma"), sm_90a): thread 0 of the CTA moves every
@@ -270,7 +291,7 @@ gemm_cuda_loop(TsTileNode *g, const char *t, gint64 S, const GemmMath *m)
  * of its slot, so its phase parity is t / STAGES. Slots past the last slice get neither an
  * arrival nor copies. */
 static void
-gemm_cuda_loop_tma(TsTileNode *g, const char *t)
+gemm_cuda_loop_tma(TsTileNode *g, const char *t, gboolean tma_store)
 {
   g_autofree char *load_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK", t);
   g_autofree char *load_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN", t);
@@ -299,8 +320,7 @@ gemm_cuda_loop_tma(TsTileNode *g, const char *t)
   ts_tile_intrinsic(main, gemm_wgmma.mma, mma, "acc", "As + ring * BM * BK", "Bs + ring * BK * BN",
                     NULL);
   ts_tile_intrinsic(g, gemm_wgmma.drain, "PENDING=0", NULL);
-  g_autofree char *store = g_strdup_printf("T=%s,%s", t, gemm_wgmma.store_params);
-  ts_tile_intrinsic(g, gemm_wgmma.store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
+  gemm_wgmma_epilogue(g, g, t, 0, tma_store);
 }
 
 /* The C tile `tile` of the grouped rasterisation (consecutive tiles walk GROUP tile rows down
@@ -351,10 +371,12 @@ gemm_ws_tiles(TsTileNode *parent, const char *first, int every)
  * two in a pingpong grid of one CTA per two tiles, several with persistent(P) (P CTAs, the
  * GPU's SM count), where the producer loads the next tile's slices while a consumer stores the
  * last one. `it` counts the CTA's slices over all its tiles, so the ring's slots and phases run
- * on across tiles. The role is read from a warp-uniform broadcast (ts_warpgroup), so ptxas sees
+ * on across tiles. epilogue("tma") stores a tile through a staging tile per consumer and TMA
+ * stores (ts_wgmma_store_tma), which run on while the consumer starts its next tile. The role is read from a warp-uniform broadcast (ts_warpgroup), so ptxas sees
  * uniform branches around the wgmmas. */
 static void
-gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t, gboolean pingpong)
+gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t, gboolean pingpong,
+                  gboolean tma_store)
 {
   g_autofree char *load_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK", t);
   g_autofree char *load_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN", t);
@@ -405,8 +427,7 @@ gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t, gboolean pingpo
   ts_tile_intrinsic(ct, gemm_wgmma.drain, "PENDING=0", NULL);
   ts_tile_intrinsic(ct, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + (base + kt - 1) % STAGES)",
                     "true", NULL);
-  g_autofree char *store = g_strdup_printf("T=%s,%s,WG0=1", t, gemm_wgmma.store_params);
-  ts_tile_intrinsic(ct, gemm_wgmma.store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
+  gemm_wgmma_epilogue(ct, cons, t, 1, tma_store);
 }
 
 static gboolean
@@ -420,6 +441,7 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   const char *load = ts_sched_point_get_str(point, "load", "cp_async");
   const char *sched = ts_sched_point_get_str(point, "schedule", "plain");
   const gint64 P = ts_sched_point_get_int(point, "persistent", 0);
+  const char *epilogue = ts_sched_point_get_str(point, "epilogue", "direct");
   TsDtype dt = ts_op_instance_dtype(inst)->storage;
   if (dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
@@ -470,6 +492,20 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
                 "tile, or per two with pingpong)", P);
     return FALSE;
   }
+  const gboolean tma_store = g_strcmp0(epilogue, "tma") == 0;
+  if (!tma_store && g_strcmp0(epilogue, "direct") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: epilogue(\"%s\"): the CUDA lowering has \"direct\" (each thread stores "
+                "its accumulators) and \"tma\" (stmatrix into shared memory, TMA stores)",
+                epilogue);
+    return FALSE;
+  }
+  if (tma_store && !wgmma) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: epilogue(\"tma\") stages wgmma accumulators (stmatrix of the warpgroup "
+                "fragment layout): use it with mma(\"wgmma\")");
+    return FALSE;
+  }
   if (ws && (!tma || W != 8)) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "gemm: schedule(\"%s\") is warp-specialized around the TMA, with two consumer "
@@ -511,7 +547,10 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   const gint64 M = ts_shape_get(s, "M"), N = ts_shape_get(s, "N");
   const gint64 gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
   /* The TMA ring's mbarriers follow the ring: 8 bytes a slot (16 with coop's full/empty pairs). */
-  const gint64 smem = S * (BM * BK + BK * BN) * elem + (tma ? (ws ? 16 : 8) * S : 0);
+  /* epilogue("tma"): a BM / WGS x BN staging tile per math warpgroup (pingpong: BM x BN each
+   * of two). */
+  const gint64 staging = tma_store ? (pingpong ? 2 : 1) * BM * BN * elem : 0;
+  const gint64 smem = S * (BM * BK + BK * BN) * elem + staging + (tma ? (ws ? 16 : 8) * S : 0);
 
   ts_tile_kernel_define(k, "BM", BM);
   ts_tile_kernel_define(k, "BN", BN);
@@ -545,6 +584,9 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     ts_tile_kernel_add_tensor_map(k, "tma_a", "A", "K", "M", 128 / elem, BM, 128);
     ts_tile_kernel_add_tensor_map(k, "tma_b", "B", "N", "K", 128 / elem, BK, 128);
   }
+  /* C: a staging tile's rows of one 64-column panel a box. */
+  if (tma_store)
+    ts_tile_kernel_add_tensor_map(k, "tma_c", "C", "N", "M", 128 / elem, BM / WGS, 128);
 
   const gint64 tiles = gm * gn;
   const gint64 ctas = P > 0 ? MIN(P, tiles) : pingpong ? (tiles + 1) / 2 : tiles;
@@ -554,6 +596,10 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
                   "ring of STAGES BMx64 slices, K-major, 128-byte swizzle");
     ts_tile_alloc(g, k, "Bs", TS_MEM_SHARED, dt, "STAGES * BK * BN", FALSE,
                   "ring of STAGES 64xBN slices, N-major 64x64 panels, 128-byte swizzle");
+    if (tma_store)
+      ts_tile_alloc(g, k, "Cs", TS_MEM_SHARED, dt, pingpong ? "2 * BM * BN" : "BM * BN", FALSE,
+                    "a (BM/WGS)xBN staging tile per math warpgroup, 64-column panels, 128-byte "
+                    "swizzle, read by TMA stores");
     if (ws)
       ts_tile_alloc(g, k, "bars", TS_MEM_SHARED, TS_DTYPE_INT32, "4 * STAGES", FALSE,
                     "2 x STAGES mbarriers (8 bytes each): a slot's slice has landed (full), "
@@ -579,11 +625,11 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     gemm_tile_origin(g, "bx");
   ts_tile_let(g, "kt", TS_DTYPE_INT32, "(K + BK - 1) / BK");
   if (ws)
-    gemm_cuda_loop_ws(g, k, ts_dtype_name(dt), pingpong);
+    gemm_cuda_loop_ws(g, k, ts_dtype_name(dt), pingpong, tma_store);
   else if (tma)
-    gemm_cuda_loop_tma(g, ts_dtype_name(dt));
+    gemm_cuda_loop_tma(g, ts_dtype_name(dt), tma_store);
   else
-    gemm_cuda_loop(g, ts_dtype_name(dt), S, wgmma ? &gemm_wgmma : &gemm_sync);
+    gemm_cuda_loop(g, ts_dtype_name(dt), S, wgmma ? &gemm_wgmma : &gemm_sync, tma_store);
   return TRUE;
 }
 
@@ -634,11 +680,13 @@ const TsOpDef ts__op_gemm = {
    * a stage). schedule("coop") and ("pingpong") warp-specialize that path (8 warps: two
    * consumer warpgroups beside the producer); pingpong's consumers each hold a whole tile, so
    * its tiles keep to 128 accumulators a thread (BM * BN <= 16384) and, 64-row blocks being a
-   * warpgroup's, BM need not split in two. */
+   * warpgroup's, BM need not split in two. epilogue("tma") (wgmma) stages each math
+   * warpgroup's rows of the tile in shared memory (BM x BN 16-bit elements in all, twice that
+   * with pingpong, whose consumers hold whole tiles) for TMA stores. */
   .cuda_space = "block(m=[64,128,256], n=[64,128,256], k=[32,64]).warps([4,8]).stages([2,3,4])"
                 ".vector([8]).swizzle([\"xor\"]).raster([8]).mma([\"sync\",\"wgmma\"])"
                 ".load([\"cp_async\",\"tma\"]).schedule([\"plain\",\"coop\",\"pingpong\"])"
-                ".persistent([0,132])"
+                ".persistent([0,132]).epilogue([\"direct\",\"tma\"])"
                 ".where(BM * BN / (warps * 32) <= 128,"
                 " schedule != \"pingpong\" || BM * BN <= 128 * 128,"
                 " warps == 8 || BM * BN / (warps * 32) <= 64,"
@@ -653,8 +701,15 @@ const TsOpDef ts__op_gemm = {
                 " schedule == \"plain\" || load == \"tma\" && warps == 8"
                 " && stages * (BM * BK + BK * BN) * 2 + 16 * stages <= smem_bytes,"
                 " persistent == 0 || schedule != \"plain\" && persistent <= gpu_sms,"
+                " epilogue == \"direct\" || mma == \"wgmma\" && schedule == \"plain\""
+                " && stages * (BM * BK + BK * BN) * 2 + 8 * stages + BM * BN * 2 <= smem_bytes"
+                " || schedule == \"coop\""
+                " && stages * (BM * BK + BK * BN) * 2 + 16 * stages + BM * BN * 2 <= smem_bytes"
+                " || schedule == \"pingpong\""
+                " && stages * (BM * BK + BK * BN) * 2 + 16 * stages + 4 * BM * BN <= smem_bytes,"
                 " K % vector == 0, N % vector == 0)",
   .cuda_default = "block(m=128,n=128,k=32).warps(8).stages(4).vector(8).swizzle(\"xor\").raster(8)"
-                  ".mma(\"sync\").load(\"cp_async\").schedule(\"plain\").persistent(0)",
+                  ".mma(\"sync\").load(\"cp_async\").schedule(\"plain\").persistent(0)"
+                  ".epilogue(\"direct\")",
   .lower_cuda = gemm_lower_cuda,
 };

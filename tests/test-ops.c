@@ -565,7 +565,8 @@ test_attention_cuda_lowering(void)
  * keeps them, every one lowering to the warpgroup primitives. The warp-specialized points
  * (schedule("coop"), ("pingpong")) are TMA points with two consumer warpgroups and a producer;
  * pingpong's consumers each hold whole tiles (at most 128 x 128) and take turns on named
- * barriers. */
+ * barriers. epilogue("tma") (wgmma points whose ring and staging tiles fit) stores through
+ * shared memory and a tensor map of C; the counts of the others are of direct stores. */
 static void
 test_gemm_wgmma_space(void)
 {
@@ -577,8 +578,11 @@ test_gemm_wgmma_space(void)
   g_assert_no_error(error);
   static const struct {
     const char *arch; /* NULL: no device */
-    guint wgmma, coop, pingpong;
-  } archs[] = {{"sm_90a", 32, 20, 24}, {NULL, 32, 20, 24}, {"sm_90", 0, 0, 0}, {"sm_80", 0, 0, 0}};
+    guint wgmma, coop, pingpong, epi_tma;
+  } archs[] = {{"sm_90a", 32, 20, 24, 68},
+               {NULL, 32, 20, 24, 68},
+               {"sm_90", 0, 0, 0, 0},
+               {"sm_80", 0, 0, 0, 0}};
   guint sync_90a = 0;
   for (guint a = 0; a < G_N_ELEMENTS(archs); a++) {
     TsDeviceInfo dev = {.backend = (char *)"cuda", .name = (char *)archs[a].arch,
@@ -587,7 +591,7 @@ test_gemm_wgmma_space(void)
     g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, archs[a].arch ? &dev : NULL);
     g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
     TsSchedPoint *p = NULL;
-    guint wgmma = 0, sync = 0, tma = 0, coop = 0, pingpong = 0;
+    guint wgmma = 0, sync = 0, tma = 0, coop = 0, pingpong = 0, epi_tma = 0;
     while (ts_sched_iter_next(it, &p, &error)) {
       g_autoptr(TsSchedPoint) point = p;
       const gboolean is_tma = g_strcmp0(ts_sched_point_get_str(point, "load", NULL), "tma") == 0;
@@ -601,15 +605,19 @@ test_gemm_wgmma_space(void)
       const gboolean is_coop = is_pp || g_strcmp0(sched, "coop") == 0; /* warp-specialized */
       const gint64 BM = ts_sched_point_get_int(point, "BM", 0),
                    BN = ts_sched_point_get_int(point, "BN", 0);
+      const gboolean is_epi_tma =
+        g_strcmp0(ts_sched_point_get_str(point, "epilogue", NULL), "tma") == 0;
       if (is_coop) {
         g_assert_true(is_tma);
         g_assert_cmpint(ts_sched_point_get_int(point, "warps", 0), ==, 8);
-        if (is_pp) {
-          g_assert_cmpint(BM * BN, <=, 128 * 128);
-          pingpong++;
-        } else {
-          coop++;
-        }
+      }
+      if (is_pp)
+        g_assert_cmpint(BM * BN, <=, 128 * 128);
+      if (is_epi_tma) {
+        epi_tma++;
+      } else if (is_coop) {
+        pingpong += is_pp;
+        coop += !is_pp;
       } else {
         wgmma++;
         tma += is_tma;
@@ -618,12 +626,12 @@ test_gemm_wgmma_space(void)
         g_autofree char *src = ts_op_emit(inst, "cuda", point, NULL, &error);
         g_assert_no_error(error);
         g_assert_nonnull(strstr(src, "ts_wgmma_tile<"));
-        g_assert_nonnull(strstr(src, "ts_wgmma_store_acc<"));
         g_assert_null(strstr(src, "ts_mma_tile<"));
         /* cp.async data are fenced into the async proxy; TMA boxes are written there. */
         g_assert_true((strstr(src, "ts_async_proxy_fence();") == NULL) == is_tma);
         g_assert_true((strstr(src, "ts_copy_tile_async<") == NULL) == is_tma);
-        g_assert_true((strstr(src, "const __grid_constant__ TsTmaMaps ts_tma)") != NULL) == is_tma);
+        g_assert_true((strstr(src, "const __grid_constant__ TsTmaMaps ts_tma)") != NULL) ==
+                      (is_tma || is_epi_tma));
         g_assert_true((strstr(src, "ts_mbar_wait(bars + 2 * ring, kb / STAGES);") != NULL) ==
                       (is_tma && !is_coop));
         g_assert_true((strstr(src, "ts_mbar_wait(bars + 2 * ring, it / STAGES);") != NULL) ==
@@ -635,6 +643,11 @@ test_gemm_wgmma_space(void)
         /* pingpong: turns passed on named barriers, a whole tile per consumer warpgroup. */
         g_assert_true((strstr(src, "ts_order_wait(wg, j > 0);") != NULL) == is_pp);
         g_assert_true((strstr(src, "ts_order_signal(3 - wg, ") != NULL) == is_pp);
+        /* epilogue("tma"): staged, TMA-stored through a third map, drained before the end. */
+        g_assert_true((strstr(src, "ts_wgmma_store_tma<") != NULL) == is_epi_tma);
+        g_assert_true((strstr(src, "ts_wgmma_store_acc<") != NULL) == !is_epi_tma);
+        g_assert_true((strstr(src, "ts_tma_store_drain();") != NULL) == is_epi_tma);
+        g_assert_true((strstr(src, "tma_c = &ts_tma.map[") != NULL) == is_epi_tma);
         g_assert_true((strstr(src, "WGS = 1;") != NULL) ==
                       (is_pp || ts_sched_point_get_int(point, "warps", 0) == 4));
         /* persistent(132): 132 CTAs (else one a tile, or with pingpong one per two). */
@@ -656,6 +669,7 @@ test_gemm_wgmma_space(void)
     g_assert_cmpuint(wgmma, ==, archs[a].wgmma);
     g_assert_cmpuint(coop, ==, archs[a].coop);
     g_assert_cmpuint(pingpong, ==, archs[a].pingpong);
+    g_assert_cmpuint(epi_tma, ==, archs[a].epi_tma);
     g_assert_cmpuint(tma, ==, archs[a].wgmma / 2); /* every wgmma point, with either load */
     if (a == 0)
       sync_90a = sync;
@@ -705,6 +719,13 @@ test_gemm_wgmma_space(void)
   g_assert_no_error(error);
   g_assert_null(ts_op_instance_complete_point(inst, "cuda", pp_wide, &error));
   assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "BM * BN <= 128 * 128");
+  g_clear_error(&error);
+  /* The TMA-store epilogue stages wgmma accumulators only. */
+  g_autoptr(TsSchedPoint) plain_epi = ts_sched_point_parse(
+    "block(m=128,n=128,k=32).warps(8).mma(\"sync\").epilogue(\"tma\")", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_instance_complete_point(inst, "cuda", plain_epi, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "epilogue == \"direct\"");
   g_clear_error(&error);
 }
 

@@ -159,3 +159,103 @@ __device__ __forceinline__ void ts_mbar_wait(int *bar, long long phase)
   while (!ts_mbar_try_wait(addr, parity)) {
   }
 }
+
+// ---- the epilogue through shared memory and the TMA (epilogue("tma")) ----
+// stmatrix: the warp stores four 8 x 8 matrices of 16-bit elements; register q of lane l holds
+// row l / 4, columns 2 (l % 4) and + 1 of matrix q (the mma/wgmma accumulator layout), and lane
+// l gives the shared address of row l % 8 of matrix l / 8 (16 bytes, 16-byte aligned).
+__device__ __forceinline__ void ts_stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3)
+{
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+// Stores the box at element coordinates (c0 along a row, c1 rows down) of the map's matrix from
+// shared memory at src, in the map's swizzle; the part of the box past the matrix's edge is
+// not written. Asynchronous: the issuing thread's bulk groups track it.
+__device__ __forceinline__ void ts_tma_store_2d(const TsTmaMap *map, int c0, int c1, unsigned src)
+{
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(map),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+__device__ __forceinline__ void ts_bulk_commit()
+{
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until at most N of this thread's bulk groups still read their shared-memory source.
+template <int N> __device__ __forceinline__ void ts_bulk_wait_read()
+{
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until at most N of this thread's bulk groups are unfinished (their writes done).
+template <int N> __device__ __forceinline__ void ts_bulk_wait()
+{
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// The 128 threads of math warpgroup W (0 or 1, after the producer) meet on named barrier 3 + W
+// (ping-pong's turns use 1 and 2).
+__device__ __forceinline__ void ts_wg_sync(int w)
+{
+  if (w == 0)
+    ts_bar_sync_named<3, 128>();
+  else
+    ts_bar_sync_named<4, 128>();
+}
+
+// Rounds the accumulators to T and stores them through the warpgroup's staging tile and the
+// TMA, instead of each thread writing its pairs to global memory (ts_wgmma_store_acc: 4-byte
+// stores, half of each 32-byte sector a warp touches): (1) the thread that issued the previous
+// tile's stores waits until they have read the staging tile; (2) every thread writes its
+// fragments with stmatrix into it, laid out as ts_tile_offset<WM, BN, 2> (64-column panels of
+// 128-byte rows, the 128-byte swizzle, conflict-free for the eight rows stmatrix writes at once);
+// (3) fences them into the async proxy and meets the warpgroup; (4) its first thread issues one
+// TMA store per panel (box 64 x WM; the map clips the matrix's edge) and commits them as a bulk
+// group, which then runs while the warpgroup goes on to its next tile. Cs holds one WM x BN
+// staging tile per math warpgroup (WM = BM / WGS rows, whose place in the tile is as in
+// ts_wgmma_store_acc); ts_tma_store_drain waits for the last group before the kernel ends.
+template <class T, int BM, int BN, int WGS, int WG0 = 0>
+__device__ __forceinline__ void ts_wgmma_store_tma(T *Cs, const TsTmaMap *map, long long row0, long long col0,
+                                                   float *acc)
+{
+  constexpr int WM = BM / WGS, MI = WM / 64;
+  static_assert(BN % 64 == 0 && WM * 128 % 1024 == 0, "staging panels keep the 1024-byte pattern");
+  ts_wgmma_fence_acc<MI * BN / 2>(acc);
+  extern __shared__ unsigned char ts_smem[];
+  if (ts_smem_addr(ts_smem) & 1023u)
+    __trap();
+  const int w = (int)threadIdx.x / 128 - WG0, t = (int)threadIdx.x % 128, lane = t % 32;
+  T *stage = Cs + w * WM * BN;
+  if (t == 0)
+    ts_bulk_wait_read<0>();
+  ts_wg_sync(w);
+  // Matrix q of a stmatrix.x4: rows 8 (q % 2) of the warp's 16, columns 8 (j + q / 2).
+  const int q = lane / 8, row = t / 32 * 16 + (q % 2) * 8 + lane % 8;
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int j = 0; j < BN / 8; j += 2) {
+      const float *v = acc + mi * (BN / 2) + j * 4;
+      const int col = (j + q / 2) * 8;
+      ts_stmatrix_x4(ts_smem_addr(stage + ts_tile_offset<WM, BN, 2>(mi * 64 + row, col)),
+                     ts_pack2<T>(v[0], v[1]), ts_pack2<T>(v[2], v[3]), ts_pack2<T>(v[4], v[5]),
+                     ts_pack2<T>(v[6], v[7]));
+    }
+  ts_async_proxy_fence();
+  ts_wg_sync(w);
+  if (t == 0) {
+#pragma unroll
+    for (int p = 0; p < BN / 64; p++)
+      ts_tma_store_2d(map, (int)(col0 + p * 64), (int)(row0 + w % WGS * WM),
+                      ts_smem_addr(stage + p * WM * 64));
+    ts_bulk_commit();
+  }
+}
+
+// The stores' issuing thread waits for its last bulk group before the kernel ends.
+__device__ __forceinline__ void ts_tma_store_drain()
+{
+  if (threadIdx.x % 128 == 0)
+    ts_bulk_wait<0>();
+}

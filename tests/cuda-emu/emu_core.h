@@ -11,7 +11,10 @@
 // memory it still has to read must not be overwritten, and cp.async data must have been fenced
 // into the async proxy (fence.proxy.async) before it reads them. Named barriers (bar.sync,
 // bar.arrive) count threads per id; a wait no arrival can complete, or an arrival left over at
-// the CTA's end, is an error. EMU_PLANT selects a deliberate bug (self-test: must fail).
+// the CTA's end, is an error. stmatrix writes the fragment layout as generic-proxy writes that
+// need a fence.proxy.async before a TMA store (cp.async.bulk.tensor shared -> global) reads them;
+// a store reads and writes when its thread's bulk wait_group allows, and a stmatrix into bytes a
+// pending store reads is a race. EMU_PLANT selects a deliberate bug (self-test: must fail).
 #pragma once
 #include <cassert>
 #include <cmath>
@@ -47,6 +50,9 @@ struct EmuThread {
   std::vector<std::vector<EmuCopy>> groups; // committed cp.async groups, oldest first
   std::vector<EmuCopy> open;                // issued, not yet committed
   std::vector<EmuCopy> landed;              // applied since this thread's last fence.proxy.async
+                                            // (cp.async data, stmatrix rows)
+  std::vector<std::vector<struct EmuTmaStore>> bulk; // committed TMA-store groups, oldest first
+  std::vector<struct EmuTmaStore> bulk_open;          // issued, not yet committed
 };
 // One wgmma.mma_async of a warpgroup: D (m64 x n, in the 128 threads' registers) = A · B + D.
 struct EmuWgmma {
@@ -93,6 +99,14 @@ struct EmuTma {
   int c0, c1;
   unsigned bar;
 };
+// One cp.async.bulk.tensor store (shared -> global) in flight: it reads its box from shared
+// memory, and writes the matrix, when the issuing thread's bulk wait lets it (or at issue with
+// EMU_EAGER=1).
+struct EmuTmaStore {
+  unsigned src;
+  EmuTmaMap map;
+  int c0, c1;
+};
 // An mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier"): the
 // current phase completes when its pending arrivals reach zero and its transaction count (bytes
 // announced by expect_tx, less bytes the copies have delivered) is zero; the next phase then
@@ -121,6 +135,7 @@ struct Emu {
   std::vector<int> pending; // per smem byte: copies issued and not yet applied
   std::vector<int> unfenced; // per smem byte: copies applied, not yet fenced into the async proxy
   std::vector<int> wg_reads; // per smem byte: reads of wgmmas not yet finished
+  std::vector<int> store_reads; // per smem byte: reads of TMA stores not yet done
   std::vector<EmuGroup> wgs;
   std::vector<std::pair<unsigned, EmuBar>> bars; // by shared-memory address, this CTA's
   EmuNamedBar named[16];                         // bar.sync / bar.arrive ids, this CTA's
@@ -129,7 +144,8 @@ struct Emu {
                  // 3: wgmma ignores imm-trans-b; 4: wgmma ignores the descriptor's swizzle mode;
                  // 5: the TMA ignores the map's swizzle; 6: an mbarrier wait waits for nothing;
                  // 7: a plain mbarrier arrive completes the phase (ignores the other arrivals);
-                 // 8: bar.arrive on a named barrier is lost (not counted)
+                 // 8: bar.arrive on a named barrier is lost (not counted);
+                 // 9: cp.async.bulk.wait_group.read waits for nothing
   long errors = 0;
   long stalled = 0; // mbarrier and named-barrier waits answered "not yet" since a phase last
                     // completed
@@ -818,6 +834,112 @@ static inline void emu_bar_sync_named(unsigned id, unsigned count)
   }
 }
 
+// ---- the TMA-store epilogue ----
+// stmatrix.m8n8.x4 (b16): register q of lane l holds row l / 4, columns 2 (l % 4) and + 1 of
+// matrix q; lane l addresses row l % 8 of matrix l / 8. A row is a generic-proxy write of the
+// lane that addressed it, so that lane's fence.proxy.async must precede a TMA store reading it.
+static inline void emu_stmatrix_x4(unsigned addr, const unsigned (&r)[4])
+{
+  unsigned lane = emu.cur->tid % 32, warp = emu.cur->tid / 32;
+  EmuWarp &w = emu.warps[warp];
+  w.in_u[lane][0] = addr;
+  for (int q = 0; q < 4; q++)
+    w.in_u[lane][1 + q] = r[q];
+  emu_warp_collective(3000, [&](EmuWarp &ww) {
+    for (int q = 0; q < 4; q++)
+      for (int row = 0; row < 8; row++) {
+        const unsigned a = ww.in_u[q * 8 + row][0];
+        if (a % 16 || a + 16 > emu.smem_bytes) {
+          emu_fail("stmatrix row address misaligned or outside shared memory");
+          continue;
+        }
+        for (unsigned i = a; i < a + 16; i++)
+          if (emu.store_reads[i] || emu.wg_reads[i] || emu.pending[i]) {
+            emu_fail(emu.store_reads[i] ? "stmatrix into shared memory that a TMA store still reads"
+                                        : "stmatrix into shared memory that a copy or wgmma uses");
+            break;
+          }
+        for (int c = 0; c < 4; c++) { // lane 4 row + c holds columns 2c, 2c + 1
+          const unsigned v = ww.in_u[row * 4 + c][1 + q];
+          memcpy(emu.smem + a + 4 * c, &v, 4);
+        }
+        for (unsigned i = a; i < a + 16; i++)
+          emu.unfenced[i]++;
+        emu.th[warp * 32 + q * 8 + row].landed.push_back(EmuCopy{a, nullptr, 16, true});
+      }
+  });
+}
+
+static inline void emu_tma_store_apply(const EmuTmaStore &st)
+{
+  const EmuTmaMap &m = st.map;
+  unsigned char *base = const_cast<unsigned char *>(m.base);
+  for (unsigned r = 0; r < m.box[1]; r++)
+    for (unsigned i = 0; i < m.box[0] * m.elem; i++) {
+      const unsigned a = emu_tma_smem_addr(m, st.src, r, i);
+      const long long x = (long long)st.c0 + i / m.elem, y = (long long)st.c1 + r;
+      if (x >= 0 && y >= 0 && (uint64_t)x < m.dim[0] && (uint64_t)y < m.dim[1])
+        base[(uint64_t)y * m.stride + (uint64_t)x * m.elem + i % m.elem] = emu.smem[a];
+      emu.store_reads[a]--;
+    }
+}
+
+static inline void emu_tma_store_2d(const void *map_ptr, int c0, int c1, unsigned src)
+{
+  EmuTmaStore st;
+  memcpy(&st.map, map_ptr, sizeof st.map);
+  if (st.map.magic != EMU_TMA_MAGIC) {
+    emu_fail("cp.async.bulk.tensor store with a pointer that is not an encoded tensor map");
+    return;
+  }
+  const unsigned bytes = st.map.box[0] * st.map.box[1] * st.map.elem;
+  if (src % 128 || src + bytes > emu.smem_bytes) {
+    emu_fail("cp.async.bulk.tensor store source misaligned or outside shared memory");
+    return;
+  }
+  st.src = src;
+  st.c0 = c0;
+  st.c1 = c1;
+  for (unsigned r = 0; r < st.map.box[1]; r++)
+    for (unsigned i = 0; i < st.map.box[0] * st.map.elem; i++) {
+      const unsigned a = emu_tma_smem_addr(st.map, src, r, i);
+      if (emu.unfenced[a] || emu.pending[a]) {
+        emu_fail(emu.unfenced[a] ? "TMA store reads shared memory written by the generic proxy "
+                                   "and not fenced into the async proxy (fence.proxy.async)"
+                                 : "TMA store reads shared memory whose copy was not waited for");
+        r = st.map.box[1];
+        break;
+      }
+    }
+  for (unsigned r = 0; r < st.map.box[1]; r++)
+    for (unsigned i = 0; i < st.map.box[0] * st.map.elem; i++)
+      emu.store_reads[emu_tma_smem_addr(st.map, src, r, i)]++;
+  if (emu.eager)
+    emu_tma_store_apply(st);
+  else
+    emu.cur->bulk_open.push_back(st);
+}
+
+static inline void emu_bulk_commit()
+{
+  emu.cur->bulk.push_back(emu.cur->bulk_open);
+  emu.cur->bulk_open.clear();
+}
+
+// wait_group(.read) N: the oldest groups beyond N complete now (reads and writes alike: the
+// emulator has no separate write-back to model).
+static inline void emu_bulk_wait(int n, bool read_only)
+{
+  if (read_only && emu.plant == 9)
+    return;
+  auto &g = emu.cur->bulk;
+  while ((int)g.size() > n) {
+    for (auto &st : g.front())
+      emu_tma_store_apply(st);
+    g.erase(g.begin());
+  }
+}
+
 // The end of a CTA: copies nobody waited for land (their data were never read, or the reads
 // were reported), and a barrier still owed bytes would have hung the kernel on a GPU.
 static inline void emu_tma_finish()
@@ -831,6 +953,18 @@ static inline void emu_tma_finish()
       emu_fail("an mbarrier still expects TMA bytes when the CTA ends");
   }
   emu.bars.clear();
+  // A TMA store still reading shared memory when the CTA ends reads memory the next CTA owns.
+  for (auto &th : emu.th) {
+    if (!th.bulk.empty() || !th.bulk_open.empty())
+      emu_fail("TMA stores not waited for (cp.async.bulk.wait_group) when the CTA ends");
+    for (auto &g : th.bulk)
+      for (auto &st : g)
+        emu_tma_store_apply(st);
+    for (auto &st : th.bulk_open)
+      emu_tma_store_apply(st);
+    th.bulk.clear();
+    th.bulk_open.clear();
+  }
   // An arrival nobody waited for is a protocol error: the next launch on this SM would start
   // with the barrier part-way through a phase.
   for (auto &nb : emu.named) {

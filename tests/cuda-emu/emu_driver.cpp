@@ -94,6 +94,7 @@ static int run_launch()
         emu.pending.assign(L[6] + 16, 0);
         emu.unfenced.assign(L[6] + 16, 0);
         emu.wg_reads.assign(L[6] + 16, 0);
+        emu.store_reads.assign(L[6] + 16, 0);
         emu.wgs.assign(L[3] % 128 ? 0 : L[3] / 128, EmuGroup());
         emu.th.assign(L[3], EmuThread());
         emu.warps.assign(L[3] / 32, EmuWarp());

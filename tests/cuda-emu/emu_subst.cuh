@@ -75,3 +75,13 @@
 { emu_bar_sync_named(ID, THREADS); }
 // @ template <int ID, int THREADS> __device__ __forceinline__ void ts_bar_arrive_named()
 { emu_bar_arrive_named(ID, THREADS); }
+// @ __device__ __forceinline__ void ts_stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3)
+{ const unsigned r[4] = {r0, r1, r2, r3}; emu_stmatrix_x4(addr, r); }
+// @ __device__ __forceinline__ void ts_tma_store_2d(const TsTmaMap *map, int c0, int c1, unsigned src)
+{ emu_tma_store_2d(map, c0, c1, src); }
+// @ __device__ __forceinline__ void ts_bulk_commit()
+{ emu_bulk_commit(); }
+// @ template <int N> __device__ __forceinline__ void ts_bulk_wait_read()
+{ emu_bulk_wait(N, true); }
+// @ template <int N> __device__ __forceinline__ void ts_bulk_wait()
+{ emu_bulk_wait(N, false); }

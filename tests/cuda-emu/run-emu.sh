@@ -3,7 +3,7 @@
 # default CUDA point and a few others with the real tessera-tune, compiles the unmodified
 # generated source and op-family headers with g++ against a host emulator (emu_core.h; only the
 # inline-PTX functions are substituted, see prep.py and emu_subst.cuh), runs every CTA and checks
-# every output element against an f64 reference (emu_driver.cpp). Eight planted bugs must be caught.
+# every output element against an f64 reference (emu_driver.cpp). Nine planted bugs must be caught.
 # TAP output; exit 77 when g++ (C++17 with _Float16) or python3 is missing.
 set -u
 TUNE=$1
@@ -59,6 +59,14 @@ P2='block(m=128,n=64,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule(
 Q1='block(m=128,n=128,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("pingpong")'
 Q2='block(m=64,n=256,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong")'
 Q3='block(m=128,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(3)'
+# The TMA-store epilogue (epilogue("tma")): stmatrix into a staging tile per math warpgroup,
+# fenced, stored by the TMA; persistent CTAs reuse the staging tile once the last stores have
+# read it. Plain loops too, fed by the TMA or by cp.async, on 1 or 2 warpgroups.
+E1='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").epilogue("tma")'
+E2='block(m=128,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(3).epilogue("tma")'
+E3='block(m=256,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2).epilogue("tma")'
+E4='block(m=128,n=256,k=64).warps(8).stages(3).mma("wgmma").load("tma").epilogue("tma")'
+E5='block(m=64,n=128,k=64).warps(4).stages(4).mma("wgmma").load("cp_async").epilogue("tma")'
 R1='block(m=4).warps(4).vector(4)'
 R2='block(m=16).warps(16).vector(8)'
 CASES=()
@@ -82,6 +90,9 @@ CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$P2|EMU_EAGER=1|pass")
 for p in "$Q1" "$Q2" "$Q3"; do CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$p|EMU_EAGER=0|pass"); done
 CASES+=("gemm|M=72,N=80,K=48|72 80 48|f16|$Q1|EMU_EAGER=0|pass")
 CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$Q3|EMU_EAGER=1|pass")
+for p in "$E1" "$E2" "$E3" "$E4" "$E5"; do CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$p|EMU_EAGER=0|pass"); done
+CASES+=("gemm|M=72,N=80,K=48|72 80 48|f16|$E2|EMU_EAGER=0|pass")
+CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$E3|EMU_EAGER=1|pass")
 for op in flash_attention flash_attention_causal; do
   for p in '' "$A1" "$A2" "$A3"; do CASES+=("$op|B=1,H=2,S=77,D=64|1 2 77 64|bf16|$p|EMU_EAGER=0|pass"); done
   CASES+=("$op|B=1,H=1,S=40,D=128|1 1 40 128|bf16||EMU_EAGER=1|pass")
@@ -109,6 +120,9 @@ CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$C2|EMU_PLANT=7|fail")
 CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$P1|EMU_PLANT=7|fail")
 # ... and a lost bar.arrive: the consumer waiting for its turn would hang the GPU.
 CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$Q3|EMU_PLANT=8|fail")
+# ... and a bulk wait that does not wait: the next tile's stmatrix overwrites a staging tile the
+# last tile's TMA stores still read.
+CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$E2|EMU_PLANT=9|fail")
 
 # EMU_ONLY=REGEX: only the cases whose line matches (a developer's subset).
 if [ -n "${EMU_ONLY:-}" ]; then
