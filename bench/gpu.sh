@@ -302,7 +302,7 @@ coll_nccl() {
 
 TMA_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
 COOP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2)'
-PP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(2).epilogue("tma")'
+PP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(2).epilogue("tma").cluster(m=2)'
 export TMA_POINT COOP_POINT PP_POINT
 
 sanitizer() {  # racecheck | memcheck: the TMA gemm, plain and warp-specialized, one launch each
@@ -354,12 +354,14 @@ tune_default() {
   echo "note: $point"
 }
 
-WGMMA_SPACE='block(m=[128,256], n=[128,256], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["tma"]).schedule(["plain","coop","pingpong"]).persistent([0,132]).epilogue(["direct","tma"])'
+WGMMA_SPACE='block(m=[128,256], n=[128,256], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["tma"]).schedule(["plain","coop","pingpong"]).persistent([0,132]).epilogue(["direct","tma"]).cluster(m=[1,2], n=[1])'
 export WGMMA_SPACE
 
 table() {
   python3 "$ROOT/bench/gpu_table.py" "$WORK/refs.jsonl" "$WORK/ours.jsonl" >"$WORK/table"
   local rc=$?
+  # What each gemm design (schedule, persistence, epilogue, cluster) was worth in the tunes.
+  [ ! -f "$WORK/gpu.db" ] || { echo; python3 "$ROOT/bench/gpu_variants.py" "$WORK/gpu.db"; } >>"$WORK/table"
   cat "$WORK/table"
   cp "$WORK/table" "$DEST/table.txt"
   { echo; cat "$WORK/table"; } >>"$WORK/extra"
@@ -438,26 +440,29 @@ case $PHASE in
   step preflight-loader 15 preflight_loader
   require_cuda
   step preflight-torch 30 preflight_torch
-  step smoke-gemm-mma-sync 20 smoke gemm M=1024,N=1024,K=1024 \
+  step smoke-gemm-mma-sync 14 smoke gemm M=1024,N=1024,K=1024 \
     'block(m=128,n=128,k=32).warps(8).stages(4).mma("sync").load("cp_async")'
-  step smoke-gemm-wgmma-cp-async 20 smoke gemm M=1024,N=1024,K=1024 \
+  step smoke-gemm-wgmma-cp-async 14 smoke gemm M=1024,N=1024,K=1024 \
     'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("cp_async")'
-  step smoke-gemm-wgmma-tma 20 smoke gemm M=1024,N=1024,K=1024 \
+  step smoke-gemm-wgmma-tma 14 smoke gemm M=1024,N=1024,K=1024 \
     'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma")'
-  step smoke-gemm-wgmma-coop 20 smoke gemm M=1024,N=1024,K=1024 \
+  step smoke-gemm-wgmma-coop 14 smoke gemm M=1024,N=1024,K=1024 \
     'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop")'
   # 64 tiles, two a CTA: the consumers take turns on named barriers.
-  step smoke-gemm-wgmma-pingpong 20 smoke gemm M=1024,N=1024,K=1024 \
+  step smoke-gemm-wgmma-pingpong 14 smoke gemm M=1024,N=1024,K=1024 \
     'block(m=128,n=128,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("pingpong")'
   # 256 tiles on the 132 CTAs of a persistent grid: most CTAs take two.
-  step smoke-gemm-wgmma-persistent 20 smoke gemm M=4096,N=2048,K=512 \
+  step smoke-gemm-wgmma-persistent 14 smoke gemm M=4096,N=2048,K=512 \
     'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop").persistent(132)'
   # ... storing through shared memory and the TMA (3 stages: the staging tile takes the fourth's room).
-  step smoke-gemm-wgmma-tma-store 20 smoke gemm M=4096,N=2048,K=512 \
+  step smoke-gemm-wgmma-tma-store 14 smoke gemm M=4096,N=2048,K=512 \
     'block(m=128,n=256,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(132).epilogue("tma")'
-  step smoke-attention 20 smoke flash_attention B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
-  step smoke-attention-causal 20 smoke flash_attention_causal B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
-  step smoke-layernorm 20 smoke layernorm_safe M=1024,N=4096 'block(m=1).warps(8).vector(8)'
+  # ... in CTA pairs sharing B, multicast (128 tile pairs on 66 clusters).
+  step smoke-gemm-wgmma-cluster 14 smoke gemm M=4096,N=2048,K=512 \
+    'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop").persistent(132).cluster(m=2)'
+  step smoke-attention 14 smoke flash_attention B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
+  step smoke-attention-causal 14 smoke flash_attention_causal B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
+  step smoke-layernorm 14 smoke layernorm_safe M=1024,N=4096 'block(m=1).warps(8).vector(8)'
   step test-cuda 40 gtest test-cuda
   step test-prof-metrics 40 gtest test-prof-metrics
   step racecheck 35 sanitizer racecheck

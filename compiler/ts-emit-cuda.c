@@ -354,12 +354,17 @@ ts_emit_cuda(const TsTileKernel *kernel, const char *entry, const char *banner, 
   /* Minimum one resident CTA per SM: without it, LTO's ptxas caps a 128-thread kernel at 128
    * registers and spills tiles that fit in 164 (measured with `tessera-tune check`). The
    * schedule's tile sizes, not the compiler, choose the occupancy. */
+  /* A cluster size fixed at compile time: the plain cuLaunchKernel launches it (the grid is a
+   * multiple of it). */
+  g_autofree char *cluster =
+    grid->ints[5] > 1 ? g_strdup_printf("__cluster_dims__(%" G_GINT64_FORMAT ", 1, 1) ", grid->ints[5])
+                      : g_strdup("");
   g_string_append_printf(src,
-                         "extern \"C\" __global__ void __launch_bounds__(%" G_GINT64_FORMAT ", 1)\n"
+                         "extern \"C\" __global__ void %s__launch_bounds__(%" G_GINT64_FORMAT ", 1)\n"
                          "%s(const TsArgs ts_args%s)\n{\n"
                          "  extern __shared__ __align__(1024) unsigned char ts_smem[];\n"
                          "  (void)ts_smem;\n",
-                         grid->ints[3], entry,
+                         cluster, grid->ints[3], entry,
                          tma_record ? ", const __grid_constant__ TsTmaMaps ts_tma" : "");
   g_string_append(src, body);
   g_string_append(src, "}\n");

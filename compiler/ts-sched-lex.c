@@ -53,6 +53,9 @@ const TsSchedMethod ts__sched_methods[] = {
      * pairs; "tma": stmatrix into a swizzled staging tile, then TMA stores). Appended, as
      * raster. */
     {"epilogue", 1, {"epilogue"}, {NULL}},
+    /* GPU gemm: thread-block clusters of CM x CN CTAs whose tiles share an operand row or
+     * column, loaded once and multicast by the TMA (sm_90). Appended, as raster. */
+    {"cluster", 2, {"CM", "CN"}, {"m", "n"}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

@@ -380,7 +380,16 @@ ts_tile_grid(TsTileNode *parent, gint64 gx, gint64 gy, gint64 gz, gint64 threads
   n->ints[2] = gz;
   n->ints[3] = threads;
   n->ints[4] = smem_bytes;
+  n->ints[5] = 1;
   return n;
+}
+
+void
+ts_tile_grid_set_cluster(TsTileNode *grid, gint64 ctas)
+{
+  g_return_if_fail(grid != NULL && grid->op == TS_TILE_GRID && ctas >= 1);
+  g_return_if_fail(grid->ints[0] % ctas == 0);
+  grid->ints[5] = ctas;
 }
 
 TsTileNode *
@@ -560,9 +569,11 @@ print_node(GString *out, const TsTileNode *n, int depth)
   case TS_TILE_GRID:
     g_string_append_printf(out,
                            "tile.grid(%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-                           ") threads=%" G_GINT64_FORMAT " smem=%" G_GINT64_FORMAT
-                           ":  # one CTA at (bx, by, bz)\n",
+                           ") threads=%" G_GINT64_FORMAT " smem=%" G_GINT64_FORMAT,
                            n->ints[0], n->ints[1], n->ints[2], n->ints[3], n->ints[4]);
+    if (n->ints[5] > 1)
+      g_string_append_printf(out, " cluster=%" G_GINT64_FORMAT, n->ints[5]);
+    g_string_append(out, ":  # one CTA at (bx, by, bz)\n");
     print_children(out, n, depth + 1);
     return;
   case TS_TILE_INTRINSIC:

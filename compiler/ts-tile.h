@@ -198,6 +198,9 @@ TsTileNode *ts_tile_if(TsTileNode *parent, const char *cond);
  * One per kernel, directly in the kernel's body. */
 TsTileNode *ts_tile_grid(TsTileNode *parent, gint64 gx, gint64 gy, gint64 gz, gint64 threads,
                          gint64 smem_bytes);
+/* Groups the grid's CTAs (along x, `ctas` consecutive ones, dividing the grid) into thread-block
+ * clusters (sm_90): they run at once on neighbouring SMs and reach each other's shared memory. */
+void ts_tile_grid_set_cluster(TsTileNode *grid, gint64 ctas);
 /* A call of a target tile intrinsic. `params` is "NAME=VALUE,NAME=VALUE" (or NULL): template
  * constants in order; the operands follow as a NULL-terminated list of expressions. */
 TsTileNode *ts_tile_intrinsic(TsTileNode *parent, const char *name, const char *params, ...)

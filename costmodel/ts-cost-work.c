@@ -153,9 +153,11 @@ gemm_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   double staging = staged ? (pingpong ? 2 : 1) * BM * BN * e : 0;
   gpu_occupancy(t, threads + (coop ? 128 : 0), res, regs,
                 S * (BM * BK + BK * BN) * e + staging + (tma ? (coop ? 16 : 8) * S : 0), w);
-  /* CTA tiles are read from L2 once per CTA; a raster group of R tile rows sweeps B once, so B
-   * comes from DRAM once per group when A and B do not stay in L2 together. */
-  w->cache_bytes = w->units * (BM + BN) * K * e + M * N * e;
+  /* CTA tiles are read from L2 once per CTA (once per cluster for the operand a cluster(m, n)
+   * multicasts); a raster group of R tile rows sweeps B once, so B comes from DRAM once per
+   * group when A and B do not stay in L2 together. */
+  double CM = ts_sched_point_get_int(p, "CM", 1), CN = ts_sched_point_get_int(p, "CN", 1);
+  w->cache_bytes = w->units * (BM / MAX(CN, 1) + BN / MAX(CM, 1)) * K * e + M * N * e;
   double R = isnan(w->raster) ? 1 : MAX(w->raster, 1);
   double a = M * K * e, b = K * N * e, c = M * N * e;
   gboolean fits = a + b <= 0.5 * t->device.l2_bytes;

@@ -324,31 +324,50 @@ gemm_cuda_loop_tma(TsTileNode *g, const char *t, gboolean tma_store)
 }
 
 /* The C tile `tile` of the grouped rasterisation (consecutive tiles walk GROUP tile rows down
- * one tile column, so the A and B tiles a wave reads are shared in L2): its origin m0, n0. */
+ * one tile column, so the A and B tiles a wave reads are shared in L2): its origin m0, n0.
+ * With clusters, `tile` is a cluster tile, CM x CN C tiles, rasterised alike, and the CTA of
+ * rank crank takes C tile (crank % CM, crank / CM) of it. */
 static void
-gemm_tile_origin(TsTileNode *parent, const char *tile)
+gemm_tile_origin(TsTileNode *parent, const char *tile, gboolean cluster)
 {
   g_autofree char *first_m = g_strdup_printf("%s / width * GROUP", tile);
-  g_autofree char *m0 = g_strdup_printf("(first_m + %s %% width %% group_m) * BM", tile);
-  g_autofree char *n0 = g_strdup_printf("%s %% width / group_m * BN", tile);
+  g_autofree char *m0 =
+    cluster ? g_strdup_printf("((first_m + %s %% width %% group_m) * CM + crank %% CM) * BM", tile)
+            : g_strdup_printf("(first_m + %s %% width %% group_m) * BM", tile);
+  g_autofree char *n0 = cluster ? g_strdup_printf("(%s %% width / group_m * CN + crank / CM) * BN", tile)
+                                : g_strdup_printf("%s %% width / group_m * BN", tile);
   ts_tile_let(parent, "first_m", TS_DTYPE_INT32, first_m);
-  ts_tile_let(parent, "group_m", TS_DTYPE_INT32, "min(TILES_M - first_m, GROUP)");
+  ts_tile_let(parent, "group_m", TS_DTYPE_INT32,
+              cluster ? "min(CTILES_M - first_m, GROUP)" : "min(TILES_M - first_m, GROUP)");
   ts_tile_let(parent, "m0", TS_DTYPE_INT32, m0);
   ts_tile_let(parent, "n0", TS_DTYPE_INT32, n0);
 }
 
-/* The CTA's walk over tiles bx + first * gridDim.x (first NULL: bx), stepping `every` CTA
- * strides (the producer and coop's consumers walk every tile; a ping-pong consumer, from the
- * tile of its turn, every other): each
- * tile's origin, `j`, its index among the CTA's tiles, and `base`, the CTA's slices before it. */
+/* Where a warp-specialized CTA walks from: its index `at` among `count` walkers over `tiles`
+ * (C tiles; with clusters, the cluster's index among the clusters over cluster tiles). */
+typedef struct {
+  const char *at, *count, *tiles;
+  gboolean cluster;
+} GemmWalk;
+
+static const GemmWalk gemm_walk_cta = {"bx", "gridDim.x", "TILES_M * TILES_N", FALSE};
+static const GemmWalk gemm_walk_cluster = {"cid", "nclu", "CTILES_M * CTILES_N", TRUE};
+
+/* The walk over tiles at + first * count (first NULL: at), stepping `every` counts (the
+ * producer and coop's consumers walk every tile; a ping-pong consumer, from the tile of its
+ * turn, every other): each tile's origin, `j`, its index among the walker's tiles, and `base`,
+ * the walker's slices before it. */
 static TsTileNode *
-gemm_ws_tiles(TsTileNode *parent, const char *first, int every)
+gemm_ws_tiles(TsTileNode *parent, const GemmWalk *w, const char *first, int every)
 {
-  g_autofree char *from = first ? g_strdup_printf("bx + (%s) * gridDim.x", first) : g_strdup("bx");
-  g_autofree char *step = every > 1 ? g_strdup_printf("%d * gridDim.x", every) : g_strdup("gridDim.x");
-  TsTileNode *t = ts_tile_for(parent, "tile", from, "TILES_M * TILES_N", step, TS_FOR_SERIAL);
-  gemm_tile_origin(t, "tile");
-  ts_tile_let(t, "j", TS_DTYPE_INT32, "(tile - bx) / gridDim.x");
+  g_autofree char *from =
+    first ? g_strdup_printf("%s + (%s) * %s", w->at, first, w->count) : g_strdup(w->at);
+  g_autofree char *step =
+    every > 1 ? g_strdup_printf("%d * %s", every, w->count) : g_strdup(w->count);
+  TsTileNode *t = ts_tile_for(parent, "tile", from, w->tiles, step, TS_FOR_SERIAL);
+  gemm_tile_origin(t, "tile", w->cluster);
+  g_autofree char *j = g_strdup_printf("(tile - %s) / %s", w->at, w->count);
+  ts_tile_let(t, "j", TS_DTYPE_INT32, j);
   ts_tile_let(t, "base", TS_DTYPE_INT32, "j * kt");
   return t;
 }
@@ -372,23 +391,42 @@ gemm_ws_tiles(TsTileNode *parent, const char *first, int every)
  * GPU's SM count), where the producer loads the next tile's slices while a consumer stores the
  * last one. `it` counts the CTA's slices over all its tiles, so the ring's slots and phases run
  * on across tiles. epilogue("tma") stores a tile through a staging tile per consumer and TMA
- * stores (ts_wgmma_store_tma), which run on while the consumer starts its next tile. The role is read from a warp-uniform broadcast (ts_warpgroup), so ptxas sees
- * uniform branches around the wgmmas. */
+ * stores (ts_wgmma_store_tma), which run on while the consumer starts its next tile. The role
+ * is read from a warp-uniform broadcast (ts_warpgroup), so ptxas sees uniform branches around
+ * the wgmmas.
+ *   cluster(m=2) / cluster(n=2): CTA pairs whose tiles share B (two tile rows, one column) or
+ *   A (one row, two columns) walk cluster tiles together. Each producer loads its own A (or
+ *   B) and half the rows of each shared panel, multicast into both CTAs' ring slot; a slot is
+ *   then written by both producers, so its empty barrier takes the releases of the consumers
+ *   of both CTAs (each consumer arrives on its own and, through mapa, on its peer's). The
+ *   barriers are published, and the CTAs kept alive until no peer can touch them, by cluster
+ *   barriers. */
 static void
 gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t, gboolean pingpong,
-                  gboolean tma_store)
+                  gboolean tma_store, gint64 CM, gint64 CN)
 {
-  g_autofree char *load_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK", t);
-  g_autofree char *load_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN", t);
-  ts_tile_intrinsic(g, "tma_init_ws", "STAGES=STAGES,CONSUMERS=WGS", "bars", "tma_a", "tma_b",
-                    NULL);
-  ts_tile_barrier(g);
+  const gboolean cluster = CM * CN > 1;
+  const GemmWalk *walk = cluster ? &gemm_walk_cluster : &gemm_walk_cta;
+  g_autofree char *load_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK%s", t, CN > 1 ? ",PARTS=CN" : "");
+  g_autofree char *load_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN%s", t, CM > 1 ? ",PARTS=CM" : "");
+  if (cluster) {
+    ts_tile_let(g, "crank", TS_DTYPE_INT32, "bx % CTAS");
+    ts_tile_let(g, "cid", TS_DTYPE_INT32, "bx / CTAS");
+    ts_tile_let(g, "nclu", TS_DTYPE_INT32, "gridDim.x / CTAS");
+    ts_tile_intrinsic(g, "tma_init_ws", "STAGES=STAGES,CONSUMERS=WGS,CTAS=CTAS", "bars", "tma_a",
+                      "tma_b", NULL);
+    ts_tile_intrinsic(g, "cluster_sync", NULL, NULL);
+  } else {
+    ts_tile_intrinsic(g, "tma_init_ws", "STAGES=STAGES,CONSUMERS=WGS", "bars", "tma_a", "tma_b",
+                      NULL);
+    ts_tile_barrier(g);
+  }
   ts_tile_let(g, "wg", TS_DTYPE_INT32, "ts_warpgroup()");
 
   TsTileNode *prod = ts_tile_if(g, "wg == 0");
   ts_tile_intrinsic(prod, "setmaxnreg_dec", "N=PRODUCER_REGS", NULL);
   TsTileNode *lead = ts_tile_if(prod, "threadIdx.x == 0");
-  TsTileNode *pt = gemm_ws_tiles(lead, NULL, 1);
+  TsTileNode *pt = gemm_ws_tiles(lead, walk, NULL, 1);
   TsTileNode *pl = ts_tile_for(pt, "kb", "0", "kt", "1", TS_FOR_SERIAL);
   ts_tile_let(pl, "it", TS_DTYPE_INT32, "base + kb");
   ts_tile_let(pl, "ring", TS_DTYPE_INT32, "it % STAGES");
@@ -396,14 +434,16 @@ gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t, gboolean pingpo
   ts_tile_intrinsic(reuse, "mbar_wait", NULL, "bars + 2 * (STAGES + ring)", "it / STAGES - 1",
                     NULL);
   ts_tile_intrinsic(pl, "tma_expect", "BYTES=SLICE_BYTES", "bars + 2 * ring", "true", NULL);
-  ts_tile_intrinsic(pl, "tma_load_tile", load_a, "As + ring * BM * BK", "tma_a", "m0", "kb * BK",
-                    "bars + 2 * ring", "true", NULL);
-  ts_tile_intrinsic(pl, "tma_load_tile", load_b, "Bs + ring * BK * BN", "tma_b", "kb * BK", "n0",
-                    "bars + 2 * ring", "true", NULL);
+  ts_tile_intrinsic(pl, CN > 1 ? "tma_load_tile_mc" : "tma_load_tile", load_a,
+                    "As + ring * BM * BK", "tma_a", "m0", "kb * BK", "bars + 2 * ring", "true",
+                    NULL);
+  ts_tile_intrinsic(pl, CM > 1 ? "tma_load_tile_mc" : "tma_load_tile", load_b,
+                    "Bs + ring * BK * BN", "tma_b", "kb * BK", "n0", "bars + 2 * ring", "true",
+                    NULL);
 
   TsTileNode *cons = ts_tile_if(g, "wg > 0");
   ts_tile_intrinsic(cons, "setmaxnreg_inc", "N=CONSUMER_REGS", NULL);
-  TsTileNode *ct = gemm_ws_tiles(cons, pingpong ? "wg - 1" : NULL, pingpong ? 2 : 1);
+  TsTileNode *ct = gemm_ws_tiles(cons, walk, pingpong ? "wg - 1" : NULL, pingpong ? 2 : 1);
   ts_tile_alloc(ct, k, "acc", TS_MEM_REGISTER, TS_DTYPE_F32, "BM * BN / (128 * WGS)", FALSE,
                 pingpong ? "m64nBNk16 accumulators [mi][BN/2] of each consumer thread, the "
                            "whole tile's, zeroed per tile"
@@ -418,16 +458,21 @@ gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t, gboolean pingpo
   g_autofree char *mma = g_strdup_printf("T=%s,%s,WG0=1", t, gemm_wgmma.mma_params);
   ts_tile_intrinsic(cl, gemm_wgmma.mma, mma, "acc", "As + ring * BM * BK", "Bs + ring * BK * BN",
                     NULL);
-  ts_tile_intrinsic(cl, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + (it + STAGES - 1) % STAGES)",
-                    "kb > 0", NULL);
+  const char *release = cluster ? "mbar_arrive_wg_cluster" : "mbar_arrive_wg";
+  const char *release_params = cluster ? "CTAS=CTAS" : NULL;
+  ts_tile_intrinsic(cl, release, release_params,
+                    "bars + 2 * (STAGES + (it + STAGES - 1) % STAGES)", "kb > 0", NULL);
   /* Named barrier 3 - wg is the other consumer's; it waits only for a tile that exists. */
-  if (pingpong)
-    ts_tile_intrinsic(ct, "order_signal", NULL, "3 - wg", "tile + gridDim.x < TILES_M * TILES_N",
-                      NULL);
+  if (pingpong) {
+    g_autofree char *next = g_strdup_printf("tile + %s < %s", walk->count, walk->tiles);
+    ts_tile_intrinsic(ct, "order_signal", NULL, "3 - wg", next, NULL);
+  }
   ts_tile_intrinsic(ct, gemm_wgmma.drain, "PENDING=0", NULL);
-  ts_tile_intrinsic(ct, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + (base + kt - 1) % STAGES)",
+  ts_tile_intrinsic(ct, release, release_params, "bars + 2 * (STAGES + (base + kt - 1) % STAGES)",
                     "true", NULL);
   gemm_wgmma_epilogue(ct, cons, t, 1, tma_store);
+  if (cluster)
+    ts_tile_intrinsic(g, "cluster_sync", NULL, NULL);
 }
 
 static gboolean
@@ -442,6 +487,7 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   const char *sched = ts_sched_point_get_str(point, "schedule", "plain");
   const gint64 P = ts_sched_point_get_int(point, "persistent", 0);
   const char *epilogue = ts_sched_point_get_str(point, "epilogue", "direct");
+  const gint64 CM = ts_sched_point_get_int(point, "CM", 1), CN = ts_sched_point_get_int(point, "CN", 1);
   TsDtype dt = ts_op_instance_dtype(inst)->storage;
   if (dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
@@ -546,6 +592,28 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   const TsShape *s = ts_op_instance_shape(inst);
   const gint64 M = ts_shape_get(s, "M"), N = ts_shape_get(s, "N");
   const gint64 gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
+  const gint64 CTAS = CM * CN;
+  if (CM < 1 || CN < 1 || CTAS > 2) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: cluster(m=%" G_GINT64_FORMAT ", n=%" G_GINT64_FORMAT "): the CUDA "
+                "lowering has clusters of one CTA or of a pair, cluster(m=2) or cluster(n=2)",
+                CM, CN);
+    return FALSE;
+  }
+  if (CTAS > 1 && !ws) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: cluster(m=%" G_GINT64_FORMAT ", n=%" G_GINT64_FORMAT "): a cluster "
+                "shares its operand through the producer warpgroups: use it with "
+                "schedule(\"coop\") or schedule(\"pingpong\")", CM, CN);
+    return FALSE;
+  }
+  if (gm % CM || gn % CN) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: cluster(m=%" G_GINT64_FORMAT ", n=%" G_GINT64_FORMAT "): the %"
+                G_GINT64_FORMAT "x%" G_GINT64_FORMAT " tiles of %" G_GINT64_FORMAT "x%"
+                G_GINT64_FORMAT " do not pair up along the cluster", CM, CN, gm, gn, BM, BN);
+    return FALSE;
+  }
   /* The TMA ring's mbarriers follow the ring: 8 bytes a slot (16 with coop's full/empty pairs). */
   /* epilogue("tma"): a BM / WGS x BN staging tile per math warpgroup (pingpong: BM x BN each
    * of two). */
@@ -569,6 +637,13 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   ts_tile_kernel_define(k, "GROUP", G);
   ts_tile_kernel_define(k, "TILES_M", gm);
   ts_tile_kernel_define(k, "TILES_N", gn);
+  if (CTAS > 1) {
+    ts_tile_kernel_define(k, "CM", CM);
+    ts_tile_kernel_define(k, "CN", CN);
+    ts_tile_kernel_define(k, "CTAS", CTAS);
+    ts_tile_kernel_define(k, "CTILES_M", gm / CM);
+    ts_tile_kernel_define(k, "CTILES_N", gn / CN);
+  }
   if (ws) {
     /* The 384 threads start with 168 registers each (64K an SM, __launch_bounds__(384, 1));
      * the producer warpgroup drops to 40 and the two consumers take the rest, 232 (setmaxnreg
@@ -581,16 +656,20 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     ts_tile_kernel_define(k, "SLICE_BYTES", (BM * BK + BK * BN) * elem);
     /* A: BM rows of one 64-element (128-byte) swizzle row each; B: 64 k-rows of one 64-column
      * panel each, BN / 64 boxes a slice. */
-    ts_tile_kernel_add_tensor_map(k, "tma_a", "A", "K", "M", 128 / elem, BM, 128);
-    ts_tile_kernel_add_tensor_map(k, "tma_b", "B", "N", "K", 128 / elem, BK, 128);
+    /* The operand a cluster shares comes in parts: each CTA's box has 1 / CTAS of the rows. */
+    ts_tile_kernel_add_tensor_map(k, "tma_a", "A", "K", "M", 128 / elem, BM / CN, 128);
+    ts_tile_kernel_add_tensor_map(k, "tma_b", "B", "N", "K", 128 / elem, BK / CM, 128);
   }
   /* C: a staging tile's rows of one 64-column panel a box. */
   if (tma_store)
     ts_tile_kernel_add_tensor_map(k, "tma_c", "C", "N", "M", 128 / elem, BM / WGS, 128);
 
-  const gint64 tiles = gm * gn;
-  const gint64 ctas = P > 0 ? MIN(P, tiles) : pingpong ? (tiles + 1) / 2 : tiles;
-  TsTileNode *g = ts_tile_grid(k->body, ctas, 1, 1, W * 32 + (ws ? 128 : 0), smem);
+  /* Walkers: CTAs, or clusters of CTAS CTAs over cluster tiles. */
+  const gint64 tiles = gm * gn / CTAS;
+  const gint64 walkers = P > 0 ? MIN(P / CTAS, tiles) : pingpong ? (tiles + 1) / 2 : tiles;
+  TsTileNode *g = ts_tile_grid(k->body, walkers * CTAS, 1, 1, W * 32 + (ws ? 128 : 0), smem);
+  if (CTAS > 1)
+    ts_tile_grid_set_cluster(g, CTAS);
   if (wgmma) {
     ts_tile_alloc(g, k, "As", TS_MEM_SHARED, dt, "STAGES * BM * BK", FALSE,
                   "ring of STAGES BMx64 slices, K-major, 128-byte swizzle");
@@ -620,12 +699,12 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   }
   /* Grouped rasterisation: CTA bx takes tile bx (warp-specialized: tiles bx, bx + gridDim.x,
    * ...). */
-  ts_tile_let(g, "width", TS_DTYPE_INT32, "GROUP * TILES_N");
+  ts_tile_let(g, "width", TS_DTYPE_INT32, CTAS > 1 ? "GROUP * CTILES_N" : "GROUP * TILES_N");
   if (!ws)
-    gemm_tile_origin(g, "bx");
+    gemm_tile_origin(g, "bx", FALSE);
   ts_tile_let(g, "kt", TS_DTYPE_INT32, "(K + BK - 1) / BK");
   if (ws)
-    gemm_cuda_loop_ws(g, k, ts_dtype_name(dt), pingpong, tma_store);
+    gemm_cuda_loop_ws(g, k, ts_dtype_name(dt), pingpong, tma_store, CM, CN);
   else if (tma)
     gemm_cuda_loop_tma(g, ts_dtype_name(dt), tma_store);
   else
@@ -682,11 +761,13 @@ const TsOpDef ts__op_gemm = {
    * its tiles keep to 128 accumulators a thread (BM * BN <= 16384) and, 64-row blocks being a
    * warpgroup's, BM need not split in two. epilogue("tma") (wgmma) stages each math
    * warpgroup's rows of the tile in shared memory (BM x BN 16-bit elements in all, twice that
-   * with pingpong, whose consumers hold whole tiles) for TMA stores. */
+   * with pingpong, whose consumers hold whole tiles) for TMA stores. cluster(m=2) / cluster(n=2)
+   * pair the CTAs of a persistent warp-specialized grid, multicasting the operand their tiles
+   * share; the tiles must pair up. */
   .cuda_space = "block(m=[64,128,256], n=[64,128,256], k=[32,64]).warps([4,8]).stages([2,3,4])"
                 ".vector([8]).swizzle([\"xor\"]).raster([8]).mma([\"sync\",\"wgmma\"])"
                 ".load([\"cp_async\",\"tma\"]).schedule([\"plain\",\"coop\",\"pingpong\"])"
-                ".persistent([0,132]).epilogue([\"direct\",\"tma\"])"
+                ".persistent([0,132]).epilogue([\"direct\",\"tma\"]).cluster(m=[1,2], n=[1,2])"
                 ".where(BM * BN / (warps * 32) <= 128,"
                 " schedule != \"pingpong\" || BM * BN <= 128 * 128,"
                 " warps == 8 || BM * BN / (warps * 32) <= 64,"
@@ -707,9 +788,11 @@ const TsOpDef ts__op_gemm = {
                 " && stages * (BM * BK + BK * BN) * 2 + 16 * stages + BM * BN * 2 <= smem_bytes"
                 " || schedule == \"pingpong\""
                 " && stages * (BM * BK + BK * BN) * 2 + 16 * stages + 4 * BM * BN <= smem_bytes,"
+                " CM * CN <= 2, CM * CN == 1 || schedule != \"plain\" && persistent > 0,"
+                " (M + BM - 1) / BM % CM == 0, (N + BN - 1) / BN % CN == 0,"
                 " K % vector == 0, N % vector == 0)",
   .cuda_default = "block(m=128,n=128,k=32).warps(8).stages(4).vector(8).swizzle(\"xor\").raster(8)"
                   ".mma(\"sync\").load(\"cp_async\").schedule(\"plain\").persistent(0)"
-                  ".epilogue(\"direct\")",
+                  ".epilogue(\"direct\").cluster(m=1, n=1)",
   .lower_cuda = gemm_lower_cuda,
 };

@@ -178,5 +178,38 @@ check "a target is judged against the faster measurement of its library (0.70x o
   grep -Eq '^gemm 8192\^3 +630.0 TFLOP/s +cublasLt \(C\) +700.0 TFLOP/s +0.90x +>= 0.80 MISSED at 0.70x \(cuBLAS at its faster: torch.matmul \(cuBLAS\)\)' <<<"$table"
 check "the count of missed targets" grep -q 'targets missed or not measured: 3' <<<"$table"
 
+# ---- what each gemm design was worth (bench/gpu_variants.py on the tune's cache) ----
+# A real schedule cache (its schema from a CPU tune), with wgmma gemm trials as a GPU tune would
+# store them: per design the fastest verified trial, against plain one-CTA-a-tile direct stores.
+"$BUILD/tools/tessera-tune" tune saxpy --shape N=4096 --backend cpu --db "$TMP/designs.db" \
+  --budget 2 >/dev/null 2>&1
+python3 - "$TMP/designs.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+dev, tc = db.execute("SELECT device_id, toolchain_id FROM trial LIMIT 1").fetchone()
+db.execute("INSERT INTO workload (op, shape, dtype) VALUES ('gemm', 'M=4096,N=4096,K=4096', 'bf16')")
+w = db.execute("SELECT id FROM workload WHERE op = 'gemm'").fetchone()[0]
+base = 'block(m=128, n=256, k=64).warps(8).stages(3).mma("wgmma").load("tma")'
+for i, (tail, status, ns) in enumerate([
+        ('.schedule("plain").persistent(0).epilogue("direct").cluster(m=1, n=1)', "ok", 200000.0),
+        ('.schedule("plain").persistent(0).epilogue("direct").cluster(m=1, n=1).stages(4)', "ok", 220000.0),
+        ('.schedule("coop").persistent(132).epilogue("tma").cluster(m=2, n=1)', "ok", 160000.0),
+        ('.schedule("pingpong").persistent(132).epilogue("direct").cluster(m=1, n=1)', "timeout", None)]):
+    db.execute("INSERT INTO trial (workload_id, device_id, toolchain_id, schedule, schedule_hash, "
+               "status, median_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+               (w, dev, tc, base + tail, "%016x" % i, status, ns))
+db.commit()
+PY
+designs=$(python3 "$SRC/bench/gpu_variants.py" "$TMP/designs.db")
+rc=$?
+echo "$designs" | sed 's/^/# /'
+check "the gemm designs are listed" [ $rc -eq 0 ]
+check "plain, one CTA a tile: its fastest trial (687.2 TFLOP/s), 1.00x" \
+  grep -Eq '^  plain +tile-per-cta +direct +cluster 1x1 +687.2 +1.00x' <<<"$designs"
+check "coop, persistent, TMA stores, a cluster pair: 1.25x plain" \
+  grep -Eq '^  coop +persistent +tma +cluster 2x1 +859.0 +1.25x' <<<"$designs"
+check "a design none of whose trials verified says how they ended" \
+  grep -Eq '^  pingpong +persistent +direct +cluster 1x1 .*no trial verified: timeout' <<<"$designs"
+
 echo "1..$n"
 exit $FAILED

@@ -566,7 +566,9 @@ test_attention_cuda_lowering(void)
  * (schedule("coop"), ("pingpong")) are TMA points with two consumer warpgroups and a producer;
  * pingpong's consumers each hold whole tiles (at most 128 x 128) and take turns on named
  * barriers. epilogue("tma") (wgmma points whose ring and staging tiles fit) stores through
- * shared memory and a tensor map of C; the counts of the others are of direct stores. */
+ * shared memory and a tensor map of C; cluster(m=2) / cluster(n=2) pair persistent
+ * warp-specialized CTAs. Each point is counted once: clusters, else TMA-store epilogues, else
+ * by schedule. */
 static void
 test_gemm_wgmma_space(void)
 {
@@ -578,11 +580,11 @@ test_gemm_wgmma_space(void)
   g_assert_no_error(error);
   static const struct {
     const char *arch; /* NULL: no device */
-    guint wgmma, coop, pingpong, epi_tma;
-  } archs[] = {{"sm_90a", 32, 20, 24, 68},
-               {NULL, 32, 20, 24, 68},
-               {"sm_90", 0, 0, 0, 0},
-               {"sm_80", 0, 0, 0, 0}};
+    guint wgmma, coop, pingpong, epi_tma, clusters;
+  } archs[] = {{"sm_90a", 32, 20, 24, 68, 84},
+               {NULL, 32, 20, 24, 68, 84},
+               {"sm_90", 0, 0, 0, 0, 0},
+               {"sm_80", 0, 0, 0, 0, 0}};
   guint sync_90a = 0;
   for (guint a = 0; a < G_N_ELEMENTS(archs); a++) {
     TsDeviceInfo dev = {.backend = (char *)"cuda", .name = (char *)archs[a].arch,
@@ -591,7 +593,7 @@ test_gemm_wgmma_space(void)
     g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, archs[a].arch ? &dev : NULL);
     g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
     TsSchedPoint *p = NULL;
-    guint wgmma = 0, sync = 0, tma = 0, coop = 0, pingpong = 0, epi_tma = 0;
+    guint wgmma = 0, sync = 0, tma = 0, coop = 0, pingpong = 0, epi_tma = 0, clusters = 0;
     while (ts_sched_iter_next(it, &p, &error)) {
       g_autoptr(TsSchedPoint) point = p;
       const gboolean is_tma = g_strcmp0(ts_sched_point_get_str(point, "load", NULL), "tma") == 0;
@@ -605,6 +607,13 @@ test_gemm_wgmma_space(void)
       const gboolean is_coop = is_pp || g_strcmp0(sched, "coop") == 0; /* warp-specialized */
       const gint64 BM = ts_sched_point_get_int(point, "BM", 0),
                    BN = ts_sched_point_get_int(point, "BN", 0);
+      const gboolean is_cluster =
+        ts_sched_point_get_int(point, "CM", 1) * ts_sched_point_get_int(point, "CN", 1) > 1;
+      if (is_cluster) {
+        g_assert_true(is_coop);
+        g_assert_cmpint(ts_sched_point_get_int(point, "persistent", 0), >, 0);
+        clusters++;
+      }
       const gboolean is_epi_tma =
         g_strcmp0(ts_sched_point_get_str(point, "epilogue", NULL), "tma") == 0;
       if (is_coop) {
@@ -613,7 +622,9 @@ test_gemm_wgmma_space(void)
       }
       if (is_pp)
         g_assert_cmpint(BM * BN, <=, 128 * 128);
-      if (is_epi_tma) {
+      if (is_cluster) {
+        /* counted above */
+      } else if (is_epi_tma) {
         epi_tma++;
       } else if (is_coop) {
         pingpong += is_pp;
@@ -639,7 +650,12 @@ test_gemm_wgmma_space(void)
         /* coop: registers handed from the producer to the consumers, slots handed back on
          * empty barriers, and no CTA barrier after the barriers' initialisation. */
         g_assert_true((strstr(src, "ts_setmaxnreg_inc<CONSUMER_REGS>();") != NULL) == is_coop);
-        g_assert_true((strstr(src, "ts_mbar_arrive_wg(") != NULL) == is_coop);
+        g_assert_true((strstr(src, "ts_mbar_arrive_wg(") != NULL) == (is_coop && !is_cluster));
+        /* clusters: the shared operand multicast, releases to both CTAs, cluster barriers for
+         * the initialisation and the exit, compiled in as __cluster_dims__. */
+        g_assert_true((strstr(src, "ts_mbar_arrive_wg_cluster<CTAS>(") != NULL) == is_cluster);
+        g_assert_true((strstr(src, "ts_tma_load_tile_mc<") != NULL) == is_cluster);
+        g_assert_true((strstr(src, "__cluster_dims__(2, 1, 1)") != NULL) == is_cluster);
         /* pingpong: turns passed on named barriers, a whole tile per consumer warpgroup. */
         g_assert_true((strstr(src, "ts_order_wait(wg, j > 0);") != NULL) == is_pp);
         g_assert_true((strstr(src, "ts_order_signal(3 - wg, ") != NULL) == is_pp);
@@ -657,11 +673,16 @@ test_gemm_wgmma_space(void)
           ts_sched_point_get_int(point, "persistent", 0) > 0 ? 132 : is_pp ? tiles / 2 : tiles,
           is_coop ? 384 : (int)ts_sched_point_get_int(point, "warps", 0) * 32);
         g_assert_nonnull(strstr(src, grid));
-        if (is_coop) {
+        if (is_coop && !is_cluster) {
           g_assert_nonnull(strstr(src, "__launch_bounds__(384, 1)"));
           const char *sync_at = strstr(src, "__syncthreads();");
           g_assert_nonnull(sync_at);
           g_assert_null(strstr(sync_at + 1, "__syncthreads();"));
+        } else if (is_cluster) {
+          g_assert_null(strstr(src, "__syncthreads();"));
+          const char *sync_at = strstr(src, "ts_cluster_sync();");
+          g_assert_nonnull(sync_at);
+          g_assert_nonnull(strstr(sync_at + 1, "ts_cluster_sync();"));
         }
       }
     }
@@ -670,6 +691,7 @@ test_gemm_wgmma_space(void)
     g_assert_cmpuint(coop, ==, archs[a].coop);
     g_assert_cmpuint(pingpong, ==, archs[a].pingpong);
     g_assert_cmpuint(epi_tma, ==, archs[a].epi_tma);
+    g_assert_cmpuint(clusters, ==, archs[a].clusters);
     g_assert_cmpuint(tma, ==, archs[a].wgmma / 2); /* every wgmma point, with either load */
     if (a == 0)
       sync_90a = sync;
@@ -720,6 +742,29 @@ test_gemm_wgmma_space(void)
   g_assert_null(ts_op_instance_complete_point(inst, "cuda", pp_wide, &error));
   assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "BM * BN <= 128 * 128");
   g_clear_error(&error);
+  /* Clusters pair warp-specialized persistent CTAs, and their tiles must pair up. */
+  static const struct {
+    const char *shape, *point, *mentions;
+  } bad_cluster[] = {
+    {"M=4096,N=4096,K=4096", "block(m=128,n=128,k=64).warps(8).mma(\"wgmma\").load(\"tma\").cluster(m=2)",
+     "schedule != \"plain\" && persistent > 0"},
+    {"M=4096,N=4096,K=4096",
+     "block(m=128,n=128,k=64).warps(8).mma(\"wgmma\").load(\"tma\").schedule(\"coop\")"
+     ".persistent(132).cluster(m=2,n=2)",
+     "CM * CN <= 2"},
+    {"M=384,N=4096,K=4096",
+     "block(m=128,n=128,k=64).warps(8).mma(\"wgmma\").load(\"tma\").schedule(\"coop\")"
+     ".persistent(132).cluster(m=2)",
+     "(M + BM - 1) / BM % CM == 0"}};
+  for (guint i = 0; i < G_N_ELEMENTS(bad_cluster); i++) {
+    g_autoptr(TsOpInstance) ci = ts_op_instance_new("gemm", bad_cluster[i].shape, "bf16", &error);
+    g_assert_no_error(error);
+    g_autoptr(TsSchedPoint) pt = ts_sched_point_parse(bad_cluster[i].point, &error);
+    g_assert_no_error(error);
+    g_assert_null(ts_op_instance_complete_point(ci, "cuda", pt, &error));
+    assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, bad_cluster[i].mentions);
+    g_clear_error(&error);
+  }
   /* The TMA-store epilogue stages wgmma accumulators only. */
   g_autoptr(TsSchedPoint) plain_epi = ts_sched_point_parse(
     "block(m=128,n=128,k=32).warps(8).mma(\"sync\").epilogue(\"tma\")", &error);

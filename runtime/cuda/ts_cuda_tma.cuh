@@ -74,6 +74,47 @@ __device__ __forceinline__ void ts_tma_copy_2d(unsigned dst, const TsTmaMap *map
                : "memory");
 }
 
+// ---- thread-block clusters (sm_90; cluster(m, n), op-gemm.c) ----
+// This CTA's rank in its cluster.
+__device__ __forceinline__ unsigned ts_cluster_rank()
+{
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// The shared::cluster address of this CTA's shared::cta address `addr` in CTA `rank`'s shared
+// memory (the same offset there).
+__device__ __forceinline__ unsigned ts_mapa(unsigned addr, unsigned rank)
+{
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+// A plain arrival on an mbarrier of any CTA of the cluster, by its shared::cluster address.
+__device__ __forceinline__ void ts_mbar_arrive_cluster(unsigned caddr)
+{
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(caddr)
+               : "memory");
+}
+// Every thread of every CTA of the cluster arrives, then waits for all (exited threads count):
+// after it, barriers initialised before it may be used from any CTA; before a CTA exits, no
+// other may still write its shared memory.
+__device__ __forceinline__ void ts_cluster_sync()
+{
+  asm volatile("barrier.cluster.arrive.release.aligned;\n"
+               "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// ts_tma_copy_2d into every CTA of `mask` (bit r: rank r): the box lands at the same offset dst
+// of each, crediting its bytes to each one's mbarrier at offset bar.
+__device__ __forceinline__ void ts_tma_copy_2d_multicast(unsigned dst, const TsTmaMap *map, int c0, int c1,
+                                                         unsigned bar, unsigned short mask)
+{
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+               "l"(map), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+               : "memory");
+}
+
 // ---- tiles ----
 // The Tile IR has no 64-bit integer type, so a ring's mbarriers are allocated as pairs of
 // int32: barrier i is bars + 2 * i (8-byte aligned: shared allocations start on 128 bytes).
@@ -99,8 +140,12 @@ __device__ __forceinline__ void ts_tma_init(int *bars, const TsTmaMap *a, const 
 // bars + 2 s, whose phase completes when the slice's bytes have landed (one arrival, the
 // producer's expect_tx), and empty[s] = bars + 2 (STAGES + s), whose phase completes when every
 // consumer warpgroup has finished the wgmmas that read the slot (one arrival each). No CTA-wide
-// barrier is left in the loop, so every slot of the ring can be in flight at once.
-template <int STAGES, int CONSUMERS>
+// barrier is left in the loop, so every slot of the ring can be in flight at once. With CTAS
+// CTAs a cluster sharing an operand, a slot is written by every CTA's producer (its part of the
+// shared operand, multicast), so its empty barrier completes on the releases of the consumers
+// of every CTA (CONSUMERS x CTAS arrivals), and the caller's ts_cluster_sync publishes the
+// barriers cluster-wide.
+template <int STAGES, int CONSUMERS, int CTAS = 1>
 __device__ __forceinline__ void ts_tma_init_ws(int *bars, const TsTmaMap *a, const TsTmaMap *b)
 {
   if (threadIdx.x != 0)
@@ -108,7 +153,7 @@ __device__ __forceinline__ void ts_tma_init_ws(int *bars, const TsTmaMap *a, con
 #pragma unroll
   for (int i = 0; i < STAGES; i++) {
     ts_mbar_init_one(ts_smem_addr(bars + 2 * i), 1);
-    ts_mbar_init_one(ts_smem_addr(bars + 2 * (STAGES + i)), CONSUMERS);
+    ts_mbar_init_one(ts_smem_addr(bars + 2 * (STAGES + i)), CONSUMERS * CTAS);
   }
   ts_mbar_fence_init();
   ts_tma_prefetch_map(a);
@@ -258,4 +303,38 @@ __device__ __forceinline__ void ts_tma_store_drain()
 {
   if (threadIdx.x % 128 == 0)
     ts_bulk_wait<0>();
+}
+
+// ---- tiles of a cluster ----
+// One arrival per warpgroup on the barrier at the same offset in each of the cluster's CTAS
+// CTAs, when `valid`: a consumer hands a slot back to every producer that writes it.
+template <int CTAS> __device__ __forceinline__ void ts_mbar_arrive_wg_cluster(int *bar, bool valid)
+{
+  if (threadIdx.x % 128 != 0 || !valid)
+    return;
+#pragma unroll
+  for (int r = 0; r < CTAS; r++)
+    ts_mbar_arrive_cluster(ts_mapa(ts_smem_addr(bar), (unsigned)r));
+}
+
+// Thread 0 loads this CTA's part of a ROWS x COLS tile shared by the cluster's PARTS CTAs and
+// multicasts it to all of them: part r = this CTA's rank, rows [r ROWS / PARTS, (r + 1) ROWS /
+// PARTS) of every 64-column panel (the map's box is {64, ROWS / PARTS}), each landing where
+// ts_tma_load_tile would put it and crediting its bytes to every CTA's `bar`. Together the
+// PARTS CTAs deliver the whole tile to each.
+template <class T, int ROWS, int COLS, int PARTS>
+__device__ __forceinline__ void ts_tma_load_tile_mc(T *smem, const TsTmaMap *map, long long row0,
+                                                    long long col0, int *bar, bool valid)
+{
+  constexpr int BOX = 128 / (int)sizeof(T), PART = ROWS / PARTS;
+  static_assert(COLS % BOX == 0 && ROWS % PARTS == 0 && PART % 8 == 0,
+                "a part is whole 8-row swizzle groups of whole 128-byte panels");
+  if (threadIdx.x != 0 || !valid)
+    return;
+  const int r = (int)ts_cluster_rank();
+#pragma unroll
+  for (int p = 0; p < COLS / BOX; p++)
+    ts_tma_copy_2d_multicast(ts_smem_addr(smem + p * ROWS * BOX + r * PART * BOX), map,
+                             (int)(col0 + p * BOX), (int)(row0 + r * PART), ts_smem_addr(bar),
+                             (unsigned short)((1u << PARTS) - 1));
 }

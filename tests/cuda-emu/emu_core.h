@@ -36,14 +36,17 @@
 #define __align__(n) __attribute__((aligned(n)))
 #define __shared__
 #define __grid_constant__
+#define __cluster_dims__(...) // the driver gets the size as EMU_CLUSTER (run-emu.sh)
 
 struct Dim3 { unsigned x, y, z; };
 struct alignas(8) uint2 { unsigned x, y; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
 
 struct EmuCopy { unsigned dst; const void *src; int bytes; bool valid; };
+struct EmuCta;
 struct EmuThread {
   ucontext_t ctx;
+  EmuCta *cta;
   std::vector<char> stack;
   unsigned tid;
   bool done;
@@ -122,30 +125,42 @@ struct EmuNamedBar {
   int arrived = 0, count = 0;
   unsigned gen = 0;
 };
-struct Emu {
+// One CTA: its threads, shared memory and what is tracked per byte of it, its barriers. The CTAs
+// of a cluster run together, their threads interleaved by one scheduler.
+struct EmuCta {
   std::vector<EmuThread> th;
   std::vector<EmuWarp> warps;
   int cta_arrived = 0, n_done = 0;
   unsigned cta_gen = 0;
-  ucontext_t sched;
-  EmuThread *cur = nullptr;
-  Dim3 block, grid, bidx;
-  unsigned char *smem = nullptr;
-  size_t smem_bytes = 0;
+  Dim3 bidx;
+  unsigned rank = 0;        // in its cluster (%cluster_ctarank)
+  unsigned char *smem = nullptr; // the kernel's ts_smem while one of its threads runs
   std::vector<int> pending; // per smem byte: copies issued and not yet applied
   std::vector<int> unfenced; // per smem byte: copies applied, not yet fenced into the async proxy
   std::vector<int> wg_reads; // per smem byte: reads of wgmmas not yet finished
   std::vector<int> store_reads; // per smem byte: reads of TMA stores not yet done
   std::vector<EmuGroup> wgs;
-  std::vector<std::pair<unsigned, EmuBar>> bars; // by shared-memory address, this CTA's
-  EmuNamedBar named[16];                         // bar.sync / bar.arrive ids, this CTA's
+  std::vector<std::pair<unsigned, EmuBar>> bars; // by shared-memory address
+  EmuNamedBar named[16];                         // bar.sync / bar.arrive ids
+};
+struct Emu {
+  ucontext_t sched;
+  EmuThread *cur = nullptr;
+  EmuCta *cta = nullptr;     // the running thread's CTA
+  std::vector<EmuCta> ctas;  // the cluster's, rank order
+  Dim3 block, grid;
+  unsigned cluster = 1;      // CTAs a cluster, along x
+  int cluster_arrived = 0;   // barrier.cluster arrivals of the current phase
+  unsigned cluster_gen = 0;
+  size_t smem_bytes = 0;
   int eager = 0;
   int plant = 0; // 1: ldmatrix without .trans transposes; 2: cp.async.wait_group waits for nothing;
                  // 3: wgmma ignores imm-trans-b; 4: wgmma ignores the descriptor's swizzle mode;
                  // 5: the TMA ignores the map's swizzle; 6: an mbarrier wait waits for nothing;
                  // 7: a plain mbarrier arrive completes the phase (ignores the other arrivals);
                  // 8: bar.arrive on a named barrier is lost (not counted);
-                 // 9: cp.async.bulk.wait_group.read waits for nothing
+                 // 9: cp.async.bulk.wait_group.read waits for nothing;
+                 // 10: a multicast TMA copy lands in the issuing CTA only
   long errors = 0;
   long stalled = 0; // mbarrier and named-barrier waits answered "not yet" since a phase last
                     // completed
@@ -154,7 +169,10 @@ extern Emu emu;
 
 static inline Dim3 emu_tidx() { return Dim3{emu.cur->tid, 0, 0}; }
 #define threadIdx (emu_tidx())
-#define blockIdx (emu.bidx)
+#define blockIdx (emu.cta->bidx)
+// The kernels' extern __shared__ ts_smem[] is the running CTA's (their declarations are removed
+// by prep.py and run-emu.sh).
+#define ts_smem (emu.cta->smem)
 #define gridDim (emu.grid)
 #define blockDim (emu.block)
 
@@ -163,14 +181,15 @@ static inline void __trap() { fprintf(stderr, "emu: __trap\n"); abort(); }
 static inline void emu_fail(const char *what)
 {
   if (emu.errors++ < 5)
-    fprintf(stderr, "emu: %s (CTA %u,%u,%u thread %u)\n", what, emu.bidx.x, emu.bidx.y,
-            emu.bidx.z, emu.cur ? emu.cur->tid : 0u);
+    fprintf(stderr, "emu: %s (CTA %u,%u,%u thread %u)\n", what, emu.cta ? emu.cta->bidx.x : 0u,
+            emu.cta ? emu.cta->bidx.y : 0u, emu.cta ? emu.cta->bidx.z : 0u,
+            emu.cur ? emu.cur->tid : 0u);
 }
 
 // A warp collective: the 32nd lane to arrive runs op over all lanes' inputs.
 static inline void emu_warp_collective(int kind, const std::function<void(EmuWarp &)> &op)
 {
-  EmuWarp &w = emu.warps[emu.cur->tid / 32];
+  EmuWarp &w = emu.cta->warps[emu.cur->tid / 32];
   if (w.arrived == 0)
     w.kind = kind;
   else if (w.kind != kind) {
@@ -190,12 +209,12 @@ static inline void emu_warp_collective(int kind, const std::function<void(EmuWar
 
 static inline void __syncthreads()
 {
-  unsigned g = emu.cta_gen;
-  if (++emu.cta_arrived + emu.n_done == (int)emu.block.x) {
-    emu.cta_arrived = 0;
-    emu.cta_gen++;
+  unsigned g = emu.cta->cta_gen;
+  if (++emu.cta->cta_arrived + emu.cta->n_done == (int)emu.block.x) {
+    emu.cta->cta_arrived = 0;
+    emu.cta->cta_gen++;
   } else {
-    while (emu.cta_gen == g)
+    while (emu.cta->cta_gen == g)
       emu_yield();
   }
 }
@@ -206,7 +225,7 @@ static inline int __shfl_sync(unsigned mask, int v, int src)
   if (mask != 0xffffffffu)
     emu_fail("shfl with a partial mask is not emulated");
   unsigned lane = emu.cur->tid % 32;
-  EmuWarp &w = emu.warps[emu.cur->tid / 32];
+  EmuWarp &w = emu.cta->warps[emu.cur->tid / 32];
   w.in_u[lane][0] = (unsigned)v;
   emu_warp_collective(2000 + (src & 31), [&](EmuWarp &ww) {
     for (int l = 0; l < 32; l++)
@@ -227,7 +246,7 @@ static inline float __shfl_xor_sync(unsigned mask, float v, int m)
   if (mask != 0xffffffffu)
     emu_fail("shfl with a partial mask is not emulated");
   unsigned lane = emu.cur->tid % 32;
-  EmuWarp &w = emu.warps[emu.cur->tid / 32];
+  EmuWarp &w = emu.cta->warps[emu.cur->tid / 32];
   w.in_f[lane][0] = v;
   emu_warp_collective(1000 + m, [&](EmuWarp &ww) {
     for (int l = 0; l < 32; l++)
@@ -268,23 +287,23 @@ static inline float emu_half(unsigned v, int hi, bool f16)
 static inline unsigned emu_smem_offset(const void *p)
 {
   const unsigned char *c = (const unsigned char *)p;
-  if (!(c >= emu.smem && c <= emu.smem + emu.smem_bytes)) {
+  if (!(c >= emu.cta->smem && c <= emu.cta->smem + emu.smem_bytes)) {
     fprintf(stderr, "emu: shared-memory pointer outside the launch's %zu bytes\n", emu.smem_bytes);
     abort();
   }
-  return (unsigned)(c - emu.smem);
+  return (unsigned)(c - emu.cta->smem);
 }
 
 // ---- cp.async ----
 static inline void emu_apply(const EmuCopy &c)
 {
   if (c.valid)
-    memcpy(emu.smem + c.dst, c.src, c.bytes);
+    memcpy(emu.cta->smem + c.dst, c.src, c.bytes);
   else
-    memset(emu.smem + c.dst, 0, c.bytes);
+    memset(emu.cta->smem + c.dst, 0, c.bytes);
   for (int i = 0; i < c.bytes; i++) {
-    emu.pending[c.dst + i]--;
-    emu.unfenced[c.dst + i]++;
+    emu.cta->pending[c.dst + i]--;
+    emu.cta->unfenced[c.dst + i]++;
   }
   if (emu.cur)
     emu.cur->landed.push_back(c);
@@ -295,13 +314,13 @@ static inline void emu_cp_async(unsigned dst, const void *src, int bytes, bool v
     emu_fail("cp.async misaligned or outside shared memory");
   else {
     for (int i = 0; i < bytes; i++)
-      if (emu.wg_reads[dst + i]) {
+      if (emu.cta->wg_reads[dst + i]) {
         emu_fail("cp.async into shared memory that an unfinished wgmma reads");
         break;
       }
     EmuCopy c{dst, src, bytes, valid};
     for (int i = 0; i < bytes; i++)
-      emu.pending[dst + i]++;
+      emu.cta->pending[dst + i]++;
     if (emu.eager)
       emu_apply(c);
     else
@@ -331,7 +350,7 @@ static inline void emu_check_read(unsigned addr, int bytes)
     return;
   }
   for (int i = 0; i < bytes; i++)
-    if (emu.pending[addr + i]) {
+    if (emu.cta->pending[addr + i]) {
       emu_fail("ldmatrix read a shared-memory byte whose cp.async was not waited for");
       return;
     }
@@ -343,7 +362,7 @@ static inline void emu_check_read(unsigned addr, int bytes)
 static inline void emu_ldmatrix(unsigned *r, int nmat, unsigned addr, bool trans)
 {
   unsigned lane = emu.cur->tid % 32;
-  EmuWarp &w = emu.warps[emu.cur->tid / 32];
+  EmuWarp &w = emu.cta->warps[emu.cur->tid / 32];
   w.in_u[lane][0] = addr;
   if (emu.plant == 1 && nmat == 4)
     trans = !trans;
@@ -356,7 +375,7 @@ static inline void emu_ldmatrix(unsigned *r, int nmat, unsigned addr, bool trans
           emu_fail("ldmatrix row address not 16-byte aligned");
         emu_check_read(a, 16);
         if (a + 16 <= emu.smem_bytes)
-          memcpy(m[row], emu.smem + a, 16);
+          memcpy(m[row], emu.cta->smem + a, 16);
       }
       for (int t = 0; t < 32; t++) {
         unsigned short lo, hi;
@@ -382,7 +401,7 @@ static inline void emu_ldmatrix(unsigned *r, int nmat, unsigned addr, bool trans
 static inline void emu_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], bool f16)
 {
   unsigned lane = emu.cur->tid % 32;
-  EmuWarp &w = emu.warps[emu.cur->tid / 32];
+  EmuWarp &w = emu.cta->warps[emu.cur->tid / 32];
   for (int i = 0; i < 4; i++) {
     w.in_u[lane][i] = a[i];
     w.in_f[lane][i] = d[i];
@@ -425,11 +444,11 @@ static inline void emu_mma_16816(float (&d)[4], const unsigned (&a)[4], const un
 // A warpgroup collective: the 128th thread to arrive runs op.
 static inline void emu_wg_collective(int kind, const std::function<void(EmuGroup &)> &op)
 {
-  if (emu.wgs.empty() || emu.cur->tid / 128 >= emu.wgs.size()) {
+  if (emu.cta->wgs.empty() || emu.cur->tid / 128 >= emu.cta->wgs.size()) {
     fprintf(stderr, "emu: wgmma instruction in a block that is not whole warpgroups\n");
     abort();
   }
-  EmuGroup &g = emu.wgs[emu.cur->tid / 128];
+  EmuGroup &g = emu.cta->wgs[emu.cur->tid / 128];
   if (g.arrived == 0)
     g.kind = kind;
   else if (g.kind != kind) {
@@ -453,7 +472,7 @@ static inline void emu_proxy_fence()
 {
   for (auto &c : emu.cur->landed)
     for (int i = 0; i < c.bytes; i++)
-      emu.unfenced[c.dst + i]--;
+      emu.cta->unfenced[c.dst + i]--;
   emu.cur->landed.clear();
 }
 
@@ -513,17 +532,17 @@ static inline unsigned short emu_smem16(unsigned a)
     return 0;
   }
   for (unsigned i = a; i < a + 2; i++) {
-    if (emu.pending[i]) {
+    if (emu.cta->pending[i]) {
       emu_fail("wgmma read a shared-memory byte whose copy (cp.async or TMA) was not waited for");
       break;
     }
-    if (emu.unfenced[i]) {
+    if (emu.cta->unfenced[i]) {
       emu_fail("wgmma read cp.async data not fenced into the async proxy (fence.proxy.async)");
       break;
     }
   }
   unsigned short v;
-  memcpy(&v, emu.smem + a, 2);
+  memcpy(&v, emu.cta->smem + a, 2);
   return v;
 }
 
@@ -534,8 +553,8 @@ static inline void emu_wgmma_run(EmuWgmma &w)
   static float A[64][16], B[16][256];
   emu_wgmma_bytes(w, [&](unsigned a, int which, int i, int k) {
     if (a + 2 <= emu.smem_bytes) {
-      emu.wg_reads[a]--;
-      emu.wg_reads[a + 1]--;
+      emu.cta->wg_reads[a]--;
+      emu.cta->wg_reads[a + 1]--;
     }
     const unsigned short v = emu_smem16(a);
     const float f = w.f16 ? emu_f16_to_f32(v) : __uint_as_float((unsigned)v << 16);
@@ -563,7 +582,7 @@ static inline void emu_wgmma_fence()
 static inline void emu_wgmma(float *d, int n, uint64_t da, uint64_t db, int scale_d, bool f16,
                              bool trans_a, bool trans_b)
 {
-  EmuGroup &g = emu.wgs[emu.cur->tid / 128];
+  EmuGroup &g = emu.cta->wgs[emu.cur->tid / 128];
   const unsigned t = emu.cur->tid % 128;
   g.in_a[t] = da;
   g.in_b[t] = db;
@@ -580,8 +599,8 @@ static inline void emu_wgmma(float *d, int n, uint64_t da, uint64_t db, int scal
     }
     emu_wgmma_bytes(w, [&](unsigned a, int, int, int) {
       if (a + 2 <= emu.smem_bytes) {
-        emu.wg_reads[a]++;
-        emu.wg_reads[a + 1]++;
+        emu.cta->wg_reads[a]++;
+        emu.cta->wg_reads[a + 1]++;
       }
     });
     gg.open.push_back(w);
@@ -611,7 +630,7 @@ static inline void emu_wgmma_wait(int n)
 // ---- mbarriers and the TMA (sm_90) ----
 static inline EmuBar *emu_bar(unsigned addr)
 {
-  for (auto &b : emu.bars)
+  for (auto &b : emu.cta->bars)
     if (b.first == addr)
       return &b.second;
   emu_fail("mbarrier operation on shared memory that no mbarrier.init initialised");
@@ -624,20 +643,22 @@ static inline void emu_mbar_init(unsigned addr, unsigned count)
     emu_fail("mbarrier.init misaligned, outside shared memory or with a zero count");
     return;
   }
-  for (auto &b : emu.bars)
+  for (auto &b : emu.cta->bars)
     if (b.first == addr) {
       emu_fail("mbarrier.init of a barrier already initialised in this CTA");
       return;
     }
   EmuBar b;
   b.count = b.pending = count;
-  emu.bars.push_back({addr, b});
+  emu.cta->bars.push_back({addr, b});
 }
 
 // Completes the current phase when every arrival and every announced byte are in.
 static inline void emu_mbar_progress(EmuBar &b)
 {
-  if (b.tx < 0)
+  // A peer CTA's multicast may land before this CTA's producer announced the phase's bytes; only
+  // a phase with every arrival in and bytes still negative got more than announced.
+  if (b.tx < 0 && b.pending == 0)
     emu_fail("an mbarrier received more TMA bytes than were announced (expect_tx)");
   if (b.pending == 0 && b.tx == 0) {
     b.phase++;
@@ -702,8 +723,8 @@ static inline void emu_tma_apply(const EmuTma &t)
       const unsigned a = emu_tma_smem_addr(m, t.dst, r, i);
       const long long x = (long long)t.c0 + i / m.elem, y = (long long)t.c1 + r;
       const bool in = x >= 0 && y >= 0 && (uint64_t)x < m.dim[0] && (uint64_t)y < m.dim[1];
-      emu.smem[a] = in ? m.base[(uint64_t)y * m.stride + (uint64_t)x * m.elem + i % m.elem] : 0;
-      emu.pending[a]--;
+      emu.cta->smem[a] = in ? m.base[(uint64_t)y * m.stride + (uint64_t)x * m.elem + i % m.elem] : 0;
+      emu.cta->pending[a]--;
     }
   EmuBar *b = emu_bar(t.bar);
   if (b) {
@@ -733,12 +754,12 @@ static inline void emu_tma_copy_2d(unsigned dst, const void *map_ptr, int c0, in
   for (unsigned r = 0; r < m.box[1]; r++)
     for (unsigned i = 0; i < m.box[0] * m.elem; i++) {
       const unsigned a = emu_tma_smem_addr(m, dst, r, i);
-      if (emu.wg_reads[a]) {
+      if (emu.cta->wg_reads[a]) {
         emu_fail("TMA copy into shared memory that an unfinished wgmma reads");
         r = m.box[1];
         break;
       }
-      emu.pending[a]++;
+      emu.cta->pending[a]++;
     }
   if (emu.eager)
     emu_tma_apply(t);
@@ -785,7 +806,7 @@ static inline EmuNamedBar *emu_named(unsigned id, unsigned count)
              "within the block");
     return nullptr;
   }
-  EmuNamedBar &b = emu.named[id];
+  EmuNamedBar &b = emu.cta->named[id];
   if (b.arrived == 0)
     b.count = (int)count;
   else if (b.count != (int)count) {
@@ -834,6 +855,86 @@ static inline void emu_bar_sync_named(unsigned id, unsigned count)
   }
 }
 
+// ---- thread-block clusters ----
+// A shared::cluster address from mapa: bit 31 set, the CTA's rank in bits 24..30, the offset
+// below; a shared::cta address (bit 31 clear) is the issuing CTA's own.
+static inline unsigned emu_cluster_rank() { return emu.cta->rank; }
+static inline unsigned emu_mapa(unsigned addr, unsigned rank)
+{
+  if (rank >= emu.cluster || addr >= (1u << 24)) {
+    emu_fail("mapa to a rank outside the cluster or an address outside shared memory");
+    return addr;
+  }
+  return 1u << 31 | rank << 24 | addr;
+}
+
+// Runs f with `rank`'s CTA as the current one (its shared memory, barriers and trackers).
+// A CTA whose threads have all exited has given its shared memory back: another CTA's access to
+// it would hit whatever runs there next.
+template <class F> static inline void emu_in_cta(unsigned rank, F f)
+{
+  if (emu.ctas[rank].n_done == (int)emu.block.x) {
+    emu_fail("access to the shared memory of a cluster CTA that has exited (a cluster barrier "
+             "missing before its exit)");
+    return;
+  }
+  EmuCta *self = emu.cta;
+  emu.cta = &emu.ctas[rank];
+  f();
+  emu.cta = self;
+}
+
+static inline void emu_mbar_arrive_cluster(unsigned caddr)
+{
+  const unsigned rank = caddr >> 31 ? (caddr >> 24) & 0x7f : emu.cta->rank;
+  if (rank >= emu.cluster) {
+    emu_fail("mbarrier arrival on a shared::cluster address outside the cluster");
+    return;
+  }
+  emu_in_cta(rank, [&] { emu_mbar_arrive(caddr & 0xffffff); });
+}
+
+// barrier.cluster.arrive + wait: every thread of every CTA of the cluster (exited ones count).
+static inline void emu_cluster_sync()
+{
+  const unsigned g = emu.cluster_gen;
+  int done = 0;
+  for (auto &c : emu.ctas)
+    done += c.n_done;
+  if (++emu.cluster_arrived + done == (int)(emu.cluster * emu.block.x)) {
+    emu.cluster_arrived = 0;
+    emu.cluster_gen++;
+    emu.stalled = 0;
+    return;
+  }
+  while (emu.cluster_gen == g) {
+    if (++emu.stalled > 4000000) {
+      emu_fail("deadlock: a barrier.cluster wait that cannot complete");
+      fflush(stdout);
+      fflush(stderr);
+      _exit(1);
+    }
+    emu_yield();
+  }
+}
+
+static inline void emu_tma_copy_2d(unsigned dst, const void *map_ptr, int c0, int c1, unsigned bar);
+// The same box into every CTA of mask, each crediting its own barrier at offset bar. Planted
+// bug 10 drops the other CTAs: their full barriers then wait for bytes that never come.
+static inline void emu_tma_copy_2d_multicast(unsigned dst, const void *map, int c0, int c1,
+                                             unsigned bar, unsigned mask)
+{
+  if (mask == 0 || mask >> emu.cluster) {
+    emu_fail("multicast TMA copy with an empty mask or ranks outside the cluster");
+    return;
+  }
+  if (emu.plant == 10)
+    mask = 1u << emu.cta->rank;
+  for (unsigned r = 0; r < emu.cluster; r++)
+    if (mask >> r & 1)
+      emu_in_cta(r, [&] { emu_tma_copy_2d(dst, map, c0, c1, bar); });
+}
+
 // ---- the TMA-store epilogue ----
 // stmatrix.m8n8.x4 (b16): register q of lane l holds row l / 4, columns 2 (l % 4) and + 1 of
 // matrix q; lane l addresses row l % 8 of matrix l / 8. A row is a generic-proxy write of the
@@ -841,7 +942,7 @@ static inline void emu_bar_sync_named(unsigned id, unsigned count)
 static inline void emu_stmatrix_x4(unsigned addr, const unsigned (&r)[4])
 {
   unsigned lane = emu.cur->tid % 32, warp = emu.cur->tid / 32;
-  EmuWarp &w = emu.warps[warp];
+  EmuWarp &w = emu.cta->warps[warp];
   w.in_u[lane][0] = addr;
   for (int q = 0; q < 4; q++)
     w.in_u[lane][1 + q] = r[q];
@@ -854,18 +955,18 @@ static inline void emu_stmatrix_x4(unsigned addr, const unsigned (&r)[4])
           continue;
         }
         for (unsigned i = a; i < a + 16; i++)
-          if (emu.store_reads[i] || emu.wg_reads[i] || emu.pending[i]) {
-            emu_fail(emu.store_reads[i] ? "stmatrix into shared memory that a TMA store still reads"
+          if (emu.cta->store_reads[i] || emu.cta->wg_reads[i] || emu.cta->pending[i]) {
+            emu_fail(emu.cta->store_reads[i] ? "stmatrix into shared memory that a TMA store still reads"
                                         : "stmatrix into shared memory that a copy or wgmma uses");
             break;
           }
         for (int c = 0; c < 4; c++) { // lane 4 row + c holds columns 2c, 2c + 1
           const unsigned v = ww.in_u[row * 4 + c][1 + q];
-          memcpy(emu.smem + a + 4 * c, &v, 4);
+          memcpy(emu.cta->smem + a + 4 * c, &v, 4);
         }
         for (unsigned i = a; i < a + 16; i++)
-          emu.unfenced[i]++;
-        emu.th[warp * 32 + q * 8 + row].landed.push_back(EmuCopy{a, nullptr, 16, true});
+          emu.cta->unfenced[i]++;
+        emu.cta->th[warp * 32 + q * 8 + row].landed.push_back(EmuCopy{a, nullptr, 16, true});
       }
   });
 }
@@ -879,8 +980,8 @@ static inline void emu_tma_store_apply(const EmuTmaStore &st)
       const unsigned a = emu_tma_smem_addr(m, st.src, r, i);
       const long long x = (long long)st.c0 + i / m.elem, y = (long long)st.c1 + r;
       if (x >= 0 && y >= 0 && (uint64_t)x < m.dim[0] && (uint64_t)y < m.dim[1])
-        base[(uint64_t)y * m.stride + (uint64_t)x * m.elem + i % m.elem] = emu.smem[a];
-      emu.store_reads[a]--;
+        base[(uint64_t)y * m.stride + (uint64_t)x * m.elem + i % m.elem] = emu.cta->smem[a];
+      emu.cta->store_reads[a]--;
     }
 }
 
@@ -903,8 +1004,8 @@ static inline void emu_tma_store_2d(const void *map_ptr, int c0, int c1, unsigne
   for (unsigned r = 0; r < st.map.box[1]; r++)
     for (unsigned i = 0; i < st.map.box[0] * st.map.elem; i++) {
       const unsigned a = emu_tma_smem_addr(st.map, src, r, i);
-      if (emu.unfenced[a] || emu.pending[a]) {
-        emu_fail(emu.unfenced[a] ? "TMA store reads shared memory written by the generic proxy "
+      if (emu.cta->unfenced[a] || emu.cta->pending[a]) {
+        emu_fail(emu.cta->unfenced[a] ? "TMA store reads shared memory written by the generic proxy "
                                    "and not fenced into the async proxy (fence.proxy.async)"
                                  : "TMA store reads shared memory whose copy was not waited for");
         r = st.map.box[1];
@@ -913,7 +1014,7 @@ static inline void emu_tma_store_2d(const void *map_ptr, int c0, int c1, unsigne
     }
   for (unsigned r = 0; r < st.map.box[1]; r++)
     for (unsigned i = 0; i < st.map.box[0] * st.map.elem; i++)
-      emu.store_reads[emu_tma_smem_addr(st.map, src, r, i)]++;
+      emu.cta->store_reads[emu_tma_smem_addr(st.map, src, r, i)]++;
   if (emu.eager)
     emu_tma_store_apply(st);
   else
@@ -944,7 +1045,7 @@ static inline void emu_bulk_wait(int n, bool read_only)
 // were reported), and a barrier still owed bytes would have hung the kernel on a GPU.
 static inline void emu_tma_finish()
 {
-  for (auto &b : emu.bars) {
+  for (auto &b : emu.cta->bars) {
     std::vector<EmuTma> landing;
     landing.swap(b.second.inflight);
     for (auto &t : landing)
@@ -952,9 +1053,9 @@ static inline void emu_tma_finish()
     if (b.second.tx != 0)
       emu_fail("an mbarrier still expects TMA bytes when the CTA ends");
   }
-  emu.bars.clear();
+  emu.cta->bars.clear();
   // A TMA store still reading shared memory when the CTA ends reads memory the next CTA owns.
-  for (auto &th : emu.th) {
+  for (auto &th : emu.cta->th) {
     if (!th.bulk.empty() || !th.bulk_open.empty())
       emu_fail("TMA stores not waited for (cp.async.bulk.wait_group) when the CTA ends");
     for (auto &g : th.bulk)
@@ -967,7 +1068,7 @@ static inline void emu_tma_finish()
   }
   // An arrival nobody waited for is a protocol error: the next launch on this SM would start
   // with the barrier part-way through a phase.
-  for (auto &nb : emu.named) {
+  for (auto &nb : emu.cta->named) {
     if (nb.arrived != 0)
       emu_fail("a named barrier has arrivals no bar.sync completed when the CTA ends");
     nb = EmuNamedBar();

@@ -3,7 +3,9 @@
 // reference from the same (rounded) inputs, with ts_numerics_rel_error's norm-wise relative error
 // and ts_numerics_tolerance's bound. Inputs are random and nonzero; outputs are NaN-poisoned.
 // usage: emu-kernel OP DIM... (gemm M N K | flash_attention[_causal] B H S D | rows ops M N |
-// saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1..7 plants a bug (emu_core.h).
+// saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1..10 plants a bug (emu_core.h).
+// The CTAs of a cluster (-DEMU_CLUSTER=n, consecutive along x) run together, each with its own
+// shared memory.
 #include "ts_cuda_prims.cuh"
 #include "ts-cuda-tma.h"
 #include <string>
@@ -20,7 +22,6 @@ extern "C" void ENTRY(const TsArgs);
 #endif
 
 Emu emu;
-alignas(1024) unsigned char ts_smem[228 * 1024]; // the kernels' extern __shared__ ts_smem[]
 static TsArgs g_args;
 static TsTmaMaps g_maps;
 
@@ -32,7 +33,7 @@ static void trampoline()
   ENTRY(g_args);
 #endif
   emu.cur->done = true;
-  emu.n_done++;
+  emu.cta->n_done++;
   swapcontext(&emu.cur->ctx, &emu.sched);
 }
 static double urand(uint64_t &s)
@@ -76,68 +77,99 @@ static int encode_maps()
   return 0;
 }
 
+#ifndef EMU_CLUSTER
+#define EMU_CLUSTER 1 // CTAs a cluster (the kernel's __cluster_dims__ x; run-emu.sh passes it)
+#endif
 static int run_launch()
 {
   if (int rc = encode_maps()) return rc;
   const unsigned *L = LAUNCH;
   emu.grid = Dim3{L[0], L[1], L[2]};
   emu.block = Dim3{L[3], L[4], L[5]};
+  emu.cluster = EMU_CLUSTER;
   if (L[4] != 1 || L[5] != 1 || L[3] % 32) { fprintf(stderr, "emu: block shape not emulated\n"); return 2; }
-  if (L[6] > sizeof ts_smem) { fprintf(stderr, "emu: %u bytes of shared memory\n", L[6]); return 2; }
-  emu.smem = ts_smem;
+  if (L[6] > 228 * 1024) { fprintf(stderr, "emu: %u bytes of shared memory\n", L[6]); return 2; }
+  if (emu.cluster < 1 || emu.cluster > 8 || L[0] % emu.cluster) {
+    fprintf(stderr, "emu: a grid of %u CTAs does not split into clusters of %u\n", L[0], emu.cluster);
+    return 2;
+  }
   emu.smem_bytes = L[6];
+  // Each CTA of a cluster has its own shared memory, 1024-byte aligned like the kernels'.
+  static std::vector<unsigned char> pool;
+  pool.assign(emu.cluster * 228 * 1024 + 1024, 0);
+  unsigned char *base = pool.data() + (1024 - (uintptr_t)pool.data() % 1024) % 1024;
+  emu.ctas.clear();
+  emu.ctas.resize(emu.cluster);
   for (unsigned bz = 0; bz < L[2]; bz++)
     for (unsigned by = 0; by < L[1]; by++)
-      for (unsigned bx = 0; bx < L[0]; bx++) {
-        emu.bidx = Dim3{bx, by, bz};
-        memset(ts_smem, 0xff, sizeof ts_smem); // garbage, not zeros
-        emu.pending.assign(L[6] + 16, 0);
-        emu.unfenced.assign(L[6] + 16, 0);
-        emu.wg_reads.assign(L[6] + 16, 0);
-        emu.store_reads.assign(L[6] + 16, 0);
-        emu.wgs.assign(L[3] % 128 ? 0 : L[3] / 128, EmuGroup());
-        emu.th.assign(L[3], EmuThread());
-        emu.warps.assign(L[3] / 32, EmuWarp());
-        emu.cta_arrived = 0;
-        emu.n_done = 0;
-        emu.bars.clear();
-        for (auto &nb : emu.named) nb = EmuNamedBar();
-        for (unsigned t = 0; t < L[3]; t++) {
-          EmuThread &th = emu.th[t];
-          th.tid = t;
-          th.done = false;
-          th.stack.resize(256 * 1024);
-          getcontext(&th.ctx);
-          th.ctx.uc_stack.ss_sp = th.stack.data();
-          th.ctx.uc_stack.ss_size = th.stack.size();
-          th.ctx.uc_link = nullptr;
-          makecontext(&th.ctx, trampoline, 0);
+      for (unsigned bx0 = 0; bx0 < L[0]; bx0 += emu.cluster) {
+        for (unsigned r = 0; r < emu.cluster; r++) {
+          EmuCta &c = emu.ctas[r];
+          c = EmuCta();
+          c.bidx = Dim3{bx0 + r, by, bz};
+          c.rank = r;
+          c.smem = base + r * 228 * 1024;
+          memset(c.smem, 0xff, 228 * 1024); // garbage, not zeros
+          c.pending.assign(L[6] + 16, 0);
+          c.unfenced.assign(L[6] + 16, 0);
+          c.wg_reads.assign(L[6] + 16, 0);
+          c.store_reads.assign(L[6] + 16, 0);
+          c.wgs.assign(L[3] % 128 ? 0 : L[3] / 128, EmuGroup());
+          c.th.assign(L[3], EmuThread());
+          c.warps.assign(L[3] / 32, EmuWarp());
+          for (unsigned t = 0; t < L[3]; t++) {
+            EmuThread &th = c.th[t];
+            th.tid = t;
+            th.cta = &c;
+            th.done = false;
+            th.stack.resize(256 * 1024);
+            getcontext(&th.ctx);
+            th.ctx.uc_stack.ss_sp = th.stack.data();
+            th.ctx.uc_stack.ss_size = th.stack.size();
+            th.ctx.uc_link = nullptr;
+            makecontext(&th.ctx, trampoline, 0);
+          }
         }
-        int alive = L[3];
+        emu.cluster_arrived = 0;
+        int alive = L[3] * emu.cluster;
         long spins = 0;
         while (alive > 0) {
           alive = 0;
-          for (auto &th : emu.th)
-            if (!th.done) {
-              emu.cur = &th;
-              swapcontext(&emu.sched, &th.ctx);
-              alive += !th.done;
+          for (auto &c : emu.ctas) {
+            for (auto &th : c.th)
+              if (!th.done) {
+                emu.cur = &th;
+                emu.cta = &c;
+                swapcontext(&emu.sched, &th.ctx);
+                alive += !th.done;
+              }
+            if (c.cta_arrived > 0 && c.cta_arrived + c.n_done == (int)L[3]) { // exited threads
+              c.cta_arrived = 0;
+              c.cta_gen++;
             }
-          if (emu.cta_arrived > 0 && emu.cta_arrived + emu.n_done == (int)L[3]) { // exited threads
-            emu.cta_arrived = 0;
-            emu.cta_gen++;
           }
-          if (++spins > 10000000) { fprintf(stderr, "emu: deadlock in CTA %u\n", bx); return 2; }
+          int done = 0;
+          for (auto &c : emu.ctas)
+            done += c.n_done;
+          if (emu.cluster_arrived > 0 && emu.cluster_arrived + done == (int)(L[3] * emu.cluster)) {
+            emu.cluster_arrived = 0; // the rest of the cluster exited
+            emu.cluster_gen++;
+          }
+          if (++spins > 10000000) { fprintf(stderr, "emu: deadlock in CTA %u\n", bx0); return 2; }
         }
         emu.cur = nullptr;
-        emu_tma_finish();
-        for (auto &g : emu.wgs)
-          if (!g.open.empty() || !g.groups.empty())
-            emu_fail("the kernel ended with wgmmas not waited for");
-        for (auto &th : emu.th) {
-          if (!th.open.empty()) th.groups.push_back(th.open);
-          for (auto &g : th.groups) for (auto &c : g) emu_apply(c);
+        for (auto &c : emu.ctas) {
+          emu.cta = &c;
+          emu_tma_finish();
+          for (auto &g : c.wgs)
+            if (!g.open.empty() || !g.groups.empty())
+              emu_fail("the kernel ended with wgmmas not waited for");
+          for (auto &th : c.th) {
+            if (!th.open.empty()) th.groups.push_back(th.open);
+            for (auto &g : th.groups) for (auto &cp : g) emu_apply(cp);
+          }
         }
+        emu.cta = nullptr;
       }
   return 0;
 }

@@ -85,3 +85,13 @@
 { emu_bulk_wait(N, true); }
 // @ template <int N> __device__ __forceinline__ void ts_bulk_wait()
 { emu_bulk_wait(N, false); }
+// @ __device__ __forceinline__ unsigned ts_cluster_rank()
+{ return emu_cluster_rank(); }
+// @ __device__ __forceinline__ unsigned ts_mapa(unsigned addr, unsigned rank)
+{ return emu_mapa(addr, rank); }
+// @ __device__ __forceinline__ void ts_mbar_arrive_cluster(unsigned caddr)
+{ emu_mbar_arrive_cluster(caddr); }
+// @ __device__ __forceinline__ void ts_cluster_sync()
+{ emu_cluster_sync(); }
+// @ __device__ __forceinline__ void ts_tma_copy_2d_multicast(unsigned dst, const TsTmaMap *map, int c0, int c1, unsigned bar, unsigned short mask)
+{ emu_tma_copy_2d_multicast(dst, map, c0, c1, bar, mask); }

@@ -2,7 +2,8 @@
 """prep.py SRC_DIR SUBST OUT_DIR — copies runtime/cuda/ts_cuda_*.cuh into OUT_DIR for the host
 emulator. Every function whose body holds inline PTX (`asm`) keeps its declaration verbatim and
 gets its body from SUBST (emu_subst.cuh, keyed by the whitespace-normalised declaration); every
-other line of every header is copied unchanged, so the tiling, indexing and reduction code under
+other line of every header is copied unchanged (but declarations of the extern __shared__
+ts_smem, which the emulator defines per CTA), so the tiling, indexing and reduction code under
 test is the project's own. Fails if a PTX function has no substitute, if a substitute matches
 nothing (stale), or if any `asm` is left."""
 import re, sys
@@ -51,6 +52,11 @@ def process(name):
             used.add(decl)
             res.append(m.group(1) + " " + subst[decl].strip())
             n_sub += 1
+            i += 1
+            continue
+        # The emulator's ts_smem is a macro for the running CTA's shared memory (emu_core.h).
+        if re.match(r"^\s*extern __shared__ .*\bts_smem\[\];\s*$", lines[i]):
+            res.append(re.sub(r"extern.*", "// (emu: ts_smem is the running CTA's)", lines[i]))
             i += 1
             continue
         res.append(lines[i])

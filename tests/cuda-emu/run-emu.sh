@@ -3,7 +3,7 @@
 # default CUDA point and a few others with the real tessera-tune, compiles the unmodified
 # generated source and op-family headers with g++ against a host emulator (emu_core.h; only the
 # inline-PTX functions are substituted, see prep.py and emu_subst.cuh), runs every CTA and checks
-# every output element against an f64 reference (emu_driver.cpp). Nine planted bugs must be caught.
+# every output element against an f64 reference (emu_driver.cpp). Ten planted bugs must be caught.
 # TAP output; exit 77 when g++ (C++17 with _Float16) or python3 is missing.
 set -u
 TUNE=$1
@@ -67,6 +67,13 @@ E2='block(m=128,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule(
 E3='block(m=256,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2).epilogue("tma")'
 E4='block(m=128,n=256,k=64).warps(8).stages(3).mma("wgmma").load("tma").epilogue("tma")'
 E5='block(m=64,n=128,k=64).warps(4).stages(4).mma("wgmma").load("cp_async").epilogue("tma")'
+# Clusters (cluster(m=2) / cluster(n=2)): CTA pairs run together, each producer multicasting
+# its half of the shared operand into both CTAs' slots, releases arriving on both CTAs' empty
+# barriers: one pair walking 2 cluster tiles; 2 and 3 pairs over 4 (an uneven walk).
+K1='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2).cluster(m=2)'
+K2='block(m=128,n=64,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop").persistent(4).cluster(n=2)'
+K3='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(2).epilogue("tma").cluster(m=2)'
+K4='block(m=128,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(6).cluster(n=2)'
 R1='block(m=4).warps(4).vector(4)'
 R2='block(m=16).warps(16).vector(8)'
 CASES=()
@@ -93,6 +100,10 @@ CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$Q3|EMU_EAGER=1|pass")
 for p in "$E1" "$E2" "$E3" "$E4" "$E5"; do CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$p|EMU_EAGER=0|pass"); done
 CASES+=("gemm|M=72,N=80,K=48|72 80 48|f16|$E2|EMU_EAGER=0|pass")
 CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$E3|EMU_EAGER=1|pass")
+for p in "$K1" "$K3"; do CASES+=("gemm|M=256,N=200,K=520|256 200 520|bf16|$p|EMU_EAGER=0|pass"); done
+for p in "$K2" "$K4"; do CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$p|EMU_EAGER=0|pass"); done
+CASES+=("gemm|M=256,N=200,K=200|256 200 200|f16|$K1|EMU_EAGER=1|pass")
+CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$K4|EMU_EAGER=1|pass")
 for op in flash_attention flash_attention_causal; do
   for p in '' "$A1" "$A2" "$A3"; do CASES+=("$op|B=1,H=2,S=77,D=64|1 2 77 64|bf16|$p|EMU_EAGER=0|pass"); done
   CASES+=("$op|B=1,H=1,S=40,D=128|1 1 40 128|bf16||EMU_EAGER=1|pass")
@@ -123,6 +134,8 @@ CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$Q3|EMU_PLANT=8|fail")
 # ... and a bulk wait that does not wait: the next tile's stmatrix overwrites a staging tile the
 # last tile's TMA stores still read.
 CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$E2|EMU_PLANT=9|fail")
+# ... and a multicast that lands in its own CTA only: the peer waits for half a slice forever.
+CASES+=("gemm|M=256,N=200,K=520|256 200 520|bf16|$K1|EMU_PLANT=10|fail")
 
 # EMU_ONLY=REGEX: only the cases whose line matches (a developer's subset).
 if [ -n "${EMU_ONLY:-}" ]; then
@@ -139,14 +152,17 @@ run_case() { # index, case line; writes $W/r.INDEX
   if ! "$TUNE" lower "$op" --shape "$shape" --dtype "$dt" --backend cuda ${pt:+--schedule "$pt"} \
       --stage target >"$d/lower.txt" 2>"$d/log"; then
     echo "not ok $i - $name # lowering failed: $(tail -1 "$d/log")" >"$W/r.$i"; return; fi
-  sed 1d "$d/lower.txt" >"$d/k.cu"
+  # The emulator's ts_smem is the running CTA's (emu_core.h): the kernel's declaration goes.
+  sed -e 1d -e 's/^\( *\)extern __shared__ .*unsigned char ts_smem\[\];/\1\/\/ (emu: per CTA)/' \
+    "$d/lower.txt" >"$d/k.cu"
   entry=$(grep -o 'extern "C" __constant__ unsigned int [a-z_0-9]*_launch' "$d/k.cu" | awk '{print $NF}')
   entry=${entry%_launch}
   store=ts_bf16; [ "$dt" = f16 ] && store=ts_f16
-  local tma=""
+  local tma="" cluster
   grep -q "unsigned int ${entry}_tma\[" "$d/k.cu" && tma="-DTMA_RECORD=${entry}_tma"
+  cluster=$(grep -o '__cluster_dims__([0-9]*' "$d/k.cu" | head -1 | tr -dc 0-9)
   # shellcheck disable=SC2086
-  if ! "$CXX" -std=c++17 -O1 -w -include "$HERE/emu_core.h" -I"$W/inc" -DENTRY="$entry" $tma \
+  if ! "$CXX" -std=c++17 -O1 -w -include "$HERE/emu_core.h" -I"$W/inc" -DENTRY="$entry" $tma -DEMU_CLUSTER="${cluster:-1}" \
       -DLAUNCH="${entry}_launch" -DSTORE=$store -DSTORE_NAME="\"$dt\"" -x c++ "$d/k.cu" \
       -x c++ "$HERE/emu_driver.cpp" -o "$d/emu" 2>"$d/log"; then
     echo "not ok $i - $name # g++ failed: $(grep -m1 error "$d/log")" >"$W/r.$i"; return; fi
