@@ -1,4 +1,4 @@
-/* ts-half.c — bf16/f16 conversions, round-to-nearest-even, done with integer bit manipulation
+/* ts-half.c — bf16/f16/fp8 conversions, round-to-nearest-even, done with integer bit manipulation
  * so the result does not depend on the host FPU or compiler flags. A file of its own: the MPI
  * module's collectives (coll/ts-coll-mpi.c) link it without the rest of the numerics. */
 #include "ts-half.h"
@@ -94,4 +94,94 @@ ts_f32_to_f16(float value)
   if (rem > half || (rem == half && (r & 1u)))
     r++;
   return sign | (uint16_t)r;
+}
+
+/* ---- fp8 ---- */
+
+/* An 8-bit format: exponent and mantissa widths, its largest finite magnitude pattern, and how
+ * it spells Inf (0: it has none) and NaN. */
+typedef struct {
+  int ebits, mbits;
+  uint8_t max_finite, inf, nan;
+} Fp8Format;
+
+static const Fp8Format e4m3 = {4, 3, 0x7e, 0, 0x7f};
+static const Fp8Format e5m2 = {5, 2, 0x7b, 0x7c, 0x7f};
+
+static float
+fp8_to_f32(const Fp8Format *f, uint8_t bits)
+{
+  const int bias = (1 << (f->ebits - 1)) - 1, emax = (1 << f->ebits) - 1;
+  const int e = (bits & 0x7f) >> f->mbits, m = bits & ((1 << f->mbits) - 1);
+  float v;
+  if ((bits & 0x7f) == f->nan || (f->inf && e == emax && m != 0))
+    v = NAN;
+  else if (f->inf && (bits & 0x7f) == f->inf)
+    v = INFINITY;
+  else if (e == 0)
+    v = ldexpf((float)m, 1 - bias - f->mbits); /* exact: a few bits times a power of two */
+  else
+    v = ldexpf((float)(m | 1 << f->mbits), e - bias - f->mbits);
+  return (bits & 0x80) ? -v : v;
+}
+
+static uint8_t
+f32_to_fp8(const Fp8Format *f, float value, int saturate)
+{
+  const uint32_t u = f32_bits(value), a = u & 0x7fffffffu;
+  const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+  const uint8_t over = saturate ? f->max_finite : f->inf ? f->inf : f->nan;
+  if (a > 0x7f800000u)
+    return sign | f->nan;
+  if (a == 0x7f800000u)
+    return sign | over;
+  const int bias = (1 << (f->ebits - 1)) - 1;
+  const int e32 = (int)(a >> 23), e_eff = e32 != 0 ? e32 : 1;
+  const uint32_t m32 = (a & 0x7fffffu) | (e32 != 0 ? 0x800000u : 0);
+  const int e8 = e32 - 127 + bias;
+  if (e8 >= (1 << f->ebits))
+    return sign | over;
+  uint32_t r;
+  int shift;
+  if (e8 <= 0) {
+    /* Subnormal result: the value is m32 * 2^(e_eff - 150), wanted in units of 2^(1 - bias -
+     * mbits); past 24 bits of shift less than half a unit is left. */
+    shift = 151 - bias - f->mbits - e_eff;
+    if (shift > 24)
+      return sign;
+    r = m32 >> shift;
+  } else {
+    shift = 23 - f->mbits;
+    r = ((uint32_t)e8 << f->mbits) | ((m32 & 0x7fffffu) >> shift);
+  }
+  const uint32_t rem = m32 & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  /* Ties to even; a carry into the exponent field is the next binade, and past the largest
+   * finite pattern (into e4m3's NaN or e5m2's Inf) it is an overflow. */
+  if (rem > half || (rem == half && (r & 1u)))
+    r++;
+  return sign | (r > f->max_finite ? over : (uint8_t)r);
+}
+
+float
+ts_fp8_e4m3_to_f32(uint8_t bits)
+{
+  return fp8_to_f32(&e4m3, bits);
+}
+
+uint8_t
+ts_f32_to_fp8_e4m3(float value, int saturate)
+{
+  return f32_to_fp8(&e4m3, value, saturate);
+}
+
+float
+ts_fp8_e5m2_to_f32(uint8_t bits)
+{
+  return fp8_to_f32(&e5m2, bits);
+}
+
+uint8_t
+ts_f32_to_fp8_e5m2(float value, int saturate)
+{
+  return f32_to_fp8(&e5m2, value, saturate);
 }

@@ -1,5 +1,5 @@
-/* test-numerics.c — host numerics: bf16/f16 conversions checked exhaustively and against an
- * independent nearest-value oracle, buffer helpers, the f64 references on hand-checked cases,
+/* test-numerics.c — host numerics: bf16/f16/fp8 conversions checked exhaustively and against
+ * an independent nearest-value oracle, buffer helpers, the f64 references on hand-checked cases,
  * and the relative-error verdict.
  */
 #include "ts-numerics.h"
@@ -459,6 +459,135 @@ test_verify_round_trip(void)
   g_assert_cmpfloat(eb16, >, e16); /* 8 mantissa bits are coarser than 11 */
 }
 
+/* ---- fp8: the OCP formats' definitions, written out here, against the conversions ---- */
+
+typedef struct {
+  const char *name;
+  int ebits, mbits;
+  gboolean has_inf;
+  float (*to_f32)(uint8_t);
+  uint8_t (*from_f32)(float, int);
+  double max_finite;
+} Fp8Case;
+
+static const Fp8Case fp8_cases[] = {
+  {"e4m3", 4, 3, FALSE, ts_fp8_e4m3_to_f32, ts_f32_to_fp8_e4m3, 448.0},
+  {"e5m2", 5, 2, TRUE, ts_fp8_e5m2_to_f32, ts_f32_to_fp8_e5m2, 57344.0},
+};
+
+/* The value of a pattern from the definition: NAN for NaN patterns, INFINITY for Inf. */
+static double
+fp8_value(const Fp8Case *c, uint8_t b)
+{
+  int bias = (1 << (c->ebits - 1)) - 1, emax = (1 << c->ebits) - 1;
+  int e = (b & 0x7f) >> c->mbits, m = b & ((1 << c->mbits) - 1);
+  double v;
+  if (c->has_inf && e == emax)
+    v = m == 0 ? INFINITY : NAN;
+  else if (!c->has_inf && e == emax && m == (1 << c->mbits) - 1)
+    v = NAN; /* E4M3FN: only S.1111.111 */
+  else if (e == 0)
+    v = m * pow(2.0, 1 - bias - c->mbits);
+  else
+    v = (1.0 + m / (double)(1 << c->mbits)) * pow(2.0, e - bias);
+  return (b & 0x80) ? -v : v;
+}
+
+static void
+test_fp8_decode(void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(fp8_cases); i++) {
+    const Fp8Case *c = &fp8_cases[i];
+    guint nans = 0;
+    for (guint b = 0; b < 256; b++) {
+      double want = fp8_value(c, (uint8_t)b);
+      float got = c->to_f32((uint8_t)b);
+      if (isnan(want)) {
+        g_assert_true(isnan(got));
+        nans++;
+        continue;
+      }
+      g_assert_cmpfloat((double)got, ==, want);
+      g_assert_true(!!signbit(got) == ((b & 0x80) != 0)); /* -0 too */
+      /* Every value converts back to its own pattern, saturating or not. */
+      g_assert_cmphex(c->from_f32(got, 0), ==, b);
+      g_assert_cmphex(c->from_f32(got, 1), ==, isinf(want) ? (b & 0x80) | 0x7b : b);
+    }
+    g_assert_cmpuint(nans, ==, c->has_inf ? 6 : 2);
+    g_assert_cmpfloat(fp8_value(c, 0x7e - (c->has_inf ? 3 : 0)), ==, c->max_finite);
+  }
+  /* The formats' landmarks. */
+  g_assert_cmpfloat(ts_fp8_e4m3_to_f32(0x7e), ==, 448.0f);
+  g_assert_cmpfloat(ts_fp8_e4m3_to_f32(0x08), ==, ldexpf(1, -6));
+  g_assert_cmpfloat(ts_fp8_e4m3_to_f32(0x01), ==, ldexpf(1, -9));
+  g_assert_cmpfloat(ts_fp8_e5m2_to_f32(0x7b), ==, 57344.0f);
+  g_assert_true(isinf(ts_fp8_e5m2_to_f32(0xfc)) && ts_fp8_e5m2_to_f32(0xfc) < 0);
+  g_assert_cmpfloat(ts_fp8_e5m2_to_f32(0x01), ==, ldexpf(1, -16));
+}
+
+/* Nearest pattern by search over the positive finite values, ties to the even pattern; past
+ * the largest finite value the next one is an ulp further, where rounding overflows. */
+static uint8_t
+fp8_oracle(const Fp8Case *c, double x, gboolean saturate)
+{
+  uint8_t sign = signbit(x) ? 0x80 : 0;
+  uint8_t maxp = c->has_inf ? 0x7b : 0x7e;
+  uint8_t over = saturate ? maxp : c->has_inf ? 0x7c : 0x7f;
+  double a = fabs(x);
+  if (isinf(a))
+    return sign | over;
+  guint lo = 0;
+  while (lo < maxp && fp8_value(c, (uint8_t)(lo + 1)) <= a)
+    lo++;
+  double vlo = fp8_value(c, (uint8_t)lo);
+  double vhi = lo < maxp ? fp8_value(c, (uint8_t)(lo + 1))
+                         : 2 * vlo - fp8_value(c, (uint8_t)(lo - 1));
+  double dlo = a - vlo, dhi = vhi - a;
+  guint r = dlo < dhi ? lo : dhi < dlo ? lo + 1 : ((lo & 1) ? lo + 1 : lo);
+  return sign | (r > maxp ? over : (uint8_t)r);
+}
+
+static void
+test_fp8_round(void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(fp8_cases); i++) {
+    const Fp8Case *c = &fp8_cases[i];
+    uint8_t maxp = c->has_inf ? 0x7b : 0x7e;
+    /* Around every pattern and every midpoint (ties), both signs, both overflow modes. */
+    for (guint b = 0; b <= maxp; b++) {
+      double v = fp8_value(c, (uint8_t)b);
+      double next = b < maxp ? fp8_value(c, (uint8_t)(b + 1)) : 2 * v - fp8_value(c, (uint8_t)(b - 1));
+      float mid = (float)((v + next) / 2); /* exact: a few more bits than the format */
+      const float probes[] = {(float)v,           mid, nextafterf(mid, 0), nextafterf(mid, INFINITY),
+                              (float)((v + mid) / 2), (float)((mid + next) / 2), (float)(next * 1.5)};
+      for (guint k = 0; k < G_N_ELEMENTS(probes); k++)
+        for (int sgn = 0; sgn < 2; sgn++)
+          for (int sat = 0; sat < 2; sat++) {
+            float x = sgn ? -probes[k] : probes[k];
+            g_assert_cmphex(c->from_f32(x, sat), ==, fp8_oracle(c, x, sat));
+          }
+    }
+    /* NaN stays NaN; tiny values round to a signed zero. */
+    g_assert_true(isnan(c->to_f32(c->from_f32(NAN, 0))));
+    g_assert_true(isnan(c->to_f32(c->from_f32(NAN, 1))));
+    g_assert_cmphex(c->from_f32(-1e-30f, 0), ==, 0x80);
+    g_assert_cmphex(c->from_f32(float_of(1), 0), ==, 0x00);
+  }
+  /* e4m3: 464 is the tie between 448 and the (NaN) next pattern: even, 448; above, NaN or,
+   * saturating, 448. e5m2: 61440 ties 57344 (odd) with Inf (even): Inf. */
+  g_assert_cmphex(ts_f32_to_fp8_e4m3(464.0f, 0), ==, 0x7e);
+  g_assert_cmphex(ts_f32_to_fp8_e4m3(465.0f, 0), ==, 0x7f);
+  g_assert_cmphex(ts_f32_to_fp8_e4m3(-1e9f, 1), ==, 0xfe);
+  g_assert_cmphex(ts_f32_to_fp8_e4m3(INFINITY, 0), ==, 0x7f);
+  g_assert_cmphex(ts_f32_to_fp8_e5m2(61440.0f, 0), ==, 0x7c);
+  g_assert_cmphex(ts_f32_to_fp8_e5m2(61440.0f, 1), ==, 0x7b);
+  g_assert_cmphex(ts_f32_to_fp8_e5m2(-INFINITY, 0), ==, 0xfc);
+  /* Subnormals: half the smallest e4m3 subnormal ties to zero; 1.5 of it to 2 of it. */
+  g_assert_cmphex(ts_f32_to_fp8_e4m3(ldexpf(1, -10), 0), ==, 0x00);
+  g_assert_cmphex(ts_f32_to_fp8_e4m3(ldexpf(3, -10), 0), ==, 0x02);
+  g_assert_cmphex(ts_f32_to_fp8_e4m3(ldexpf(15, -10), 0), ==, 0x08); /* 7.5 ulps: up, normal */
+}
+
 int
 main(int argc, char **argv)
 {
@@ -466,6 +595,8 @@ main(int argc, char **argv)
   g_test_add_func("/numerics/f16/exhaustive", test_f16_exhaustive);
   g_test_add_func("/numerics/bf16/exhaustive", test_bf16_exhaustive);
   g_test_add_func("/numerics/round/oracle", test_round_vs_oracle);
+  g_test_add_func("/numerics/fp8/decode", test_fp8_decode);
+  g_test_add_func("/numerics/fp8/round", test_fp8_round);
   g_test_add_func("/numerics/round/known", test_known_values);
   g_test_add_func("/numerics/buffer/get-set", test_get_set);
   g_test_add_func("/numerics/buffer/fill-poison", test_fill_poison);
