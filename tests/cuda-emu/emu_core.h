@@ -186,6 +186,21 @@ static inline void emu_fail(const char *what)
             emu.cur ? emu.cur->tid : 0u);
 }
 
+// A wait (mbarrier, named or cluster barrier) answered "not yet": yield to the other threads.
+// Millions of refused waits with no phase completing in between mean that every live thread
+// waits for a phase no one will complete, which hangs a GPU (no watchdog on datacenter parts):
+// fail with `deadlock` instead of spinning forever.
+static inline void emu_refused_wait(const char *deadlock)
+{
+  if (++emu.stalled > 4000000) {
+    emu_fail(deadlock);
+    fflush(stdout);
+    fflush(stderr);
+    _exit(1); // on a fiber's stack: no atexit handlers or destructors
+  }
+  emu_yield();
+}
+
 // A warp collective: the 32nd lane to arrive runs op over all lanes' inputs.
 static inline void emu_warp_collective(int kind, const std::function<void(EmuWarp &)> &op)
 {
@@ -784,16 +799,8 @@ static inline bool emu_mbar_try_wait(unsigned addr, unsigned parity)
   if ((b->phase & 1) != parity)
     return true;
   // Between two phase completions a working kernel makes a few scheduler rounds of progress
-  // (a handful of warp collectives); millions of refused waits in a row mean that every live
-  // thread waits for a phase no one will complete, which hangs a GPU (no watchdog on datacenter
-  // parts). Fail instead of spinning forever.
-  if (++emu.stalled > 4000000) {
-    emu_fail("deadlock: every thread waits on an mbarrier phase that cannot complete");
-    fflush(stdout);
-    fflush(stderr);
-    _exit(1); // on a fiber's stack: no atexit handlers or destructors
-  }
-  emu_yield();
+  // (a handful of warp collectives).
+  emu_refused_wait("deadlock: every thread waits on an mbarrier phase that cannot complete");
   return false;
 }
 
@@ -844,15 +851,8 @@ static inline void emu_bar_sync_named(unsigned id, unsigned count)
   const unsigned g = b->gen;
   b->arrived++;
   emu_named_complete(*b);
-  while (b->gen == g) {
-    if (++emu.stalled > 4000000) {
-      emu_fail("deadlock: a bar.sync on a named barrier whose phase cannot complete");
-      fflush(stdout);
-      fflush(stderr);
-      _exit(1);
-    }
-    emu_yield();
-  }
+  while (b->gen == g)
+    emu_refused_wait("deadlock: a bar.sync on a named barrier whose phase cannot complete");
 }
 
 // ---- thread-block clusters ----
@@ -907,15 +907,8 @@ static inline void emu_cluster_sync()
     emu.stalled = 0;
     return;
   }
-  while (emu.cluster_gen == g) {
-    if (++emu.stalled > 4000000) {
-      emu_fail("deadlock: a barrier.cluster wait that cannot complete");
-      fflush(stdout);
-      fflush(stderr);
-      _exit(1);
-    }
-    emu_yield();
-  }
+  while (emu.cluster_gen == g)
+    emu_refused_wait("deadlock: a barrier.cluster wait that cannot complete");
 }
 
 static inline void emu_tma_copy_2d(unsigned dst, const void *map_ptr, int c0, int c1, unsigned bar);
