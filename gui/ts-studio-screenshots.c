@@ -1,8 +1,8 @@
 /* ts-studio-screenshots.c — the --screenshots sequence. Each page is shown, then the window's
  * frame clock is watched until the page's widget is mapped with a size (and the timeline's
- * view prepared by its worker thread) and a few more frames have been painted; the window's
- * last painted render node is then rendered to a texture with the window's own renderer and
- * saved. What every view reported of that frame (marks held and drawn) goes to the manifest,
+ * view prepared by its worker thread) and a few more frames have been painted; the render
+ * node the window painted is taken right after a paint (a redraw queued later, by a cursor
+ * or an async update, drops it) and rendered to a texture with the window's own renderer. What every view reported of that frame (marks held and drawn) goes to the manifest,
  * so a test can compare the pictures' content with the cache without comparing pixels. */
 #include "ts-studio-screenshots.h"
 
@@ -24,6 +24,10 @@ typedef struct {
   char *dir;
   GPtrArray *pages; /* char*: the steps */
   guint step, frames, tick_id;
+  gulong paint_id; /* on the frame clock's after-paint, while a capture is armed */
+  GdkFrameClock *clock;
+  GskRenderNode *node; /* what the window painted, taken after a paint, and its size */
+  int width, height;
   gint64 deadline;
   gint64 first_id; /* the trial selected when the workload opened */
   JsonArray *manifest;
@@ -37,6 +41,10 @@ shots_free(Shots *s)
 {
   if (s->tick_id != 0)
     gtk_widget_remove_tick_callback(GTK_WIDGET(s->win), s->tick_id);
+  if (s->paint_id != 0)
+    g_signal_handler_disconnect(s->clock, s->paint_id);
+  g_clear_object(&s->clock);
+  g_clear_pointer(&s->node, gsk_render_node_unref);
   g_object_unref(s->win);
   g_free(s->dir);
   g_ptr_array_unref(s->pages);
@@ -124,6 +132,43 @@ page_ready(Shots *s)
 }
 
 static gboolean capture_step(gpointer data);
+static gboolean on_tick(GtkWidget *widget, GdkFrameClock *clock, gpointer data);
+
+static void
+wait_frames(Shots *s)
+{
+  s->frames = 0;
+  s->tick_id = gtk_widget_add_tick_callback(GTK_WIDGET(s->win), on_tick, s, NULL);
+}
+
+/* Right after a paint the window still holds the node it painted; by an idle later a queued
+ * redraw may have dropped it, and the paintable would then be empty. */
+static void
+on_after_paint(GdkFrameClock *clock, gpointer data)
+{
+  Shots *s = data;
+  GtkWidget *widget = GTK_WIDGET(s->win);
+  g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(widget);
+  GtkSnapshot *snapshot = gtk_snapshot_new();
+
+  g_signal_handler_disconnect(clock, s->paint_id);
+  s->paint_id = 0;
+  g_clear_object(&s->clock);
+  s->width = gtk_widget_get_width(widget);
+  s->height = gtk_widget_get_height(widget);
+  gdk_paintable_snapshot(paintable, snapshot, s->width, s->height);
+  g_clear_pointer(&s->node, gsk_render_node_unref);
+  s->node = gtk_snapshot_free_to_node(snapshot);
+  if (s->node == NULL && g_get_monotonic_time() < s->deadline) {
+    wait_frames(s);
+    return;
+  }
+  if (s->node == NULL)
+    g_set_error(&s->error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_EXPORT,
+                "the %s page drew nothing within %d s", current_page(s), PAGE_TIMEOUT_S);
+  /* Not from inside the frame clock's paint cycle: the next step changes the widgets. */
+  g_idle_add(capture_step, s);
+}
 
 static gboolean
 on_tick(GtkWidget *widget, GdkFrameClock *clock, gpointer data)
@@ -136,12 +181,16 @@ on_tick(GtkWidget *widget, GdkFrameClock *clock, gpointer data)
       return G_SOURCE_CONTINUE;
     g_set_error(&s->error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_EXPORT,
                 "the %s page was not drawn within %d s", current_page(s), PAGE_TIMEOUT_S);
-  } else if (++s->frames < FRAMES_AFTER_READY) {
-    return G_SOURCE_CONTINUE;
+    s->tick_id = 0;
+    g_idle_add(capture_step, s);
+    return G_SOURCE_REMOVE;
   }
-  /* Not from inside the frame clock's update phase: the window paints after it. */
+  if (++s->frames < FRAMES_AFTER_READY)
+    return G_SOURCE_CONTINUE;
+  /* The tick runs in the update phase; the frame it belongs to paints after it. */
   s->tick_id = 0;
-  g_idle_add(capture_step, s);
+  s->clock = g_object_ref(clock);
+  s->paint_id = g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), s);
   return G_SOURCE_REMOVE;
 }
 
@@ -149,32 +198,22 @@ static void
 start_step(Shots *s)
 {
   prepare_page(s);
-  s->frames = 0;
   s->deadline = g_get_monotonic_time() + PAGE_TIMEOUT_S * G_USEC_PER_SEC;
-  s->tick_id = gtk_widget_add_tick_callback(GTK_WIDGET(s->win), on_tick, s, NULL);
+  wait_frames(s);
 }
 
 static gboolean
 save_png(Shots *s, int *width, int *height, GError **error)
 {
   GtkWidget *widget = GTK_WIDGET(s->win);
-  g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(widget);
-  GtkSnapshot *snapshot = gtk_snapshot_new();
   g_autofree char *name = g_strdup_printf("%s.png", current_page(s));
   g_autofree char *path = g_build_filename(s->dir, name, NULL);
 
-  *width = gtk_widget_get_width(widget);
-  *height = gtk_widget_get_height(widget);
-  gdk_paintable_snapshot(paintable, snapshot, *width, *height);
-  g_autoptr(GskRenderNode) node = gtk_snapshot_free_to_node(snapshot);
-  if (node == NULL) {
-    g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_EXPORT, "the %s page drew nothing",
-                current_page(s));
-    return FALSE;
-  }
+  *width = s->width;
+  *height = s->height;
   GskRenderer *renderer = gtk_native_get_renderer(GTK_NATIVE(widget));
   g_autoptr(GdkTexture) texture =
-      gsk_renderer_render_texture(renderer, node, &GRAPHENE_RECT_INIT(0, 0, *width, *height));
+      gsk_renderer_render_texture(renderer, s->node, &GRAPHENE_RECT_INIT(0, 0, *width, *height));
   if (!gdk_texture_save_to_png(texture, path)) {
     g_set_error(error, TS_STUDIO_ERROR, TS_STUDIO_ERROR_EXPORT,
                 "could not write %s; is the directory writable?", path);
