@@ -303,9 +303,10 @@ coll_nccl() {
 TMA_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
 COOP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2)'
 PP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(2).epilogue("tma").cluster(m=2)'
-export TMA_POINT COOP_POINT PP_POINT
+ATTN_WG_POINT='block(m=128,n=64).warps(8).stages(2).mma("wgmma")'
+export TMA_POINT COOP_POINT PP_POINT ATTN_WG_POINT
 
-sanitizer() {  # racecheck | memcheck: the TMA gemm, plain and warp-specialized, one launch each
+sanitizer() {  # racecheck | memcheck: the TMA gemm, plain and warp-specialized, and the wgmma attention, one launch each
   command -v compute-sanitizer >/dev/null || { echo "note: no compute-sanitizer on this machine"; return 77; }
   local rc=0 p
   for p in "$TMA_POINT" "$COOP_POINT" "$PP_POINT"; do
@@ -313,6 +314,9 @@ sanitizer() {  # racecheck | memcheck: the TMA gemm, plain and warp-specialized,
       "$TT" run gemm --backend cuda --shape M=256,N=256,K=1024 --dtype bf16 --samples 1 \
       --schedule "$p" || rc=1
   done
+  compute-sanitizer --tool "$1" --error-exitcode 9 --print-limit 20 \
+    "$TT" run flash_attention_causal --backend cuda --shape B=1,H=2,S=300,D=64 --dtype bf16 \
+    --samples 1 --schedule "$ATTN_WG_POINT" || rc=1
   echo "note: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/step.out" | sed 's/=* *//' | sort | uniq -c | tr -s ' ' | paste -sd';')"
   return $rc
 }
@@ -461,7 +465,9 @@ case $PHASE in
   step smoke-gemm-wgmma-cluster 14 smoke gemm M=4096,N=2048,K=512 \
     'block(m=128,n=256,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop").persistent(132).cluster(m=2)'
   step smoke-attention 14 smoke flash_attention B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
-  step smoke-attention-causal 14 smoke flash_attention_causal B=1,H=8,S=1024,D=128 'block(m=64,n=64).warps(4).stages(2)'
+  # ... FlashAttention-3 style: a TMA producer, Q·Kᵀ and P·V on wgmma (P from registers).
+  step smoke-attention-causal-wgmma 14 smoke flash_attention_causal B=1,H=8,S=1024,D=128 \
+    'block(m=128,n=128).warps(8).stages(2).mma("wgmma")'
   step smoke-layernorm 14 smoke layernorm_safe M=1024,N=4096 'block(m=1).warps(8).vector(8)'
   step test-cuda 40 gtest test-cuda
   step test-prof-metrics 40 gtest test-prof-metrics

@@ -108,7 +108,8 @@ tma_record_text(Emitter *e, const char *entry)
   g_string_append_printf(r,
                          "// Its TMA tensor maps: count, then per map the buffer, element bytes, "
                          "the integer arguments of\n// the row length and the row count, the box "
-                         "(along a row, rows) and the swizzle bytes.\n"
+                         "(along a row, rows), the swizzle bytes and a mask of further\n// "
+                         "integer arguments the row count is multiplied by.\n"
                          "extern \"C\" __constant__ unsigned int %s_tma[%u] = {%u",
                          entry, 1 + 8 * maps->len, maps->len);
   for (guint i = 0; i < maps->len; i++) {
@@ -119,18 +120,29 @@ tma_record_text(Emitter *e, const char *entry)
                     m->buffer) == 0)
         buf = (int)j;
     const int inner = index_of(e->kernel->int_params, m->inner);
-    const int outer = index_of(e->kernel->int_params, m->outer);
-    if (buf < 0 || inner < 0 || outer < 0) {
+    /* The row count may be a product of dims ("B*H*S"): the first is the count's word, the
+     * others bits of the multiplier mask. */
+    g_auto(GStrv) factors = g_strsplit(m->outer, "*", -1);
+    const int outer = index_of(e->kernel->int_params, g_strstrip(factors[0]));
+    guint mul = 0;
+    gboolean known = outer >= 0;
+    for (guint f = 1; factors[f] != NULL && known; f++) {
+      const int at = index_of(e->kernel->int_params, g_strstrip(factors[f]));
+      known = at >= 0 && at < 32 && !(mul >> at & 1) && at != outer;
+      mul |= known ? 1u << at : 0;
+    }
+    if (buf < 0 || inner < 0 || !known) {
       fail(e, TS_EMIT_ERROR_INVALID,
-           "CUDA target: tensor map %s names %s[%s, %s], not a buffer and two integer "
-           "parameters of the kernel",
+           "CUDA target: tensor map %s names %s[%s, %s], not a buffer and integer parameters "
+           "of the kernel (rows: one, or a product of distinct ones)",
            m->name, m->buffer, m->outer, m->inner);
       break;
     }
     const TsTileBuffer *b = g_ptr_array_index(e->kernel->params, buf);
     g_string_append_printf(
-        r, ", %d, %u, %d, %d, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", 0",
-        buf, ts_dtype_bits(b->dtype) / 8, inner, outer, m->box_inner, m->box_outer, m->swizzle);
+        r, ", %d, %u, %d, %d, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %u",
+        buf, ts_dtype_bits(b->dtype) / 8, inner, outer, m->box_inner, m->box_outer, m->swizzle,
+        mul);
   }
   g_string_append(r, "};\n\n");
   return g_string_free(r, FALSE);

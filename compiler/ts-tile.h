@@ -119,13 +119,14 @@ struct _TsTileNode {
 };
 
 /* A tensor map (GPU, sm_90): a global parameter seen by the Tensor Memory Accelerator as a
- * row-major matrix of `outer` rows of `inner` elements (both integer parameters), copied in
+ * row-major matrix of `outer` rows of `inner` elements (integer parameters; `outer` may be a
+ * product of them, "B*H*S", a [B*H, S, D] tensor read as one matrix of rows), copied in
  * boxes of box_outer x box_inner elements into shared memory in a swizzle of `swizzle` bytes
  * (0, 32, 64 or 128). The target encodes it on the host; the body names it in intrinsics. */
 typedef struct {
   char *name;
   char *buffer;        /* a global parameter */
-  char *inner, *outer; /* integer parameters */
+  char *inner, *outer; /* integer parameters (outer: or a product "B*H*S") */
   gint64 box_inner, box_outer, swizzle;
 } TsTileTensorMap;
 

@@ -183,6 +183,10 @@ attn_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   double B = dim(t, "B"), H = dim(t, "H"), S = dim(t, "S"), D = dim(t, "D"), e = t->elem_bytes;
   double BM = w->tile_m, BN = w->tile_n, W = w->warps, ST = w->stages;
   gboolean causal = strstr(t->op, "causal") != NULL;
+  /* mma("wgmma"): a producer warpgroup beside the W math warps, Q read from shared memory by
+   * the wgmmas (no Q fragments in registers, P packed to 16 bits for the register-A P·V), and
+   * the whole TMA ring in flight. */
+  gboolean wg = w->wgmma > 0;
   double threads = W * 32, heads = B * H;
   w->units = heads * cdiv(S, BM);
   /* A CTA visits every key block, or (causal) those up to its own diagonal: half on average,
@@ -190,19 +194,28 @@ attn_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   double keys = causal ? S / 2 + BN / 2 + BM / 2 : cdiv(S, BN) * BN;
   w->work_flops = w->units * BM * keys * D * 4;
   w->accumulators = (16 * D + 16 * BN) / 32; /* O and S fragments of a warp's 16 rows */
-  double regs = w->accumulators + D / 4 + 40;
-  gpu_occupancy(t, threads, res, regs, (BM + 2 * ST * BN) * D * e, w);
+  double regs = wg ? w->accumulators + BN / 4 + 30 : w->accumulators + D / 4 + 40;
+  gpu_occupancy(t, threads + (wg ? 128 : 0), res, regs,
+                (BM + 2 * ST * BN) * D * e + (wg ? 8 * (2 * ST + 1) : 0), w);
   w->cache_bytes = w->units * (2 * BM + 2 * keys) * D * e;
   w->dram_bytes = MIN(4 * heads * S * D * e + (2 * S * D * e > 0.5 * t->device.l2_bytes
                                                   ? w->cache_bytes / 2
                                                   : 0),
                       w->cache_bytes);
-  double mma = mma_efficiency(t, FALSE);
+  double mma = mma_efficiency(t, wg);
   /* Softmax between the two products: exp and rescale per score, a fixed share per key
-   * block. */
-  w->compute_eff = mma * smem_feed(t, 16, BN, mma) / (1 + 16 / BN);
+   * block. A warpgroup's wgmma tile is 64 rows by BN keys, a warp's mma.sync tile 16. The
+   * wgmma schedules hide part of it: "overlap" runs it under the warpgroup's own P·V,
+   * "pingpong" also under the other warpgroup's GEMMs (FlashAttention-3 reports about 10%
+   * from the second). */
+  const char *sched = ts_sched_point_get_str(p, "schedule", "coop");
+  double softmax = 16 / BN * (!wg                                     ? 1
+                              : g_strcmp0(sched, "pingpong") == 0 ? 0.25
+                              : g_strcmp0(sched, "overlap") == 0  ? 0.5
+                                                                  : 1);
+  w->compute_eff = mma * smem_feed(t, wg ? 64 : 16, BN, mma) / (1 + softmax);
   w->overlap = 1 - 1 / (MAX(ST, 1) * w->blocks_per_sm);
-  w->mem_eff = gpu_mem_eff(t, w, 16 * MAX(ST - 1, 1));
+  w->mem_eff = gpu_mem_eff(t, w, wg ? ST * 2 * BN * D * e / threads : 16 * MAX(ST - 1, 1));
   w->tensor = TRUE;
 }
 

@@ -138,6 +138,222 @@ attn_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
  * sequence's partial last tile) are masked, by a warp-uniform test in attn_mask: two loops,
  * unmasked then masked, read better but make ptxas keep both loops' hoisted addresses live and
  * spill (D=64, BN=64, 3 stages: 168 registers and 60 bytes of spills, against 174 and none). */
+/* A CTA's head bh and first query row q0 (its query tiles in reverse, so the causal op's
+ * longest rows start first and short ones fill the tail of the launch); the keys it needs
+ * (kv_end), its key tiles (n_kv) and how many of them need no mask at all (n_full). */
+static void
+attn_cta_keys(TsTileNode *g, gboolean causal)
+{
+  ts_tile_let(g, "bh", TS_DTYPE_INT32, "bx / TILES_M");
+  ts_tile_let(g, "q0", TS_DTYPE_INT32, "(TILES_M - 1 - bx % TILES_M) * BM");
+  if (causal) {
+    ts_tile_let(g, "kv_end", TS_DTYPE_INT32, "min(S, q0 + BM)");
+    ts_tile_let(g, "n_full", TS_DTYPE_INT32, "(q0 + 1) / BN");
+  } else {
+    ts_tile_let(g, "kv_end", TS_DTYPE_INT32, "S");
+    ts_tile_let(g, "n_full", TS_DTYPE_INT32, "S / BN");
+  }
+  ts_tile_let(g, "n_kv", TS_DTYPE_INT32, "(kv_end + BN - 1) / BN");
+}
+
+/* The consumer loop of schedule("overlap") and ("pingpong"), FlashAttention-3's two
+ * overlaps. Within a warpgroup: key tile j's Q·Kᵀ and tile j - 1's P·V are issued together,
+ * and the softmax of tile j runs while P·V still multiplies — so O is rescaled by tile j's
+ * alpha only before the next P·V is issued, and P is kept packed (p) for it. Tile 0's Q·Kᵀ
+ * and softmax come first, the last tile's P·V after the loop; the slot of tile j - 1 is
+ * released once its P·V has finished. pingpong: the warpgroups' issues take turns on named
+ * barriers 1 and 2 (ts_order_wait / ts_order_signal, as gemm's ping-pong), so one
+ * warpgroup's softmax runs under the other's GEMMs; each warpgroup has n_kv + 1 turns, the
+ * first warpgroup's first one waiting for no one and the second's last passing to no one. */
+static void
+attn_wgmma_overlap(TsTileNode *cons, TsTileKernel *k, const char *t, gboolean pingpong)
+{
+  g_autofree char *qk = g_strdup_printf("T=%s,BM=BM,BN=BN,D=HD,WG0=1", t);
+  g_autofree char *pv = g_strdup_printf("T=%s,BN=BN,D=HD", t);
+  g_autofree char *pack = g_strdup_printf("T=%s,BN=BN", t);
+  ts_tile_alloc(cons, k, "p", TS_MEM_REGISTER, TS_DTYPE_INT32, "BN / 4", FALSE,
+                "the last tile's probabilities in pairs of 16 bits, P·V's A fragments");
+  ts_tile_alloc(cons, k, "alpha", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
+                "the last tile's rescale factors of rows lane/4 and lane/4 + 8");
+  ts_tile_intrinsic(cons, "mbar_wait", NULL, "bars", "0", NULL);
+  if (pingpong)
+    ts_tile_intrinsic(cons, "order_wait", NULL, "wg", "wg == 2", NULL);
+  ts_tile_intrinsic(cons, "attn_wg_qk_issue", qk, "s", "Qs", "Ks", NULL);
+  if (pingpong)
+    ts_tile_intrinsic(cons, "order_signal", NULL, "3 - wg", "true", NULL);
+  ts_tile_intrinsic(cons, "attn_wg_wait", "N=0,NACC=BN / 2", "s", NULL);
+  ts_tile_intrinsic(cons, "attn_mask", "BN=BN,CAUSAL=CAUSAL,T0=128", "s", "q0", "0", "S",
+                    "0 >= n_full", NULL);
+  ts_tile_intrinsic(cons, "attn_softmax_step", "BN=BN", "s", "m", "l", "alpha", "scale_log2",
+                    NULL);
+  ts_tile_intrinsic(cons, "attn_pack_p", pack, "(unsigned *)p", "s", NULL);
+
+  TsTileNode *j = ts_tile_for(cons, "j", "1", "n_kv", "1", TS_FOR_SERIAL);
+  ts_tile_let(j, "slot", TS_DTYPE_INT32, "j % STAGES");
+  ts_tile_let(j, "prev", TS_DTYPE_INT32, "(j - 1) % STAGES");
+  ts_tile_intrinsic(j, "mbar_wait", NULL, "bars + 2 * slot", "j / STAGES", NULL);
+  if (pingpong)
+    ts_tile_intrinsic(j, "order_wait", NULL, "wg", "true", NULL);
+  ts_tile_intrinsic(j, "attn_wg_qk_issue", qk, "s", "Qs", "Ks + slot * BN * HD", NULL);
+  ts_tile_intrinsic(j, "attn_rescale", "D=HD", "o", "alpha", NULL);
+  ts_tile_intrinsic(j, "attn_wg_pv_issue", pv, "o", "(const unsigned *)p", "Vs + prev * BN * HD",
+                    NULL);
+  if (pingpong)
+    ts_tile_intrinsic(j, "order_signal", NULL, "3 - wg", "true", NULL);
+  /* Groups finish in order: one left unfinished is the P·V. */
+  ts_tile_intrinsic(j, "attn_wg_wait", "N=1,NACC=BN / 2", "s", NULL);
+  ts_tile_intrinsic(j, "attn_mask", "BN=BN,CAUSAL=CAUSAL,T0=128", "s", "q0", "j * BN", "S",
+                    "j >= n_full", NULL);
+  ts_tile_intrinsic(j, "attn_softmax_step", "BN=BN", "s", "m", "l", "alpha", "scale_log2", NULL);
+  ts_tile_intrinsic(j, "attn_wg_wait", "N=0,NACC=HD / 2", "o", NULL);
+  ts_tile_intrinsic(j, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + prev)", "true", NULL);
+  ts_tile_intrinsic(j, "attn_pack_p", pack, "(unsigned *)p", "s", NULL);
+
+  ts_tile_let(cons, "last", TS_DTYPE_INT32, "(n_kv - 1) % STAGES");
+  if (pingpong)
+    ts_tile_intrinsic(cons, "order_wait", NULL, "wg", "true", NULL);
+  ts_tile_intrinsic(cons, "attn_rescale", "D=HD", "o", "alpha", NULL);
+  ts_tile_intrinsic(cons, "attn_wg_pv_issue", pv, "o", "(const unsigned *)p",
+                    "Vs + last * BN * HD", NULL);
+  if (pingpong)
+    ts_tile_intrinsic(cons, "order_signal", NULL, "3 - wg", "wg == 1", NULL);
+  ts_tile_intrinsic(cons, "attn_wg_wait", "N=0,NACC=HD / 2", "o", NULL);
+  ts_tile_intrinsic(cons, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + last)", "true", NULL);
+}
+
+/* mma("wgmma"), sm_90a: FlashAttention-3's structure (ts_cuda_attn.cuh). A CTA per BM = 128
+ * query rows of one head, in the same reverse order; three warpgroups. The producer's thread 0
+ * loads Q once and, for key tile j, waits until ring slot j % STAGES has been released by both
+ * consumers (its empty barrier's phase j / STAGES - 1), then posts K's and V's bytes on the
+ * slot's full barrier and issues their TMA boxes. Each consumer warpgroup (64 query rows) waits
+ * for Q, then per key tile for the slot's full phase j / STAGES: S = Q·Kᵀ (wgmma, both from
+ * shared memory), the mask where needed, the online softmax, O += P·V (wgmma, P from
+ * registers), and the release of the slot. The tensors are read as [B*H*S, D] matrices:
+ * a tile running past its head's S reads the next head's rows (or the TMA's zeros past the
+ * last), which the mask turns into p = 0, and rows past S are not stored. The producer keeps
+ * 24 registers a thread and the consumers take 240 (setmaxnreg; 64512 of the SM's 65536). */
+static gboolean
+attn_lower_cuda_wgmma(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                      GError **error)
+{
+  const char *name = ts_op_name(ts_op_instance_op(inst));
+  const gint64 BM = KNOB("BM"), BN = KNOB("BN"), W = KNOB("warps"), ST = KNOB("stages");
+  const TsDtype dt = ts_op_instance_dtype(inst)->storage;
+  const TsShape *shape = ts_op_instance_shape(inst);
+  const gint64 D = ts_shape_get(shape, "D"), S = ts_shape_get(shape, "S"),
+               BH = ts_shape_get(shape, "B") * ts_shape_get(shape, "H");
+  const gboolean causal = is_causal(inst);
+  const char *sched = ts_sched_point_get_str(point, "schedule", "coop");
+  const gboolean pingpong = g_strcmp0(sched, "pingpong") == 0;
+  const gboolean overlap = pingpong || g_strcmp0(sched, "overlap") == 0;
+  if (!overlap && g_strcmp0(sched, "coop") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: schedule(\"%s\"): mma(\"wgmma\") has \"coop\" (each consumer "
+                "multiplies, then runs the softmax), \"overlap\" (the next Q·Kᵀ and this P·V "
+                "in flight during the softmax) and \"pingpong\" (overlap, the consumers' "
+                "GEMMs taking turns)", name, sched);
+    return FALSE;
+  }
+  if (BM != 128 || W != 8 || (BN != 64 && BN != 128) || ST < 2) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: mma(\"wgmma\") has two consumer warpgroups of 64 query rows beside the "
+                "producer: it needs block(m=128), warps(8), BN 64 or 128 and at least 2 stages",
+                name);
+    return FALSE;
+  }
+  const gint64 tiles_m = (S + BM - 1) / BM, elem = ts_dtype_bits(dt) / 8;
+  if (BH * S > G_MAXINT32) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
+                "%s: mma(\"wgmma\") addresses the B*H*S = %" G_GINT64_FORMAT " rows of Q, K "
+                "and V with 32-bit TMA coordinates; at most 2^31 - 1", name, BH * S);
+    return FALSE;
+  }
+  /* Q, the K and V rings, then 2 * STAGES + 1 mbarriers of 8 bytes. */
+  const gint64 smem = (BM + 2 * ST * BN) * D * elem + 8 * (2 * ST + 1);
+
+  ts_tile_kernel_define(k, "BM", BM);
+  ts_tile_kernel_define(k, "BN", BN);
+  ts_tile_kernel_define(k, "HD", D);
+  ts_tile_kernel_define(k, "STAGES", ST);
+  ts_tile_kernel_define(k, "CAUSAL", causal);
+  ts_tile_kernel_define(k, "TILES_M", tiles_m);
+  ts_tile_kernel_define(k, "Q_BYTES", BM * D * elem);
+  ts_tile_kernel_define(k, "KV_BYTES", 2 * BN * D * elem);
+  ts_tile_kernel_define(k, "PRODUCER_REGS", 24);
+  ts_tile_kernel_define(k, "CONSUMER_REGS", 240);
+  /* Boxes of one 128-byte panel row by a tile's rows. */
+  ts_tile_kernel_add_tensor_map(k, "tma_q", "Q", "D", "B*H*S", 128 / elem, BM, 128);
+  ts_tile_kernel_add_tensor_map(k, "tma_k", "K", "D", "B*H*S", 128 / elem, BN, 128);
+  ts_tile_kernel_add_tensor_map(k, "tma_v", "V", "D", "B*H*S", 128 / elem, BN, 128);
+
+  const char *t = ts_dtype_name(dt);
+  TsTileNode *g = ts_tile_grid(k->body, tiles_m * BH, 1, 1, 384, smem);
+  ts_tile_alloc(g, k, "Qs", TS_MEM_SHARED, dt, "BM * HD", FALSE,
+                "BM x D query tile: D/64 panels of BM 128-byte rows, 128-byte swizzle");
+  ts_tile_alloc(g, k, "Ks", TS_MEM_SHARED, dt, "STAGES * BN * HD", FALSE,
+                "ring of STAGES BN x D key tiles, panels as Q's");
+  ts_tile_alloc(g, k, "Vs", TS_MEM_SHARED, dt, "STAGES * BN * HD", FALSE,
+                "ring of STAGES BN x D value tiles, panels as Q's");
+  ts_tile_alloc(g, k, "bars", TS_MEM_SHARED, TS_DTYPE_INT32, "2 * (2 * STAGES + 1)", FALSE,
+                "mbarriers (8 bytes each): full[STAGES], empty[STAGES], the Q tile's");
+  attn_cta_keys(g, causal);
+  ts_tile_intrinsic(g, "attn_ws_init", "STAGES=STAGES", "bars", "tma_q", "tma_k", "tma_v", NULL);
+  ts_tile_barrier(g);
+  ts_tile_let(g, "wg", TS_DTYPE_INT32, "ts_warpgroup()");
+
+  g_autofree char *load_q = g_strdup_printf("T=%s,ROWS=BM,COLS=HD", t);
+  g_autofree char *load_kv = g_strdup_printf("T=%s,ROWS=BN,COLS=HD", t);
+  TsTileNode *prod = ts_tile_if(g, "wg == 0");
+  ts_tile_intrinsic(prod, "setmaxnreg_dec", "N=PRODUCER_REGS", NULL);
+  TsTileNode *lead = ts_tile_if(prod, "threadIdx.x == 0");
+  ts_tile_intrinsic(lead, "tma_expect", "BYTES=Q_BYTES", "bars + 4 * STAGES", "true", NULL);
+  ts_tile_intrinsic(lead, "tma_load_tile", load_q, "Qs", "tma_q", "bh * S + q0", "0",
+                    "bars + 4 * STAGES", "true", NULL);
+  TsTileNode *pj = ts_tile_for(lead, "j", "0", "n_kv", "1", TS_FOR_SERIAL);
+  ts_tile_let(pj, "slot", TS_DTYPE_INT32, "j % STAGES");
+  TsTileNode *reuse = ts_tile_if(pj, "j >= STAGES");
+  ts_tile_intrinsic(reuse, "mbar_wait", NULL, "bars + 2 * (STAGES + slot)", "j / STAGES - 1", NULL);
+  ts_tile_intrinsic(pj, "tma_expect", "BYTES=KV_BYTES", "bars + 2 * slot", "true", NULL);
+  ts_tile_intrinsic(pj, "tma_load_tile", load_kv, "Ks + slot * BN * HD", "tma_k",
+                    "bh * S + j * BN", "0", "bars + 2 * slot", "true", NULL);
+  ts_tile_intrinsic(pj, "tma_load_tile", load_kv, "Vs + slot * BN * HD", "tma_v",
+                    "bh * S + j * BN", "0", "bars + 2 * slot", "true", NULL);
+
+  TsTileNode *cons = ts_tile_if(g, "wg > 0");
+  ts_tile_intrinsic(cons, "setmaxnreg_inc", "N=CONSUMER_REGS", NULL);
+  ts_tile_alloc(cons, k, "o", TS_MEM_REGISTER, TS_DTYPE_F32, "HD / 2", FALSE,
+                "O accumulator of the warpgroup's 64 rows, m64nDk16 layout [D/8][4]");
+  ts_tile_alloc(cons, k, "s", TS_MEM_REGISTER, TS_DTYPE_F32, "BN / 2", FALSE,
+                "scores, then probabilities, m64nBNk16 layout [BN/8][4]");
+  ts_tile_alloc(cons, k, "m", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
+                "running row max, rows lane/4 and lane/4 + 8 of the warp's 16");
+  ts_tile_alloc(cons, k, "l", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
+                "running row sum, this thread's columns");
+  g_autofree char *scale = g_strdup_printf("%.9gf", M_LOG2E / sqrt((double)D));
+  ts_tile_let(cons, "scale_log2", TS_DTYPE_F32, scale);
+  ts_tile_intrinsic(cons, "attn_softmax_init", NULL, "m", "l", NULL);
+  ts_tile_intrinsic(cons, "mbar_wait", NULL, "bars + 4 * STAGES", "0", NULL);
+  g_autofree char *qk = g_strdup_printf("T=%s,BM=BM,BN=BN,D=HD,WG0=1", t);
+  g_autofree char *pv = g_strdup_printf("T=%s,BN=BN,D=HD", t);
+  if (!overlap) {
+    TsTileNode *j = ts_tile_for(cons, "j", "0", "n_kv", "1", TS_FOR_SERIAL);
+    ts_tile_let(j, "slot", TS_DTYPE_INT32, "j % STAGES");
+    ts_tile_intrinsic(j, "mbar_wait", NULL, "bars + 2 * slot", "j / STAGES", NULL);
+    ts_tile_intrinsic(j, "attn_wg_qk", qk, "s", "Qs", "Ks + slot * BN * HD", NULL);
+    ts_tile_intrinsic(j, "attn_mask", "BN=BN,CAUSAL=CAUSAL,T0=128", "s", "q0", "j * BN", "S",
+                      "j >= n_full", NULL);
+    ts_tile_intrinsic(j, "attn_softmax_online", "BN=BN,D=HD", "s", "m", "l", "o", "scale_log2",
+                      NULL);
+    ts_tile_intrinsic(j, "attn_wg_pv", pv, "o", "s", "Vs + slot * BN * HD", NULL);
+    ts_tile_intrinsic(j, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + slot)", "true", NULL);
+  } else {
+    attn_wgmma_overlap(cons, k, t, pingpong);
+  }
+  g_autofree char *store = g_strdup_printf("T=%s,D=HD,T0=128", t);
+  ts_tile_intrinsic(cons, "attn_store", store, "O + bh * S * HD", "o", "l", "q0", "S", NULL);
+  return TRUE;
+}
+
 static gboolean
 attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                 GError **error)
@@ -159,6 +375,15 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
                 "%s: the CUDA kernel supports head dims D=64 and D=128, not D=%" G_GINT64_FORMAT,
                 name, D);
+    return FALSE;
+  }
+  const char *mma_knob = ts_sched_point_get_str(point, "mma", "sync");
+  if (g_strcmp0(mma_knob, "wgmma") == 0)
+    return attn_lower_cuda_wgmma(inst, point, k, error);
+  if (g_strcmp0(mma_knob, "sync") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: mma(\"%s\"): the CUDA lowering has \"sync\" (FlashAttention-2 on "
+                "mma.sync) and \"wgmma\" (FlashAttention-3 style, sm_90a)", name, mma_knob);
     return FALSE;
   }
   if (BM <= 0 || BM % 16 || W != BM / 16 || BN <= 0 || BN % 16 || ST < 2) {
@@ -211,18 +436,8 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   ts_tile_alloc(g, k, "l", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
                 "running row sum, this thread's columns");
 
-  ts_tile_let(g, "bh", TS_DTYPE_INT32, "bx / TILES_M");
-  ts_tile_let(g, "q0", TS_DTYPE_INT32, "(TILES_M - 1 - bx % TILES_M) * BM");
+  attn_cta_keys(g, causal);
   ts_tile_let(g, "head", TS_DTYPE_INT32, "bh * S * D");
-  /* Keys a CTA needs, and how many of its key tiles need no mask at all. */
-  if (causal) {
-    ts_tile_let(g, "kv_end", TS_DTYPE_INT32, "min(S, q0 + BM)");
-    ts_tile_let(g, "n_full", TS_DTYPE_INT32, "(q0 + 1) / BN");
-  } else {
-    ts_tile_let(g, "kv_end", TS_DTYPE_INT32, "S");
-    ts_tile_let(g, "n_full", TS_DTYPE_INT32, "S / BN");
-  }
-  ts_tile_let(g, "n_kv", TS_DTYPE_INT32, "(kv_end + BN - 1) / BN");
   /* 1/sqrt(D) folded with log2(e): softmax as exp2. */
   g_autofree char *scale = g_strdup_printf("%.9gf", M_LOG2E / sqrt((double)D));
   ts_tile_let(g, "scale_log2", TS_DTYPE_F32, scale);
@@ -267,14 +482,22 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
 }
 
 /* Every point: a warp per 16 query rows; the Q tile plus two rings of STAGES key/value tiles
- * within the arch's shared memory (sm_80 allows 163 KiB a block, sm_90a 227 KiB); and no more
- * than 64 score registers a thread at D=128 (o alone is 64 there, Q 32). */
+ * within the arch's shared memory (sm_80 allows 163 KiB a block, sm_90a 227 KiB); and, on
+ * mma.sync, no more than 64 score registers a thread at D=128 (o alone is 64 there, Q 32).
+ * mma("wgmma") (has_wgmma: sm_90a) has two consumer warpgroups of 64 rows (BM = 128, warps(8)
+ * counting the consumers), key tiles of whole 64-row wgmma widths and the ring's mbarriers;
+ * schedule() picks among its consumer loops ("coop" only on mma.sync, which has one);
+ * its Q lives in shared memory, so at D=128 a thread holds 64 O and BN / 2 score floats and
+ * BN / 4 packed probabilities within its 240 registers. */
 #define ATTN_CUDA_SPACE                                                                        \
-  "block(m=[64,128], n=[32,64,128]).warps([4,8]).stages([2,3])"                                \
-  ".where(warps * 16 == BM,"                                                                   \
+  "block(m=[64,128], n=[32,64,128]).warps([4,8]).stages([2,3]).mma([\"sync\",\"wgmma\"])"      \
+  ".schedule([\"coop\",\"overlap\",\"pingpong\"])"                                               \
+  ".where(warps * 16 == BM, schedule == \"coop\" || mma == \"wgmma\","                           \
   " (BM + 2 * stages * BN) * D * 2 <= smem_bytes,"                                             \
-  " BN * D <= 8192)"
-#define ATTN_CUDA_DEFAULT "block(m=128,n=64).warps(8).stages(2)"
+  " mma == \"sync\" && BN * D <= 8192"                                                          \
+  " || mma == \"wgmma\" && has_wgmma == 1 && BM == 128 && BN % 64 == 0"                         \
+  " && (BM + 2 * stages * BN) * D * 2 + 8 * (2 * stages + 1) <= smem_bytes)"
+#define ATTN_CUDA_DEFAULT "block(m=128,n=64).warps(8).stages(2).mma(\"sync\").schedule(\"coop\")"
 
 #define ATTN_COMMON                                                                            \
   .n_inputs = 3,                                                                               \

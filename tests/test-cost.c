@@ -203,6 +203,30 @@ test_cuda_gemm_ranking(void)
   g_assert_cmpfloat(good.time_s, <, 2 * ideal);
 }
 
+/* FlashAttention-3's premise on Hopper: the warpgroup kernel (wgmma, TMA ring) beats the
+ * mma.sync one at the same tile, and stays under the tensor cores' roof. */
+static void
+test_cuda_attention_wgmma(void)
+{
+  g_autoptr(TsOpInstance) inst =
+    instance("flash_attention", "B=4,H=16,S=8192,D=128", "bf16 @accum(f32)");
+  g_autoptr(TsCostTarget) t = ts_cost_target_new(inst, "cuda", &h100, NULL);
+  TsCostEstimate wg, sync;
+  estimate(t, "block(m=128,n=128).warps(8).stages(2).mma(\"wgmma\")", &wg);
+  estimate(t, "block(m=128,n=64).warps(8).stages(2).mma(\"sync\")", &sync);
+  g_test_message("wgmma %.3f ms, mma.sync %.3f ms", wg.time_s * 1e3, sync.time_s * 1e3);
+  g_assert_cmpfloat(sync.time_s, >, 1.2 * wg.time_s);
+  /* Hiding the softmax under the GEMMs only helps: coop >= overlap >= pingpong. */
+  TsCostEstimate ov, pp;
+  estimate(t, "block(m=128,n=128).warps(8).stages(2).mma(\"wgmma\").schedule(\"overlap\")", &ov);
+  estimate(t, "block(m=128,n=128).warps(8).stages(2).mma(\"wgmma\").schedule(\"pingpong\")",
+           &pp);
+  g_assert_cmpfloat(ov.time_s, <=, wg.time_s);
+  g_assert_cmpfloat(pp.time_s, <=, ov.time_s);
+  double ideal = 4.0 * 4 * 16 * 8192.0 * 8192 * 128 / 989e12;
+  g_assert_cmpfloat(wg.time_s, >=, ideal);
+}
+
 static void
 test_wave_quantization(void)
 {
@@ -315,6 +339,7 @@ main(int argc, char **argv)
   g_test_add_func("/cost/features/generic", test_features_generic);
   g_test_add_func("/cost/analytic/cpu-gemm", test_cpu_gemm_ranking);
   g_test_add_func("/cost/analytic/cuda-gemm", test_cuda_gemm_ranking);
+  g_test_add_func("/cost/analytic/cuda-attention-wgmma", test_cuda_attention_wgmma);
   g_test_add_func("/cost/analytic/waves", test_wave_quantization);
   g_test_add_func("/cost/analytic/resources-bounds", test_resources_and_bounds);
   g_test_add_func("/cost/analytic/whole-spaces", test_whole_spaces);

@@ -524,15 +524,41 @@ test_attention_cuda_lowering(void)
   assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "warps * 16 == BM");
   g_clear_error(&error);
 
+  /* mma("wgmma") is two consumer warpgroups of 64 query rows: other tiles are refused. */
+  g_autoptr(TsOpInstance) bf = ts_op_instance_new("flash_attention", "B=1,H=2,S=100,D=64",
+                                                  "bf16", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) wg64 =
+    ts_sched_point_parse("block(m=64,n=64).warps(4).stages(2).mma(\"wgmma\")", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_lower(bf, "cuda", wg64, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "block(m=128)");
+  g_clear_error(&error);
+  g_autoptr(TsSchedPoint) bad_mma =
+    ts_sched_point_parse("block(m=128,n=64).warps(8).stages(2).mma(\"tcgen05\")", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_lower(bf, "cuda", bad_mma, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "tcgen05");
+  g_clear_error(&error);
+  g_autoptr(TsSchedPoint) bad_sched = ts_sched_point_parse(
+    "block(m=128,n=64).warps(8).stages(2).mma(\"wgmma\").schedule(\"rotate\")", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_lower(bf, "cuda", bad_sched, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "rotate");
+  g_clear_error(&error);
+
   /* The default spaces are small, and every point lowers and emits (compiling needs NVRTC:
-   * tests/cuda-compile-all.sh). D=64 has 12 points, D=128 8 (BN <= 64 keeps the score
-   * registers in check). */
+   * tests/cuda-compile-all.sh). On mma.sync D=64 has 12 points, D=128 8 (BN <= 64 keeps the
+   * score registers in check); mma("wgmma") adds BN 64 or 128 at 2 or 3 stages in its three
+   * schedules where the arch has wgmma (sm_90a, and the no-device default), none on sm_80. */
   static const struct {
-    const char *op, *shape;
-    guint64 points;
+    const char *op, *shape, *arch;
+    guint64 points, wgmma;
   } spaces[] = {
-    {"flash_attention", "B=1,H=3,S=77,D=64", 12},
-    {"flash_attention_causal", "B=2,H=1,S=200,D=128", 8},
+    {"flash_attention", "B=1,H=3,S=77,D=64", NULL, 24, 12},
+    {"flash_attention_causal", "B=2,H=1,S=200,D=128", NULL, 20, 12},
+    {"flash_attention_causal", "B=2,H=1,S=200,D=128", "sm_90a", 20, 12},
+    {"flash_attention", "B=1,H=3,S=77,D=64", "sm_80", 12, 0},
   };
   for (guint i = 0; i < G_N_ELEMENTS(spaces); i++) {
     g_autoptr(TsOpInstance) inst = ts_op_instance_new(spaces[i].op, spaces[i].shape, "bf16",
@@ -540,23 +566,44 @@ test_attention_cuda_lowering(void)
     g_assert_no_error(error);
     g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cuda", NULL, &error);
     g_assert_no_error(error);
-    g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, NULL);
-    guint64 n = 0;
+    TsDeviceInfo dev = {.backend = (char *)"cuda", .name = (char *)spaces[i].arch,
+                        .arch = (char *)spaces[i].arch,
+                        .smem_per_block = g_strcmp0(spaces[i].arch, "sm_80") == 0 ? 166912 : 232448,
+                        .compute_units = 132};
+    g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, spaces[i].arch ? &dev : NULL);
+    guint64 n = 0, wgmma = 0;
     g_assert_true(ts_sched_space_count_valid(space, env, &n, NULL));
     g_assert_cmpuint(n, ==, spaces[i].points);
     g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
     TsSchedPoint *p = NULL;
+    const gboolean causal = g_str_has_suffix(spaces[i].op, "causal");
     while (ts_sched_iter_next(it, &p, &error)) {
       g_autoptr(TsSchedPoint) point = p;
       g_autofree char *entry = NULL;
       g_autofree char *src = ts_op_emit(inst, "cuda", point, &entry, &error);
       g_assert_no_error(error);
-      g_assert_nonnull(strstr(src, "ts_attn_mma_qk"));
-      g_assert_nonnull(strstr(src, "ts_attn_softmax_online"));
-      g_assert_nonnull(strstr(src, "ts_attn_mma_pv"));
-      g_assert_nonnull(strstr(src, i == 1 ? "CAUSAL = 1;" : "CAUSAL = 0;"));
+      const gboolean wg = g_strcmp0(ts_sched_point_get_str(point, "mma", NULL), "wgmma") == 0;
+      wgmma += wg;
+      g_assert_nonnull(strstr(src, wg ? "ts_attn_wg_qk" : "ts_attn_mma_qk"));
+      g_assert_nonnull(strstr(src, "ts_attn_softmax_"));
+      g_assert_nonnull(strstr(src, wg ? "ts_attn_wg_pv" : "ts_attn_mma_pv"));
+      g_assert_nonnull(strstr(src, causal ? "CAUSAL = 1;" : "CAUSAL = 0;"));
+      /* The wgmma kernel reads Q, K and V as [B*H*S, D] matrices: row count B * H * S
+       * (parameter 0, multiplied by parameters 1 and 2: mask 6), boxes of 64 x BM or BN. */
+      const char *sched = ts_sched_point_get_str(point, "schedule", NULL);
+      g_assert_true(wg || g_strcmp0(sched, "coop") == 0);
+      /* overlap and pingpong issue Q·Kᵀ and P·V together; pingpong takes turns. */
+      g_assert_true((strstr(src, "ts_attn_wg_pv_issue") != NULL) ==
+                    (g_strcmp0(sched, "coop") != 0));
+      g_assert_true((strstr(src, "ts_order_wait(wg, true);") != NULL) ==
+                    (g_strcmp0(sched, "pingpong") == 0));
+      if (wg) {
+        g_assert_nonnull(strstr(src, "ts_attn_ws_init<STAGES>(bars, tma_q, tma_k, tma_v);"));
+        g_assert_nonnull(strstr(src, "_tma[25] = {3, 0, 2, 3, 0, 64, 128, 128, 6, 1, 2, 3, 0, 64, "));
+      }
     }
     g_assert_no_error(error);
+    g_assert_cmpuint(wgmma, ==, spaces[i].wgmma);
   }
 }
 
@@ -1176,6 +1223,20 @@ test_gemm_tma_lowering(void)
   unsigned wide[9] = {1, 0, 2, 2, 0, 128, 64, 128, 0};
   g_assert_cmpint(ts_tma_plan(wide, 9, ints, 3, 3, plans, &why), ==, -1);
   g_assert_nonnull(strstr(why, "no wider than the swizzle"));
+  /* Rows as a product of dims (attention's [B*H, S, D] as B*H*S rows): ints 0 (B) times the
+   * mask's 1 and 2 (H, S), D = int 3 elements a row; a product past 2^32, or a mask naming a
+   * parameter the launch does not have, is refused. */
+  const unsigned flat[9] = {1, 0, 2, 3, 0, 64, 128, 128, 6};
+  const long long bhsd[4] = {2, 16, 4096, 128};
+  g_assert_cmpint(ts_tma_plan(flat, 9, bhsd, 4, 1, plans, &why), ==, 1);
+  g_assert_cmpuint(plans[0].dim[0], ==, 128);
+  g_assert_cmpuint(plans[0].dim[1], ==, 2 * 16 * 4096);
+  const long long huge[4] = {1 << 20, 1 << 20, 1 << 20, 128};
+  g_assert_cmpint(ts_tma_plan(flat, 9, huge, 4, 1, plans, &why), ==, -1);
+  g_assert_nonnull(strstr(why, "2^32"));
+  const unsigned past[9] = {1, 0, 2, 3, 0, 64, 128, 128, 1u << 5};
+  g_assert_cmpint(ts_tma_plan(past, 9, bhsd, 4, 1, plans, &why), ==, -1);
+  g_assert_nonnull(strstr(why, "integer argument"));
 
   /* The Tile IR names the maps; a C target refuses them. */
   g_autoptr(TsTileKernel) k = ts_op_lower(inst, "cuda", point, &error);

@@ -30,7 +30,7 @@ enum {
   TS_TMA_BOX_INNER,  /* elements a copy moves along a row */
   TS_TMA_BOX_OUTER,  /* rows a copy moves */
   TS_TMA_SWIZZLE,    /* 0, 32, 64 or 128: the shared-memory swizzle pattern's row bytes */
-  TS_TMA_RESERVED,   /* 0 */
+  TS_TMA_OUTER_MUL,  /* bit i: the row count is also multiplied by TsArgs.ints[i] (0: none) */
 };
 
 /* One map, planned: a dense row-major matrix (rows of dim[0] elements, dim[1] of them). */
@@ -61,7 +61,8 @@ ts_tma_plan(const unsigned *record, size_t words, const long long *ints, unsigne
     const unsigned *w = record + 1 + i * TS_TMA_WORDS;
     TsTmaPlan *p = &plans[i];
     const unsigned e = w[TS_TMA_ELEM_BYTES], swz = w[TS_TMA_SWIZZLE];
-    if (w[TS_TMA_BUF] >= n_bufs || w[TS_TMA_INNER_DIM] >= n_ints || w[TS_TMA_OUTER_DIM] >= n_ints) {
+    if (w[TS_TMA_BUF] >= n_bufs || w[TS_TMA_INNER_DIM] >= n_ints || w[TS_TMA_OUTER_DIM] >= n_ints ||
+        (n_ints < 32 && (w[TS_TMA_OUTER_MUL] >> n_ints) != 0)) {
       *why = "a tensor map names a buffer or an integer argument the launch does not have";
       return -1;
     }
@@ -70,7 +71,14 @@ ts_tma_plan(const unsigned *record, size_t words, const long long *ints, unsigne
       *why = "a tensor map's element size or swizzle is not one the TMA has";
       return -1;
     }
-    const long long inner = ints[w[TS_TMA_INNER_DIM]], outer = ints[w[TS_TMA_OUTER_DIM]];
+    const long long inner = ints[w[TS_TMA_INNER_DIM]];
+    long long outer = ints[w[TS_TMA_OUTER_DIM]];
+    /* Rows of several dims flattened ([B*H, S, D] read as B*H*S rows of D). */
+    for (unsigned b = 0; b < n_ints && b < 32 && outer > 0 && outer <= (1ll << 32); b++)
+      if (w[TS_TMA_OUTER_MUL] >> b & 1)
+        outer = ints[b] <= 0                     ? 0
+                : ints[b] > (1ll << 32) / outer ? (1ll << 33) /* too many: refused below */
+                                                : outer * ints[b];
     if (inner <= 0 || outer <= 0 || inner > (1ll << 32) || outer > (1ll << 32)) {
       *why = "a tensor map's extents must be between 1 and 2^32 elements";
       return -1;

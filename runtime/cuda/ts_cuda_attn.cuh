@@ -148,14 +148,15 @@ __device__ __forceinline__ void ts_attn_mma_qk(float *s, const int *qf, const T 
 // Masks the scores of the tile whose first key is k0: keys at or past S (the zero-filled tail)
 // and, when CAUSAL, keys after the query row (q0 is the CTA's first row) become -inf. Only
 // tiles that cross the diagonal or the end of the sequence need it (`needed`, the same for the
-// whole CTA); the others return at once.
-template <int BN, int CAUSAL>
+// whole CTA); the others return at once. The math threads start at thread T0 (128 behind a
+// producer warpgroup), warp w of them owning rows 16w..16w + 15 of the CTA's.
+template <int BN, int CAUSAL, int T0 = 0>
 __device__ __forceinline__ void ts_attn_mask(float *s, long long q0, long long k0, long long S,
                                              bool needed)
 {
   if (!needed)
     return;
-  const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+  const int warp = ((int)threadIdx.x - T0) / 32, lane = (int)threadIdx.x % 32;
   // Relative to the CTA's first row, in 32 bits (S < 2^31): rows of this lane, the tile's keys.
   const int row = warp * 16 + lane / 4, key0 = (int)(k0 - q0) + (lane % 4) * 2;
   const int end = (int)(S - q0); // keys at or past it are past the sequence
@@ -169,13 +170,14 @@ __device__ __forceinline__ void ts_attn_mask(float *s, long long q0, long long k
     }
 }
 
-// The online-softmax step for one tile: new running max m' = max(m, rowmax(s)); O and l are
-// rescaled by 2^((m - m') c); s becomes p = 2^(s c - m' c), added into l. c = scale · log2(e).
-// A row with no unmasked key so far keeps m' = -inf; its exponent base is then 0 instead of
-// -inf, so p = 2^-inf = 0 and the rescale factor 2^(-inf) = 0 rather than NaN (-inf - -inf).
-template <int BN, int D>
-__device__ __forceinline__ void ts_attn_softmax_online(float *s, float *m, float *l, float *o,
-                                                       float scale_log2)
+// The online-softmax step for one tile: new running max m' = max(m, rowmax(s)); l is
+// rescaled by alpha = 2^((m - m') c) (returned, for O: ts_attn_rescale); s becomes
+// p = 2^(s c - m' c), added into l. c = scale · log2(e). A row with no unmasked key so far
+// keeps m' = -inf; its exponent base is then 0 instead of -inf, so p = 2^-inf = 0 and alpha =
+// 2^(-inf) = 0 rather than NaN (-inf - -inf).
+template <int BN>
+__device__ __forceinline__ void ts_attn_softmax_step(float *s, float *m, float *l, float *alpha,
+                                                     float scale_log2)
 {
 #pragma unroll
   for (int r = 0; r < 2; r++) {
@@ -186,7 +188,7 @@ __device__ __forceinline__ void ts_attn_softmax_online(float *s, float *m, float
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float base = mx == ts_attn_neg_inf() ? 0.f : mx * scale_log2;
-    const float alpha = ts_attn_exp2(m[r] * scale_log2 - base);
+    alpha[r] = ts_attn_exp2(m[r] * scale_log2 - base);
     m[r] = mx;
     float sum = 0.f;
 #pragma unroll
@@ -197,13 +199,30 @@ __device__ __forceinline__ void ts_attn_softmax_online(float *s, float *m, float
         s[n * 4 + r * 2 + e] = p;
         sum += p;
       }
-    l[r] = l[r] * alpha + sum;
-#pragma unroll
-    for (int n = 0; n < D / 8; n++) {
-      o[n * 4 + r * 2] *= alpha;
-      o[n * 4 + r * 2 + 1] *= alpha;
-    }
+    l[r] = l[r] * alpha[r] + sum;
   }
+}
+
+// O's rows scaled by their alpha (rows g and g + 8 of each n8 block).
+template <int D> __device__ __forceinline__ void ts_attn_rescale(float *o, const float *alpha)
+{
+#pragma unroll
+  for (int n = 0; n < D / 8; n++) {
+    o[n * 4] *= alpha[0];
+    o[n * 4 + 1] *= alpha[0];
+    o[n * 4 + 2] *= alpha[1];
+    o[n * 4 + 3] *= alpha[1];
+  }
+}
+
+// Both at once: the step of the loops that rescale O as soon as the tile's max is known.
+template <int BN, int D>
+__device__ __forceinline__ void ts_attn_softmax_online(float *s, float *m, float *l, float *o,
+                                                       float scale_log2)
+{
+  float alpha[2];
+  ts_attn_softmax_step<BN>(s, m, l, alpha, scale_log2);
+  ts_attn_rescale<D>(o, alpha);
 }
 
 // o += P · V for one BN x D value tile. P stays in registers: the two C fragments of n8 tiles
@@ -242,11 +261,12 @@ __device__ __forceinline__ void ts_attn_mma_pv(float *o, const float *p, const T
 
 // O = o / l for the warp's rows below S, rounded to T and stored as pairs (32-bit stores). The
 // row sums are completed across the quad here; a row that never saw a key (l = 0) stores 0.
-template <class T, int D>
+// T0 as in ts_attn_mask.
+template <class T, int D, int T0 = 0>
 __device__ __forceinline__ void ts_attn_store(T *O, const float *o, const float *l, long long q0,
                                               long long S)
 {
-  const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+  const int warp = ((int)threadIdx.x - T0) / 32, lane = (int)threadIdx.x % 32;
   float inv[2];
 #pragma unroll
   for (int r = 0; r < 2; r++) {
@@ -266,4 +286,120 @@ __device__ __forceinline__ void ts_attn_store(T *O, const float *o, const float 
       *reinterpret_cast<unsigned *>(dst + n * 8) =
           ts_pack2<T>(o[n * 4 + r * 2] * inv[r], o[n * 4 + r * 2 + 1] * inv[r]);
   }
+}
+
+// ---- FlashAttention-3 style on wgmma (sm_90a; mma("wgmma"), op-attention.c) ----
+// A CTA of three warpgroups: warpgroup 0 is the producer, whose thread 0 loads the BM x D Q
+// tile once and the BN x D K and V tiles of each key tile into a STAGES-deep ring by TMA;
+// warpgroups 1 and 2 are the consumers, each owning 64 of the BM = 128 query rows. Per key
+// tile a consumer computes S = Q·Kᵀ with wgmmas reading both operands from shared memory, runs
+// the online softmax on S where the wgmma left it (the accumulator layout of a warp is the
+// mma.sync C layout, so ts_attn_mask and ts_attn_softmax_online serve unchanged), then
+// O += P·V with P from registers (ts_wgmma_rs). Shared tiles are the TMA's 128-byte-swizzled
+// panels (ts_tma_load_tile): D / 64 panels of ROWS rows of 64 elements, panel after panel,
+// each on a 1024-byte boundary; Q and K are read K-major (d along a 128-byte row), V
+// N-major (imm-trans-b: keys are its k, d its n).
+// Barriers, as pairs of int32 (bars + 2 i): full[s] (i = s; one arrival, the producer's
+// expect_tx, plus K's and V's bytes), empty[s] (i = STAGES + s; one arrival per consumer
+// warpgroup once its wgmmas reading the slot have finished) and the Q tile's (i = 2 STAGES).
+
+// Thread 0 initialises the ring's full/empty pairs and Q's barrier and prefetches the three
+// maps; the caller's __syncthreads publishes them.
+template <int STAGES>
+__device__ __forceinline__ void ts_attn_ws_init(int *bars, const TsTmaMap *q, const TsTmaMap *k,
+                                                const TsTmaMap *v)
+{
+  if (threadIdx.x != 0)
+    return;
+#pragma unroll
+  for (int i = 0; i < STAGES; i++) {
+    ts_mbar_init_one(ts_smem_addr(bars + 2 * i), 1);
+    ts_mbar_init_one(ts_smem_addr(bars + 2 * (STAGES + i)), 2);
+  }
+  ts_mbar_init_one(ts_smem_addr(bars + 4 * STAGES), 1);
+  ts_mbar_fence_init();
+  ts_tma_prefetch_map(q);
+  ts_tma_prefetch_map(k);
+  ts_tma_prefetch_map(v);
+}
+
+// Issues s (BN / 2 floats a thread) = this consumer warpgroup's 64 rows of Q times the key
+// tile's transpose, D / 16 k16 steps, as one wgmma group. Consumer w = threadIdx.x / 128 - WG0
+// reads Q rows 64w..64w + 63.
+template <class T, int BM, int BN, int D, int WG0 = 1>
+__device__ __forceinline__ void ts_attn_wg_qk_issue(float *s, const T *Qs, const T *Ks)
+{
+  constexpr int ROW = 128, EPR = ROW / (int)sizeof(T); // a panel row: bytes, elements
+  static_assert(D % EPR == 0 && BM % 64 == 0 && BN % 64 == 0, "whole panels, m64 row blocks");
+  const int w = (int)threadIdx.x / 128 - WG0;
+  const unsigned q = ts_smem_addr(Qs) + (unsigned)(w * 64 * ROW), k = ts_smem_addr(Ks);
+  ts_wgmma_fence_acc<BN / 2>(s);
+  ts_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < D / 16; kk++) {
+    // Step kk is in panel kk * 16 / EPR, 32 bytes per step along its rows; SBO = 8 rows.
+    const unsigned p = (unsigned)(kk * 16 / EPR), off = (unsigned)(kk * 16 % EPR * (int)sizeof(T));
+    const unsigned long long da = ts_wgmma_desc(q + p * BM * ROW + off, 16, 8 * ROW);
+    const unsigned long long db = ts_wgmma_desc(k + p * BN * ROW + off, 16, 8 * ROW);
+    ts_wgmma_ss<T, BN, 0>(s, da, db, kk > 0);
+  }
+  ts_wgmma_commit();
+}
+
+// Waits until at most N of the warpgroup's wgmma groups are unfinished; acc (NACC floats),
+// written by the groups that finished, may then be read.
+template <int N, int NACC> __device__ __forceinline__ void ts_attn_wg_wait(float *acc)
+{
+  ts_wgmma_wait<N>();
+  ts_wgmma_fence_acc<NACC>(acc);
+}
+
+// ts_attn_wg_qk_issue, then its wait: returns with s computed.
+template <class T, int BM, int BN, int D, int WG0 = 1>
+__device__ __forceinline__ void ts_attn_wg_qk(float *s, const T *Qs, const T *Ks)
+{
+  ts_attn_wg_qk_issue<T, BM, BN, D, WG0>(s, Qs, Ks);
+  ts_attn_wg_wait<0, BN / 2>(s);
+}
+
+// The probabilities p (in the score registers) rounded to T in pairs: a[BN / 16][4], the
+// A fragments of the P·V wgmmas' k16 steps.
+template <class T, int BN>
+__device__ __forceinline__ void ts_attn_pack_p(unsigned *a, const float *p)
+{
+#pragma unroll
+  for (int j = 0; j < BN / 16; j++) {
+    const float *c0 = p + (2 * j) * 4, *c1 = p + (2 * j + 1) * 4;
+    a[4 * j] = ts_pack2<T>(c0[0], c0[1]);
+    a[4 * j + 1] = ts_pack2<T>(c0[2], c0[3]);
+    a[4 * j + 2] = ts_pack2<T>(c1[0], c1[1]);
+    a[4 * j + 3] = ts_pack2<T>(c1[2], c1[3]);
+  }
+}
+
+// Issues o += P·V for one key tile as one wgmma group: BN / 16 register-A wgmmas (a from
+// ts_attn_pack_p, which must keep its values until the group has finished), V's d panels as
+// N-major B (LBO = one panel, BN rows; SBO = 8 rows).
+template <class T, int BN, int D>
+__device__ __forceinline__ void ts_attn_wg_pv_issue(float *o, const unsigned *a, const T *Vs)
+{
+  constexpr int ROW = 128;
+  const unsigned v = ts_smem_addr(Vs);
+  ts_wgmma_fence_acc<D / 2>(o);
+  ts_wgmma_fence();
+#pragma unroll
+  for (int j = 0; j < BN / 16; j++)
+    ts_wgmma_rs<T, D>(o, a + 4 * j, ts_wgmma_desc(v + (unsigned)(j * 16 * ROW), BN * ROW, 8 * ROW), 1);
+  ts_wgmma_commit();
+}
+
+// o += P·V with p in the score registers; returns with the wgmmas finished, so the slot may be
+// reused.
+template <class T, int BN, int D>
+__device__ __forceinline__ void ts_attn_wg_pv(float *o, const float *p, const T *Vs)
+{
+  unsigned a[BN / 4];
+  ts_attn_pack_p<T, BN>(a, p);
+  ts_attn_wg_pv_issue<T, BN, D>(o, a, Vs);
+  ts_attn_wg_wait<0, D / 2>(o);
 }

@@ -82,49 +82,88 @@ template <class T> constexpr bool ts_is_bf16 = false;
 template <> constexpr bool ts_is_bf16<ts_bf16> = true;
 
 // d (N/2 floats per thread) = A · B + (scale_d ? d : 0) for one m64nNk16 step of the
-// warpgroup: A (64 x 16, K-major) and B (16 x N, N-major: imm-trans-b = 1) from the
-// descriptors; imm-scale-a/b = 1, imm-trans-a = 0. Thread t of the warpgroup holds, for each
-// 8-column block j, d[4j + e] = D[16 (t / 32) + (t % 32) / 4 + 8 (e / 2)][8j + 2 (t % 4) + e % 2].
-template <class T, int N>
+// warpgroup: A (64 x 16, K-major) and B (16 x N) from the descriptors, B N-major (TB = 1,
+// imm-trans-b: a [K, N] row-major operand, as gemm's B) or K-major (TB = 0: stored [N, K], as
+// attention's K for Q·Kᵀ); imm-scale-a/b = 1, imm-trans-a = 0. Thread t of the warpgroup holds,
+// for each 8-column block j, d[4j + e] = D[16 (t / 32) + (t % 32) / 4 + 8 (e / 2)][8j + 2 (t % 4)
+// + e % 2].
+template <class T, int N, int TB = 1>
 __device__ __forceinline__ void ts_wgmma_ss(float *d, unsigned long long da, unsigned long long db, int scale_d)
 {
   static_assert(N == 64 || N == 128 || N == 256, "wgmma tiles are 64, 128 or 256 columns wide");
+  static_assert(TB == 0 || TB == 1, "imm-trans-b is 0 or 1");
   if constexpr (N == 64 && ts_is_bf16<T>)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{" TS_WG_REGS64 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
+                 "{" TS_WG_REGS64 "}, %32, %33, p, 1, 1, 0, %35;\n}\n"
                  : TS_WG_D32(0)
-                 : "l"(da), "l"(db), "r"(scale_d));
+                 : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
   else if constexpr (N == 64)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-                 "{" TS_WG_REGS64 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
+                 "{" TS_WG_REGS64 "}, %32, %33, p, 1, 1, 0, %35;\n}\n"
                  : TS_WG_D32(0)
-                 : "l"(da), "l"(db), "r"(scale_d));
+                 : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
   else if constexpr (N == 128 && ts_is_bf16<T>)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{" TS_WG_REGS128 "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
+                 "{" TS_WG_REGS128 "}, %64, %65, p, 1, 1, 0, %67;\n}\n"
                  : TS_WG_D32(0), TS_WG_D32(32)
-                 : "l"(da), "l"(db), "r"(scale_d));
+                 : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
   else if constexpr (N == 128)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-                 "{" TS_WG_REGS128 "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
+                 "{" TS_WG_REGS128 "}, %64, %65, p, 1, 1, 0, %67;\n}\n"
                  : TS_WG_D32(0), TS_WG_D32(32)
-                 : "l"(da), "l"(db), "r"(scale_d));
+                 : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
   else if constexpr (ts_is_bf16<T>)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-                 "{" TS_WG_REGS256 "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+                 "{" TS_WG_REGS256 "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
                  : TS_WG_D32(0), TS_WG_D32(32), TS_WG_D32(64), TS_WG_D32(96)
-                 : "l"(da), "l"(db), "r"(scale_d));
+                 : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
   else
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-                 "{" TS_WG_REGS256 "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+                 "{" TS_WG_REGS256 "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
                  : TS_WG_D32(0), TS_WG_D32(32), TS_WG_D32(64), TS_WG_D32(96)
-                 : "l"(da), "l"(db), "r"(scale_d));
+                 : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+}
+
+// The same step with A from registers (the RS form): a[0..3] are the warp's 16 rows of the
+// 64 x 16 A slice in the m16n8k16 A fragment layout (a0 row g cols 2t, 2t+1; a1 row g + 8; a2
+// and a3 the same 8 columns later; g = lane / 4, t = lane % 4, each a pair of T), which is the
+// layout of the accumulator's two 8-column blocks 2k and 2k + 1 rounded to T in pairs — so a
+// wgmma's result feeds the next one without passing through shared memory (attention's P·V).
+// B N-major (imm-trans-b = 1). The registers must not change until the wgmma has finished.
+template <class T, int N>
+__device__ __forceinline__ void ts_wgmma_rs(float *d, const unsigned *a, unsigned long long db, int scale_d)
+{
+  static_assert(N == 64 || N == 128, "the register-A wgmma is used 64 or 128 columns wide");
+  if constexpr (N == 64 && ts_is_bf16<T>)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{" TS_WG_REGS64 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : TS_WG_D32(0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+  else if constexpr (N == 64)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{" TS_WG_REGS64 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : TS_WG_D32(0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+  else if constexpr (ts_is_bf16<T>)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{" TS_WG_REGS128 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                 : TS_WG_D32(0), TS_WG_D32(32)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                 "{" TS_WG_REGS128 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                 : TS_WG_D32(0), TS_WG_D32(32)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
 
 // Warp-specialized kernels hand registers from the producer warpgroup, which needs few, to the

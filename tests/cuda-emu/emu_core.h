@@ -63,6 +63,10 @@ struct EmuWgmma {
   uint64_t da, db;
   bool f16, trans_a, trans_b, scale_d;
   float *d[128];
+  bool a_regs;                 // A from registers (the RS form): no da
+  const unsigned *a_at[128];   // each thread's four A registers ...
+  unsigned a_issued[128][4];   // ... and what they held when the wgmma was issued
+  std::vector<float> d_seen;   // D as issued (or as the wgmma before it on D left it), [t][i]
 };
 struct EmuGroup { // a warpgroup: its collectives and its queue of unfinished wgmmas
   int arrived = 0;
@@ -70,6 +74,7 @@ struct EmuGroup { // a warpgroup: its collectives and its queue of unfinished wg
   int kind = -1;
   uint64_t in_a[128], in_b[128];
   float *in_d[128];
+  const unsigned *in_ra[128];
   int in_i[128];
   bool fenced = false;                      // a wgmma.fence has been executed
   std::vector<EmuWgmma> open;               // issued, not yet committed
@@ -160,7 +165,9 @@ struct Emu {
                  // 7: a plain mbarrier arrive completes the phase (ignores the other arrivals);
                  // 8: bar.arrive on a named barrier is lost (not counted);
                  // 9: cp.async.bulk.wait_group.read waits for nothing;
-                 // 10: a multicast TMA copy lands in the issuing CTA only
+                 // 10: a multicast TMA copy lands in the issuing CTA only;
+                 // 11: a register-A wgmma swaps A registers 1 and 2 (rows g + 8 and columns
+                 //     + 8 of the fragment)
   long errors = 0;
   long stalled = 0; // mbarrier and named-barrier waits answered "not yet" since a phase last
                     // completed
@@ -528,11 +535,12 @@ static inline unsigned emu_desc_addr(uint64_t desc, bool mn_major, int mn, int k
   return addr ^ (((addr >> 7) & (W / 16 - 1)) << 4);
 }
 
-// Calls f(byte address) for every byte an m64nNk16 wgmma reads (A 64 x 16, B 16 x N).
+// Calls f(byte address) for every byte an m64nNk16 wgmma reads (A 64 x 16 unless it comes
+// from registers, B 16 x N).
 template <class F> static inline void emu_wgmma_bytes(const EmuWgmma &w, F f)
 {
   const bool tb = emu.plant == 3 ? !w.trans_b : w.trans_b;
-  for (int m = 0; m < 64; m++)
+  for (int m = 0; m < 64 && !w.a_regs; m++)
     for (int k = 0; k < 16; k++)
       f(emu_desc_addr(w.da, w.trans_a, m, k), 0, m, k);
   for (int k = 0; k < 16; k++)
@@ -578,6 +586,28 @@ static inline void emu_wgmma_run(EmuWgmma &w)
     else
       B[k][i] = f;
   });
+  // The RS form: register j of warp w's lane l holds two elements of A (m16n8k16 A fragment:
+  // row g = l / 4 (+ 8 for j odd), columns 2 (l % 4) + 8 (j / 2) and + 1). The hardware may read
+  // them any time until the wgmma finishes, so a register changed since the issue is a bug.
+  for (int t = 0; t < 128 && w.a_regs; t++)
+    for (int j = 0; j < 4; j++) {
+      if (w.a_at[t][j] != w.a_issued[t][j])
+        emu_fail("a wgmma's register A operand changed before the wgmma finished (wgmma.wait_group)");
+      const int jj = emu.plant == 11 ? (j == 1 ? 2 : j == 2 ? 1 : j) : j;
+      const int r = 16 * (t / 32) + (t % 32) / 4 + 8 * (jj % 2), c = 2 * (t % 4) + 8 * (jj / 2);
+      for (int h = 0; h < 2; h++) {
+        const unsigned short v = (unsigned short)(w.a_issued[t][j] >> (16 * h));
+        A[r][c + h] = w.f16 ? emu_f16_to_f32(v) : __uint_as_float((unsigned)v << 16);
+      }
+    }
+  // The accumulators belong to the tensor cores from the issue to the wait: a thread writing
+  // them in between (an O rescaled while the P·V that adds into it still runs) is a race.
+  for (int t = 0; t < 128; t++)
+    if (memcmp(w.d[t], &w.d_seen[(size_t)t * (w.n / 2)], sizeof(float) * (w.n / 2)) != 0) {
+      emu_fail("a wgmma's accumulator registers were written while it was in flight (before its "
+               "wgmma.wait_group)");
+      break;
+    }
   for (int t = 0; t < 128; t++)
     for (int i = 0; i < w.n / 2; i++) {
       const int r = 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2);
@@ -594,8 +624,10 @@ static inline void emu_wgmma_fence()
   emu_wg_collective(2000, [](EmuGroup &g) { g.fenced = true; });
 }
 
+// One wgmma.mma_async: A from the descriptor da, or (a != nullptr, the RS form) from the four
+// registers at a of each thread.
 static inline void emu_wgmma(float *d, int n, uint64_t da, uint64_t db, int scale_d, bool f16,
-                             bool trans_a, bool trans_b)
+                             bool trans_a, bool trans_b, const unsigned *a = nullptr)
 {
   EmuGroup &g = emu.cta->wgs[emu.cur->tid / 128];
   const unsigned t = emu.cur->tid % 128;
@@ -603,14 +635,20 @@ static inline void emu_wgmma(float *d, int n, uint64_t da, uint64_t db, int scal
   g.in_b[t] = db;
   g.in_d[t] = d;
   g.in_i[t] = scale_d;
-  emu_wg_collective(2001 + n, [&](EmuGroup &gg) {
+  g.in_ra[t] = a;
+  emu_wg_collective(a ? 2601 + n : 2001 + n, [&](EmuGroup &gg) {
     if (!gg.fenced)
       emu_fail("wgmma.mma_async before the warpgroup's first wgmma.fence");
-    EmuWgmma w{n, gg.in_a[0], gg.in_b[0], f16, trans_a, trans_b, gg.in_i[0] != 0, {}};
+    EmuWgmma w{n, gg.in_a[0], gg.in_b[0], f16, trans_a, trans_b, gg.in_i[0] != 0, {}, a != nullptr,
+               {}, {}};
     for (int i = 0; i < 128; i++) {
       if (gg.in_a[i] != w.da || gg.in_b[i] != w.db || (gg.in_i[i] != 0) != w.scale_d)
         emu_fail("wgmma descriptors or scale-d differ across the warpgroup");
       w.d[i] = gg.in_d[i];
+      w.d_seen.insert(w.d_seen.end(), gg.in_d[i], gg.in_d[i] + n / 2);
+      w.a_at[i] = gg.in_ra[i];
+      for (int j = 0; j < 4 && w.a_regs; j++)
+        w.a_issued[i][j] = gg.in_ra[i][j];
     }
     emu_wgmma_bytes(w, [&](unsigned a, int, int, int) {
       if (a + 2 <= emu.smem_bytes) {
@@ -635,8 +673,26 @@ static inline void emu_wgmma_wait(int n)
 {
   emu_wg_collective(2400 + n, [n](EmuGroup &g) {
     while ((int)g.groups.size() > n) {
-      for (auto &w : g.groups.front())
+      for (auto &w : g.groups.front()) {
         emu_wgmma_run(w);
+        // Later wgmmas on the same accumulators start from what this one left.
+        auto follow = [&w](EmuWgmma &later) {
+          if (&later == &w || later.n != w.n)
+            return;
+          for (int t = 0; t < 128; t++)
+            if (later.d[t] == w.d[t])
+              memcpy(&later.d_seen[(size_t)t * (w.n / 2)], w.d[t], sizeof(float) * (w.n / 2));
+        };
+        bool after = false;
+        for (auto &grp : g.groups)
+          for (auto &later : grp) {
+            if (after)
+              follow(later);
+            after = after || &later == &w;
+          }
+        for (auto &later : g.open)
+          follow(later);
+      }
       g.groups.erase(g.groups.begin());
     }
   });

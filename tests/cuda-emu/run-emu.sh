@@ -3,7 +3,7 @@
 # default CUDA point and a few others with the real tessera-tune, compiles the unmodified
 # generated source and op-family headers with g++ against a host emulator (emu_core.h; only the
 # inline-PTX functions are substituted, see prep.py and emu_subst.cuh), runs every CTA and checks
-# every output element against an f64 reference (emu_driver.cpp). Ten planted bugs must be caught.
+# every output element against an f64 reference (emu_driver.cpp). Eleven planted bugs must be caught.
 # TAP output; exit 77 when g++ (C++17 with _Float16) or python3 is missing.
 set -u
 TUNE=$1
@@ -74,6 +74,17 @@ K1='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule
 K2='block(m=128,n=64,k=64).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop").persistent(4).cluster(n=2)'
 K3='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(2).epilogue("tma").cluster(m=2)'
 K4='block(m=128,n=64,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(6).cluster(n=2)'
+# FlashAttention-3 style (mma("wgmma")): a producer warpgroup loading Q once and K/V tiles into
+# a TMA ring, two consumer warpgroups with Q·Kᵀ on wgmma from shared memory (K-major B) and
+# P·V on wgmma with P from registers. S=300 and S=77 end in partial key tiles, read from the next
+# head's rows or past the tensor; 300 keys at BN=64 walk a 2-deep ring twice and more.
+F1='block(m=128,n=64).warps(8).stages(2).mma("wgmma")'
+F2='block(m=128,n=128).warps(8).stages(3).mma("wgmma")'
+# ... with the next Q·Kᵀ and the last P·V in flight during the softmax (overlap), and the two
+# consumers' GEMMs taking turns on named barriers (pingpong).
+F3='block(m=128,n=64).warps(8).stages(2).mma("wgmma").schedule("overlap")'
+F4='block(m=128,n=64).warps(8).stages(3).mma("wgmma").schedule("pingpong")'
+F5='block(m=128,n=128).warps(8).stages(2).mma("wgmma").schedule("pingpong")'
 R1='block(m=4).warps(4).vector(4)'
 R2='block(m=16).warps(16).vector(8)'
 CASES=()
@@ -109,6 +120,20 @@ for op in flash_attention flash_attention_causal; do
   CASES+=("$op|B=1,H=1,S=40,D=128|1 1 40 128|bf16||EMU_EAGER=1|pass")
   CASES+=("$op|B=1,H=1,S=40,D=128|1 1 40 128|bf16|$A1|EMU_EAGER=0|pass")
 done
+for op in flash_attention flash_attention_causal; do
+  CASES+=("$op|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$F1|EMU_EAGER=0|pass")
+  CASES+=("$op|B=2,H=1,S=77,D=128|2 1 77 128|f16|$F2|EMU_EAGER=0|pass")
+done
+CASES+=("flash_attention_causal|B=1,H=2,S=300,D=128|1 2 300 128|bf16|$F2|EMU_EAGER=1|pass")
+CASES+=("flash_attention|B=1,H=1,S=200,D=64|1 1 200 64|f16|$F2|EMU_EAGER=0|pass")
+for p in "$F3" "$F4"; do
+  for op in flash_attention flash_attention_causal; do
+    CASES+=("$op|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$p|EMU_EAGER=0|pass")
+  done
+  CASES+=("flash_attention_causal|B=2,H=1,S=77,D=128|2 1 77 128|f16|$p|EMU_EAGER=0|pass")
+done
+CASES+=("flash_attention_causal|B=1,H=1,S=300,D=128|1 1 300 128|bf16|$F5|EMU_EAGER=1|pass")
+CASES+=("flash_attention|B=1,H=1,S=50,D=64|1 1 50 64|f16|$F5|EMU_EAGER=0|pass")
 for op in softmax_safe layernorm_safe rmsnorm_safe reduce_sum; do
   for p in '' "$R1" "$R2"; do CASES+=("$op|M=37,N=203|37 203|bf16|$p|EMU_EAGER=0|pass"); done
 done
@@ -136,6 +161,12 @@ CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$Q3|EMU_PLANT=8|fail")
 CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$E2|EMU_PLANT=9|fail")
 # ... and a multicast that lands in its own CTA only: the peer waits for half a slice forever.
 CASES+=("gemm|M=256,N=200,K=520|256 200 520|bf16|$K1|EMU_PLANT=10|fail")
+# ... and, in attention's wgmmas, a K-major B read N-major, and P's registers in the wrong
+# fragment order.
+CASES+=("flash_attention|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$F1|EMU_PLANT=3|fail")
+CASES+=("flash_attention_causal|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$F1|EMU_PLANT=11|fail")
+# ... and, in the ping-pong attention, a lost bar.arrive.
+CASES+=("flash_attention|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$F4|EMU_PLANT=8|fail")
 
 # EMU_ONLY=REGEX: only the cases whose line matches (a developer's subset).
 if [ -n "${EMU_ONLY:-}" ]; then
