@@ -195,8 +195,12 @@ attn_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   w->work_flops = w->units * BM * keys * D * 4;
   w->accumulators = (16 * D + 16 * BN) / 32; /* O and S fragments of a warp's 16 rows */
   double regs = wg ? w->accumulators + BN / 4 + 30 : w->accumulators + D / 4 + 40;
+  /* persistent(P) (wgmma): two Q buffers, so the next tile's loads run under this one's
+   * last products and store. */
+  gboolean persistent = wg && ts_sched_point_get_int(p, "persistent", 0) > 0;
+  double qbufs = persistent ? 2 : 1;
   gpu_occupancy(t, threads + (wg ? 128 : 0), res, regs,
-                (BM + 2 * ST * BN) * D * e + (wg ? 8 * (2 * ST + 1) : 0), w);
+                (qbufs * BM + 2 * ST * BN) * D * e + (wg ? 8 * (2 * ST + 2 * qbufs) : 0), w);
   w->cache_bytes = w->units * (2 * BM + 2 * keys) * D * e;
   w->dram_bytes = MIN(4 * heads * S * D * e + (2 * S * D * e > 0.5 * t->device.l2_bytes
                                                   ? w->cache_bytes / 2
@@ -214,7 +218,7 @@ attn_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
                               : g_strcmp0(sched, "overlap") == 0  ? 0.5
                                                                   : 1);
   w->compute_eff = mma * smem_feed(t, wg ? 64 : 16, BN, mma) / (1 + softmax);
-  w->overlap = 1 - 1 / (MAX(ST, 1) * w->blocks_per_sm);
+  w->overlap = 1 - 1 / (MAX(ST, 1) * w->blocks_per_sm * qbufs);
   w->mem_eff = gpu_mem_eff(t, w, wg ? ST * 2 * BN * D * e / threads : 16 * MAX(ST - 1, 1));
   w->tensor = TRUE;
 }

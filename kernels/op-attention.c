@@ -138,14 +138,13 @@ attn_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
  * sequence's partial last tile) are masked, by a warp-uniform test in attn_mask: two loops,
  * unmasked then masked, read better but make ptxas keep both loops' hoisted addresses live and
  * spill (D=64, BN=64, 3 stages: 168 registers and 60 bytes of spills, against 174 and none). */
-/* A CTA's head bh and first query row q0 (its query tiles in reverse, so the causal op's
- * longest rows start first and short ones fill the tail of the launch); the keys it needs
- * (kv_end), its key tiles (n_kv) and how many of them need no mask at all (n_full). */
+/* A query tile's head bh and first row q0 (given as expressions); the keys it needs (kv_end),
+ * its key tiles (n_kv) and how many of them need no mask at all (n_full). */
 static void
-attn_cta_keys(TsTileNode *g, gboolean causal)
+attn_tile_keys(TsTileNode *g, const char *bh, const char *q0, gboolean causal)
 {
-  ts_tile_let(g, "bh", TS_DTYPE_INT32, "bx / TILES_M");
-  ts_tile_let(g, "q0", TS_DTYPE_INT32, "(TILES_M - 1 - bx % TILES_M) * BM");
+  ts_tile_let(g, "bh", TS_DTYPE_INT32, bh);
+  ts_tile_let(g, "q0", TS_DTYPE_INT32, q0);
   if (causal) {
     ts_tile_let(g, "kv_end", TS_DTYPE_INT32, "min(S, q0 + BM)");
     ts_tile_let(g, "n_full", TS_DTYPE_INT32, "(q0 + 1) / BN");
@@ -156,6 +155,23 @@ attn_cta_keys(TsTileNode *g, gboolean causal)
   ts_tile_let(g, "n_kv", TS_DTYPE_INT32, "(kv_end + BN - 1) / BN");
 }
 
+/* The wgmma kernel's tile walk: query tile u of B*H*TILES_M in longest-first order (all heads'
+ * last query tiles first, the causal op's longest rows, then the next; heads interleaved),
+ * CTA bx taking u = bx, bx + gridDim.x, ... — one tile a CTA when the grid has one CTA per
+ * tile, several with persistent(P). `lt` is the tile's index among the CTA's; `base` the key
+ * tiles the CTA's ring carried before it (kv[0], a running count: the causal op's tiles have
+ * different lengths), so slots and phases run on across tiles. */
+static TsTileNode *
+attn_wg_tiles(TsTileNode *parent, gboolean causal)
+{
+  TsTileNode *t = ts_tile_for(parent, "u", "bx", "B * H * TILES_M", "gridDim.x", TS_FOR_SERIAL);
+  attn_tile_keys(t, "u % (B * H)", "(TILES_M - 1 - u / (B * H)) * BM", causal);
+  ts_tile_let(t, "lt", TS_DTYPE_INT32, "(u - bx) / gridDim.x");
+  ts_tile_let(t, "base", TS_DTYPE_INT32, "kv[0]");
+  ts_tile_let(t, "qb", TS_DTYPE_INT32, "lt % QBUFS");
+  return t;
+}
+
 /* The consumer loop of schedule("overlap") and ("pingpong"), FlashAttention-3's two
  * overlaps. Within a warpgroup: key tile j's Q·Kᵀ and tile j - 1's P·V are issued together,
  * and the softmax of tile j runs while P·V still multiplies — so O is rescaled by tile j's
@@ -163,38 +179,42 @@ attn_cta_keys(TsTileNode *g, gboolean causal)
  * and softmax come first, the last tile's P·V after the loop; the slot of tile j - 1 is
  * released once its P·V has finished. pingpong: the warpgroups' issues take turns on named
  * barriers 1 and 2 (ts_order_wait / ts_order_signal, as gemm's ping-pong), so one
- * warpgroup's softmax runs under the other's GEMMs; each warpgroup has n_kv + 1 turns, the
- * first warpgroup's first one waiting for no one and the second's last passing to no one. */
+ * warpgroup's softmax runs under the other's GEMMs; each warpgroup has n_kv + 1 turns a query
+ * tile, the first warpgroup's first one of the CTA waiting for no one and the second's last
+ * passing to no one. */
 static void
-attn_wgmma_overlap(TsTileNode *cons, TsTileKernel *k, const char *t, gboolean pingpong)
+attn_wgmma_overlap(TsTileNode *ct, TsTileKernel *k, const char *t, gboolean pingpong)
 {
   g_autofree char *qk = g_strdup_printf("T=%s,BM=BM,BN=BN,D=HD,WG0=1", t);
   g_autofree char *pv = g_strdup_printf("T=%s,BN=BN,D=HD", t);
   g_autofree char *pack = g_strdup_printf("T=%s,BN=BN", t);
-  ts_tile_alloc(cons, k, "p", TS_MEM_REGISTER, TS_DTYPE_INT32, "BN / 4", FALSE,
+  ts_tile_alloc(ct, k, "p", TS_MEM_REGISTER, TS_DTYPE_INT32, "BN / 4", FALSE,
                 "the last tile's probabilities in pairs of 16 bits, P·V's A fragments");
-  ts_tile_alloc(cons, k, "alpha", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
+  ts_tile_alloc(ct, k, "alpha", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
                 "the last tile's rescale factors of rows lane/4 and lane/4 + 8");
-  ts_tile_intrinsic(cons, "mbar_wait", NULL, "bars", "0", NULL);
+  ts_tile_let(ct, "first", TS_DTYPE_INT32, "base % STAGES");
+  ts_tile_intrinsic(ct, "mbar_wait", NULL, "bars + 2 * first", "base / STAGES", NULL);
   if (pingpong)
-    ts_tile_intrinsic(cons, "order_wait", NULL, "wg", "wg == 2", NULL);
-  ts_tile_intrinsic(cons, "attn_wg_qk_issue", qk, "s", "Qs", "Ks", NULL);
-  if (pingpong)
-    ts_tile_intrinsic(cons, "order_signal", NULL, "3 - wg", "true", NULL);
-  ts_tile_intrinsic(cons, "attn_wg_wait", "N=0,NACC=BN / 2", "s", NULL);
-  ts_tile_intrinsic(cons, "attn_mask", "BN=BN,CAUSAL=CAUSAL,T0=128", "s", "q0", "0", "S",
-                    "0 >= n_full", NULL);
-  ts_tile_intrinsic(cons, "attn_softmax_step", "BN=BN", "s", "m", "l", "alpha", "scale_log2",
+    ts_tile_intrinsic(ct, "order_wait", NULL, "wg", "wg == 2 || lt > 0", NULL);
+  ts_tile_intrinsic(ct, "attn_wg_qk_issue", qk, "s", "Qs + qb * BM * HD", "Ks + first * BN * HD",
                     NULL);
-  ts_tile_intrinsic(cons, "attn_pack_p", pack, "(unsigned *)p", "s", NULL);
+  if (pingpong)
+    ts_tile_intrinsic(ct, "order_signal", NULL, "3 - wg", "true", NULL);
+  ts_tile_intrinsic(ct, "attn_wg_wait", "N=0,NACC=BN / 2", "s", NULL);
+  ts_tile_intrinsic(ct, "attn_mask", "BN=BN,CAUSAL=CAUSAL,T0=128", "s", "q0", "0", "S",
+                    "0 >= n_full", NULL);
+  ts_tile_intrinsic(ct, "attn_softmax_step", "BN=BN", "s", "m", "l", "alpha", "scale_log2",
+                    NULL);
+  ts_tile_intrinsic(ct, "attn_pack_p", pack, "(unsigned *)p", "s", NULL);
 
-  TsTileNode *j = ts_tile_for(cons, "j", "1", "n_kv", "1", TS_FOR_SERIAL);
-  ts_tile_let(j, "slot", TS_DTYPE_INT32, "j % STAGES");
-  ts_tile_let(j, "prev", TS_DTYPE_INT32, "(j - 1) % STAGES");
-  ts_tile_intrinsic(j, "mbar_wait", NULL, "bars + 2 * slot", "j / STAGES", NULL);
+  TsTileNode *j = ts_tile_for(ct, "j", "1", "n_kv", "1", TS_FOR_SERIAL);
+  ts_tile_let(j, "slot", TS_DTYPE_INT32, "(base + j) % STAGES");
+  ts_tile_let(j, "prev", TS_DTYPE_INT32, "(base + j - 1) % STAGES");
+  ts_tile_intrinsic(j, "mbar_wait", NULL, "bars + 2 * slot", "(base + j) / STAGES", NULL);
   if (pingpong)
     ts_tile_intrinsic(j, "order_wait", NULL, "wg", "true", NULL);
-  ts_tile_intrinsic(j, "attn_wg_qk_issue", qk, "s", "Qs", "Ks + slot * BN * HD", NULL);
+  ts_tile_intrinsic(j, "attn_wg_qk_issue", qk, "s", "Qs + qb * BM * HD", "Ks + slot * BN * HD",
+                    NULL);
   ts_tile_intrinsic(j, "attn_rescale", "D=HD", "o", "alpha", NULL);
   ts_tile_intrinsic(j, "attn_wg_pv_issue", pv, "o", "(const unsigned *)p", "Vs + prev * BN * HD",
                     NULL);
@@ -209,35 +229,46 @@ attn_wgmma_overlap(TsTileNode *cons, TsTileKernel *k, const char *t, gboolean pi
   ts_tile_intrinsic(j, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + prev)", "true", NULL);
   ts_tile_intrinsic(j, "attn_pack_p", pack, "(unsigned *)p", "s", NULL);
 
-  ts_tile_let(cons, "last", TS_DTYPE_INT32, "(n_kv - 1) % STAGES");
+  /* The query tile's last turn passes to the other warpgroup unless it is the second's last
+   * of the CTA. */
+  ts_tile_let(ct, "last", TS_DTYPE_INT32, "(base + n_kv - 1) % STAGES");
   if (pingpong)
-    ts_tile_intrinsic(cons, "order_wait", NULL, "wg", "true", NULL);
-  ts_tile_intrinsic(cons, "attn_rescale", "D=HD", "o", "alpha", NULL);
-  ts_tile_intrinsic(cons, "attn_wg_pv_issue", pv, "o", "(const unsigned *)p",
+    ts_tile_intrinsic(ct, "order_wait", NULL, "wg", "true", NULL);
+  ts_tile_intrinsic(ct, "attn_rescale", "D=HD", "o", "alpha", NULL);
+  ts_tile_intrinsic(ct, "attn_wg_pv_issue", pv, "o", "(const unsigned *)p",
                     "Vs + last * BN * HD", NULL);
   if (pingpong)
-    ts_tile_intrinsic(cons, "order_signal", NULL, "3 - wg", "wg == 1", NULL);
-  ts_tile_intrinsic(cons, "attn_wg_wait", "N=0,NACC=HD / 2", "o", NULL);
-  ts_tile_intrinsic(cons, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + last)", "true", NULL);
+    ts_tile_intrinsic(ct, "order_signal", NULL, "3 - wg",
+                      "wg == 1 || u + gridDim.x < B * H * TILES_M", NULL);
+  ts_tile_intrinsic(ct, "attn_wg_wait", "N=0,NACC=HD / 2", "o", NULL);
+  ts_tile_intrinsic(ct, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + last)", "true", NULL);
 }
 
-/* mma("wgmma"), sm_90a: FlashAttention-3's structure (ts_cuda_attn.cuh). A CTA per BM = 128
- * query rows of one head, in the same reverse order; three warpgroups. The producer's thread 0
- * loads Q once and, for key tile j, waits until ring slot j % STAGES has been released by both
- * consumers (its empty barrier's phase j / STAGES - 1), then posts K's and V's bytes on the
- * slot's full barrier and issues their TMA boxes. Each consumer warpgroup (64 query rows) waits
- * for Q, then per key tile for the slot's full phase j / STAGES: S = Q·Kᵀ (wgmma, both from
- * shared memory), the mask where needed, the online softmax, O += P·V (wgmma, P from
- * registers), and the release of the slot. The tensors are read as [B*H*S, D] matrices:
+/* mma("wgmma"), sm_90a: FlashAttention-3's structure (ts_cuda_attn.cuh). Query tiles of
+ * BM = 128 rows of one head, walked longest first (attn_wg_tiles): one a CTA, or with
+ * persistent(P) P CTAs walking them all; three warpgroups. The producer's thread 0 loads each
+ * tile's Q into one of QBUFS buffers (two when persistent, so the next tile's Q lands while the
+ * consumers finish this one; a buffer is refilled once both consumers have released it) and,
+ * for each key tile, waits until its ring slot has been released by both consumers (the
+ * slot's empty barrier), posts K's and V's bytes on the slot's full barrier and issues their
+ * TMA boxes. Each consumer warpgroup (64 query rows) waits for its Q, then per key tile for
+ * the slot's full phase: S = Q·Kᵀ (wgmma, both from shared memory), the mask where needed, the
+ * online softmax, O += P·V (wgmma, P from registers), and the release of the slot; after the
+ * tile it releases the Q buffer and stores O. The ring's slot and phase come from the running
+ * count of key tiles, the same in every role. The tensors are read as [B*H*S, D] matrices:
  * a tile running past its head's S reads the next head's rows (or the TMA's zeros past the
  * last), which the mask turns into p = 0, and rows past S are not stored. The producer keeps
- * 24 registers a thread and the consumers take 240 (setmaxnreg; 64512 of the SM's 65536). */
+ * 40 registers a thread and the consumers take 232, as gemm's (setmaxnreg: the CTA keeps the
+ * 168 a thread of its launch, and the producer's 128 fewer pay for 64 more in each consumer;
+ * with FlashAttention-3's 24 or with 32, the producer's loop spilled: 44 and 16 bytes at 3
+ * stages, sm_90a, CUDA 13.0). */
 static gboolean
 attn_lower_cuda_wgmma(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                       GError **error)
 {
   const char *name = ts_op_name(ts_op_instance_op(inst));
   const gint64 BM = KNOB("BM"), BN = KNOB("BN"), W = KNOB("warps"), ST = KNOB("stages");
+  const gint64 P = ts_sched_point_get_int(point, "persistent", 0);
   const TsDtype dt = ts_op_instance_dtype(inst)->storage;
   const TsShape *shape = ts_op_instance_shape(inst);
   const gint64 D = ts_shape_get(shape, "D"), S = ts_shape_get(shape, "S"),
@@ -254,50 +285,55 @@ attn_lower_cuda_wgmma(const TsOpInstance *inst, const TsSchedPoint *point, TsTil
                 "GEMMs taking turns)", name, sched);
     return FALSE;
   }
-  if (BM != 128 || W != 8 || (BN != 64 && BN != 128) || ST < 2) {
+  if (BM != 128 || W != 8 || (BN != 64 && BN != 128) || ST < 2 || P < 0) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "%s: mma(\"wgmma\") has two consumer warpgroups of 64 query rows beside the "
-                "producer: it needs block(m=128), warps(8), BN 64 or 128 and at least 2 stages",
-                name);
+                "producer: it needs block(m=128), warps(8), BN 64 or 128, at least 2 stages "
+                "and persistent(0) or a CTA count", name);
     return FALSE;
   }
   const gint64 tiles_m = (S + BM - 1) / BM, elem = ts_dtype_bits(dt) / 8;
-  if (BH * S > G_MAXINT32) {
+  if (BH * S > G_MAXINT32 || BH * tiles_m > G_MAXINT32) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
                 "%s: mma(\"wgmma\") addresses the B*H*S = %" G_GINT64_FORMAT " rows of Q, K "
                 "and V with 32-bit TMA coordinates; at most 2^31 - 1", name, BH * S);
     return FALSE;
   }
-  /* Q, the K and V rings, then 2 * STAGES + 1 mbarriers of 8 bytes. */
-  const gint64 smem = (BM + 2 * ST * BN) * D * elem + 8 * (2 * ST + 1);
+  const gint64 tiles = BH * tiles_m, ctas = P > 0 ? MIN(P, tiles) : tiles;
+  const gint64 QB = P > 0 ? 2 : 1;
+  /* Q's buffers, the K and V rings, then 2 * STAGES + 2 * QBUFS mbarriers of 8 bytes. */
+  const gint64 smem = (QB * BM + 2 * ST * BN) * D * elem + 8 * (2 * ST + 2 * QB);
 
   ts_tile_kernel_define(k, "BM", BM);
   ts_tile_kernel_define(k, "BN", BN);
   ts_tile_kernel_define(k, "HD", D);
   ts_tile_kernel_define(k, "STAGES", ST);
+  ts_tile_kernel_define(k, "QBUFS", QB);
   ts_tile_kernel_define(k, "CAUSAL", causal);
   ts_tile_kernel_define(k, "TILES_M", tiles_m);
   ts_tile_kernel_define(k, "Q_BYTES", BM * D * elem);
   ts_tile_kernel_define(k, "KV_BYTES", 2 * BN * D * elem);
-  ts_tile_kernel_define(k, "PRODUCER_REGS", 24);
-  ts_tile_kernel_define(k, "CONSUMER_REGS", 240);
+  ts_tile_kernel_define(k, "PRODUCER_REGS", 40);
+  ts_tile_kernel_define(k, "CONSUMER_REGS", 232);
   /* Boxes of one 128-byte panel row by a tile's rows. */
   ts_tile_kernel_add_tensor_map(k, "tma_q", "Q", "D", "B*H*S", 128 / elem, BM, 128);
   ts_tile_kernel_add_tensor_map(k, "tma_k", "K", "D", "B*H*S", 128 / elem, BN, 128);
   ts_tile_kernel_add_tensor_map(k, "tma_v", "V", "D", "B*H*S", 128 / elem, BN, 128);
 
   const char *t = ts_dtype_name(dt);
-  TsTileNode *g = ts_tile_grid(k->body, tiles_m * BH, 1, 1, 384, smem);
-  ts_tile_alloc(g, k, "Qs", TS_MEM_SHARED, dt, "BM * HD", FALSE,
-                "BM x D query tile: D/64 panels of BM 128-byte rows, 128-byte swizzle");
+  TsTileNode *g = ts_tile_grid(k->body, ctas, 1, 1, 384, smem);
+  ts_tile_alloc(g, k, "Qs", TS_MEM_SHARED, dt, "QBUFS * BM * HD", FALSE,
+                "QBUFS BM x D query tiles: D/64 panels of BM 128-byte rows, 128-byte swizzle");
   ts_tile_alloc(g, k, "Ks", TS_MEM_SHARED, dt, "STAGES * BN * HD", FALSE,
                 "ring of STAGES BN x D key tiles, panels as Q's");
   ts_tile_alloc(g, k, "Vs", TS_MEM_SHARED, dt, "STAGES * BN * HD", FALSE,
                 "ring of STAGES BN x D value tiles, panels as Q's");
-  ts_tile_alloc(g, k, "bars", TS_MEM_SHARED, TS_DTYPE_INT32, "2 * (2 * STAGES + 1)", FALSE,
-                "mbarriers (8 bytes each): full[STAGES], empty[STAGES], the Q tile's");
-  attn_cta_keys(g, causal);
-  ts_tile_intrinsic(g, "attn_ws_init", "STAGES=STAGES", "bars", "tma_q", "tma_k", "tma_v", NULL);
+  ts_tile_alloc(g, k, "bars", TS_MEM_SHARED, TS_DTYPE_INT32, "2 * (2 * STAGES + 2 * QBUFS)",
+                FALSE,
+                "mbarriers (8 bytes each): full[STAGES], empty[STAGES], Q full[QBUFS], Q "
+                "empty[QBUFS]");
+  ts_tile_intrinsic(g, "attn_ws_init", "STAGES=STAGES,QBUFS=QBUFS", "bars", "tma_q", "tma_k",
+                    "tma_v", NULL);
   ts_tile_barrier(g);
   ts_tile_let(g, "wg", TS_DTYPE_INT32, "ts_warpgroup()");
 
@@ -306,40 +342,56 @@ attn_lower_cuda_wgmma(const TsOpInstance *inst, const TsSchedPoint *point, TsTil
   TsTileNode *prod = ts_tile_if(g, "wg == 0");
   ts_tile_intrinsic(prod, "setmaxnreg_dec", "N=PRODUCER_REGS", NULL);
   TsTileNode *lead = ts_tile_if(prod, "threadIdx.x == 0");
-  ts_tile_intrinsic(lead, "tma_expect", "BYTES=Q_BYTES", "bars + 4 * STAGES", "true", NULL);
-  ts_tile_intrinsic(lead, "tma_load_tile", load_q, "Qs", "tma_q", "bh * S + q0", "0",
-                    "bars + 4 * STAGES", "true", NULL);
-  TsTileNode *pj = ts_tile_for(lead, "j", "0", "n_kv", "1", TS_FOR_SERIAL);
-  ts_tile_let(pj, "slot", TS_DTYPE_INT32, "j % STAGES");
-  TsTileNode *reuse = ts_tile_if(pj, "j >= STAGES");
-  ts_tile_intrinsic(reuse, "mbar_wait", NULL, "bars + 2 * (STAGES + slot)", "j / STAGES - 1", NULL);
+  ts_tile_alloc(lead, k, "kv", TS_MEM_REGISTER, TS_DTYPE_INT32, "1", FALSE,
+                "key tiles loaded for the CTA's earlier query tiles");
+  TsTileNode *pt = attn_wg_tiles(lead, causal);
+  TsTileNode *qreuse = ts_tile_if(pt, "lt >= QBUFS");
+  ts_tile_intrinsic(qreuse, "mbar_wait", NULL, "bars + 2 * (2 * STAGES + QBUFS + qb)",
+                    "lt / QBUFS - 1", NULL);
+  ts_tile_intrinsic(pt, "tma_expect", "BYTES=Q_BYTES", "bars + 2 * (2 * STAGES + qb)", "true",
+                    NULL);
+  ts_tile_intrinsic(pt, "tma_load_tile", load_q, "Qs + qb * BM * HD", "tma_q", "bh * S + q0",
+                    "0", "bars + 2 * (2 * STAGES + qb)", "true", NULL);
+  TsTileNode *pj = ts_tile_for(pt, "j", "0", "n_kv", "1", TS_FOR_SERIAL);
+  ts_tile_let(pj, "it", TS_DTYPE_INT32, "base + j");
+  ts_tile_let(pj, "slot", TS_DTYPE_INT32, "it % STAGES");
+  TsTileNode *reuse = ts_tile_if(pj, "it >= STAGES");
+  ts_tile_intrinsic(reuse, "mbar_wait", NULL, "bars + 2 * (STAGES + slot)", "it / STAGES - 1",
+                    NULL);
   ts_tile_intrinsic(pj, "tma_expect", "BYTES=KV_BYTES", "bars + 2 * slot", "true", NULL);
   ts_tile_intrinsic(pj, "tma_load_tile", load_kv, "Ks + slot * BN * HD", "tma_k",
                     "bh * S + j * BN", "0", "bars + 2 * slot", "true", NULL);
   ts_tile_intrinsic(pj, "tma_load_tile", load_kv, "Vs + slot * BN * HD", "tma_v",
                     "bh * S + j * BN", "0", "bars + 2 * slot", "true", NULL);
+  ts_tile_intrinsic(pt, "count_add", NULL, "kv", "n_kv", NULL);
 
   TsTileNode *cons = ts_tile_if(g, "wg > 0");
   ts_tile_intrinsic(cons, "setmaxnreg_inc", "N=CONSUMER_REGS", NULL);
-  ts_tile_alloc(cons, k, "o", TS_MEM_REGISTER, TS_DTYPE_F32, "HD / 2", FALSE,
-                "O accumulator of the warpgroup's 64 rows, m64nDk16 layout [D/8][4]");
-  ts_tile_alloc(cons, k, "s", TS_MEM_REGISTER, TS_DTYPE_F32, "BN / 2", FALSE,
-                "scores, then probabilities, m64nBNk16 layout [BN/8][4]");
-  ts_tile_alloc(cons, k, "m", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
-                "running row max, rows lane/4 and lane/4 + 8 of the warp's 16");
-  ts_tile_alloc(cons, k, "l", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
-                "running row sum, this thread's columns");
+  ts_tile_alloc(cons, k, "kv", TS_MEM_REGISTER, TS_DTYPE_INT32, "1", FALSE,
+                "key tiles consumed for the CTA's earlier query tiles");
   g_autofree char *scale = g_strdup_printf("%.9gf", M_LOG2E / sqrt((double)D));
   ts_tile_let(cons, "scale_log2", TS_DTYPE_F32, scale);
-  ts_tile_intrinsic(cons, "attn_softmax_init", NULL, "m", "l", NULL);
-  ts_tile_intrinsic(cons, "mbar_wait", NULL, "bars + 4 * STAGES", "0", NULL);
+  TsTileNode *ct = attn_wg_tiles(cons, causal);
+  ts_tile_alloc(ct, k, "o", TS_MEM_REGISTER, TS_DTYPE_F32, "HD / 2", FALSE,
+                "O accumulator of the warpgroup's 64 rows, m64nDk16 layout [D/8][4], zeroed "
+                "per query tile");
+  ts_tile_alloc(ct, k, "s", TS_MEM_REGISTER, TS_DTYPE_F32, "BN / 2", FALSE,
+                "scores, then probabilities, m64nBNk16 layout [BN/8][4]");
+  ts_tile_alloc(ct, k, "m", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
+                "running row max, rows lane/4 and lane/4 + 8 of the warp's 16");
+  ts_tile_alloc(ct, k, "l", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
+                "running row sum, this thread's columns");
+  ts_tile_intrinsic(ct, "attn_softmax_init", NULL, "m", "l", NULL);
+  ts_tile_intrinsic(ct, "mbar_wait", NULL, "bars + 2 * (2 * STAGES + qb)", "lt / QBUFS", NULL);
   g_autofree char *qk = g_strdup_printf("T=%s,BM=BM,BN=BN,D=HD,WG0=1", t);
   g_autofree char *pv = g_strdup_printf("T=%s,BN=BN,D=HD", t);
   if (!overlap) {
-    TsTileNode *j = ts_tile_for(cons, "j", "0", "n_kv", "1", TS_FOR_SERIAL);
-    ts_tile_let(j, "slot", TS_DTYPE_INT32, "j % STAGES");
-    ts_tile_intrinsic(j, "mbar_wait", NULL, "bars + 2 * slot", "j / STAGES", NULL);
-    ts_tile_intrinsic(j, "attn_wg_qk", qk, "s", "Qs", "Ks + slot * BN * HD", NULL);
+    TsTileNode *j = ts_tile_for(ct, "j", "0", "n_kv", "1", TS_FOR_SERIAL);
+    ts_tile_let(j, "it", TS_DTYPE_INT32, "base + j");
+    ts_tile_let(j, "slot", TS_DTYPE_INT32, "it % STAGES");
+    ts_tile_intrinsic(j, "mbar_wait", NULL, "bars + 2 * slot", "it / STAGES", NULL);
+    ts_tile_intrinsic(j, "attn_wg_qk", qk, "s", "Qs + qb * BM * HD", "Ks + slot * BN * HD",
+                      NULL);
     ts_tile_intrinsic(j, "attn_mask", "BN=BN,CAUSAL=CAUSAL,T0=128", "s", "q0", "j * BN", "S",
                       "j >= n_full", NULL);
     ts_tile_intrinsic(j, "attn_softmax_online", "BN=BN,D=HD", "s", "m", "l", "o", "scale_log2",
@@ -347,10 +399,14 @@ attn_lower_cuda_wgmma(const TsOpInstance *inst, const TsSchedPoint *point, TsTil
     ts_tile_intrinsic(j, "attn_wg_pv", pv, "o", "s", "Vs + slot * BN * HD", NULL);
     ts_tile_intrinsic(j, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + slot)", "true", NULL);
   } else {
-    attn_wgmma_overlap(cons, k, t, pingpong);
+    attn_wgmma_overlap(ct, k, t, pingpong);
   }
+  /* Every Q·Kᵀ of the tile has finished: its Q buffer may be refilled. */
+  ts_tile_intrinsic(ct, "mbar_arrive_wg", NULL, "bars + 2 * (2 * STAGES + QBUFS + qb)", "true",
+                    NULL);
   g_autofree char *store = g_strdup_printf("T=%s,D=HD,T0=128", t);
-  ts_tile_intrinsic(cons, "attn_store", store, "O + bh * S * HD", "o", "l", "q0", "S", NULL);
+  ts_tile_intrinsic(ct, "attn_store", store, "O + bh * S * HD", "o", "l", "q0", "S", NULL);
+  ts_tile_intrinsic(ct, "count_add", NULL, "kv", "n_kv", NULL);
   return TRUE;
 }
 
@@ -436,7 +492,9 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   ts_tile_alloc(g, k, "l", TS_MEM_REGISTER, TS_DTYPE_F32, "2", FALSE,
                 "running row sum, this thread's columns");
 
-  attn_cta_keys(g, causal);
+  /* Query tiles in reverse, so the causal op's longest rows start first and short ones fill
+   * the tail of the launch. */
+  attn_tile_keys(g, "bx / TILES_M", "(TILES_M - 1 - bx % TILES_M) * BM", causal);
   ts_tile_let(g, "head", TS_DTYPE_INT32, "bh * S * D");
   /* 1/sqrt(D) folded with log2(e): softmax as exp2. */
   g_autofree char *scale = g_strdup_printf("%.9gf", M_LOG2E / sqrt((double)D));
@@ -487,17 +545,22 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
  * mma("wgmma") (has_wgmma: sm_90a) has two consumer warpgroups of 64 rows (BM = 128, warps(8)
  * counting the consumers), key tiles of whole 64-row wgmma widths and the ring's mbarriers;
  * schedule() picks among its consumer loops ("coop" only on mma.sync, which has one);
- * its Q lives in shared memory, so at D=128 a thread holds 64 O and BN / 2 score floats and
- * BN / 4 packed probabilities within its 240 registers. */
+ * persistent(P) (wgmma only; the device's SM count, pruned above gpu_sms) walks the query
+ * tiles with P CTAs and double-buffers Q. Its Q lives in shared memory, so at D=128 a thread
+ * holds 64 O and BN / 2 score floats and BN / 4 packed probabilities within its 232
+ * registers. */
 #define ATTN_CUDA_SPACE                                                                        \
   "block(m=[64,128], n=[32,64,128]).warps([4,8]).stages([2,3]).mma([\"sync\",\"wgmma\"])"      \
-  ".schedule([\"coop\",\"overlap\",\"pingpong\"])"                                               \
+  ".schedule([\"coop\",\"overlap\",\"pingpong\"]).persistent([0,132])"                            \
   ".where(warps * 16 == BM, schedule == \"coop\" || mma == \"wgmma\","                           \
+  " persistent == 0 || mma == \"wgmma\" && persistent <= gpu_sms"                                \
+  " && (2 * BM + 2 * stages * BN) * D * 2 + 8 * (2 * stages + 4) <= smem_bytes,"                \
   " (BM + 2 * stages * BN) * D * 2 <= smem_bytes,"                                             \
   " mma == \"sync\" && BN * D <= 8192"                                                          \
   " || mma == \"wgmma\" && has_wgmma == 1 && BM == 128 && BN % 64 == 0"                         \
-  " && (BM + 2 * stages * BN) * D * 2 + 8 * (2 * stages + 1) <= smem_bytes)"
-#define ATTN_CUDA_DEFAULT "block(m=128,n=64).warps(8).stages(2).mma(\"sync\").schedule(\"coop\")"
+  " && (BM + 2 * stages * BN) * D * 2 + 8 * (2 * stages + 2) <= smem_bytes)"
+#define ATTN_CUDA_DEFAULT                                                                      \
+  "block(m=128,n=64).warps(8).stages(2).mma(\"sync\").schedule(\"coop\").persistent(0)"
 
 #define ATTN_COMMON                                                                            \
   .n_inputs = 3,                                                                               \

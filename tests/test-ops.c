@@ -550,14 +550,16 @@ test_attention_cuda_lowering(void)
   /* The default spaces are small, and every point lowers and emits (compiling needs NVRTC:
    * tests/cuda-compile-all.sh). On mma.sync D=64 has 12 points, D=128 8 (BN <= 64 keeps the
    * score registers in check); mma("wgmma") adds BN 64 or 128 at 2 or 3 stages in its three
-   * schedules where the arch has wgmma (sm_90a, and the no-device default), none on sm_80. */
+   * schedules, with and without persistent(132) (at D=128 with BN=128 two Q buffers leave
+   * room for 2 stages only), where the arch has wgmma (sm_90a, and the no-device default),
+   * none on sm_80. */
   static const struct {
     const char *op, *shape, *arch;
     guint64 points, wgmma;
   } spaces[] = {
-    {"flash_attention", "B=1,H=3,S=77,D=64", NULL, 24, 12},
-    {"flash_attention_causal", "B=2,H=1,S=200,D=128", NULL, 20, 12},
-    {"flash_attention_causal", "B=2,H=1,S=200,D=128", "sm_90a", 20, 12},
+    {"flash_attention", "B=1,H=3,S=77,D=64", NULL, 36, 24},
+    {"flash_attention_causal", "B=2,H=1,S=200,D=128", NULL, 29, 21},
+    {"flash_attention_causal", "B=2,H=1,S=200,D=128", "sm_90a", 29, 21},
     {"flash_attention", "B=1,H=3,S=77,D=64", "sm_80", 12, 0},
   };
   for (guint i = 0; i < G_N_ELEMENTS(spaces); i++) {
@@ -598,7 +600,10 @@ test_attention_cuda_lowering(void)
       g_assert_true((strstr(src, "ts_order_wait(wg, true);") != NULL) ==
                     (g_strcmp0(sched, "pingpong") == 0));
       if (wg) {
-        g_assert_nonnull(strstr(src, "ts_attn_ws_init<STAGES>(bars, tma_q, tma_k, tma_v);"));
+        g_assert_nonnull(
+          strstr(src, "ts_attn_ws_init<STAGES, QBUFS>(bars, tma_q, tma_k, tma_v);"));
+        const gint64 P = ts_sched_point_get_int(point, "persistent", -1);
+        g_assert_nonnull(strstr(src, P > 0 ? "QBUFS = 2;" : "QBUFS = 1;"));
         g_assert_nonnull(strstr(src, "_tma[25] = {3, 0, 2, 3, 0, 64, 128, 128, 6, 1, 2, 3, 0, 64, "));
       }
     }

@@ -289,9 +289,10 @@ __device__ __forceinline__ void ts_attn_store(T *O, const float *o, const float 
 }
 
 // ---- FlashAttention-3 style on wgmma (sm_90a; mma("wgmma"), op-attention.c) ----
-// A CTA of three warpgroups: warpgroup 0 is the producer, whose thread 0 loads the BM x D Q
-// tile once and the BN x D K and V tiles of each key tile into a STAGES-deep ring by TMA;
-// warpgroups 1 and 2 are the consumers, each owning 64 of the BM = 128 query rows. Per key
+// A CTA of three warpgroups walks one or more query tiles: warpgroup 0 is the producer, whose
+// thread 0 loads each tile's BM x D Q into one of QBUFS buffers and the BN x D K and V tiles of
+// each key tile into a STAGES-deep ring by TMA; warpgroups 1 and 2 are the consumers, each
+// owning 64 of the BM = 128 query rows. Per key
 // tile a consumer computes S = Q·Kᵀ with wgmmas reading both operands from shared memory, runs
 // the online softmax on S where the wgmma left it (the accumulator layout of a warp is the
 // mma.sync C layout, so ts_attn_mask and ts_attn_softmax_online serve unchanged), then
@@ -301,11 +302,13 @@ __device__ __forceinline__ void ts_attn_store(T *O, const float *o, const float 
 // N-major (imm-trans-b: keys are its k, d its n).
 // Barriers, as pairs of int32 (bars + 2 i): full[s] (i = s; one arrival, the producer's
 // expect_tx, plus K's and V's bytes), empty[s] (i = STAGES + s; one arrival per consumer
-// warpgroup once its wgmmas reading the slot have finished) and the Q tile's (i = 2 STAGES).
+// warpgroup once its wgmmas reading the slot have finished), then the Q buffers' full and empty
+// barriers (i = 2 STAGES + b and 2 STAGES + QBUFS + b).
 
-// Thread 0 initialises the ring's full/empty pairs and Q's barrier and prefetches the three
-// maps; the caller's __syncthreads publishes them.
-template <int STAGES>
+// Thread 0 initialises the ring's full/empty pairs and the Q buffers' (full: the producer's
+// expect_tx; empty: both consumers, once a query tile's Q·Kᵀ are done) and prefetches the
+// three maps; the caller's __syncthreads publishes them.
+template <int STAGES, int QBUFS>
 __device__ __forceinline__ void ts_attn_ws_init(int *bars, const TsTmaMap *q, const TsTmaMap *k,
                                                 const TsTmaMap *v)
 {
@@ -316,7 +319,11 @@ __device__ __forceinline__ void ts_attn_ws_init(int *bars, const TsTmaMap *q, co
     ts_mbar_init_one(ts_smem_addr(bars + 2 * i), 1);
     ts_mbar_init_one(ts_smem_addr(bars + 2 * (STAGES + i)), 2);
   }
-  ts_mbar_init_one(ts_smem_addr(bars + 4 * STAGES), 1);
+#pragma unroll
+  for (int i = 0; i < QBUFS; i++) {
+    ts_mbar_init_one(ts_smem_addr(bars + 2 * (2 * STAGES + i)), 1);
+    ts_mbar_init_one(ts_smem_addr(bars + 2 * (2 * STAGES + QBUFS + i)), 2);
+  }
   ts_mbar_fence_init();
   ts_tma_prefetch_map(q);
   ts_tma_prefetch_map(k);

@@ -215,6 +215,9 @@ __device__ __forceinline__ float ts_warp_max(float v)
   return v;
 }
 
+// A running count in a register tile of one element: the Tile IR's lets are constants.
+__device__ __forceinline__ void ts_count_add(int *c, long long n) { c[0] += (int)n; }
+
 #include "ts_cuda_gemm.cuh"
 #include "ts_cuda_wgmma.cuh"
 #include "ts_cuda_tma.cuh"

@@ -16,6 +16,7 @@
 // a store reads and writes when its thread's bulk wait_group allows, and a stmatrix into bytes a
 // pending store reads is a race. EMU_PLANT selects a deliberate bug (self-test: must fail).
 #pragma once
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdint>
@@ -77,6 +78,7 @@ struct EmuGroup { // a warpgroup: its collectives and its queue of unfinished wg
   const unsigned *in_ra[128];
   int in_i[128];
   bool fenced = false;                      // a wgmma.fence has been executed
+  int regs = 0;                             // registers a thread after setmaxnreg (0: the launch's)
   std::vector<EmuWgmma> open;               // issued, not yet committed
   std::vector<std::vector<EmuWgmma>> groups; // committed, unfinished, oldest first
 };
@@ -765,13 +767,38 @@ static inline void emu_mbar_arrive(unsigned addr)
 
 // setmaxnreg: a warpgroup-wide instruction (every thread of the warpgroup executes it, with the
 // same count); registers are not modelled, but the count's range and granularity are checked.
+// setmaxnreg: a warpgroup-wide change of its threads' register count. The CTA starts with
+// what __launch_bounds__(threads, 1) lets ptxas give every thread (65536 / threads, in steps
+// of 8) and never gets more: an increase waits until decreases elsewhere have freed enough,
+// and one that no decrease can satisfy hangs the warpgroup — a deadlock (a producer at 24 and
+// two consumers at 240, or 40 and 232, fit three warpgroups' 168 each; 32 and 240 do not).
 static inline void emu_setmaxnreg(int n, bool inc)
 {
-  (void)inc;
   if (n < 24 || n > 256 || n % 8)
     emu_fail("setmaxnreg count outside 24..256 or not a multiple of 8");
-  if (emu.block.x % 128)
+  if (emu.block.x % 128) {
     emu_fail("setmaxnreg in a block that is not whole warpgroups");
+    return;
+  }
+  emu_wg_collective(inc ? 2701 : 2700, [n, inc](EmuGroup &g) {
+    const int launch = std::min(255, (int)(65536 / emu.block.x) / 8 * 8);
+    for (auto &other : emu.cta->wgs)
+      if (other.regs == 0)
+        other.regs = launch;
+    if (inc ? n < g.regs : n > g.regs)
+      emu_fail(inc ? "setmaxnreg.inc to fewer registers than the warpgroup holds"
+                   : "setmaxnreg.dec to more registers than the warpgroup holds");
+    auto used = [&]() {
+      long total = 0;
+      for (auto &other : emu.cta->wgs)
+        total += (&other == &g ? n : other.regs) * 128l;
+      return total;
+    };
+    while (used() > (long)launch * emu.block.x)
+      emu_refused_wait("deadlock: setmaxnreg.inc waits for registers no warpgroup will release "
+                       "(the CTA keeps its launch's registers)");
+    g.regs = n;
+  });
 }
 
 // The shared-memory byte a TMA box writes byte `i` of its row `r` to: rows packed one after the

@@ -85,6 +85,11 @@ F2='block(m=128,n=128).warps(8).stages(3).mma("wgmma")'
 F3='block(m=128,n=64).warps(8).stages(2).mma("wgmma").schedule("overlap")'
 F4='block(m=128,n=64).warps(8).stages(3).mma("wgmma").schedule("pingpong")'
 F5='block(m=128,n=128).warps(8).stages(2).mma("wgmma").schedule("pingpong")'
+# ... persistent: 2 or 3 CTAs walk 6 or 9 query tiles longest first (causal tiles of 1 to 3 key
+# tiles), the ring's slots and phases running on across tiles, Q double-buffered.
+G4='block(m=128,n=64).warps(8).stages(2).mma("wgmma").schedule("coop").persistent(2)'
+G5='block(m=128,n=128).warps(8).stages(2).mma("wgmma").schedule("overlap").persistent(3)'
+G6='block(m=128,n=64).warps(8).stages(3).mma("wgmma").schedule("pingpong").persistent(2)'
 R1='block(m=4).warps(4).vector(4)'
 R2='block(m=16).warps(16).vector(8)'
 CASES=()
@@ -134,6 +139,11 @@ for p in "$F3" "$F4"; do
 done
 CASES+=("flash_attention_causal|B=1,H=1,S=300,D=128|1 1 300 128|bf16|$F5|EMU_EAGER=1|pass")
 CASES+=("flash_attention|B=1,H=1,S=50,D=64|1 1 50 64|f16|$F5|EMU_EAGER=0|pass")
+for p in "$G4" "$G5" "$G6"; do
+  CASES+=("flash_attention_causal|B=1,H=3,S=300,D=64|1 3 300 64|bf16|$p|EMU_EAGER=0|pass")
+done
+CASES+=("flash_attention|B=2,H=1,S=300,D=128|2 1 300 128|f16|$G6|EMU_EAGER=0|pass")
+CASES+=("flash_attention_causal|B=2,H=1,S=300,D=128|2 1 300 128|bf16|$G5|EMU_EAGER=1|pass")
 for op in softmax_safe layernorm_safe rmsnorm_safe reduce_sum; do
   for p in '' "$R1" "$R2"; do CASES+=("$op|M=37,N=203|37 203|bf16|$p|EMU_EAGER=0|pass"); done
 done
@@ -165,8 +175,10 @@ CASES+=("gemm|M=256,N=200,K=520|256 200 520|bf16|$K1|EMU_PLANT=10|fail")
 # fragment order.
 CASES+=("flash_attention|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$F1|EMU_PLANT=3|fail")
 CASES+=("flash_attention_causal|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$F1|EMU_PLANT=11|fail")
-# ... and, in the ping-pong attention, a lost bar.arrive.
+# ... and, in the ping-pong attention, a lost bar.arrive; in the persistent one, an empty
+# barrier (a ring slot's or a Q buffer's) completed by one consumer's release.
 CASES+=("flash_attention|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$F4|EMU_PLANT=8|fail")
+CASES+=("flash_attention_causal|B=1,H=3,S=300,D=64|1 3 300 64|bf16|$G4|EMU_PLANT=7|fail")
 
 # EMU_ONLY=REGEX: only the cases whose line matches (a developer's subset).
 if [ -n "${EMU_ONLY:-}" ]; then
