@@ -10,10 +10,12 @@
  * FLOPs follow the FlashAttention / PyTorch benchmarks: 4·B·H·S²·D (two S×S×D products), half
  * of it for the causal op, whatever the tiles really compute on the diagonal.
  *
- * The CUDA kernel is FlashAttention-2 on mma.sync (ts_cuda_attn.cuh): one CTA per BM query rows
- * of one head, one warp per 16 of them, Q held in registers, K and V tiles of BN keys streamed
- * through a STAGES-deep cp.async ring, the online softmax on the score fragments and P fed to
- * the P·V mma straight from registers. */
+ * The CUDA kernels (ts_cuda_attn.cuh): mma("sync") is FlashAttention-2 on mma.sync, one CTA per
+ * BM query rows of one head, one warp per 16 of them, Q held in registers, K and V tiles of BN
+ * keys streamed through a STAGES-deep cp.async ring, the online softmax on the score fragments
+ * and P fed to the P·V mma straight from registers; mma("wgmma") (sm_90a) is FlashAttention-3's
+ * structure — a TMA producer warpgroup, two wgmma consumer warpgroups, the softmax overlapped
+ * with the GEMMs by schedule(), persistent CTAs by persistent() (attn_lower_cuda_wgmma). */
 #include "ts-op-private.h"
 
 #include "ts-numerics.h"
