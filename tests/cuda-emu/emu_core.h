@@ -169,7 +169,8 @@ struct Emu {
                  // 9: cp.async.bulk.wait_group.read waits for nothing;
                  // 10: a multicast TMA copy lands in the issuing CTA only;
                  // 11: a register-A wgmma swaps A registers 1 and 2 (rows g + 8 and columns
-                 //     + 8 of the fragment)
+                 //     + 8 of the fragment); 12: setmaxnreg.dec releases nothing;
+                 // 13: wgmma.wait_group N leaves N + 1 groups unfinished
   long errors = 0;
   long stalled = 0; // mbarrier and named-barrier waits answered "not yet" since a phase last
                     // completed
@@ -674,7 +675,7 @@ static inline void emu_wgmma_commit()
 static inline void emu_wgmma_wait(int n)
 {
   emu_wg_collective(2400 + n, [n](EmuGroup &g) {
-    while ((int)g.groups.size() > n) {
+    while ((int)g.groups.size() > n + (emu.plant == 13)) {
       for (auto &w : g.groups.front()) {
         emu_wgmma_run(w);
         // Later wgmmas on the same accumulators start from what this one left.
@@ -797,7 +798,8 @@ static inline void emu_setmaxnreg(int n, bool inc)
     while (used() > (long)launch * emu.block.x)
       emu_refused_wait("deadlock: setmaxnreg.inc waits for registers no warpgroup will release "
                        "(the CTA keeps its launch's registers)");
-    g.regs = n;
+    if (inc || emu.plant != 12)
+      g.regs = n;
   });
 }
 

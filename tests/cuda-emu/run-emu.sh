@@ -3,7 +3,7 @@
 # default CUDA point and a few others with the real tessera-tune, compiles the unmodified
 # generated source and op-family headers with g++ against a host emulator (emu_core.h; only the
 # inline-PTX functions are substituted, see prep.py and emu_subst.cuh), runs every CTA and checks
-# every output element against an f64 reference (emu_driver.cpp). Eleven planted bugs must be caught.
+# every output element against an f64 reference (emu_driver.cpp). Thirteen planted bugs must be caught.
 # TAP output; exit 77 when g++ (C++17 with _Float16) or python3 is missing.
 set -u
 TUNE=$1
@@ -179,6 +179,11 @@ CASES+=("flash_attention_causal|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$F1|EMU_PLANT
 # barrier (a ring slot's or a Q buffer's) completed by one consumer's release.
 CASES+=("flash_attention|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$F4|EMU_PLANT=8|fail")
 CASES+=("flash_attention_causal|B=1,H=3,S=300,D=64|1 3 300 64|bf16|$G4|EMU_PLANT=7|fail")
+# ... and a setmaxnreg.dec that frees nothing (the consumers' increase then waits forever), and a
+# wgmma.wait_group that retires one group too few (the overlap's softmax then reads scores the
+# Q·Kᵀ still writes).
+CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$C1|EMU_PLANT=12|fail")
+CASES+=("flash_attention|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$F3|EMU_PLANT=13|fail")
 
 # EMU_ONLY=REGEX: only the cases whose line matches (a developer's subset).
 if [ -n "${EMU_ONLY:-}" ]; then
