@@ -174,6 +174,27 @@ attn_wg_tiles(TsTileNode *parent, gboolean causal)
   return t;
 }
 
+/* The scores of the key tile starting at key k0 (just computed) masked where `needed`, then
+ * the softmax step: P in their registers, the tile's rescale factors in alpha. */
+static void
+attn_wg_softmax(TsTileNode *parent, const char *k0, const char *needed)
+{
+  ts_tile_intrinsic(parent, "attn_mask", "BN=BN,CAUSAL=CAUSAL,T0=128", "s", "q0", k0, "S",
+                    needed, NULL);
+  ts_tile_intrinsic(parent, "attn_softmax_step", "BN=BN", "s", "m", "l", "alpha", "scale_log2",
+                    NULL);
+}
+
+/* O rescaled by the last softmax's factors, then the P·V of the key tile in ring slot `slot`
+ * issued (P packed in p). */
+static void
+attn_wg_pv_next(TsTileNode *parent, const char *pv, const char *slot)
+{
+  g_autofree char *vs = g_strdup_printf("Vs + %s * BN * HD", slot);
+  ts_tile_intrinsic(parent, "attn_rescale", "D=HD", "o", "alpha", NULL);
+  ts_tile_intrinsic(parent, "attn_wg_pv_issue", pv, "o", "(const unsigned *)p", vs, NULL);
+}
+
 /* The consumer loop of schedule("overlap") and ("pingpong"), FlashAttention-3's two
  * overlaps. Within a warpgroup: key tile j's Q·Kᵀ and tile j - 1's P·V are issued together,
  * and the softmax of tile j runs while P·V still multiplies — so O is rescaled by tile j's
@@ -203,10 +224,7 @@ attn_wgmma_overlap(TsTileNode *ct, TsTileKernel *k, const char *t, gboolean ping
   if (pingpong)
     ts_tile_intrinsic(ct, "order_signal", NULL, "3 - wg", "true", NULL);
   ts_tile_intrinsic(ct, "attn_wg_wait", "N=0,NACC=BN / 2", "s", NULL);
-  ts_tile_intrinsic(ct, "attn_mask", "BN=BN,CAUSAL=CAUSAL,T0=128", "s", "q0", "0", "S",
-                    "0 >= n_full", NULL);
-  ts_tile_intrinsic(ct, "attn_softmax_step", "BN=BN", "s", "m", "l", "alpha", "scale_log2",
-                    NULL);
+  attn_wg_softmax(ct, "0", "0 >= n_full");
   ts_tile_intrinsic(ct, "attn_pack_p", pack, "(unsigned *)p", "s", NULL);
 
   TsTileNode *j = ts_tile_for(ct, "j", "1", "n_kv", "1", TS_FOR_SERIAL);
@@ -217,16 +235,12 @@ attn_wgmma_overlap(TsTileNode *ct, TsTileKernel *k, const char *t, gboolean ping
     ts_tile_intrinsic(j, "order_wait", NULL, "wg", "true", NULL);
   ts_tile_intrinsic(j, "attn_wg_qk_issue", qk, "s", "Qs + qb * BM * HD", "Ks + slot * BN * HD",
                     NULL);
-  ts_tile_intrinsic(j, "attn_rescale", "D=HD", "o", "alpha", NULL);
-  ts_tile_intrinsic(j, "attn_wg_pv_issue", pv, "o", "(const unsigned *)p", "Vs + prev * BN * HD",
-                    NULL);
+  attn_wg_pv_next(j, pv, "prev");
   if (pingpong)
     ts_tile_intrinsic(j, "order_signal", NULL, "3 - wg", "true", NULL);
   /* Groups finish in order: one left unfinished is the P·V. */
   ts_tile_intrinsic(j, "attn_wg_wait", "N=1,NACC=BN / 2", "s", NULL);
-  ts_tile_intrinsic(j, "attn_mask", "BN=BN,CAUSAL=CAUSAL,T0=128", "s", "q0", "j * BN", "S",
-                    "j >= n_full", NULL);
-  ts_tile_intrinsic(j, "attn_softmax_step", "BN=BN", "s", "m", "l", "alpha", "scale_log2", NULL);
+  attn_wg_softmax(j, "j * BN", "j >= n_full");
   ts_tile_intrinsic(j, "attn_wg_wait", "N=0,NACC=HD / 2", "o", NULL);
   ts_tile_intrinsic(j, "mbar_arrive_wg", NULL, "bars + 2 * (STAGES + prev)", "true", NULL);
   ts_tile_intrinsic(j, "attn_pack_p", pack, "(unsigned *)p", "s", NULL);
@@ -236,9 +250,7 @@ attn_wgmma_overlap(TsTileNode *ct, TsTileKernel *k, const char *t, gboolean ping
   ts_tile_let(ct, "last", TS_DTYPE_INT32, "(base + n_kv - 1) % STAGES");
   if (pingpong)
     ts_tile_intrinsic(ct, "order_wait", NULL, "wg", "true", NULL);
-  ts_tile_intrinsic(ct, "attn_rescale", "D=HD", "o", "alpha", NULL);
-  ts_tile_intrinsic(ct, "attn_wg_pv_issue", pv, "o", "(const unsigned *)p",
-                    "Vs + last * BN * HD", NULL);
+  attn_wg_pv_next(ct, pv, "last");
   if (pingpong)
     ts_tile_intrinsic(ct, "order_signal", NULL, "3 - wg",
                       "wg == 1 || u + gridDim.x < B * H * TILES_M", NULL);
