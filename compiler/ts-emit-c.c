@@ -71,6 +71,8 @@ c_type(TsDtype dtype)
   case TS_DTYPE_F32: return "float";
   case TS_DTYPE_BF16:
   case TS_DTYPE_F16: return "uint16_t";
+  case TS_DTYPE_FP8_E4M3:
+  case TS_DTYPE_FP8_E5M2: return "uint8_t";
   case TS_DTYPE_INT32: return "int32_t";
   case TS_DTYPE_INT8: return "int8_t";
   default: return NULL;
@@ -85,6 +87,8 @@ prim_suffix(TsDtype dtype)
   case TS_DTYPE_F32: return "f32";
   case TS_DTYPE_BF16: return "bf16";
   case TS_DTYPE_F16: return "f16";
+  case TS_DTYPE_FP8_E4M3: return "e4m3";
+  case TS_DTYPE_FP8_E5M2: return "e5m2";
   default: return NULL;
   }
 }
@@ -541,6 +545,8 @@ emit_node(Emitter *e, const TsTileNode *n)
     break;
   case TS_TILE_CONVERT: {
     const TsTileBuffer *dst = buffer_of(e, arg(n, 1));
+    if (n->args->len > 3) /* the source is the kernel's own f32 workspace, scaled in place */
+      line(e, "ts_scale_f32(%s, %s, (float)(%s));", arg(n, 0), arg(n, 2), arg(n, 3));
     if (dst && dst->dtype != TS_DTYPE_F32)
       line(e, "ts_store_f32_as_%s(%s, %s, %s);", suffix_of(e, arg(n, 1)), arg(n, 0), arg(n, 1),
            arg(n, 2));

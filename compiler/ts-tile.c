@@ -363,9 +363,16 @@ ts_tile_map_set_prefetch(TsTileNode *map, const char *where)
 TsTileNode *
 ts_tile_convert(TsTileNode *parent, const char *src, const char *dst, const char *n_elems)
 {
+  return ts_tile_convert_scaled(parent, src, dst, n_elems, NULL);
+}
+
+TsTileNode *
+ts_tile_convert_scaled(TsTileNode *parent, const char *src, const char *dst, const char *n_elems,
+                       const char *scale)
+{
   TsTileNode *n = node_new(parent, TS_TILE_CONVERT);
-  const char *args[] = {src, dst, n_elems};
-  add_args(n, args, G_N_ELEMENTS(args));
+  const char *args[] = {src, dst, n_elems, scale};
+  add_args(n, args, scale ? 4 : 3);
   return n;
 }
 
@@ -557,7 +564,10 @@ print_node(GString *out, const TsTileNode *n, int depth)
       g_string_append_printf(out, " prefetch=(%s)", n->prefetch);
     break;
   case TS_TILE_CONVERT:
-    g_string_append_printf(out, "tile.convert(%s -> %s, n=%s)", arg(n, 0), arg(n, 1), arg(n, 2));
+    g_string_append_printf(out, "tile.convert(%s -> %s, n=%s", arg(n, 0), arg(n, 1), arg(n, 2));
+    if (n->args->len > 3)
+      g_string_append_printf(out, ", scale=%s", arg(n, 3));
+    g_string_append(out, ")");
     break;
   case TS_TILE_BARRIER:
     g_string_append(out, "tile.barrier()");

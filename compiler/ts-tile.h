@@ -20,7 +20,7 @@
  *   reduce v = op(expr) over j < n        row reduction (sum|max) of an elementwise expression
  *   softmax_online (m, l) = x over j < n  one-pass running max and rescaled sum (online softmax)
  *   map dst[j] = expr over j < n          elementwise map and store
- *   convert src -> dst n                 dtype conversion of a finished tile
+ *   convert src -> dst n [scale]         dtype conversion of a finished tile, optionally scaled
  *   barrier                              team barrier
  * GPU kernels (the CUDA target) add two:
  *   grid (gx, gy, gz) threads=T smem=S { ... }
@@ -192,6 +192,9 @@ TsTileNode *ts_tile_map(TsTileNode *parent, const char *dst, const char *expr, c
  * prefetcher stops following a stream the passes in between do not touch). */
 void ts_tile_map_set_prefetch(TsTileNode *map, const char *where);
 TsTileNode *ts_tile_convert(TsTileNode *parent, const char *src, const char *dst, const char *n);
+/* ... multiplying by `scale` (an expression) before rounding: fp8 inputs' per-tensor scales. */
+TsTileNode *ts_tile_convert_scaled(TsTileNode *parent, const char *src, const char *dst,
+                                   const char *n, const char *scale);
 TsTileNode *ts_tile_barrier(TsTileNode *parent);
 /* A block that runs where cond (an expression) holds. */
 TsTileNode *ts_tile_if(TsTileNode *parent, const char *cond);

@@ -37,12 +37,20 @@ gemm_reference(const TsOpInstance *inst, void *const *in, double *out)
   const TsShape *s = ts_op_instance_shape(inst);
   const gint64 m = ts_shape_get(s, "M"), n = ts_shape_get(s, "N"), k = ts_shape_get(s, "K");
   const TsDtype dt = ts_op_instance_dtype(inst)->storage;
-  if ((double)m * (double)n * (double)k <= inst->reference_limit) {
+  /* fp8: the product of the stored values, times both per-tensor scales (exact in f64 but for
+   * the last bit): the reference of the dequantized inputs. */
+  const double scale = ts__op_instance_input_scale(inst, 0) * ts__op_instance_input_scale(inst, 1);
+  const gboolean full = (double)m * (double)n * (double)k <= inst->reference_limit;
+  if (full)
     ts_ref_gemm(dt, in[0], in[1], out, m, n, k);
+  else
+    ts_ref_gemm_sampled(dt, in[0], in[1], out, m, n, k,
+                        ts__op_data_hash(in[0], (gsize)(m * k) * ts_numerics_elem_size(dt)));
+  if (scale != 1.0)
+    for (gint64 i = 0; i < m * n; i++)
+      out[i] *= scale; /* NaN (not sampled) stays NaN */
+  if (full)
     return NULL;
-  }
-  ts_ref_gemm_sampled(dt, in[0], in[1], out, m, n, k,
-                      ts__op_data_hash(in[0], (gsize)(m * k) * ts_numerics_elem_size(dt)));
   return g_strdup_printf("%d rows, %d columns and %d random elements",
                          (int)MIN(m, TS_REF_GEMM_SAMPLE_ROWS), (int)MIN(n, TS_REF_GEMM_SAMPLE_COLS),
                          TS_REF_GEMM_SAMPLE_ELEMS);
@@ -179,9 +187,13 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
                                 "min(MR, mc - ir)", "min(NR, nc - jr)");
   ts_tile_set_dot(mma, dot);
   if (narrow_out) {
-    /* Round the f32 accumulator to the output dtype, rows shared among the team. */
+    /* Round the f32 accumulator to the output dtype, rows shared among the team; fp8 inputs'
+     * scales multiply it first. */
     TsTileNode *cv = ts_tile_for(par, "i", "0", "M", "BM", TS_FOR_PARALLEL);
-    ts_tile_convert(cv, "Cw + i * N", "C + i * N", "min(BM, M - i) * N");
+    const TsDtype in_dt = ts_op_instance_dtype(inst)->storage;
+    const gboolean fp8 = in_dt == TS_DTYPE_FP8_E4M3 || in_dt == TS_DTYPE_FP8_E5M2;
+    ts_tile_convert_scaled(cv, "Cw + i * N", "C + i * N", "min(BM, M - i) * N",
+                           fp8 ? "scale_a * scale_b" : NULL);
   }
   return TRUE;
 }
@@ -714,7 +726,9 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
 
 const TsOpDef ts__op_gemm = {
   .name = "gemm",
-  .summary = "C[M,N] = A[M,K] B[K,N]; f32, or bf16/f16 storage with f32 accumulation",
+  .summary = "C[M,N] = A[M,K] B[K,N]; f32, or bf16/f16 storage with f32 accumulation, or "
+             "fp8 e4m3/e5m2 with per-tensor scales into bf16",
+  .fp8 = TRUE,
   .n_inputs = 2,
   .inputs = {{"A", "\"M\",\"K\"", -1.0, 1.0}, {"B", "\"K\",\"N\"", -1.0, 1.0}},
   .output = {"C", "\"M\",\"N\"", 0, 0},

@@ -20,6 +20,9 @@ ts_numerics_elem_size(TsDtype dtype)
   case TS_DTYPE_BF16:
   case TS_DTYPE_F16:
     return 2;
+  case TS_DTYPE_FP8_E4M3:
+  case TS_DTYPE_FP8_E5M2:
+    return 1;
   default:
     return 0;
   }
@@ -38,6 +41,10 @@ ts_numerics_get(TsDtype dtype, const void *buf, gsize i)
     return ts_bf16_to_f32(((const uint16_t *)buf)[i]);
   case TS_DTYPE_F16:
     return ts_f16_to_f32(((const uint16_t *)buf)[i]);
+  case TS_DTYPE_FP8_E4M3:
+    return ts_fp8_e4m3_to_f32(((const uint8_t *)buf)[i]);
+  case TS_DTYPE_FP8_E5M2:
+    return ts_fp8_e5m2_to_f32(((const uint8_t *)buf)[i]);
   default:
     g_return_val_if_reached(NAN);
   }
@@ -61,6 +68,14 @@ ts_numerics_set(TsDtype dtype, void *buf, gsize i, double value)
     break;
   case TS_DTYPE_F16:
     ((uint16_t *)buf)[i] = ts_f32_to_f16((float)value);
+    break;
+  /* fp8 saturates, as a quantizing cast does (cvt.rn.satfinite): a value past the format's
+   * range is its largest finite value, never an Inf or NaN the data did not have. */
+  case TS_DTYPE_FP8_E4M3:
+    ((uint8_t *)buf)[i] = ts_f32_to_fp8_e4m3((float)value, 1);
+    break;
+  case TS_DTYPE_FP8_E5M2:
+    ((uint8_t *)buf)[i] = ts_f32_to_fp8_e5m2((float)value, 1);
     break;
   default:
     g_return_if_reached();
@@ -526,6 +541,15 @@ ts_numerics_tolerance(TsDtype dtype, const char *op)
     return 1e-2;
   case TS_DTYPE_F16:
     return 1e-3;
+  case TS_DTYPE_FP8_E4M3:
+  case TS_DTYPE_FP8_E5M2:
+    /* fp8 gemm: the reference takes the same dequantized inputs, so fp8's own rounding is not
+     * error here; what is left is the bf16 output (2^-9 relative per element) and the sums:
+     * f32 accumulation, or Hopper's fp8 tensor cores, which keep about 14 significant bits
+     * of the running sum between instructions (2^-14 per k32 step, ~sqrt(K/32) 2^-14 over
+     * K: 1.2e-3 at K = 8192). 1e-2 covers both with room, while a lost or doubled k-slice of
+     * 32 (sqrt(32 / K) ~ 0.06 at K = 8192) and a wrong scale (a factor 2 at least) fail. */
+    return 1e-2;
   default:
     return 1e-2;
   }

@@ -3,7 +3,7 @@
  * that decides whether a kernel's output is right.
  *
  * Layouts are row-major. Storage dtypes handled on the host: f32, bf16, f16 (16-bit types are
- * passed as uint16_t bit patterns), f64.
+ * passed as uint16_t bit patterns), fp8 e4m3/e5m2 (uint8_t patterns, saturating), f64.
  */
 #pragma once
 
@@ -16,7 +16,7 @@
 G_BEGIN_DECLS
 
 
-gsize ts_numerics_elem_size(TsDtype dtype); /* bytes per element for f64/f32/bf16/f16, else 0 */
+gsize ts_numerics_elem_size(TsDtype dtype); /* bytes per element for f64/f32/bf16/f16/fp8, else 0 */
 /* Element i of a buffer of the given storage dtype, as double. */
 double ts_numerics_get(TsDtype dtype, const void *buf, gsize i);
 void ts_numerics_set(TsDtype dtype, void *buf, gsize i, double value);
@@ -70,8 +70,8 @@ gint64 *ts_ref_attention_rows(gint64 heads, gint64 seq, gint64 dim, double limit
  * there still counts; if no element is checked at all the result is +Inf. */
 double ts_numerics_rel_error(TsDtype dtype, const void *out, const double *ref, gsize n,
                              gsize *n_nonfinite);
-/* The bound for an op's output: f32 1e-5 (1e-4 for gemm, whose sums are long), bf16 1e-2,
- * f16 1e-3; other dtypes 1e-2. */
+/* The bound for an op's output, by its inputs' storage dtype: f32 1e-5 (1e-4 for gemm, whose
+ * sums are long), bf16 1e-2, f16 1e-3, fp8 (a gemm writing bf16) 1e-2; other dtypes 1e-2. */
 double ts_numerics_tolerance(TsDtype dtype, const char *op);
 
 G_END_DECLS

@@ -4,6 +4,7 @@
 #include "ts-op.h"
 
 #define TS_OP_MAX_ARGS 4
+#define TS_OP_MAX_FLOATS (2 + TS_OP_MAX_ARGS)
 
 typedef struct {
   const char *name; /* buffer name in generated code (upper case: views use lower case) */
@@ -22,6 +23,9 @@ struct _TsOpDef {
   guint n_floats;
   const char *float_names[2];
   double float_values[2];
+  /* Takes fp8 (e4m3, e5m2) inputs: each with a per-tensor scale, a float parameter
+   * "scale_<input>" after the op's own (the value is x = scale * stored), and a bf16 output. */
+  gboolean fp8;
   const char *cpu_space;   /* default space on the CPU, with the op's constraints */
   const char *cpu_default; /* default point: fills the knobs a user's point leaves out */
   /* Its FLOPs are matrix products on tensor cores where the GPU has them (gemm, attention):
@@ -61,6 +65,11 @@ struct _TsOpInstance {
   void *inputs[TS_OP_MAX_ARGS];
   double *ref;
   double reference_limit; /* multiply-adds a reference may cost before it is sampled */
+  /* The kernel's float parameters: the op's, then an fp8 input's scales. */
+  guint n_floats;
+  char *float_names[TS_OP_MAX_FLOATS];
+  double float_values[TS_OP_MAX_FLOATS];
+  TsDtype out_dtype; /* the output's storage: the inputs', or bf16 for fp8 inputs */
   char *verification;     /* what checking against ref means: "full f64 reference ..." */
 };
 
@@ -80,6 +89,10 @@ extern const TsOpDef ts__op_test_fault;
 
 /* Element counts of the op's buffers at the instance's shape (inputs then output). */
 gint64 ts__op_instance_numel(const TsOpInstance *inst, guint arg);
+/* Float parameter i of the instance (the op's in order, then the fp8 scales). */
 double ts__op_instance_float(const TsOpInstance *inst, guint i);
+/* An fp8 input's per-tensor scale: the value its stored element stands for is scale * stored
+ * (1.0 for other dtypes). */
+double ts__op_instance_input_scale(const TsOpInstance *inst, guint input);
 /* Declares the kernel's params (buffers, dims, floats) in ABI order. */
 void ts__op_declare_params(const TsOpInstance *inst, TsTileKernel *kernel);

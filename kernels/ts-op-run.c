@@ -72,8 +72,10 @@ prepare_data(TsOpInstance *inst, guint64 seed)
   for (guint i = 0; i < op->n_inputs; i++) {
     g_free(inst->inputs[i]);
     inst->inputs[i] = g_malloc(elem * (gsize)inst->numel[i]);
-    ts_numerics_fill_random(dt, inst->inputs[i], (gsize)inst->numel[i], rng, op->inputs[i].lo,
-                            op->inputs[i].hi);
+    /* Quantized with the input's scale (1 but for fp8): stored = value / scale. */
+    const double scale = ts__op_instance_input_scale(inst, i);
+    ts_numerics_fill_random(dt, inst->inputs[i], (gsize)inst->numel[i], rng,
+                            op->inputs[i].lo / scale, op->inputs[i].hi / scale);
   }
   g_free(inst->ref);
   const gsize n_out = (gsize)inst->numel[op->n_inputs];
@@ -210,7 +212,7 @@ launch_and_verify(TsOpTimer *t_in, TsOpInstance *inst, const TsRunOptions *optio
   g_autoptr(TsOpTimer) t = t_in;
   g_autoptr(TsTrialResult) r = r_in;
   const TsOpDef *op = inst->op;
-  TsDtype dt = inst->dtype.storage;
+  TsDtype dt = inst->out_dtype;
   gsize elem = ts_numerics_elem_size(dt);
   TsBuffer *out_buf = (TsBuffer *)t->launch.buffers[op->n_inputs];
   gsize n_out = (gsize)inst->numel[op->n_inputs];
@@ -243,7 +245,7 @@ launch_and_verify(TsOpTimer *t_in, TsOpInstance *inst, const TsRunOptions *optio
                                      nonfinite, n_out);
       else
         r->message = g_strdup_printf("relative error %.3g exceeds the %s bound %.0e", r->rel_error,
-                                     ts_dtype_name(dt), r->tolerance);
+                                     ts_dtype_name(inst->dtype.storage), r->tolerance);
       *result = g_steal_pointer(&r);
       return NULL;
     }
@@ -277,8 +279,8 @@ ts_op_timer_new(TsOpInstance *inst, TsBackend *backend, TsModule *module,
   TsRunOptions defaults;
   options = options_or_defaults(options, &defaults);
   const TsOpDef *op = inst->op;
-  TsDtype dt = inst->dtype.storage;
-  gsize elem = ts_numerics_elem_size(dt);
+  const gsize elem = ts_numerics_elem_size(inst->dtype.storage);
+  const gsize out_elem = ts_numerics_elem_size(inst->out_dtype);
   g_autoptr(TsTrialResult) r = new_result(inst, module);
 
   g_autoptr(TsOpTimer) t = g_new0(TsOpTimer, 1);
@@ -287,7 +289,9 @@ ts_op_timer_new(TsOpInstance *inst, TsBackend *backend, TsModule *module,
   t->bufs.backend = backend;
   prepare_data(inst, options->seed);
   for (guint i = 0; i <= op->n_inputs; i++) {
-    TsBuffer *b = ts_backend_alloc(backend, elem * (gsize)inst->numel[i], error);
+    TsBuffer *b =
+      ts_backend_alloc(backend, (i < op->n_inputs ? elem : out_elem) * (gsize)inst->numel[i],
+                       error);
     if (b == NULL)
       return NULL;
     t->bufs.bufs[t->bufs.n++] = b;
@@ -306,8 +310,8 @@ ts_op_timer_new(TsOpInstance *inst, TsBackend *backend, TsModule *module,
       .n_buffers = op->n_inputs + 1,
       .ints = t->ints,
       .n_ints = n_ints,
-      .floats = op->float_values,
-      .n_floats = op->n_floats,
+      .floats = inst->float_values,
+      .n_floats = inst->n_floats,
   };
   return launch_and_verify(g_steal_pointer(&t), inst, options, g_steal_pointer(&r), result,
                            error);

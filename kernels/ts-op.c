@@ -5,6 +5,7 @@
 #include "ts-cuda.h"
 #include "ts-emit.h"
 
+#include <math.h>
 #include <string.h>
 
 G_DEFINE_QUARK(ts-op-error-quark, ts_op_error)
@@ -115,12 +116,29 @@ arg_type(const TsOpArg *arg, const TsDtypePolicy *dtype, GError **error)
 }
 
 static gboolean
+is_fp8(TsDtype dt)
+{
+  return dt == TS_DTYPE_FP8_E4M3 || dt == TS_DTYPE_FP8_E5M2;
+}
+
+static gboolean
 check_dtype(const TsOpDef *op, const TsDtypePolicy *dt, GError **error)
 {
-  if (dt->storage != TS_DTYPE_F32 && dt->storage != TS_DTYPE_BF16 && dt->storage != TS_DTYPE_F16) {
+  if (is_fp8(dt->storage) && !op->fp8) {
+    g_autoptr(GString) fp8_ops = g_string_new(NULL);
+    for (guint i = 0; i < ts_op_count(); i++)
+      if (catalog[i]->fp8 && !catalog[i]->hidden)
+        g_string_append_printf(fp8_ops, "%s%s", fp8_ops->len ? ", " : "", catalog[i]->name);
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
-                "%s: dtype %s is not supported (supported: f32, bf16, f16)", op->name,
-                ts_dtype_name(dt->storage));
+                "%s: dtype %s is not supported (supported: f32, bf16, f16; fp8 inputs are taken "
+                "by %s)", op->name, ts_dtype_name(dt->storage), fp8_ops->str);
+    return FALSE;
+  }
+  if (dt->storage != TS_DTYPE_F32 && dt->storage != TS_DTYPE_BF16 &&
+      dt->storage != TS_DTYPE_F16 && !is_fp8(dt->storage)) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
+                "%s: dtype %s is not supported (supported: f32, bf16, f16%s)", op->name,
+                ts_dtype_name(dt->storage), op->fp8 ? ", fp8_e4m3, fp8_e5m2" : "");
     return FALSE;
   }
   if (dt->accum != TS_DTYPE_INVALID && dt->accum != TS_DTYPE_F32) {
@@ -218,7 +236,12 @@ ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtyp
     g_ptr_array_add(sigs, t);
     names[i] = op->inputs[i].name;
   }
-  g_autoptr(TsTensorType) out_sig = arg_type(&op->output, &dt, error);
+  /* fp8 inputs write bf16, as cuBLASLt's and Transformer Engine's fp8 GEMMs do: a product of
+   * two fp8 operands needs more range and precision than fp8 has. */
+  TsDtypePolicy out_dt = dt;
+  if (is_fp8(dt.storage))
+    out_dt = (TsDtypePolicy){.storage = TS_DTYPE_BF16, .accum = TS_DTYPE_F32};
+  g_autoptr(TsTensorType) out_sig = arg_type(&op->output, &out_dt, error);
   if (out_sig == NULL)
     return NULL;
   g_autoptr(TsTensorType) out_type =
@@ -226,6 +249,7 @@ ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtyp
                 names, op->n_inputs, out_sig, shape, error);
   if (out_type == NULL)
     return NULL;
+  out_type->dtype = out_dt; /* inference takes the inputs' dtype; fp8 inputs write bf16 */
 
   TsOpInstance *inst = g_new0(TsOpInstance, 1);
   inst->op = op;
@@ -238,9 +262,27 @@ ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtyp
     inst->numel[i] = type_numel(g_ptr_array_index(sigs, i), inst->shape);
   }
   inst->numel[op->n_inputs] = type_numel(out_type, inst->shape);
+  inst->out_dtype = out_dt.storage;
+  for (guint i = 0; i < op->n_floats; i++) {
+    inst->float_names[inst->n_floats] = g_strdup(op->float_names[i]);
+    inst->float_values[inst->n_floats++] = op->float_values[i];
+  }
+  /* Per-tensor scales as a quantizing cast picks them: the input's largest magnitude maps to
+   * the format's largest finite value (448 for e4m3, 57344 for e5m2), so the stored values
+   * span the format and the scale is no power of two a kernel could get right by accident. */
+  if (is_fp8(dt.storage)) {
+    const double fp8_max = dt.storage == TS_DTYPE_FP8_E4M3 ? 448.0 : 57344.0;
+    for (guint i = 0; i < op->n_inputs; i++) {
+      g_autofree char *lower = g_ascii_strdown(op->inputs[i].name, -1);
+      inst->float_names[inst->n_floats] = g_strconcat("scale_", lower, NULL);
+      inst->float_values[inst->n_floats++] =
+        MAX(fabs(op->inputs[i].lo), fabs(op->inputs[i].hi)) / fp8_max;
+    }
+  }
   g_autoptr(GString) attrs = g_string_new(NULL);
-  for (guint i = 0; i < op->n_floats; i++)
-    g_string_append_printf(attrs, "%s%s=%g", i ? ", " : "", op->float_names[i], op->float_values[i]);
+  for (guint i = 0; i < inst->n_floats; i++)
+    g_string_append_printf(attrs, "%s%s=%g", i ? ", " : "", inst->float_names[i],
+                           inst->float_values[i]);
   ts_graph_add_node(inst->graph, op->name, names, op->n_inputs, op->output.name, out_type,
                     attrs->len ? attrs->str : NULL);
   return inst;
@@ -257,6 +299,8 @@ ts_op_instance_free(TsOpInstance *inst)
     g_free(inst->inputs[i]);
   g_free(inst->ref);
   g_free(inst->verification);
+  for (guint i = 0; i < inst->n_floats; i++)
+    g_free(inst->float_names[i]);
   g_free(inst);
 }
 
@@ -308,8 +352,21 @@ ts__op_instance_numel(const TsOpInstance *inst, guint arg)
 double
 ts__op_instance_float(const TsOpInstance *inst, guint i)
 {
-  g_assert(i < inst->op->n_floats);
-  return inst->op->float_values[i];
+  g_assert(i < inst->n_floats);
+  return inst->float_values[i];
+}
+
+double
+ts__op_instance_input_scale(const TsOpInstance *inst, guint input)
+{
+  g_assert(input < inst->op->n_inputs);
+  return is_fp8(inst->dtype.storage) ? inst->float_values[inst->op->n_floats + input] : 1.0;
+}
+
+TsDtype
+ts_op_instance_out_dtype(const TsOpInstance *inst)
+{
+  return inst->out_dtype;
 }
 
 char *
@@ -329,7 +386,11 @@ ts_op_instance_flops(const TsOpInstance *inst)
 double
 ts_op_instance_bytes(const TsOpInstance *inst)
 {
-  return inst->op->bytes(inst->shape, ts_dtype_bits(inst->dtype.storage) / 8.0);
+  /* The op counts every buffer at the inputs' width; an output of another width (bf16 from
+   * fp8) is corrected by its own size. */
+  const double in = ts_dtype_bits(inst->dtype.storage) / 8.0;
+  const double out = ts_dtype_bits(inst->out_dtype) / 8.0;
+  return inst->op->bytes(inst->shape, in) + (out - in) * (double)inst->numel[inst->op->n_inputs];
 }
 
 TsSchedEnv *
@@ -512,13 +573,14 @@ ts__op_declare_params(const TsOpInstance *inst, TsTileKernel *kernel)
   for (guint i = 0; i <= op->n_inputs; i++) {
     const TsOpArg *a = i < op->n_inputs ? &op->inputs[i] : &op->output;
     g_autofree char *size = g_strdup_printf("%" G_GINT64_FORMAT, inst->numel[i]);
-    ts_tile_kernel_add_param(kernel, a->name, inst->dtype.storage, size);
+    ts_tile_kernel_add_param(kernel, a->name, i < op->n_inputs ? inst->dtype.storage
+                                                                : inst->out_dtype, size);
   }
   g_auto(GStrv) dims = g_strsplit(op->dims, ",", -1);
   for (guint i = 0; dims[i]; i++)
     ts_tile_kernel_add_int_param(kernel, dims[i]);
-  for (guint i = 0; i < op->n_floats; i++)
-    ts_tile_kernel_add_float_param(kernel, op->float_names[i]);
+  for (guint i = 0; i < inst->n_floats; i++)
+    ts_tile_kernel_add_float_param(kernel, inst->float_names[i]);
 }
 
 /* "gemm_f32_<point hash>": names the kernel in Tile IR and, prefixed with ts_, its entry. */

@@ -62,6 +62,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsOpInstance, ts_op_instance_free)
 const TsOpDef *ts_op_instance_op(const TsOpInstance *inst);
 const TsShape *ts_op_instance_shape(const TsOpInstance *inst);
 const TsDtypePolicy *ts_op_instance_dtype(const TsOpInstance *inst);
+/* The output's storage dtype: the inputs' (the policy's storage), or bf16 for fp8 inputs. */
+TsDtype ts_op_instance_out_dtype(const TsOpInstance *inst);
 /* References that cost more multiply-adds than this (about a second of f64 on one core) are
  * computed on a sample of the output, with every element still scanned for NaN/Inf; each
  * trial says which check ran (TsTrialResult.verification). */

@@ -22,6 +22,10 @@ expect() {
 
 expect 0 '^== graph ==' -- lower gemm --shape M=64,N=64,K=64 --dtype 'bf16 @accum(f32)' --stage graph
 expect 0 'Tensor\["M","K", bf16 @accum\(f32\)\]' -- lower gemm --shape M=64,N=64,K=64 --dtype 'bf16 @accum(f32)' --stage graph
+expect 0 '%C = gemm\(%A, %B\) \{scale_a=0.00223214, scale_b=0.00223214\} : Tensor\["M","N", bf16' -- lower gemm --shape M=64,N=64,K=64 --dtype 'fp8_e4m3 @accum(f32)' --stage graph
+expect 0 'tile.convert\(Cw \+ i \* N -> C \+ i \* N, n=.*, scale=scale_a \* scale_b\)' -- lower gemm --shape M=64,N=64,K=64 --dtype fp8_e5m2 --stage tile
+expect 0 'verified  full f64 reference' -- run gemm --shape M=33,N=40,K=50 --dtype fp8_e5m2
+expect 2 'fp8 inputs are taken by gemm' -- run softmax_safe --shape M=8,N=64 --dtype fp8_e4m3
 expect 0 'point: block\(m=72, n=2016, k=128\)' -- lower gemm --shape M=64,N=64,K=64 --schedule 'block(m=72,n=2016,k=128)' --stage schedule
 expect 0 'valid at M=64' -- lower gemm --shape M=64,N=64,K=64 --stage schedule
 expect 0 'tile.mma' -- lower gemm --shape M=64,N=64,K=64 --stage tile

@@ -434,6 +434,66 @@ next_down(float x)
   return nextafterf(x, -INFINITY);
 }
 
+/* The OCP fp8 value of pattern b, from the definition: bias 2^(e-1) - 1, subnormals at
+ * exponent 1 - bias; e4m3's only NaN is S.1111.111 (no Inf), e5m2's top exponent is Inf/NaN. */
+static double
+fp8_definition(uint8_t b, int ebits, int mbits)
+{
+  const int bias = (1 << (ebits - 1)) - 1, emax = (1 << ebits) - 1;
+  const int e = (b & 0x7f) >> mbits, m = b & ((1 << mbits) - 1);
+  double v;
+  if (ebits == 4 && (b & 0x7f) == 0x7f)
+    v = NAN;
+  else if (ebits == 5 && e == emax)
+    v = m ? NAN : INFINITY;
+  else if (e == 0)
+    v = ldexp(m, 1 - bias - mbits);
+  else
+    v = ldexp(m + (1 << mbits), e - bias - mbits);
+  return (b & 0x80) ? -v : v;
+}
+
+static void
+test_fp8_scalar(void)
+{
+  for (uint32_t b = 0; b < 256; b++) {
+    const double want4 = fp8_definition((uint8_t)b, 4, 3), want5 = fp8_definition((uint8_t)b, 5, 2);
+    const float got4 = ts_cpu_e4m3_to_f32((uint8_t)b), got5 = ts_cpu_e5m2_to_f32((uint8_t)b);
+    if (isnan(want4))
+      g_assert_true(isnan(got4));
+    else
+      g_assert_cmpfloat(got4, ==, want4);
+    if (isnan(want5))
+      g_assert_true(isnan(got5));
+    else
+      g_assert_cmpfloat(got5, ==, want5);
+    g_assert_cmpint(!!signbit(got4), ==, !!(b & 0x80));
+    g_assert_cmpint(!!signbit(got5), ==, !!(b & 0x80));
+  }
+  g_assert_cmpfloat(ts_cpu_e4m3_to_f32(0x7e), ==, 448.0f);
+  g_assert_cmpfloat(ts_cpu_e4m3_to_f32(0x01), ==, 0x1p-9f);
+  g_assert_cmpfloat(ts_cpu_e5m2_to_f32(0x7b), ==, 57344.0f);
+  g_assert_cmpfloat(ts_cpu_e5m2_to_f32(0x01), ==, 0x1p-16f);
+
+  /* packing widens them like the other dtypes: a 3 x 5 panel of e4m3, rows past 3 zero */
+  uint8_t a[3 * 5];
+  for (int i = 0; i < 15; i++)
+    a[i] = (uint8_t)(0x20 + 5 * i); /* finite in both formats */
+  float ap[4 * 5];
+  ts_pack_a_panel_e4m3(a, 5, 3, 5, 4, ap);
+  for (int k = 0; k < 5; k++)
+    for (int i = 0; i < 4; i++)
+      g_assert_cmpfloat(ap[k * 4 + i], ==, i < 3 ? ts_cpu_e4m3_to_f32(a[i * 5 + k]) : 0.0f);
+  float bp[5 * 4];
+  ts_pack_b_panel_e5m2(a, 3, 5, 3, 4, bp);
+  for (int k = 0; k < 5; k++)
+    for (int j = 0; j < 4; j++)
+      g_assert_cmpfloat(bp[k * 4 + j], ==, j < 3 ? ts_cpu_e5m2_to_f32(a[k * 3 + j]) : 0.0f);
+  float x[3] = {1.0f, -2.0f, 0.5f};
+  ts_scale_f32(x, 3, 0.25f);
+  g_assert_cmpfloat(x[1], ==, -0.5f);
+}
+
 static void
 test_f16_scalar(void)
 {
@@ -783,6 +843,7 @@ main(int argc, char **argv)
   g_test_add_func("/cpu-prims/bf16dot/pack", test_bf16dot_pack);
   g_test_add_func("/cpu-prims/bf16dot/ukr", test_bf16dot_ukr);
   g_test_add_func("/cpu-prims/convert/f16-scalar", test_f16_scalar);
+  g_test_add_func("/cpu-prims/convert/fp8-scalar", test_fp8_scalar);
   g_test_add_func("/cpu-prims/convert/bf16-scalar", test_bf16_scalar);
   g_test_add_func("/cpu-prims/convert/store", test_store_convert);
   g_test_add_func("/cpu-prims/vec/load-store", test_vec_load_store);

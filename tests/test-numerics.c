@@ -199,12 +199,13 @@ test_known_values(void)
 
 /* ---- buffers ---- */
 
-static const TsDtype host_dtypes[] = {TS_DTYPE_F64, TS_DTYPE_F32, TS_DTYPE_BF16, TS_DTYPE_F16};
+static const TsDtype host_dtypes[] = {TS_DTYPE_F64,  TS_DTYPE_F32,       TS_DTYPE_BF16,
+                                      TS_DTYPE_F16,  TS_DTYPE_FP8_E4M3,  TS_DTYPE_FP8_E5M2};
 
 static void
 test_get_set(void)
 {
-  static const gsize sizes[] = {8, 4, 2, 2};
+  static const gsize sizes[] = {8, 4, 2, 2, 1, 1};
   for (guint d = 0; d < G_N_ELEMENTS(host_dtypes); d++) {
     TsDtype dt = host_dtypes[d];
     g_assert_cmpuint(ts_numerics_elem_size(dt), ==, sizes[d]);
@@ -213,15 +214,23 @@ test_get_set(void)
     ts_numerics_set(dt, buf, 3, -0.1);
     g_assert_cmpfloat(ts_numerics_get(dt, buf, 2), ==, 1.5);
     /* -0.1 is rounded to the dtype: within half an ulp of the format. */
-    double tol = dt == TS_DTYPE_BF16  ? 0x1p-8
-                 : dt == TS_DTYPE_F16 ? 0x1p-11
-                 : dt == TS_DTYPE_F32 ? 0x1p-24
-                                      : 0;
+    double tol = dt == TS_DTYPE_BF16        ? 0x1p-8
+                 : dt == TS_DTYPE_F16       ? 0x1p-11
+                 : dt == TS_DTYPE_F32       ? 0x1p-24
+                 : dt == TS_DTYPE_FP8_E4M3  ? 0x1p-4
+                 : dt == TS_DTYPE_FP8_E5M2  ? 0x1p-3
+                                            : 0;
     g_assert_cmpfloat(fabs(ts_numerics_get(dt, buf, 3) + 0.1), <=, 0.1 * tol);
     g_assert_cmpfloat(ts_numerics_get(dt, buf, 0), ==, 0.0);
   }
   g_assert_cmpuint(ts_numerics_elem_size(TS_DTYPE_INT8), ==, 0);
-  g_assert_cmpuint(ts_numerics_elem_size(TS_DTYPE_FP8_E4M3), ==, 0);
+  /* fp8 saturates past its range (a quantizing cast), so data never holds an Inf or NaN it
+   * did not have */
+  uint8_t q[2];
+  ts_numerics_set(TS_DTYPE_FP8_E4M3, q, 0, 1000.0);
+  ts_numerics_set(TS_DTYPE_FP8_E5M2, q, 1, -1e6);
+  g_assert_cmpfloat(ts_numerics_get(TS_DTYPE_FP8_E4M3, q, 0), ==, 448.0);
+  g_assert_cmpfloat(ts_numerics_get(TS_DTYPE_FP8_E5M2, q, 1), ==, -57344.0);
 }
 
 static void

@@ -181,6 +181,8 @@ static const BadCase bad_cases[] = {
   {"gemm", "M=8,N=8,K=8", "int8", TS_OP_ERROR_DTYPE, "int8"},
   {"gemm", "M=8,N=8,K=8", "bf16 @accum(bf16)", TS_OP_ERROR_DTYPE, "@accum(bf16)"},
   {"softmax_safe", "M=8,N=8", "f16 @saturate", TS_OP_ERROR_DTYPE, "@saturate"},
+  {"softmax_safe", "M=8,N=8", "fp8_e4m3", TS_OP_ERROR_DTYPE, "fp8 inputs are taken by gemm"},
+  {"gemm", "M=8,N=8,K=8", "fp8_e5m2 @accum(f16)", TS_OP_ERROR_DTYPE, "@accum(f16)"},
   {"saxpy", "N=4294967296", "f32", TS_OP_ERROR_SHAPE, "too large"},
 };
 
@@ -997,6 +999,73 @@ run_bf16_gemm_points(const GemmRun *runs, guint n, const char *dot)
     }
 }
 
+/* fp8 gemm: e4m3 and e5m2 inputs quantized with per-tensor scales, a bf16 output, verified
+ * against the f64 product of the dequantized inputs; the workload's types, parameters and
+ * bytes say so. */
+static void
+test_cpu_gemm_fp8(void)
+{
+  const char *dts[] = {"fp8_e4m3 @accum(f32)", "fp8_e5m2"};
+  for (guint d = 0; d < G_N_ELEMENTS(dts); d++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=67,N=45,K=131", dts[d], &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(ts_op_instance_out_dtype(inst), ==, TS_DTYPE_BF16);
+    /* A and B one byte an element, C two */
+    g_assert_cmpfloat(ts_op_instance_bytes(inst), ==, 67.0 * 131 + 131.0 * 45 + 2.0 * 67 * 45);
+    g_autofree char *graph = ts_graph_to_string(ts_op_instance_graph(inst), NULL);
+    g_assert_nonnull(strstr(graph, "scale_a="));
+    g_assert_nonnull(strstr(graph, ": Tensor[\"M\",\"N\", bf16"));
+    /* The scales map the inputs' range [-1, 1) onto the format's: 1/448, 1/57344. */
+    g_assert_nonnull(strstr(graph, d == 0 ? "scale_b=0.00223214" : "scale_b=1.74386e-05"));
+    const GemmRun runs[] = {
+      {"M=67,N=45,K=131", "block(m=24,n=32,k=40).micro(m=6,n=16).vector(8).unroll(4)"},
+      {"M=5,N=3,K=2", "block(m=24,n=32,k=16).micro(m=4,n=8).vector(4).unroll(1)"},
+    };
+    for (guint r = 0; r < G_N_ELEMENTS(runs); r++)
+      for (gint64 threads = 1; threads <= 2; threads++) {
+        g_autoptr(TsOpInstance) ri = ts_op_instance_new("gemm", runs[r].shape, dts[d], &error);
+        g_assert_no_error(error);
+        g_autofree char *text =
+          g_strdup_printf("%s.threads(%" G_GINT64_FORMAT ")", runs[r].point, threads);
+        assert_cpu_point_ok(ri, text);
+      }
+  }
+}
+
+/* A kernel that leaves out the scales, or decodes e4m3 as e5m2, writes finite values of the
+ * right shape: only the reference catches it. */
+static void
+test_cpu_gemm_fp8_wrong_caught(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=40,N=33,K=70", "fp8_e4m3", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", NULL, &error);
+  g_assert_no_error(error);
+  g_autofree char *entry = NULL;
+  g_autofree char *src = ts_op_emit(inst, "cpu", point, &entry, &error);
+  g_assert_no_error(error);
+  TsRunOptions opt;
+  quick_options(&opt);
+  g_autoptr(TsTrialResult) ok = ts_op_run_source(inst, backend, src, entry, &opt, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(ok->status, ==, TS_TRIAL_OK);
+  g_assert_nonnull(strstr(src, "(float)(scale_a * scale_b)"));
+  g_assert_nonnull(strstr(src, "_e4m3("));
+  /* no scales; one scale twice; e4m3 read as e5m2 */
+  const char *from[] = {"(float)(scale_a * scale_b)", "(float)(scale_a * scale_b)", "_e4m3("};
+  const char *to[] = {"1.0f", "(float)(scale_a * scale_a * scale_b)", "_e5m2("};
+  for (guint i = 0; i < G_N_ELEMENTS(from); i++) {
+    g_autofree char *wrong = replace_all(src, from[i], to[i]);
+    g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, wrong, entry, &opt, &error);
+    g_assert_no_error(error);
+    if (r->status != TS_TRIAL_WRONG_RESULT)
+      g_error("fp8 plant %u (%s -> %s) was not caught: %s", i, from[i], to[i],
+              ts_trial_status_name(r->status));
+  }
+}
+
 /* gemm's dot("bf16"): vdpbf16ps on K-pair panels, offered for bf16 storage on AVX512_BF16 only
  * and with 16-float vectors; run (where the host has the instruction) at shapes with odd K and
  * partial tiles on every edge, with one and two threads. */
@@ -1627,6 +1696,8 @@ main(int argc, char **argv)
   g_test_add_func("/ops/cpu/softmax-passes", test_cpu_softmax_passes);
   g_test_add_func("/ops/cpu/gemm-bf16dot", test_cpu_gemm_bf16dot);
   g_test_add_func("/ops/cpu/gemm-amx", test_cpu_gemm_amx);
+  g_test_add_func("/ops/cpu/gemm-fp8", test_cpu_gemm_fp8);
+  g_test_add_func("/ops/cpu/gemm-fp8-wrong", test_cpu_gemm_fp8_wrong_caught);
   g_test_add_func("/ops/gemm/wgmma-space", test_gemm_wgmma_space);
   g_test_add_func("/ops/gemm/tma-lowering", test_gemm_tma_lowering);
   g_test_add_func("/ops/attention/workloads", test_attention_workloads);

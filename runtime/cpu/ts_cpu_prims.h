@@ -182,6 +182,31 @@ ts_cpu_f16_to_f32(uint16_t h)
   return sign ? -v : v;
 }
 
+/* fp8 (OCP): e4m3 (bias 7, NaN only S.1111.111, no Inf) and e5m2 (bias 15, IEEE-like). A
+ * normal value's exponent and mantissa bits sit where f32's go, rebiased by an integer add;
+ * a subnormal is its mantissa times the smallest subnormal, a normal f32 (no DAZ hazard). */
+static inline float
+ts_cpu_e4m3_to_f32(uint8_t b)
+{
+  const uint32_t mag = b & 0x7fu, sign = (uint32_t)(b & 0x80u) << 24;
+  if (mag == 0x7fu)
+    return ts_cpu_bits_f32(sign | 0x7fc00000u);
+  if (mag >= 0x08u)
+    return ts_cpu_bits_f32(sign | ((mag << 20) + (120u << 23)));
+  return ts_cpu_bits_f32(sign | ts_cpu_f32_bits((float)mag * 0x1p-9f));
+}
+
+static inline float
+ts_cpu_e5m2_to_f32(uint8_t b)
+{
+  const uint32_t mag = b & 0x7fu, sign = (uint32_t)(b & 0x80u) << 24;
+  if (mag >= 0x7cu) /* exponent all ones: Inf (mantissa 0) or NaN */
+    return ts_cpu_bits_f32(sign | (mag == 0x7cu ? 0x7f800000u : 0x7fc00000u));
+  if (mag >= 0x04u)
+    return ts_cpu_bits_f32(sign | ((mag << 21) + (112u << 23)));
+  return ts_cpu_bits_f32(sign | ts_cpu_f32_bits((float)mag * 0x1p-16f));
+}
+
 static inline uint16_t
 ts_cpu_f32_to_f16(float f)
 {
@@ -821,6 +846,29 @@ ts_pack_b_panel_f16(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nr_valid
   }
 }
 
+/* fp8 panels widen through the scalar conversion: packing is O(MK + KN) against the O(MNK)
+ * of the product, and the conversion is a handful of integer operations. */
+#define TS_DEFINE_PACK_PANELS_FP8_(SUFFIX)                                                     \
+  static inline void ts_pack_a_panel_##SUFFIX(const uint8_t *A, int64_t lda, int64_t mr_valid, \
+                                              int64_t kc, int64_t MR, float *restrict Ap)      \
+  {                                                                                            \
+    TS_PACK_A_PANEL_BODY_(ts_cpu_##SUFFIX##_to_f32);                                           \
+  }                                                                                            \
+  static inline void ts_pack_b_panel_##SUFFIX(const uint8_t *B, int64_t ldb, int64_t kc,       \
+                                              int64_t nr_valid, int64_t NR, float *restrict Bp) \
+  {                                                                                            \
+    for (int64_t k = 0; k < kc; k++) {                                                         \
+      for (int64_t j = 0; j < nr_valid; j++)                                                   \
+        Bp[k * NR + j] = ts_cpu_##SUFFIX##_to_f32(B[k * ldb + j]);                             \
+      for (int64_t j = nr_valid; j < NR; j++)                                                  \
+        Bp[k * NR + j] = 0.0f;                                                                 \
+    }                                                                                          \
+  }                                                                                            \
+  _Static_assert(1, "swallow the semicolon")
+
+TS_DEFINE_PACK_PANELS_FP8_(e4m3);
+TS_DEFINE_PACK_PANELS_FP8_(e5m2);
+
 /* Whole blocks: an mc x kc block of A becomes ceil(mc/MR) panels, panel p at Ap + p*MR*kc; a
  * kc x nc block of B becomes ceil(nc/NR) panels, panel p at Bp + p*NR*kc. Buffers need
  * round_up(mc, MR) * kc and kc * round_up(nc, NR) floats. */
@@ -842,6 +890,8 @@ ts_pack_b_panel_f16(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nr_valid
 TS_DEFINE_PACK_BLOCKS_(f32, float);
 TS_DEFINE_PACK_BLOCKS_(bf16, uint16_t);
 TS_DEFINE_PACK_BLOCKS_(f16, uint16_t);
+TS_DEFINE_PACK_BLOCKS_(e4m3, uint8_t);
+TS_DEFINE_PACK_BLOCKS_(e5m2, uint8_t);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Output conversion                                                                            */
@@ -876,6 +926,15 @@ ts_subnormal_mask8_(__m256 v)
 #endif
 }
 #endif
+
+/* x *= s over n floats: fp8 inputs' per-tensor scales, applied to the f32 accumulator once
+ * before it is rounded to the output. */
+static inline void
+ts_scale_f32(float *x, int64_t n, float s)
+{
+  for (int64_t i = 0; i < n; i++)
+    x[i] *= s;
+}
 
 static inline void
 ts_store_f32_as_bf16(const float *src, uint16_t *dst, int64_t n)
