@@ -252,7 +252,7 @@ emit_pack(Emitter *e, const TsTileNode *n)
    * f32 from the source's dtype. */
   TsTileDot dot = ts_tile_get_dot(n);
   line(e, "ts_pack_%s_block_%s(%s, %s, %s, %s, %" G_GINT64_FORMAT ", %s);",
-       n->ints[0] == 0 ? "a" : "b",
+       n->ints[0] == 0 ? "a" : n->ints[0] == 1 ? "b" : "bt",
        dot == TS_TILE_DOT_AMX    ? "amx"
        : dot == TS_TILE_DOT_BF16 ? "bf16x2"
                                  : suffix_of(e, arg(n, 0)),

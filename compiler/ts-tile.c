@@ -529,8 +529,9 @@ print_node(GString *out, const TsTileNode *n, int depth)
   case TS_TILE_PACK:
     g_string_append_printf(out,
                            "tile.pack_%s(%s, ld=%s, rows=%s, cols=%s) -> %s  panel(%s=%" G_GINT64_FORMAT ")",
-                           n->ints[0] == 0 ? "a" : "b", arg(n, 0), arg(n, 1), arg(n, 2), arg(n, 3),
-                           arg(n, 4), n->ints[0] == 0 ? "MR" : "NR", n->ints[1]);
+                           n->ints[0] == 0 ? "a" : n->ints[0] == 1 ? "b" : "bt", arg(n, 0),
+                           arg(n, 1), arg(n, 2), arg(n, 3), arg(n, 4),
+                           n->ints[0] == 0 ? "MR" : "NR", n->ints[1]);
     if (n->var)
       g_string_append_printf(out, " reuse_key=(%s)", n->var);
     if (ts_tile_get_dot(n) != TS_TILE_DOT_FMA)

@@ -169,7 +169,8 @@ TsTileNode *ts_tile_alloc(TsTileNode *parent, TsTileKernel *kernel, const char *
                           TsMemSpace space, TsDtype dtype, const char *size, gboolean per_worker,
                           const char *layout);
 /* Packs a rows x cols block of src (row stride ld) into panels: operand 0 = A (MR-row
- * panels), 1 = B (NR-column panels), converting to f32. */
+ * panels), 1 = B (NR-column panels), converting to f32; 2 = B stored K-major (element (k, j)
+ * of the kc x nc block at src[j * ld + k]) into the same NR-column panels. */
 TsTileNode *ts_tile_pack(TsTileNode *parent, int operand, gint64 panel, const char *src,
                          const char *ld, const char *rows, const char *cols, const char *dst);
 /* Skip the pack while the per-worker destination already holds the block named by key (an

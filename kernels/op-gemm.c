@@ -24,6 +24,16 @@ gemm_bytes(const TsShape *s, double elem)
   return elem * (m * k + k * n + m * n);
 }
 
+/* fp8 B is stored K-major, [N, K] row-major (K contiguous; logically still B[K, N]): the
+ * layout cuBLASLt's and torch._scaled_mm's fp8 GEMMs take, because Hopper's fp8 wgmma reads
+ * only K-major operands from shared memory, so a TMA box of it is the tile the tensor cores
+ * want. 16-bit B stays [K, N], which wgmma reads transposed. */
+static gboolean
+gemm_b_kmajor(TsDtype dt)
+{
+  return dt == TS_DTYPE_FP8_E4M3 || dt == TS_DTYPE_FP8_E5M2;
+}
+
 /* In full up to the instance's reference limit (2^31 multiply-adds by default, ~1 s); beyond
  * it, on a sample (ts_ref_gemm_sampled): whole rows and columns, the first and last of each
  * among them, and elements anywhere. Every element of the output is still scanned for NaN/Inf,
@@ -41,10 +51,21 @@ gemm_reference(const TsOpInstance *inst, void *const *in, double *out)
    * the last bit): the reference of the dequantized inputs. */
   const double scale = ts__op_instance_input_scale(inst, 0) * ts__op_instance_input_scale(inst, 1);
   const gboolean full = (double)m * (double)n * (double)k <= inst->reference_limit;
+  /* fp8 B is stored [N, K] (gemm_b_kmajor): the references take [K, N]. */
+  g_autofree guint8 *bt = NULL;
+  const void *b = in[1];
+  if (gemm_b_kmajor(dt)) {
+    const guint8 *src = in[1];
+    bt = g_malloc((gsize)(k * n));
+    for (gint64 j = 0; j < n; j++)
+      for (gint64 p = 0; p < k; p++)
+        bt[p * n + j] = src[j * k + p];
+    b = bt;
+  }
   if (full)
-    ts_ref_gemm(dt, in[0], in[1], out, m, n, k);
+    ts_ref_gemm(dt, in[0], b, out, m, n, k);
   else
-    ts_ref_gemm_sampled(dt, in[0], in[1], out, m, n, k,
+    ts_ref_gemm_sampled(dt, in[0], b, out, m, n, k,
                         ts__op_data_hash(in[0], (gsize)(m * k) * ts_numerics_elem_size(dt)));
   if (scale != 1.0)
     for (gint64 i = 0; i < m * n; i++)
@@ -158,8 +179,11 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
    * end is the barrier before its use. */
   TsTileNode *jp = ts_tile_for(pc, "jp", "0", "n_jr", "1", TS_FOR_PARALLEL_DYNAMIC);
   g_autofree char *bdst = g_strdup_printf("Bp + jp * NR * %s", depth);
-  TsTileNode *pb =
-    ts_tile_pack(jp, 1, NR, "B + pc * N + jc + jp * NR", "N", "kc", "min(NR, nc - jp * NR)", bdst);
+  const gboolean kmajor = gemm_b_kmajor(ts_op_instance_dtype(inst)->storage);
+  TsTileNode *pb = kmajor ? ts_tile_pack(jp, 2, NR, "B + (jc + jp * NR) * K + pc", "K", "kc",
+                                         "min(NR, nc - jp * NR)", bdst)
+                          : ts_tile_pack(jp, 1, NR, "B + pc * N + jc + jp * NR", "N", "kc",
+                                         "min(NR, nc - jp * NR)", bdst);
   ts_tile_set_dot(pb, dot);
   /* The work is handed out dynamically in column panels: one NR-wide panel of one A block (ic)
    * per grab, its MR-row micro-tiles in turn. A static split waits for its slowest thread at
@@ -729,6 +753,7 @@ const TsOpDef ts__op_gemm = {
   .summary = "C[M,N] = A[M,K] B[K,N]; f32, or bf16/f16 storage with f32 accumulation, or "
              "fp8 e4m3/e5m2 with per-tensor scales into bf16",
   .fp8 = TRUE,
+  .fp8_sigs = {NULL, "\"N\",\"K\""}, /* gemm_b_kmajor */
   .n_inputs = 2,
   .inputs = {{"A", "\"M\",\"K\"", -1.0, 1.0}, {"B", "\"K\",\"N\"", -1.0, 1.0}},
   .output = {"C", "\"M\",\"N\"", 0, 0},

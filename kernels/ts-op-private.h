@@ -24,8 +24,10 @@ struct _TsOpDef {
   const char *float_names[2];
   double float_values[2];
   /* Takes fp8 (e4m3, e5m2) inputs: each with a per-tensor scale, a float parameter
-   * "scale_<input>" after the op's own (the value is x = scale * stored), and a bf16 output. */
+   * "scale_<input>" after the op's own (the value is x = scale * stored), and a bf16 output.
+   * fp8_sigs: an input's dims when it is fp8, where its layout differs (NULL: `sig`). */
   gboolean fp8;
+  const char *fp8_sigs[TS_OP_MAX_ARGS];
   const char *cpu_space;   /* default space on the CPU, with the op's constraints */
   const char *cpu_default; /* default point: fills the knobs a user's point leaves out */
   /* Its FLOPs are matrix products on tensor cores where the GPU has them (gemm, attention):

@@ -108,10 +108,10 @@ known_ops(void)
 }
 
 static TsTensorType *
-arg_type(const TsOpArg *arg, const TsDtypePolicy *dtype, GError **error)
+arg_type(const TsOpArg *arg, const char *sig, const TsDtypePolicy *dtype, GError **error)
 {
   g_autofree char *dt = ts_dtype_policy_to_string(dtype);
-  g_autofree char *text = g_strdup_printf("Tensor[%s, %s]", arg->sig, dt);
+  g_autofree char *text = g_strdup_printf("Tensor[%s, %s]", sig ? sig : arg->sig, dt);
   return ts_tensor_type_parse(text, error);
 }
 
@@ -230,7 +230,8 @@ ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtyp
   g_autoptr(GPtrArray) sigs = g_ptr_array_new_with_free_func((GDestroyNotify)ts_tensor_type_free);
   const char *names[TS_OP_MAX_ARGS];
   for (guint i = 0; i < op->n_inputs; i++) {
-    TsTensorType *t = arg_type(&op->inputs[i], &dt, error);
+    TsTensorType *t =
+      arg_type(&op->inputs[i], is_fp8(dt.storage) ? op->fp8_sigs[i] : NULL, &dt, error);
     if (t == NULL)
       return NULL;
     g_ptr_array_add(sigs, t);
@@ -241,7 +242,7 @@ ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtyp
   TsDtypePolicy out_dt = dt;
   if (is_fp8(dt.storage))
     out_dt = (TsDtypePolicy){.storage = TS_DTYPE_BF16, .accum = TS_DTYPE_F32};
-  g_autoptr(TsTensorType) out_sig = arg_type(&op->output, &out_dt, error);
+  g_autoptr(TsTensorType) out_sig = arg_type(&op->output, NULL, &out_dt, error);
   if (out_sig == NULL)
     return NULL;
   g_autoptr(TsTensorType) out_type =

@@ -489,6 +489,12 @@ test_fp8_scalar(void)
   for (int k = 0; k < 5; k++)
     for (int j = 0; j < 4; j++)
       g_assert_cmpfloat(bp[k * 4 + j], ==, j < 3 ? ts_cpu_e5m2_to_f32(a[k * 3 + j]) : 0.0f);
+  /* K-major B (fp8 gemm's [N, K]): the same panel from the transposed source, ld 5 */
+  float bpt[5 * 4];
+  ts_pack_bt_panel_e4m3(a, 5, 5, 3, 4, bpt);
+  for (int k = 0; k < 5; k++)
+    for (int j = 0; j < 4; j++)
+      g_assert_cmpfloat(bpt[k * 4 + j], ==, j < 3 ? ts_cpu_e4m3_to_f32(a[j * 5 + k]) : 0.0f);
   float x[3] = {1.0f, -2.0f, 0.5f};
   ts_scale_f32(x, 3, 0.25f);
   g_assert_cmpfloat(x[1], ==, -0.5f);

@@ -1016,6 +1016,8 @@ test_cpu_gemm_fp8(void)
     g_autofree char *graph = ts_graph_to_string(ts_op_instance_graph(inst), NULL);
     g_assert_nonnull(strstr(graph, "scale_a="));
     g_assert_nonnull(strstr(graph, ": Tensor[\"M\",\"N\", bf16"));
+    /* B K-major, as fp8 GEMMs take it */
+    g_assert_nonnull(strstr(graph, "%B : Tensor[\"N\",\"K\", fp8_e"));
     /* The scales map the inputs' range [-1, 1) onto the format's: 1/448, 1/57344. */
     g_assert_nonnull(strstr(graph, d == 0 ? "scale_b=0.00223214" : "scale_b=1.74386e-05"));
     const GemmRun runs[] = {
@@ -1053,9 +1055,12 @@ test_cpu_gemm_fp8_wrong_caught(void)
   g_assert_cmpint(ok->status, ==, TS_TRIAL_OK);
   g_assert_nonnull(strstr(src, "(float)(scale_a * scale_b)"));
   g_assert_nonnull(strstr(src, "_e4m3("));
-  /* no scales; one scale twice; e4m3 read as e5m2 */
-  const char *from[] = {"(float)(scale_a * scale_b)", "(float)(scale_a * scale_b)", "_e4m3("};
-  const char *to[] = {"1.0f", "(float)(scale_a * scale_a * scale_b)", "_e5m2("};
+  g_assert_nonnull(strstr(src, "ts_pack_bt_block_e4m3(B + (jc + jp * NR) * K + pc, K,"));
+  /* no scales; one scale twice; e4m3 read as e5m2; B read as [K, N] instead of [N, K] */
+  const char *from[] = {"(float)(scale_a * scale_b)", "(float)(scale_a * scale_b)", "_e4m3(",
+                        "ts_pack_bt_block_e4m3(B + (jc + jp * NR) * K + pc, K,"};
+  const char *to[] = {"1.0f", "(float)(scale_a * scale_a * scale_b)", "_e5m2(",
+                      "ts_pack_b_block_e4m3(B + pc * N + jc + jp * NR, N,"};
   for (guint i = 0; i < G_N_ELEMENTS(from); i++) {
     g_autofree char *wrong = replace_all(src, from[i], to[i]);
     g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, wrong, entry, &opt, &error);

@@ -864,6 +864,24 @@ ts_pack_b_panel_f16(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nr_valid
         Bp[k * NR + j] = 0.0f;                                                                 \
     }                                                                                          \
   }                                                                                            \
+  /* B stored K-major ([N, K], row stride ldb): column j of the panel is row j of B, read    \
+   * along its contiguous K. */                                                                \
+  static inline void ts_pack_bt_panel_##SUFFIX(const uint8_t *B, int64_t ldb, int64_t kc,      \
+                                               int64_t nr_valid, int64_t NR, float *restrict Bp) \
+  {                                                                                            \
+    for (int64_t j = 0; j < nr_valid; j++)                                                     \
+      for (int64_t k = 0; k < kc; k++)                                                         \
+        Bp[k * NR + j] = ts_cpu_##SUFFIX##_to_f32(B[j * ldb + k]);                             \
+    for (int64_t k = 0; k < kc; k++)                                                           \
+      for (int64_t j = nr_valid; j < NR; j++)                                                  \
+        Bp[k * NR + j] = 0.0f;                                                                 \
+  }                                                                                            \
+  static inline void ts_pack_bt_block_##SUFFIX(const uint8_t *B, int64_t ldb, int64_t kc,      \
+                                               int64_t nc, int64_t NR, float *restrict Bp)     \
+  {                                                                                            \
+    for (int64_t j = 0; j < nc; j += NR)                                                       \
+      ts_pack_bt_panel_##SUFFIX(B + j * ldb, ldb, kc, ts_min_i64(NR, nc - j), NR, Bp + j * kc); \
+  }                                                                                            \
   _Static_assert(1, "swallow the semicolon")
 
 TS_DEFINE_PACK_PANELS_FP8_(e4m3);
