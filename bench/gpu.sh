@@ -257,9 +257,9 @@ else:
 }
 
 # smoke OP SHAPE POINT: one verified, timed run of a point.
-smoke() {
+smoke() {  # OP SHAPE POINT [DTYPE]
   local json
-  json=$("$TT" run "$1" --backend "$KB" --shape "$2" --dtype bf16 --schedule "$3" --json)
+  json=$("$TT" run "$1" --backend "$KB" --shape "$2" --dtype "${4:-bf16}" --schedule "$3" --json)
   local rc=$?
   echo "$json"
   python3 -c '
@@ -333,16 +333,16 @@ ref_torch() {
 
 # tune KIND LABEL OP SHAPE SPACE BUDGET_MS: an exhaustive tune of SPACE (the op's default space
 # when empty) into the phase's cache, then the best point run once more beside the references.
-tune() {
-  local kind=$1 label=$2 op=$3 shape=$4 space=$5 budget_ms=$6
-  local args=(--backend "$KB" --shape "$shape" --dtype bf16 --db "$WORK/gpu.db")
+tune() {  # KIND LABEL OP SHAPE SPACE BUDGET_MS [DTYPE]
+  local kind=$1 label=$2 op=$3 shape=$4 space=$5 budget_ms=$6 dtype=${7:-bf16}
+  local args=(--backend "$KB" --shape "$shape" --dtype "$dtype" --db "$WORK/gpu.db")
   "$TT" tune "$op" "${args[@]}" --strategy exhaustive --budget 1000 --budget-ms "$budget_ms" \
         --timeout 30 --top 5 ${space:+--space "$space"}
   local best
   best=$("$TT" lookup "$op" "${args[@]}" | head -1)
   [ -n "$best" ] || { echo "note: no verified point"; return 1; }
   local json
-  json=$("$TT" run "$op" --backend "$KB" --shape "$shape" --dtype bf16 --schedule "$best" --json) || return 1
+  json=$("$TT" run "$op" --backend "$KB" --shape "$shape" --dtype "$dtype" --schedule "$best" --json) || return 1
   echo "$json"
   echo "{\"kind\": \"$kind\", \"label\": \"$label\", \"run\": $json}" >>"$WORK/ours.jsonl"
   python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("note: %.1f TFLOP/s, %.0f GB/s at %s" % (r["gflops"]/1e3, r["gbps"], r["schedule"]))' "$json"
@@ -360,6 +360,9 @@ tune_default() {
 
 WGMMA_SPACE='block(m=[128,256], n=[128,256], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["tma"]).schedule(["plain","coop","pingpong"]).persistent([0,132]).epilogue(["direct","tma"]).cluster(m=[1,2], n=[1])'
 export WGMMA_SPACE
+# fp8's share of it: BK = 128 (a 128-byte row of fp8), the warp-specialized designs.
+FP8_SPACE='block(m=[128,256], n=[128,256], k=[128]).warps([8]).stages([3,4]).mma(["wgmma"]).load(["tma"]).schedule(["coop","pingpong"]).persistent([132]).epilogue(["direct","tma"]).cluster(m=[1,2], n=[1])'
+export FP8_SPACE
 
 table() {
   python3 "$ROOT/bench/gpu_table.py" "$WORK/refs.jsonl" "$WORK/ours.jsonl" >"$WORK/table"
@@ -443,7 +446,7 @@ case $PHASE in
   step preflight-system 15 preflight_system
   step preflight-loader 15 preflight_loader
   require_cuda
-  step preflight-torch 30 preflight_torch
+  step preflight-torch 22 preflight_torch
   step smoke-gemm-mma-sync 14 smoke gemm M=1024,N=1024,K=1024 \
     'block(m=128,n=128,k=32).warps(8).stages(4).mma("sync").load("cp_async")'
   step smoke-gemm-wgmma-cp-async 14 smoke gemm M=1024,N=1024,K=1024 \
@@ -469,6 +472,9 @@ case $PHASE in
   step smoke-attention-causal-wgmma 14 smoke flash_attention_causal B=1,H=8,S=1024,D=128 \
     'block(m=128,n=128).warps(8).stages(2).mma("wgmma")'
   step smoke-layernorm 14 smoke layernorm_safe M=1024,N=4096 'block(m=1).warps(8).vector(8)'
+  # fp8 (e4m3, B stored [N, K]): the k32 wgmma on K-major slices, scales, a bf16 output.
+  step smoke-gemm-fp8 14 smoke gemm M=4096,N=2048,K=1024 \
+    'block(m=128,n=256,k=128).warps(8).stages(4).mma("wgmma").load("tma").schedule("coop").persistent(132)' fp8_e4m3
   step test-cuda 40 gtest test-cuda
   step test-prof-metrics 40 gtest test-prof-metrics
   step racecheck 35 sanitizer racecheck
@@ -479,7 +485,7 @@ case $PHASE in
   require_cuda
   step ref-cublas 55 ref_cublas
   step ref-copy 15 ref_copy
-  step ref-torch 90 ref_torch
+  step ref-torch 60 ref_torch
   KEEP=10
   step default-gemm-4096 20 tune_default gemm M=4096,N=4096,K=4096
   step tune-gemm-4096 70 tune gemm "gemm 4096^3" gemm M=4096,N=4096,K=4096 "$WGMMA_SPACE" 55000
@@ -489,6 +495,7 @@ case $PHASE in
   step default-gemm-8192 20 tune_default gemm M=8192,N=8192,K=8192
   step tune-gemm-8192 80 tune gemm "gemm 8192^3" gemm M=8192,N=8192,K=8192 "$WGMMA_SPACE" 65000
   step tune-attention-causal 50 tune attention "attention causal=1" flash_attention_causal B=4,H=16,S=4096,D=128 "" 40000
+  step tune-gemm-fp8-8192 30 tune gemm-fp8 "gemm fp8 8192^3" gemm M=8192,N=8192,K=8192 "$FP8_SPACE" 25000 fp8_e4m3
   KEEP=0 step table 10 table
   ;;
 3)

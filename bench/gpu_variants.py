@@ -27,9 +27,9 @@ def main():
         sys.exit("usage: gpu_variants.py SCHEDULE_CACHE_DB")
     db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
     rows = db.execute(
-        "SELECT w.shape, t.schedule, t.status, t.median_ns FROM trial t "
+        "SELECT w.shape || ' ' || w.dtype, t.schedule, t.status, t.median_ns FROM trial t "
         "JOIN workload w ON w.id = t.workload_id WHERE w.op = 'gemm' "
-        "AND t.schedule LIKE '%mma(\"wgmma\")%' ORDER BY w.shape").fetchall()
+        "AND t.schedule LIKE '%mma(\"wgmma\")%' ORDER BY w.shape, w.dtype").fetchall()
     if not rows:
         print("gemm designs: no wgmma gemm trials in the cache")
         return 0
@@ -37,7 +37,7 @@ def main():
     for shape, point, status, ns in rows:
         by_shape.setdefault(shape, []).append((point, status, ns))
     for shape, trials in by_shape.items():
-        dims = dict(kv.split("=") for kv in shape.split(","))
+        dims = dict(kv.split("=") for kv in shape.split(" ")[0].split(","))
         flops = 2.0 * int(dims["M"]) * int(dims["N"]) * int(dims["K"])
         best, failed = {}, {}
         for point, status, ns in trials:

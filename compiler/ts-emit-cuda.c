@@ -53,7 +53,7 @@ fail(Emitter *e, TsEmitError code, const char *fmt, ...)
   e->failed = TRUE;
 }
 
-/* Storage type of a dtype in generated CUDA: the prims' bf16/f16 bit-pattern structs. */
+/* Storage type of a dtype in generated CUDA: the prims' bf16/f16/fp8 bit-pattern structs. */
 static const char *
 cuda_type(TsDtype dtype)
 {
@@ -62,6 +62,8 @@ cuda_type(TsDtype dtype)
   case TS_DTYPE_F32: return "float";
   case TS_DTYPE_BF16: return "ts_bf16";
   case TS_DTYPE_F16: return "ts_f16";
+  case TS_DTYPE_FP8_E4M3: return "ts_e4m3";
+  case TS_DTYPE_FP8_E5M2: return "ts_e5m2";
   case TS_DTYPE_INT32: return "int";
   case TS_DTYPE_INT8: return "signed char";
   default: return NULL;
@@ -73,7 +75,8 @@ cuda_type(TsDtype dtype)
 static const char *
 template_arg(const char *value)
 {
-  static const TsDtype dtypes[] = {TS_DTYPE_F32, TS_DTYPE_BF16, TS_DTYPE_F16, TS_DTYPE_F64};
+  static const TsDtype dtypes[] = {TS_DTYPE_F32, TS_DTYPE_BF16, TS_DTYPE_F16, TS_DTYPE_F64,
+                                   TS_DTYPE_FP8_E4M3, TS_DTYPE_FP8_E5M2};
   for (guint i = 0; i < G_N_ELEMENTS(dtypes); i++)
     if (strcmp(value, ts_dtype_name(dtypes[i])) == 0)
       return cuda_type(dtypes[i]);

@@ -258,15 +258,45 @@ static const GemmMath gemm_wgmma = {
   .mma_params = "BM=BM,BN=BN,BK=BK,WGS=WGS", .drain = "wgmma_wait",
   .store = "wgmma_store_acc", .store_params = "BM=BM,BN=BN,WGS=WGS"};
 
+/* The element types of a CUDA lowering: the inputs' (`in`, a dtype name), the output's, and
+ * whether they are fp8 (B stored [N, K], its slices loaded K-major: gemm_b_kmajor). */
+typedef struct {
+  const char *in, *out;
+  gboolean fp8;
+} GemmTypes;
+
+/* The B slice for k-block `k`: N-major 16-bit B is BK x BN at (k * BK, n0) of [K, N]; fp8's
+ * K-major B is BN x BK at (n0, k * BK) of [N, K]. `parts`: the params' cluster split. */
+static char *
+gemm_load_b_params(const GemmTypes *ty, const char *parts)
+{
+  return ty->fp8 ? g_strdup_printf("T=%s,ROWS=BN,COLS=BK%s", ty->in, parts)
+                 : g_strdup_printf("T=%s,ROWS=BK,COLS=BN%s", ty->in, parts);
+}
+
+static void
+gemm_load_b(TsTileNode *parent, const char *intrinsic, const char *params, const GemmTypes *ty,
+            const char *dst, const char *k, const char *bar, const char *valid)
+{
+  if (ty->fp8)
+    ts_tile_intrinsic(parent, intrinsic, params, dst, "tma_b", "n0", k, bar, valid, NULL);
+  else
+    ts_tile_intrinsic(parent, intrinsic, params, dst, "tma_b", k, "n0", bar, valid, NULL);
+}
+
 /* A wgmma tile's epilogue: each thread's pairs straight to C, or (epilogue("tma")) through a
  * staging tile per math warpgroup and TMA stores, whose last bulk group the kernel waits for
  * under `drain` (the node that outlives the tile loop). WG0: the first math warpgroup. */
 static void
-gemm_wgmma_epilogue(TsTileNode *tile, TsTileNode *drain, const char *t, int wg0,
+gemm_wgmma_epilogue(TsTileNode *tile, TsTileNode *drain, const GemmTypes *ty, int wg0,
                     gboolean tma_store)
 {
+  /* fp8: the per-tensor scales multiply the finished tile once, in registers. */
+  if (ty->fp8)
+    ts_tile_intrinsic(tile, "acc_scale", "NACC=BM * BN / (128 * WGS)", "acc",
+                      "scale_a * scale_b", NULL);
   g_autofree char *store =
-    g_strdup_printf("T=%s,%s%s", t, gemm_wgmma.store_params, wg0 ? ",WG0=1" : "");
+    g_strdup_printf("T=%s,%s%s", ty->out, gemm_wgmma.store_params, wg0 ? ",WG0=1" : "");
   if (tma_store) {
     ts_tile_intrinsic(tile, "wgmma_store_tma", store, "Cs", "tma_c", "m0", "n0", "acc", NULL);
     ts_tile_intrinsic(drain, "tma_store_drain", NULL, NULL);
@@ -311,7 +341,8 @@ gemm_cuda_loop(TsTileNode *g, const char *t, gint64 S, const GemmMath *m, gboole
     ts_tile_intrinsic(g, m->drain, "PENDING=0", NULL);
   ts_tile_intrinsic(g, "async_wait", "PENDING=0", NULL);
   if (m == &gemm_wgmma) {
-    gemm_wgmma_epilogue(g, g, t, 0, tma_store);
+    const GemmTypes ty = {t, t, FALSE};
+    gemm_wgmma_epilogue(g, g, &ty, 0, tma_store);
   } else {
     g_autofree char *store = g_strdup_printf("T=%s,%s", t, m->store_params);
     ts_tile_intrinsic(g, m->store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
@@ -327,18 +358,19 @@ gemm_cuda_loop(TsTileNode *g, const char *t, gint64 S, const GemmMath *m, gboole
  * of its slot, so its phase parity is t / STAGES. Slots past the last slice get neither an
  * arrival nor copies. */
 static void
-gemm_cuda_loop_tma(TsTileNode *g, const char *t, gboolean tma_store)
+gemm_cuda_loop_tma(TsTileNode *g, const GemmTypes *ty, gboolean tma_store)
 {
+  const char *t = ty->in;
   g_autofree char *load_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK", t);
-  g_autofree char *load_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN", t);
+  g_autofree char *load_b = gemm_load_b_params(ty, "");
   ts_tile_intrinsic(g, "tma_init", "N=STAGES", "bars", "tma_a", "tma_b", NULL);
   ts_tile_barrier(g);
   TsTileNode *pro = ts_tile_for(g, "s", "0", "STAGES - 2", "1", TS_FOR_UNROLL);
   ts_tile_intrinsic(pro, "tma_expect", "BYTES=SLICE_BYTES", "bars + 2 * s", "s < kt", NULL);
   ts_tile_intrinsic(pro, "tma_load_tile", load_a, "As + s * BM * BK", "tma_a", "m0", "s * BK",
                     "bars + 2 * s", "s < kt", NULL);
-  ts_tile_intrinsic(pro, "tma_load_tile", load_b, "Bs + s * BK * BN", "tma_b", "s * BK", "n0",
-                    "bars + 2 * s", "s < kt", NULL);
+  gemm_load_b(pro, "tma_load_tile", load_b, ty, "Bs + s * BK * BN", "s * BK", "bars + 2 * s",
+              "s < kt");
 
   TsTileNode *main = ts_tile_for(g, "kb", "0", "kt", "1", TS_FOR_SERIAL);
   ts_tile_barrier(main);
@@ -348,15 +380,15 @@ gemm_cuda_loop_tma(TsTileNode *g, const char *t, gboolean tma_store)
                     NULL);
   ts_tile_intrinsic(main, "tma_load_tile", load_a, "As + ring_next * BM * BK", "tma_a", "m0",
                     "next * BK", "bars + 2 * ring_next", "next < kt", NULL);
-  ts_tile_intrinsic(main, "tma_load_tile", load_b, "Bs + ring_next * BK * BN", "tma_b", "next * BK",
-                    "n0", "bars + 2 * ring_next", "next < kt", NULL);
+  gemm_load_b(main, "tma_load_tile", load_b, ty, "Bs + ring_next * BK * BN", "next * BK",
+              "bars + 2 * ring_next", "next < kt");
   ts_tile_let(main, "ring", TS_DTYPE_INT32, "kb % STAGES");
   ts_tile_intrinsic(main, "mbar_wait", NULL, "bars + 2 * ring", "kb / STAGES", NULL);
   g_autofree char *mma = g_strdup_printf("T=%s,%s", t, gemm_wgmma.mma_params);
   ts_tile_intrinsic(main, gemm_wgmma.mma, mma, "acc", "As + ring * BM * BK", "Bs + ring * BK * BN",
                     NULL);
   ts_tile_intrinsic(g, gemm_wgmma.drain, "PENDING=0", NULL);
-  gemm_wgmma_epilogue(g, g, t, 0, tma_store);
+  gemm_wgmma_epilogue(g, g, ty, 0, tma_store);
 }
 
 /* The C tile `tile` of the grouped rasterisation (consecutive tiles walk GROUP tile rows down
@@ -438,13 +470,14 @@ gemm_ws_tiles(TsTileNode *parent, const GemmWalk *w, const char *first, int ever
  *   barriers are published, and the CTAs kept alive until no peer can touch them, by cluster
  *   barriers. */
 static void
-gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t, gboolean pingpong,
+gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const GemmTypes *ty, gboolean pingpong,
                   gboolean tma_store, gint64 CM, gint64 CN)
 {
+  const char *t = ty->in;
   const gboolean cluster = CM * CN > 1;
   const GemmWalk *walk = cluster ? &gemm_walk_cluster : &gemm_walk_cta;
   g_autofree char *load_a = g_strdup_printf("T=%s,ROWS=BM,COLS=BK%s", t, CN > 1 ? ",PARTS=CN" : "");
-  g_autofree char *load_b = g_strdup_printf("T=%s,ROWS=BK,COLS=BN%s", t, CM > 1 ? ",PARTS=CM" : "");
+  g_autofree char *load_b = gemm_load_b_params(ty, CM > 1 ? ",PARTS=CM" : "");
   if (cluster) {
     ts_tile_let(g, "crank", TS_DTYPE_INT32, "bx % CTAS");
     ts_tile_let(g, "cid", TS_DTYPE_INT32, "bx / CTAS");
@@ -473,9 +506,8 @@ gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t, gboolean pingpo
   ts_tile_intrinsic(pl, CN > 1 ? "tma_load_tile_mc" : "tma_load_tile", load_a,
                     "As + ring * BM * BK", "tma_a", "m0", "kb * BK", "bars + 2 * ring", "true",
                     NULL);
-  ts_tile_intrinsic(pl, CM > 1 ? "tma_load_tile_mc" : "tma_load_tile", load_b,
-                    "Bs + ring * BK * BN", "tma_b", "kb * BK", "n0", "bars + 2 * ring", "true",
-                    NULL);
+  gemm_load_b(pl, CM > 1 ? "tma_load_tile_mc" : "tma_load_tile", load_b, ty,
+              "Bs + ring * BK * BN", "kb * BK", "bars + 2 * ring", "true");
 
   TsTileNode *cons = ts_tile_if(g, "wg > 0");
   ts_tile_intrinsic(cons, "setmaxnreg_inc", "N=CONSUMER_REGS", NULL);
@@ -506,7 +538,7 @@ gemm_cuda_loop_ws(TsTileNode *g, TsTileKernel *k, const char *t, gboolean pingpo
   ts_tile_intrinsic(ct, gemm_wgmma.drain, "PENDING=0", NULL);
   ts_tile_intrinsic(ct, release, release_params, "bars + 2 * (STAGES + (base + kt - 1) % STAGES)",
                     "true", NULL);
-  gemm_wgmma_epilogue(ct, cons, t, 1, tma_store);
+  gemm_wgmma_epilogue(ct, cons, ty, 1, tma_store);
   if (cluster)
     ts_tile_intrinsic(g, "cluster_sync", NULL, NULL);
 }
@@ -525,12 +557,22 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   const char *epilogue = ts_sched_point_get_str(point, "epilogue", "direct");
   const gint64 CM = ts_sched_point_get_int(point, "CM", 1), CN = ts_sched_point_get_int(point, "CN", 1);
   TsDtype dt = ts_op_instance_dtype(inst)->storage;
-  if (dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16) {
+  const gboolean fp8 = gemm_b_kmajor(dt);
+  if (dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16 && !fp8) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
-                "gemm: the CUDA kernels use tensor cores and take bf16 or f16 inputs "
+                "gemm: the CUDA kernels use tensor cores and take bf16, f16 or fp8 inputs "
                 "(f32 accumulation); %s is not supported on the GPU", ts_dtype_name(dt));
     return FALSE;
   }
+  if (fp8 && (g_strcmp0(mma, "wgmma") != 0 || g_strcmp0(load, "tma") != 0)) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: %s runs on the fp8 wgmma (sm_90a) with its K-major slices loaded by the "
+                "TMA: use mma(\"wgmma\").load(\"tma\")", ts_dtype_name(dt));
+    return FALSE;
+  }
+  const TsDtype out_dt = ts_op_instance_out_dtype(inst);
+  const GemmTypes types = {ts_dtype_name(dt), ts_dtype_name(out_dt), fp8};
+  const gint64 out_elem = ts_dtype_bits(out_dt) / 8;
   if (BM <= 0 || BN <= 0 || BK <= 0 || (W != 4 && W != 8) || S < 2 || V <= 0 || G <= 0) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "gemm: the CUDA lowering needs positive BM, BN, BK, vector and raster, warps 4 "
@@ -604,7 +646,7 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     if (BK * elem != 128 || (BM / WGS) % 64 || BN % 64 || BN > 256 || S < 3 ||
         g_strcmp0(swz, "xor") != 0) {
       g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                  "gemm: wgmma needs BK=64 (one 128-byte swizzled row), 64-row blocks per "
+                  "gemm: wgmma needs BK=64 (fp8: 128; one 128-byte swizzled row), 64-row blocks per "
                   "warpgroup (BM=%" G_GINT64_FORMAT " over %" G_GINT64_FORMAT "), BN a "
                   "multiple of 64 up to 256, at least 3 stages and swizzle(\"xor\")",
                   BM, WGS);
@@ -653,7 +695,7 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   /* The TMA ring's mbarriers follow the ring: 8 bytes a slot (16 with coop's full/empty pairs). */
   /* epilogue("tma"): a BM / WGS x BN staging tile per math warpgroup (pingpong: BM x BN each
    * of two). */
-  const gint64 staging = tma_store ? (pingpong ? 2 : 1) * BM * BN * elem : 0;
+  const gint64 staging = tma_store ? (pingpong ? 2 : 1) * BM * BN * out_elem : 0;
   const gint64 smem = S * (BM * BK + BK * BN) * elem + staging + (tma ? (ws ? 16 : 8) * S : 0);
 
   ts_tile_kernel_define(k, "BM", BM);
@@ -694,11 +736,15 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
      * panel each, BN / 64 boxes a slice. */
     /* The operand a cluster shares comes in parts: each CTA's box has 1 / CTAS of the rows. */
     ts_tile_kernel_add_tensor_map(k, "tma_a", "A", "K", "M", 128 / elem, BM / CN, 128);
-    ts_tile_kernel_add_tensor_map(k, "tma_b", "B", "N", "K", 128 / elem, BK / CM, 128);
+    /* fp8's K-major B ([N, K]): BN rows of one 128-element row a box, as A. */
+    if (fp8)
+      ts_tile_kernel_add_tensor_map(k, "tma_b", "B", "K", "N", 128 / elem, BN / CM, 128);
+    else
+      ts_tile_kernel_add_tensor_map(k, "tma_b", "B", "N", "K", 128 / elem, BK / CM, 128);
   }
   /* C: a staging tile's rows of one 64-column panel a box. */
   if (tma_store)
-    ts_tile_kernel_add_tensor_map(k, "tma_c", "C", "N", "M", 128 / elem, BM / WGS, 128);
+    ts_tile_kernel_add_tensor_map(k, "tma_c", "C", "N", "M", 128 / out_elem, BM / WGS, 128);
 
   /* Walkers: CTAs, or clusters of CTAS CTAs over cluster tiles. */
   const gint64 tiles = gm * gn / CTAS;
@@ -710,9 +756,10 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     ts_tile_alloc(g, k, "As", TS_MEM_SHARED, dt, "STAGES * BM * BK", FALSE,
                   "ring of STAGES BMx64 slices, K-major, 128-byte swizzle");
     ts_tile_alloc(g, k, "Bs", TS_MEM_SHARED, dt, "STAGES * BK * BN", FALSE,
-                  "ring of STAGES 64xBN slices, N-major 64x64 panels, 128-byte swizzle");
+                  fp8 ? "ring of STAGES BNx128 slices, K-major, 128-byte swizzle"
+                      : "ring of STAGES 64xBN slices, N-major 64x64 panels, 128-byte swizzle");
     if (tma_store)
-      ts_tile_alloc(g, k, "Cs", TS_MEM_SHARED, dt, pingpong ? "2 * BM * BN" : "BM * BN", FALSE,
+      ts_tile_alloc(g, k, "Cs", TS_MEM_SHARED, out_dt, pingpong ? "2 * BM * BN" : "BM * BN", FALSE,
                     "a (BM/WGS)xBN staging tile per math warpgroup, 64-column panels, 128-byte "
                     "swizzle, read by TMA stores");
     if (ws)
@@ -740,9 +787,9 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     gemm_tile_origin(g, "bx", FALSE);
   ts_tile_let(g, "kt", TS_DTYPE_INT32, "(K + BK - 1) / BK");
   if (ws)
-    gemm_cuda_loop_ws(g, k, ts_dtype_name(dt), pingpong, tma_store, CM, CN);
+    gemm_cuda_loop_ws(g, k, &types, pingpong, tma_store, CM, CN);
   else if (tma)
-    gemm_cuda_loop_tma(g, ts_dtype_name(dt), tma_store);
+    gemm_cuda_loop_tma(g, &types, tma_store);
   else
     gemm_cuda_loop(g, ts_dtype_name(dt), S, wgmma ? &gemm_wgmma : &gemm_sync, tma_store);
   return TRUE;
@@ -751,7 +798,7 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
 const TsOpDef ts__op_gemm = {
   .name = "gemm",
   .summary = "C[M,N] = A[M,K] B[K,N]; f32, or bf16/f16 storage with f32 accumulation, or "
-             "fp8 e4m3/e5m2 with per-tensor scales into bf16",
+             "fp8 e4m3/e5m2 (B stored [N,K]) with per-tensor scales into bf16",
   .fp8 = TRUE,
   .fp8_sigs = {NULL, "\"N\",\"K\""}, /* gemm_b_kmajor */
   .n_inputs = 2,
@@ -802,36 +849,47 @@ const TsOpDef ts__op_gemm = {
    * warpgroup's rows of the tile in shared memory (BM x BN 16-bit elements in all, twice that
    * with pingpong, whose consumers hold whole tiles) for TMA stores. cluster(m=2) / cluster(n=2)
    * pair the CTAs of a persistent warp-specialized grid, multicasting the operand their tiles
-   * share; the tiles must pair up. */
-  .cuda_space = "block(m=[64,128,256], n=[64,128,256], k=[32,64]).warps([4,8]).stages([2,3,4])"
+   * share; the tiles must pair up. fp8 (elem_bytes 1) runs on wgmma with TMA loads only, its
+   * BK = 128 making the same 128-byte rows (k=128 is for it alone: mma.sync keeps BK <= 64),
+   * and its rows of K bytes must be 16-byte multiples for the tensor maps; its output, and so
+   * the epilogue's staging, stays 16-bit. */
+  .cuda_space = "block(m=[64,128,256], n=[64,128,256], k=[32,64,128]).warps([4,8]).stages([2,3,4])"
                 ".vector([8]).swizzle([\"xor\"]).raster([8]).mma([\"sync\",\"wgmma\"])"
                 ".load([\"cp_async\",\"tma\"]).schedule([\"plain\",\"coop\",\"pingpong\"])"
                 ".persistent([0,132]).epilogue([\"direct\",\"tma\"]).cluster(m=[1,2], n=[1,2])"
                 ".where(BM * BN / (warps * 32) <= 128,"
                 " schedule != \"pingpong\" || BM * BN <= 128 * 128,"
                 " warps == 8 || BM * BN / (warps * 32) <= 64,"
-                " stages * (BM * BK + BK * BN) * 2 <= smem_bytes,"
-                " mma == \"wgmma\" || BM * BN / (warps * 32) * BK <= 128 * 32,"
+                " stages * (BM * BK + BK * BN) * elem_bytes <= smem_bytes,"
+                " mma == \"wgmma\" || BK <= 64 && BM * BN / (warps * 32) * BK <= 128 * 32,"
                 " mma == \"wgmma\" || warps == 8 || BK < 64 || BN <= BM || stages == 2,"
-                " mma == \"sync\" || has_wgmma == 1 && BK == 64 && stages >= 3 && BM % 64 == 0"
+                " mma == \"sync\" || has_wgmma == 1 && BK * elem_bytes == 128 && stages >= 3"
+                " && BM % 64 == 0"
                 " && (schedule == \"pingpong\" || BM / (warps / 4) % 64 == 0)"
                 " && BN % 64 == 0 && swizzle == \"xor\","
                 " load == \"cp_async\" || mma == \"wgmma\""
-                " && stages * (BM * BK + BK * BN) * 2 + 8 * stages <= smem_bytes,"
+                " && stages * (BM * BK + BK * BN) * elem_bytes + 8 * stages <= smem_bytes,"
                 " schedule == \"plain\" || load == \"tma\" && warps == 8"
-                " && stages * (BM * BK + BK * BN) * 2 + 16 * stages <= smem_bytes,"
+                " && stages * (BM * BK + BK * BN) * elem_bytes + 16 * stages <= smem_bytes,"
                 " persistent == 0 || schedule != \"plain\" && persistent <= gpu_sms,"
                 " epilogue == \"direct\" || mma == \"wgmma\" && schedule == \"plain\""
-                " && stages * (BM * BK + BK * BN) * 2 + 8 * stages + BM * BN * 2 <= smem_bytes"
+                " && stages * (BM * BK + BK * BN) * elem_bytes + 8 * stages + BM * BN * 2"
+                " <= smem_bytes"
                 " || schedule == \"coop\""
-                " && stages * (BM * BK + BK * BN) * 2 + 16 * stages + BM * BN * 2 <= smem_bytes"
+                " && stages * (BM * BK + BK * BN) * elem_bytes + 16 * stages + BM * BN * 2"
+                " <= smem_bytes"
                 " || schedule == \"pingpong\""
-                " && stages * (BM * BK + BK * BN) * 2 + 16 * stages + 4 * BM * BN <= smem_bytes,"
+                " && stages * (BM * BK + BK * BN) * elem_bytes + 16 * stages + 4 * BM * BN"
+                " <= smem_bytes,"
                 " CM * CN <= 2, CM * CN == 1 || schedule != \"plain\" && persistent > 0,"
                 " (M + BM - 1) / BM % CM == 0, (N + BN - 1) / BN % CN == 0,"
-                " K % vector == 0, N % vector == 0)",
+                " K % vector == 0, N % vector == 0,"
+                " elem_bytes == 2 || mma == \"wgmma\" && load == \"tma\" && K % 16 == 0)",
   .cuda_default = "block(m=128,n=128,k=32).warps(8).stages(4).vector(8).swizzle(\"xor\").raster(8)"
                   ".mma(\"sync\").load(\"cp_async\").schedule(\"plain\").persistent(0)"
                   ".epilogue(\"direct\").cluster(m=1, n=1)",
   .lower_cuda = gemm_lower_cuda,
+  .fp8_cuda_default = "block(m=128,n=128,k=128).warps(8).stages(4).vector(8).swizzle(\"xor\")"
+                      ".raster(8).mma(\"wgmma\").load(\"tma\").schedule(\"coop\")"
+                      ".persistent(132).epilogue(\"direct\").cluster(m=1, n=1)",
 };

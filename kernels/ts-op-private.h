@@ -28,6 +28,7 @@ struct _TsOpDef {
    * fp8_sigs: an input's dims when it is fp8, where its layout differs (NULL: `sig`). */
   gboolean fp8;
   const char *fp8_sigs[TS_OP_MAX_ARGS];
+  const char *fp8_cuda_default; /* the CUDA default point for fp8 inputs (NULL: cuda_default) */
   const char *cpu_space;   /* default space on the CPU, with the op's constraints */
   const char *cpu_default; /* default point: fills the knobs a user's point leaves out */
   /* Its FLOPs are matrix products on tensor cores where the GPU has them (gemm, attention):

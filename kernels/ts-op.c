@@ -91,6 +91,12 @@ ts_op_default_point(const TsOpDef *op, const char *backend)
   return NULL;
 }
 
+const char *
+ts_op_fp8_default_point(const TsOpDef *op, const char *backend)
+{
+  return g_strcmp0(backend, "cuda") == 0 ? op->fp8_cuda_default : NULL;
+}
+
 
 char *
 ts_op_dims(const TsOpDef *op)
@@ -448,6 +454,17 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
   return env;
 }
 
+/* The op's default point, or on CUDA for fp8 inputs its fp8 one (the default mma.sync point
+ * has no fp8 form). */
+static const char *
+instance_default_point(const TsOpInstance *inst, const char *backend)
+{
+  if (is_fp8(inst->dtype.storage) && g_strcmp0(backend, "cuda") == 0 &&
+      inst->op->fp8_cuda_default)
+    return inst->op->fp8_cuda_default;
+  return ts_op_default_point(inst->op, backend);
+}
+
 static const char *
 space_for(const TsOpDef *op, const char *backend, GError **error)
 {
@@ -473,7 +490,7 @@ ts_op_instance_space(const TsOpInstance *inst, const char *backend, const char *
   if (space == NULL)
     return NULL;
   /* A user's space may leave knobs out: they keep the default point's value. */
-  g_autoptr(TsSchedPoint) defaults = ts_sched_point_parse(ts_op_default_point(inst->op, backend), NULL);
+  g_autoptr(TsSchedPoint) defaults = ts_sched_point_parse(instance_default_point(inst, backend), NULL);
   for (guint i = 0; i < ts_sched_space_n_knobs(space); i++) {
     const char *name = ts_sched_space_knob_name(space, i);
     if (ts_sched_space_knob_index(base, name) < 0) {
@@ -506,7 +523,7 @@ ts_op_instance_complete_point(const TsOpInstance *inst, const char *backend,
   if (def == NULL)
     return NULL;
   g_autoptr(TsSchedSpace) space = ts_sched_space_parse(def, error);
-  g_autoptr(TsSchedPoint) full = ts_sched_point_parse(ts_op_default_point(inst->op, backend), error);
+  g_autoptr(TsSchedPoint) full = ts_sched_point_parse(instance_default_point(inst, backend), error);
   g_assert(space != NULL && full != NULL);
   for (guint i = 0; point && i < ts_sched_point_n_knobs(point); i++) {
     const char *name = ts_sched_point_knob_name(point, i);

@@ -50,6 +50,8 @@ gboolean ts_op_tensor_math(const TsOpDef *op);
 const char *ts_op_default_space(const TsOpDef *op, const char *backend);
 /* Its default point there (fills the knobs a user's point leaves out). NULL if none. */
 const char *ts_op_default_point(const TsOpDef *op, const char *backend);
+/* The default point for fp8 inputs where it differs from ts_op_default_point, else NULL. */
+const char *ts_op_fp8_default_point(const TsOpDef *op, const char *backend);
 /* Comma-separated dims the op needs ("M,N,K"). */
 char *ts_op_dims(const TsOpDef *op);
 

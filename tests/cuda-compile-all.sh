@@ -19,7 +19,8 @@ if [ $? -eq 3 ]; then
   exit 77
 fi
 
-# Every point of each default space (bf16), then the default point in the other dtypes. Shapes
+# Every point of each default space (bf16; gemm's fp8 space too), then the default point in the
+# other dtypes. Shapes
 # are the benchmark's, so the spaces' shape-dependent constraints see realistic values.
 full=(
   "gemm|M=4096,N=4096,K=4096"
@@ -30,6 +31,12 @@ full=(
   "softmax_safe|M=16384,N=8192"
   "layernorm_safe|M=16384,N=8192"
   "rmsnorm_safe|M=16384,N=8192"
+)
+# fp8 gemm's space is its own (wgmma and TMA only, BK = 128, so sm_90a only): all of it in
+# e4m3, the default point in e5m2.
+fp8=(
+  "gemm|M=4096,N=4096,K=4096|fp8_e4m3|"
+  "gemm|M=1000,N=1000,K=1024|fp8_e5m2|default"
 )
 extra=(
   "gemm|M=1000,N=1000,K=1000|f16"
@@ -63,10 +70,18 @@ check() {  # op shape dtype [--schedule POINT]
     status=1
   fi
 }
-echo "1..$((${#full[@]} + ${#extra[@]}))"
+echo "1..$((${#full[@]} + ${#fp8[@]} + ${#extra[@]}))"
 for c in "${full[@]}"; do
   IFS='|' read -r op shape <<<"$c"
   check "$op" "$shape" bf16
+done
+for c in "${fp8[@]}"; do
+  IFS='|' read -r op shape dtype mode <<<"$c"
+  if [ "$mode" = default ]; then
+    check "$op" "$shape" "$dtype" --schedule '' --arch sm_90a
+  else
+    check "$op" "$shape" "$dtype"
+  fi
 done
 for c in "${extra[@]}"; do
   IFS='|' read -r op shape dtype <<<"$c"

@@ -90,13 +90,14 @@ replace_all(const char *s, const char *from, const char *to)
   return g_strjoinv(to, parts);
 }
 
-/* The default point's emitted source for a workload (tests then break it on purpose). */
+/* The emitted source of a point (the default completing `partial`) for a workload (tests then
+ * break it on purpose). */
 static char *
-point_source(const char *op, const char *shape, const char *partial, TsOpInstance **inst,
-             char **entry)
+point_source_dt(const char *op, const char *shape, const char *dtype, const char *partial,
+                TsOpInstance **inst, char **entry)
 {
   g_autoptr(GError) error = NULL;
-  *inst = ts_op_instance_new(op, shape, "f32", &error);
+  *inst = ts_op_instance_new(op, shape, dtype, &error);
   g_assert_no_error(error);
   g_autoptr(TsSchedPoint) user = partial ? ts_sched_point_parse(partial, &error) : NULL;
   g_assert_no_error(error);
@@ -105,6 +106,13 @@ point_source(const char *op, const char *shape, const char *partial, TsOpInstanc
   char *src = ts_op_emit(*inst, "cpu", point, entry, &error);
   g_assert_no_error(error);
   return src;
+}
+
+static char *
+point_source(const char *op, const char *shape, const char *partial, TsOpInstance **inst,
+             char **entry)
+{
+  return point_source_dt(op, shape, "f32", partial, inst, entry);
 }
 
 static char *
@@ -614,6 +622,64 @@ test_attention_cuda_lowering(void)
   }
 }
 
+/* fp8 gemm on CUDA: every point is a TMA-fed wgmma point with BK = 128 (one 128-byte row of
+ * fp8), none where the arch has no wgmma; B is loaded K-major (BN x BK boxes at (n0, k)), the
+ * scales multiply the finished tile and the output is bf16. The default point is one of them,
+ * and an mma.sync point is refused naming the constraint. */
+static void
+test_gemm_fp8_cuda_space(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=4096,N=4096,K=4096", "fp8_e4m3",
+                                                    &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cuda", NULL, &error);
+  g_assert_no_error(error);
+  static const struct {
+    const char *arch;
+    guint points;
+  } archs[] = {{"sm_90a", 198}, {"sm_80", 0}};
+  for (guint a = 0; a < G_N_ELEMENTS(archs); a++) {
+    TsDeviceInfo dev = {.backend = (char *)"cuda", .name = (char *)archs[a].arch,
+                        .arch = (char *)archs[a].arch, .smem_per_block = 232448,
+                        .compute_units = 132};
+    g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, &dev);
+    g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+    TsSchedPoint *p = NULL;
+    guint n = 0;
+    while (ts_sched_iter_next(it, &p, &error)) {
+      g_autoptr(TsSchedPoint) point = p;
+      n++;
+      g_assert_cmpstr(ts_sched_point_get_str(point, "mma", NULL), ==, "wgmma");
+      g_assert_cmpstr(ts_sched_point_get_str(point, "load", NULL), ==, "tma");
+      g_assert_cmpint(ts_sched_point_get_int(point, "BK", 0), ==, 128);
+      if (n % 16 != 1)
+        continue; /* the source of a sample of them */
+      g_autofree char *src = ts_op_emit(inst, "cuda", point, NULL, &error);
+      g_assert_no_error(error);
+      g_assert_nonnull(strstr(src, "ts_wgmma_tile<ts_e4m3, BM, BN, BK, WGS"));
+      g_assert_nonnull(strstr(src, "ts_tma_load_tile"));
+      g_assert_nonnull(strstr(src, "<ts_e4m3, BN, BK"));
+      g_assert_nonnull(strstr(src, "tma_b, n0, "));
+      g_assert_nonnull(strstr(src, "(acc, scale_a * scale_b);"));
+      g_assert_nonnull(strstr(src, "ts_bf16 *const __restrict__ C ="));
+      g_assert_nonnull(strstr(src, "const float scale_b = (float)ts_args.floats[1];"));
+    }
+    g_assert_no_error(error);
+    g_assert_cmpuint(n, ==, archs[a].points);
+  }
+  g_autoptr(TsSchedPoint) def = ts_op_instance_complete_point(inst, "cuda", NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(ts_sched_point_get_str(def, "mma", NULL), ==, "wgmma");
+  g_autoptr(TsSchedPoint) sync = ts_sched_point_parse(
+    "block(k=64).mma(\"sync\").load(\"cp_async\").schedule(\"plain\").persistent(0)", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) bad = ts_op_instance_complete_point(inst, "cuda", sync, &error);
+  g_assert_null(bad);
+  g_assert_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE);
+  g_assert_nonnull(strstr(error->message, "elem_bytes == 2 || mma == \"wgmma\""));
+}
+
 /* gemm's wgmma points exist where the arch has wgmma: the space's env says so per device
  * (has_wgmma), so sm_80 prunes them by constraint and sm_90a (also the no-device default)
  * keeps them, every one lowering to the warpgroup primitives. The warp-specialized points
@@ -1035,19 +1101,15 @@ test_cpu_gemm_fp8(void)
   }
 }
 
-/* A kernel that leaves out the scales, or decodes e4m3 as e5m2, writes finite values of the
- * right shape: only the reference catches it. */
+/* A kernel that leaves out the scales, applies one twice, decodes e4m3 as e5m2 or reads B as
+ * [K, N] writes finite values of the right shape: only the reference catches it. */
 static void
 test_cpu_gemm_fp8_wrong_caught(void)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=40,N=33,K=70", "fp8_e4m3", &error);
-  g_assert_no_error(error);
-  g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", NULL, &error);
-  g_assert_no_error(error);
+  g_autoptr(TsOpInstance) inst = NULL;
   g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(inst, "cpu", point, &entry, &error);
-  g_assert_no_error(error);
+  g_autofree char *src = point_source_dt("gemm", "M=40,N=33,K=70", "fp8_e4m3", NULL, &inst, &entry);
   TsRunOptions opt;
   quick_options(&opt);
   g_autoptr(TsTrialResult) ok = ts_op_run_source(inst, backend, src, entry, &opt, &error);
@@ -1704,6 +1766,7 @@ main(int argc, char **argv)
   g_test_add_func("/ops/cpu/gemm-fp8", test_cpu_gemm_fp8);
   g_test_add_func("/ops/cpu/gemm-fp8-wrong", test_cpu_gemm_fp8_wrong_caught);
   g_test_add_func("/ops/gemm/wgmma-space", test_gemm_wgmma_space);
+  g_test_add_func("/ops/gemm/fp8-cuda-space", test_gemm_fp8_cuda_space);
   g_test_add_func("/ops/gemm/tma-lowering", test_gemm_tma_lowering);
   g_test_add_func("/ops/attention/workloads", test_attention_workloads);
   g_test_add_func("/ops/attention/cuda-lowering", test_attention_cuda_lowering);

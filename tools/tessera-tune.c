@@ -491,6 +491,9 @@ cmd_ops(void)
       const char *point = ts_op_default_point(op, backends[b]);
       if (point)
         g_print("%-15s %-4s default: %s\n", "", backends[b], point);
+      const char *fp8 = ts_op_fp8_default_point(op, backends[b]);
+      if (fp8)
+        g_print("%-15s %-4s fp8 default: %s\n", "", backends[b], fp8);
     }
   }
   for (guint i = 0; ts_coll_nth(i); i++) {

@@ -21,6 +21,10 @@ struct TsArgs {
 // ---- storage types ----
 struct ts_bf16 { unsigned short x; };
 struct ts_f16 { unsigned short x; };
+// fp8 (OCP e4m3 / e5m2) bit patterns: only the tensor cores read them (fp8 wgmma), so they
+// have no conversions here; their kernels write bf16.
+struct ts_e4m3 { unsigned char x; };
+struct ts_e5m2 { unsigned char x; };
 
 __device__ __forceinline__ float ts_to_f32(float v) { return v; }
 __device__ __forceinline__ float ts_to_f32(ts_bf16 v) { return __uint_as_float((unsigned)v.x << 16); }

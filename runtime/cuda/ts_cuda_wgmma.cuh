@@ -13,6 +13,9 @@
 //     transposed with imm-trans-b = 1): BN / 64 panels of 64 x 64, each 64 k-rows of 128 bytes
 //     swizzled alike; k-row groups of 8 are 1024 bytes apart (stride byte offset), the panels
 //     64 * 128 bytes apart (leading byte offset).
+//   fp8 (e4m3, e5m2): BK = 128 elements make the same 128-byte rows, an instruction takes 32
+//     of them (m64nNk32), and B is K-major like A — global B stored [N, K], a BN x 128 slice
+//     of 128-byte rows — since fp8 wgmma cannot transpose an operand.
 // The hardware applies the swizzle to address bits (bits 4-6 ^= bits 7-9), so every tile must
 // start on a 1024-byte boundary: the emitter aligns dynamic shared memory to 1024 and each ring
 // slice is a multiple of 8 KiB (both static_asserted or trapped on).
@@ -80,6 +83,8 @@ template <int NACC> __device__ __forceinline__ void ts_wgmma_fence_acc(float *ac
 
 template <class T> constexpr bool ts_is_bf16 = false;
 template <> constexpr bool ts_is_bf16<ts_bf16> = true;
+template <class T> constexpr bool ts_is_e4m3 = false;
+template <> constexpr bool ts_is_e4m3<ts_e4m3> = true;
 
 // d (N/2 floats per thread) = A · B + (scale_d ? d : 0) for one m64nNk16 step of the
 // warpgroup: A (64 x 16, K-major) and B (16 x N) from the descriptors, B N-major (TB = 1,
@@ -128,6 +133,53 @@ __device__ __forceinline__ void ts_wgmma_ss(float *d, unsigned long long da, uns
                  "{" TS_WG_REGS256 "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
                  : TS_WG_D32(0), TS_WG_D32(32), TS_WG_D32(64), TS_WG_D32(96)
                  : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+}
+
+// d += A · B (or = with scale_d 0) for one m64nNk32 step on fp8 (e4m3 or e5m2, both operands
+// the same type): A (64 x 32) and B (32 x N) both K-major — fp8 wgmma has no transpose from
+// shared memory (imm-trans is for 16-bit types only), so B comes stored [N, K]. The
+// accumulator layout is ts_wgmma_ss's.
+template <class T, int N>
+__device__ __forceinline__ void ts_wgmma_ss8(float *d, unsigned long long da, unsigned long long db, int scale_d)
+{
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma tiles are 64, 128 or 256 columns wide");
+  static_assert(sizeof(T) == 1, "ts_wgmma_ss8 multiplies fp8 operands");
+  if constexpr (N == 64 && ts_is_e4m3<T>)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+                 "{" TS_WG_REGS64 "}, %32, %33, p, 1, 1;\n}\n"
+                 : TS_WG_D32(0)
+                 : "l"(da), "l"(db), "r"(scale_d));
+  else if constexpr (N == 64)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2 "
+                 "{" TS_WG_REGS64 "}, %32, %33, p, 1, 1;\n}\n"
+                 : TS_WG_D32(0)
+                 : "l"(da), "l"(db), "r"(scale_d));
+  else if constexpr (N == 128 && ts_is_e4m3<T>)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+                 "{" TS_WG_REGS128 "}, %64, %65, p, 1, 1;\n}\n"
+                 : TS_WG_D32(0), TS_WG_D32(32)
+                 : "l"(da), "l"(db), "r"(scale_d));
+  else if constexpr (N == 128)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2 "
+                 "{" TS_WG_REGS128 "}, %64, %65, p, 1, 1;\n}\n"
+                 : TS_WG_D32(0), TS_WG_D32(32)
+                 : "l"(da), "l"(db), "r"(scale_d));
+  else if constexpr (ts_is_e4m3<T>)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 "
+                 "{" TS_WG_REGS256 "}, %128, %129, p, 1, 1;\n}\n"
+                 : TS_WG_D32(0), TS_WG_D32(32), TS_WG_D32(64), TS_WG_D32(96)
+                 : "l"(da), "l"(db), "r"(scale_d));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2 "
+                 "{" TS_WG_REGS256 "}, %128, %129, p, 1, 1;\n}\n"
+                 : TS_WG_D32(0), TS_WG_D32(32), TS_WG_D32(64), TS_WG_D32(96)
+                 : "l"(da), "l"(db), "r"(scale_d));
 }
 
 // The same step with A from registers (the RS form): a[0..3] are the warp's 16 rows of the
@@ -201,8 +253,9 @@ __device__ __forceinline__ int ts_warpgroup()
 }
 
 // ---- tiles ----
-// acc += As · Bs for one BK = 64 slice (layouts above), issued asynchronously: the slice's
-// BK / 16 x MI wgmmas form one group, and on return only that group may still be running — the
+// acc += As · Bs for one BK slice of one 128-byte row (64 16-bit elements, or 128 fp8; layouts
+// above, but fp8's B: BN x 128 K-major, stored [N, K], laid out as A is), issued
+// asynchronously: the slice's BK / 16 (fp8: BK / 32) x MI wgmmas form one group, and on return only that group may still be running — the
 // previous slice's has finished, so its ring buffer may be refilled once every warpgroup has
 // passed this point (the next iteration's barrier). acc holds MI blocks of BN / 2 floats. The
 // warpgroups doing the math are WG0, WG0 + 1, ... (WG0 = 1 behind a producer warpgroup); the
@@ -220,22 +273,40 @@ __device__ __forceinline__ void ts_wgmma_tile(float *acc, const T *As, const T *
   const unsigned b = ts_smem_addr(Bs);
   ts_wgmma_fence_acc<MI * BN / 2>(acc);
   ts_wgmma_fence();
+  // An instruction's K: 32 bytes of the row either way.
+  constexpr bool FP8 = sizeof(T) == 1;
+  constexpr int KS = FP8 ? 32 : 16;
 #pragma unroll
-  for (int kk = 0; kk < BK; kk += 16) {
-    // B: 16 k-rows further down each panel; LBO = one 64 x 64 panel, SBO = 8 k-rows.
-    const unsigned long long db = ts_wgmma_desc(b + kk * ROW, BK * ROW, 8 * ROW);
+  for (int kk = 0; kk < BK; kk += KS) {
+    // B: 16 k-rows further down each panel; LBO = one 64 x 64 panel, SBO = 8 k-rows. fp8's
+    // K-major B: 32 bytes along its rows, as A.
+    const unsigned long long db = FP8 ? ts_wgmma_desc(b + kk, 16, 8 * ROW)
+                                      : ts_wgmma_desc(b + kk * ROW, BK * ROW, 8 * ROW);
 #pragma unroll
     for (int mi = 0; mi < MI; mi++) {
-      // A: 16 elements (32 bytes) along the swizzled row; SBO = 8 rows; LBO is unused by a
+      // A: KS elements (32 bytes) along the swizzled row; SBO = 8 rows; LBO is unused by a
       // swizzled K-major layout (the ISA assumes 1), so 16 bytes encodes that 1.
       const unsigned long long da =
         ts_wgmma_desc(a + mi * 64 * ROW + kk * (int)sizeof(T), 16, 8 * ROW);
-      ts_wgmma_ss<T, BN>(acc + mi * (BN / 2), da, db, 1);
+      if constexpr (FP8)
+        ts_wgmma_ss8<T, BN>(acc + mi * (BN / 2), da, db, 1);
+      else
+        ts_wgmma_ss<T, BN>(acc + mi * (BN / 2), da, db, 1);
     }
   }
   ts_wgmma_commit();
   ts_wgmma_wait<1>();
   ts_wgmma_fence_acc<MI * BN / 2>(acc);
+}
+
+// acc *= s over a thread's NACC accumulators: fp8 inputs' per-tensor scales, applied once to
+// a finished tile before it is rounded (after ts_wgmma_wait<0>).
+template <int NACC> __device__ __forceinline__ void ts_acc_scale(float *acc, float s)
+{
+  ts_wgmma_fence_acc<NACC>(acc);
+#pragma unroll
+  for (int i = 0; i < NACC; i++)
+    acc[i] *= s;
 }
 
 // Rounds the accumulators to T and stores them into the BM x BN tile of C at (row0, col0)

@@ -14,7 +14,9 @@
 // the CTA's end, is an error. stmatrix writes the fragment layout as generic-proxy writes that
 // need a fence.proxy.async before a TMA store (cp.async.bulk.tensor shared -> global) reads them;
 // a store reads and writes when its thread's bulk wait_group allows, and a stmatrix into bytes a
-// pending store reads is a race. EMU_PLANT selects a deliberate bug (self-test: must fail).
+// pending store reads is a race. fp8 wgmma (k32, e4m3/e5m2) reads both operands K-major from
+// shared memory: a transposed operand is an error. EMU_PLANT selects a deliberate bug
+// (self-test: must fail).
 #pragma once
 #include <algorithm>
 #include <cassert>
@@ -58,11 +60,17 @@ struct EmuThread {
   std::vector<std::vector<struct EmuTmaStore>> bulk; // committed TMA-store groups, oldest first
   std::vector<struct EmuTmaStore> bulk_open;          // issued, not yet committed
 };
+// The element types wgmma multiplies: 16-bit (k16 an instruction) and fp8 (k32).
+enum EmuType { EMU_BF16, EMU_F16, EMU_E4M3, EMU_E5M2 };
+static inline unsigned emu_type_bytes(int type) { return type >= EMU_E4M3 ? 1 : 2; }
+static inline int emu_type_k(int type) { return type >= EMU_E4M3 ? 32 : 16; }
+
 // One wgmma.mma_async of a warpgroup: D (m64 x n, in the 128 threads' registers) = A · B + D.
 struct EmuWgmma {
   int n;
   uint64_t da, db;
-  bool f16, trans_a, trans_b, scale_d;
+  int type; // EmuType
+  bool trans_a, trans_b, scale_d;
   float *d[128];
   bool a_regs;                 // A from registers (the RS form): no da
   const unsigned *a_at[128];   // each thread's four A registers ...
@@ -170,7 +178,8 @@ struct Emu {
                  // 10: a multicast TMA copy lands in the issuing CTA only;
                  // 11: a register-A wgmma swaps A registers 1 and 2 (rows g + 8 and columns
                  //     + 8 of the fragment); 12: setmaxnreg.dec releases nothing;
-                 // 13: wgmma.wait_group N leaves N + 1 groups unfinished
+                 // 13: wgmma.wait_group N leaves N + 1 groups unfinished;
+                 // 14: an fp8 wgmma is issued with imm-trans-b (emu_subst.cuh)
   long errors = 0;
   long stalled = 0; // mbarrier and named-barrier waits answered "not yet" since a phase last
                     // completed
@@ -302,6 +311,33 @@ static inline float emu_f16_to_f32(unsigned short u)
   memcpy(&h, &u, 2);
   return (float)h;
 }
+// The OCP fp8 formats from their definitions: e4m3 (bias 7, S.1111.111 its only NaN, no Inf)
+// and e5m2 (bias 15, exponent 31 Inf or NaN); subnormals at exponent 1 - bias.
+static inline float emu_fp8_to_f32(unsigned char b, bool e5m2)
+{
+  const int eb = e5m2 ? 5 : 4, mb = 7 - eb, bias = (1 << (eb - 1)) - 1;
+  const int e = (b & 0x7f) >> mb, m = b & ((1 << mb) - 1);
+  float v;
+  if (!e5m2 && (b & 0x7f) == 0x7f)
+    v = NAN;
+  else if (e5m2 && e == 31)
+    v = m ? NAN : INFINITY;
+  else if (e == 0)
+    v = ldexpf((float)m, 1 - bias - mb);
+  else
+    v = ldexpf((float)(m + (1 << mb)), e - bias - mb);
+  return (b & 0x80) ? -v : v;
+}
+
+static inline float emu_elem_to_f32(int type, unsigned v)
+{
+  switch (type) {
+  case EMU_BF16: return __uint_as_float(v << 16);
+  case EMU_F16: return emu_f16_to_f32((unsigned short)v);
+  default: return emu_fp8_to_f32((unsigned char)v, type == EMU_E5M2);
+  }
+}
+
 static inline float emu_half(unsigned v, int hi, bool f16)
 {
   unsigned short h = (unsigned short)(hi ? v >> 16 : v & 0xffff);
@@ -512,7 +548,7 @@ static inline void emu_proxy_fence()
 // [4, 4 + log2(W / 16)) with the bits three above them, i.e. the 16-byte chunk index with the
 // row index within the repeating pattern of 8 rows (base offset 0: patterns start on W * 8-byte
 // boundaries). The interleaved (no-swizzle) layouts are not used by the kernels and not emulated.
-static inline unsigned emu_desc_addr(uint64_t desc, bool mn_major, int mn, int k)
+static inline unsigned emu_desc_addr(uint64_t desc, bool mn_major, int mn, int k, unsigned E)
 {
   const unsigned start = (unsigned)(desc & 0x3fff) << 4;
   const unsigned lbo = (unsigned)((desc >> 16) & 0x3fff) << 4;
@@ -522,11 +558,11 @@ static inline unsigned emu_desc_addr(uint64_t desc, bool mn_major, int mn, int k
     emu_fail("wgmma descriptor: no-swizzle layouts and nonzero base offsets are not emulated");
     return 0;
   }
-  const unsigned W = mode == 1 ? 128 : mode == 2 ? 64 : 32, E = 2; // bytes per element
+  const unsigned W = mode == 1 ? 128 : mode == 2 ? 64 : 32; // E: bytes per element
   unsigned addr;
   if (!mn_major) {
     if ((unsigned)k * E >= W)
-      emu_fail("wgmma descriptor: K-major k16 slice wider than the swizzle row");
+      emu_fail("wgmma descriptor: K-major k slice wider than the swizzle row");
     addr = start + (unsigned)(mn / 8) * sbo + (unsigned)(mn % 8) * W + (unsigned)k * E;
   } else {
     const unsigned per_row = W / E;
@@ -538,26 +574,28 @@ static inline unsigned emu_desc_addr(uint64_t desc, bool mn_major, int mn, int k
   return addr ^ (((addr >> 7) & (W / 16 - 1)) << 4);
 }
 
-// Calls f(byte address) for every byte an m64nNk16 wgmma reads (A 64 x 16 unless it comes
-// from registers, B 16 x N).
+// Calls f(address of the element's first byte, operand, row, k) for every element an m64nNkK
+// wgmma reads (A 64 x K unless it comes from registers, B K x N; K 16, or 32 for fp8).
 template <class F> static inline void emu_wgmma_bytes(const EmuWgmma &w, F f)
 {
   const bool tb = emu.plant == 3 ? !w.trans_b : w.trans_b;
+  const int K = emu_type_k(w.type);
+  const unsigned E = emu_type_bytes(w.type);
   for (int m = 0; m < 64 && !w.a_regs; m++)
-    for (int k = 0; k < 16; k++)
-      f(emu_desc_addr(w.da, w.trans_a, m, k), 0, m, k);
-  for (int k = 0; k < 16; k++)
+    for (int k = 0; k < K; k++)
+      f(emu_desc_addr(w.da, w.trans_a, m, k, E), 0, m, k);
+  for (int k = 0; k < K; k++)
     for (int n = 0; n < w.n; n++)
-      f(emu_desc_addr(w.db, tb, n, k), 1, n, k);
+      f(emu_desc_addr(w.db, tb, n, k, E), 1, n, k);
 }
 
-static inline unsigned short emu_smem16(unsigned a)
+static inline unsigned emu_smem_elem(unsigned a, unsigned E)
 {
-  if (a % 2 || a + 2 > emu.smem_bytes) {
+  if (a % E || a + E > emu.smem_bytes) {
     emu_fail("wgmma operand outside shared memory or misaligned");
     return 0;
   }
-  for (unsigned i = a; i < a + 2; i++) {
+  for (unsigned i = a; i < a + E; i++) {
     if (emu.cta->pending[i]) {
       emu_fail("wgmma read a shared-memory byte whose copy (cp.async or TMA) was not waited for");
       break;
@@ -567,8 +605,8 @@ static inline unsigned short emu_smem16(unsigned a)
       break;
     }
   }
-  unsigned short v;
-  memcpy(&v, emu.cta->smem + a, 2);
+  unsigned v = 0;
+  memcpy(&v, emu.cta->smem + a, E); // little-endian, as the GPU
   return v;
 }
 
@@ -576,14 +614,14 @@ static inline unsigned short emu_smem16(unsigned a)
 // + 8 ((i / 2) % 2)][8 (i / 4) + 2 (t % 4) + i % 2] (the ISA's m64nNk16 D fragment).
 static inline void emu_wgmma_run(EmuWgmma &w)
 {
-  static float A[64][16], B[16][256];
+  static float A[64][32], B[32][256];
+  const unsigned E = emu_type_bytes(w.type);
+  const int K = emu_type_k(w.type);
   emu_wgmma_bytes(w, [&](unsigned a, int which, int i, int k) {
-    if (a + 2 <= emu.smem_bytes) {
-      emu.cta->wg_reads[a]--;
-      emu.cta->wg_reads[a + 1]--;
-    }
-    const unsigned short v = emu_smem16(a);
-    const float f = w.f16 ? emu_f16_to_f32(v) : __uint_as_float((unsigned)v << 16);
+    if (a + E <= emu.smem_bytes)
+      for (unsigned b = 0; b < E; b++)
+        emu.cta->wg_reads[a + b]--;
+    const float f = emu_elem_to_f32(w.type, emu_smem_elem(a, E));
     if (which == 0)
       A[i][k] = f;
     else
@@ -600,7 +638,7 @@ static inline void emu_wgmma_run(EmuWgmma &w)
       const int r = 16 * (t / 32) + (t % 32) / 4 + 8 * (jj % 2), c = 2 * (t % 4) + 8 * (jj / 2);
       for (int h = 0; h < 2; h++) {
         const unsigned short v = (unsigned short)(w.a_issued[t][j] >> (16 * h));
-        A[r][c + h] = w.f16 ? emu_f16_to_f32(v) : __uint_as_float((unsigned)v << 16);
+        A[r][c + h] = emu_elem_to_f32(w.type, v);
       }
     }
   // The accumulators belong to the tensor cores from the issue to the wait: a thread writing
@@ -616,7 +654,7 @@ static inline void emu_wgmma_run(EmuWgmma &w)
       const int r = 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2);
       const int c = 8 * (i / 4) + 2 * (t % 4) + i % 2;
       double acc = w.scale_d ? w.d[t][i] : 0.0;
-      for (int k = 0; k < 16; k++)
+      for (int k = 0; k < K; k++)
         acc += (double)A[r][k] * B[k][c];
       w.d[t][i] = (float)acc;
     }
@@ -629,9 +667,14 @@ static inline void emu_wgmma_fence()
 
 // One wgmma.mma_async: A from the descriptor da, or (a != nullptr, the RS form) from the four
 // registers at a of each thread.
-static inline void emu_wgmma(float *d, int n, uint64_t da, uint64_t db, int scale_d, bool f16,
+static inline void emu_wgmma(float *d, int n, uint64_t da, uint64_t db, int scale_d, int type,
                              bool trans_a, bool trans_b, const unsigned *a = nullptr)
 {
+  // The ISA: imm-trans-a/b exist for .f16/.bf16 only; fp8 reads K-major operands, and its A
+  // from registers is not used here.
+  if (type >= EMU_E4M3 && (trans_a || trans_b || a))
+    emu_fail("fp8 wgmma with a transposed (MN-major) or register operand: the ISA has K-major "
+             "shared-memory operands only");
   EmuGroup &g = emu.cta->wgs[emu.cur->tid / 128];
   const unsigned t = emu.cur->tid % 128;
   g.in_a[t] = da;
@@ -642,8 +685,8 @@ static inline void emu_wgmma(float *d, int n, uint64_t da, uint64_t db, int scal
   emu_wg_collective(a ? 2601 + n : 2001 + n, [&](EmuGroup &gg) {
     if (!gg.fenced)
       emu_fail("wgmma.mma_async before the warpgroup's first wgmma.fence");
-    EmuWgmma w{n, gg.in_a[0], gg.in_b[0], f16, trans_a, trans_b, gg.in_i[0] != 0, {}, a != nullptr,
-               {}, {}};
+    EmuWgmma w{n, gg.in_a[0], gg.in_b[0], type, trans_a, trans_b, gg.in_i[0] != 0, {},
+               a != nullptr, {}, {}};
     for (int i = 0; i < 128; i++) {
       if (gg.in_a[i] != w.da || gg.in_b[i] != w.db || (gg.in_i[i] != 0) != w.scale_d)
         emu_fail("wgmma descriptors or scale-d differ across the warpgroup");
@@ -653,11 +696,11 @@ static inline void emu_wgmma(float *d, int n, uint64_t da, uint64_t db, int scal
       for (int j = 0; j < 4 && w.a_regs; j++)
         w.a_issued[i][j] = gg.in_ra[i][j];
     }
+    const unsigned E = emu_type_bytes(type);
     emu_wgmma_bytes(w, [&](unsigned a, int, int, int) {
-      if (a + 2 <= emu.smem_bytes) {
-        emu.cta->wg_reads[a]++;
-        emu.cta->wg_reads[a + 1]++;
-      }
+      if (a + E <= emu.smem_bytes)
+        for (unsigned b = 0; b < E; b++)
+          emu.cta->wg_reads[a + b]++;
     });
     gg.open.push_back(w);
   });

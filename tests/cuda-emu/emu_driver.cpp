@@ -3,7 +3,7 @@
 // reference from the same (rounded) inputs, with ts_numerics_rel_error's norm-wise relative error
 // and ts_numerics_tolerance's bound. Inputs are random and nonzero; outputs are NaN-poisoned.
 // usage: emu-kernel OP DIM... (gemm M N K | flash_attention[_causal] B H S D | rows ops M N |
-// saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1..10 plants a bug (emu_core.h).
+// saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1..14 plants a bug (emu_core.h).
 // The CTAs of a cluster (-DEMU_CLUSTER=n, consecutive along x) run together, each with its own
 // shared memory.
 #include "ts_cuda_prims.cuh"
@@ -53,6 +53,24 @@ static Buf random_buf(size_t n, uint64_t &seed, double lo, double hi)
   return b;
 }
 static double f(STORE x) { return ts_to_f32(x); }
+#ifdef FP8_IN
+// fp8 gemm (-DFP8_IN=ts_e4m3 or ts_e5m2, -DFP8_E5M2=0/1): inputs are random finite nonzero bit
+// patterns, so every binade and the subnormals occur; B is stored [N, K]; the output (STORE)
+// is bf16, times the per-tensor scales floats[0] and floats[1].
+static double f8(unsigned char v) { return emu_fp8_to_f32(v, FP8_E5M2); }
+static std::vector<FP8_IN> random_fp8(size_t n, uint64_t &seed)
+{
+  std::vector<FP8_IN> b(n);
+  for (auto &x : b) {
+    unsigned char v;
+    do
+      v = (unsigned char)(urand(seed) * 256);
+    while (!std::isfinite(f8(v)) || f8(v) == 0);
+    x.x = v;
+  }
+  return b;
+}
+#endif
 
 // cuTensorMapEncodeTiled's checks (those the plan does not make), then the emulator's encoding.
 static int encode_maps()
@@ -189,6 +207,26 @@ int main(int argc, char **argv)
   std::vector<Buf> in;
   Buf out;
   std::vector<double> ref;
+#ifdef FP8_IN
+  std::vector<FP8_IN> a8, b8;
+  if (op == "gemm") {
+    const long long M = d[0], N = d[1], K = d[2];
+    // Scales of no power of two, as a per-tensor cast picks them (amax / the format's largest).
+    const float sa = FP8_E5M2 ? 1.0f / 57344 : 1.0f / 448, sb = FP8_E5M2 ? 3.0f / 57344 : 3.0f / 448;
+    g_args.floats[0] = sa;
+    g_args.floats[1] = sb;
+    a8 = random_fp8(M * K, seed);
+    b8 = random_fp8(N * K, seed);
+    out.resize(M * N);
+    ref.assign(M * N, 0);
+    for (long long i = 0; i < M; i++)
+      for (long long j = 0; j < N; j++) {
+        double acc = 0;
+        for (long long k = 0; k < K; k++) acc += f8(a8[i * K + k].x) * f8(b8[j * K + k].x);
+        ref[i * N + j] = acc * sa * sb;
+      }
+  } else
+#endif
   if (op == "gemm") {
     const long long M = d[0], N = d[1], K = d[2];
     in = {random_buf(M * K, seed, -1, 1), random_buf(K * N, seed, -1, 1)};
@@ -254,6 +292,12 @@ int main(int argc, char **argv)
   }
   for (auto &x : out) x = ts_from_f32<STORE>(NAN);
   size_t nb = 0;
+#ifdef FP8_IN
+  if (op == "gemm") {
+    g_args.bufs[nb++] = a8.data();
+    g_args.bufs[nb++] = b8.data();
+  }
+#endif
   for (auto &b : in) g_args.bufs[nb++] = b.data();
   g_args.bufs[nb] = out.data();
   int rc = run_launch();

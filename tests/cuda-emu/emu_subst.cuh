@@ -52,9 +52,11 @@
 // @ template <int NACC> __device__ __forceinline__ void ts_wgmma_fence_acc(float *acc)
 { (void)acc; }
 // @ template <class T, int N, int TB = 1> __device__ __forceinline__ void ts_wgmma_ss(float *d, unsigned long long da, unsigned long long db, int scale_d)
-{ emu_wgmma(d, N, da, db, scale_d, !ts_is_bf16<T>, /*imm-trans-a*/ false, /*imm-trans-b*/ TB != 0); }
+{ emu_wgmma(d, N, da, db, scale_d, ts_is_bf16<T> ? EMU_BF16 : EMU_F16, /*imm-trans-a*/ false, /*imm-trans-b*/ TB != 0); }
+// @ template <class T, int N> __device__ __forceinline__ void ts_wgmma_ss8(float *d, unsigned long long da, unsigned long long db, int scale_d)
+{ emu_wgmma(d, N, da, db, scale_d, ts_is_e4m3<T> ? EMU_E4M3 : EMU_E5M2, false, /*plant 14: imm-trans-b*/ emu.plant == 14); }
 // @ template <class T, int N> __device__ __forceinline__ void ts_wgmma_rs(float *d, const unsigned *a, unsigned long long db, int scale_d)
-{ emu_wgmma(d, N, 0, db, scale_d, !ts_is_bf16<T>, false, /*imm-trans-b*/ true, a); }
+{ emu_wgmma(d, N, 0, db, scale_d, ts_is_bf16<T> ? EMU_BF16 : EMU_F16, false, /*imm-trans-b*/ true, a); }
 // @ __device__ __forceinline__ void ts_mbar_init_one(unsigned bar, unsigned count)
 { emu_mbar_init(bar, count); }
 // @ __device__ __forceinline__ void ts_mbar_fence_init()

@@ -3,7 +3,7 @@
 # default CUDA point and a few others with the real tessera-tune, compiles the unmodified
 # generated source and op-family headers with g++ against a host emulator (emu_core.h; only the
 # inline-PTX functions are substituted, see prep.py and emu_subst.cuh), runs every CTA and checks
-# every output element against an f64 reference (emu_driver.cpp). Thirteen planted bugs must be caught.
+# every output element against an f64 reference (emu_driver.cpp). Fourteen planted bugs must be caught.
 # TAP output; exit 77 when g++ (C++17 with _Float16) or python3 is missing.
 set -u
 TUNE=$1
@@ -90,6 +90,15 @@ F5='block(m=128,n=128).warps(8).stages(2).mma("wgmma").schedule("pingpong")'
 G4='block(m=128,n=64).warps(8).stages(2).mma("wgmma").schedule("coop").persistent(2)'
 G5='block(m=128,n=128).warps(8).stages(2).mma("wgmma").schedule("overlap").persistent(3)'
 G6='block(m=128,n=64).warps(8).stages(3).mma("wgmma").schedule("pingpong").persistent(2)'
+# fp8 (e4m3, e5m2) on the k32 wgmma: both operands K-major, B stored [N, K] and loaded by the
+# TMA as A is; the scales multiply the finished tile, written as bf16. K=528: a partial last
+# 128-deep slice (the TMA fills it with zeros).
+X1='block(m=128,n=128,k=128).warps(8).stages(3).mma("wgmma").load("tma")'
+X2='block(m=128,n=256,k=128).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop")'
+X3='block(m=128,n=64,k=128).warps(8).stages(4).mma("wgmma").load("tma").schedule("pingpong").persistent(3).epilogue("tma")'
+X4='block(m=128,n=128,k=128).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2).cluster(m=2)'
+X5='block(m=128,n=64,k=128).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(4).cluster(n=2).epilogue("tma")'
+X6='block(m=64,n=64,k=128).warps(4).stages(3).mma("wgmma").load("tma").epilogue("tma")'
 R1='block(m=4).warps(4).vector(4)'
 R2='block(m=16).warps(16).vector(8)'
 CASES=()
@@ -120,6 +129,12 @@ for p in "$K1" "$K3"; do CASES+=("gemm|M=256,N=200,K=520|256 200 520|bf16|$p|EMU
 for p in "$K2" "$K4"; do CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$p|EMU_EAGER=0|pass"); done
 CASES+=("gemm|M=256,N=200,K=200|256 200 200|f16|$K1|EMU_EAGER=1|pass")
 CASES+=("gemm|M=136,N=200,K=200|136 200 200|f16|$K4|EMU_EAGER=1|pass")
+for p in '' "$X1" "$X2" "$X3" "$X6"; do
+  CASES+=("gemm|M=136,N=200,K=528|136 200 528|fp8_e4m3|$p|EMU_EAGER=0|pass")
+done
+for p in "$X1" "$X3"; do CASES+=("gemm|M=136,N=200,K=528|136 200 528|fp8_e5m2|$p|EMU_EAGER=0|pass"); done
+CASES+=("gemm|M=256,N=200,K=528|256 200 528|fp8_e4m3|$X4|EMU_EAGER=0|pass")
+CASES+=("gemm|M=136,N=200,K=528|136 200 528|fp8_e5m2|$X5|EMU_EAGER=0|pass")
 for op in flash_attention flash_attention_causal; do
   for p in '' "$A1" "$A2" "$A3"; do CASES+=("$op|B=1,H=2,S=77,D=64|1 2 77 64|bf16|$p|EMU_EAGER=0|pass"); done
   CASES+=("$op|B=1,H=1,S=40,D=128|1 1 40 128|bf16||EMU_EAGER=1|pass")
@@ -184,6 +199,10 @@ CASES+=("flash_attention_causal|B=1,H=3,S=300,D=64|1 3 300 64|bf16|$G4|EMU_PLANT
 # Q·Kᵀ still writes).
 CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$C1|EMU_PLANT=12|fail")
 CASES+=("flash_attention|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$F3|EMU_PLANT=13|fail")
+# ... and, on fp8, a B read N-major (the layout of 16-bit B), and an fp8 wgmma issued with
+# imm-trans-b, which the ISA does not have.
+CASES+=("gemm|M=136,N=200,K=528|136 200 528|fp8_e4m3|$X2|EMU_PLANT=3|fail")
+CASES+=("gemm|M=136,N=200,K=528|136 200 528|fp8_e5m2|$X1|EMU_PLANT=14|fail")
 
 # EMU_ONLY=REGEX: only the cases whose line matches (a developer's subset).
 if [ -n "${EMU_ONLY:-}" ]; then
@@ -206,12 +225,15 @@ run_case() { # index, case line; writes $W/r.INDEX
   entry=$(grep -o 'extern "C" __constant__ unsigned int [a-z_0-9]*_launch' "$d/k.cu" | awk '{print $NF}')
   entry=${entry%_launch}
   store=ts_bf16; [ "$dt" = f16 ] && store=ts_f16
+  local fp8=""
+  case $dt in fp8_e4m3*) fp8="-DFP8_IN=ts_e4m3 -DFP8_E5M2=0" ;; fp8_e5m2*) fp8="-DFP8_IN=ts_e5m2 -DFP8_E5M2=1" ;; esac
+  local sname=$dt; [ -n "$fp8" ] && sname=bf16 # fp8 writes bf16, and its bound is bf16's
   local tma="" cluster
   grep -q "unsigned int ${entry}_tma\[" "$d/k.cu" && tma="-DTMA_RECORD=${entry}_tma"
   cluster=$(grep -o '__cluster_dims__([0-9]*' "$d/k.cu" | head -1 | tr -dc 0-9)
   # shellcheck disable=SC2086
   if ! "$CXX" -std=c++17 -O1 -w -include "$HERE/emu_core.h" -I"$W/inc" -DENTRY="$entry" $tma -DEMU_CLUSTER="${cluster:-1}" \
-      -DLAUNCH="${entry}_launch" -DSTORE=$store -DSTORE_NAME="\"$dt\"" -x c++ "$d/k.cu" \
+      -DLAUNCH="${entry}_launch" -DSTORE=$store -DSTORE_NAME="\"$sname\"" $fp8 -x c++ "$d/k.cu" \
       -x c++ "$HERE/emu_driver.cpp" -o "$d/emu" 2>"$d/log"; then
     echo "not ok $i - $name # g++ failed: $(grep -m1 error "$d/log")" >"$W/r.$i"; return; fi
   # shellcheck disable=SC2086
