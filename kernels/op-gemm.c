@@ -884,7 +884,7 @@ const TsOpDef ts__op_gemm = {
                 " CM * CN <= 2, CM * CN == 1 || schedule != \"plain\" && persistent > 0,"
                 " (M + BM - 1) / BM % CM == 0, (N + BN - 1) / BN % CN == 0,"
                 " K % vector == 0, N % vector == 0,"
-                " elem_bytes == 2 || mma == \"wgmma\" && load == \"tma\" && K % 16 == 0)",
+                " elem_bytes != 1 || mma == \"wgmma\" && load == \"tma\" && K % 16 == 0)",
   .cuda_default = "block(m=128,n=128,k=32).warps(8).stages(4).vector(8).swizzle(\"xor\").raster(8)"
                   ".mma(\"sync\").load(\"cp_async\").schedule(\"plain\").persistent(0)"
                   ".epilogue(\"direct\").cluster(m=1, n=1)",

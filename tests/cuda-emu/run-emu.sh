@@ -92,13 +92,13 @@ G5='block(m=128,n=128).warps(8).stages(2).mma("wgmma").schedule("overlap").persi
 G6='block(m=128,n=64).warps(8).stages(3).mma("wgmma").schedule("pingpong").persistent(2)'
 # fp8 (e4m3, e5m2) on the k32 wgmma: both operands K-major, B stored [N, K] and loaded by the
 # TMA as A is; the scales multiply the finished tile, written as bf16. K=528: a partial last
-# 128-deep slice (the TMA fills it with zeros).
-X1='block(m=128,n=128,k=128).warps(8).stages(3).mma("wgmma").load("tma")'
-X2='block(m=128,n=256,k=128).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop")'
+# 128-deep slice (the TMA fills it with zeros). fp8's default point ('') is coop, persistent.
+X1='block(m=128,n=128,k=128).warps(8).stages(3).mma("wgmma").load("tma").schedule("plain").persistent(0)'
+X2='block(m=128,n=256,k=128).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(0)'
 X3='block(m=128,n=64,k=128).warps(8).stages(4).mma("wgmma").load("tma").schedule("pingpong").persistent(3).epilogue("tma")'
 X4='block(m=128,n=128,k=128).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2).cluster(m=2)'
 X5='block(m=128,n=64,k=128).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(4).cluster(n=2).epilogue("tma")'
-X6='block(m=64,n=64,k=128).warps(4).stages(3).mma("wgmma").load("tma").epilogue("tma")'
+X6='block(m=64,n=64,k=128).warps(4).stages(3).mma("wgmma").load("tma").schedule("plain").persistent(0).epilogue("tma")'
 R1='block(m=4).warps(4).vector(4)'
 R2='block(m=16).warps(16).vector(8)'
 CASES=()
