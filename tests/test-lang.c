@@ -1,0 +1,222 @@
+/* test-lang.c — the kernel language's lexer and parser: exact trees for small kernels, the
+ * examples/ kernels parsed whole, and one clear error (code, position, caret) for each kind of
+ * malformed input. */
+#include "ts-lang.h"
+
+#include <string.h>
+
+static char *
+parse_to_string(const char *src)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsLangNode) m = ts_lang_parse(src, "t.tsk", &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(m);
+  return ts_lang_node_to_string(m);
+}
+
+static void
+test_small(void)
+{
+  g_autofree char *s = parse_to_string(
+    "@kernel\n"
+    "def saxpy(x: f32[n], y: mut f32[n], alpha: f32):\n"
+    "    i = tile.linear_id()  # a comment\n"
+    "\n"
+    "    y[i] = alpha * x[i] + y[i]\n");
+  g_assert_cmpstr(s, ==,
+                  "(module\n"
+                  "  (def saxpy (decorators (name kernel)) (params (param x (index (name f32) (name "
+                  "n)) _) (param y mut (index (name f32) (name n)) _) (param alpha (name f32) _)) _ "
+                  "(block\n"
+                  "      (assign (name i) (call (attr linear_id (name tile))))\n"
+                  "      (assign (index (name y) (name i)) (binop + (binop * (name alpha) (index (name "
+                  "x) (name i))) (index (name y) (name i)))))))");
+}
+
+/* Precedence and associativity as Python's; policies are the @ operator. */
+static void
+test_expressions(void)
+{
+  g_autofree char *s = parse_to_string(
+    "def f(a: Tensor[\"B*H\", \"S\", bf16 @accum(f32)], *, p: float = 0.5):\n"
+    "    x = -a ** 2 - b * c / d // e % 2 @ w\n"
+    "    y = not a and b or c if k < 3 else d\n"
+    "    z = l[:, None] + m[1:2, ::3] + t[0]\n"
+    "    u, (v, w) = (1, 2.5e-1), [3, 'x\\n']\n"
+    "    acc += 1; pass\n"
+    "    return\n");
+  g_assert_cmpstr(s, ==,
+                  "(module\n"
+                  "  (def f (decorators) (params (param a (index (name Tensor) (tuple (str \"B*H\") "
+                  "(str \"S\") (binop @ (name bf16) (call (name accum) (name f32))))) _) (star) (param "
+                  "p (name float) (float 0.5))) _ (block\n"
+                  "      (assign (name x) (binop - (unary - (binop ** (name a) (int 2))) (binop @ "
+                  "(binop % (binop // (binop / (binop * (name b) (name c)) (name d)) (name e)) (int "
+                  "2)) (name w))))\n"
+                  "      (assign (name y) (ifexp (boolop or (boolop and (unary not (name a)) (name b)) "
+                  "(name c)) (compare < (name k) (int 3)) (name d)))\n"
+                  "      (assign (name z) (binop + (binop + (index (name l) (tuple (slice _ _ _) (name "
+                  "None))) (index (name m) (tuple (slice (int 1) (int 2) _) (slice _ _ (int 3))))) "
+                  "(index (name t) (int 0))))\n"
+                  "      (assign (tuple (name u) (tuple (name v) (name w))) (tuple (tuple (int 1) "
+                  "(float 0.25)) (list (int 3) (str \"x\\n\"))))\n"
+                  "      (augassign + (name acc) (int 1))\n"
+                  "      (pass)\n"
+                  "      (return _))))");
+}
+
+static void
+test_statements(void)
+{
+  g_autofree char *s = parse_to_string(
+    "def f(n):\n"
+    "    for i, j in tile.range(0, n, 4):\n"
+    "        if i: g(x=1)\n"
+    "        elif j:\n"
+    "            pass\n"
+    "        else:\n"
+    "            h(\n"
+    "              2,\n"
+    "            )\n"
+    "    return a, \\\n"
+    "        b\n"
+    "def g(): pass\n");
+  g_assert_cmpstr(s, ==,
+                  "(module\n"
+                  "  (def f (decorators) (params (param n _ _)) _ (block\n"
+                  "      (for (tuple (name i) (name j)) (call (attr range (name tile)) (int 0) (name "
+                  "n) (int 4)) (block\n"
+                  "          (if (name i) (block\n"
+                  "              (expr (call (name g) (kw x (int 1))))) (block\n"
+                  "              (if (name j) (block\n"
+                  "                  (pass)) (block\n"
+                  "                  (expr (call (name h) (int 2)))))))))\n"
+                  "      (return (tuple (name a) (name b)))))\n"
+                  "  (def g (decorators) (params) _ (block\n"
+                  "      (pass))))");
+}
+
+/* The examples parse whole, with the shapes their kernels have. */
+static void
+test_examples(void)
+{
+  static const struct {
+    const char *file, *name;
+    guint params, decorators;
+  } ex[] = {{"saxpy.tsk", "saxpy", 3, 2},
+            {"gemm.tsk", "gemm", 3, 2},
+            {"flash_attention.tsk", "flash_attention", 5, 2}};
+  for (guint i = 0; i < G_N_ELEMENTS(ex); i++) {
+    g_autofree char *path = g_test_build_filename(G_TEST_DIST, "..", "examples", ex[i].file, NULL);
+    g_autofree char *src = NULL;
+    g_autoptr(GError) error = NULL;
+    if (!g_file_get_contents(path, &src, NULL, &error))
+      g_error("%s: %s", path, error->message);
+    g_autoptr(TsLangNode) m = ts_lang_parse(src, ex[i].file, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(m->kids->len, ==, 1);
+    const TsLangNode *def = g_ptr_array_index(m->kids, 0);
+    g_assert_cmpint(def->kind, ==, TS_LANG_DEF);
+    g_assert_cmpstr(def->str, ==, ex[i].name);
+    const TsLangNode *decorators = g_ptr_array_index(def->kids, 0);
+    const TsLangNode *params = g_ptr_array_index(def->kids, 1);
+    g_assert_cmpuint(decorators->kids->len, ==, ex[i].decorators);
+    g_assert_cmpuint(params->kids->len, ==, ex[i].params);
+  }
+}
+
+typedef struct {
+  const char *src;
+  TsLangError code;
+  int line, col;
+  const char *needle;
+} BadCase;
+
+static const BadCase bad[] = {
+  {"def f(:):\n    pass\n", TS_LANG_ERROR_SYNTAX, 1, 7, "expected a parameter name, found ':'"},
+  {"def f(x:\n", TS_LANG_ERROR_SYNTAX, 1, 6, "this '(' is never closed"},
+  {"def f(q: T[\"S\"]):\n    acc = g((a, b), f32\n    return acc\n", TS_LANG_ERROR_SYNTAX, 2,
+   12, "this '(' is never closed"},
+  {"def f():\n    x = g(a]\n", TS_LANG_ERROR_SYNTAX, 2, 12, "']' does not close the '(' of line 2"},
+  {"def f():\n    x = 1\n  y = 2\n", TS_LANG_ERROR_INDENT, 3, 3, "matches no enclosing block"},
+  {"def f():\nx = 1\n", TS_LANG_ERROR_SYNTAX, 2, 1, "expected an indented block"},
+  {"def f():\n \tx = 1\n", TS_LANG_ERROR_INDENT, 2, 3, "mixes tabs and spaces"},
+  {"def f():\n    x = = 1\n", TS_LANG_ERROR_SYNTAX, 2, 9, "expected an expression, found '='"},
+  {"def f():\n    1 = x\n", TS_LANG_ERROR_SYNTAX, 2, 7, "cannot assign to this"},
+  {"def f():\n    a < b < c\n", TS_LANG_ERROR_SYNTAX, 2, 11, "chained comparisons"},
+  {"def f():\n    else: pass\n", TS_LANG_ERROR_SYNTAX, 2, 5, "'else' without an 'if'"},
+  {"def f(x, x):\n    pass\n", TS_LANG_ERROR_SYNTAX, 1, 10, "parameter 'x' is named twice"},
+  {"def f():\n    g(a=1, 2)\n", TS_LANG_ERROR_SYNTAX, 2, 12, "positional argument cannot follow"},
+  {"x = 1\n", TS_LANG_ERROR_SYNTAX, 1, 1, "expected a kernel: '@' decorators or 'def'"},
+  {"def f():\n    s = 'abc\n", TS_LANG_ERROR_SYNTAX, 2, 9, "string is not closed"},
+  {"def f():\n    x = 1 if y\n", TS_LANG_ERROR_SYNTAX, 2, 15, "expected 'else'"},
+  {"def f():\n    x = $\n", TS_LANG_ERROR_SYNTAX, 2, 9, "unexpected character '$'"},
+  {"def f():\n    return 1 2\n", TS_LANG_ERROR_SYNTAX, 2, 14, "expected the end of the line"},
+  {"def f():\n    x = a)\n", TS_LANG_ERROR_SYNTAX, 2, 10, "this bracket closes nothing"},
+  {"def f():\n    a = b = c\n", TS_LANG_ERROR_SYNTAX, 2, 11, "chained assignment"},
+  {"def f():\n    x = 12ab\n", TS_LANG_ERROR_SYNTAX, 2, 11, "a name cannot start right after"},
+  {"def f():\n    def g(): pass\n", TS_LANG_ERROR_SYNTAX, 2, 5, "not inside another kernel"},
+  {"@kernel\nx = 1\n", TS_LANG_ERROR_SYNTAX, 2, 1, "expected 'def' after the decorators"},
+  {"def f():\n    for 1 in x: pass\n", TS_LANG_ERROR_SYNTAX, 2, 5, "must be a name"},
+  {"def f():\n    x = 'a\\q'\n", TS_LANG_ERROR_SYNTAX, 2, 11, "unknown escape"},
+  {"def f():\n    (a, b) += 1\n", TS_LANG_ERROR_SYNTAX, 2, 12, "cannot update this in place"},
+  {"  def f(): pass\n", TS_LANG_ERROR_INDENT, 1, 3, "unexpected indentation"},
+};
+
+static void
+test_errors(void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TsLangNode) m = ts_lang_parse(bad[i].src, "k.tsk", &error);
+    if (m != NULL)
+      g_error("case %u parsed: %s", i, bad[i].src);
+    g_assert_nonnull(error);
+    g_autofree char *where = g_strdup_printf("k.tsk:%d:%d: ", bad[i].line, bad[i].col);
+    if (error->code != (gint)bad[i].code || !g_str_has_prefix(error->message, where) ||
+        strstr(error->message, bad[i].needle) == NULL)
+      g_error("case %u: wanted %s...%s (code %d), got (code %d):\n%s", i, where, bad[i].needle,
+              bad[i].code, error->code, error->message);
+    /* The offending line, then a caret under the column. */
+    g_auto(GStrv) lines = g_strsplit(error->message, "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 3);
+    g_assert_cmpuint(strlen(lines[2]), ==, 2 + (gsize)bad[i].col);
+    g_assert_cmpint(lines[2][1 + bad[i].col], ==, '^');
+  }
+}
+
+/* Nesting is bounded, so a hostile file cannot exhaust the stack. */
+static void
+test_limits(void)
+{
+  g_autoptr(GString) src = g_string_new("def f():\n    x = ");
+  for (int i = 0; i < 5000; i++)
+    g_string_append_c(src, '(');
+  g_string_append_c(src, '1');
+  for (int i = 0; i < 5000; i++)
+    g_string_append_c(src, ')');
+  g_string_append_c(src, '\n');
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsLangNode) m = ts_lang_parse(src->str, "deep.tsk", &error);
+  g_assert_null(m);
+  g_assert_error(error, TS_LANG_ERROR, TS_LANG_ERROR_LIMIT);
+  g_assert_nonnull(strstr(error->message, "nested more than 200 levels"));
+  /* An empty file is an empty module. */
+  g_autoptr(TsLangNode) empty = ts_lang_parse("# nothing\n\n", "e.tsk", NULL);
+  g_assert_nonnull(empty);
+  g_assert_cmpuint(empty->kids->len, ==, 0);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/lang/parse/small", test_small);
+  g_test_add_func("/lang/parse/expressions", test_expressions);
+  g_test_add_func("/lang/parse/statements", test_statements);
+  g_test_add_func("/lang/parse/examples", test_examples);
+  g_test_add_func("/lang/parse/errors", test_errors);
+  g_test_add_func("/lang/parse/limits", test_limits);
+  return g_test_run();
+}
