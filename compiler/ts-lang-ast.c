@@ -1,6 +1,8 @@
 /* ts-lang-ast.c — the kernel language's syntax tree: freeing and printing. */
 #include "ts-lang.h"
 
+#include <string.h>
+
 static const char *const kind_names[] = {
   [TS_LANG_MODULE] = "module",     [TS_LANG_DEF] = "def",
   [TS_LANG_DECORATORS] = "decorators", [TS_LANG_PARAMS] = "params",
@@ -95,5 +97,120 @@ ts_lang_node_to_string(const TsLangNode *node)
 {
   GString *out = g_string_new(NULL);
   print(out, node, 0);
+  return g_string_free(out, FALSE);
+}
+
+/* Python-like source of an expression (what decorators hand to the Schedule IR parser, what
+ * messages quote): fully parenthesised binary operators, so the text reads back the same. */
+static void
+unparse(GString *out, const TsLangNode *n)
+{
+  if (n == NULL)
+    return;
+  switch (n->kind) {
+  case TS_LANG_NAME:
+    g_string_append(out, n->str);
+    break;
+  case TS_LANG_INT:
+    g_string_append_printf(out, "%.17g", n->num);
+    break;
+  case TS_LANG_FLOAT: {
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append(out, g_ascii_dtostr(buf, sizeof buf, n->num));
+    if (!strpbrk(buf, ".eEn")) /* keep it a float: 2.0, not 2 */
+      g_string_append(out, ".0");
+    break;
+  }
+  case TS_LANG_STRING: {
+    g_autofree char *esc = g_strescape(n->str, NULL);
+    g_string_append_printf(out, "\"%s\"", esc);
+    break;
+  }
+  case TS_LANG_BINOP:
+  case TS_LANG_COMPARE:
+  case TS_LANG_BOOLOP:
+    g_string_append_c(out, '(');
+    unparse(out, g_ptr_array_index(n->kids, 0));
+    g_string_append_printf(out, " %s ", n->str);
+    unparse(out, g_ptr_array_index(n->kids, 1));
+    g_string_append_c(out, ')');
+    break;
+  case TS_LANG_UNARY:
+    g_string_append_printf(out, "%s%s", n->str, strcmp(n->str, "not") == 0 ? " " : "");
+    unparse(out, g_ptr_array_index(n->kids, 0));
+    break;
+  case TS_LANG_CALL:
+    unparse(out, g_ptr_array_index(n->kids, 0));
+    g_string_append_c(out, '(');
+    for (guint i = 1; i < n->kids->len; i++) {
+      if (i > 1)
+        g_string_append(out, ", ");
+      unparse(out, g_ptr_array_index(n->kids, i));
+    }
+    g_string_append_c(out, ')');
+    break;
+  case TS_LANG_KEYWORD:
+    g_string_append_printf(out, "%s=", n->str);
+    unparse(out, g_ptr_array_index(n->kids, 0));
+    break;
+  case TS_LANG_ATTR:
+    unparse(out, g_ptr_array_index(n->kids, 0));
+    g_string_append_printf(out, ".%s", n->str);
+    break;
+  case TS_LANG_SUBSCRIPT: {
+    unparse(out, g_ptr_array_index(n->kids, 0));
+    g_string_append_c(out, '[');
+    const TsLangNode *idx = g_ptr_array_index(n->kids, 1);
+    if (idx && idx->kind == TS_LANG_TUPLE)
+      for (guint i = 0; i < idx->kids->len; i++) {
+        if (i > 0)
+          g_string_append(out, ", ");
+        unparse(out, g_ptr_array_index(idx->kids, i));
+      }
+    else
+      unparse(out, idx);
+    g_string_append_c(out, ']');
+    break;
+  }
+  case TS_LANG_SLICE:
+    unparse(out, g_ptr_array_index(n->kids, 0));
+    g_string_append_c(out, ':');
+    unparse(out, g_ptr_array_index(n->kids, 1));
+    if (g_ptr_array_index(n->kids, 2)) {
+      g_string_append_c(out, ':');
+      unparse(out, g_ptr_array_index(n->kids, 2));
+    }
+    break;
+  case TS_LANG_TUPLE:
+  case TS_LANG_LIST:
+    g_string_append_c(out, n->kind == TS_LANG_LIST ? '[' : '(');
+    for (guint i = 0; i < n->kids->len; i++) {
+      if (i > 0)
+        g_string_append(out, ", ");
+      unparse(out, g_ptr_array_index(n->kids, i));
+    }
+    if (n->kind == TS_LANG_TUPLE && n->kids->len == 1)
+      g_string_append_c(out, ',');
+    g_string_append_c(out, n->kind == TS_LANG_LIST ? ']' : ')');
+    break;
+  case TS_LANG_IFEXP:
+    g_string_append_c(out, '(');
+    unparse(out, g_ptr_array_index(n->kids, 0));
+    g_string_append(out, " if ");
+    unparse(out, g_ptr_array_index(n->kids, 1));
+    g_string_append(out, " else ");
+    unparse(out, g_ptr_array_index(n->kids, 2));
+    g_string_append_c(out, ')');
+    break;
+  default:
+    g_string_append_printf(out, "<%s>", ts_lang_kind_name(n->kind));
+  }
+}
+
+char *
+ts_lang_expr_to_source(const TsLangNode *expr)
+{
+  GString *out = g_string_new(NULL);
+  unparse(out, expr);
   return g_string_free(out, FALSE);
 }

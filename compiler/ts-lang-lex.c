@@ -2,6 +2,7 @@
  * ends at a newline outside brackets (or a backslash joins it to the next), indentation opens
  * and closes blocks (INDENT/DEDENT), comments run from `#` to the end of the line. */
 #include "ts-lang-private.h"
+#include "ts-suggest.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -19,20 +20,9 @@ ts_lang_set_error(GError **error, gint code, const char *src, const char *filena
   va_start(ap, fmt);
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
-  const char *p = src ? src : "";
-  for (int l = 1; l < line && *p; p++)
-    if (*p == '\n')
-      l++;
-  const char *end = strchr(p, '\n');
-  const gsize len = end ? (gsize)(end - p) : strlen(p);
   g_autoptr(GString) s = g_string_new(NULL);
-  g_string_append_printf(s, "%s:%d:%d: %s\n  ", filename ? filename : "<kernel>", line, col, msg);
-  g_string_append_len(s, p, (gssize)len);
-  g_string_append(s, "\n  ");
-  /* Tabs copied, so the caret lines up however the terminal expands them. */
-  for (int c = 1; c < col; c++)
-    g_string_append_c(s, (gsize)(c - 1) < len && p[c - 1] == '\t' ? '\t' : ' ');
-  g_string_append_c(s, '^');
+  g_string_append_printf(s, "%s:%d:%d: %s", filename ? filename : "<kernel>", line, col, msg);
+  ts__append_caret(s, src, line, col);
   g_set_error_literal(error, TS_LANG_ERROR, code, s->str);
 }
 

@@ -261,6 +261,10 @@ atom(Parser *p)
         return with(node(TS_LANG_LIST, t, NULL), inner);
       if (list)
         inner->kind = TS_LANG_LIST;
+      if (inner->kind == TS_LANG_TUPLE || inner->kind == TS_LANG_LIST) {
+        inner->line = t->line; /* a display starts at its bracket */
+        inner->col = t->col;
+      }
       return inner; /* (x) is x; (x, y) a tuple */
     }
     break;
@@ -268,6 +272,15 @@ atom(Parser *p)
     break;
   }
   return expected(p, "an expression");
+}
+
+/* A postfix node starts where its base does (a call's position is its callee's start). */
+static TsLangNode *
+from(TsLangNode *n, const TsLangNode *base)
+{
+  n->line = base->line;
+  n->col = base->col;
+  return n;
 }
 
 static TsLangNode *
@@ -278,7 +291,8 @@ postfix(Parser *p)
     const TsLangTok *t = peek(p);
     if (is_op(p, "(")) {
       next(p);
-      TsLangNode *call = with(node(TS_LANG_CALL, t, NULL), g_steal_pointer(&n));
+      TsLangNode *call = from(node(TS_LANG_CALL, t, NULL), n);
+      with(call, g_steal_pointer(&n));
       n = call_args(p, call);
       if (n == NULL)
         ts_lang_node_free(call);
@@ -303,7 +317,8 @@ postfix(Parser *p)
       }
       if (!expect_op(p, "]"))
         return NULL;
-      TsLangNode *sub = with(node(TS_LANG_SUBSCRIPT, t, NULL), g_steal_pointer(&n));
+      TsLangNode *sub = from(node(TS_LANG_SUBSCRIPT, t, NULL), n);
+      with(sub, g_steal_pointer(&n));
       n = with(sub, g_steal_pointer(&index));
     } else if (is_op(p, ".")) {
       next(p);
@@ -311,7 +326,8 @@ postfix(Parser *p)
       if (name->kind != TS_LT_NAME)
         return expected(p, "an attribute name after '.'");
       next(p);
-      n = with(node(TS_LANG_ATTR, name, name->text), g_steal_pointer(&n));
+      TsLangNode *attr = from(node(TS_LANG_ATTR, name, name->text), n);
+      n = with(attr, g_steal_pointer(&n));
     } else {
       break;
     }

@@ -15,6 +15,8 @@
 
 #include <glib.h>
 
+#include "ts-ir.h"
+
 G_BEGIN_DECLS
 
 #define TS_LANG_ERROR (ts_lang_error_quark())
@@ -81,6 +83,48 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsLangNode, ts_lang_node_free)
  * (name tile) linear_id))): what tests compare and `--stage ast` prints. */
 char *ts_lang_node_to_string(const TsLangNode *node);
 const char *ts_lang_kind_name(TsLangKind kind);
+/* An expression as Python-like source: `dict(BM=[64, 128])`, `(a + (b * c))`. */
+char *ts_lang_expr_to_source(const TsLangNode *expr);
+
+/* ---- a kernel's interface, checked ---- */
+
+/* A parameter: a tensor (its Graph IR type: dims and dtype policy) or a scalar. */
+typedef struct {
+  char *name;
+  gboolean mut;          /* the kernel writes it */
+  gboolean keyword_only; /* after a bare `*`: a flag such as `causal` */
+  TsTensorType *tensor;  /* a tensor's type, NULL for a scalar */
+  char *scalar;          /* a scalar's type: f32, f64, f16, bf16, int, bool, float */
+  char *default_source;  /* its default value as source, or NULL */
+  int line, col;
+} TsLangParam;
+
+/* What the decorators say and the signature declares; the body is the tree's (borrowed). */
+typedef struct {
+  char *name;
+  GPtrArray *params;    /* TsLangParam*, in order */
+  char *space;          /* @kernel.autotune(space=...): Schedule IR text (parsed once), or NULL */
+  char *metric;         /* "latency_ms" unless the decorator says otherwise */
+  double budget_ms;     /* 0: not given */
+  char *cache;          /* NULL: the default cache */
+  char *implements;     /* @kernel.implements("op"): the built-in op it computes, or NULL */
+  char *schedule;       /* @kernel.schedule(point): Schedule IR point text, or NULL */
+  gboolean verify_stable;             /* @verify.numerics(stable=True) */
+  gboolean bounded;                   /* @verify.numerics(bounded=[lo, hi]) given */
+  double bound_lo, bound_hi;
+  const TsLangNode *def;              /* the DEF node (borrowed from the tree) */
+} TsLangKernel;
+
+/* Checks a DEF's decorators and signature (src and filename for the caret errors). Errors:
+ * an unknown decorator or keyword (with a suggestion), a malformed autotune space or schedule
+ * point (the Schedule IR's message), a parameter without a type, an unknown dtype or type, a
+ * policy that does not parse, `mut` on a scalar, a default on a tensor. */
+TsLangKernel *ts_lang_kernel_check(const TsLangNode *def, const char *src, const char *filename,
+                                   GError **error);
+void ts_lang_kernel_free(TsLangKernel *kernel);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsLangKernel, ts_lang_kernel_free)
+/* "x: mut Tensor[\"N\", f32]" — a parameter as the checker understood it. */
+char *ts_lang_param_to_string(const TsLangParam *param);
 
 /* "FILE:LINE:COL: message", the source line and a caret under COL, as every stage of the
  * front end reports errors. */

@@ -2,6 +2,7 @@
  * ("schedule:L:C: message", the source line, a caret), did-you-mean suggestions, and the
  * method catalog shared by the parser and the printers. */
 #include "ts-sched-private.h"
+#include "ts-suggest.h"
 
 #include <string.h>
 
@@ -92,22 +93,9 @@ ts__sched_error_at(GError **error, TsSchedError code, const char *src, int line,
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
 
-  /* Find the source line so the caret can sit under the column. */
-  const char *p = src ? src : "";
-  for (int l = 1; l < line && *p; p++)
-    if (*p == '\n')
-      l++;
-  const char *end = strchr(p, '\n');
-  gsize len = end ? (gsize)(end - p) : strlen(p);
-
   GString *s = g_string_new(NULL);
-  g_string_append_printf(s, "schedule:%d:%d: %s\n  ", line, col, msg);
-  g_string_append_len(s, p, (gssize)len);
-  g_string_append(s, "\n  ");
-  /* Copy tabs so the caret lines up however the terminal expands them. */
-  for (int c = 1; c < col; c++)
-    g_string_append_c(s, (gsize)(c - 1) < len && p[c - 1] == '\t' ? '\t' : ' ');
-  g_string_append_c(s, '^');
+  g_string_append_printf(s, "schedule:%d:%d: %s", line, col, msg);
+  ts__append_caret(s, src, line, col);
   g_set_error_literal(error, TS_SCHED_ERROR, code, s->str);
   g_string_free(s, TRUE);
 }

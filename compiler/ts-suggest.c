@@ -1,4 +1,5 @@
-/* ts-suggest.c — edit distance and the typo suggestions built on it. */
+/* ts-suggest.c — edit distance and the typo suggestions built on it; the caret under an error's
+ * column. */
 #include "ts-suggest.h"
 
 #include <string.h>
@@ -39,4 +40,21 @@ ts__suggest(const char *word, const char *const *candidates, guint n)
     }
   }
   return best_d <= limit ? best : NULL;
+}
+
+void
+ts__append_caret(GString *out, const char *src, int line, int col)
+{
+  const char *p = src ? src : "";
+  for (int l = 1; l < line && *p; p++)
+    if (*p == '\n')
+      l++;
+  const char *end = strchr(p, '\n');
+  const gsize len = end ? (gsize)(end - p) : strlen(p);
+  g_string_append(out, "\n  ");
+  g_string_append_len(out, p, (gssize)len);
+  g_string_append(out, "\n  ");
+  for (int c = 1; c < col; c++)
+    g_string_append_c(out, (gsize)(c - 1) < len && p[c - 1] == '\t' ? '\t' : ' ');
+  g_string_append_c(out, '^');
 }

@@ -208,6 +208,110 @@ test_limits(void)
   g_assert_cmpuint(empty->kids->len, ==, 0);
 }
 
+/* ---- the interface checker ---- */
+
+static TsLangKernel *
+check_one(const char *src, TsLangNode **tree, GError **error)
+{
+  g_autoptr(GError) perr = NULL;
+  *tree = ts_lang_parse(src, "c.tsk", &perr);
+  g_assert_no_error(perr);
+  g_assert_cmpuint((*tree)->kids->len, ==, 1);
+  return ts_lang_kernel_check(g_ptr_array_index((*tree)->kids, 0), src, "c.tsk", error);
+}
+
+/* The examples' interfaces: spaces in the Schedule IR's canonical form, metrics, budgets,
+ * implemented ops, and each parameter's Graph IR type. */
+static void
+test_check_examples(void)
+{
+  static const struct {
+    const char *file, *space, *implements, *params;
+    double budget_ms;
+  } ex[] = {
+    {"saxpy.tsk", "dict(block=[1024,4096], vector=[4,8])", "saxpy",
+     "x: Tensor[\"N\", f32]; y: mut Tensor[\"N\", f32]; alpha: f32", 200},
+    {"flash_attention.tsk", "block(m=[64,128], n=[64,128]).warps([4,8]).stages([2,3])",
+     "flash_attention",
+     "q: Tensor[\"B*H\",\"S\",\"D_h\", bf16 @accum(f32)]; "
+     "k: Tensor[\"B*H\",\"S\",\"D_h\", bf16 @accum(f32)]; "
+     "v: Tensor[\"B*H\",\"S\",\"D_h\", bf16 @accum(f32)]; *causal: bool = False", 180},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(ex); i++) {
+    g_autofree char *path = g_test_build_filename(G_TEST_DIST, "..", "examples", ex[i].file, NULL);
+    g_autofree char *src = NULL;
+    g_assert_true(g_file_get_contents(path, &src, NULL, NULL));
+    g_autoptr(TsLangNode) tree = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TsLangKernel) k = check_one(src, &tree, &error);
+    g_assert_no_error(error);
+    g_test_message("%s: space %s", ex[i].file, k->space);
+    g_assert_cmpstr(k->space, ==, ex[i].space);
+    g_assert_cmpstr(k->metric, ==, "latency_ms");
+    g_assert_cmpfloat(k->budget_ms, ==, ex[i].budget_ms);
+    g_assert_cmpstr(k->implements, ==, ex[i].implements);
+    g_autoptr(GString) params = g_string_new(NULL);
+    for (guint j = 0; j < k->params->len; j++) {
+      g_autofree char *t = ts_lang_param_to_string(g_ptr_array_index(k->params, j));
+      g_string_append_printf(params, "%s%s", j ? "; " : "", t);
+    }
+    g_assert_cmpstr(params->str, ==, ex[i].params);
+  }
+}
+
+typedef struct {
+  const char *src, *needle;
+  int line, col;
+} BadKernel;
+
+static const BadKernel bad_kernels[] = {
+  {"@kernel.autotun(space=dict(BM=[64]))\ndef f(): pass\n", "did you mean @kernel.autotune?", 1,
+   2},
+  {"@kernel.autotune(space=dict(BM=[64]), metrc=\"latency_ms\")\ndef f(): pass\n",
+   "has no argument 'metrc'; did you mean 'metric'?", 1, 39},
+  {"@kernel.autotune(metric=\"latency_ms\")\ndef f(): pass\n", "needs space=dict(...)", 1, 2},
+  {"@kernel.autotune(space=dict(BM=[]))\ndef f(): pass\n", "the autotune space does not parse",
+   1, 24},
+  {"@kernel.autotune(space=dict(BM=[64]), metric=\"gflops\")\ndef f(): pass\n",
+   "metric \"gflops\" is not measured", 1, 46},
+  {"@kernel.autotune(space=dict(BM=[64]), budget_ms=-5)\ndef f(): pass\n",
+   "budget_ms must be positive", 1, 49},
+  {"@kernel\n@kernel\ndef f(): pass\n", "@kernel is given twice", 2, 2},
+  {"@kernel.implements(3)\ndef f(): pass\n", "the op's name must be a string", 1, 20},
+  {"@kernel.schedule(block(m=[64,128]))\ndef f(): pass\n",
+   "the schedule does not parse as a point", 1, 18},
+  {"@verify.numerics(bounded=[5, 1])\ndef f(): pass\n", "lower end must be below", 1, 26},
+  {"@verify.numerics(stable=1)\ndef f(): pass\n", "stable must be True or False", 1, 25},
+  {"def f(x):\n    pass\n", "parameter 'x' needs a type", 1, 7},
+  {"def f(x: Tensr[\"N\", f32]):\n    pass\n", "did you mean 'Tensor'?", 1, 10},
+  {"def f(x: Tensor[\"N\", bf61]):\n    pass\n", "unknown dtype 'bf61' (known:", 1, 22},
+  {"def f(x: Tensor[\"N\", bf16 @acum(f32)]):\n    pass\n", "acum", 1, 22},
+  {"def f(x: Tensor[N, f32]):\n    pass\n", "a dim is a quoted name", 1, 17},
+  {"def f(x: Tensor[f32]):\n    pass\n", "a tensor has 1 to 6 dims", 1, 17},
+  {"def f(a: mut f32):\n    pass\n", "cannot be mut", 1, 7},
+  {"def f(x: Tensor[\"N\", f32] = 0):\n    pass\n", "cannot have a default", 1, 29},
+  {"def f(n: itn):\n    pass\n", "unknown type 'itn'; did you mean 'int'?", 1, 10},
+  {"def f(*, a: int, *, b: int):\n    pass\n", "'*' is given twice", 1, 18},
+};
+
+static void
+test_check_errors(void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(bad_kernels); i++) {
+    g_autoptr(TsLangNode) tree = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TsLangKernel) k = check_one(bad_kernels[i].src, &tree, &error);
+    if (k != NULL)
+      g_error("kernel case %u checked: %s", i, bad_kernels[i].src);
+    g_autofree char *where = g_strdup_printf("c.tsk:%d:%d: ", bad_kernels[i].line,
+                                             bad_kernels[i].col);
+    if (!g_str_has_prefix(error->message, where) ||
+        strstr(error->message, bad_kernels[i].needle) == NULL)
+      g_error("kernel case %u: wanted %s...%s, got:\n%s", i, where, bad_kernels[i].needle,
+              error->message);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -218,5 +322,7 @@ main(int argc, char **argv)
   g_test_add_func("/lang/parse/examples", test_examples);
   g_test_add_func("/lang/parse/errors", test_errors);
   g_test_add_func("/lang/parse/limits", test_limits);
+  g_test_add_func("/lang/check/examples", test_check_examples);
+  g_test_add_func("/lang/check/errors", test_check_errors);
   return g_test_run();
 }
