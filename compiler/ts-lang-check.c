@@ -383,6 +383,223 @@ ts_lang_kernel_free(TsLangKernel *k)
   g_free(k);
 }
 
+/* ---- the body: names and intrinsics ---- */
+
+typedef struct {
+  const char *name;
+  guint min_args, max_args;           /* positional */
+  const char *const *keywords;        /* NULL-terminated; NULL for none */
+} Intrinsic;
+
+#define KW(...) ((const char *const[]){__VA_ARGS__, NULL})
+static const Intrinsic intrinsics[] = {
+  {"alloc_shared", 2, 2, KW("swizzle")},
+  {"barrier", 0, 0, NULL},
+  {"cast", 2, 2, NULL},
+  {"col_index", 0, 1, NULL},
+  {"context", 0, 0, NULL},
+  {"cp_async", 2, 2, NULL},
+  {"dot", 2, 2, KW("accum")},
+  {"exp", 1, 1, NULL},
+  {"full", 2, 3, NULL},
+  {"linear_id", 0, 0, NULL},
+  {"load", 1, 2, KW("rows", "cols", "index", "vector", "prefetch")},
+  {"mask_causal", 1, 3, NULL},
+  {"maximum", 2, 2, NULL},
+  {"mma", 2, 2, KW("accum", "accumulator")},
+  {"range", 1, 3, KW("step", "prefetch")},
+  {"range_k", 2, 2, KW("prefetch")},
+  {"range_n", 2, 2, KW("prefetch")},
+  {"row_index", 0, 0, NULL},
+  {"row_max", 1, 1, NULL},
+  {"row_sum", 1, 1, NULL},
+  {"rsqrt", 1, 1, NULL},
+  {"softmax_accumulate", 7, 7, NULL},
+  {"softmax_online", 1, 1, NULL},
+  {"store", 1, 2, KW("index", "value", "rows", "cols")},
+  {"transpose", 1, 1, NULL},
+  {"zeros", 1, 2, NULL},
+};
+#undef KW
+
+/* Names a body may use without defining them: the tile module, dtypes, constants, builtins. */
+static const char *const builtins[] = {"tile", "ts", "f64", "f32", "tf32", "bf16", "f16",
+                                       "fp8_e4m3", "fp8_e5m2", "int32", "int8", "INF", "None",
+                                       "True", "False", "float", "int", "min", "max", "sqrt",
+                                       "abs", "len"};
+
+typedef struct {
+  Ctx *c;
+  GHashTable *names; /* defined so far (params, builtins, assignments, loop variables) */
+} Scope;
+
+static gboolean check_expr(Scope *s, const TsLangNode *n);
+
+/* The intrinsic a callee names: tile.X or ts.tile.X; NULL (and *is_tile FALSE) otherwise. */
+static const char *
+intrinsic_name(const TsLangNode *callee, gboolean *is_tile)
+{
+  *is_tile = FALSE;
+  if (callee->kind != TS_LANG_ATTR)
+    return NULL;
+  const TsLangNode *obj = kid(callee, 0);
+  const gboolean tile = obj->kind == TS_LANG_NAME && strcmp(obj->str, "tile") == 0;
+  const gboolean ts_tile = obj->kind == TS_LANG_ATTR && strcmp(obj->str, "tile") == 0 &&
+                           kid(obj, 0)->kind == TS_LANG_NAME &&
+                           strcmp(kid(obj, 0)->str, "ts") == 0;
+  *is_tile = tile || ts_tile;
+  return *is_tile ? callee->str : NULL;
+}
+
+static gboolean
+check_intrinsic_call(Scope *s, const TsLangNode *call, const char *name)
+{
+  const Intrinsic *in = NULL;
+  const char *names[G_N_ELEMENTS(intrinsics)];
+  for (guint i = 0; i < G_N_ELEMENTS(intrinsics); i++) {
+    names[i] = intrinsics[i].name;
+    if (strcmp(name, intrinsics[i].name) == 0)
+      in = &intrinsics[i];
+  }
+  const TsLangNode *callee = kid(call, 0);
+  if (in == NULL) {
+    const char *hint = ts__suggest(name, names, G_N_ELEMENTS(names));
+    return fail(s->c, callee, "unknown intrinsic tile.%s%s%s%s", name,
+                hint ? "; did you mean tile." : "", hint ? hint : "", hint ? "?" : "");
+  }
+  guint positional = 0;
+  for (guint i = 1; i < call->kids->len; i++) {
+    const TsLangNode *a = kid(call, i);
+    if (a->kind != TS_LANG_KEYWORD) {
+      positional++;
+      continue;
+    }
+    if (in->keywords == NULL || !g_strv_contains(in->keywords, a->str)) {
+      g_autofree char *list = in->keywords ? g_strjoinv(", ", (char **)in->keywords) : NULL;
+      const char *hint = in->keywords ? ts__suggest(a->str, in->keywords,
+                                                    g_strv_length((char **)in->keywords))
+                                      : NULL;
+      return fail(s->c, a, "tile.%s has no argument '%s'%s%s%s (%s%s)", name, a->str,
+                  hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "",
+                  list ? "it takes " : "it takes no keyword arguments", list ? list : "");
+    }
+  }
+  if (positional < in->min_args || positional > in->max_args) {
+    g_autofree char *want = in->min_args == in->max_args
+                              ? g_strdup_printf("%u", in->min_args)
+                              : g_strdup_printf("%u to %u", in->min_args, in->max_args);
+    return fail(s->c, call, "tile.%s takes %s positional argument%s, not %u", name, want,
+                in->max_args == 1 ? "" : "s", positional);
+  }
+  return TRUE;
+}
+
+static gboolean
+check_name(Scope *s, const TsLangNode *n)
+{
+  if (g_hash_table_contains(s->names, n->str))
+    return TRUE;
+  g_autofree const char **known = (const char **)g_hash_table_get_keys_as_array(s->names, NULL);
+  const char *hint = ts__suggest(n->str, known, g_hash_table_size(s->names));
+  return fail(s->c, n, "name '%s' is not defined here%s%s%s", n->str,
+              hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "");
+}
+
+static gboolean
+check_expr(Scope *s, const TsLangNode *n)
+{
+  if (n == NULL)
+    return TRUE;
+  switch (n->kind) {
+  case TS_LANG_NAME:
+    return check_name(s, n);
+  case TS_LANG_CALL: {
+    gboolean is_tile = FALSE;
+    const char *name = intrinsic_name(kid(n, 0), &is_tile);
+    if (is_tile) {
+      if (!check_intrinsic_call(s, n, name))
+        return FALSE;
+    } else if (!check_expr(s, kid(n, 0))) {
+      return FALSE;
+    }
+    for (guint i = 1; i < n->kids->len; i++)
+      if (!check_expr(s, kid(n, i)))
+        return FALSE;
+    return TRUE;
+  }
+  case TS_LANG_ATTR: {
+    gboolean is_tile = FALSE;
+    if (intrinsic_name(n, &is_tile) && is_tile)
+      return fail(s->c, n, "tile.%s is an intrinsic: call it, tile.%s(...)", n->str, n->str);
+    if (kid(n, 0)->kind == TS_LANG_NAME && strcmp(kid(n, 0)->str, "ts") == 0)
+      return TRUE; /* ts.f32, ts.tile: the module's names */
+    return check_expr(s, kid(n, 0));
+  }
+  case TS_LANG_KEYWORD:
+    return check_expr(s, kid(n, 0));
+  default:
+    for (guint i = 0; i < n->kids->len; i++)
+      if (!check_expr(s, kid(n, i)))
+        return FALSE;
+    return TRUE;
+  }
+}
+
+/* Names an assignment or loop defines; an attribute or subscript target only uses its object. */
+static gboolean
+define_targets(Scope *s, const TsLangNode *t)
+{
+  switch (t->kind) {
+  case TS_LANG_NAME:
+    g_hash_table_add(s->names, t->str);
+    return TRUE;
+  case TS_LANG_TUPLE:
+    for (guint i = 0; i < t->kids->len; i++)
+      if (!define_targets(s, kid(t, i)))
+        return FALSE;
+    return TRUE;
+  default:
+    return check_expr(s, t);
+  }
+}
+
+static gboolean
+check_block(Scope *s, const TsLangNode *block)
+{
+  for (guint i = 0; block && i < block->kids->len; i++) {
+    const TsLangNode *st = kid(block, i);
+    switch (st->kind) {
+    case TS_LANG_ASSIGN:
+      if (!check_expr(s, kid(st, 1)) || !define_targets(s, kid(st, 0)))
+        return FALSE;
+      break;
+    case TS_LANG_AUGASSIGN:
+      if (!check_expr(s, kid(st, 1)) || !check_expr(s, kid(st, 0)))
+        return FALSE;
+      break;
+    case TS_LANG_FOR:
+      if (!check_expr(s, kid(st, 1)) || !define_targets(s, kid(st, 0)) ||
+          !check_block(s, kid(st, 2)))
+        return FALSE;
+      break;
+    case TS_LANG_IF:
+      /* Names defined in either branch are visible after it, as in Python. */
+      if (!check_expr(s, kid(st, 0)) || !check_block(s, kid(st, 1)) ||
+          !check_block(s, kid(st, 2)))
+        return FALSE;
+      break;
+    case TS_LANG_RETURN:
+    case TS_LANG_EXPR_STMT:
+      if (!check_expr(s, kid(st, 0)))
+        return FALSE;
+      break;
+    default:
+      break;
+    }
+  }
+  return TRUE;
+}
+
 TsLangKernel *
 ts_lang_kernel_check(const TsLangNode *def, const char *src, const char *filename,
                      GError **error)
@@ -413,6 +630,14 @@ ts_lang_kernel_check(const TsLangNode *def, const char *src, const char *filenam
       return NULL;
     g_ptr_array_add(k->params, out);
   }
+  g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < G_N_ELEMENTS(builtins); i++)
+    g_hash_table_add(names, (gpointer)builtins[i]);
+  for (guint i = 0; i < k->params->len; i++)
+    g_hash_table_add(names, ((TsLangParam *)g_ptr_array_index(k->params, i))->name);
+  Scope scope = {&c, names};
+  if (!check_block(&scope, kid(def, 3)))
+    return NULL;
   return g_steal_pointer(&k);
 }
 

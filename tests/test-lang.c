@@ -292,6 +292,21 @@ static const BadKernel bad_kernels[] = {
   {"def f(x: Tensor[\"N\", f32] = 0):\n    pass\n", "cannot have a default", 1, 29},
   {"def f(n: itn):\n    pass\n", "unknown type 'itn'; did you mean 'int'?", 1, 10},
   {"def f(*, a: int, *, b: int):\n    pass\n", "'*' is given twice", 1, 18},
+  /* the body: names and intrinsics */
+  {"def f(x: f32[n]):\n    y = tile.softmax_onlin(x)\n",
+   "unknown intrinsic tile.softmax_onlin; did you mean tile.softmax_online?", 2, 9},
+  {"def f(x: f32[n]):\n    y = tile.dot(x)\n", "tile.dot takes 2 positional arguments, not 1",
+   2, 9},
+  {"def f(x: f32[n]):\n    y = tile.load(x, rowz=4)\n",
+   "tile.load has no argument 'rowz'; did you mean 'rows'?", 2, 22},
+  {"def f(x: f32[n]):\n    y = tile.exp(x, fast=True)\n",
+   "tile.exp has no argument 'fast' (it takes no keyword arguments)", 2, 21},
+  {"def f(alpha: f32):\n    y = alpah * 2\n",
+   "name 'alpah' is not defined here; did you mean 'alpha'?", 2, 9},
+  {"def f(x: f32[n]):\n    y = z + 1\n    z = 2\n", "name 'z' is not defined here", 2, 9},
+  {"def f(x: f32[n]):\n    g = tile.load\n", "tile.load is an intrinsic: call it", 2, 9},
+  {"def f(x: f32[n]):\n    for i in tile.range(4):\n        acc += i\n",
+   "name 'acc' is not defined here", 3, 9},
 };
 
 static void
