@@ -73,6 +73,12 @@ ts_dtype_is_float(TsDtype dtype)
   return i >= 0 && dtype_table[i].is_float;
 }
 
+gboolean
+ts_dtype_is_fp8(TsDtype dtype)
+{
+  return dtype == TS_DTYPE_FP8_E4M3 || dtype == TS_DTYPE_FP8_E5M2;
+}
+
 const char *
 ts__ir_known_dtypes(void)
 {

@@ -45,6 +45,7 @@ const char *ts_dtype_name(TsDtype dtype);
 TsDtype ts_dtype_from_name(const char *name); /* TS_DTYPE_INVALID if unknown */
 guint ts_dtype_bits(TsDtype dtype);           /* storage bits: 32, 16, 8, 4 ... */
 gboolean ts_dtype_is_float(TsDtype dtype);
+gboolean ts_dtype_is_fp8(TsDtype dtype); /* fp8_e4m3, fp8_e5m2 */
 
 /* A storage dtype plus its numeric policies (seed 003 "Mixed precision policies as types"). */
 typedef struct {

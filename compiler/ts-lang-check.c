@@ -72,6 +72,13 @@ first_line(const GError *e)
   return g_steal_pointer(&line);
 }
 
+/* "; did you mean <open>hint<close>?", or "" without a hint: the tail of a message. */
+static char *
+did_you_mean(const char *hint, const char *open, const char *close)
+{
+  return hint ? g_strdup_printf("; did you mean %s%s%s?", open, hint, close) : g_strdup("");
+}
+
 static const char *const decorators[] = {"kernel", "kernel.auto", "kernel.autotune",
                                          "kernel.implements", "kernel.schedule",
                                          "verify.numerics"};
@@ -109,9 +116,8 @@ keyword_known(Ctx *c, const TsLangNode *kw, const char *deco, const char *const 
     if (strcmp(kw->str, allowed[i]) == 0)
       return TRUE;
   g_autofree char *list = g_strjoinv(", ", (char **)allowed);
-  const char *hint = ts__suggest(kw->str, allowed, n);
-  return fail(c, kw, "@%s has no argument '%s'%s%s%s (it takes %s)", deco, kw->str,
-              hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "", list);
+  g_autofree char *hint = did_you_mean(ts__suggest(kw->str, allowed, n), "'", "'");
+  return fail(c, kw, "@%s has no argument '%s'%s (it takes %s)", deco, kw->str, hint, list);
 }
 
 static gboolean
@@ -196,11 +202,12 @@ decorator(Ctx *c, const TsLangNode *d, TsLangKernel *k, GHashTable *seen)
   for (guint i = 0; i < G_N_ELEMENTS(decorators); i++)
     known = known || strcmp(name, decorators[i]) == 0;
   if (!known) {
-    const char *hint = ts__suggest(name, decorators, G_N_ELEMENTS(decorators));
-    return fail(c, d, "unknown decorator @%s%s%s%s (known: @kernel, @kernel.auto, "
+    g_autofree char *hint =
+      did_you_mean(ts__suggest(name, decorators, G_N_ELEMENTS(decorators)), "@", "");
+    return fail(c, d, "unknown decorator @%s%s (known: @kernel, @kernel.auto, "
                       "@kernel.autotune, @kernel.implements, @kernel.schedule, "
                       "@verify.numerics)",
-                name, hint ? "; did you mean @" : "", hint ? hint : "", hint ? "?" : "");
+                name, hint);
   }
   if (!g_hash_table_add(seen, g_strdup(name)))
     return fail(c, d, "@%s is given twice", name);
@@ -270,9 +277,10 @@ tensor_type(Ctx *c, const TsLangNode *ann)
   for (guint i = 0; i < G_N_ELEMENTS(tensor_heads); i++)
     known = known || strcmp(head->str, tensor_heads[i]) == 0;
   if (!known) {
-    const char *hint = ts__suggest(head->str, tensor_heads, G_N_ELEMENTS(tensor_heads));
-    fail(c, head, "unknown tensor type '%s'%s%s%s (Tensor[dims..., dtype], or dtype[dims...])",
-         head->str, hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "");
+    g_autofree char *hint =
+      did_you_mean(ts__suggest(head->str, tensor_heads, G_N_ELEMENTS(tensor_heads)), "'", "'");
+    fail(c, head, "unknown tensor type '%s'%s (Tensor[dims..., dtype], or dtype[dims...])",
+         head->str, hint);
     return NULL;
   }
   const TsLangNode *one[1] = {index};
@@ -355,17 +363,16 @@ parameter(Ctx *c, const TsLangNode *p, gboolean keyword_only)
       out->default_source = ts_lang_expr_to_source(def);
   } else {
     g_autofree char *text = ts_lang_expr_to_source(ann);
-    const char *hint = ann->kind == TS_LANG_NAME
-                         ? ts__suggest(ann->str, scalar_types, G_N_ELEMENTS(scalar_types))
-                         : NULL;
-    return fail(c, ann, "parameter '%s': unknown type '%s'%s%s%s (tensors: Tensor[dims..., "
+    g_autofree char *hint = did_you_mean(
+      ann->kind == TS_LANG_NAME ? ts__suggest(ann->str, scalar_types, G_N_ELEMENTS(scalar_types))
+                                : NULL,
+      "'", "'");
+    return fail(c, ann, "parameter '%s': unknown type '%s'%s (tensors: Tensor[dims..., "
                         "dtype]; scalars: f32, f64, f16, bf16, int, bool, float)",
-                p->str, text, hint ? "; did you mean '" : "", hint ? hint : "",
-                hint ? "'?" : ""), NULL;
+                p->str, text, hint), NULL;
   }
   return g_steal_pointer(&out);
 }
-
 
 void
 ts_lang_kernel_free(TsLangKernel *k)
@@ -463,9 +470,9 @@ check_intrinsic_call(Scope *s, const TsLangNode *call, const char *name)
   }
   const TsLangNode *callee = kid(call, 0);
   if (in == NULL) {
-    const char *hint = ts__suggest(name, names, G_N_ELEMENTS(names));
-    return fail(s->c, callee, "unknown intrinsic tile.%s%s%s%s", name,
-                hint ? "; did you mean tile." : "", hint ? hint : "", hint ? "?" : "");
+    g_autofree char *hint =
+      did_you_mean(ts__suggest(name, names, G_N_ELEMENTS(names)), "tile.", "");
+    return fail(s->c, callee, "unknown intrinsic tile.%s%s", name, hint);
   }
   guint positional = 0;
   for (guint i = 1; i < call->kids->len; i++) {
@@ -476,11 +483,11 @@ check_intrinsic_call(Scope *s, const TsLangNode *call, const char *name)
     }
     if (in->keywords == NULL || !g_strv_contains(in->keywords, a->str)) {
       g_autofree char *list = in->keywords ? g_strjoinv(", ", (char **)in->keywords) : NULL;
-      const char *hint = in->keywords ? ts__suggest(a->str, in->keywords,
-                                                    g_strv_length((char **)in->keywords))
-                                      : NULL;
-      return fail(s->c, a, "tile.%s has no argument '%s'%s%s%s (%s%s)", name, a->str,
-                  hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "",
+      g_autofree char *hint = did_you_mean(
+        in->keywords ? ts__suggest(a->str, in->keywords, g_strv_length((char **)in->keywords))
+                     : NULL,
+        "'", "'");
+      return fail(s->c, a, "tile.%s has no argument '%s'%s (%s%s)", name, a->str, hint,
                   list ? "it takes " : "it takes no keyword arguments", list ? list : "");
     }
   }
@@ -500,9 +507,9 @@ check_name(Scope *s, const TsLangNode *n)
   if (g_hash_table_contains(s->names, n->str))
     return TRUE;
   g_autofree const char **known = (const char **)g_hash_table_get_keys_as_array(s->names, NULL);
-  const char *hint = ts__suggest(n->str, known, g_hash_table_size(s->names));
-  return fail(s->c, n, "name '%s' is not defined here%s%s%s", n->str,
-              hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "");
+  g_autofree char *hint =
+    did_you_mean(ts__suggest(n->str, known, g_hash_table_size(s->names)), "'", "'");
+  return fail(s->c, n, "name '%s' is not defined here%s", n->str, hint);
 }
 
 static gboolean

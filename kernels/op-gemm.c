@@ -31,7 +31,7 @@ gemm_bytes(const TsShape *s, double elem)
 static gboolean
 gemm_b_kmajor(TsDtype dt)
 {
-  return dt == TS_DTYPE_FP8_E4M3 || dt == TS_DTYPE_FP8_E5M2;
+  return ts_dtype_is_fp8(dt);
 }
 
 /* In full up to the instance's reference limit (2^31 multiply-adds by default, ~1 s); beyond
@@ -214,10 +214,10 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
     /* Round the f32 accumulator to the output dtype, rows shared among the team; fp8 inputs'
      * scales multiply it first. */
     TsTileNode *cv = ts_tile_for(par, "i", "0", "M", "BM", TS_FOR_PARALLEL);
-    const TsDtype in_dt = ts_op_instance_dtype(inst)->storage;
-    const gboolean fp8 = in_dt == TS_DTYPE_FP8_E4M3 || in_dt == TS_DTYPE_FP8_E5M2;
     ts_tile_convert_scaled(cv, "Cw + i * N", "C + i * N", "min(BM, M - i) * N",
-                           fp8 ? "scale_a * scale_b" : NULL);
+                           ts_dtype_is_fp8(ts_op_instance_dtype(inst)->storage)
+                             ? "scale_a * scale_b"
+                             : NULL);
   }
   return TRUE;
 }

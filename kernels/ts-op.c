@@ -122,15 +122,9 @@ arg_type(const TsOpArg *arg, const char *sig, const TsDtypePolicy *dtype, GError
 }
 
 static gboolean
-is_fp8(TsDtype dt)
-{
-  return dt == TS_DTYPE_FP8_E4M3 || dt == TS_DTYPE_FP8_E5M2;
-}
-
-static gboolean
 check_dtype(const TsOpDef *op, const TsDtypePolicy *dt, GError **error)
 {
-  if (is_fp8(dt->storage) && !op->fp8) {
+  if (ts_dtype_is_fp8(dt->storage) && !op->fp8) {
     g_autoptr(GString) fp8_ops = g_string_new(NULL);
     for (guint i = 0; i < ts_op_count(); i++)
       if (catalog[i]->fp8 && !catalog[i]->hidden)
@@ -141,7 +135,7 @@ check_dtype(const TsOpDef *op, const TsDtypePolicy *dt, GError **error)
     return FALSE;
   }
   if (dt->storage != TS_DTYPE_F32 && dt->storage != TS_DTYPE_BF16 &&
-      dt->storage != TS_DTYPE_F16 && !is_fp8(dt->storage)) {
+      dt->storage != TS_DTYPE_F16 && !ts_dtype_is_fp8(dt->storage)) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
                 "%s: dtype %s is not supported (supported: f32, bf16, f16%s)", op->name,
                 ts_dtype_name(dt->storage), op->fp8 ? ", fp8_e4m3, fp8_e5m2" : "");
@@ -237,7 +231,7 @@ ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtyp
   const char *names[TS_OP_MAX_ARGS];
   for (guint i = 0; i < op->n_inputs; i++) {
     TsTensorType *t =
-      arg_type(&op->inputs[i], is_fp8(dt.storage) ? op->fp8_sigs[i] : NULL, &dt, error);
+      arg_type(&op->inputs[i], ts_dtype_is_fp8(dt.storage) ? op->fp8_sigs[i] : NULL, &dt, error);
     if (t == NULL)
       return NULL;
     g_ptr_array_add(sigs, t);
@@ -246,7 +240,7 @@ ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtyp
   /* fp8 inputs write bf16, as cuBLASLt's and Transformer Engine's fp8 GEMMs do: a product of
    * two fp8 operands needs more range and precision than fp8 has. */
   TsDtypePolicy out_dt = dt;
-  if (is_fp8(dt.storage))
+  if (ts_dtype_is_fp8(dt.storage))
     out_dt = (TsDtypePolicy){.storage = TS_DTYPE_BF16, .accum = TS_DTYPE_F32};
   g_autoptr(TsTensorType) out_sig = arg_type(&op->output, NULL, &out_dt, error);
   if (out_sig == NULL)
@@ -277,7 +271,7 @@ ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtyp
   /* Per-tensor scales as a quantizing cast picks them: the input's largest magnitude maps to
    * the format's largest finite value (448 for e4m3, 57344 for e5m2), so the stored values
    * span the format and the scale is no power of two a kernel could get right by accident. */
-  if (is_fp8(dt.storage)) {
+  if (ts_dtype_is_fp8(dt.storage)) {
     const double fp8_max = dt.storage == TS_DTYPE_FP8_E4M3 ? 448.0 : 57344.0;
     for (guint i = 0; i < op->n_inputs; i++) {
       g_autofree char *lower = g_ascii_strdown(op->inputs[i].name, -1);
@@ -367,7 +361,7 @@ double
 ts__op_instance_input_scale(const TsOpInstance *inst, guint input)
 {
   g_assert(input < inst->op->n_inputs);
-  return is_fp8(inst->dtype.storage) ? inst->float_values[inst->op->n_floats + input] : 1.0;
+  return ts_dtype_is_fp8(inst->dtype.storage) ? inst->float_values[inst->op->n_floats + input] : 1.0;
 }
 
 TsDtype
@@ -459,7 +453,7 @@ ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
 static const char *
 instance_default_point(const TsOpInstance *inst, const char *backend)
 {
-  if (is_fp8(inst->dtype.storage) && g_strcmp0(backend, "cuda") == 0 &&
+  if (ts_dtype_is_fp8(inst->dtype.storage) && g_strcmp0(backend, "cuda") == 0 &&
       inst->op->fp8_cuda_default)
     return inst->op->fp8_cuda_default;
   return ts_op_default_point(inst->op, backend);
