@@ -312,8 +312,11 @@ static gboolean measure_point(Loop *l, const TsSchedPoint *point, TsTrialResult 
 
 /* The incumbent measured again, once per run, when a challenger's median is below its own but
  * its samples are too spread to tell (a bimodal set from a loaded machine kept a 10 ms best
- * against much faster candidates). The less spread of the two measurements is kept. TRUE with
- * *best replaced when the stored samples changed. */
+ * against much faster candidates). A machine busy enough to spoil the stored samples can spoil
+ * the next set too, so up to REMEASURE_TRIES sets are taken, stopping at the first that is not
+ * noisy; the least spread of all of them is kept. TRUE with *best replaced when the stored
+ * samples changed. */
+#define REMEASURE_TRIES 3
 static gboolean
 remeasure_incumbent(Loop *l, TsDbTrial **best, const TsDbTrial *challenger, GError **error)
 {
@@ -328,14 +331,24 @@ remeasure_incumbent(Loop *l, TsDbTrial **best, const TsDbTrial *challenger, GErr
   g_autoptr(TsSchedPoint) point = ts_sched_point_parse(b->schedule, NULL);
   if (point == NULL)
     return TRUE; /* not a point of this generator: nothing to re-measure */
-  g_autoptr(TsTrialResult) r = NULL;
-  if (!measure_point(l, point, &r, error))
-    return FALSE;
   l->sum->n_remeasured++;
-  if (r->status != TS_TRIAL_OK || r->samples_ns->len == 0 ||
-      !(ts_stats_rel_iqr((double *)r->samples_ns->data, r->samples_ns->len) < spread))
+  g_autoptr(GArray) kept = NULL;
+  for (int i = 0; i < REMEASURE_TRIES && spread > NOISY_SPREAD; i++) {
+    g_autoptr(TsTrialResult) r = NULL;
+    if (!measure_point(l, point, &r, error))
+      return FALSE;
+    if (r->status != TS_TRIAL_OK || r->samples_ns->len == 0)
+      break; /* it failed now: the stored trial keeps what it had */
+    double s = ts_stats_rel_iqr((double *)r->samples_ns->data, r->samples_ns->len);
+    if (s < spread) {
+      spread = s;
+      g_clear_pointer(&kept, g_array_unref);
+      kept = g_array_ref(r->samples_ns);
+    }
+  }
+  if (kept == NULL)
     return TRUE;
-  if (!ts_db_update_trial_samples(l->cfg->db, b->id, r->samples_ns, error))
+  if (!ts_db_update_trial_samples(l->cfg->db, b->id, kept, error))
     return FALSE;
   TsDbTrial *fresh = ts_db_get_trial(l->cfg->db, b->id, error);
   if (fresh == NULL)
