@@ -3,7 +3,7 @@
  * dtype policies, scalars, flags), each checked with an error at the construct at fault.
  * Annotations are handed to the Graph IR's own parsers as text, so a kernel's types are exactly
  * those `--dtype` and the op catalog use. */
-#include "ts-lang.h"
+#include "ts-lang-private.h"
 
 #include <math.h>
 #include <string.h>
@@ -142,6 +142,7 @@ autotune(Ctx *c, const TsLangNode *call, TsLangKernel *k)
       }
       g_free(k->space);
       k->space = ts_sched_space_to_string(space);
+      k->space_node = v;
     } else if (strcmp(a->str, "metric") == 0) {
       if (!string(c, v, "metric", &k->metric))
         return FALSE;
@@ -237,6 +238,7 @@ decorator(Ctx *c, const TsLangNode *d, TsLangKernel *k, GHashTable *seen)
     return fail(c, arg, "the schedule does not parse as a point: %s", why);
   }
   k->schedule = ts_sched_point_to_string(point);
+  k->schedule_node = arg;
   return TRUE;
 }
 
@@ -387,6 +389,8 @@ ts_lang_kernel_free(TsLangKernel *k)
   g_free(k->cache);
   g_free(k->implements);
   g_free(k->schedule);
+  if (k->bindings)
+    g_ptr_array_free(k->bindings, TRUE);
   g_free(k);
 }
 
@@ -642,8 +646,12 @@ ts_lang_kernel_check(const TsLangNode *def, const char *src, const char *filenam
     g_hash_table_add(names, (gpointer)builtins[i]);
   for (guint i = 0; i < k->params->len; i++)
     g_hash_table_add(names, ((TsLangParam *)g_ptr_array_index(k->params, i))->name);
+  /* A knob of the space is a name the body may use (an integer). */
+  g_autoptr(TsSchedSpace) space = k->space ? ts_sched_space_parse(k->space, NULL) : NULL;
+  for (guint i = 0; space && i < ts_sched_space_n_knobs(space); i++)
+    g_hash_table_add(names, (gpointer)ts_sched_space_knob_name(space, i));
   Scope scope = {&c, names};
-  if (!check_block(&scope, kid(def, 3)))
+  if (!check_block(&scope, kid(def, 3)) || !ts__lang_type_body(k, src, filename, error))
     return NULL;
   return g_steal_pointer(&k);
 }

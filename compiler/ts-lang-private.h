@@ -26,3 +26,8 @@ typedef struct {
  * TsLangTok whose texts the caller frees with ts__lang_tokens_free. */
 GArray *ts__lang_lex(const char *src, const char *filename, GError **error);
 void ts__lang_tokens_free(GArray *toks);
+
+/* The body's types (ts-lang-types.c), run by ts_lang_kernel_check once every name is known to
+ * be defined: fills k->bindings, or sets a TS_LANG_ERROR_TYPE error. */
+gboolean ts__lang_type_body(TsLangKernel *k, const char *src, const char *filename,
+                            GError **error);

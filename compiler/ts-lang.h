@@ -26,6 +26,7 @@ typedef enum {
   TS_LANG_ERROR_SYNTAX, /* a token or construct the grammar does not allow here */
   TS_LANG_ERROR_INDENT, /* inconsistent indentation */
   TS_LANG_ERROR_LIMIT,  /* nesting or size beyond what the front end takes */
+  TS_LANG_ERROR_TYPE,   /* a body whose tile shapes or dtypes do not fit together */
 } TsLangError;
 
 typedef enum {
@@ -113,12 +114,21 @@ typedef struct {
   gboolean bounded;                   /* @verify.numerics(bounded=[lo, hi]) given */
   double bound_lo, bound_hi;
   const TsLangNode *def;              /* the DEF node (borrowed from the tree) */
+  const TsLangNode *space_node;       /* the space= value, where errors about knobs point */
+  const TsLangNode *schedule_node;    /* @kernel.schedule's argument */
+  /* The body's types: "name: type" for each name it binds, in the order first bound, then
+   * "return: type" when it returns a tile; extents are the knobs (BM for T.m) or dims. */
+  GPtrArray *bindings;
 } TsLangKernel;
 
 /* Checks a DEF's decorators and signature (src and filename for the caret errors). Errors:
  * an unknown decorator or keyword (with a suggestion), a malformed autotune space or schedule
  * point (the Schedule IR's message), a parameter without a type, an unknown dtype or type, a
- * policy that does not parse, `mut` on a scalar, a default on a tensor. */
+ * policy that does not parse, `mut` on a scalar, a default on a tensor. Then the body: names
+ * defined before use, known intrinsics with their arity, and types (TS_LANG_ERROR_TYPE): tile
+ * shapes derived through every intrinsic (a mismatch names both shapes), dtypes and policies
+ * (a store of an f32 tile into a bf16 tensor), writes only to `mut` tensors, compile-time
+ * conditions, and every knob of the space used (T.m is BM) or consumed by the lowering. */
 TsLangKernel *ts_lang_kernel_check(const TsLangNode *def, const char *src, const char *filename,
                                    GError **error);
 void ts_lang_kernel_free(TsLangKernel *kernel);

@@ -259,10 +259,63 @@ test_check_examples(void)
   }
 }
 
+/* The body's types: every name the examples bind, with the tile shapes derived through the
+ * intrinsics in the knobs' terms (T.m is BM) and T.d bound to the dim it spans (D_h). */
+static void
+test_check_types(void)
+{
+  static const struct {
+    const char *file, *bindings;
+  } ex[] = {
+    {"saxpy.tsk", "i: index"},
+    {"gemm.tsk", "T: tile context; acc: tile[BM, BN] f32; kb: block of K by BK; "
+                 "a: tile[BM, BK] bf16; b: tile[BK, BN] bf16"},
+    {"flash_attention.tsk",
+     "T: tile context; Qb: tile[BM, D_h] bf16; acc: tile[BM, D_h] f32; m: tile[BM] f32; "
+     "l: tile[BM] f32; nblk: block of S by BN; Kb: tile[BN, D_h] bf16; "
+     "Vb: tile[BN, D_h] bf16; S: tile[BM, BN] f32; P: tile[BM, BN] f32; m_c: tile[BM] f32; "
+     "l_c: tile[BM] f32; return: tile[BM, D_h] bf16"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(ex); i++) {
+    g_autofree char *path = g_test_build_filename(G_TEST_DIST, "..", "examples", ex[i].file, NULL);
+    g_autofree char *src = NULL;
+    g_assert_true(g_file_get_contents(path, &src, NULL, NULL));
+    g_autoptr(TsLangNode) tree = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TsLangKernel) k = check_one(src, &tree, &error);
+    g_assert_no_error(error);
+    g_ptr_array_add(k->bindings, NULL);
+    g_autofree char *got = g_strjoinv("; ", (char **)k->bindings->pdata);
+    g_assert_cmpstr(got, ==, ex[i].bindings);
+  }
+  /* A knob of a dict space is an integer the body may use; T.d before any load stays T.d. */
+  static const char *knob_src =
+    "@kernel.autotune(space=dict(BM=[64], UNROLL=[2, 4]))\n"
+    "def f(x: Tensor[\"M\", \"D\", f32]):\n"
+    "    T = tile.context()\n"
+    "    for r in tile.range(UNROLL):\n"
+    "        z = tile.zeros((T.m, UNROLL * 2), f32)\n"
+    "    w = tile.zeros((T.d,), f32)\n";
+  g_autoptr(TsLangNode) tree = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsLangKernel) k = check_one(knob_src, &tree, &error);
+  g_assert_no_error(error);
+  g_ptr_array_add(k->bindings, NULL);
+  g_autofree char *got = g_strjoinv("; ", (char **)k->bindings->pdata);
+  g_assert_cmpstr(got, ==, "T: tile context; r: index; z: tile[BM, UNROLL*2] f32; w: tile[T.d] f32");
+}
+
 typedef struct {
   const char *src, *needle;
   int line, col;
 } BadKernel;
+
+/* A kernel head for the type errors: three block knobs, GEMM-like tensors and two vectors. */
+#define TH                                                                                    \
+  "@kernel.autotune(space=dict(BM=[64], BN=[64], BK=[32]))\n"                                \
+  "def f(A: Tensor[\"M\", \"K\", bf16 @accum(f32)], B: Tensor[\"K\", \"N\", bf16], "            \
+  "C: mut Tensor[\"M\", \"N\", bf16], x: f32[n], y: f32[n]):\n"                                \
+  "    T = tile.context()\n"
 
 static const BadKernel bad_kernels[] = {
   {"@kernel.autotun(space=dict(BM=[64]))\ndef f(): pass\n", "did you mean @kernel.autotune?", 1,
@@ -307,6 +360,49 @@ static const BadKernel bad_kernels[] = {
   {"def f(x: f32[n]):\n    g = tile.load\n", "tile.load is an intrinsic: call it", 2, 9},
   {"def f(x: f32[n]):\n    for i in tile.range(4):\n        acc += i\n",
    "name 'acc' is not defined here", 3, 9},
+  /* the body: tile shapes, dtypes, writes, conditions and knobs */
+  {TH "    a = tile.zeros((T.m, T.k), f32)\n    b = tile.zeros((T.n, T.k), f32)\n    c = tile.dot(a, b)\n",
+   "so BK and BN differ", 6, 9},
+  {TH "    acc = tile.zeros((T.m, T.n), f32)\n    for kb in tile.range_k(A.shape[1], T.k):\n        acc += tile.dot(tile.load(A, rows=T.m, cols=kb), tile.load(B, rows=kb, cols=T.n))\n    tile.store(C, acc)\n",
+   "tile.store writes bf16 tiles into C (Tensor[\"M\",\"N\", bf16]), and acc is f32: convert it with tile.cast(acc, bf16)", 7, 19},
+  {TH "    tile.store(A, tile.zeros((T.m, T.k), bf16))\n    z = tile.zeros((T.n,), f32)\n",
+   "tile.store writes A, which is not mut", 4, 16},
+  {TH "    for kb in tile.range_k(A.shape[1], T.k):\n        b = tile.load(B, rows=T.n, cols=kb)\n    z = tile.zeros((T.m,), f32)\n",
+   "kb walks K, but the columns of B", 5, 41},
+  {TH "    i = tile.linear_id()\n    v = x[i]\n    t = tile.zeros((v, T.k), f32)\n",
+   "a tile shape cannot be derived from v, which is f32", 6, 21},
+  {"@kernel.autotune(space=dict(BM=[64], BK=[32], warps=[4]))\ndef f(x: f32[n]):\n    T = tile.context()\n    z = tile.zeros((T.m,), f32)\n",
+   "the space's knob BK is never used by the body (T.k is the block's k extent)", 1, 24},
+  {"@kernel.autotune(space=dict(BN=[64]))\ndef f(x: f32[n]):\n    T = tile.context()\n    z = tile.zeros((T.m,), f32)\n",
+   "T.m is the knob BM, which the autotune space does not set", 4, 21},
+  {TH "    i = tile.linear_id()\n    if x[i] > 0:\n        z = tile.zeros((T.m, T.k), f32)\n",
+   "depends on the data (mask the tile instead)", 5, 8},
+  {TH "    acc = tile.zeros((T.m, T.n), f32)\n    acc = tile.zeros((T.m, T.k), f32)\n",
+   "acc is tile[BM, BN] f32 and is assigned tile[BM, BK] f32", 5, 5},
+  {TH "    acc = tile.zeros((T.m, T.n), f32)\n    l = tile.zeros((T.m,), f32)\n    o = acc / l\n    z = tile.zeros((T.k,), f32)\n",
+   "the shapes do not broadcast (BN against BM", 6, 9},
+  {TH "    acc = tile.zeros((T.m, T.n), f32)\n    a = tile.zeros((T.m, T.k), f32)\n    acc += a\n",
+   "+ of tiles [BM, BN] and [BM, BK]", 6, 5},
+  {TH "    S = tile.zeros((T.m, T.n), f32)\n    P, m = tile.softmax_online(S)\n    z = tile.zeros((T.k,), f32)\n",
+   "2 names are assigned tile.softmax_online(S), which gives 3 values", 5, 5},
+  {TH "    z = x * 2\n",
+   "load a tile of it with tile.load", 4, 9},
+  {TH "    a = tile.zeros((T.m, T.n), f32)\n    b = tile.zeros((T.m, T.n), bf16)\n    c = a + b\n    z = tile.zeros((T.k,), f32)\n",
+   "the dtypes differ", 6, 9},
+  {TH "    for i in x:\n        pass\n",
+   "a kernel loops over tile.range", 4, 14},
+  {TH "    a = tile.load(A, rows=T.m, cols=T.k)\n    b = tile.load(a, rows=T.m)\n    z = tile.zeros((T.n,), f32)\n",
+   "tile.load reads a tensor parameter, and a is tile[BM, BK] bf16", 5, 19},
+  {TH "    i = tile.linear_id()\n    v = x[i, i]\n",
+   "x has 1 dim but is indexed with 2", 5, 11},
+  {TH "    d = A.shape[2]\n",
+   "A has 2 dims, so A.shape[2] does not exist", 4, 17},
+  {TH "    q = T.q\n",
+   "the tile context has m, n, k", 4, 9},
+  {TH "    y[0] = 1.0\n",
+   "y is written here but is not mut", 4, 5},
+  {TH "    r = tile.range_k(x, T.k)\n",
+   "tile.range_k walks a dim", 4, 22},
 };
 
 static void
@@ -339,5 +435,6 @@ main(int argc, char **argv)
   g_test_add_func("/lang/parse/limits", test_limits);
   g_test_add_func("/lang/check/examples", test_check_examples);
   g_test_add_func("/lang/check/errors", test_check_errors);
+  g_test_add_func("/lang/check/types", test_check_types);
   return g_test_run();
 }
