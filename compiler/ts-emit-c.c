@@ -142,6 +142,8 @@ rewrite_float_expr(const char *expr, gboolean vector)
     {"exp_fast", "ts_vf_exp_fast", "ts_exp_fast_f32"},
     {"sqrt", "ts_vf_sqrt", "sqrtf"},
     {"max", "ts_vf_max", "fmaxf"},
+    /* a value with no view in it, where a vector is wanted (an argument of max) */
+    {"splat", "ts_vf_splat", ""},
   };
   GString *out = g_string_new(NULL);
   const char *p = expr;

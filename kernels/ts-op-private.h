@@ -50,6 +50,14 @@ struct _TsOpDef {
   const char *cuda_default;
   gboolean (*lower_cuda)(const TsOpInstance *inst, const TsSchedPoint *point,
                          TsTileKernel *kernel, GError **error);
+  /* Kernels of the kernel language (ts-op-lang.c), registered at run time: */
+  const char *symbol;      /* a C identifier for generated names (NULL: the name is one) */
+  const char *only_dtype;  /* the dtype its signature declares (NULL: any the checks allow) */
+  const char *tolerance_as; /* the op whose verification bound applies (NULL: its own name) */
+  double (*inst_flops)(const TsOpInstance *inst); /* instead of flops when set */
+  const char *kernel_src, *kernel_path; /* its source (a worker registers it again from it) */
+  double kernel_budget_ms;  /* @kernel.autotune(budget_ms=...), 0 when not given */
+  const char *kernel_cache; /* @kernel.autotune(cache=...), NULL when not given */
   /* Test ops only: C source written directly instead of lowered through Tile IR. */
   char *(*emit_cpu_source)(const TsOpInstance *inst, const TsSchedPoint *point,
                            const char *entry, GError **error);
@@ -97,5 +105,8 @@ double ts__op_instance_float(const TsOpInstance *inst, guint i);
 /* An fp8 input's per-tensor scale: the value its stored element stands for is scale * stored
  * (1.0 for other dtypes). */
 double ts__op_instance_input_scale(const TsOpInstance *inst, guint input);
+/* Adds a run-time op (a kernel file's) to the ops ts_op_lookup finds; the registry keeps it
+ * for the life of the process. FALSE when its name is taken by another op. */
+gboolean ts__op_register(const TsOpDef *op);
 /* Declares the kernel's params (buffers, dims, floats) in ABI order. */
 void ts__op_declare_params(const TsOpInstance *inst, TsTileKernel *kernel);

@@ -34,6 +34,14 @@ options_or_defaults(const TsRunOptions *options, TsRunOptions *defaults)
   return defaults;
 }
 
+/* The bound of the op's dtype, or of the op a kernel file implements. */
+static double
+tolerance_of(const TsOpInstance *inst)
+{
+  const TsOpDef *op = inst->op;
+  return ts_numerics_tolerance(inst->dtype.storage, op->tolerance_as ? op->tolerance_as : op->name);
+}
+
 const char *
 ts_trial_status_name(TsTrialStatus status)
 {
@@ -258,7 +266,7 @@ static TsTrialResult *
 new_result(TsOpInstance *inst, TsModule *module)
 {
   TsTrialResult *r = ts_trial_result_new();
-  r->tolerance = ts_numerics_tolerance(inst->dtype.storage, inst->op->name);
+  r->tolerance = tolerance_of(inst);
   r->cache_hit = ts_module_from_cache(module);
   r->compile_ms = ts_module_compile_ms(module);
   r->artifact = g_strdup(ts_module_hash(module));
@@ -430,7 +438,7 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
       return NULL;
     }
     g_autoptr(TsTrialResult) r = ts_trial_result_new();
-    r->tolerance = ts_numerics_tolerance(inst->dtype.storage, inst->op->name);
+    r->tolerance = tolerance_of(inst);
     r->status = TS_TRIAL_COMPILE_ERROR;
     g_free(r->message);
     r->message = g_strdup(cerr->message);

@@ -44,13 +44,36 @@ ts_op_nth(guint i)
   return i < ts_op_count() ? catalog[i] : NULL;
 }
 
+/* Ops registered at run time (kernel files); never freed: instances point at them. */
+static GPtrArray *registered;
+G_LOCK_DEFINE_STATIC(registered);
+
 const TsOpDef *
 ts_op_lookup(const char *name)
 {
   for (guint i = 0; i < G_N_ELEMENTS(catalog); i++)
     if (g_strcmp0(catalog[i]->name, name) == 0 && visible(catalog[i]))
       return catalog[i];
-  return NULL;
+  const TsOpDef *found = NULL;
+  G_LOCK(registered);
+  for (guint i = 0; registered && i < registered->len && !found; i++)
+    if (g_strcmp0(((const TsOpDef *)g_ptr_array_index(registered, i))->name, name) == 0)
+      found = g_ptr_array_index(registered, i);
+  G_UNLOCK(registered);
+  return found;
+}
+
+gboolean
+ts__op_register(const TsOpDef *op)
+{
+  if (ts_op_lookup(op->name) != NULL)
+    return FALSE;
+  G_LOCK(registered);
+  if (registered == NULL)
+    registered = g_ptr_array_new();
+  g_ptr_array_add(registered, (gpointer)op);
+  G_UNLOCK(registered);
+  return TRUE;
 }
 
 const char *
@@ -225,6 +248,12 @@ ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtyp
   }
   if (!check_dtype(op, &dt, error) || !check_dims(op, shape, error))
     return NULL;
+  if (op->only_dtype && g_strcmp0(op->only_dtype, ts_dtype_name(dt.storage)) != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_DTYPE,
+                "%s: the kernel declares %s tensors, so --dtype %s does not fit it", op->name,
+                op->only_dtype, ts_dtype_name(dt.storage));
+    return NULL;
+  }
 
   /* Shape inference through the op's signature: binds every dim and types the output. */
   g_autoptr(GPtrArray) sigs = g_ptr_array_new_with_free_func((GDestroyNotify)ts_tensor_type_free);
@@ -381,7 +410,7 @@ ts_op_instance_describe(const TsOpInstance *inst)
 double
 ts_op_instance_flops(const TsOpInstance *inst)
 {
-  return inst->op->flops(inst->shape);
+  return inst->op->inst_flops ? inst->op->inst_flops(inst) : inst->op->flops(inst->shape);
 }
 
 double
@@ -391,6 +420,12 @@ ts_op_instance_bytes(const TsOpInstance *inst)
    * fp8) is corrected by its own size. */
   const double in = ts_dtype_bits(inst->dtype.storage) / 8.0;
   const double out = ts_dtype_bits(inst->out_dtype) / 8.0;
+  if (inst->op->bytes == NULL) { /* every buffer read or written once */
+    double sum = 0;
+    for (guint i = 0; i < inst->op->n_inputs; i++)
+      sum += in * (double)inst->numel[i];
+    return sum + out * (double)inst->numel[inst->op->n_inputs];
+  }
   return inst->op->bytes(inst->shape, in) + (out - in) * (double)inst->numel[inst->op->n_inputs];
 }
 
@@ -599,8 +634,8 @@ ts__op_declare_params(const TsOpInstance *inst, TsTileKernel *kernel)
 static char *
 kernel_name(const TsOpInstance *inst, const TsSchedPoint *point)
 {
-  return g_strdup_printf("%s_%s_%s", inst->op->name, ts_dtype_name(inst->dtype.storage),
-                         ts_sched_point_hash(point));
+  return g_strdup_printf("%s_%s_%s", inst->op->symbol ? inst->op->symbol : inst->op->name,
+                         ts_dtype_name(inst->dtype.storage), ts_sched_point_hash(point));
 }
 
 TsTileKernel *

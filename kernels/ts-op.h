@@ -55,6 +55,23 @@ const char *ts_op_fp8_default_point(const TsOpDef *op, const char *backend);
 /* Comma-separated dims the op needs ("M,N,K"). */
 char *ts_op_dims(const TsOpDef *op);
 
+/* A kernel of the kernel language (compiler/ts-lang.h) as an op: parsed, checked, lowered and
+ * registered under "kernel:NAME@HASH" (HASH: the source's, so an edited kernel is another
+ * workload), after which ts_op_lookup and ts_op_instance_new find it like a built-in op. `name`
+ * picks a kernel of the file (NULL: the first). Registering the same source again returns the
+ * op registered before. Errors: the language's (with the file, line and caret), and a body
+ * the lowering does not take yet. */
+const TsOpDef *ts_op_register_kernel(const char *src, const char *path, const char *name,
+                                     GError **error);
+const TsOpDef *ts_op_load_kernel(const char *path, const char *name, GError **error);
+/* A kernel op's source and file (NULL for a built-in op), and the dtype its tensors declare. */
+const char *ts_op_kernel_source(const TsOpDef *op);
+const char *ts_op_kernel_path(const TsOpDef *op);
+const char *ts_op_kernel_dtype(const TsOpDef *op);
+/* Its @kernel.autotune budget_ms (0: none) and cache file (NULL: none, else as written). */
+double ts_op_kernel_budget_ms(const TsOpDef *op);
+const char *ts_op_kernel_cache(const TsOpDef *op);
+
 /* A workload: op + shape + dtype policy. Validates everything a user can get wrong, with
  * messages naming the op, the dim or the dtype. */
 TsOpInstance *ts_op_instance_new(const char *op, const char *shape, const char *dtype,

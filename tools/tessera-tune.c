@@ -40,6 +40,7 @@ tt_args_clear(TtArgs *a)
   g_free(a->launcher);
   g_free(a->arch);
   g_free(a->trace_output);
+  g_free(a->kernel);
 }
 
 int
@@ -133,6 +134,9 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
     {"launcher", 0, 0, G_OPTION_ARG_STRING, &a->launcher,
      "Command that starts the ranks, before its -n N (default mpirun), e.g. 'mpirun "
      "--hostfile hosts' or 'srun'", "CMD"},
+    {"kernel", 0, 0, G_OPTION_ARG_FILENAME, &a->kernel,
+     "A kernel written in the kernel language (.tsk) instead of a built-in OP; OP then names "
+     "one of the file's kernels (default: the first)", "FILE"},
   };
   static const guint masks[] = {
     TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
@@ -140,6 +144,7 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
     TT_OPT_TUNE | TT_OPT_TIMEOUT,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
     TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,  TT_OPT_ARCH,   TT_OPT_METRICS,
     TT_OPT_PROFILE,  TT_OPT_PROFILE,  TT_OPT_SAMPLES, TT_OPT_COLL,    TT_OPT_COLL,
+    TT_OPT_KERNEL,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];
@@ -176,7 +181,29 @@ tt_workload(const char *op, const TtArgs *a, GError **error)
       return ts_op_instance_new(op, "", "f32", error); /* reports the unknown op */
     return NULL;
   }
-  return ts_op_instance_new(op, a->shape, a->dtype ? a->dtype : "f32", error);
+  /* A kernel file's tensors declare their dtype: it is the default. */
+  const char *declared = ts_op_kernel_dtype(ts_op_lookup(op));
+  return ts_op_instance_new(op, a->shape, a->dtype ? a->dtype : declared ? declared : "f32",
+                            error);
+}
+
+int
+tt_op_arg(const TtArgs *a, int argc, char **argv, const char *cmd, const char **op)
+{
+  if (a->kernel == NULL) {
+    if (argc != 2)
+      return tt_usage("%s takes one OP (see 'tessera-tune ops'), or --kernel FILE", cmd);
+    *op = argv[1];
+    return TT_EXIT_OK;
+  }
+  if (argc > 2)
+    return tt_usage("%s --kernel FILE takes at most one name, the kernel's in FILE", cmd);
+  g_autoptr(GError) error = NULL;
+  const TsOpDef *def = ts_op_load_kernel(a->kernel, argc == 2 ? argv[1] : NULL, &error);
+  if (def == NULL)
+    return tt_fail(TT_EXIT_USAGE, error);
+  *op = ts_op_name(def);
+  return TT_EXIT_OK;
 }
 
 TsBackend *
@@ -324,19 +351,22 @@ cmd_lower(int argc, char **argv)
   if (!tt_parse("lower", "OP",
                 "Print the lowering of an op at a schedule point, stage by stage:\n"
                 "Graph IR, Schedule IR (space and point), Tile IR, Target source.",
-                TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_SPACE | TT_OPT_BACKEND | TT_OPT_STAGE,
+                TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_SPACE | TT_OPT_BACKEND | TT_OPT_STAGE |
+                  TT_OPT_KERNEL,
                 &a, &argc, &argv))
     return TT_EXIT_USAGE;
   g_autoptr(GError) error = NULL;
-  if (argc != 2)
-    return tt_usage("lower takes one OP (see 'tessera-tune ops')");
+  const char *op = NULL;
+  int rc = tt_op_arg(&a, argc, argv, "lower", &op);
+  if (rc != TT_EXIT_OK)
+    return rc;
   const char *stage = a.stage ? a.stage : "all";
   static const char *const stages[] = {"graph", "schedule", "tile", "target", "all", NULL};
   if (!g_strv_contains(stages, stage))
     return tt_usage("unknown --stage '%s' (graph, schedule, tile, target, all)", stage);
   gboolean all = strcmp(stage, "all") == 0;
 
-  g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
+  g_autoptr(TsOpInstance) inst = tt_workload(op, &a, &error);
   if (inst == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
   /* Lowering needs no device: the CPU target is always there to lower for. */
@@ -412,18 +442,20 @@ cmd_run(int argc, char **argv)
   g_auto(TtArgs) a = {.seed = 1};
   if (!tt_parse("run", "OP", "Compile, verify and time one schedule point of an op on a backend.",
                 TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_BACKEND | TT_OPT_SEED | TT_OPT_JSON |
-                  TT_OPT_SAMPLES | TT_OPT_TIMEOUT,
+                  TT_OPT_SAMPLES | TT_OPT_TIMEOUT | TT_OPT_KERNEL,
                 &a, &argc, &argv))
     return TT_EXIT_USAGE;
   int rc = tt_check_timeout(&a);
   if (rc != TT_EXIT_OK)
     return rc;
   g_autoptr(GError) error = NULL;
-  if (argc != 2)
-    return tt_usage("run takes one OP (see 'tessera-tune ops')");
+  const char *op = NULL;
+  rc = tt_op_arg(&a, argc, argv, "run", &op);
+  if (rc != TT_EXIT_OK)
+    return rc;
   if (a.samples < 0)
     return tt_usage("--samples takes a positive count, not %d", a.samples);
-  g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
+  g_autoptr(TsOpInstance) inst = tt_workload(op, &a, &error);
   if (inst == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
   g_autoptr(TsBackend) backend = tt_backend(&a, &error);

@@ -45,16 +45,19 @@ tt_cmd_lookup(int argc, char **argv)
                 "Print the cached best schedule of a workload on this machine's device and\n"
                 "toolchain. With --nearest, a shape never tuned gets the best schedule of the\n"
                 "nearest tuned shape of the same op and dtype, marked as such.",
-                TT_OPT_WORKLOAD | TT_OPT_BACKEND | TT_OPT_DB | TT_OPT_NEAREST | TT_OPT_JSON, &a,
+                TT_OPT_WORKLOAD | TT_OPT_BACKEND | TT_OPT_DB | TT_OPT_NEAREST | TT_OPT_JSON | TT_OPT_KERNEL,
+                &a,
                 &argc, &argv))
     return TT_EXIT_USAGE;
-  if (argc != 2)
-    return tt_usage("lookup takes one OP");
+  const char *op = NULL;
+  int rc = tt_op_arg(&a, argc, argv, "lookup", &op);
+  if (rc != TT_EXIT_OK)
+    return rc;
   g_autoptr(GError) error = NULL;
   g_autoptr(TsOpInstance) inst = NULL;
   g_autoptr(TsBackend) backend = NULL;
   g_autoptr(TsDb) db = NULL;
-  int rc = tt_open(argv[1], &a, TS_DB_OPEN_READ_ONLY, &inst, &backend, &db);
+  rc = tt_open(op, &a, TS_DB_OPEN_READ_ONLY, &inst, &backend, &db);
   if (rc != TT_EXIT_OK)
     return rc;
   TsDbKey key;
@@ -103,16 +106,19 @@ tt_cmd_show(int argc, char **argv)
     return tt_cmd_coll_show(argc, argv, FALSE);
   g_auto(TtArgs) a = {0};
   if (!tt_parse("show", "OP", "List the stored trials of a workload, best first.",
-                TT_OPT_WORKLOAD | TT_OPT_BACKEND | TT_OPT_DB | TT_OPT_LIMIT | TT_OPT_JSON, &a,
+                TT_OPT_WORKLOAD | TT_OPT_BACKEND | TT_OPT_DB | TT_OPT_LIMIT | TT_OPT_JSON | TT_OPT_KERNEL,
+                &a,
                 &argc, &argv))
     return TT_EXIT_USAGE;
-  if (argc != 2)
-    return tt_usage("show takes one OP");
+  const char *op = NULL;
+  int rc = tt_op_arg(&a, argc, argv, "show", &op);
+  if (rc != TT_EXIT_OK)
+    return rc;
   g_autoptr(GError) error = NULL;
   g_autoptr(TsOpInstance) inst = NULL;
   g_autoptr(TsBackend) backend = NULL;
   g_autoptr(TsDb) db = NULL;
-  int rc = tt_open(argv[1], &a, TT_DB_READ, &inst, &backend, &db);
+  rc = tt_open(op, &a, TT_DB_READ, &inst, &backend, &db);
   if (rc != TT_EXIT_OK)
     return rc;
   gint64 w, d, t;

@@ -37,11 +37,12 @@ enum {
   TT_OPT_SAMPLES = 1 << 17, /* --samples */
   TT_OPT_TIMEOUT = 1 << 18, /* --timeout alone (run) */
   TT_OPT_COLL = 1 << 19,    /* --ranks --launcher (collectives) */
+  TT_OPT_KERNEL = 1 << 20,  /* --kernel */
 };
 
 typedef struct {
   char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output, *replay;
-  char *arch, *trace_output, *launcher;
+  char *arch, *trace_output, *launcher, *kernel;
   char **prior; /* --prior FILE, repeatable */
   gint64 seed;
   gboolean json, nearest, measure, no_metrics, profile;
@@ -63,6 +64,10 @@ int tt_usage(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 int tt_error_code(const GError *error);
 
 TsOpInstance *tt_workload(const char *op, const TtArgs *a, GError **error);
+/* The op a command works on: its one positional OP, or with --kernel FILE the kernel file's
+ * op (registered here; an OP then names one of the file's kernels). Returns TT_EXIT_OK with
+ * *op set, or prints why not and returns the exit code. */
+int tt_op_arg(const TtArgs *a, int argc, char **argv, const char *cmd, const char **op);
 TsBackend *tt_backend(const TtArgs *a, GError **error);
 /* TT_DB_READ: for commands that only read (show, export): a read-write open, which creates the
  * cache or upgrades an older one, else a read-only one when the file or its directory cannot

@@ -286,11 +286,22 @@ tt_cmd_tune(int argc, char **argv)
                 "for https://ui.perfetto.dev. The timed samples are taken exactly as without it:\n"
                 "events are recorded outside the timed launches.",
                 TT_OPT_WORKLOAD | TT_OPT_SPACE | TT_OPT_BACKEND | TT_OPT_SEED | TT_OPT_JSON |
-                  TT_OPT_DB | TT_OPT_TUNE | TT_OPT_PROFILE,
+                  TT_OPT_DB | TT_OPT_TUNE | TT_OPT_PROFILE | TT_OPT_KERNEL,
                 &a, &argc, &argv))
     return TT_EXIT_USAGE;
-  if (argc != 2)
-    return tt_usage("tune takes one OP (see 'tessera-tune ops')");
+  const char *op = NULL;
+  int rc = tt_op_arg(&a, argc, argv, "tune", &op);
+  if (rc != TT_EXIT_OK)
+    return rc;
+  /* A kernel file's @kernel.autotune budget and cache, unless the command line gives them. */
+  const TsOpDef *def = ts_op_lookup(op);
+  if (a.budget == -1 && a.budget_ms == 0 && ts_op_kernel_budget_ms(def) > 0)
+    a.budget_ms = ts_op_kernel_budget_ms(def);
+  if (a.db == NULL && ts_op_kernel_cache(def) != NULL) {
+    const char *cache = ts_op_kernel_cache(def);
+    a.db = g_str_has_prefix(cache, "~/") ? g_build_filename(g_get_home_dir(), cache + 2, NULL)
+                                         : g_strdup(cache);
+  }
   if (a.budget < -1 || !(a.budget_ms >= 0) || !isfinite(a.budget_ms) || !(a.timeout_s > 0) ||
       !isfinite(a.timeout_s))
     return tt_usage("--budget, --budget-ms and --timeout must be positive numbers");
@@ -302,7 +313,7 @@ tt_cmd_tune(int argc, char **argv)
   g_autoptr(TsOpInstance) inst = NULL;
   g_autoptr(TsBackend) backend = NULL;
   g_autoptr(TsDb) db = NULL;
-  int rc = tt_open(argv[1], &a, TS_DB_OPEN_DEFAULT, &inst, &backend, &db);
+  rc = tt_open(op, &a, TS_DB_OPEN_DEFAULT, &inst, &backend, &db);
   if (rc != TT_EXIT_OK)
     return rc;
 

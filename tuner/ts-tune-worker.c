@@ -39,6 +39,12 @@ request_to_json(const TsTuneRequest *q)
     json_builder_add_double_value(b, v);                                                          \
   } while (0)
   STR("op", q->op);
+  /* A kernel file's op exists only where it was registered: the worker registers it too. */
+  const char *kernel = q->op ? ts_op_kernel_source(ts_op_lookup(q->op)) : NULL;
+  if (kernel) {
+    STR("kernel", kernel);
+    STR("kernel_path", ts_op_kernel_path(ts_op_lookup(q->op)));
+  }
   STR("shape", q->shape);
   STR("dtype", q->dtype);
   STR("schedule", q->schedule);
@@ -267,6 +273,21 @@ serve(gpointer data, const char *line, gboolean *exiting)
   if (json_object_has_member(o, "cache_dir") && !json_object_get_null_member(o, "cache_dir"))
     cache_dir = json_object_get_string_member(o, "cache_dir");
 
+  if (json_object_has_member(o, "kernel") && ts_op_lookup(op) == NULL) {
+    /* "kernel:NAME@HASH": the file's kernel NAME, from the source that hashes to HASH. */
+    const char *at = strchr(op, '@');
+    g_autofree char *name = g_str_has_prefix(op, "kernel:") && at
+                              ? g_strndup(op + strlen("kernel:"), (gsize)(at - op) - 7)
+                              : NULL;
+    const char *path = json_object_has_member(o, "kernel_path") &&
+                           !json_object_get_null_member(o, "kernel_path")
+                         ? json_object_get_string_member(o, "kernel_path")
+                         : NULL;
+    const TsOpDef *def = ts_op_register_kernel(json_object_get_string_member(o, "kernel"), path,
+                                               name, &error);
+    if (def == NULL)
+      return result_to_json(NULL, error->message, NULL, FALSE);
+  }
   g_autofree char *key = g_strdup_printf("%s|%s|%s", op, shape, dtype);
   TsOpInstance *inst = g_hash_table_lookup(st->instances, key);
   if (inst == NULL) {

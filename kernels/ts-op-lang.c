@@ -1,0 +1,794 @@
+/* ts-op-lang.c — a kernel written in the kernel language as an op of the workbench: its
+ * signature becomes the op's buffers, dims and float parameters (Graph IR), its autotune space
+ * the op's space (Schedule IR), and its body is lowered to Tile IR, so the emitters, the tuner,
+ * the cache and the lowering view treat it as they treat a built-in op.
+ *
+ * Lowered so far: elementwise kernels (one program per BN elements of one-dimensional tensors,
+ * `i = tile.linear_id()`, element reads x[i], float parameters, numbers, + - * /, integer
+ * powers, tile.exp, tile.rsqrt, sqrt, max, min) to the CPU target, as a Tile IR map. Verified
+ * against the op it implements, else against its own expression evaluated in f64. */
+#include "ts-op-private.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ts-lang.h"
+#include "ts-numerics.h"
+
+typedef enum { EX_NUM, EX_VIEW, EX_FLOAT, EX_BIN, EX_NEG, EX_EXP, EX_SQRT, EX_MAX } ExKind;
+
+typedef struct Ex Ex;
+struct Ex {
+  ExKind kind;
+  char op;      /* EX_BIN: + - * / */
+  double num;   /* EX_NUM */
+  guint index;  /* EX_VIEW: the input; EX_FLOAT: the float parameter */
+  const Ex *a, *b;
+};
+
+typedef struct {
+  TsOpDef def; /* first: an instance's op points here */
+  char *name, *symbol, *summary, *dims, *space, *default_point, *dtype, *src, *path, *cache;
+  char *arg_names[TS_OP_MAX_ARGS + 1], *arg_sigs[TS_OP_MAX_ARGS + 1];
+  char *views[TS_OP_MAX_ARGS + 1];  /* inputs' views, then the output's */
+  char *float_names[2];
+  const TsOpDef *implements;
+  GPtrArray *arena; /* Ex* */
+  const Ex *value;  /* the output element */
+  char *expr;       /* value as a Tile IR map expression */
+  double flops_per_element;
+} LangOp;
+
+/* ---- reading the body ---- */
+
+typedef struct {
+  LangOp *o;
+  const TsLangKernel *k;
+  const char *src, *file;
+  GError **error;
+  GHashTable *index_vars; /* names bound to tile.linear_id() */
+  GHashTable *locals;     /* name -> const Ex* */
+  GPtrArray *tensors;     /* TsLangParam* of the tensor parameters, in order */
+  GPtrArray *floats;      /* TsLangParam* of the float parameters */
+  gboolean read[TS_OP_MAX_ARGS + 1];
+  const TsLangParam *out;
+  const Ex *written;      /* out's element once assigned */
+} Reader;
+
+static gboolean rfail(Reader *r, const TsLangNode *at, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+static gboolean
+rfail(Reader *r, const TsLangNode *at, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  ts_lang_set_error(r->error, TS_LANG_ERROR_TYPE, r->src, r->file, at->line, at->col, "%s", msg);
+  return FALSE;
+}
+
+static const TsLangNode *
+kid(const TsLangNode *n, guint i)
+{
+  return i < n->kids->len ? g_ptr_array_index(n->kids, i) : NULL;
+}
+
+static Ex *
+ex_new(LangOp *o, ExKind kind, const Ex *a, const Ex *b)
+{
+  Ex *e = g_new0(Ex, 1);
+  e->kind = kind;
+  e->a = a;
+  e->b = b;
+  g_ptr_array_add(o->arena, e);
+  return e;
+}
+
+static const char *const unsupported_hint =
+  "the lowering takes, for now, elementwise kernels: x[i] with i = tile.linear_id(), float "
+  "parameters, numbers, + - * /, integer powers, tile.exp, tile.rsqrt, sqrt, max and min";
+
+static int
+tensor_index(Reader *r, const char *name)
+{
+  for (guint i = 0; i < r->tensors->len; i++)
+    if (strcmp(((TsLangParam *)g_ptr_array_index(r->tensors, i))->name, name) == 0)
+      return (int)i;
+  return -1;
+}
+
+static gboolean
+is_tile_call(const TsLangNode *n, const char *fn)
+{
+  if (n->kind != TS_LANG_CALL || kid(n, 0)->kind != TS_LANG_ATTR)
+    return FALSE;
+  const TsLangNode *callee = kid(n, 0), *obj = kid(callee, 0);
+  return strcmp(callee->str, fn) == 0 && obj->kind == TS_LANG_NAME && strcmp(obj->str, "tile") == 0;
+}
+
+/* x[i]: the tensor's position among the tensor parameters, or -1 with the error set. */
+static int
+element(Reader *r, const TsLangNode *n)
+{
+  const TsLangNode *obj = kid(n, 0), *idx = kid(n, 1);
+  if (obj->kind != TS_LANG_NAME || tensor_index(r, obj->str) < 0 || idx->kind != TS_LANG_NAME ||
+      !g_hash_table_contains(r->index_vars, idx->str)) {
+    g_autofree char *src = ts_lang_expr_to_source(n);
+    rfail(r, n, "%s is not lowered: an element is read or written as x[i], i = "
+                "tile.linear_id() (%s)", src, unsupported_hint);
+    return -1;
+  }
+  return tensor_index(r, obj->str);
+}
+
+static const Ex *expr(Reader *r, const TsLangNode *n);
+
+static const Ex *
+call(Reader *r, const TsLangNode *n)
+{
+  const TsLangNode *callee = kid(n, 0);
+  const char *fn = callee->kind == TS_LANG_ATTR ? callee->str
+                   : callee->kind == TS_LANG_NAME ? callee->str
+                                                  : "";
+  const guint nargs = n->kids->len - 1;
+  const Ex *a = nargs >= 1 ? expr(r, kid(n, 1)) : NULL;
+  const Ex *b = a && nargs >= 2 ? expr(r, kid(n, 2)) : NULL;
+  if (nargs >= 1 && a == NULL)
+    return NULL;
+  if (nargs == 1 && (strcmp(fn, "exp") == 0 || strcmp(fn, "sqrt") == 0))
+    return ex_new(r->o, fn[0] == 'e' ? EX_EXP : EX_SQRT, a, NULL);
+  if (nargs == 1 && strcmp(fn, "rsqrt") == 0) {
+    Ex *one = ex_new(r->o, EX_NUM, NULL, NULL);
+    one->num = 1.0;
+    Ex *q = ex_new(r->o, EX_BIN, one, ex_new(r->o, EX_SQRT, a, NULL));
+    q->op = '/';
+    return q;
+  }
+  if (nargs == 2 && b && (strcmp(fn, "max") == 0 || strcmp(fn, "maximum") == 0))
+    return ex_new(r->o, EX_MAX, a, b);
+  if (nargs == 2 && b && strcmp(fn, "min") == 0) /* min(a, b) = -max(-a, -b) */
+    return ex_new(r->o, EX_NEG,
+                  ex_new(r->o, EX_MAX, ex_new(r->o, EX_NEG, a, NULL), ex_new(r->o, EX_NEG, b, NULL)),
+                  NULL);
+  if (nargs == 1 && strcmp(fn, "float") == 0)
+    return a;
+  if (nargs >= 2 && b == NULL)
+    return NULL;
+  g_autofree char *src = ts_lang_expr_to_source(n);
+  return rfail(r, n, "%s is not lowered (%s)", src, unsupported_hint), NULL;
+}
+
+static const Ex *
+expr(Reader *r, const TsLangNode *n)
+{
+  switch (n->kind) {
+  case TS_LANG_INT:
+  case TS_LANG_FLOAT: {
+    Ex *e = ex_new(r->o, EX_NUM, NULL, NULL);
+    e->num = n->num;
+    return e;
+  }
+  case TS_LANG_NAME: {
+    const Ex *local = g_hash_table_lookup(r->locals, n->str);
+    if (local)
+      return local;
+    for (guint i = 0; i < r->floats->len; i++)
+      if (strcmp(((TsLangParam *)g_ptr_array_index(r->floats, i))->name, n->str) == 0) {
+        Ex *e = ex_new(r->o, EX_FLOAT, NULL, NULL);
+        e->index = i;
+        return e;
+      }
+    if (strcmp(n->str, "INF") == 0) {
+      Ex *e = ex_new(r->o, EX_NUM, NULL, NULL);
+      e->num = INFINITY;
+      return e;
+    }
+    return rfail(r, n, "'%s' is not lowered here (%s)", n->str, unsupported_hint), NULL;
+  }
+  case TS_LANG_SUBSCRIPT: {
+    int t = element(r, n);
+    if (t < 0)
+      return NULL;
+    if (r->out && strcmp(((TsLangParam *)g_ptr_array_index(r->tensors, t))->name,
+                         r->out->name) == 0 && r->written)
+      return r->written; /* read after the body wrote it */
+    r->read[t] = TRUE;
+    Ex *e = ex_new(r->o, EX_VIEW, NULL, NULL);
+    e->index = (guint)t;
+    return e;
+  }
+  case TS_LANG_BINOP: {
+    const Ex *a = expr(r, kid(n, 0));
+    if (a == NULL)
+      return NULL;
+    if (strcmp(n->str, "**") == 0) {
+      const TsLangNode *p = kid(n, 1);
+      if (p->kind != TS_LANG_INT || p->num < 1 || p->num > 4)
+        return rfail(r, p, "only the powers 1 to 4 (x ** 2) are lowered"), NULL;
+      const Ex *acc = a;
+      for (int i = 1; i < (int)p->num; i++) {
+        Ex *m = ex_new(r->o, EX_BIN, acc, a);
+        m->op = '*';
+        acc = m;
+      }
+      return acc;
+    }
+    const Ex *b = expr(r, kid(n, 1));
+    if (b == NULL)
+      return NULL;
+    if (strlen(n->str) != 1 || !strchr("+-*/", n->str[0])) {
+      g_autofree char *src = ts_lang_expr_to_source(n);
+      return rfail(r, n, "the operator '%s' of %s is not lowered (%s)", n->str, src,
+                   unsupported_hint),
+             NULL;
+    }
+    Ex *e = ex_new(r->o, EX_BIN, a, b);
+    e->op = n->str[0];
+    return e;
+  }
+  case TS_LANG_UNARY: {
+    const Ex *a = expr(r, kid(n, 0));
+    if (a == NULL)
+      return NULL;
+    if (strcmp(n->str, "+") == 0)
+      return a;
+    if (strcmp(n->str, "-") == 0)
+      return ex_new(r->o, EX_NEG, a, NULL);
+    return rfail(r, n, "the operator '%s' is not lowered (%s)", n->str, unsupported_hint), NULL;
+  }
+  case TS_LANG_CALL:
+    return call(r, n);
+  default: {
+    g_autofree char *src = ts_lang_expr_to_source(n);
+    return rfail(r, n, "%s is not lowered (%s)", src, unsupported_hint), NULL;
+  }
+  }
+}
+
+static gboolean
+write_element(Reader *r, const TsLangNode *target, const Ex *value)
+{
+  int t = element(r, target);
+  if (t < 0)
+    return FALSE;
+  const TsLangParam *p = g_ptr_array_index(r->tensors, t);
+  if (r->out && r->out != p)
+    return rfail(r, target, "the kernel writes %s and %s: the lowering takes one output tensor",
+                 r->out->name, p->name);
+  r->out = p;
+  r->written = value;
+  return TRUE;
+}
+
+static gboolean
+read_body(Reader *r, const TsLangNode *block)
+{
+  for (guint i = 0; i < block->kids->len; i++) {
+    const TsLangNode *st = kid(block, i);
+    switch (st->kind) {
+    case TS_LANG_PASS:
+      break;
+    case TS_LANG_RETURN:
+      if (kid(st, 0) != NULL)
+        return rfail(r, st, "an elementwise kernel writes its output (y[i] = ...) and returns "
+                            "nothing");
+      break;
+    case TS_LANG_ASSIGN: {
+      const TsLangNode *target = kid(st, 0), *value = kid(st, 1);
+      if (target->kind == TS_LANG_NAME && is_tile_call(value, "linear_id")) {
+        g_hash_table_add(r->index_vars, target->str);
+        break;
+      }
+      const Ex *v = expr(r, value);
+      if (v == NULL)
+        return FALSE;
+      if (target->kind == TS_LANG_NAME)
+        g_hash_table_insert(r->locals, target->str, (gpointer)v);
+      else if (!write_element(r, target, v))
+        return FALSE;
+      break;
+    }
+    case TS_LANG_AUGASSIGN: {
+      const TsLangNode *target = kid(st, 0);
+      const Ex *old = expr(r, target), *v = old ? expr(r, kid(st, 1)) : NULL;
+      if (v == NULL)
+        return FALSE;
+      if (strlen(st->str) != 1 || !strchr("+-*/", st->str[0]))
+        return rfail(r, st, "'%s=' is not lowered (%s)", st->str, unsupported_hint);
+      Ex *e = ex_new(r->o, EX_BIN, old, v);
+      e->op = st->str[0];
+      if (target->kind == TS_LANG_NAME)
+        g_hash_table_insert(r->locals, target->str, e);
+      else if (!write_element(r, target, e))
+        return FALSE;
+      break;
+    }
+    default:
+      return rfail(r, st, "this statement is not lowered (%s)", unsupported_hint);
+    }
+  }
+  if (r->out == NULL)
+    return rfail(r, r->k->def, "kernel %s writes no tensor: assign an element of a mut tensor "
+                               "(y[i] = ...)", r->k->name);
+  return TRUE;
+}
+
+/* ---- the expression as Tile IR text, in f64, and its cost ---- */
+
+static gboolean
+has_view(const Ex *e)
+{
+  return e && (e->kind == EX_VIEW || has_view(e->a) || has_view(e->b));
+}
+
+/* C text over the map's views and the kernel's float parameters. A call with no view in it
+ * stays scalar (__builtin_*): the map's vector path only rewrites the names exp/sqrt/max. */
+static void
+print_ex(const LangOp *o, const Ex *e, GString *out)
+{
+  const gboolean scalar = !has_view(e);
+  switch (e->kind) {
+  case EX_NUM:
+    if (isinf(e->num))
+      g_string_append(out, e->num > 0 ? "__builtin_inff()" : "(-__builtin_inff())");
+    else {
+      char buf[G_ASCII_DTOSTR_BUF_SIZE];
+      g_ascii_formatd(buf, sizeof buf, "%.9g", e->num);
+      g_string_append_printf(out, "%s%sf", buf, strpbrk(buf, ".en") ? "" : ".0");
+    }
+    break;
+  case EX_VIEW:
+    g_string_append(out, o->views[e->index]);
+    break;
+  case EX_FLOAT:
+    g_string_append(out, o->float_names[e->index]);
+    break;
+  case EX_BIN:
+    g_string_append_c(out, '(');
+    print_ex(o, e->a, out);
+    g_string_append_printf(out, " %c ", e->op);
+    print_ex(o, e->b, out);
+    g_string_append_c(out, ')');
+    break;
+  case EX_NEG:
+    g_string_append(out, "(-");
+    print_ex(o, e->a, out);
+    g_string_append_c(out, ')');
+    break;
+  case EX_EXP:
+  case EX_SQRT:
+  case EX_MAX: {
+    static const char *const vec[] = {[EX_EXP] = "exp", [EX_SQRT] = "sqrt", [EX_MAX] = "max"};
+    static const char *const sca[] = {[EX_EXP] = "__builtin_expf", [EX_SQRT] = "__builtin_sqrtf",
+                                      [EX_MAX] = "__builtin_fmaxf"};
+    g_string_append_printf(out, "%s(", scalar ? sca[e->kind] : vec[e->kind]);
+    for (const Ex *arg = e->a; arg; arg = arg == e->a ? e->b : NULL) {
+      if (arg == e->b)
+        g_string_append(out, ", ");
+      /* max of a vector and a value with no view: the value is splat to a vector */
+      const gboolean splat = !scalar && !has_view(arg);
+      g_string_append(out, splat ? "splat(" : "");
+      print_ex(o, arg, out);
+      g_string_append(out, splat ? ")" : "");
+    }
+    g_string_append_c(out, ')');
+    break;
+  }
+  }
+}
+
+static double
+eval_ex(const Ex *e, const double *views, const double *floats)
+{
+  switch (e->kind) {
+  case EX_NUM:
+    return e->num;
+  case EX_VIEW:
+    return views[e->index];
+  case EX_FLOAT:
+    return floats[e->index];
+  case EX_NEG:
+    return -eval_ex(e->a, views, floats);
+  case EX_EXP:
+    return exp(eval_ex(e->a, views, floats));
+  case EX_SQRT:
+    return sqrt(eval_ex(e->a, views, floats));
+  case EX_MAX:
+    return fmax(eval_ex(e->a, views, floats), eval_ex(e->b, views, floats));
+  case EX_BIN: {
+    const double a = eval_ex(e->a, views, floats), b = eval_ex(e->b, views, floats);
+    return e->op == '+' ? a + b : e->op == '-' ? a - b : e->op == '*' ? a * b : a / b;
+  }
+  }
+  return NAN;
+}
+
+static double
+count_flops(const Ex *e)
+{
+  if (e == NULL || e->kind == EX_NUM || e->kind == EX_VIEW || e->kind == EX_FLOAT)
+    return 0;
+  return 1 + count_flops(e->a) + count_flops(e->b);
+}
+
+/* ---- the op's functions ---- */
+
+static const LangOp *
+lang_op(const TsOpInstance *inst)
+{
+  return (const LangOp *)ts_op_instance_op(inst);
+}
+
+static double
+lang_flops(const TsOpInstance *inst)
+{
+  const LangOp *o = lang_op(inst);
+  return o->flops_per_element * (double)ts__op_instance_numel(inst, o->def.n_inputs);
+}
+
+/* The kernel's own expression in f64 over the stored inputs. */
+static char *
+lang_reference(const TsOpInstance *inst, void *const *in, double *out)
+{
+  const LangOp *o = lang_op(inst);
+  const TsDtype dt = ts_op_instance_dtype(inst)->storage;
+  const gint64 n = ts__op_instance_numel(inst, o->def.n_inputs);
+  double floats[2] = {0, 0};
+  for (guint f = 0; f < o->def.n_floats; f++)
+    floats[f] = ts__op_instance_float(inst, f);
+#pragma omp parallel for schedule(static)
+  for (gint64 i = 0; i < n; i++) {
+    double v[TS_OP_MAX_ARGS];
+    for (guint a = 0; a < o->def.n_inputs; a++)
+      v[a] = ts_numerics_get(dt, in[a], (gsize)i);
+    out[i] = eval_ex(o->value, v, floats);
+  }
+  return NULL;
+}
+
+static char *
+implemented_reference(const TsOpInstance *inst, void *const *in, double *out)
+{
+  return lang_op(inst)->implements->reference(inst, in, out);
+}
+
+#define KNOB(name, def) ts_sched_point_get_int(point, name, def)
+
+/* One program per BN elements, shared among the threads; a vectorised map within it. */
+static gboolean
+lang_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+               GError **error)
+{
+  const LangOp *o = lang_op(inst);
+  const gint64 bn = KNOB("BN", -1), vec = KNOB("vector", 8), threads = KNOB("threads", 1);
+  if (bn <= 0 || vec <= 0 || threads <= 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: the CPU lowering needs positive BN, vector and threads knobs", o->name);
+    return FALSE;
+  }
+  const char *n = o->def.dims;
+  ts_tile_kernel_define(k, "BN", bn);
+  ts_tile_kernel_define(k, "VEC", vec);
+  TsTileNode *par = ts_tile_parallel(k->body, threads);
+  TsTileNode *i0 = ts_tile_for(par, "i0", "0", n, "BN", TS_FOR_PARALLEL);
+  g_autofree char *count = g_strdup_printf("min(BN, %s - i0)", n);
+  TsTileNode *map = ts_tile_map(i0, o->views[o->def.n_inputs], o->expr, count);
+  for (guint a = 0; a <= o->def.n_inputs; a++)
+    ts_tile_node_add_view(map, o->views[a], a < o->def.n_inputs ? o->def.inputs[a].name
+                                                                : o->def.output.name, "i0");
+  return TRUE;
+}
+
+/* ---- building the op ---- */
+
+static char *
+upper(const char *s)
+{
+  return g_ascii_strup(s, -1);
+}
+
+static gboolean
+build(Reader *r, const TsLangKernel *k)
+{
+  LangOp *o = r->o;
+  /* Tensors: one dim, the same for all, one dtype. */
+  const TsLangParam *first = NULL;
+  for (guint i = 0; i < r->tensors->len; i++) {
+    const TsLangParam *p = g_ptr_array_index(r->tensors, i);
+    const TsTensorType *t = p->tensor;
+    g_autofree char *type = ts_tensor_type_to_string(t);
+    if (t->rank != 1 || t->dims[0].name == NULL)
+      return rfail(r, k->def, "%s is %s: the elementwise lowering takes one-dimensional tensors "
+                              "over a named dim (Tensor[\"N\", f32])", p->name, type);
+    if (first && (strcmp(first->tensor->dims[0].name, t->dims[0].name) != 0 ||
+                  first->tensor->dtype.storage != t->dtype.storage)) {
+      g_autofree char *ft = ts_tensor_type_to_string(first->tensor);
+      return rfail(r, k->def, "%s is %s but %s is %s: an elementwise kernel's tensors share "
+                              "their dim and dtype", first->name, ft, p->name, type);
+    }
+    first = first ? first : p;
+  }
+  if (first == NULL)
+    return rfail(r, k->def, "kernel %s has no tensor parameter", k->name);
+  o->dims = g_strdup(first->tensor->dims[0].name);
+  o->def.dims = o->dims;
+  o->dtype = g_strdup(ts_dtype_name(first->tensor->dtype.storage));
+  g_autofree char *sig = g_strdup_printf("\"%s\"", o->dims);
+
+  /* Inputs: every tensor but the output, and the output too when the body reads it. */
+  guint n_in = 0;
+  for (guint i = 0; i < r->tensors->len; i++) {
+    const TsLangParam *p = g_ptr_array_index(r->tensors, i);
+    if (p == r->out && !r->read[i])
+      continue;
+    if (n_in == TS_OP_MAX_ARGS)
+      return rfail(r, k->def, "kernel %s reads more than %d tensors", k->name, TS_OP_MAX_ARGS);
+    o->arg_names[n_in] = upper(p->name);
+    o->views[n_in] = g_ascii_strdown(p->name, -1);
+    o->arg_sigs[n_in] = g_strdup(sig);
+    o->def.inputs[n_in] = (TsOpArg){o->arg_names[n_in], o->arg_sigs[n_in], -1.0, 1.0};
+    n_in++;
+  }
+  o->def.n_inputs = n_in;
+  /* The views the expression names are the inputs' positions, not the tensors': remap. */
+  guint map[TS_OP_MAX_ARGS + 8];
+  for (guint i = 0, a = 0; i < r->tensors->len && i < G_N_ELEMENTS(map); i++) {
+    const TsLangParam *p = g_ptr_array_index(r->tensors, i);
+    map[i] = (p == r->out && !r->read[i]) ? G_MAXUINT : a++;
+  }
+  for (guint i = 0; i < o->arena->len; i++) {
+    Ex *e = g_ptr_array_index(o->arena, i);
+    if (e->kind == EX_VIEW)
+      e->index = map[e->index];
+  }
+  const gboolean in_place = r->read[tensor_index(r, r->out->name)];
+  o->arg_names[n_in] = in_place ? g_strdup_printf("%s_OUT", r->out->name) : upper(r->out->name);
+  for (char *c = o->arg_names[n_in]; *c; c++)
+    *c = g_ascii_toupper(*c);
+  o->views[n_in] = g_ascii_strdown(o->arg_names[n_in], -1);
+  o->arg_sigs[n_in] = g_strdup(sig);
+  o->def.output = (TsOpArg){o->arg_names[n_in], o->arg_sigs[n_in], 0, 0};
+
+  /* Names must stay apart once case is folded: buffers, views and float parameters share
+   * the generated code's scope. */
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i <= n_in; i++) {
+    if (strcmp(o->arg_names[i], o->views[i]) == 0 || g_hash_table_contains(seen, o->views[i]) ||
+        g_hash_table_contains(seen, o->arg_names[i]))
+      return rfail(r, k->def, "the tensor names of kernel %s collide once upper- and lower-case "
+                              "are folded (%s): rename one", k->name, o->views[i]);
+    g_hash_table_add(seen, o->views[i]);
+    g_hash_table_add(seen, o->arg_names[i]);
+  }
+  if (r->floats->len > G_N_ELEMENTS(o->float_names))
+    return rfail(r, k->def, "kernel %s has %u float parameters; the lowering takes at most 2",
+                 k->name, r->floats->len);
+  for (guint f = 0; f < r->floats->len; f++) {
+    const TsLangParam *p = g_ptr_array_index(r->floats, f);
+    if (g_hash_table_contains(seen, p->name))
+      return rfail(r, k->def, "the float parameter %s of kernel %s has a tensor's name once "
+                              "case is folded: rename one", p->name, k->name);
+    o->float_names[f] = g_strdup(p->name);
+    o->def.float_names[f] = o->float_names[f];
+    /* Runs use the parameter's default, else 1.5 (a value no kernel gets right by dropping
+     * or doubling the parameter). */
+    o->def.float_values[f] = p->default_source ? g_ascii_strtod(p->default_source, NULL) : 1.5;
+  }
+  o->def.n_floats = r->floats->len;
+
+  GString *text = g_string_new(NULL);
+  print_ex(o, o->value, text);
+  o->expr = g_string_free(text, FALSE);
+  o->flops_per_element = MAX(1.0, count_flops(o->value));
+  return TRUE;
+}
+
+/* The kernel's space, plus the threads every CPU point runs with (a knob the user may name
+ * in a schedule), and the default point: the space's first valid point. */
+static gboolean
+spaces(Reader *r, const TsLangKernel *k)
+{
+  LangOp *o = r->o;
+  const char *text = k->space ? k->space
+                     : k->schedule ? k->schedule
+                                   : "block(n=[4096,16384,65536]).vector([4,8,16])";
+  g_autoptr(TsSchedSpace) space = ts_sched_space_parse(text, r->error);
+  if (space == NULL)
+    return FALSE;
+  if (ts_sched_space_knob_index(space, "threads") < 0) {
+    TsSchedValue t = {.kind = TS_SCHED_INT, .i = MAX(1, (gint64)g_get_num_processors())};
+    ts_sched_space_set_knob(space, "threads", &t, 1);
+  }
+  o->space = ts_sched_space_to_string(space);
+  /* The first valid point; the first point outright when a constraint needs the shape. */
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, NULL);
+  g_autoptr(TsSchedPoint) first = NULL;
+  if (!ts_sched_iter_next(it, &first, NULL) || first == NULL) {
+    g_clear_pointer(&first, ts_sched_point_free);
+    first = ts_sched_space_point_at(space, 0);
+  }
+  if (!ts_sched_point_has(first, "vector"))
+    ts_sched_point_set_int(first, "vector", 8);
+  o->default_point = ts_sched_point_to_string(first);
+  o->def.cpu_space = o->space;
+  o->def.cpu_default = o->default_point;
+  return TRUE;
+}
+
+/* The op the kernel says it implements must take the same inputs and floats: its reference
+ * then checks the kernel. */
+static gboolean
+match_implements(Reader *r, const TsLangKernel *k)
+{
+  LangOp *o = r->o;
+  if (k->implements == NULL) {
+    o->def.reference = lang_reference;
+    return TRUE;
+  }
+  const TsOpDef *op = ts_op_lookup(k->implements);
+  const TsLangNode *at = k->def;
+  if (op == NULL || op->symbol != NULL)
+    return rfail(r, at, "@kernel.implements(\"%s\"): no built-in op of that name",
+                 k->implements);
+  if (op->n_inputs != o->def.n_inputs || op->n_floats != o->def.n_floats ||
+      strcmp(op->dims, o->def.dims) != 0)
+    return rfail(r, at, "kernel %s reads %u tensors and %u floats over dims %s, but %s takes "
+                        "%u inputs and %u floats over dims %s: it cannot be checked against "
+                        "%s's reference", k->name, o->def.n_inputs, o->def.n_floats,
+                 o->def.dims, op->name, op->n_inputs, op->n_floats, op->dims, op->name);
+  o->implements = op;
+  o->def.reference = implemented_reference;
+  o->def.tolerance_as = op->name;
+  for (guint f = 0; f < op->n_floats; f++)
+    o->def.float_values[f] = op->float_values[f];
+  return TRUE;
+}
+
+static void
+lang_op_free(LangOp *o)
+{
+  g_free(o->name);
+  g_free(o->symbol);
+  g_free(o->summary);
+  g_free(o->dims);
+  g_free(o->space);
+  g_free(o->default_point);
+  g_free(o->dtype);
+  g_free(o->src);
+  g_free(o->path);
+  g_free(o->cache);
+  g_free(o->expr);
+  for (guint i = 0; i <= TS_OP_MAX_ARGS; i++) {
+    g_free(o->arg_names[i]);
+    g_free(o->arg_sigs[i]);
+    g_free(o->views[i]);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(o->float_names); i++)
+    g_free(o->float_names[i]);
+  if (o->arena)
+    g_ptr_array_free(o->arena, TRUE);
+  g_free(o);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(LangOp, lang_op_free)
+
+const TsOpDef *
+ts_op_register_kernel(const char *src, const char *path, const char *name, GError **error)
+{
+  g_return_val_if_fail(src != NULL, NULL);
+  const char *file = path ? path : "<kernel>";
+  g_autoptr(TsLangNode) tree = ts_lang_parse(src, file, error);
+  if (tree == NULL)
+    return NULL;
+  const TsLangNode *def = NULL;
+  for (guint i = 0; i < tree->kids->len && def == NULL; i++)
+    if (name == NULL || strcmp(((TsLangNode *)g_ptr_array_index(tree->kids, i))->str, name) == 0)
+      def = g_ptr_array_index(tree->kids, i);
+  if (def == NULL) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_UNKNOWN_OP,
+                name ? "%s has no kernel named '%s'" : "%s has no kernel", file, name);
+    return NULL;
+  }
+  g_autoptr(TsLangKernel) k = ts_lang_kernel_check(def, src, file, error);
+  if (k == NULL)
+    return NULL;
+
+  /* The name carries a hash of the source: a kernel edited is another workload in the cache,
+   * and a worker that registers the same source finds the same op. */
+  g_autofree char *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, src, -1);
+  g_autofree char *opname = g_strdup_printf("kernel:%s@%.8s", k->name, sum);
+  const TsOpDef *known = ts_op_lookup(opname);
+  if (known != NULL)
+    return known;
+
+  g_autoptr(LangOp) o = g_new0(LangOp, 1);
+  o->arena = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GHashTable) index_vars = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) locals = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GPtrArray) tensors = g_ptr_array_new();
+  g_autoptr(GPtrArray) floats = g_ptr_array_new();
+  Reader r = {o, k, src, file, error, index_vars, locals, tensors, floats, {FALSE}, NULL, NULL};
+  for (guint i = 0; i < k->params->len; i++) {
+    TsLangParam *p = g_ptr_array_index(k->params, i);
+    if (p->tensor)
+      g_ptr_array_add(tensors, p);
+    else if (strcmp(p->scalar, "int") != 0 && strcmp(p->scalar, "bool") != 0)
+      g_ptr_array_add(floats, p);
+    else
+      return rfail(&r, def, "the %s parameter %s is not lowered yet (tensors and float "
+                            "parameters are)", p->scalar, p->name), NULL;
+  }
+  if (tensors->len > G_N_ELEMENTS(r.read))
+    return rfail(&r, def, "kernel %s has more than %d tensor parameters", k->name,
+                 TS_OP_MAX_ARGS),
+           NULL;
+  if (!read_body(&r, kid(def, 3)))
+    return NULL;
+  o->value = r.written;
+  if (!build(&r, k) || !spaces(&r, k) || !match_implements(&r, k))
+    return NULL;
+
+  o->name = g_steal_pointer(&opname);
+  o->symbol = g_strdup_printf("kernel_%s_%.8s", k->name, sum);
+  o->summary = g_strdup_printf("kernel %s from %s", k->name, file);
+  o->src = g_strdup(src);
+  o->path = g_strdup(path);
+  o->def.name = o->name;
+  o->def.symbol = o->symbol;
+  o->def.summary = o->summary;
+  o->def.only_dtype = o->dtype;
+  o->def.inst_flops = lang_flops;
+  o->def.lower_cpu = lang_lower_cpu;
+  o->def.kernel_src = o->src;
+  o->def.kernel_path = o->path;
+  o->def.kernel_budget_ms = k->budget_ms;
+  o->cache = g_strdup(k->cache);
+  o->def.kernel_cache = o->cache;
+  if (!ts__op_register(&o->def)) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_UNKNOWN_OP, "an op named %s exists already",
+                o->name);
+    return NULL;
+  }
+  return &g_steal_pointer(&o)->def; /* the registry keeps it */
+}
+
+const TsOpDef *
+ts_op_load_kernel(const char *path, const char *name, GError **error)
+{
+  g_autofree char *src = NULL;
+  if (!g_file_get_contents(path, &src, NULL, error)) {
+    g_prefix_error(error, "--kernel: ");
+    return NULL;
+  }
+  return ts_op_register_kernel(src, path, name, error);
+}
+
+const char *
+ts_op_kernel_source(const TsOpDef *op)
+{
+  return op ? op->kernel_src : NULL;
+}
+
+const char *
+ts_op_kernel_path(const TsOpDef *op)
+{
+  return op ? op->kernel_path : NULL;
+}
+
+const char *
+ts_op_kernel_dtype(const TsOpDef *op)
+{
+  return op ? op->only_dtype : NULL;
+}
+
+double
+ts_op_kernel_budget_ms(const TsOpDef *op)
+{
+  return op ? op->kernel_budget_ms : 0;
+}
+
+const char *
+ts_op_kernel_cache(const TsOpDef *op)
+{
+  return op ? op->kernel_cache : NULL;
+}
