@@ -214,6 +214,56 @@ emit_intrinsic(Emitter *e, const TsTileNode *n)
   g_string_free(call, TRUE);
 }
 
+static gboolean
+mentions(const char *expr, const char *name)
+{
+  const gsize len = strlen(name);
+  for (const char *p = strstr(expr, name); p; p = strstr(p + 1, name)) {
+    const gboolean left = p == expr || !(g_ascii_isalnum(p[-1]) || p[-1] == '_');
+    const gboolean right = !(g_ascii_isalnum(p[len]) || p[len] == '_');
+    if (left && right)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* A map over the thread's register tiles: element j of every view, the expression (CUDA C
+ * over the views' names and the kernel's scalars), into element j of the destination. Every
+ * thread of an elementwise kernel holds the same positions of each tile, so the map needs no
+ * communication; the stores that follow skip positions outside the tensor. */
+static void
+emit_map(Emitter *e, const TsTileNode *n)
+{
+  const TsTileView *dst = NULL;
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    const TsTileBuffer *b = ts_tile_kernel_find_buffer(e->kernel, v->buffer);
+    if (b == NULL || b->space != TS_MEM_REGISTER || b->dtype != TS_DTYPE_F32) {
+      fail(e, TS_EMIT_ERROR_UNSUPPORTED,
+           "CUDA target: a map reads and writes f32 register tiles; view '%s' is of '%s'",
+           v->name, v->buffer);
+      return;
+    }
+    if (g_strcmp0(v->name, n->dst) == 0)
+      dst = v;
+  }
+  if (dst == NULL) {
+    fail(e, TS_EMIT_ERROR_INVALID, "tile IR: map destination '%s' is not a view", n->dst);
+    return;
+  }
+  line(e, "#pragma unroll");
+  line(e, "for (int j = 0; j < (%s); j++) {", n->hi);
+  e->depth++;
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    if (mentions(n->expr, v->name))
+      line(e, "const float %s = %s[(%s) + j];", v->name, v->buffer, v->offset);
+  }
+  line(e, "%s[(%s) + j] = %s;", dst->buffer, dst->offset, n->expr);
+  e->depth--;
+  line(e, "}");
+}
+
 static void
 emit_node(Emitter *e, const TsTileNode *n)
 {
@@ -272,16 +322,18 @@ emit_node(Emitter *e, const TsTileNode *n)
   case TS_TILE_INTRINSIC:
     emit_intrinsic(e, n);
     break;
+  case TS_TILE_MAP:
+    emit_map(e, n);
+    break;
   case TS_TILE_PARALLEL:
   case TS_TILE_PACK:
   case TS_TILE_MMA:
   case TS_TILE_REDUCE:
   case TS_TILE_SOFTMAX_ONLINE:
-  case TS_TILE_MAP:
   case TS_TILE_CONVERT:
     fail(e, TS_EMIT_ERROR_UNSUPPORTED,
          "CUDA target: a CPU construct (parallel team, pack, micro-kernel mma, row "
-         "reduce/map/convert) in a GPU kernel; GPU lowerings use tile.grid and intrinsics");
+         "reduce/convert) in a GPU kernel; GPU lowerings use tile.grid and intrinsics");
     break;
   }
 }

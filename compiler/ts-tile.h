@@ -19,7 +19,8 @@
  *   mma C[row, col] (+)= A_panel · B_panel  k=kc  micro=MRxNR vector=V unroll=U
  *   reduce v = op(expr) over j < n        row reduction (sum|max) of an elementwise expression
  *   softmax_online (m, l) = x over j < n  one-pass running max and rescaled sum (online softmax)
- *   map dst[j] = expr over j < n          elementwise map and store
+ *   map dst[j] = expr over j < n          elementwise map and store (GPU: over the thread's
+ *                                        f32 register tiles, expr in CUDA C)
  *   convert src -> dst n [scale]         dtype conversion of a finished tile, optionally scaled
  *   barrier                              team barrier
  * GPU kernels (the CUDA target) add two:

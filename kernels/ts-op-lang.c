@@ -5,8 +5,10 @@
  *
  * Lowered so far: elementwise kernels (one program per BN elements of one-dimensional tensors,
  * `i = tile.linear_id()`, element reads x[i], float parameters, numbers, + - * /, integer
- * powers, tile.exp, tile.rsqrt, sqrt, max, min) to the CPU target, as a Tile IR map. Verified
- * against the op it implements, else against its own expression evaluated in f64. */
+ * powers, tile.exp, tile.rsqrt, sqrt, max, min): on the CPU a vectorised map over each
+ * program's block, on CUDA a map over each thread's register tiles between the row tile's loads
+ * and store. Verified against the op it implements, else against its own expression evaluated
+ * in f64. */
 #include "ts-op-private.h"
 
 #include <math.h>
@@ -29,6 +31,7 @@ struct Ex {
 typedef struct {
   TsOpDef def; /* first: an instance's op points here */
   char *name, *symbol, *summary, *dims, *space, *default_point, *dtype, *src, *path, *cache;
+  char *cuda_space, *cuda_default;
   char *arg_names[TS_OP_MAX_ARGS + 1], *arg_sigs[TS_OP_MAX_ARGS + 1];
   char *views[TS_OP_MAX_ARGS + 1];  /* inputs' views, then the output's */
   char *float_names[2];
@@ -322,15 +325,19 @@ has_view(const Ex *e)
   return e && (e->kind == EX_VIEW || has_view(e->a) || has_view(e->b));
 }
 
-/* C text over the map's views and the kernel's float parameters. A call with no view in it
- * stays scalar (__builtin_*): the map's vector path only rewrites the names exp/sqrt/max. */
+/* C text over the map's views and the kernel's float parameters. For the CPU, a call with no
+ * view in it stays scalar (__builtin_*): the map's vector path rewrites the names exp, sqrt and
+ * max to vector functions. For CUDA the map is scalar code per register element. */
 static void
-print_ex(const LangOp *o, const Ex *e, GString *out)
+print_ex(const LangOp *o, const Ex *e, gboolean cuda, GString *out)
 {
   const gboolean scalar = !has_view(e);
   switch (e->kind) {
   case EX_NUM:
-    if (isinf(e->num))
+    if (isinf(e->num) && cuda)
+      g_string_append(out, e->num > 0 ? "__int_as_float(0x7f800000)"
+                                      : "__int_as_float((int)0xff800000)");
+    else if (isinf(e->num))
       g_string_append(out, e->num > 0 ? "__builtin_inff()" : "(-__builtin_inff())");
     else {
       char buf[G_ASCII_DTOSTR_BUF_SIZE];
@@ -346,14 +353,14 @@ print_ex(const LangOp *o, const Ex *e, GString *out)
     break;
   case EX_BIN:
     g_string_append_c(out, '(');
-    print_ex(o, e->a, out);
+    print_ex(o, e->a, cuda, out);
     g_string_append_printf(out, " %c ", e->op);
-    print_ex(o, e->b, out);
+    print_ex(o, e->b, cuda, out);
     g_string_append_c(out, ')');
     break;
   case EX_NEG:
     g_string_append(out, "(-");
-    print_ex(o, e->a, out);
+    print_ex(o, e->a, cuda, out);
     g_string_append_c(out, ')');
     break;
   case EX_EXP:
@@ -362,14 +369,15 @@ print_ex(const LangOp *o, const Ex *e, GString *out)
     static const char *const vec[] = {[EX_EXP] = "exp", [EX_SQRT] = "sqrt", [EX_MAX] = "max"};
     static const char *const sca[] = {[EX_EXP] = "__builtin_expf", [EX_SQRT] = "__builtin_sqrtf",
                                       [EX_MAX] = "__builtin_fmaxf"};
-    g_string_append_printf(out, "%s(", scalar ? sca[e->kind] : vec[e->kind]);
+    static const char *const gpu[] = {[EX_EXP] = "expf", [EX_SQRT] = "sqrtf", [EX_MAX] = "fmaxf"};
+    g_string_append_printf(out, "%s(", cuda ? gpu[e->kind] : scalar ? sca[e->kind] : vec[e->kind]);
     for (const Ex *arg = e->a; arg; arg = arg == e->a ? e->b : NULL) {
       if (arg == e->b)
         g_string_append(out, ", ");
       /* max of a vector and a value with no view: the value is splat to a vector */
-      const gboolean splat = !scalar && !has_view(arg);
+      const gboolean splat = !cuda && !scalar && !has_view(arg);
       g_string_append(out, splat ? "splat(" : "");
-      print_ex(o, arg, out);
+      print_ex(o, arg, cuda, out);
       g_string_append(out, splat ? ")" : "");
     }
     g_string_append_c(out, ')');
@@ -480,6 +488,66 @@ lang_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   return TRUE;
 }
 
+static gboolean
+is_pow2(gint64 v)
+{
+  return v > 0 && (v & (v - 1)) == 0;
+}
+
+/* One CTA per BN elements, each thread holding PER * VEC elements of every tile in registers
+ * (the row tile of ts_cuda_rows.cuh, one row of N columns): the inputs loaded, the map applied
+ * element by element, the output stored. */
+static gboolean
+lang_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                GError **error)
+{
+  const LangOp *o = lang_op(inst);
+  const gint64 bn = KNOB("BN", -1), w = KNOB("warps", 4), v = KNOB("vector", 4);
+  const gint64 threads = w * 32;
+  if (bn <= 0 || w <= 0 || w > 32 || !is_pow2(v) || v > 16 || bn % (threads * v) != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: the CUDA lowering needs warps in 1..32, a vector of 1, 2, 4, 8 or 16 "
+                "elements and a BN that is a multiple of warps * 32 * vector", o->name);
+    return FALSE;
+  }
+  const gint64 n = ts_shape_get(ts_op_instance_shape(inst), o->def.dims);
+  const gint64 gx = MAX(1, (n + bn - 1) / bn);
+  if (gx > G_MAXINT32) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: %" G_GINT64_FORMAT " tiles exceed the grid's 2^31 - 1 CTAs", o->name, gx);
+    return FALSE;
+  }
+  ts_tile_kernel_define(k, "BN", bn);
+  ts_tile_kernel_define(k, "THREADS", threads);
+  ts_tile_kernel_define(k, "VEC", v);
+  ts_tile_kernel_define(k, "PER", bn / (threads * v));
+  ts_tile_kernel_define(k, "NCOLS", n);
+  g_autofree char *tile = g_strdup_printf("T=%s,BM=1,THREADS=THREADS,VEC=VEC,COLS=BN,NCOLS=NCOLS",
+                                          ts_dtype_name(ts_op_instance_dtype(inst)->storage));
+  TsTileNode *g = ts_tile_grid(k->body, gx, 1, 1, threads, 0);
+  const guint n_in = o->def.n_inputs;
+  g_autoptr(GPtrArray) regs = g_ptr_array_new_with_free_func(g_free);
+  for (guint a = 0; a <= n_in; a++) {
+    g_ptr_array_add(regs, g_strdup_printf("r_%s", o->views[a]));
+    ts_tile_alloc(g, k, g_ptr_array_index(regs, a), TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC",
+                  FALSE, a < n_in ? "vector p at element (p * THREADS + thread) * VEC of the tile"
+                                  : "the output's elements, as the inputs'");
+  }
+  ts_tile_let(g, "i0", TS_DTYPE_INT32, "bx * BN");
+  for (guint a = 0; a < n_in; a++)
+    ts_tile_intrinsic(g, "rows_load", tile, (char *)g_ptr_array_index(regs, a),
+                      o->def.inputs[a].name, "0", "i0", "1", o->def.dims, NULL);
+  GString *text = g_string_new(NULL);
+  print_ex(o, o->value, TRUE, text);
+  g_autofree char *expr = g_string_free(text, FALSE);
+  TsTileNode *map = ts_tile_map(g, o->views[n_in], expr, "PER * VEC");
+  for (guint a = 0; a <= n_in; a++)
+    ts_tile_node_add_view(map, o->views[a], g_ptr_array_index(regs, a), "0");
+  ts_tile_intrinsic(g, "rows_store", tile, o->def.output.name, "0", "i0", "1",
+                    (char *)g_ptr_array_index(regs, n_in), "1.0f", "nullptr", "nullptr", NULL);
+  return TRUE;
+}
+
 /* ---- building the op ---- */
 
 static char *
@@ -578,14 +646,42 @@ build(Reader *r, const TsLangKernel *k)
   o->def.n_floats = r->floats->len;
 
   GString *text = g_string_new(NULL);
-  print_ex(o, o->value, text);
+  print_ex(o, o->value, FALSE, text);
   o->expr = g_string_free(text, FALSE);
   o->flops_per_element = MAX(1.0, count_flops(o->value));
   return TRUE;
 }
 
-/* The kernel's space, plus the threads every CPU point runs with (a knob the user may name
- * in a schedule), and the default point: the space's first valid point. */
+/* A target's space: the kernel's, plus the knobs the target's lowering reads that the kernel
+ * leaves out (with one value each) and the target's constraints; its default point is the
+ * space's first valid point (the first point outright when a constraint needs the shape). */
+static gboolean
+target_space(Reader *r, const char *text, const char *const *knobs, const gint64 *values,
+             const char *where, char **space_out, char **point_out)
+{
+  g_autoptr(TsSchedSpace) space = ts_sched_space_parse(text, r->error);
+  if (space == NULL)
+    return FALSE;
+  for (guint i = 0; knobs[i]; i++)
+    if (ts_sched_space_knob_index(space, knobs[i]) < 0) {
+      TsSchedValue v = {.kind = TS_SCHED_INT, .i = values[i]};
+      ts_sched_space_set_knob(space, knobs[i], &v, 1);
+    }
+  if (where && !ts_sched_space_add_constraint(space, where, r->error))
+    return FALSE;
+  *space_out = ts_sched_space_to_string(space);
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, NULL);
+  g_autoptr(TsSchedPoint) first = NULL;
+  if (!ts_sched_iter_next(it, &first, NULL) || first == NULL) {
+    g_clear_pointer(&first, ts_sched_point_free);
+    first = ts_sched_space_point_at(space, 0);
+  }
+  *point_out = ts_sched_point_to_string(first);
+  return TRUE;
+}
+
+/* The kernel's space on the CPU (with the machine's cores as threads) and on CUDA (at most 32
+ * elements of a tile per thread, so every tile stays in registers). */
 static gboolean
 spaces(Reader *r, const TsLangKernel *k)
 {
@@ -593,26 +689,19 @@ spaces(Reader *r, const TsLangKernel *k)
   const char *text = k->space ? k->space
                      : k->schedule ? k->schedule
                                    : "block(n=[4096,16384,65536]).vector([4,8,16])";
-  g_autoptr(TsSchedSpace) space = ts_sched_space_parse(text, r->error);
-  if (space == NULL)
+  static const char *const cpu_knobs[] = {"threads", "vector", NULL};
+  const gint64 cpu_values[] = {MAX(1, (gint64)g_get_num_processors()), 8};
+  static const char *const cuda_knobs[] = {"warps", "vector", NULL};
+  static const gint64 cuda_values[] = {4, 4};
+  if (!target_space(r, text, cpu_knobs, cpu_values, NULL, &o->space, &o->default_point) ||
+      !target_space(r, text, cuda_knobs, cuda_values,
+                    "BN % (warps * 32 * vector) == 0 && BN <= 32 * warps * 32", &o->cuda_space,
+                    &o->cuda_default))
     return FALSE;
-  if (ts_sched_space_knob_index(space, "threads") < 0) {
-    TsSchedValue t = {.kind = TS_SCHED_INT, .i = MAX(1, (gint64)g_get_num_processors())};
-    ts_sched_space_set_knob(space, "threads", &t, 1);
-  }
-  o->space = ts_sched_space_to_string(space);
-  /* The first valid point; the first point outright when a constraint needs the shape. */
-  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, NULL);
-  g_autoptr(TsSchedPoint) first = NULL;
-  if (!ts_sched_iter_next(it, &first, NULL) || first == NULL) {
-    g_clear_pointer(&first, ts_sched_point_free);
-    first = ts_sched_space_point_at(space, 0);
-  }
-  if (!ts_sched_point_has(first, "vector"))
-    ts_sched_point_set_int(first, "vector", 8);
-  o->default_point = ts_sched_point_to_string(first);
   o->def.cpu_space = o->space;
   o->def.cpu_default = o->default_point;
+  o->def.cuda_space = o->cuda_space;
+  o->def.cuda_default = o->cuda_default;
   return TRUE;
 }
 
@@ -654,6 +743,8 @@ lang_op_free(LangOp *o)
   g_free(o->dims);
   g_free(o->space);
   g_free(o->default_point);
+  g_free(o->cuda_space);
+  g_free(o->cuda_default);
   g_free(o->dtype);
   g_free(o->src);
   g_free(o->path);
@@ -739,6 +830,7 @@ ts_op_register_kernel(const char *src, const char *path, const char *name, GErro
   o->def.only_dtype = o->dtype;
   o->def.inst_flops = lang_flops;
   o->def.lower_cpu = lang_lower_cpu;
+  o->def.lower_cuda = lang_lower_cuda;
   o->def.kernel_src = o->src;
   o->def.kernel_path = o->path;
   o->def.kernel_budget_ms = k->budget_ms;

@@ -6,10 +6,12 @@
 # compiler. The resource figures (registers, shared memory, spills, CTAs per SM) are written to
 # OUT_DIR/<op>-<dtype>.jsonl.
 # Skips (77) when NVRTC / nvJitLink cannot be loaded.
-#   cuda-compile-all.sh TESSERA_TUNE OUT_DIR
+# Kernel files of the kernel language (examples/, tests/kernels/) are compiled the same way.
+#   cuda-compile-all.sh TESSERA_TUNE OUT_DIR SOURCE_DIR
 set -uo pipefail
 tt=$1
 out=$2
+src=${3:-.}
 mkdir -p "$out"
 
 "$tt" check gemm --shape M=256,N=256,K=256 --dtype bf16 --schedule 'block(m=64,n=64,k=32)' \
@@ -49,16 +51,24 @@ extra=(
   "saxpy|N=1001|f16"
 )
 
+# Every point of each kernel file's space, in the dtype its tensors declare.
+kernels=(
+  "examples/saxpy.tsk|N=16777216"
+  "tests/kernels/affine_relu.tsk|N=1000003"
+)
+
 status=0
 n=0
-check() {  # op shape dtype [--schedule POINT]
+check() {  # op shape dtype [--schedule POINT]; op "kernel:FILE" is a kernel file
   local op=$1 shape=$2 dtype=$3; shift 3
-  local file="$out/$op-$dtype-$(echo "$shape" | tr ',=' '_-').jsonl"
+  local file="$out/$(basename "$op")-$dtype-$(echo "$shape" | tr ',=' '_-').jsonl"
   n=$((n + 1))
   # No point of a default space may spill registers either (docs/cuda.md says so; a spilling
   # point is pruned by a constraint with its measurement, kernels/op-*.c).
   local rc=0 spills
-  "$tt" check "$op" --shape "$shape" --dtype "$dtype" --arch sm_90a,sm_80 --json "$@" >"$file" || rc=1
+  local what=("$op" --dtype "$dtype")
+  [[ $op == kernel:* ]] && what=(--kernel "$src/${op#kernel:}")
+  "$tt" check "${what[@]}" --shape "$shape" --arch sm_90a,sm_80 --json "$@" >"$file" || rc=1
   spills=$(grep -c '"spill_stores": [1-9]' "$file")
   if [ $rc -eq 0 ] && [ "$spills" -eq 0 ]; then
     echo "ok $n - $op $shape $dtype: $(wc -l <"$file") kernels compiled, none spills"
@@ -70,7 +80,7 @@ check() {  # op shape dtype [--schedule POINT]
     status=1
   fi
 }
-echo "1..$((${#full[@]} + ${#fp8[@]} + ${#extra[@]}))"
+echo "1..$((${#full[@]} + ${#fp8[@]} + ${#extra[@]} + ${#kernels[@]}))"
 for c in "${full[@]}"; do
   IFS='|' read -r op shape <<<"$c"
   check "$op" "$shape" bf16
@@ -86,5 +96,9 @@ done
 for c in "${extra[@]}"; do
   IFS='|' read -r op shape dtype <<<"$c"
   check "$op" "$shape" "$dtype" --schedule ''
+done
+for c in "${kernels[@]}"; do
+  IFS='|' read -r file shape <<<"$c"
+  check "kernel:$file" "$shape" declared
 done
 exit $status

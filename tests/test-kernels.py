@@ -50,6 +50,18 @@ ok("y_out = tile.map(((alpha * x) + y), j < min(BN, N - i0))" in p.stdout,
    "the body lowers to a Tile IR map")
 ok("Y_OUT[(i0) + j] = ((alpha * x) + y);" in p.stdout, "the C target computes it")
 
+# The CUDA target: one CTA per BN elements, the map over each thread's register tiles.
+p = tt("lower", "--kernel", AFFINE, "--shape", "N=1000003", "--backend", "cuda", "--stage", "all")
+ok(p.returncode == 0, "lower --kernel --backend cuda exits 0 (%s)" % p.stderr.strip())
+ok(re.search(r"^space: .*warps\(4\)\.where\(BN % \(warps \* 32 \* vector\) == 0", p.stdout, re.M)
+   is not None, "the CUDA space adds the warps and the register-tile constraint")
+ok("z = tile.map(fmaxf(((a * x) + (b * y)), 0.0f), j < PER * VEC)" in p.stdout,
+   "the Tile IR maps the register tiles with the CUDA expression")
+ok(re.search(r"ts_rows_load<float, 1, THREADS, VEC, BN, NCOLS>\(r_x, X, 0, i0, 1, N\);", p.stdout)
+   and "r_z[(0) + j] = fmaxf(((a * x) + (b * y)), 0.0f);" in p.stdout
+   and re.search(r"ts_rows_store<.*>\(Z, 0, i0, 1, r_z, 1.0f, nullptr, nullptr\);", p.stdout),
+   "the CUDA C loads, maps and stores")
+
 # run: verified against the implemented op's reference, or the kernel's own expression.
 p = tt("run", "--kernel", SAXPY, "--shape", "N=100003", "--json")
 r = json.loads(p.stdout) if p.returncode == 0 else {}
@@ -60,6 +72,11 @@ p = tt("run", "--kernel", AFFINE, "--shape", "N=100003", "--schedule", "block(n=
 r = json.loads(p.stdout) if p.returncode == 0 else {}
 ok(r.get("status") == "ok" and r["rel_error"] < 1e-6,
    "a kernel that implements no op matches its own expression in f64 (%s)" % (r or p.stderr))
+p = tt("run", "--kernel", os.path.join(SRC, "tests", "kernels", "saxpy_bf16.tsk"), "--shape",
+       "N=5001", "--json")
+r = json.loads(p.stdout) if p.returncode == 0 else {}
+ok(r.get("status") == "ok" and r["tolerance"] == 0.01 and " bf16" in r["workload"],
+   "a bf16 kernel runs in bf16, under bf16's bound (%s)" % (r or p.stderr))
 p = tt("run", "--kernel", WRONG, "--shape", "N=4096", "--json")
 r = json.loads(p.stdout) if p.stdout.startswith("{") else {}
 ok(r.get("status") == "wrong_result",

@@ -120,16 +120,19 @@ tt_cmd_check(int argc, char **argv)
                 "for each GPU arch with NVRTC + nvJitLink — no GPU needed — and report\n"
                 "registers, shared memory, spills and resident CTAs per SM of each kernel.\n"
                 "Fails (exit 1) when a point does not compile or exceeds the arch's limits.",
-                TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_SPACE | TT_OPT_JSON | TT_OPT_ARCH, &a,
-                &argc, &argv))
+                TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_SPACE | TT_OPT_JSON | TT_OPT_ARCH |
+                  TT_OPT_KERNEL,
+                &a, &argc, &argv))
     return TT_EXIT_USAGE;
-  if (argc != 2)
-    return tt_usage("check takes one OP (see 'tessera-tune ops')");
+  const char *op = NULL;
+  int rc = tt_op_arg(&a, argc, argv, "check", &op);
+  if (rc != TT_EXIT_OK)
+    return rc;
   g_autoptr(GError) error = NULL;
   g_autofree char *toolchain = ts_cuda_toolchain(&error);
   if (toolchain == NULL)
     return tt_fail(TT_EXIT_MACHINE, error);
-  g_autoptr(TsOpInstance) inst = tt_workload(argv[1], &a, &error);
+  g_autoptr(TsOpInstance) inst = tt_workload(op, &a, &error);
   if (inst == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
   g_auto(GStrv) archs = g_strsplit(a.arch ? a.arch : "sm_90a,sm_80", ",", -1);

@@ -165,6 +165,10 @@ done
 for p in '' 'block(n=2048).warps(4).vector(4)' 'block(n=8192).warps(8).vector(8)'; do
   CASES+=("saxpy|N=5001|5001|bf16|$p|EMU_EAGER=0|pass")
 done
+# A kernel file's CUDA lowering (op:FILE lowers FILE, checked as op): saxpy in bf16.
+for p in '' 'block(n=2048).warps(4).vector(8)'; do
+  CASES+=("saxpy:tests/kernels/saxpy_bf16.tsk|N=5001|5001|bf16|$p|EMU_EAGER=0|pass")
+done
 # Self-test: a wrong fragment layout (ldmatrix.x4 transposing), a cp.async.wait_group that
 # waits for nothing, a wgmma reading B K-major and a wgmma ignoring the 128-byte swizzle must
 # all fail, or the checks above vouch for nothing.
@@ -216,7 +220,9 @@ run_case() { # index, case line; writes $W/r.INDEX
   IFS='|' read -r op shape dims dt pt env expect <<<"$2"
   local d="$W/c$i" name="$op $shape $dt ${pt:-default} $env"
   mkdir -p "$d"
-  if ! "$TUNE" lower "$op" --shape "$shape" --dtype "$dt" --backend cuda ${pt:+--schedule "$pt"} \
+  local what=("$op")
+  if [[ $op == *:* ]]; then what=(--kernel "$ROOT/${op#*:}"); op=${op%%:*}; fi
+  if ! "$TUNE" lower "${what[@]}" --shape "$shape" --dtype "$dt" --backend cuda ${pt:+--schedule "$pt"} \
       --stage target >"$d/lower.txt" 2>"$d/log"; then
     echo "not ok $i - $name # lowering failed: $(tail -1 "$d/log")" >"$W/r.$i"; return; fi
   # The emulator's ts_smem is the running CTA's (emu_core.h): the kernel's declaration goes.
