@@ -203,6 +203,16 @@ static const char *const migrations[] = {
     "ALTER TABLE trial ADD COLUMN host TEXT;"
     "ALTER TABLE trial ADD COLUMN rank INTEGER CHECK (rank IS NULL OR rank >= 0);"
     "PRAGMA user_version = 7;",
+
+    /* 8: the source of each kernel-language kernel tuned into the cache (op "kernel:NAME@HASH",
+     * HASH the source's), so that a reader of the cache — the studio's lowering view, `show`
+     * by op name — lowers the op again without the file. */
+    "CREATE TABLE kernel_source ("
+    "  op TEXT PRIMARY KEY,"
+    "  path TEXT,"
+    "  source TEXT NOT NULL,"
+    "  stored_at TEXT NOT NULL DEFAULT " NOW ");"
+    "PRAGMA user_version = 8;",
 };
 
 int

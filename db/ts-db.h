@@ -476,4 +476,15 @@ GPtrArray *ts_db_gate_list_results(TsDb *db, gint64 run_id, gboolean with_artifa
 GBytes *ts_db_gate_get_artifact(TsDb *db, const char *hash, char **entry, char **backend,
                                 GError **error);
 
+/* ---- kernel sources ---- */
+
+/* Keeps the source (and the file it came from, or NULL) of a kernel-language op, so readers
+ * of the cache can register the op again; storing it twice keeps the first. */
+gboolean ts_db_put_kernel_source(TsDb *db, const char *op, const char *path, const char *source,
+                                 GError **error);
+/* The stored source of op: TRUE with *source (and *path, when asked; NULL if unknown) set, or
+ * FALSE with TS_DB_ERROR_NOT_FOUND when the cache has none. */
+gboolean ts_db_get_kernel_source(TsDb *db, const char *op, char **path, char **source,
+                                 GError **error);
+
 G_END_DECLS

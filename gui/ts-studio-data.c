@@ -146,11 +146,16 @@ device_by_id(gconstpointer a, gconstpointer b)
 /* Names and counts the op library knows; an op this build does not know (a cache from another
  * tessera) is still listed, by its stored text, without FLOP counts. */
 static void
-resolve_op(Workload *w)
+resolve_op(TsDb *db, Workload *w)
 {
   w->pub.flops = NAN;
   w->pub.bytes = NAN;
   g_autoptr(GError) local = NULL;
+  /* A kernel file's op: registered from the source the cache keeps with its trials. */
+  g_autofree char *src = NULL, *path = NULL;
+  if (ts_op_lookup(w->pub.op) == NULL && g_str_has_prefix(w->pub.op, "kernel:") &&
+      ts_db_get_kernel_source(db, w->pub.op, &path, &src, NULL))
+    ts_op_register_kernel_op(w->pub.op, src, path, NULL);
   g_autoptr(TsOpInstance) inst = ts_op_instance_new(w->pub.op, w->pub.shape, w->pub.dtype, &local);
   if (inst == NULL) {
     w->pub.label = g_strdup_printf("%s %s %s", w->pub.op, w->pub.shape, w->pub.dtype);
@@ -202,7 +207,7 @@ read_keys(TsStudioDb *db, GError **error)
     w->pub.n_ok = k->n_ok;
     w->pub.key = g_strdup_printf("%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
                                  k->workload_id, k->device_id, k->toolchain_id);
-    resolve_op(w);
+    resolve_op(db->db, w);
     g_ptr_array_add(db->workloads, w);
   }
   g_ptr_array_sort(db->devices, device_by_id);

@@ -845,6 +845,30 @@ ts_op_register_kernel(const char *src, const char *path, const char *name, GErro
 }
 
 const TsOpDef *
+ts_op_register_kernel_op(const char *op, const char *src, const char *path, GError **error)
+{
+  g_return_val_if_fail(op != NULL && src != NULL, NULL);
+  const TsOpDef *known = ts_op_lookup(op);
+  if (known != NULL)
+    return known;
+  const char *at = strchr(op, '@');
+  if (!g_str_has_prefix(op, "kernel:") || at == NULL) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_UNKNOWN_OP,
+                "'%s' does not name a kernel file's op (kernel:NAME@HASH)", op);
+    return NULL;
+  }
+  g_autofree char *name = g_strndup(op + strlen("kernel:"), (gsize)(at - op) - strlen("kernel:"));
+  const TsOpDef *def = ts_op_register_kernel(src, path, name, error);
+  if (def != NULL && strcmp(ts_op_name(def), op) != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_UNKNOWN_OP,
+                "the source given for %s registers as %s: it is another text of the kernel",
+                op, ts_op_name(def));
+    return NULL;
+  }
+  return def;
+}
+
+const TsOpDef *
 ts_op_load_kernel(const char *path, const char *name, GError **error)
 {
   g_autofree char *src = NULL;

@@ -64,6 +64,10 @@ char *ts_op_dims(const TsOpDef *op);
 const TsOpDef *ts_op_register_kernel(const char *src, const char *path, const char *name,
                                      GError **error);
 const TsOpDef *ts_op_load_kernel(const char *path, const char *name, GError **error);
+/* The op `op` ("kernel:NAME@HASH") registered from src (a worker's request, a cache's stored
+ * source): its kernel NAME, and an error unless src is the text that hashes to HASH. */
+const TsOpDef *ts_op_register_kernel_op(const char *op, const char *src, const char *path,
+                                        GError **error);
 /* A kernel op's source and file (NULL for a built-in op), and the dtype its tensors declare. */
 const char *ts_op_kernel_source(const TsOpDef *op);
 const char *ts_op_kernel_path(const TsOpDef *op);

@@ -1503,7 +1503,8 @@ make_v2(const char *path)
   sqlite3 *sql = NULL;
   g_assert_cmpint(sqlite3_open(path, &sql), ==, SQLITE_OK);
   g_assert_cmpint(sqlite3_exec(sql,
-                               "DROP TABLE trial_claim; DROP TABLE profile_event;"
+                               "DROP TABLE kernel_source;"
+                               " DROP TABLE trial_claim; DROP TABLE profile_event;"
                                " DROP TABLE profile; DROP TABLE gate_result; DROP TABLE gate_artifact;"
                                " DROP TABLE gate_run; ALTER TABLE tune_run DROP COLUMN pid;"
                                " ALTER TABLE tune_run DROP COLUMN host;"
@@ -1517,7 +1518,7 @@ make_v2(const char *path)
 static void
 test_gate_migrate_v2(Fx *fx, gconstpointer data)
 {
-  g_assert_cmpint(ts_db_schema_version(), ==, 7);
+  g_assert_cmpint(ts_db_schema_version(), ==, 8);
   gint64 a = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
   g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, a, NULL));
   g_clear_pointer(&fx->db, ts_db_close);
@@ -1949,12 +1950,46 @@ test_update_samples(Fx *fx, gconstpointer data)
   g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
 }
 
+/* A kernel file's source kept beside its trials: stored once (a second store keeps the first,
+ * as two processes tuning one kernel would), read back with its path, absent otherwise. */
+static void
+test_kernel_source(Fx *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_assert_true(ts_db_put_kernel_source(fx->db, "kernel:k@00000000", "k.tsk", "def k(): pass\n",
+                                        &error));
+  g_assert_true(ts_db_put_kernel_source(fx->db, "kernel:k@00000000", "other.tsk", "changed",
+                                        &error));
+  g_assert_true(ts_db_put_kernel_source(fx->db, "kernel:n@11111111", NULL, "def n(): pass\n",
+                                        &error));
+  g_assert_no_error(error);
+  g_autofree char *path = NULL, *src = NULL, *path2 = NULL, *src2 = NULL;
+  g_assert_true(ts_db_get_kernel_source(fx->db, "kernel:k@00000000", &path, &src, &error));
+  g_assert_cmpstr(path, ==, "k.tsk");
+  g_assert_cmpstr(src, ==, "def k(): pass\n");
+  g_assert_true(ts_db_get_kernel_source(fx->db, "kernel:n@11111111", &path2, &src2, &error));
+  g_assert_null(path2);
+  g_autofree char *none = NULL;
+  g_assert_false(ts_db_get_kernel_source(fx->db, "kernel:x@22222222", NULL, &none, &error));
+  g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
+  g_assert_nonnull(strstr(error->message, "kernel:x@22222222"));
+  g_assert_null(none);
+  /* Read-only: a stored source is found without a write. */
+  g_autoptr(TsDb) ro = ts_db_open(fx->path, TS_DB_OPEN_READ_ONLY, NULL);
+  g_assert_nonnull(ro);
+  g_clear_error(&error);
+  g_assert_true(ts_db_put_kernel_source(ro, "kernel:k@00000000", "k.tsk", "def k(): pass\n",
+                                        &error));
+  g_assert_no_error(error);
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
 #define ADD(name, fn) g_test_add("/db/" name, Fx, NULL, fx_setup, fn, fx_teardown)
   ADD("schema", test_schema);
+  ADD("kernel-source", test_kernel_source);
   ADD("keys", test_keys);
   ADD("trials", test_trials);
   ADD("runs-models", test_runs_models);

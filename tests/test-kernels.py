@@ -98,6 +98,17 @@ p = tt("tune", "--kernel", AFFINE, "--shape", "N=65536", "--db", db, "--budget",
 res = json.loads(p.stdout) if p.returncode == 0 else {}
 ok(res.get("measured") == 0 and res.get("resumed") == 4,
    "the same kernel resumes its stored trials (%s)" % res)
+con = sqlite3.connect(db)
+kept = con.execute("SELECT path, source FROM kernel_source WHERE op = ?", (ops[0],)).fetchall()
+con.close()
+with open(AFFINE) as f:
+    ok(kept == [(AFFINE, f.read())], "the cache keeps the kernel's source and file")
+p = tt("show", ops[0], "--shape", "N=65536", "--db", db)
+ok(p.returncode == 0 and "best: trial" in p.stdout,
+   "show by the op's name finds the kernel in the cache, without the file (%s)" % p.stderr.strip())
+p = tt("show", "kernel:nosuch@12345678", "--shape", "N=8", "--db", db)
+ok(p.returncode == 2 and "holds no source for kernel:nosuch@12345678" in p.stderr,
+   "an op the cache has no source of says so (%s)" % p.stderr.strip())
 p = tt("show", "--kernel", AFFINE, "--shape", "N=65536", "--db", db)
 ok(p.returncode == 0 and re.search(r"^\* best: trial %d" % res["best"]["trial"], p.stdout, re.M),
    "show --kernel lists the kernel's trials, best first")

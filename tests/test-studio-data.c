@@ -1128,6 +1128,59 @@ test_bandwidth(Cache *c, gconstpointer data)
   g_assert_cmpuint(none->n_marks, ==, 0);
 }
 
+/* A kernel file's op tuned into a cache: the studio registers it from the source the cache
+ * keeps, so its workload has FLOP counts and its lowering view shows every stage, with no
+ * file at hand. Without a stored source it is listed by its text and cannot be lowered. */
+static void
+test_lower_kernel(Cache *c, gconstpointer data)
+{
+  static const char src[] =
+    "@kernel.autotune(space=dict(BN=[256, 512], vector=[4]))\n"
+    "def studio_scale(x: Tensor[\"N\", f32], y: mut Tensor[\"N\", f32], s: f32 = 3.0):\n"
+    "    i = tile.linear_id()\n"
+    "    y[i] = s * x[i] - 1.0\n";
+  g_autofree char *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, src, -1);
+  g_autofree char *op = g_strdup_printf("kernel:studio_scale@%.8s", sum);
+  g_autofree char *orphan = g_strdup("kernel:gone@0123abcd");
+  g_assert_null(ts_op_lookup(op)); /* not registered by this process */
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(TsDb) db = ts_db_open(c->path, TS_DB_OPEN_DEFAULT, &error);
+    g_assert_no_error(error);
+    TsDbDevice cpu = {.backend = "cpu", .name = "test cpu", .arch = "x86_64+avx2"};
+    gint64 d = ts_db_ensure_device(db, &cpu, &error);
+    gint64 t = ts_db_ensure_toolchain(db, "gcc 12.2.0", "tessera-kgen-1", &error);
+    gint64 w = ts_db_ensure_workload(db, op, "N=1000", "f32", &error);
+    gint64 w2 = ts_db_ensure_workload(db, orphan, "N=1000", "f32", &error);
+    g_assert_no_error(error);
+    add_trial(db, w, d, t, 0, "block(n=256).vector(4)", TS_DB_TRIAL_OK, 1e4, NULL);
+    add_trial(db, w2, d, t, 0, "block(n=256).vector(4)", TS_DB_TRIAL_OK, 1e4, NULL);
+    g_assert_true(ts_db_put_kernel_source(db, op, "scale.tsk", src, &error));
+    g_assert_no_error(error);
+  }
+  g_autoptr(TsStudioDb) db = open_cache(c);
+  const TsStudioWorkload *kw = NULL, *gone = NULL;
+  for (guint i = 0; i < ts_studio_db_workloads(db)->len; i++) {
+    const TsStudioWorkload *w = ts_studio_db_workloads(db)->pdata[i];
+    if (g_strcmp0(w->op, op) == 0)
+      kw = w;
+    if (g_strcmp0(w->op, orphan) == 0)
+      gone = w;
+  }
+  g_assert_nonnull(kw);
+  g_assert_nonnull(gone);
+  g_assert_cmpfloat(kw->flops, ==, 2000.0); /* two operations an element */
+  g_assert_true(isnan(gone->flops));
+  g_autoptr(TsStudioLowering) l = ts_studio_lower(kw, "block(n=512)", &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(l->graph, "%Y = kernel:studio_scale@"));
+  g_assert_nonnull(strstr(l->schedule, "point: block(n=512).vector(4).threads("));
+  g_assert_nonnull(strstr(l->tile, "y = tile.map(((s * x) - 1.0f), j < min(BN, N - i0))"));
+  g_assert_nonnull(strstr(l->target, "Y[(i0) + j] = ((s * x) - 1.0f);"));
+  g_assert_null(ts_studio_lower(gone, "block(n=256)", &error));
+  g_assert_error(error, TS_OP_ERROR, TS_OP_ERROR_UNKNOWN_OP);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1148,6 +1201,7 @@ main(int argc, char **argv)
   ADD("trace/malformed", test_trace_malformed, NULL);
   ADD("trace/truncated", test_trace_truncated, NULL);
   ADD("lower", test_lower, with_cache);
+  ADD("lower/kernel-file", test_lower_kernel, NULL);
   ADD("learned", test_learned, with_cache);
   ADD("diff/ops", test_diff, NULL);
   ADD("diff/unified", test_diff_unified, NULL);

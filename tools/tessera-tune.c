@@ -261,13 +261,24 @@ tt_open(const char *op, const TtArgs *a, TsDbOpenFlags flags, TsOpInstance **ins
         TsBackend **backend, TsDb **db)
 {
   g_autoptr(GError) error = NULL;
+  /* A kernel file's op named without --kernel: the cache that tuned it keeps its source. */
+  if (ts_op_lookup(op) == NULL && g_str_has_prefix(op, "kernel:")) {
+    *db = tt_db(a, flags, &error);
+    if (*db == NULL)
+      return tt_fail(tt_error_code(error), error);
+    g_autofree char *src = NULL, *path = NULL;
+    if (!ts_db_get_kernel_source(*db, op, &path, &src, &error) ||
+        ts_op_register_kernel_op(op, src, path, &error) == NULL)
+      return tt_fail(TT_EXIT_USAGE, error);
+  }
   *inst = tt_workload(op, a, &error);
   if (*inst == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
   *backend = tt_backend(a, &error);
   if (*backend == NULL)
     return tt_fail(TT_EXIT_MACHINE, error);
-  *db = tt_db(a, flags, &error);
+  if (*db == NULL)
+    *db = tt_db(a, flags, &error);
   if (*db == NULL)
     return tt_fail(tt_error_code(error), error);
   return TT_EXIT_OK;

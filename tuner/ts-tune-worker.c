@@ -274,18 +274,12 @@ serve(gpointer data, const char *line, gboolean *exiting)
     cache_dir = json_object_get_string_member(o, "cache_dir");
 
   if (json_object_has_member(o, "kernel") && ts_op_lookup(op) == NULL) {
-    /* "kernel:NAME@HASH": the file's kernel NAME, from the source that hashes to HASH. */
-    const char *at = strchr(op, '@');
-    g_autofree char *name = g_str_has_prefix(op, "kernel:") && at
-                              ? g_strndup(op + strlen("kernel:"), (gsize)(at - op) - 7)
-                              : NULL;
     const char *path = json_object_has_member(o, "kernel_path") &&
                            !json_object_get_null_member(o, "kernel_path")
                          ? json_object_get_string_member(o, "kernel_path")
                          : NULL;
-    const TsOpDef *def = ts_op_register_kernel(json_object_get_string_member(o, "kernel"), path,
-                                               name, &error);
-    if (def == NULL)
+    if (ts_op_register_kernel_op(op, json_object_get_string_member(o, "kernel"), path,
+                                 &error) == NULL)
       return result_to_json(NULL, error->message, NULL, FALSE);
   }
   g_autofree char *key = g_strdup_printf("%s|%s|%s", op, shape, dtype);

@@ -164,9 +164,14 @@ ts_tune_key_ids(TsDb *db, TsOpInstance *inst, TsBackend *backend, gint64 *worklo
   *toolchain_id = ts_db_ensure_toolchain(db, d->toolchain, TS_OP_EMIT_VERSION, error);
   if (*toolchain_id == 0)
     return FALSE;
-  *workload_id = ts_db_ensure_workload(db, ts_op_name(ts_op_instance_op(inst)), shape, dtype,
-                                       error);
-  return *workload_id != 0;
+  const TsOpDef *op = ts_op_instance_op(inst);
+  *workload_id = ts_db_ensure_workload(db, ts_op_name(op), shape, dtype, error);
+  if (*workload_id == 0)
+    return FALSE;
+  /* A kernel file's op is kept with its source: the cache's readers can lower it again. */
+  return ts_op_kernel_source(op) == NULL ||
+         ts_db_put_kernel_source(db, ts_op_name(op), ts_op_kernel_path(op),
+                                 ts_op_kernel_source(op), error);
 }
 
 /* ---- parallel compilation of a batch ---- */
