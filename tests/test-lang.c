@@ -106,7 +106,9 @@ test_examples(void)
     guint params, decorators;
   } ex[] = {{"saxpy.tsk", "saxpy", 3, 2},
             {"gemm.tsk", "gemm", 3, 2},
-            {"flash_attention.tsk", "flash_attention", 5, 2}};
+            {"flash_attention.tsk", "flash_attention", 5, 2},
+            {"softmax.tsk", "softmax", 2, 2},
+            {"layernorm.tsk", "layernorm", 5, 2}};
   for (guint i = 0; i < G_N_ELEMENTS(ex); i++) {
     g_autofree char *path = g_test_build_filename(G_TEST_DIST, "..", "examples", ex[i].file, NULL);
     g_autofree char *src = NULL;
@@ -275,6 +277,10 @@ test_check_types(void)
      "l: tile[BM] f32; nblk: block of S by BN; Kb: tile[BN, D_h] bf16; "
      "Vb: tile[BN, D_h] bf16; S: tile[BM, BN] f32; P: tile[BM, BN] f32; m_c: tile[BM] f32; "
      "l_c: tile[BM] f32; return: tile[BM, D_h] bf16"},
+    {"softmax.tsk", "T: tile context; xr: tile[BM, N] f32; m: tile[BM] f32; e: tile[BM, N] f32; "
+                    "s: tile[BM] f32"},
+    {"layernorm.tsk", "T: tile context; xr: tile[BM, N] f32; mean: tile[BM] f32; "
+                      "d: tile[BM, N] f32; var: tile[BM] f32; rstd: tile[BM] f32"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(ex); i++) {
     g_autofree char *path = g_test_build_filename(G_TEST_DIST, "..", "examples", ex[i].file, NULL);
