@@ -70,6 +70,10 @@ static const char SQL_EXPORT_BEST[] =
     " JOIN trial t ON t.id = b.trial_id WHERE ?1 = 0 OR b.workload_id = ?1"
     " ORDER BY b.workload_id, b.device_id, b.toolchain_id";
 
+static const char SQL_EXPORT_KERNELS[] =
+    "SELECT op, path, source FROM kernel_source WHERE op IN"
+    " (SELECT op FROM workload WHERE ?1 = 0 OR id = ?1) ORDER BY op";
+
 static const char *const device_int_fields[] = {
     "compute_units", "memory_bytes", "l1_bytes",   "l2_bytes",
     "l3_bytes",      "smem_per_block", "vector_bits",
@@ -161,6 +165,15 @@ best_row(JsonBuilder *b, sqlite3_stmt *s)
   add_string(b, "hash", (const char *)sqlite3_column_text(s, 3));
 }
 
+/* A kernel-language op's source, so the importing cache can lower the op too. */
+static void
+kernel_row(JsonBuilder *b, sqlite3_stmt *s)
+{
+  add_string(b, "op", (const char *)sqlite3_column_text(s, 0));
+  add_string(b, "path", (const char *)sqlite3_column_text(s, 1));
+  add_string(b, "source", (const char *)sqlite3_column_text(s, 2));
+}
+
 char *
 ts_db_export_json(TsDb *db, gint64 workload_id, GError **error)
 {
@@ -179,7 +192,8 @@ ts_db_export_json(TsDb *db, gint64 workload_id, GError **error)
                   error) &&
       export_rows(db, b, SQL_EXPORT_WORKLOADS, workload_id, "workloads", workload_row, error) &&
       export_rows(db, b, SQL_EXPORT_TRIALS, workload_id, "trials", trial_row, error) &&
-      export_rows(db, b, SQL_EXPORT_BEST, workload_id, "best", best_row, error);
+      export_rows(db, b, SQL_EXPORT_BEST, workload_id, "best", best_row, error) &&
+      export_rows(db, b, SQL_EXPORT_KERNELS, workload_id, "kernel_sources", kernel_row, error);
   sqlite3_exec(db->sql, "COMMIT", NULL, NULL, NULL);
   if (!ok)
     return NULL;
@@ -392,10 +406,15 @@ typedef struct {
 } ImTrial;
 
 typedef struct {
+  const char *op, *path, *source; /* borrowed from the parsed document */
+} ImKernel;
+
+typedef struct {
   GArray *devices;    /* ImDevice */
   GArray *toolchains; /* ImToolchain */
   GArray *workloads;  /* ImWorkload */
   GArray *trials;     /* ImTrial */
+  GArray *kernels;    /* ImKernel: $.kernel_sources, optional (documents before schema 8) */
 } Doc;
 
 static void
@@ -409,6 +428,7 @@ doc_clear(Doc *d)
   g_clear_pointer(&d->toolchains, g_array_unref);
   g_clear_pointer(&d->workloads, g_array_unref);
   g_clear_pointer(&d->trials, g_array_unref);
+  g_clear_pointer(&d->kernels, g_array_unref);
 }
 
 static GHashTable *
@@ -635,6 +655,22 @@ validate(Check *c, JsonNode *root_node, Doc *doc)
     resolve(c, tmap, o, path, "toolchain", "toolchains");
     str_field(c, o, path, "hash", FALSE);
   }
+  doc->kernels = g_array_new(FALSE, TRUE, sizeof(ImKernel));
+  JsonNode *kernels = field(c, root, "$", "kernel_sources", F_JSON_ARRAY, TRUE);
+  for (guint i = 0;
+       kernels && !c->failed && i < json_array_get_length(json_node_get_array(kernels)); i++) {
+    g_autofree char *path = NULL;
+    JsonObject *o = element_object(c, json_node_get_array(kernels), i, "kernel_sources", &path);
+    if (!o)
+      break;
+    ImKernel k = {str_field(c, o, path, "op", FALSE), str_field(c, o, path, "path", TRUE),
+                  str_field(c, o, path, "source", FALSE)};
+    if (k.op && !(g_str_has_prefix(k.op, "kernel:") && strchr(k.op, '@'))) {
+      g_autofree char *p = g_strdup_printf("%s.op", path);
+      bad(c, p, "expected a kernel file's op, kernel:NAME@HASH");
+    }
+    g_array_append_val(doc->kernels, k);
+  }
   return !c->failed;
 }
 
@@ -724,6 +760,11 @@ write_doc(TsDb *db, Doc *doc, TsDbImportStats *st, GError **error)
     if (!ts__db_refresh_best_tx(db, k->w, k->d, k->t, NULL, &changed, error))
       return FALSE;
     st->best_changed += changed;
+  }
+  for (guint i = 0; i < doc->kernels->len; i++) {
+    const ImKernel *k = &g_array_index(doc->kernels, ImKernel, i);
+    if (!ts_db_put_kernel_source(db, k->op, k->path, k->source, error))
+      return FALSE;
   }
   return TRUE;
 }

@@ -1974,6 +1974,31 @@ test_kernel_source(Fx *fx, gconstpointer data)
   g_assert_error(error, TS_DB_ERROR, TS_DB_ERROR_NOT_FOUND);
   g_assert_nonnull(strstr(error->message, "kernel:x@22222222"));
   g_assert_null(none);
+  /* Export carries the sources of the exported workloads' ops; import stores them. */
+  g_clear_error(&error);
+  g_assert_cmpint(ts_db_ensure_workload(fx->db, "kernel:k@00000000", "N=8", "f32", &error), >, 0);
+  g_autofree char *doc = ts_db_export_json(fx->db, 0, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(doc, "\"kernel_sources\""));
+  g_assert_null(strstr(doc, "kernel:n@11111111")); /* no workload of it */
+  g_autofree char *other = g_build_filename(fx->dir, "other.db", NULL);
+  {
+    g_autoptr(TsDb) db2 = ts_db_open(other, TS_DB_OPEN_DEFAULT, &error);
+    g_assert_no_error(error);
+    TsDbImportStats st = {0};
+    g_assert_true(ts_db_import_json(db2, doc, -1, &st, &error));
+    g_assert_no_error(error);
+    g_autofree char *src3 = NULL;
+    g_assert_true(ts_db_get_kernel_source(db2, "kernel:k@00000000", NULL, &src3, &error));
+    g_assert_cmpstr(src3, ==, "def k(): pass\n");
+    /* A document whose kernel source names no kernel op is refused, whole. */
+    g_autoptr(GString) bad = g_string_new(doc);
+    g_string_replace(bad, "\"kernel:k@00000000\"", "\"gemm\"", 0);
+    g_assert_false(ts_db_import_json(db2, bad->str, -1, &st, &error));
+    g_assert_nonnull(error);
+    g_assert_nonnull(strstr(error->message, "$.kernel_sources[0].op"));
+    g_clear_error(&error);
+  }
   /* Read-only: a stored source is found without a write. */
   g_autoptr(TsDb) ro = ts_db_open(fx->path, TS_DB_OPEN_READ_ONLY, NULL);
   g_assert_nonnull(ro);

@@ -9,9 +9,10 @@ import os
 import re
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
+
+from taputil import done, ok, run
 
 TT, SRC = sys.argv[1], sys.argv[2]
 TMP = tempfile.mkdtemp(prefix="tessera-kernels-test-")
@@ -19,20 +20,10 @@ ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
 SAXPY = os.path.join(SRC, "examples", "saxpy.tsk")
 AFFINE = os.path.join(SRC, "tests", "kernels", "affine_relu.tsk")
 WRONG = os.path.join(SRC, "tests", "kernels", "wrong_saxpy.tsk")
-count = 0
-
-
-def ok(cond, what):
-    global count
-    count += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (count, what), flush=True)
-    if not cond:
-        print("1..%d" % count)
-        sys.exit(1)
 
 
 def tt(*args):
-    p = subprocess.run([TT, *args], env=ENV, capture_output=True, text=True, timeout=600)
+    p = run([TT, *args], ENV, timeout=600)
     print("# tessera-tune %s -> exit %d" % (" ".join(args), p.returncode))
     return p
 
@@ -180,5 +171,5 @@ for args, want in cases:
        "%s: exit %d, %s" % (" ".join(args[:3]), p.returncode, p.stderr.strip().splitlines()[0]
                             if p.stderr.strip() else "no message"))
 
-print("1..%d" % count)
+done()
 shutil.rmtree(TMP, ignore_errors=True)

@@ -222,6 +222,28 @@ check_one(const char *src, TsLangNode **tree, GError **error)
   return ts_lang_kernel_check(g_ptr_array_index((*tree)->kids, 0), src, "c.tsk", error);
 }
 
+/* examples/FILE read into *src and checked (the kernel borrows *tree, which borrows *src). */
+static TsLangKernel *
+check_example(const char *file, char **src, TsLangNode **tree)
+{
+  g_autofree char *path = g_test_build_filename(G_TEST_DIST, "..", "examples", file, NULL);
+  g_assert_true(g_file_get_contents(path, src, NULL, NULL));
+  g_autoptr(GError) error = NULL;
+  TsLangKernel *k = check_one(*src, tree, &error);
+  g_assert_no_error(error);
+  return k;
+}
+
+/* "name: type; ..." of what a kernel's body binds. */
+static char *
+bindings_text(const TsLangKernel *k)
+{
+  g_autoptr(GString) s = g_string_new(NULL);
+  for (guint i = 0; i < k->bindings->len; i++)
+    g_string_append_printf(s, "%s%s", i ? "; " : "", (char *)g_ptr_array_index(k->bindings, i));
+  return g_strdup(s->str);
+}
+
 /* The examples' interfaces: spaces in the Schedule IR's canonical form, metrics, budgets,
  * implemented ops, and each parameter's Graph IR type. */
 static void
@@ -240,13 +262,9 @@ test_check_examples(void)
      "v: Tensor[\"B*H\",\"S\",\"D_h\", bf16 @accum(f32)]; *causal: bool = False", 180},
   };
   for (guint i = 0; i < G_N_ELEMENTS(ex); i++) {
-    g_autofree char *path = g_test_build_filename(G_TEST_DIST, "..", "examples", ex[i].file, NULL);
     g_autofree char *src = NULL;
-    g_assert_true(g_file_get_contents(path, &src, NULL, NULL));
     g_autoptr(TsLangNode) tree = NULL;
-    g_autoptr(GError) error = NULL;
-    g_autoptr(TsLangKernel) k = check_one(src, &tree, &error);
-    g_assert_no_error(error);
+    g_autoptr(TsLangKernel) k = check_example(ex[i].file, &src, &tree);
     g_test_message("%s: space %s", ex[i].file, k->space);
     g_assert_cmpstr(k->space, ==, ex[i].space);
     g_assert_cmpstr(k->metric, ==, "latency_ms");
@@ -283,15 +301,10 @@ test_check_types(void)
                       "d: tile[BM, N] f32; var: tile[BM] f32; rstd: tile[BM] f32"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(ex); i++) {
-    g_autofree char *path = g_test_build_filename(G_TEST_DIST, "..", "examples", ex[i].file, NULL);
     g_autofree char *src = NULL;
-    g_assert_true(g_file_get_contents(path, &src, NULL, NULL));
     g_autoptr(TsLangNode) tree = NULL;
-    g_autoptr(GError) error = NULL;
-    g_autoptr(TsLangKernel) k = check_one(src, &tree, &error);
-    g_assert_no_error(error);
-    g_ptr_array_add(k->bindings, NULL);
-    g_autofree char *got = g_strjoinv("; ", (char **)k->bindings->pdata);
+    g_autoptr(TsLangKernel) k = check_example(ex[i].file, &src, &tree);
+    g_autofree char *got = bindings_text(k);
     g_assert_cmpstr(got, ==, ex[i].bindings);
   }
   /* A knob of a dict space is an integer the body may use; T.d before any load stays T.d. */
@@ -306,8 +319,7 @@ test_check_types(void)
   g_autoptr(GError) error = NULL;
   g_autoptr(TsLangKernel) k = check_one(knob_src, &tree, &error);
   g_assert_no_error(error);
-  g_ptr_array_add(k->bindings, NULL);
-  g_autofree char *got = g_strjoinv("; ", (char **)k->bindings->pdata);
+  g_autofree char *got = bindings_text(k);
   g_assert_cmpstr(got, ==, "T: tile context; r: index; z: tile[BM, UNROLL*2] f32; w: tile[T.d] f32");
 }
 
