@@ -856,6 +856,131 @@ lang_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   return TRUE;
 }
 
+/* Floats of a row a thread may hold in registers: the CUDA row kernels keep whole rows (the
+ * built-in row ops' ROW_REGS). */
+#define ROW_REGS 64
+
+/* The map's views on CUDA: each input's register tile, each scratch row's. */
+static void
+add_reg_views(const LangOp *o, TsTileNode *node)
+{
+  for (guint a = 0; a < o->def.n_inputs; a++) {
+    g_autofree char *reg = g_strdup_printf("r_%s", o->views[a]);
+    ts_tile_node_add_view(node, o->views[a], reg, "0");
+  }
+  for (guint k = 0; k < o->n_scratch; k++) {
+    g_autofree char *v = g_strdup_printf("w%u", k), *reg = g_strdup_printf("r_w%u", k);
+    ts_tile_node_add_view(node, v, reg, "0");
+  }
+}
+
+/* A CTA per BM rows, each row held whole in the registers of its row group (the row tile of
+ * ts_cuda_rows.cuh): the inputs loaded once ([N] ones broadcast to every row group), each step
+ * a map over the registers (a reduction's operand into a temporary, then the row group's
+ * reduction; a scratch row into its own tile), the output mapped and stored. */
+static gboolean
+lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                     GError **error)
+{
+  const LangOp *o = lang_op(inst);
+  const gint64 bm = KNOB("BM", -1), w = KNOB("warps", 4), v = KNOB("vector", 4);
+  const gint64 threads = w * 32;
+  const gint64 tpr = bm > 0 ? threads / bm : 0;
+  if (bm <= 0 || w <= 0 || w > 32 || !is_pow2(v) || v > 16 || threads % bm != 0 ||
+      (tpr % 32 != 0 && !is_pow2(tpr))) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: the CUDA lowering needs warps in 1..32, a vector of 1, 2, 4, 8 or 16 "
+                "elements and a BM dividing warps * 32 into a power of two or a multiple of 32 "
+                "threads a row", o->name);
+    return FALSE;
+  }
+  const TsShape *shape = ts_op_instance_shape(inst);
+  const gint64 m = ts_shape_get(shape, o->row_dim), n = ts_shape_get(shape, o->col_dim);
+  gint64 vec = v;
+  while (n % vec != 0)
+    vec /= 2;
+  const gint64 per = (n + tpr * vec - 1) / (tpr * vec);
+  if (per * vec > ROW_REGS) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: a row of %" G_GINT64_FORMAT " elements over %" G_GINT64_FORMAT " threads "
+                "does not fit in registers (%d floats a thread at most): more warps or a "
+                "smaller BM", o->name, n, tpr, ROW_REGS);
+    return FALSE;
+  }
+  const gint64 gx = MAX(1, (m + bm - 1) / bm);
+  if (gx > G_MAXINT32) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: %" G_GINT64_FORMAT " row tiles exceed the grid's 2^31 - 1 CTAs", o->name, gx);
+    return FALSE;
+  }
+  ts_tile_kernel_define(k, "BM", bm);
+  ts_tile_kernel_define(k, "WARPS", w);
+  ts_tile_kernel_define(k, "THREADS", threads);
+  ts_tile_kernel_define(k, "VEC", vec);
+  ts_tile_kernel_define(k, "PER", per);
+  ts_tile_kernel_define(k, "COLS", per * tpr * vec);
+  ts_tile_kernel_define(k, "NCOLS", n);
+  const char *tile = "BM=BM,THREADS=THREADS,VEC=VEC,COLS=COLS,NCOLS=NCOLS";
+  g_autofree char *ttile = g_strdup_printf("T=%s,%s",
+                                           ts_dtype_name(ts_op_instance_dtype(inst)->storage), tile);
+  const gboolean shared = tpr > 32; /* a row spans warps: partials meet in shared memory */
+  TsTileNode *g = ts_tile_grid(k->body, gx, 1, 1, threads, shared ? 2 * w * 4 : 0);
+  for (guint a = 0; a < o->def.n_inputs; a++) {
+    g_autofree char *reg = g_strdup_printf("r_%s", o->views[a]);
+    ts_tile_alloc(g, k, reg, TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC", FALSE,
+                  o->broadcast[a] ? "the thread's columns of the [N] operand"
+                                  : "the thread's part of its row");
+  }
+  ts_tile_alloc(g, k, "r_t", TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC", FALSE,
+                "a reduction's operand");
+  if (shared)
+    ts_tile_alloc(g, k, "red", TS_MEM_SHARED, TS_DTYPE_F32, "2 * WARPS", FALSE,
+                  "two slots of one partial per warp, used alternately by consecutive reductions");
+  ts_tile_let(g, "r0_", TS_DTYPE_INT32, "bx * BM");
+  for (guint a = 0; a < o->def.n_inputs; a++) {
+    g_autofree char *reg = g_strdup_printf("r_%s", o->views[a]);
+    if (o->broadcast[a])
+      ts_tile_intrinsic(g, "rows_load_bcast", ttile, reg, o->def.inputs[a].name, "0", NULL);
+    else
+      ts_tile_intrinsic(g, "rows_load", ttile, reg, o->def.inputs[a].name, "r0_", "0",
+                        o->row_dim, o->col_dim, NULL);
+  }
+  g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  guint n_reductions = 0;
+  for (guint s = 0; s < o->steps->len; s++) {
+    const Step *st = &g_array_index(o->steps, Step, s);
+    g_autofree char *text = print_text(o, st->expr, TRUE, g, hoisted);
+    if (st->scratch) {
+      g_autofree char *reg = g_strdup_printf("r_w%u", st->index), *dst = g_strdup_printf("w%u", st->index);
+      ts_tile_alloc(g, k, reg, TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC", FALSE,
+                    "a value kept for the steps after it");
+      TsTileNode *map = ts_tile_map(g, dst, text, "PER * VEC");
+      add_reg_views(o, map);
+      continue;
+    }
+    TsTileNode *map = ts_tile_map(g, "t", text, "PER * VEC");
+    add_reg_views(o, map);
+    ts_tile_node_add_view(map, "t", "r_t", "0");
+    g_autofree char *var = g_strdup_printf("r%u", st->index);
+    ts_tile_let(g, var, TS_DTYPE_F32, st->max ? "__int_as_float(0xff800000)" : "0.0f");
+    g_autofree char *acc = g_strdup_printf("OP=%s,%s", st->max ? "ts_max" : "ts_sum", tile);
+    ts_tile_intrinsic(g, "rows_accum", acc, var, "r_t", "0", NULL);
+    g_autofree char *all = g_strdup_printf("OP=%s,BM=BM,THREADS=THREADS",
+                                           st->max ? "ts_max" : "ts_sum");
+    ts_tile_intrinsic(g, "rows_allreduce", all, var,
+                      shared ? (n_reductions++ % 2 ? "red + WARPS" : "red") : "nullptr", NULL);
+  }
+  g_autofree char *text = print_text(o, o->value, TRUE, g, hoisted);
+  g_autofree char *out = g_strdup_printf("r_%s", o->views[o->def.n_inputs]);
+  ts_tile_alloc(g, k, out, TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC", FALSE, "the output row");
+  TsTileNode *map = ts_tile_map(g, o->views[o->def.n_inputs], text, "PER * VEC");
+  add_reg_views(o, map);
+  ts_tile_node_add_view(map, o->views[o->def.n_inputs], out, "0");
+  ts_tile_intrinsic(g, "rows_store", ttile, o->def.output.name, "r0_", "0", o->row_dim, out,
+                    "1.0f", "nullptr", "nullptr", NULL);
+  return TRUE;
+}
+
 /* ---- building the op ---- */
 
 static char *
@@ -1050,11 +1175,16 @@ spaces(Reader *r, const TsLangKernel *k)
     return FALSE;
   o->def.cpu_space = o->space;
   o->def.cpu_default = o->default_point;
-  if (o->rows) /* not lowered for CUDA yet: the op says it has no CUDA kernels */
-    return TRUE;
+  /* CUDA: elementwise, at most 32 elements of a tile a thread; rows, a row group of a power of
+   * two or a multiple of 32 threads holding the whole row in registers. */
+  g_autofree char *rows_where =
+    o->rows ? g_strdup_printf("warps * 32 %% BM == 0 && %s * BM <= %d * 32 * warps", o->col_dim,
+                              ROW_REGS)
+            : NULL;
   if (!target_space(r, text, cuda_knobs, cuda_values,
-                    "BN % (warps * 32 * vector) == 0 && BN <= 32 * warps * 32", &o->cuda_space,
-                    &o->cuda_default))
+                    o->rows ? rows_where
+                            : "BN % (warps * 32 * vector) == 0 && BN <= 32 * warps * 32",
+                    &o->cuda_space, &o->cuda_default))
     return FALSE;
   o->def.cuda_space = o->cuda_space;
   o->def.cuda_default = o->cuda_default;
@@ -1194,7 +1324,7 @@ ts_op_register_kernel(const char *src, const char *path, const char *name, GErro
   o->def.only_dtype = o->dtype;
   o->def.inst_flops = lang_flops;
   o->def.lower_cpu = o->rows ? lang_lower_cpu_rows : lang_lower_cpu;
-  o->def.lower_cuda = o->rows ? NULL : lang_lower_cuda;
+  o->def.lower_cuda = o->rows ? lang_lower_cuda_rows : lang_lower_cuda;
   o->def.kernel_src = o->src;
   o->def.kernel_path = o->path;
   o->def.kernel_budget_ms = k->budget_ms;

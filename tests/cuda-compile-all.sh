@@ -55,6 +55,9 @@ extra=(
 kernels=(
   "examples/saxpy.tsk|N=16777216"
   "tests/kernels/affine_relu.tsk|N=1000003"
+  "examples/softmax.tsk|M=16384,N=8192"
+  "examples/layernorm.tsk|M=1000,N=1000"
+  "tests/kernels/layernorm_bf16.tsk|M=16384,N=8192"
 )
 
 status=0

@@ -103,10 +103,17 @@ p = tt("run", "--kernel", os.path.join(SRC, "tests", "kernels", "wrong_softmax.t
        "M=37,N=203", "--json")
 r = json.loads(p.stdout) if p.stdout.startswith("{") else {}
 ok(r.get("status") == "wrong_result", "a softmax normalised by its max is a wrong result (%s)" % r)
-p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=8,N=8", "--backend",
-       "cuda")
-ok(p.returncode == 2 and "no kernels for the cuda backend yet" in p.stderr,
-   "row kernels say they have no CUDA lowering yet (%s)" % p.stderr.strip())
+p = tt("lower", "--kernel", os.path.join(EX, "layernorm.tsk"), "--shape", "M=37,N=203",
+       "--backend", "cuda", "--stage", "all")
+ok(p.returncode == 0 and re.search(r"ts_rows_load_bcast<float, .*>\(r_gamma, GAMMA, 0\);", p.stdout)
+   and re.search(r"ts_rows_allreduce<ts_sum, BM, THREADS>\(r1, red \+ WARPS\);", p.stdout)
+   and "r_y[(0) + j] = ((((x - h0) * h1) * gamma) + beta);" in p.stdout,
+   "on CUDA a row kernel holds its rows in registers: gamma broadcast, reductions alternating "
+   "their shared slots, the output mapped and stored (%s)" % p.stderr.strip())
+p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=8,N=100000",
+       "--backend", "cuda", "--schedule", "block(m=1)")
+ok(p.returncode == 2 and "violates the constraint" in p.stderr,
+   "a row too long for the registers is outside the CUDA space (%s)" % p.stderr.strip())
 
 # tune: trials stored under the kernel's op; a re-run resumes them; an edit is a new workload.
 db = os.path.join(TMP, "k.db")

@@ -150,6 +150,28 @@ __device__ __forceinline__ void ts_rows_load(float (&x)[NX], const T *src, long 
   }
 }
 
+// x <- the columns of the tile at c0 that this thread holds, read from the vector src[0, NCOLS)
+// instead of from its row: a [N] operand broadcast over the rows (layernorm's gamma), the same
+// registers in every row group. Columns past NCOLS hold 0.
+template <class T, int BM, int THREADS, int VEC, int COLS, long long NCOLS, int NX>
+__device__ __forceinline__ void ts_rows_load_bcast(float (&x)[NX], const T *src, long long c0)
+{
+  typedef ts_row_tile<BM, THREADS, VEC, COLS, NCOLS> L;
+  static_assert(NX == L::PER * VEC, "register tile must hold PER * VEC floats");
+  const long long c1 = L::first(c0);
+  const bool full = L::full(c0);
+#pragma unroll
+  for (int p = 0; p < L::PER; p++) {
+    const long long c = c1 + p * L::STRIDE;
+    float v[VEC] = {};
+    if (L::any(full, c))
+      ts_rows_ldv_part<T, VEC, NCOLS>(v, src + c, c, L::whole(full, c));
+#pragma unroll
+    for (int i = 0; i < VEC; i++)
+      x[p * VEC + i] = v[i];
+  }
+}
+
 // s <- OP(s, every element of this thread's part of the tile that lies inside the row).
 template <class OP, int BM, int THREADS, int VEC, int COLS, long long NCOLS, int NX>
 __device__ __forceinline__ void ts_rows_accum(float &s, const float (&x)[NX], long long c0)

@@ -165,9 +165,14 @@ done
 for p in '' 'block(n=2048).warps(4).vector(4)' 'block(n=8192).warps(8).vector(8)'; do
   CASES+=("saxpy|N=5001|5001|bf16|$p|EMU_EAGER=0|pass")
 done
-# A kernel file's CUDA lowering (op:FILE lowers FILE, checked as op): saxpy in bf16.
+# A kernel file's CUDA lowering (op:FILE lowers FILE, checked as op): saxpy in bf16 ...
 for p in '' 'block(n=2048).warps(4).vector(8)'; do
   CASES+=("saxpy:tests/kernels/saxpy_bf16.tsk|N=5001|5001|bf16|$p|EMU_EAGER=0|pass")
+done
+# ... and row kernels: softmax and layernorm in bf16, one row a CTA and 4 rows of 32 threads.
+for p in '' 'block(m=4).warps(4).vector(8)'; do
+  CASES+=("softmax_safe:tests/kernels/softmax_bf16.tsk|M=37,N=203|37 203|bf16|$p|EMU_EAGER=0|pass")
+  CASES+=("layernorm_safe:tests/kernels/layernorm_bf16.tsk|M=37,N=203|37 203|bf16|$p|EMU_EAGER=0|pass")
 done
 # Self-test: a wrong fragment layout (ldmatrix.x4 transposing), a cp.async.wait_group that
 # waits for nothing, a wgmma reading B K-major and a wgmma ignoring the 128-byte swizzle must
