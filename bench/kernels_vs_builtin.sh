@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# kernels_vs_builtin.sh — the kernel-language examples tuned against the built-in ops they
+# implement, side by side on this machine: each round tunes the built-in op (its default space,
+# strategy and budget) and the kernel file (its decorator's space, every point) into fresh
+# caches, one after the other, and prints both bests and their ratio; the summary is the median
+# ratio over the rounds (> 1: the kernel file is slower).
+#   bench/kernels_vs_builtin.sh [TESSERA_TUNE] [ROUNDS]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+tt=${1:-$here/build/tools/tessera-tune}
+rounds=${2:-3}
+work=$(mktemp -d "${TMPDIR:-/tmp}/ts-kvb.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export XDG_CACHE_HOME=$work/cache
+
+pairs=(
+  "saxpy|examples/saxpy.tsk|N=4194304"
+  "softmax_safe|examples/softmax.tsk|M=1024,N=4096"
+  "layernorm_safe|examples/layernorm.tsk|M=1024,N=4096"
+)
+best() { python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["best"]["median_ns"], r["best"]["schedule"])'; }
+
+echo "# $(date -u +%FT%TZ) $(uname -n), $(nproc) cores; tessera-tune $tt"
+printf '%-15s %-22s %5s %12s %12s %7s  %s\n' op kernel round builtin_ms kernel_ms ratio "best points (builtin | kernel)"
+for pair in "${pairs[@]}"; do
+  IFS='|' read -r op file shape <<<"$pair"
+  ratios=()
+  for ((r = 1; r <= rounds; r++)); do
+    read -r b bp < <("$tt" tune "$op" --shape "$shape" --db "$work/b$r-$op.db" --json | best)
+    read -r k kp < <("$tt" tune --kernel "$here/$file" --shape "$shape" --strategy exhaustive \
+                       --budget 0 --budget-ms 600000 --db "$work/k$r-$op.db" --json | best)
+    ratio=$(python3 -c "print('%.3f' % ($k / $b))")
+    ratios+=("$ratio")
+    printf '%-15s %-22s %5d %12.3f %12.3f %7s  %s | %s\n' "$op" "$(basename "$file")" "$r" \
+      "$(python3 -c "print($b / 1e6)")" "$(python3 -c "print($k / 1e6)")" "$ratio" "$bp" "$kp"
+  done
+  echo "$op: median ratio kernel/builtin $(printf '%s\n' "${ratios[@]}" | sort -n | \
+    python3 -c 'import sys; v=[float(x) for x in sys.stdin]; print("%.3f" % v[len(v)//2])') over $rounds rounds"
+done
