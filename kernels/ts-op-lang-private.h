@@ -1,0 +1,118 @@
+/* ts-op-lang-private.h — what the three parts of a kernel file's op share: the elements of
+ * values as expression trees (read from the body by ts-op-lang-read.c), the op record built
+ * from them (ts-op-lang.c) and the lowerings, references and costs (ts-op-lang-lower.c). */
+#pragma once
+
+#include "ts-op-private.h"
+
+#include "ts-lang.h"
+
+/* An element of a value, as an expression: of the inputs' elements (a row kernel: of row i's
+ * elements, and of [N] tensors broadcast over the rows), the kernel's floats, numbers, per-row
+ * reductions computed before (EX_ROW), rows stored in a scratch row (EX_SCRATCH) and dims. */
+typedef enum {
+  EX_NUM, EX_VIEW, EX_FLOAT, EX_BIN, EX_NEG, EX_EXP, EX_SQRT, EX_MAX, EX_ROW, EX_SCRATCH, EX_DIM
+} ExKind;
+
+typedef struct Ex Ex;
+struct Ex {
+  ExKind kind;
+  char op;      /* EX_BIN: + - * / */
+  double num;   /* EX_NUM */
+  guint index;  /* EX_VIEW: the input; EX_FLOAT: the float parameter; EX_ROW, EX_SCRATCH */
+  const char *dim; /* EX_DIM: its name (interned) */
+  const Ex *a, *b;
+};
+
+/* A row kernel's steps before its output, in order: a row reduction into r<index>, or a value
+ * kept in scratch row W<index> (computed once, read by the steps after it). */
+typedef struct {
+  gboolean scratch;
+  gboolean max; /* reduction: max, else sum */
+  guint index;
+  const Ex *expr;
+} Step;
+
+typedef struct {
+  TsOpDef def; /* first: an instance's op points here */
+  char *name, *symbol, *summary, *dims, *space, *default_point, *dtype, *src, *path, *cache;
+  char *cuda_space, *cuda_default;
+  char *arg_names[TS_OP_MAX_ARGS + 1], *arg_sigs[TS_OP_MAX_ARGS + 1];
+  char *views[TS_OP_MAX_ARGS + 1];  /* inputs' views, then the output's */
+  char *float_names[2];
+  const TsOpDef *implements;
+  GPtrArray *arena; /* Ex* */
+  const Ex *value;  /* the output element */
+  char *expr;       /* value as a Tile IR map expression */
+  double flops_per_element;
+  /* Row kernels: [M, N] tensors walked row by row (BM rows a program), [N] tensors broadcast. */
+  gboolean rows;
+  char *row_dim, *col_dim;
+  gboolean broadcast[TS_OP_MAX_ARGS]; /* input: an [N] tensor */
+  GArray *steps;                      /* Step */
+  guint n_rowvars, n_scratch;
+} LangOp;
+
+typedef struct {
+  LangOp *o;
+  const TsLangKernel *k;
+  const char *src, *file;
+  GError **error;
+  GHashTable *index_vars; /* names bound to tile.linear_id() */
+  GHashTable *locals;     /* name -> const Ex* */
+  GPtrArray *tensors;     /* TsLangParam* of the tensor parameters, in order */
+  GPtrArray *floats;      /* TsLangParam* of the float parameters */
+  gboolean read[TS_OP_MAX_ARGS + 1];
+  const TsLangParam *out;
+  const Ex *written;      /* out's element once assigned */
+  gboolean rows;          /* a row kernel (its tensors have two dims) */
+} Reader;
+
+/* Floats of a row a thread may hold in registers: the CUDA row kernels keep whole rows (the
+ * built-in row ops' ROW_REGS). */
+#define TS_LANG_ROW_REGS 64
+
+static inline gboolean
+ts__lang_has_view(const Ex *e)
+{
+  return e && (e->kind == EX_VIEW || e->kind == EX_SCRATCH || ts__lang_has_view(e->a) ||
+               ts__lang_has_view(e->b));
+}
+
+static inline gboolean
+ts__lang_has_exp(const Ex *e)
+{
+  return e && (e->kind == EX_EXP || ts__lang_has_exp(e->a) || ts__lang_has_exp(e->b));
+}
+
+static inline const TsLangNode *
+ts__lang_kid(const TsLangNode *n, guint i)
+{
+  return i < n->kids->len ? g_ptr_array_index(n->kids, i) : NULL;
+}
+
+/* ---- ts-op-lang-read.c ---- */
+gboolean ts__lang_fail(Reader *r, const TsLangNode *at, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+int ts__lang_tensor_index(Reader *r, const char *name);
+/* The body's statements into r: the output element (elementwise) or the row program's steps
+ * and output (row kernels), or FALSE with the error at the construct not lowered. */
+gboolean ts__lang_read_body(Reader *r, const TsLangNode *block);
+
+/* ---- ts-op-lang-lower.c ---- */
+/* The element as C (cuda: CUDA C); hoist/hoisted: where per-row parts go as lets, or NULL. */
+char *ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist,
+                     GHashTable *hoisted);
+double ts__lang_count_flops(const Ex *e);
+/* The op's functions (TsOpDef members). */
+double ts__lang_flops(const TsOpInstance *inst);
+char *ts__lang_reference(const TsOpInstance *inst, void *const *in, double *out);
+char *ts__lang_reference_rows(const TsOpInstance *inst, void *const *in, double *out);
+char *ts__lang_implemented_reference(const TsOpInstance *inst, void *const *in, double *out);
+gboolean ts__lang_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                            GError **error);
+gboolean ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point,
+                                 TsTileKernel *k, GError **error);
+gboolean ts__lang_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+                             GError **error);
+gboolean ts__lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point,
+                                  TsTileKernel *k, GError **error);
