@@ -16,7 +16,7 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-TT, STUDIO = sys.argv[1], sys.argv[2]
+TT, STUDIO, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
 TMP = tempfile.mkdtemp(prefix="tessera-studio-export-")
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
 ENV.pop("DISPLAY", None)  # exports need no display
@@ -173,6 +173,24 @@ ok(export("diff", "diff.svg", "--trial", str(two[0][0]), "--trial-b", str(two[1]
    "export the Target IR diff of two trials")
 changed = groups(svg("diff.svg"), "diff add") + groups(svg("diff.svg"), "diff del")
 ok(len(changed) > 0, "two schedules' target sources differ in the diff (%d lines)" % len(changed))
+
+# ---- a kernel file's workload: its lowering drawn from the source the cache keeps ----
+kfile = os.path.join(TMP, "scale_relu.tsk")
+with open(os.path.join(SRC, "tests", "kernels", "affine_relu.tsk")) as f:
+    ktext = f.read()
+with open(kfile, "w") as f:
+    f.write(ktext)
+ok(run(TT, "tune", "--kernel", kfile, "--shape", "N=4096", "--budget", "2", "--db", DB).returncode
+   == 0, "a kernel file tuned into the cache")
+os.remove(kfile)  # the studio has only the cache
+kw = rows("SELECT id, op FROM workload WHERE op LIKE 'kernel:affine_relu@%'")
+ok(len(kw) == 1, "the kernel's workload is keyed by its op (%s)" % kw)
+ok(export("lowering", "klow.svg", "--workload", str(kw[0][0])).returncode == 0,
+   "export the lowering of the kernel's best trial, without its file")
+ktext_svg = " ".join(t.text or "" for t in svg("klow.svg").iter(SVGNS + "text"))
+ok([g.get("id") for g in groups(svg("klow.svg"), "stage")] ==
+   ["stage-graph", "stage-schedule", "stage-tile", "stage-target"] and kw[0][1] in ktext_svg
+   and "tile.map" in ktext_svg, "the four stages of the kernel's lowering, its op and its map")
 
 # ---- PNG, dark ----
 p = export("roofline", "roof.png", "--width", "640", "--height", "400", "--dark")
