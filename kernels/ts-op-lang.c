@@ -29,6 +29,13 @@ build(Reader *r, const TsLangKernel *k)
   const TsLangParam *first = NULL, *wide = NULL;
   for (guint i = 0; i < r->tensors->len; i++) {
     const TsLangParam *p = g_ptr_array_index(r->tensors, i);
+    for (guint d = 0; d < p->tensor->rank; d++)
+      if (p->tensor->dims[d].name == NULL) {
+        g_autofree char *type = ts_tensor_type_to_string(p->tensor);
+        return ts__lang_fail(r, k->def, "%s is %s: the lowering takes named dims "
+                                        "(Tensor[\"N\", f32]), whose sizes --shape gives",
+                             p->name, type);
+      }
     if (p->tensor->rank == 2 && wide == NULL)
       wide = p;
     first = first ? first : p;

@@ -169,6 +169,8 @@ cases = [
     (("lower", "--kernel", SAXPY, "--shape", "M=8"), r"--shape lacks dim 'N'"),
     (("lower", "--kernel", os.path.join(SRC, "examples", "gemm.tsk"), "--shape", "M=8,N=8,K=8"),
      r"gemm\.tsk:7:11: tile\.zeros is not lowered yet: .*matrix products"),
+    (("lower", "--kernel", os.path.join(SRC, "tests", "kernels", "sized.tsk"), "--shape", "N=8"),
+     r"sized\.tsk:2:1: x is Tensor\[64, f32\]: the lowering takes named dims"),
     (("run", "--kernel", SAXPY, "--shape", "N=8", "--schedule", "block(m=4)"),
      r"knob 'BM' is not used"),
 ]
