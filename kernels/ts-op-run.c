@@ -6,6 +6,7 @@
 #include "ts-op-private.h"
 
 #include "ts-numerics.h"
+#include "ts-measure-lock.h"
 #include "ts-nvtx.h"
 
 #include <math.h>
@@ -22,6 +23,7 @@ ts_run_options_init(TsRunOptions *o)
     .max_samples = 50,
     .target_ms = 300.0,
     .rel_spread = 0.02,
+    .exclusive = TRUE,
   };
 }
 
@@ -415,6 +417,30 @@ ts_op_timer_set_slowdown(TsOpTimer *t, double fraction)
 static gboolean sample_until_stable(TsOpTimer *t, TsTrialResult *r, const TsRunOptions *options,
                                     GError **error);
 
+static TsMeasureLock *
+take_turn(const TsRunOptions *options, const char *unit, TsMeasureLockMode mode,
+          TsOpInstance *inst, const char *entry)
+{
+  if (!options->exclusive)
+    return NULL;
+  g_autofree char *key = ts_op_instance_describe(inst);
+  g_autofree char *what = g_strdup_printf("%s, %s", key, entry);
+  return ts_measure_lock_acquire(unit ? unit : TS_MEASURE_LOCK_HOST, mode, what, options->lock_wait, options->lock_wait_data);
+}
+
+/* A turn not taken (ts_measure_lock_note) is told in the trial's message, which is empty
+ * otherwise for a trial that ran. */
+static void
+note_turn(TsTrialResult *r, const TsMeasureLock *turn)
+{
+  const char *note = turn ? ts_measure_lock_note(turn) : NULL;
+  if (r == NULL || note == NULL)
+    return;
+  g_autofree char *old = r->message;
+  r->message = old && *old ? g_strdup_printf("%s; not measured alone: %s", old, note)
+                           : g_strdup_printf("not measured alone: %s", note);
+}
+
 TsTrialResult *
 ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, const char *entry,
                  const TsRunOptions *options, GError **error)
@@ -427,6 +453,9 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
     .entry = entry,
   };
   g_autoptr(GError) cerr = NULL;
+  /* Compiling and verifying use the host's cores: not while a measurement runs on them. */
+  g_autoptr(TsMeasureLock) shared =
+    take_turn(options, TS_MEASURE_LOCK_HOST, TS_MEASURE_LOCK_SHARED, inst, entry);
   /* NVTX ranges name the tuner's phases on Nsight's timeline (no-ops without a profiler). */
   ts_nvtx_push("tessera: compile");
   g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &cerr);
@@ -451,11 +480,15 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
   ts_nvtx_pop();
   if (t == NULL)
     return g_steal_pointer(&r); /* the candidate's failure, or NULL with the error */
+  g_clear_pointer(&shared, ts_measure_lock_release);
+  g_autoptr(TsMeasureLock) turn = take_turn(options, ts_backend_describe(backend)->unit,
+                                            TS_MEASURE_LOCK_EXCLUSIVE, inst, entry);
   ts_nvtx_push("tessera: measure");
   gboolean measured = sample_until_stable(t, r, options, error);
   ts_nvtx_pop();
   if (!measured)
     return NULL;
+  note_turn(r, turn);
   ts_trial_result_summarise(r, inst);
   r->status = TS_TRIAL_OK;
   return g_steal_pointer(&r);

@@ -160,6 +160,13 @@ typedef struct {
   double rel_spread;  /* ... and until (q3 - q1) / median <= this (default 0.02), or 10x
                          target_ms, or max_samples */
   const TsMeasureHooks *hooks; /* default NULL */
+  /* Take turns with the host's other processes (ts-measure-lock.h): compile and verify under
+   * the host's shared lock, sample under the device's exclusive one. Default TRUE. */
+  gboolean exclusive;
+  /* Told who holds a lock this run waits for, then NULL when the wait is over (a worker tells
+   * its parent, whose timeout stops while the lock is not its to take). Default NULL. */
+  void (*lock_wait)(gpointer data, const char *holder);
+  gpointer lock_wait_data;
 } TsRunOptions;
 
 void ts_run_options_init(TsRunOptions *options);

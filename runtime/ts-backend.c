@@ -100,6 +100,7 @@ ts__device_info_clear(TsDeviceInfo *info)
   g_clear_pointer(&info->name, g_free);
   g_clear_pointer(&info->arch, g_free);
   g_clear_pointer(&info->toolchain, g_free);
+  g_clear_pointer(&info->unit, g_free);
 }
 
 void

@@ -57,6 +57,9 @@ typedef struct {
   guint64 smem_per_block; /* largest shared-memory block (GPU); 0 on the CPU */
   guint vector_bits;    /* widest float SIMD register: 128, 256, 512 */
   char *toolchain;      /* "gcc 12.2.0", "nvrtc 13.0" — part of every cache key */
+  /* Which of the host's devices it is, for taking turns at it (ts-measure-lock.h): "host" for
+   * the CPU, "cuda-pci-0000:19:00" for a GPU. Never part of a cache key. */
+  char *unit;
 } TsDeviceInfo;
 
 /* What a compiled kernel uses per thread and per block, from the compiler's (ptxas via

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ts-measure-lock.h"
 #include "ts-nvtx.h"
 #include "ts-prof-metrics.h"
 #include "ts-prof-perf.h"
@@ -191,6 +192,30 @@ write_line(int fd, const char *text)
   return TRUE;
 }
 
+/* The loop's answer pipe, for the lines that tell the parent about a lock wait between a request
+ * and its answer: {"lock_wait": "who holds it"}, then {"lock_wait": null}. */
+static int announce_fd = -1;
+
+static void
+announce_lock_wait(gpointer data, const char *holder)
+{
+  (void)data;
+  g_autoptr(JsonNode) who = holder ? json_node_init_string(json_node_alloc(), holder)
+                                   : json_node_init_null(json_node_alloc());
+  g_autofree char *text = json_to_string(who, FALSE);
+  g_autofree char *line = g_strdup_printf("{\"lock_wait\": %s}", text);
+  if (announce_fd >= 0)
+    (void)write_line(announce_fd, line);
+}
+
+void
+ts_tune_worker_watch_locks(TsRunOptions *options)
+{
+  g_return_if_fail(options != NULL);
+  options->lock_wait = announce_lock_wait;
+  options->lock_wait_data = NULL;
+}
+
 /* Reads one '\n'-terminated line; waits at most timeout_ms (< 0: forever). Returns NULL on
  * EOF; *timed_out tells a timeout apart. */
 static char *
@@ -313,6 +338,7 @@ serve(gpointer data, const char *line, gboolean *exiting)
     (guint)json_object_get_double_member_with_default(o, "max_samples", opt.max_samples);
   opt.target_ms = json_object_get_double_member_with_default(o, "target_ms", opt.target_ms);
   opt.rel_spread = json_object_get_double_member_with_default(o, "rel_spread", opt.rel_spread);
+  ts_tune_worker_watch_locks(&opt);
   TsMeasureHooks hooks;
   g_autoptr(TsProfCounters) counters = ts_prof_counters_attach(backend, &opt, &hooks);
   /* Recorded only while this trial runs, so an unprofiled request times exactly as before (on
@@ -366,6 +392,7 @@ int
 ts_tune_worker_loop(int in_fd, int out_fd, TsTuneWorkerServe serve_line, gpointer data)
 {
   g_autoptr(GString) buf = g_string_new(NULL);
+  announce_fd = out_fd;
   for (;;) {
     gboolean timed_out;
     g_autofree char *line = read_line(in_fd, buf, -1, &timed_out);
@@ -596,6 +623,56 @@ send_request(TsTuneWorker *w, const char *line)
          g_output_stream_flush(w->in, NULL, NULL);
 }
 
+#define LOCK_WAIT_PREFIX "{\"lock_wait\": "
+
+/* A wait this long is told on stderr: the user sees why the tune stands still. */
+#define LOCK_WAIT_TELL_US (10 * G_USEC_PER_SEC)
+
+/* The answer to the request just sent, within timeout_s of the worker's own time: while it
+ * says it waits for another process's lock (ts-measure-lock.h) the clock stops, up to the
+ * lock's own bound on waiting. */
+static char *
+read_answer(TsTuneWorker *w, double timeout_s, gboolean *timed_out)
+{
+  gint64 left_us = (gint64)MIN(timeout_s * G_USEC_PER_SEC, (double)G_MAXINT64 / 2);
+  double lock_wait_s = ts_measure_lock_max_wait_s();
+  gboolean waiting = FALSE, told = FALSE;
+  g_autofree char *holder = NULL;
+  for (;;) {
+    gint64 started = g_get_monotonic_time();
+    gint64 wait_us = waiting ? (gint64)((MAX(lock_wait_s, 0) + 30) * G_USEC_PER_SEC) : left_us;
+    if (waiting && !told)
+      wait_us = LOCK_WAIT_TELL_US;
+    char *line = read_line(w->out_fd, w->buf, (int)CLAMP(wait_us / 1000, 0, G_MAXINT), timed_out);
+    if (!waiting)
+      left_us -= g_get_monotonic_time() - started;
+    if (line == NULL && *timed_out && waiting && !told) {
+      g_printerr("tessera-tune: waiting for its turn at the device: %s\n", holder);
+      told = TRUE;
+      continue;
+    }
+    if (line == NULL || !g_str_has_prefix(line, LOCK_WAIT_PREFIX))
+      return line;
+    waiting = strcmp(line + strlen(LOCK_WAIT_PREFIX), "null}") != 0;
+    if (waiting) {
+      g_autoptr(JsonParser) parser = json_parser_new();
+      JsonNode *root = json_parser_load_from_data(parser, line, -1, NULL)
+                         ? json_parser_get_root(parser)
+                         : NULL;
+      JsonObject *o = root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
+      g_free(holder);
+      holder = g_strdup(o ? json_object_get_string_member_with_default(o, "lock_wait", "?")
+                          : "?");
+      told = FALSE;
+    }
+    g_free(line);
+    if (!waiting && left_us <= 0) {
+      *timed_out = TRUE;
+      return NULL;
+    }
+  }
+}
+
 /* Sends one line and reads the answer. retry_idle: a worker found dead before it was asked
  * (killed from outside while idle) is replaced and asked again, so the request is not blamed
  * for a death it did not cause; a stateful caller cannot do that, its state died too. */
@@ -622,7 +699,7 @@ worker_call(TsTuneWorker *w, const char *request, double timeout_s, gboolean ret
   gboolean timed_out = FALSE;
   char *reply = NULL;
   if (sent)
-    reply = read_line(w->out_fd, w->buf, (int)MIN(timeout_s * 1000, G_MAXINT), &timed_out);
+    reply = read_answer(w, timeout_s, &timed_out);
   if (reply != NULL) {
     *fate = TS_TUNE_WORKER_ANSWERED;
     return reply;

@@ -78,6 +78,9 @@ char *ts_tune_worker_call(TsTuneWorker *worker, const char *request, double time
  * status. */
 typedef char *(*TsTuneWorkerServe)(gpointer data, const char *line, gboolean *exiting);
 int ts_tune_worker_loop(int in_fd, int out_fd, TsTuneWorkerServe serve, gpointer data);
+/* Inside that loop: runs with these options tell the parent when they wait for another
+ * process's measuring lock, so that the wait does not count against the request's timeout. */
+void ts_tune_worker_watch_locks(TsRunOptions *options);
 /* Kills the running worker, if any (a caller that gives up on its state). */
 void ts_tune_worker_stop(TsTuneWorker *worker);
 

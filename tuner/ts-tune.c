@@ -13,6 +13,7 @@
 
 #include "ts-coll-space.h"
 #include "ts-cost.h"
+#include "ts-measure-lock.h"
 #include "ts-nvtx.h"
 #include "ts-tune-stats.h"
 #include "ts-tune-worker.h"
@@ -239,6 +240,10 @@ compile_batch(const TsTuneConfig *cfg, GPtrArray *cands, guint threads)
   ts_nvtx_push(range);
   if (cfg->trace)
     ts_backend_set_trace(cfg->backend, cfg->trace);
+  /* The host's cores are busy compiling: no other process's CPU measurement meanwhile. */
+  g_autofree char *what = g_strdup_printf("compiling %u candidates", cands->len);
+  g_autoptr(TsMeasureLock) turn =
+    ts_measure_lock_acquire(TS_MEASURE_LOCK_HOST, TS_MEASURE_LOCK_SHARED, what, NULL, NULL);
   GThreadPool *pool = g_thread_pool_new(compile_one, NULL, (int)MAX(threads, 1), TRUE, NULL);
   for (guint i = 0; i < cands->len; i++)
     g_thread_pool_push(pool, g_ptr_array_index(cands, i), NULL);

@@ -299,6 +299,7 @@ cpu_open(GError **error)
   info->l3_bytes = cache_size(3);
   info->smem_per_block = 0;
   info->toolchain = toolchain_identity(self);
+  info->unit = g_strdup("host");
   return &self->base;
 }
 

@@ -159,6 +159,11 @@ describe(TsCudaBackend *self, int ordinal, GError **error)
       !device_attr(self, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                    "shared memory per block", &smem_block, error))
     return FALSE;
+  int pci_domain = 0, pci_bus = 0, pci_dev = 0;
+  if (!device_attr(self, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, "PCI domain", &pci_domain, error) ||
+      !device_attr(self, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, "PCI bus", &pci_bus, error) ||
+      !device_attr(self, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, "PCI device", &pci_dev, error))
+    return FALSE;
   size_t memory = 0;
   r = cu->cuDeviceTotalMem(&memory, self->device);
   if (r != CUDA_SUCCESS)
@@ -189,6 +194,10 @@ describe(TsCudaBackend *self, int ordinal, GError **error)
   info->l2_bytes = (guint64)l2;
   info->l3_bytes = 0;
   info->smem_per_block = (guint64)smem_block;
+  /* The PCI address, unlike the ordinal, names the same GPU whatever CUDA_VISIBLE_DEVICES
+   * each process was started with. */
+  info->unit = g_strdup_printf("cuda-pci-%04x:%02x:%02x", (unsigned)pci_domain, (unsigned)pci_bus,
+                               (unsigned)pci_dev);
   info->vector_bits = 128; /* the widest load/store one thread issues (ld.global.v4.b32) */
   /* The driver JITs nothing here (cubins are SASS), but it is part of the key all the same: a
    * driver update changes what a cubin's timings mean. */
