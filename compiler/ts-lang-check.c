@@ -23,10 +23,9 @@ fail(Ctx *c, const TsLangNode *at, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  ts_lang_set_error_valist(c->error, TS_LANG_ERROR_SYNTAX, c->src, c->file, at->line, at->col,
+                           fmt, ap);
   va_end(ap);
-  ts_lang_set_error(c->error, TS_LANG_ERROR_SYNTAX, c->src, c->file, at->line, at->col, "%s",
-                    msg);
   return FALSE;
 }
 

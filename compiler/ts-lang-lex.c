@@ -14,12 +14,19 @@ void
 ts_lang_set_error(GError **error, gint code, const char *src, const char *filename, int line,
                   int col, const char *fmt, ...)
 {
-  if (error == NULL)
-    return;
   va_list ap;
   va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  ts_lang_set_error_valist(error, code, src, filename, line, col, fmt, ap);
   va_end(ap);
+}
+
+void
+ts_lang_set_error_valist(GError **error, gint code, const char *src, const char *filename,
+                         int line, int col, const char *fmt, va_list ap)
+{
+  if (error == NULL)
+    return;
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
   g_autoptr(GString) s = g_string_new(NULL);
   g_string_append_printf(s, "%s:%d:%d: %s", filename ? filename : "<kernel>", line, col, msg);
   ts__append_caret(s, src, line, col);

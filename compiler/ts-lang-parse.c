@@ -85,9 +85,8 @@ fail_at(Parser *p, const TsLangTok *t, gint code, const char *fmt, ...)
   if (p->error && *p->error == NULL) {
     va_list ap;
     va_start(ap, fmt);
-    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    ts_lang_set_error_valist(p->error, code, p->src, p->file, t->line, t->col, fmt, ap);
     va_end(ap);
-    ts_lang_set_error(p->error, code, p->src, p->file, t->line, t->col, "%s", msg);
   }
   return NULL;
 }

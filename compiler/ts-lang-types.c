@@ -72,9 +72,9 @@ tfail(TCtx *t, const TsLangNode *at, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  ts_lang_set_error_valist(t->error, TS_LANG_ERROR_TYPE, t->src, t->file, at->line, at->col, fmt,
+                           ap);
   va_end(ap);
-  ts_lang_set_error(t->error, TS_LANG_ERROR_TYPE, t->src, t->file, at->line, at->col, "%s", msg);
   return FALSE;
 }
 

@@ -140,5 +140,8 @@ char *ts_lang_param_to_string(const TsLangParam *param);
  * front end reports errors. */
 void ts_lang_set_error(GError **error, gint code, const char *src, const char *filename, int line,
                        int col, const char *fmt, ...) G_GNUC_PRINTF(7, 8);
+/* The same for the front end's and lowerings' own printf-like error helpers. */
+void ts_lang_set_error_valist(GError **error, gint code, const char *src, const char *filename,
+                              int line, int col, const char *fmt, va_list ap) G_GNUC_PRINTF(7, 0);
 
 G_END_DECLS

@@ -52,7 +52,7 @@ row_loop(TsTileKernel *k, const TsSchedPoint *point)
 /* 64 floats of a row per thread: with the loop state and the gamma/beta vectors of the store,
  * the layernorm kernel stays under 128 registers (no spills even at 512 threads, whose launch
  * bound caps a thread at 128), and a 16384 x 8192 bf16 row fits one CTA of 4 warps. */
-#define ROW_REGS 64
+#define ROW_REGS TS_CUDA_ROW_REGS
 /* Floats per thread in each column tile of a row streamed in several passes: 4 16-byte loads
  * in flight per thread for bf16 at VEC 8. */
 #define STREAM_REGS 32
@@ -82,23 +82,63 @@ is_pow2(gint64 v)
   return v > 0 && (v & (v - 1)) == 0;
 }
 
-/* The grid of a row op: ceil(M / BM) CTAs of warps * 32 threads, the register tile x and the
- * reduction slots, and r0, the CTA's first row. The vector is the largest power of two up to
- * the vector knob that divides N, so that every row starts aligned to it. */
 static gboolean
-rows_gpu_begin(const char *op, const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
-               RowsGpu *r, GError **error)
+grid_fits(const char *op, gint64 gx, GError **error)
 {
-  const gint64 BM = KNOB("BM"), W = KNOB("warps"), V = KNOB("vector");
-  const gint64 threads = W * 32;
-  if (BM <= 0 || W <= 0 || W > 32 || !is_pow2(V) || V > 16 || threads % BM != 0) {
+  if (gx <= G_MAXINT32)
+    return TRUE;
+  g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+              "%s: %" G_GINT64_FORMAT " tiles exceed the grid's 2^31 - 1 CTAs", op, gx);
+  return FALSE;
+}
+
+gboolean
+ts__cuda_map_tile(const char *op, gint64 n, gint64 bn, gint64 warps, gint64 vector,
+                  TsTileKernel *k, TsCudaRowTile *t, GError **error)
+{
+  const gint64 threads = warps * 32;
+  if (bn <= 0 || warps <= 0 || warps > 32 || !is_pow2(vector) || vector > 16 ||
+      bn % (threads * vector) != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: the CUDA lowering needs warps in 1..32, a vector of 1, 2, 4, 8 or 16 "
+                "elements and a block n that is a multiple of warps * 32 * vector",
+                op);
+    return FALSE;
+  }
+  *t = (TsCudaRowTile){
+    .threads = threads,
+    .tpr = threads,
+    .vec = vector,
+    .per = bn / (threads * vector),
+    .gx = MAX(1, (n + bn - 1) / bn),
+    .resident = TRUE,
+  };
+  if (!grid_fits(op, t->gx, error))
+    return FALSE;
+  ts_tile_kernel_define(k, "BN", bn);
+  ts_tile_kernel_define(k, "THREADS", threads);
+  ts_tile_kernel_define(k, "VEC", vector);
+  ts_tile_kernel_define(k, "PER", t->per);
+  ts_tile_kernel_define(k, "NCOLS", n);
+  return TRUE;
+}
+
+/* The vector is the largest power of two up to the vector knob that divides n, so that every
+ * row starts aligned to it. */
+gboolean
+ts__cuda_row_tile(const char *op, gint64 m, gint64 n, gint64 bm, gint64 warps, gint64 vector,
+                  gboolean can_stream, TsTileKernel *k, TsCudaRowTile *t, GError **error)
+{
+  const gint64 threads = warps * 32;
+  if (bm <= 0 || warps <= 0 || warps > 32 || !is_pow2(vector) || vector > 16 ||
+      threads % bm != 0) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "%s: the CUDA lowering needs warps in 1..32, a vector of 1, 2, 4, 8 or 16 "
                 "elements and a block m that divides warps * 32",
                 op);
     return FALSE;
   }
-  const gint64 tpr = threads / BM;
+  const gint64 tpr = threads / bm;
   if (tpr % 32 != 0 && !is_pow2(tpr)) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "%s: %" G_GINT64_FORMAT " threads per row (warps * 32 / block m) must be a power "
@@ -106,28 +146,55 @@ rows_gpu_begin(const char *op, const TsOpInstance *inst, const TsSchedPoint *poi
                 op, tpr);
     return FALSE;
   }
-  const TsShape *s = ts_op_instance_shape(inst);
-  const gint64 M = ts_shape_get(s, "M"), N = ts_shape_get(s, "N");
-  gint64 vec = V;
-  while (N % vec != 0)
+  gint64 vec = vector;
+  while (n % vec != 0)
     vec /= 2;
-  gint64 per = (N + tpr * vec - 1) / (tpr * vec);
-  r->resident = per * vec <= ROW_REGS;
-  if (!r->resident)
-    per = MAX(1, STREAM_REGS / vec);
-  const gint64 gx = MAX(1, (M + BM - 1) / BM);
-  if (gx > G_MAXINT32) {
+  gint64 per = (n + tpr * vec - 1) / (tpr * vec);
+  const gboolean resident = per * vec <= ROW_REGS;
+  if (!resident && !can_stream) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: %" G_GINT64_FORMAT " row tiles exceed the grid's 2^31 - 1 CTAs", op, gx);
+                "%s: a row of %" G_GINT64_FORMAT " elements over %" G_GINT64_FORMAT " threads "
+                "does not fit in registers (%d floats a thread at most): more warps or a "
+                "smaller block m",
+                op, n, tpr, ROW_REGS);
     return FALSE;
   }
-  ts_tile_kernel_define(k, "BM", BM);
-  ts_tile_kernel_define(k, "WARPS", W);
+  if (!resident)
+    per = MAX(1, STREAM_REGS / vec);
+  *t = (TsCudaRowTile){
+    .threads = threads,
+    .tpr = tpr,
+    .vec = vec,
+    .per = per,
+    .gx = MAX(1, (m + bm - 1) / bm),
+    .resident = resident,
+  };
+  if (!grid_fits(op, t->gx, error))
+    return FALSE;
+  ts_tile_kernel_define(k, "BM", bm);
+  ts_tile_kernel_define(k, "WARPS", warps);
   ts_tile_kernel_define(k, "THREADS", threads);
   ts_tile_kernel_define(k, "VEC", vec);
   ts_tile_kernel_define(k, "PER", per);
   ts_tile_kernel_define(k, "COLS", per * tpr * vec);
-  ts_tile_kernel_define(k, "NCOLS", N);
+  ts_tile_kernel_define(k, "NCOLS", n);
+  return TRUE;
+}
+
+/* The grid of a row op: ceil(M / BM) CTAs of warps * 32 threads, the register tile x and the
+ * reduction slots, and r0, the CTA's first row. */
+static gboolean
+rows_gpu_begin(const char *op, const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+               RowsGpu *r, GError **error)
+{
+  const gint64 W = KNOB("warps");
+  const TsShape *s = ts_op_instance_shape(inst);
+  TsCudaRowTile t;
+  if (!ts__cuda_row_tile(op, ts_shape_get(s, "M"), ts_shape_get(s, "N"), KNOB("BM"), W,
+                         KNOB("vector"), TRUE, k, &t, error))
+    return FALSE;
+  const gint64 threads = t.threads, tpr = t.tpr, gx = t.gx;
+  r->resident = t.resident;
   r->loaded = FALSE;
   r->c0 = "0";
   r->tile = g_strdup("BM=BM,THREADS=THREADS,VEC=VEC,COLS=COLS,NCOLS=NCOLS");
@@ -235,26 +302,11 @@ static gboolean
 saxpy_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                  GError **error)
 {
-  const gint64 BN = KNOB("BN"), W = KNOB("warps"), V = KNOB("vector");
-  const gint64 threads = W * 32;
-  if (BN <= 0 || W <= 0 || W > 32 || !is_pow2(V) || V > 16 || BN % (threads * V) != 0) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "saxpy: the CUDA lowering needs warps in 1..32, a vector of 1, 2, 4, 8 or 16 "
-                "elements and a block n that is a multiple of warps * 32 * vector");
+  TsCudaRowTile t;
+  if (!ts__cuda_map_tile("saxpy", ts_shape_get(ts_op_instance_shape(inst), "N"), KNOB("BN"),
+                         KNOB("warps"), KNOB("vector"), k, &t, error))
     return FALSE;
-  }
-  const gint64 N = ts_shape_get(ts_op_instance_shape(inst), "N");
-  const gint64 gx = MAX(1, (N + BN - 1) / BN);
-  if (gx > G_MAXINT32) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "saxpy: %" G_GINT64_FORMAT " tiles exceed the grid's 2^31 - 1 CTAs", gx);
-    return FALSE;
-  }
-  ts_tile_kernel_define(k, "BN", BN);
-  ts_tile_kernel_define(k, "THREADS", threads);
-  ts_tile_kernel_define(k, "VEC", V);
-  ts_tile_kernel_define(k, "PER", BN / (threads * V));
-  ts_tile_kernel_define(k, "NCOLS", N);
+  const gint64 threads = t.threads, gx = t.gx;
   g_autofree char *tile = g_strdup_printf("T=%s,BM=1,THREADS=THREADS,VEC=VEC,COLS=BN,NCOLS=NCOLS",
                                           ts_dtype_name(ts_op_instance_dtype(inst)->storage));
   TsTileNode *g = ts_tile_grid(k->body, gx, 1, 1, threads, 0);

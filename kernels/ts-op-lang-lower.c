@@ -358,12 +358,6 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   return TRUE;
 }
 
-static gboolean
-is_pow2(gint64 v)
-{
-  return v > 0 && (v & (v - 1)) == 0;
-}
-
 /* One CTA per BN elements, each thread holding PER * VEC elements of every tile in registers
  * (the row tile of ts_cuda_rows.cuh, one row of N columns): the inputs loaded, the map applied
  * element by element, the output stored. */
@@ -372,26 +366,11 @@ ts__lang_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileK
                 GError **error)
 {
   const LangOp *o = lang_op(inst);
-  const gint64 bn = KNOB("BN", -1), w = KNOB("warps", 4), v = KNOB("vector", 4);
-  const gint64 threads = w * 32;
-  if (bn <= 0 || w <= 0 || w > 32 || !is_pow2(v) || v > 16 || bn % (threads * v) != 0) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: the CUDA lowering needs warps in 1..32, a vector of 1, 2, 4, 8 or 16 "
-                "elements and a BN that is a multiple of warps * 32 * vector", o->name);
+  TsCudaRowTile t;
+  if (!ts__cuda_map_tile(o->name, ts_shape_get(ts_op_instance_shape(inst), o->def.dims),
+                         KNOB("BN", -1), KNOB("warps", 4), KNOB("vector", 4), k, &t, error))
     return FALSE;
-  }
-  const gint64 n = ts_shape_get(ts_op_instance_shape(inst), o->def.dims);
-  const gint64 gx = MAX(1, (n + bn - 1) / bn);
-  if (gx > G_MAXINT32) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: %" G_GINT64_FORMAT " tiles exceed the grid's 2^31 - 1 CTAs", o->name, gx);
-    return FALSE;
-  }
-  ts_tile_kernel_define(k, "BN", bn);
-  ts_tile_kernel_define(k, "THREADS", threads);
-  ts_tile_kernel_define(k, "VEC", v);
-  ts_tile_kernel_define(k, "PER", bn / (threads * v));
-  ts_tile_kernel_define(k, "NCOLS", n);
+  const gint64 threads = t.threads, gx = t.gx;
   g_autofree char *tile = g_strdup_printf("T=%s,BM=1,THREADS=THREADS,VEC=VEC,COLS=BN,NCOLS=NCOLS",
                                           ts_dtype_name(ts_op_instance_dtype(inst)->storage));
   TsTileNode *g = ts_tile_grid(k->body, gx, 1, 1, threads, 0);
@@ -440,43 +419,15 @@ ts__lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point, Ts
                      GError **error)
 {
   const LangOp *o = lang_op(inst);
-  const gint64 bm = KNOB("BM", -1), w = KNOB("warps", 4), v = KNOB("vector", 4);
-  const gint64 threads = w * 32;
-  const gint64 tpr = bm > 0 ? threads / bm : 0;
-  if (bm <= 0 || w <= 0 || w > 32 || !is_pow2(v) || v > 16 || threads % bm != 0 ||
-      (tpr % 32 != 0 && !is_pow2(tpr))) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: the CUDA lowering needs warps in 1..32, a vector of 1, 2, 4, 8 or 16 "
-                "elements and a BM dividing warps * 32 into a power of two or a multiple of 32 "
-                "threads a row", o->name);
-    return FALSE;
-  }
+  const gint64 w = KNOB("warps", 4);
   const TsShape *shape = ts_op_instance_shape(inst);
-  const gint64 m = ts_shape_get(shape, o->row_dim), n = ts_shape_get(shape, o->col_dim);
-  gint64 vec = v;
-  while (n % vec != 0)
-    vec /= 2;
-  const gint64 per = (n + tpr * vec - 1) / (tpr * vec);
-  if (per * vec > TS_LANG_ROW_REGS) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: a row of %" G_GINT64_FORMAT " elements over %" G_GINT64_FORMAT " threads "
-                "does not fit in registers (%d floats a thread at most): more warps or a "
-                "smaller BM", o->name, n, tpr, TS_LANG_ROW_REGS);
+  TsCudaRowTile t;
+  /* Long rows are refused, not streamed, until the kernel-file lowering streams them. */
+  if (!ts__cuda_row_tile(o->name, ts_shape_get(shape, o->row_dim),
+                         ts_shape_get(shape, o->col_dim), KNOB("BM", -1), w, KNOB("vector", 4),
+                         FALSE, k, &t, error))
     return FALSE;
-  }
-  const gint64 gx = MAX(1, (m + bm - 1) / bm);
-  if (gx > G_MAXINT32) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: %" G_GINT64_FORMAT " row tiles exceed the grid's 2^31 - 1 CTAs", o->name, gx);
-    return FALSE;
-  }
-  ts_tile_kernel_define(k, "BM", bm);
-  ts_tile_kernel_define(k, "WARPS", w);
-  ts_tile_kernel_define(k, "THREADS", threads);
-  ts_tile_kernel_define(k, "VEC", vec);
-  ts_tile_kernel_define(k, "PER", per);
-  ts_tile_kernel_define(k, "COLS", per * tpr * vec);
-  ts_tile_kernel_define(k, "NCOLS", n);
+  const gint64 threads = t.threads, tpr = t.tpr, gx = t.gx;
   const char *tile = "BM=BM,THREADS=THREADS,VEC=VEC,COLS=COLS,NCOLS=NCOLS";
   g_autofree char *ttile = g_strdup_printf("T=%s,%s",
                                            ts_dtype_name(ts_op_instance_dtype(inst)->storage), tile);

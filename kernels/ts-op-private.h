@@ -108,5 +108,28 @@ double ts__op_instance_input_scale(const TsOpInstance *inst, guint input);
 /* Adds a run-time op (a kernel file's) to the ops ts_op_lookup finds; the registry keeps it
  * for the life of the process. FALSE when its name is taken by another op. */
 gboolean ts__op_register(const TsOpDef *op);
+/* The CUDA row tile of ts_cuda_rows.cuh, as the built-in ops and kernel files lower to it. */
+typedef struct {
+  gint64 threads; /* warps * 32 */
+  gint64 tpr;     /* threads a row: warps * 32 / BM (a map's one row: all of them) */
+  gint64 vec;     /* elements a load: the vector knob, halved until it divides a row */
+  gint64 per;     /* vectors a thread holds of each tile */
+  gint64 gx;      /* CTAs */
+  gboolean resident; /* the whole row in registers; else streamed in tiles of `per` vectors */
+} TsCudaRowTile;
+/* Floats of a row a thread holds at most when the row stays in registers. */
+#define TS_CUDA_ROW_REGS 64
+/* An elementwise map over n elements, BN a CTA, as one-row tiles: the knobs checked (warps in
+ * 1..32, vector a power of two up to 16 dividing BN / (warps * 32)) and the grid; defines BN,
+ * THREADS, VEC, PER, NCOLS in k. */
+gboolean ts__cuda_map_tile(const char *op, gint64 n, gint64 bn, gint64 warps, gint64 vector,
+                           TsTileKernel *k, TsCudaRowTile *t, GError **error);
+/* m rows of n, BM rows a CTA: the knobs checked (BM dividing warps * 32 into a power of two or
+ * a multiple of 32 threads a row), the register budget (a row too long for it streams when
+ * can_stream, else is refused) and the grid; defines BM, WARPS, THREADS, VEC, PER, COLS, NCOLS
+ * in k. */
+gboolean ts__cuda_row_tile(const char *op, gint64 m, gint64 n, gint64 bm, gint64 warps,
+                           gint64 vector, gboolean can_stream, TsTileKernel *k, TsCudaRowTile *t,
+                           GError **error);
 /* Declares the kernel's params (buffers, dims, floats) in ABI order. */
 void ts__op_declare_params(const TsOpInstance *inst, TsTileKernel *kernel);
