@@ -7,6 +7,8 @@
 
 #include "ts-lang.h"
 
+#include <string.h>
+
 /* An element of a value, as an expression: of the inputs' elements (a row kernel: of row i's
  * elements, and of [N] tensors broadcast over the rows), the kernel's floats, numbers, per-row
  * reductions computed before (EX_ROW), rows stored in a scratch row (EX_SCRATCH) and dims. */
@@ -50,6 +52,8 @@ typedef struct {
   char *row_dim, *col_dim;
   gboolean broadcast[TS_OP_MAX_ARGS]; /* input: an [N] tensor */
   GArray *steps;                      /* Step */
+  /* A GEMM kernel: lowered through the gemm templates (ts-op-lang-gemm.c). */
+  gboolean gemm;
   guint n_rowvars, n_scratch;
 } LangOp;
 
@@ -67,10 +71,6 @@ typedef struct {
   const Ex *written;      /* out's element once assigned */
   gboolean rows;          /* a row kernel (its tensors have two dims) */
 } Reader;
-
-/* Floats of a row a thread may hold in registers: the CUDA row kernels keep whole rows (the
- * built-in row ops' ROW_REGS). */
-#define TS_LANG_ROW_REGS 64
 
 static inline gboolean
 ts__lang_has_view(const Ex *e)
@@ -91,12 +91,33 @@ ts__lang_kid(const TsLangNode *n, guint i)
   return i < n->kids->len ? g_ptr_array_index(n->kids, i) : NULL;
 }
 
+/* tile.fn(...) */
+static inline gboolean
+ts__lang_is_tile_call(const TsLangNode *n, const char *fn)
+{
+  if (n == NULL || n->kind != TS_LANG_CALL || ts__lang_kid(n, 0)->kind != TS_LANG_ATTR)
+    return FALSE;
+  const TsLangNode *callee = ts__lang_kid(n, 0), *obj = ts__lang_kid(callee, 0);
+  return strcmp(callee->str, fn) == 0 && obj->kind == TS_LANG_NAME &&
+         strcmp(obj->str, "tile") == 0;
+}
+
 /* ---- ts-op-lang-read.c ---- */
 gboolean ts__lang_fail(Reader *r, const TsLangNode *at, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 int ts__lang_tensor_index(Reader *r, const char *name);
 /* The body's statements into r: the output element (elementwise) or the row program's steps
  * and output (row kernels), or FALSE with the error at the construct not lowered. */
 gboolean ts__lang_read_body(Reader *r, const TsLangNode *block);
+
+/* ---- ts-op-lang-gemm.c ---- */
+/* Whether the body multiplies tiles (tile.dot anywhere): read by the GEMM reader. */
+gboolean ts__lang_is_contraction(const TsLangNode *block);
+/* FALSE, at the first attention intrinsic (tile.range_n ...), when the body has one. */
+gboolean ts__lang_refuse_attention(Reader *r, const TsLangNode *block);
+/* The body as the GEMM form (A, B, C and the output found), or FALSE at what is not. */
+gboolean ts__lang_read_gemm(Reader *r, const TsLangNode *block);
+/* The op's buffers, dims, spaces and lowerings: the gemm templates'. */
+gboolean ts__lang_build_gemm(Reader *r, const TsLangKernel *k);
 
 /* ---- ts-op-lang-lower.c ---- */
 /* The element as C (cuda: CUDA C); hoist/hoisted: where per-row parts go as lets, or NULL. */

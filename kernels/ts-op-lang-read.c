@@ -13,9 +13,9 @@ ts__lang_fail(Reader *r, const TsLangNode *at, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  ts_lang_set_error_valist(r->error, TS_LANG_ERROR_TYPE, r->src, r->file, at->line, at->col, fmt,
+                           ap);
   va_end(ap);
-  ts_lang_set_error(r->error, TS_LANG_ERROR_TYPE, r->src, r->file, at->line, at->col, "%s", msg);
   return FALSE;
 }
 
@@ -42,15 +42,6 @@ ts__lang_tensor_index(Reader *r, const char *name)
     if (strcmp(((TsLangParam *)g_ptr_array_index(r->tensors, i))->name, name) == 0)
       return (int)i;
   return -1;
-}
-
-static gboolean
-is_tile_call(const TsLangNode *n, const char *fn)
-{
-  if (n->kind != TS_LANG_CALL || ts__lang_kid(n, 0)->kind != TS_LANG_ATTR)
-    return FALSE;
-  const TsLangNode *callee = ts__lang_kid(n, 0), *obj = ts__lang_kid(callee, 0);
-  return strcmp(callee->str, fn) == 0 && obj->kind == TS_LANG_NAME && strcmp(obj->str, "tile") == 0;
 }
 
 /* x[i]: the tensor's position among the tensor parameters, or -1 with the error set. */
@@ -129,9 +120,9 @@ call(Reader *r, const TsLangNode *n)
   static const char *const later[] = {"zeros", "full", "dot", "mma", "transpose",
                                       "softmax_online", "softmax_accumulate", "mask_causal",
                                       "alloc_shared", "cp_async", "barrier", NULL};
-  if (is_tile_call(n, fn) && g_strv_contains(later, fn))
-    return ts__lang_fail(r, n, "tile.%s is not lowered yet: tiles built up in registers and matrix "
-                       "products (the tiled GEMM and attention kernels) come next; %s", fn,
+  if (ts__lang_is_tile_call(n, fn) && g_strv_contains(later, fn))
+    return ts__lang_fail(r, n, "tile.%s is not lowered outside a GEMM (tile.zeros, a tile.range_k "
+                       "loop of tile.dot, tile.store); attention kernels come next; %s", fn,
                  unsupported_hint),
            NULL;
   if (r->rows) {
@@ -298,7 +289,7 @@ ts__lang_read_body(Reader *r, const TsLangNode *block)
       break;
     case TS_LANG_EXPR_STMT: {
       const TsLangNode *c = ts__lang_kid(st, 0);
-      if (!r->rows || !is_tile_call(c, "store") || c->kids->len != 3 ||
+      if (!r->rows || !ts__lang_is_tile_call(c, "store") || c->kids->len != 3 ||
           ts__lang_kid(c, 1)->kind != TS_LANG_NAME || ts__lang_tensor_index(r, ts__lang_kid(c, 1)->str) < 0)
         return ts__lang_fail(r, st, "this statement is not lowered (%s)", unsupported_hint);
       const Ex *v = expr(r, ts__lang_kid(c, 2));
@@ -314,9 +305,9 @@ ts__lang_read_body(Reader *r, const TsLangNode *block)
     }
     case TS_LANG_ASSIGN: {
       const TsLangNode *target = ts__lang_kid(st, 0), *value = ts__lang_kid(st, 1);
-      if (r->rows && target->kind == TS_LANG_NAME && is_tile_call(value, "context"))
+      if (r->rows && target->kind == TS_LANG_NAME && ts__lang_is_tile_call(value, "context"))
         break;
-      if (target->kind == TS_LANG_NAME && is_tile_call(value, "linear_id")) {
+      if (target->kind == TS_LANG_NAME && ts__lang_is_tile_call(value, "linear_id")) {
         g_hash_table_add(r->index_vars, target->str);
         break;
       }

@@ -217,7 +217,7 @@ spaces(Reader *r, const TsLangKernel *k)
    * two or a multiple of 32 threads holding the whole row in registers. */
   g_autofree char *rows_where =
     o->rows ? g_strdup_printf("warps * 32 %% BM == 0 && %s * BM <= %d * 32 * warps", o->col_dim,
-                              TS_LANG_ROW_REGS)
+                              TS_CUDA_ROW_REGS)
             : NULL;
   if (!target_space(r, text, cuda_knobs, cuda_values,
                     o->rows ? rows_where
@@ -236,7 +236,9 @@ match_implements(Reader *r, const TsLangKernel *k)
 {
   LangOp *o = r->o;
   if (k->implements == NULL) {
-    o->def.reference = o->rows ? ts__lang_reference_rows : ts__lang_reference;
+    o->def.reference = o->gemm   ? ts__op_gemm.reference
+                       : o->rows ? ts__lang_reference_rows
+                                 : ts__lang_reference;
     return TRUE;
   }
   const TsOpDef *op = ts_op_lookup(k->implements);
@@ -329,6 +331,10 @@ ts_op_register_kernel(const char *src, const char *path, const char *name, GErro
   o->steps = g_array_new(FALSE, FALSE, sizeof(Step));
   Reader r = {o, k, src, file, error, index_vars, locals, tensors, floats, {FALSE}, NULL, NULL,
               FALSE};
+  /* What is not lowered at all is said before what the lowering would refuse in it. */
+  const TsLangNode *body = ts__lang_kid(def, 3);
+  if (!ts__lang_refuse_attention(&r, body))
+    return NULL;
   for (guint i = 0; i < k->params->len; i++) {
     TsLangParam *p = g_ptr_array_index(k->params, i);
     if (p->tensor)
@@ -345,10 +351,20 @@ ts_op_register_kernel(const char *src, const char *path, const char *name, GErro
            NULL;
   for (guint i = 0; i < tensors->len; i++)
     r.rows |= ((TsLangParam *)g_ptr_array_index(tensors, i))->tensor->rank == 2;
-  if (!ts__lang_read_body(&r, ts__lang_kid(def, 3)))
-    return NULL;
-  o->value = r.written;
-  if (!build(&r, k) || !spaces(&r, k) || !match_implements(&r, k))
+  if (ts__lang_is_contraction(body)) {
+    if (!ts__lang_read_gemm(&r, body) || !ts__lang_build_gemm(&r, k))
+      return NULL;
+  } else {
+    if (!ts__lang_read_body(&r, body))
+      return NULL;
+    o->value = r.written;
+    if (!build(&r, k) || !spaces(&r, k))
+      return NULL;
+    o->def.inst_flops = ts__lang_flops;
+    o->def.lower_cpu = o->rows ? ts__lang_lower_cpu_rows : ts__lang_lower_cpu;
+    o->def.lower_cuda = o->rows ? ts__lang_lower_cuda_rows : ts__lang_lower_cuda;
+  }
+  if (!match_implements(&r, k))
     return NULL;
 
   o->name = g_steal_pointer(&opname);
@@ -360,9 +376,6 @@ ts_op_register_kernel(const char *src, const char *path, const char *name, GErro
   o->def.symbol = o->symbol;
   o->def.summary = o->summary;
   o->def.only_dtype = o->dtype;
-  o->def.inst_flops = ts__lang_flops;
-  o->def.lower_cpu = o->rows ? ts__lang_lower_cpu_rows : ts__lang_lower_cpu;
-  o->def.lower_cuda = o->rows ? ts__lang_lower_cuda_rows : ts__lang_lower_cuda;
   o->def.kernel_src = o->src;
   o->def.kernel_path = o->path;
   o->def.kernel_budget_ms = k->budget_ms;

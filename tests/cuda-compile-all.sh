@@ -58,6 +58,8 @@ kernels=(
   "examples/softmax.tsk|M=16384,N=8192"
   "examples/layernorm.tsk|M=1000,N=1000"
   "tests/kernels/layernorm_bf16.tsk|M=16384,N=8192"
+  "examples/gemm.tsk|M=4096,N=4096,K=4096"
+  "tests/kernels/gemm_f16.tsk|M=1000,N=1000,K=1000"
 )
 
 status=0

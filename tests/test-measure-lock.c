@@ -147,6 +147,7 @@ test_off_and_unusable(void)
     ts_measure_lock_acquire("host", TS_MEASURE_LOCK_EXCLUSIVE, NULL, NULL, NULL);
   g_autoptr(TsMeasureLock) b =
     ts_measure_lock_acquire("host", TS_MEASURE_LOCK_EXCLUSIVE, NULL, NULL, NULL);
+  g_assert_null(ts_measure_lock_note(a));
   g_assert_null(ts_measure_lock_note(b));
   g_assert_cmpfloat(ts_measure_lock_waited_s(b), <, 0.1);
   g_autofree char *file = g_build_filename(dir, "host.lock", NULL);

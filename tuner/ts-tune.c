@@ -248,6 +248,7 @@ compile_batch(const TsTuneConfig *cfg, GPtrArray *cands, guint threads)
   for (guint i = 0; i < cands->len; i++)
     g_thread_pool_push(pool, g_ptr_array_index(cands, i), NULL);
   g_thread_pool_free(pool, FALSE, TRUE);
+  g_clear_pointer(&turn, ts_measure_lock_release);
   if (cfg->trace)
     ts_backend_set_trace(cfg->backend, NULL);
   ts_nvtx_pop();

@@ -174,6 +174,12 @@ for p in '' 'block(m=4).warps(4).vector(8)'; do
   CASES+=("softmax_safe:tests/kernels/softmax_bf16.tsk|M=37,N=203|37 203|bf16|$p|EMU_EAGER=0|pass")
   CASES+=("layernorm_safe:tests/kernels/layernorm_bf16.tsk|M=37,N=203|37 203|bf16|$p|EMU_EAGER=0|pass")
 done
+# ... and GEMM kernels through the gemm templates: gemm.tsk at its default point (mma.sync) and
+# at a warp-specialized wgmma one of its space, the f16 one at its default.
+for p in '' 'block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(132)'; do
+  CASES+=("gemm:examples/gemm.tsk|M=136,N=200,K=200|136 200 200|bf16|$p|EMU_EAGER=0|pass")
+done
+CASES+=("gemm:tests/kernels/gemm_f16.tsk|M=72,N=80,K=48|72 80 48|f16||EMU_EAGER=0|pass")
 # Self-test: a wrong fragment layout (ldmatrix.x4 transposing), a cp.async.wait_group that
 # waits for nothing, a wgmma reading B K-major and a wgmma ignoring the 128-byte swizzle must
 # all fail, or the checks above vouch for nothing.

@@ -1,0 +1,448 @@
+/* ts-op-lang-gemm.c — kernel files whose body is a tiled matrix product:
+ *
+ *   acc = tile.zeros((T.m, T.n), f32)
+ *   for kb in tile.range_k(K, T.k):
+ *       a = tile.load(A, rows=T.m, cols=kb)
+ *       b = tile.load(B, rows=kb, cols=T.n)
+ *       acc += tile.dot(a, b)
+ *   tile.store(C, tile.cast(acc, bf16))
+ *
+ * The body is the contraction the gemm templates of op-gemm.c implement on each target (the
+ * CPU's packed panels and micro-kernels, CUDA's mma.sync / wgmma pipelines), so it lowers
+ * through them: the knobs the kernel's space names (BM, BN, BK, warps, stages ...) are the
+ * kernel's, and every other knob of a template is searched over the template's own values.
+ * Anything else in such a body is refused at its position, saying what the form takes. */
+#include "ts-op-lang-private.h"
+
+#include <string.h>
+
+#include "ts-cuda.h"
+
+static const char *const gemm_form =
+  "a GEMM kernel is acc = tile.zeros((T.m, T.n), f32); for kb in tile.range_k(...): its loads "
+  "a = tile.load(A, rows=T.m, cols=kb) and b = tile.load(B, rows=kb, cols=T.n) and acc += "
+  "tile.dot(a, b); then tile.store(C, acc) or tile.store(C, tile.cast(acc, dtype))";
+
+typedef struct {
+  Reader *r;
+  const char *ctx;    /* the name bound to tile.context() */
+  const char *acc;    /* the accumulator's name */
+  const char *kvar;   /* the range_k loop's variable */
+  GHashTable *tiles;  /* loaded tile name -> "A" / "B" (its role) */
+  int a, b, c;        /* tensor positions, -1 until seen */
+  gboolean dot_seen, loop_seen;
+} Gemm;
+
+gboolean
+ts__lang_is_contraction(const TsLangNode *n)
+{
+  if (n == NULL)
+    return FALSE;
+  if (ts__lang_is_tile_call(n, "dot"))
+    return TRUE;
+  for (guint i = 0; n->kids && i < n->kids->len; i++)
+    if (ts__lang_is_contraction(g_ptr_array_index(n->kids, i)))
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+refuse(Gemm *g, const TsLangNode *at, const char *what)
+{
+  g_autofree char *src = ts_lang_expr_to_source(at);
+  return ts__lang_fail(g->r, at, "%s is not lowered%s%s (%s)", src, what ? ": " : "",
+                       what ? what : "", gemm_form);
+}
+
+/* A keyword argument's value, or NULL. */
+static const TsLangNode *
+keyword(const TsLangNode *call, const char *name)
+{
+  for (guint i = 1; i < call->kids->len; i++) {
+    const TsLangNode *a = ts__lang_kid(call, i);
+    if (a->kind == TS_LANG_KEYWORD && strcmp(a->str, name) == 0)
+      return ts__lang_kid(a, 0);
+  }
+  return NULL;
+}
+
+static gboolean
+is_ctx_attr(Gemm *g, const TsLangNode *n, const char *attr)
+{
+  return g->ctx && n && n->kind == TS_LANG_ATTR && strcmp(n->str, attr) == 0 &&
+         ts__lang_kid(n, 0)->kind == TS_LANG_NAME && strcmp(ts__lang_kid(n, 0)->str, g->ctx) == 0;
+}
+
+static gboolean
+is_name(const TsLangNode *n, const char *name)
+{
+  return n && name && n->kind == TS_LANG_NAME && strcmp(n->str, name) == 0;
+}
+
+/* tile.load(X, rows=T.m, cols=kb) is A's tile, tile.load(X, rows=kb, cols=T.n) B's: "A", "B",
+ * or NULL with the error set. */
+static const char *
+load_role(Gemm *g, const TsLangNode *n)
+{
+  const TsLangNode *x = ts__lang_kid(n, 1), *rows = keyword(n, "rows"), *cols = keyword(n, "cols");
+  int t = x && x->kind == TS_LANG_NAME ? ts__lang_tensor_index(g->r, x->str) : -1;
+  const char *role = NULL;
+  if (t >= 0 && n->kids->len == 4 && is_ctx_attr(g, rows, "m") && is_name(cols, g->kvar))
+    role = "A";
+  else if (t >= 0 && n->kids->len == 4 && is_name(rows, g->kvar) && is_ctx_attr(g, cols, "n"))
+    role = "B";
+  if (role == NULL)
+    return refuse(g, n, "the loop loads A's tile as tile.load(A, rows=T.m, cols=kb) and B's as "
+                        "tile.load(B, rows=kb, cols=T.n)"),
+           NULL;
+  int *slot = role[0] == 'A' ? &g->a : &g->b;
+  if (*slot >= 0 && *slot != t)
+    return refuse(g, n, "the other load of this side reads another tensor"), NULL;
+  *slot = t;
+  return role;
+}
+
+/* An operand of tile.dot: a loaded tile's name or the load itself. */
+static const char *
+operand_role(Gemm *g, const TsLangNode *n)
+{
+  if (n->kind == TS_LANG_NAME && g_hash_table_contains(g->tiles, n->str))
+    return g_hash_table_lookup(g->tiles, n->str);
+  if (ts__lang_is_tile_call(n, "load"))
+    return load_role(g, n);
+  return refuse(g, n, "tile.dot's operands are the loop's loads"), NULL;
+}
+
+static gboolean
+read_dot(Gemm *g, const TsLangNode *st, const TsLangNode *dot)
+{
+  if (!ts__lang_is_tile_call(dot, "dot") || dot->kids->len != 3)
+    return refuse(g, st, "the loop accumulates acc += tile.dot(a, b)");
+  const char *x = operand_role(g, ts__lang_kid(dot, 1));
+  const char *y = x ? operand_role(g, ts__lang_kid(dot, 2)) : NULL;
+  if (y == NULL)
+    return FALSE;
+  if (x[0] != 'A' || y[0] != 'B')
+    return refuse(g, dot, "tile.dot takes A's tile (rows=T.m) first and B's (cols=T.n) second");
+  if (g->dot_seen)
+    return refuse(g, st, "the loop accumulates one product");
+  g->dot_seen = TRUE;
+  return TRUE;
+}
+
+static gboolean
+read_loop_body(Gemm *g, const TsLangNode *block)
+{
+  for (guint i = 0; i < block->kids->len; i++) {
+    const TsLangNode *st = ts__lang_kid(block, i);
+    const TsLangNode *target = ts__lang_kid(st, 0), *value = ts__lang_kid(st, 1);
+    if (st->kind == TS_LANG_PASS)
+      continue;
+    if (st->kind == TS_LANG_ASSIGN && target->kind == TS_LANG_NAME && ts__lang_is_tile_call(value, "load")) {
+      const char *role = load_role(g, value);
+      if (role == NULL)
+        return FALSE;
+      g_hash_table_insert(g->tiles, target->str, (gpointer)role);
+      continue;
+    }
+    if (st->kind == TS_LANG_AUGASSIGN && strcmp(st->str, "+") == 0 && is_name(target, g->acc)) {
+      if (!read_dot(g, st, value))
+        return FALSE;
+      continue;
+    }
+    /* acc = acc + tile.dot(a, b) */
+    if (st->kind == TS_LANG_ASSIGN && is_name(target, g->acc) && value->kind == TS_LANG_BINOP &&
+        strcmp(value->str, "+") == 0 && is_name(ts__lang_kid(value, 0), g->acc)) {
+      if (!read_dot(g, st, ts__lang_kid(value, 1)))
+        return FALSE;
+      continue;
+    }
+    return refuse(g, st, NULL);
+  }
+  if (!g->dot_seen)
+    return ts__lang_fail(g->r, block, "the loop has no acc += tile.dot(a, b) (%s)", gemm_form);
+  return TRUE;
+}
+
+/* The tensor's dims, checked against the names the gemm templates read the shape by. */
+static gboolean
+dims_are(Gemm *g, int t, const char *d0, const char *d1, const char *role)
+{
+  const TsLangParam *p = g_ptr_array_index(g->r->tensors, t);
+  const TsTensorType *ty = p->tensor;
+  if (ty->rank == 2 && g_strcmp0(ty->dims[0].name, d0) == 0 &&
+      g_strcmp0(ty->dims[1].name, d1) == 0)
+    return TRUE;
+  g_autofree char *type = ts_tensor_type_to_string(ty);
+  return ts__lang_fail(g->r, g->r->k->def,
+                       "%s is %s: the GEMM lowering takes %s as Tensor[\"%s\", \"%s\", ...] (it "
+                       "reads the shape as M, N and K)",
+                       p->name, type, role, d0, d1);
+}
+
+/* The first call of an attention intrinsic, or NULL. */
+static const TsLangNode *
+attention_call(const TsLangNode *n)
+{
+  static const char *const attention[] = {"range_n", "softmax_online", "softmax_accumulate",
+                                          "mask_causal", "transpose", NULL};
+  if (n == NULL)
+    return NULL;
+  for (guint i = 0; attention[i]; i++)
+    if (ts__lang_is_tile_call(n, attention[i]))
+      return n;
+  for (guint i = 0; n->kids && i < n->kids->len; i++) {
+    const TsLangNode *c = attention_call(g_ptr_array_index(n->kids, i));
+    if (c)
+      return c;
+  }
+  return NULL;
+}
+
+gboolean
+ts__lang_refuse_attention(Reader *r, const TsLangNode *block)
+{
+  const TsLangNode *attn = attention_call(block);
+  if (attn == NULL)
+    return TRUE;
+  return ts__lang_fail(r, attn, "tile.%s is not lowered yet: attention kernels come next; of "
+                                "the kernels that multiply tiles, GEMMs are lowered (%s)",
+                       ts__lang_kid(attn, 0)->str, gemm_form);
+}
+
+gboolean
+ts__lang_read_gemm(Reader *r, const TsLangNode *block)
+{
+  if (!ts__lang_refuse_attention(r, block))
+    return FALSE;
+  g_autoptr(GHashTable) tiles = g_hash_table_new(g_str_hash, g_str_equal);
+  Gemm g = {.r = r, .tiles = tiles, .a = -1, .b = -1, .c = -1};
+  for (guint i = 0; i < block->kids->len; i++) {
+    const TsLangNode *st = ts__lang_kid(block, i);
+    const TsLangNode *target = ts__lang_kid(st, 0), *value = ts__lang_kid(st, 1);
+    switch (st->kind) {
+    case TS_LANG_PASS:
+      continue;
+    case TS_LANG_ASSIGN:
+      if (target->kind == TS_LANG_NAME && ts__lang_is_tile_call(value, "context") && g.ctx == NULL) {
+        g.ctx = target->str;
+        continue;
+      }
+      if (target->kind == TS_LANG_NAME && ts__lang_is_tile_call(value, "zeros") && g.acc == NULL &&
+          !g.loop_seen) {
+        const TsLangNode *shape = ts__lang_kid(value, 1), *dt = ts__lang_kid(value, 2);
+        if (shape == NULL || shape->kind != TS_LANG_TUPLE || shape->kids->len != 2 ||
+            !is_ctx_attr(&g, ts__lang_kid(shape, 0), "m") ||
+            !is_ctx_attr(&g, ts__lang_kid(shape, 1), "n") || !is_name(dt, "f32"))
+          return refuse(&g, value, "the accumulator is tile.zeros((T.m, T.n), f32)");
+        g.acc = target->str;
+        continue;
+      }
+      break;
+    case TS_LANG_FOR: {
+      const TsLangNode *it = ts__lang_kid(st, 1);
+      if (g.acc == NULL || g.loop_seen || target->kind != TS_LANG_NAME ||
+          !ts__lang_is_tile_call(it, "range_k"))
+        return refuse(&g, it ? it : st, "after tile.zeros, one loop walks K: for kb in "
+                                        "tile.range_k(K, T.k)");
+      /* prefetch= is the template's to decide: its stages knob sets how deep the ring is. */
+      g.kvar = target->str;
+      g.loop_seen = TRUE;
+      if (!read_loop_body(&g, ts__lang_kid(st, 2)))
+        return FALSE;
+      continue;
+    }
+    case TS_LANG_EXPR_STMT: {
+      const TsLangNode *c = target;
+      if (!g.loop_seen || !ts__lang_is_tile_call(c, "store") || c->kids->len != 3 || g.c >= 0)
+        break;
+      const TsLangNode *out = ts__lang_kid(c, 1), *v = ts__lang_kid(c, 2);
+      int t = out->kind == TS_LANG_NAME ? ts__lang_tensor_index(r, out->str) : -1;
+      gboolean plain = is_name(v, g.acc);
+      gboolean cast = ts__lang_is_tile_call(v, "cast") && v->kids->len == 3 &&
+                      is_name(ts__lang_kid(v, 1), g.acc);
+      if (t < 0 || !(plain || cast))
+        return refuse(&g, c, "the epilogue stores the accumulator, converted to C's dtype: "
+                             "tile.store(C, tile.cast(acc, dtype)); other epilogues come next");
+      g.c = t;
+      continue;
+    }
+    default:
+      break;
+    }
+    return refuse(&g, st, NULL);
+  }
+  if (g.c < 0)
+    return ts__lang_fail(r, r->k->def, "kernel %s never stores its accumulator (%s)", r->k->name,
+                         gemm_form);
+  if (g.a == g.b || g.c == g.a || g.c == g.b)
+    return ts__lang_fail(r, r->k->def, "kernel %s reads A and B and writes C as three different "
+                                       "tensors (%s)", r->k->name, gemm_form);
+  if (r->tensors->len != 3)
+    return ts__lang_fail(r, r->k->def, "kernel %s has %u tensor parameters; the GEMM lowering "
+                                       "takes A, B and C", r->k->name, r->tensors->len);
+  if (r->floats->len != 0)
+    return ts__lang_fail(r, r->k->def, "kernel %s has float parameters; the GEMM lowering's "
+                                       "epilogue takes none yet", r->k->name);
+  if (!dims_are(&g, g.a, "M", "K", "A") || !dims_are(&g, g.b, "K", "N", "B") ||
+      !dims_are(&g, g.c, "M", "N", "C"))
+    return FALSE;
+  const TsLangParam *pa = g_ptr_array_index(r->tensors, g.a),
+                    *pb = g_ptr_array_index(r->tensors, g.b),
+                    *pc = g_ptr_array_index(r->tensors, g.c);
+  const TsDtype dt = pa->tensor->dtype.storage;
+  if (pb->tensor->dtype.storage != dt || pc->tensor->dtype.storage != dt ||
+      (dt != TS_DTYPE_F32 && dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16)) {
+    g_autofree char *ta = ts_tensor_type_to_string(pa->tensor);
+    g_autofree char *tb = ts_tensor_type_to_string(pb->tensor);
+    g_autofree char *tc = ts_tensor_type_to_string(pc->tensor);
+    return ts__lang_fail(r, r->k->def, "A is %s, B %s and C %s: the GEMM lowering takes one "
+                                       "storage dtype for all three, f32, bf16 or f16", ta, tb, tc);
+  }
+  r->out = pc;
+  r->o->gemm = TRUE;
+  r->o->dtype = g_strdup(ts_dtype_name(dt));
+  return TRUE;
+}
+
+/* ---- the op ---- */
+
+/* How many of the point's knobs have the template's default value: the default point of the
+ * kernel's space is the valid point most like the template's own. */
+static guint
+likeness(const TsSchedPoint *p, const TsSchedPoint *base)
+{
+  guint n = 0;
+  for (guint i = 0; i < ts_sched_point_n_knobs(base); i++) {
+    const char *name = ts_sched_point_knob_name(base, i);
+    TsSchedValue v = ts_sched_point_knob_value(base, i);
+    if (!ts_sched_point_has(p, name))
+      continue;
+    n += v.kind == TS_SCHED_STR ? g_strcmp0(ts_sched_point_get_str(p, name, NULL), v.s) == 0
+                                : ts_sched_point_get_int(p, name, G_MININT64) == v.i;
+  }
+  return n;
+}
+
+/* The template's space with the kernel's values for the knobs the kernel names (knobs the
+ * template lacks are another target's: left out), the template's values for the rest, the
+ * kernel's and the template's constraints; and its default point in env. */
+static gboolean
+template_space(Reader *r, const char *target, const char *text, const char *base_text,
+               const char *base_default, const TsSchedEnv *env, char **space_out,
+               char **point_out)
+{
+  g_autoptr(TsSchedSpace) mine = text ? ts_sched_space_parse(text, r->error)
+                                       : ts_sched_space_parse("", NULL);
+  if (mine == NULL)
+    return FALSE;
+  g_autoptr(TsSchedSpace) space = ts_sched_space_parse(base_text, NULL);
+  g_autoptr(TsSchedPoint) base = ts_sched_point_parse(base_default, NULL);
+  g_assert(space != NULL && base != NULL); /* the catalog's, tested */
+  for (guint i = 0; i < ts_sched_space_n_knobs(mine); i++) {
+    const char *name = ts_sched_space_knob_name(mine, i);
+    if (ts_sched_space_knob_index(space, name) < 0)
+      continue;
+    guint n = ts_sched_space_n_values(mine, i);
+    g_autofree TsSchedValue *v = g_new(TsSchedValue, n);
+    for (guint j = 0; j < n; j++)
+      v[j] = ts_sched_space_value(mine, i, j);
+    ts_sched_space_set_knob(space, name, v, n);
+  }
+  for (guint i = 0; i < ts_sched_space_n_constraints(mine); i++) {
+    g_autofree char *c = ts_sched_space_constraint_to_string(mine, i);
+    if (!ts_sched_space_add_constraint(space, c, r->error))
+      return FALSE;
+  }
+  /* The valid point most like the template's default, on a 4096^3 product. */
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+  g_autoptr(TsSchedPoint) best = NULL;
+  guint best_score = 0;
+  g_autoptr(GError) local = NULL;
+  for (;;) {
+    TsSchedPoint *p = NULL;
+    if (!ts_sched_iter_next(it, &p, &local) || p == NULL)
+      break;
+    guint s = likeness(p, base);
+    /* Among equals, the larger micro-tile: more reuse of each loaded vector. */
+    if (best == NULL || s > best_score ||
+        (s == best_score && ts_sched_point_get_int(p, "MR", 0) * ts_sched_point_get_int(p, "NR", 0) >
+                              ts_sched_point_get_int(best, "MR", 0) *
+                                ts_sched_point_get_int(best, "NR", 0))) {
+      g_clear_pointer(&best, ts_sched_point_free);
+      best = p;
+      best_score = s;
+    } else {
+      ts_sched_point_free(p);
+    }
+  }
+  if (local != NULL || best == NULL) {
+    g_autofree char *s = ts_sched_space_to_string(space);
+    return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
+                         "the space leaves the %s GEMM lowering no valid point for a 4096^3 "
+                         "product%s%s (its space there: %s)",
+                         target, local ? ": " : "", local ? local->message : "", s);
+  }
+  *space_out = ts_sched_space_to_string(space);
+  *point_out = ts_sched_point_to_string(best);
+  return TRUE;
+}
+
+static TsSchedEnv *
+nominal_env(TsDtype dt, gboolean cuda)
+{
+  TsSchedEnv *env = ts_sched_env_new();
+  ts_sched_env_set(env, "M", 4096);
+  ts_sched_env_set(env, "N", 4096);
+  ts_sched_env_set(env, "K", 4096);
+  ts_sched_env_set(env, "elem_bytes", ts_dtype_bits(dt) / 8);
+  if (cuda) {
+    const TsCudaArch *arch = ts_cuda_arch_lookup("sm_90a");
+    ts_sched_env_set(env, "smem_bytes", arch->smem_per_block);
+    ts_sched_env_set(env, "has_wgmma", arch->wgmma);
+    ts_sched_env_set(env, "gpu_sms", 132);
+  } else {
+    /* The default point runs on any x86-64 with AVX2; the tuner finds what the machine has. */
+    ts_sched_env_set(env, "simd_floats", 8);
+    ts_sched_env_set(env, "vector_registers", 16);
+    ts_sched_env_set(env, "bf16_dot", 0);
+    ts_sched_env_set(env, "amx_bf16", 0);
+  }
+  return env;
+}
+
+gboolean
+ts__lang_build_gemm(Reader *r, const TsLangKernel *k)
+{
+  LangOp *o = r->o;
+  const TsOpDef *t = &ts__op_gemm;
+  /* The templates' own names for the buffers: the generated code's, not the kernel's. */
+  o->def.n_inputs = 2;
+  o->def.inputs[0] = t->inputs[0];
+  o->def.inputs[1] = t->inputs[1];
+  o->def.output = t->output;
+  o->def.dims = t->dims;
+  o->def.tensor_math = TRUE;
+  o->def.flops = t->flops;
+  o->def.bytes = t->bytes;
+  o->def.lower_cpu = t->lower_cpu;
+  o->def.lower_cuda = t->lower_cuda;
+  o->def.tolerance_as = t->name;
+  const TsDtype dt = ts_dtype_from_name(o->dtype);
+  /* Without a space of its own the kernel tunes over the templates' whole spaces. */
+  const char *text = k->space ? k->space : k->schedule;
+  g_autoptr(TsSchedEnv) cpu_env = nominal_env(dt, FALSE);
+  if (!template_space(r, "CPU", text, t->cpu_space, t->cpu_default, cpu_env, &o->space,
+                      &o->default_point))
+    return FALSE;
+  g_autoptr(TsSchedEnv) cuda_env = nominal_env(dt, TRUE);
+  if (!template_space(r, "CUDA", text, t->cuda_space, t->cuda_default, cuda_env, &o->cuda_space,
+                      &o->cuda_default))
+    return FALSE;
+  o->def.cpu_space = o->space;
+  o->def.cpu_default = o->default_point;
+  o->def.cuda_space = o->cuda_space;
+  o->def.cuda_default = o->cuda_default;
+  o->flops_per_element = 2;
+  return TRUE;
+}
