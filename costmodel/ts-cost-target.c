@@ -132,7 +132,8 @@ ts_cost_target_new(const TsOpInstance *inst, const char *backend, const TsDevice
   TsCostTarget *t = g_new0(TsCostTarget, 1);
   t->inst = inst;
   const TsOpDef *op = ts_op_instance_op(inst);
-  t->op = g_strdup(ts_op_name(op));
+  /* A kernel file run by a built-in's templates does the built-in's work. */
+  t->op = g_strdup(ts_op_kernel_template(op) ? ts_op_kernel_template(op) : ts_op_name(op));
   t->gpu = g_strcmp0(backend, "cuda") == 0;
   copy_device(&t->device, device);
   if (ceilings) {

@@ -428,6 +428,7 @@ ts__lang_build_gemm(Reader *r, const TsLangKernel *k)
   o->def.lower_cpu = t->lower_cpu;
   o->def.lower_cuda = t->lower_cuda;
   o->def.tolerance_as = t->name;
+  o->def.kernel_template = t->name;
   const TsDtype dt = ts_dtype_from_name(o->dtype);
   /* Without a space of its own the kernel tunes over the templates' whole spaces. */
   const char *text = k->space ? k->space : k->schedule;

@@ -449,6 +449,12 @@ ts_op_kernel_budget_ms(const TsOpDef *op)
 }
 
 const char *
+ts_op_kernel_template(const TsOpDef *op)
+{
+  return op ? op->kernel_template : NULL;
+}
+
+const char *
 ts_op_kernel_cache(const TsOpDef *op)
 {
   return op ? op->kernel_cache : NULL;

@@ -58,6 +58,7 @@ struct _TsOpDef {
   const char *kernel_src, *kernel_path; /* its source (a worker registers it again from it) */
   double kernel_budget_ms;  /* @kernel.autotune(budget_ms=...), 0 when not given */
   const char *kernel_cache; /* @kernel.autotune(cache=...), NULL when not given */
+  const char *kernel_template; /* the built-in op whose lowerings it uses, or NULL */
   /* Test ops only: C source written directly instead of lowered through Tile IR. */
   char *(*emit_cpu_source)(const TsOpInstance *inst, const TsSchedPoint *point,
                            const char *entry, GError **error);

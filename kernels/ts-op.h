@@ -72,6 +72,9 @@ const TsOpDef *ts_op_register_kernel_op(const char *op, const char *src, const c
 const char *ts_op_kernel_source(const TsOpDef *op);
 const char *ts_op_kernel_path(const TsOpDef *op);
 const char *ts_op_kernel_dtype(const TsOpDef *op);
+/* The built-in op whose kernels a kernel op runs ("gemm" for a GEMM kernel file, whose body
+ * lowers through gemm's templates), or NULL: what models of the built-in's work apply to. */
+const char *ts_op_kernel_template(const TsOpDef *op);
 /* Its @kernel.autotune budget_ms (0: none) and cache file (NULL: none, else as written). */
 double ts_op_kernel_budget_ms(const TsOpDef *op);
 const char *ts_op_kernel_cache(const TsOpDef *op);

@@ -73,6 +73,41 @@ feature_index(const TsCostTarget *t, const char *name)
   return -1;
 }
 
+/* A GEMM kernel file runs gemm's templates: the model estimates it as gemm, on both targets. */
+static void
+test_kernel_gemm(void)
+{
+  static const char src[] =
+    "@kernel.autotune(space=dict(BM=[64, 128], BN=[128], BK=[32, 64], warps=[4, 8]))\n"
+    "def g(A: Tensor[\"M\", \"K\", bf16 @accum(f32)], B: Tensor[\"K\", \"N\", bf16 @accum(f32)],\n"
+    "      C: mut Tensor[\"M\", \"N\", bf16]):\n"
+    "    T = tile.context()\n"
+    "    acc = tile.zeros((T.m, T.n), f32)\n"
+    "    for kb in tile.range_k(A.shape[1], T.k):\n"
+    "        acc += tile.dot(tile.load(A, rows=T.m, cols=kb), tile.load(B, rows=kb, cols=T.n))\n"
+    "    tile.store(C, tile.cast(acc, bf16))\n";
+  g_autoptr(GError) error = NULL;
+  const TsOpDef *op = ts_op_register_kernel(src, NULL, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(ts_op_kernel_template(op), ==, "gemm");
+  g_assert_null(ts_op_kernel_template(ts_op_lookup("gemm")));
+  g_autoptr(TsOpInstance) k = instance(ts_op_name(op), "M=2048,N=2048,K=2048", "bf16");
+  g_autoptr(TsOpInstance) g = instance("gemm", "M=2048,N=2048,K=2048", "bf16");
+  g_autoptr(TsProfCeilings) c = cpu_ceilings();
+  const char *cpu = "block(m=128,n=128,k=64).micro(m=8,n=16).vector(8).unroll(8).threads(2)";
+  const char *gpu = "block(m=128,n=128,k=64).warps(8).stages(3).vector(8).swizzle(\"xor\")"
+                    ".raster(8).mma(\"wgmma\").load(\"tma\").schedule(\"coop\").persistent(132)";
+  g_autoptr(TsCostTarget) kc = ts_cost_target_new(k, "cpu", &cpu_dev, c);
+  g_autoptr(TsCostTarget) gc = ts_cost_target_new(g, "cpu", &cpu_dev, c);
+  g_autoptr(TsCostTarget) kg = ts_cost_target_new(k, "cuda", &h100, NULL);
+  g_autoptr(TsCostTarget) gg = ts_cost_target_new(g, "cuda", &h100, NULL);
+  TsCostEstimate ek, eg;
+  g_assert_cmpfloat(estimate(kc, cpu, &ek), ==, estimate(gc, cpu, &eg));
+  g_assert_cmpstr(ek.bound, ==, eg.bound);
+  g_assert_cmpfloat(estimate(kg, gpu, &ek), ==, estimate(gg, gpu, &eg));
+  g_assert_cmpstr(ek.bound, ==, eg.bound);
+}
+
 static void
 test_features_deterministic(void)
 {
@@ -366,5 +401,6 @@ main(int argc, char **argv)
   g_test_add_func("/cost/analytic/waves", test_wave_quantization);
   g_test_add_func("/cost/analytic/resources-bounds", test_resources_and_bounds);
   g_test_add_func("/cost/analytic/whole-spaces", test_whole_spaces);
+  g_test_add_func("/cost/analytic/kernel-gemm", test_kernel_gemm);
   return g_test_run();
 }
