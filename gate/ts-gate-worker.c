@@ -154,6 +154,19 @@ get_str(JsonObject *o, const char *key)
              : NULL;
 }
 
+/* A turn at the host (ts-measure-lock.h) while compiling or verifying, or at the workload's
+ * device while timing: no other process's measurement on this machine overlaps the gate's. */
+static TsMeasureLock *
+take_turn(State *st, TsMeasureLockMode mode)
+{
+  const char *unit = st->backend ? ts_backend_describe(st->backend)->unit : NULL;
+  g_autofree char *key = st->inst ? ts_op_instance_describe(st->inst) : NULL;
+  g_autofree char *what = g_strdup_printf("perf gate, %s", key ? key : "loading a kernel");
+  return ts_tune_worker_take_turn(mode == TS_MEASURE_LOCK_EXCLUSIVE && unit ? unit
+                                                                          : TS_MEASURE_LOCK_HOST,
+                                  mode, what);
+}
+
 static gboolean
 serve_current(State *st, JsonObject *o, JsonBuilder *b, GError **error)
 {
@@ -179,6 +192,7 @@ serve_current(State *st, JsonObject *o, JsonBuilder *b, GError **error)
   if (point == NULL)
     return FALSE;
   g_autoptr(GError) err = NULL;
+  g_autoptr(TsMeasureLock) turn = take_turn(st, TS_MEASURE_LOCK_SHARED);
   st->cur_module = ts_op_compile(st->inst, backend, point, &err);
   if (st->cur_module == NULL) {
     if (!g_error_matches(err, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE)) {
@@ -240,6 +254,7 @@ serve_baseline(State *st, JsonObject *o, JsonBuilder *b, GError **error)
   guchar *data = g_base64_decode(b64, &len);
   g_autoptr(GBytes) bytes = g_bytes_new_take(data, len);
   g_autoptr(GError) err = NULL;
+  g_autoptr(TsMeasureLock) turn = take_turn(st, TS_MEASURE_LOCK_SHARED);
   st->base_module = ts_backend_load_artifact(st->backend, bytes, entry, &err);
   if (st->base_module == NULL) {
     g_autofree char *note =
@@ -280,8 +295,14 @@ serve_measure(State *st, JsonObject *o, JsonBuilder *b, GError **error)
   g_autoptr(GArray) base = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) cur = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) ratios = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(TsMeasureLock) turn = take_turn(st, TS_MEASURE_LOCK_EXCLUSIVE);
   if (!measure(ab ? st->base : NULL, st->cur, time_ms, base, cur, ratios, error))
     return FALSE;
+  const char *note = ts_measure_lock_note(turn);
+  if (note != NULL) {
+    g_autofree char *told = g_strdup_printf("not measured alone: %s", note);
+    add_string(b, "note", told);
+  }
   add_array(b, "cur", cur);
   if (ab) {
     add_array(b, "base", base);

@@ -338,6 +338,10 @@ measure(Ctx *c, gboolean ab, TsGateResult *r, char **failure, GError **error)
   }
   JsonObject *o = json_node_get_object(root);
   append(&r->cur_ns, o, "cur");
+  /* Another process held the device past the wait's bound: the report says so. */
+  const char *note = json_object_get_string_member_with_default(o, "note", NULL);
+  if (note != NULL)
+    ts_gate_result_add_note(r, "%s", note);
   if (ab) {
     append(&r->base_ns, o, "base");
     append(&r->round_ratios, o, "ratios");

@@ -154,7 +154,10 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
                        : dot == TS_TILE_DOT_BF16 ? " of K-pairs"
                                                  : "";
 
-  gboolean narrow_out = ts_op_instance_dtype(inst)->storage != TS_DTYPE_F32;
+  /* An epilogue (a kernel file's) maps the finished f32 accumulator into C: the product
+   * accumulates in the workspace then, whatever C's dtype. */
+  const TsGemmEpilogue *epi = ts_op_instance_op(inst)->gemm_epilogue;
+  gboolean narrow_out = ts_op_instance_dtype(inst)->storage != TS_DTYPE_F32 || epi != NULL;
   TsTileNode *body = k->body;
   const char *cd = "C";
   if (narrow_out) {
@@ -210,7 +213,17 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   TsTileNode *mma = ts_tile_mma(ir, MR, NR, V, U, c, "N", ap, bp, "kc", "pc > 0",
                                 "min(MR, mc - ir)", "min(NR, nc - jr)");
   ts_tile_set_dot(mma, dot);
-  if (narrow_out) {
+  if (epi != NULL) {
+    /* Each row of the accumulator through the epilogue into C, rows handed out as threads
+     * free up; [N] inputs are read at the element's column. */
+    TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
+    TsTileNode *row = ts_tile_for(i0, "i", "i0", "min(i0 + BM, M)", "1", TS_FOR_SERIAL);
+    TsTileNode *map = ts_tile_map(row, "c_out", epi->cpu_expr, "N");
+    ts_tile_node_add_view(map, "acc", "Cw", "i * N");
+    for (guint v = 0; v < epi->n_vectors; v++)
+      ts_tile_node_add_view(map, epi->views[v], epi->buffers[v], "0");
+    ts_tile_node_add_view(map, "c_out", "C", "i * N");
+  } else if (narrow_out) {
     /* Round the f32 accumulator to the output dtype, rows shared among the team; fp8 inputs'
      * scales multiply it first. */
     TsTileNode *cv = ts_tile_for(par, "i", "0", "M", "BM", TS_FOR_PARALLEL);
@@ -263,7 +276,24 @@ static const GemmMath gemm_wgmma = {
 typedef struct {
   const char *in, *out;
   gboolean fp8;
+  const char *epilogue; /* a kernel file's epilogue as a lambda over (acc, r, c), or NULL */
 } GemmTypes;
+
+/* The epilogue of a kernel file's GEMM as a CUDA lambda: an accumulator element, its row and
+ * column to the value stored. [N] inputs are read at the column, clamped: the columns of a
+ * tile past N are computed and never stored. */
+static char *
+gemm_epilogue_lambda(const TsGemmEpilogue *epi)
+{
+  if (epi == NULL)
+    return NULL;
+  GString *s = g_string_new("[=](float acc, long long r, long long c) -> float { (void)r; (void)c; ");
+  for (guint v = 0; v < epi->n_vectors; v++)
+    g_string_append_printf(s, "const float %s = ts_to_f32(%s[c < N ? c : N - 1]); ",
+                           epi->views[v], epi->buffers[v]);
+  g_string_append_printf(s, "return %s; }", epi->cuda_expr);
+  return g_string_free(s, FALSE);
+}
 
 /* The B slice for k-block `k`: N-major 16-bit B is BK x BN at (k * BK, n0) of [K, N]; fp8's
  * K-major B is BN x BK at (n0, k * BK) of [N, K]. `parts`: the params' cluster split. */
@@ -295,6 +325,10 @@ gemm_wgmma_epilogue(TsTileNode *tile, TsTileNode *drain, const GemmTypes *ty, in
   if (ty->fp8)
     ts_tile_intrinsic(tile, "acc_scale", "NACC=BM * BN / (128 * WGS)", "acc",
                       "scale_a * scale_b", NULL);
+  if (ty->epilogue) {
+    g_autofree char *params = g_strdup_printf("%s%s", gemm_wgmma.store_params, wg0 ? ",WG0=1" : "");
+    ts_tile_intrinsic(tile, "wgmma_acc_epilogue", params, "acc", "m0", "n0", ty->epilogue, NULL);
+  }
   g_autofree char *store =
     g_strdup_printf("T=%s,%s%s", ty->out, gemm_wgmma.store_params, wg0 ? ",WG0=1" : "");
   if (tma_store) {
@@ -306,7 +340,8 @@ gemm_wgmma_epilogue(TsTileNode *tile, TsTileNode *drain, const GemmTypes *ty, in
 }
 
 static void
-gemm_cuda_loop(TsTileNode *g, const char *t, gint64 S, const GemmMath *m, gboolean tma_store)
+gemm_cuda_loop(TsTileNode *g, const char *t, gint64 S, const GemmMath *m, gboolean tma_store,
+               const char *epilogue)
 {
   g_autofree char *copy_a =
     g_strdup_printf("T=%s,ROWS=BM,COLS=BK,VEC=VEC,SWZ=%s,THREADS=THREADS", t, m->swizzle);
@@ -341,9 +376,11 @@ gemm_cuda_loop(TsTileNode *g, const char *t, gint64 S, const GemmMath *m, gboole
     ts_tile_intrinsic(g, m->drain, "PENDING=0", NULL);
   ts_tile_intrinsic(g, "async_wait", "PENDING=0", NULL);
   if (m == &gemm_wgmma) {
-    const GemmTypes ty = {t, t, FALSE};
+    const GemmTypes ty = {t, t, FALSE, epilogue};
     gemm_wgmma_epilogue(g, g, &ty, 0, tma_store);
   } else {
+    if (epilogue)
+      ts_tile_intrinsic(g, "acc_epilogue", m->store_params, "acc", "m0", "n0", epilogue, NULL);
     g_autofree char *store = g_strdup_printf("T=%s,%s", t, m->store_params);
     ts_tile_intrinsic(g, m->store, store, "C", "N", "m0", "n0", "M", "N", "acc", NULL);
   }
@@ -571,7 +608,8 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     return FALSE;
   }
   const TsDtype out_dt = ts_op_instance_out_dtype(inst);
-  const GemmTypes types = {ts_dtype_name(dt), ts_dtype_name(out_dt), fp8};
+  g_autofree char *epi_lambda = gemm_epilogue_lambda(ts_op_instance_op(inst)->gemm_epilogue);
+  const GemmTypes types = {ts_dtype_name(dt), ts_dtype_name(out_dt), fp8, epi_lambda};
   const gint64 out_elem = ts_dtype_bits(out_dt) / 8;
   if (BM <= 0 || BN <= 0 || BK <= 0 || (W != 4 && W != 8) || S < 2 || V <= 0 || G <= 0) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
@@ -791,7 +829,8 @@ gemm_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   else if (tma)
     gemm_cuda_loop_tma(g, &types, tma_store);
   else
-    gemm_cuda_loop(g, ts_dtype_name(dt), S, wgmma ? &gemm_wgmma : &gemm_sync, tma_store);
+    gemm_cuda_loop(g, ts_dtype_name(dt), S, wgmma ? &gemm_wgmma : &gemm_sync, tma_store,
+                   epi_lambda);
   return TRUE;
 }
 

@@ -11,7 +11,10 @@
  * CPU's packed panels and micro-kernels, CUDA's mma.sync / wgmma pipelines), so it lowers
  * through them: the knobs the kernel's space names (BM, BN, BK, warps, stages ...) are the
  * kernel's, and every other knob of a template is searched over the template's own values.
- * Anything else in such a body is refused at its position, saying what the form takes. */
+ * The value stored may be an elementwise epilogue of the accumulator (a scale, a bias read per
+ * column, an activation): the templates apply it in registers (CUDA) or in a pass over each
+ * accumulator row (CPU). Anything else in such a body is refused at its position, saying what
+ * the form takes. */
 #include "ts-op-lang-private.h"
 
 #include <string.h>
@@ -21,7 +24,9 @@
 static const char *const gemm_form =
   "a GEMM kernel is acc = tile.zeros((T.m, T.n), f32); for kb in tile.range_k(...): its loads "
   "a = tile.load(A, rows=T.m, cols=kb) and b = tile.load(B, rows=kb, cols=T.n) and acc += "
-  "tile.dot(a, b); then tile.store(C, acc) or tile.store(C, tile.cast(acc, dtype))";
+  "tile.dot(a, b); then tile.store(C, E), E the accumulator or an elementwise epilogue of it "
+  "(tile.cast(E, dtype) converts), which may read [N] tensors loaded as tile.load(bias, "
+  "cols=T.n) and float parameters";
 
 typedef struct {
   Reader *r;
@@ -210,6 +215,56 @@ ts__lang_refuse_attention(Reader *r, const TsLangNode *block)
                        ts__lang_kid(attn, 0)->str, gemm_form);
 }
 
+/* t is an [N] tensor of the GEMM's dtype, which an epilogue may read at each column. */
+static gboolean
+is_vector(Reader *r, int t)
+{
+  const TsLangParam *p = t >= 0 ? g_ptr_array_index(r->tensors, t) : NULL;
+  return p && p->tensor->rank == 1 && g_strcmp0(p->tensor->dims[0].name, "N") == 0;
+}
+
+/* name = tile.load(V) or tile.load(V, cols=T.n), V an [N] tensor: its value at the column. */
+static gboolean
+read_vector_load(Gemm *g, const TsLangNode *target, const TsLangNode *value)
+{
+  const TsLangNode *x = ts__lang_kid(value, 1), *cols = keyword(value, "cols");
+  int t = x && x->kind == TS_LANG_NAME ? ts__lang_tensor_index(g->r, x->str) : -1;
+  if (!is_vector(g->r, t) || value->kids->len > 3 || (value->kids->len == 3 && !is_ctx_attr(g, cols, "n")))
+    return refuse(g, value, "an epilogue reads an [N] tensor a column at a time: "
+                            "tile.load(bias, cols=T.n), bias a Tensor[\"N\", ...]");
+  Ex *e = g_new0(Ex, 1);
+  e->kind = EX_VIEW;
+  e->index = (guint)t;
+  g_ptr_array_add(g->r->o->arena, e);
+  g->r->read[t] = TRUE;
+  g_hash_table_insert(g->r->locals, target->str, e);
+  return TRUE;
+}
+
+static gboolean
+has_acc(const Ex *e, const Ex *acc)
+{
+  return e && (e == acc || has_acc(e->a, acc) || has_acc(e->b, acc));
+}
+
+/* What the epilogue's value may hold: the accumulator, [N] inputs, floats, numbers, dims and
+ * arithmetic, nothing of a row (reductions) and no other tensor. */
+static gboolean
+epilogue_ok(Gemm *g, const Ex *e, const Ex *acc, const TsLangNode *at)
+{
+  if (e == NULL || e == acc)
+    return TRUE;
+  if (e->kind == EX_ROW || e->kind == EX_SCRATCH)
+    return ts__lang_fail(g->r, at, "row reductions are not lowered in a GEMM's epilogue (%s)",
+                         gemm_form);
+  if (e->kind == EX_VIEW && !is_vector(g->r, (int)e->index)) {
+    const TsLangParam *p = g_ptr_array_index(g->r->tensors, e->index);
+    return ts__lang_fail(g->r, at, "a GEMM's epilogue reads the accumulator and [N] tensors at "
+                                   "its column, not %s", p->name);
+  }
+  return epilogue_ok(g, e->a, acc, at) && epilogue_ok(g, e->b, acc, at);
+}
+
 gboolean
 ts__lang_read_gemm(Reader *r, const TsLangNode *block)
 {
@@ -217,25 +272,49 @@ ts__lang_read_gemm(Reader *r, const TsLangNode *block)
     return FALSE;
   g_autoptr(GHashTable) tiles = g_hash_table_new(g_str_hash, g_str_equal);
   Gemm g = {.r = r, .tiles = tiles, .a = -1, .b = -1, .c = -1};
+  /* The accumulator's element in the epilogue; its index becomes C's once C is known. */
+  Ex *acc = g_new0(Ex, 1);
+  acc->kind = EX_VIEW;
+  g_ptr_array_add(r->o->arena, acc);
+  const Ex *value = NULL;
+  const TsLangNode *store = NULL;
   for (guint i = 0; i < block->kids->len; i++) {
     const TsLangNode *st = ts__lang_kid(block, i);
-    const TsLangNode *target = ts__lang_kid(st, 0), *value = ts__lang_kid(st, 1);
+    const TsLangNode *target = ts__lang_kid(st, 0), *rhs = ts__lang_kid(st, 1);
     switch (st->kind) {
     case TS_LANG_PASS:
       continue;
     case TS_LANG_ASSIGN:
-      if (target->kind == TS_LANG_NAME && ts__lang_is_tile_call(value, "context") && g.ctx == NULL) {
+      if (target->kind == TS_LANG_NAME && ts__lang_is_tile_call(rhs, "context") && g.ctx == NULL) {
         g.ctx = target->str;
         continue;
       }
-      if (target->kind == TS_LANG_NAME && ts__lang_is_tile_call(value, "zeros") && g.acc == NULL &&
+      if (target->kind == TS_LANG_NAME && ts__lang_is_tile_call(rhs, "zeros") && g.acc == NULL &&
           !g.loop_seen) {
-        const TsLangNode *shape = ts__lang_kid(value, 1), *dt = ts__lang_kid(value, 2);
+        const TsLangNode *shape = ts__lang_kid(rhs, 1), *dt = ts__lang_kid(rhs, 2);
         if (shape == NULL || shape->kind != TS_LANG_TUPLE || shape->kids->len != 2 ||
             !is_ctx_attr(&g, ts__lang_kid(shape, 0), "m") ||
             !is_ctx_attr(&g, ts__lang_kid(shape, 1), "n") || !is_name(dt, "f32"))
-          return refuse(&g, value, "the accumulator is tile.zeros((T.m, T.n), f32)");
+          return refuse(&g, rhs, "the accumulator is tile.zeros((T.m, T.n), f32)");
         g.acc = target->str;
+        g_hash_table_insert(r->locals, target->str, acc);
+        continue;
+      }
+      /* b = tile.load(bias, cols=T.n), or converted: tile.cast(tile.load(...), f32). */
+      const TsLangNode *load = rhs;
+      while (ts__lang_is_tile_call(load, "cast") && load->kids->len == 3)
+        load = ts__lang_kid(load, 1);
+      if (target->kind == TS_LANG_NAME && ts__lang_is_tile_call(load, "load") && store == NULL) {
+        if (!read_vector_load(&g, target, load))
+          return FALSE;
+        continue;
+      }
+      /* After the loop: names of the epilogue's values (y = acc * alpha). */
+      if (target->kind == TS_LANG_NAME && g.loop_seen && store == NULL && !is_name(target, g.acc)) {
+        const Ex *v = ts__lang_expr(r, rhs);
+        if (v == NULL || !epilogue_ok(&g, v, acc, rhs))
+          return FALSE;
+        g_hash_table_insert(r->locals, target->str, (gpointer)v);
         continue;
       }
       break;
@@ -254,17 +333,20 @@ ts__lang_read_gemm(Reader *r, const TsLangNode *block)
     }
     case TS_LANG_EXPR_STMT: {
       const TsLangNode *c = target;
-      if (!g.loop_seen || !ts__lang_is_tile_call(c, "store") || c->kids->len != 3 || g.c >= 0)
+      if (!g.loop_seen || !ts__lang_is_tile_call(c, "store") || c->kids->len != 3 || store)
         break;
-      const TsLangNode *out = ts__lang_kid(c, 1), *v = ts__lang_kid(c, 2);
+      const TsLangNode *out = ts__lang_kid(c, 1);
       int t = out->kind == TS_LANG_NAME ? ts__lang_tensor_index(r, out->str) : -1;
-      gboolean plain = is_name(v, g.acc);
-      gboolean cast = ts__lang_is_tile_call(v, "cast") && v->kids->len == 3 &&
-                      is_name(ts__lang_kid(v, 1), g.acc);
-      if (t < 0 || !(plain || cast))
-        return refuse(&g, c, "the epilogue stores the accumulator, converted to C's dtype: "
-                             "tile.store(C, tile.cast(acc, dtype)); other epilogues come next");
+      if (t < 0 || is_vector(r, t))
+        return refuse(&g, c, "the epilogue stores into C, a Tensor[\"M\", \"N\", ...]");
+      /* tile.cast(v, dtype) converts at the store: the value is computed in f32. */
+      value = ts__lang_expr(r, ts__lang_kid(c, 2));
+      if (value == NULL || !epilogue_ok(&g, value, acc, ts__lang_kid(c, 2)))
+        return FALSE;
+      if (!has_acc(value, acc))
+        return refuse(&g, c, "the value stored is computed from the accumulator");
       g.c = t;
+      store = c;
       continue;
     }
     default:
@@ -272,18 +354,22 @@ ts__lang_read_gemm(Reader *r, const TsLangNode *block)
     }
     return refuse(&g, st, NULL);
   }
-  if (g.c < 0)
+  if (store == NULL)
     return ts__lang_fail(r, r->k->def, "kernel %s never stores its accumulator (%s)", r->k->name,
+                         gemm_form);
+  if (r->o->steps && r->o->steps->len > 0)
+    return ts__lang_fail(r, store, "row reductions are not lowered in a GEMM's epilogue (%s)",
                          gemm_form);
   if (g.a == g.b || g.c == g.a || g.c == g.b)
     return ts__lang_fail(r, r->k->def, "kernel %s reads A and B and writes C as three different "
                                        "tensors (%s)", r->k->name, gemm_form);
-  if (r->tensors->len != 3)
-    return ts__lang_fail(r, r->k->def, "kernel %s has %u tensor parameters; the GEMM lowering "
-                                       "takes A, B and C", r->k->name, r->tensors->len);
-  if (r->floats->len != 0)
-    return ts__lang_fail(r, r->k->def, "kernel %s has float parameters; the GEMM lowering's "
-                                       "epilogue takes none yet", r->k->name);
+  for (guint t = 0; t < r->tensors->len; t++) {
+    const TsLangParam *p = g_ptr_array_index(r->tensors, t);
+    if ((int)t != g.a && (int)t != g.b && (int)t != g.c && !(is_vector(r, (int)t) && r->read[t]))
+      return ts__lang_fail(r, r->k->def, "kernel %s's tensor %s is none of the GEMM's A, B and "
+                                         "C nor an [N] tensor its epilogue reads (%s)",
+                           r->k->name, p->name, gemm_form);
+  }
   if (!dims_are(&g, g.a, "M", "K", "A") || !dims_are(&g, g.b, "K", "N", "B") ||
       !dims_are(&g, g.c, "M", "N", "C"))
     return FALSE;
@@ -291,16 +377,25 @@ ts__lang_read_gemm(Reader *r, const TsLangNode *block)
                     *pb = g_ptr_array_index(r->tensors, g.b),
                     *pc = g_ptr_array_index(r->tensors, g.c);
   const TsDtype dt = pa->tensor->dtype.storage;
-  if (pb->tensor->dtype.storage != dt || pc->tensor->dtype.storage != dt ||
-      (dt != TS_DTYPE_F32 && dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16)) {
+  gboolean one_dtype = pb->tensor->dtype.storage == dt && pc->tensor->dtype.storage == dt;
+  for (guint t = 0; t < r->tensors->len; t++)
+    if (is_vector(r, (int)t) && r->read[t])
+      one_dtype = one_dtype && ((TsLangParam *)g_ptr_array_index(r->tensors, t))->tensor->dtype.storage == dt;
+  if (!one_dtype || (dt != TS_DTYPE_F32 && dt != TS_DTYPE_BF16 && dt != TS_DTYPE_F16)) {
     g_autofree char *ta = ts_tensor_type_to_string(pa->tensor);
     g_autofree char *tb = ts_tensor_type_to_string(pb->tensor);
     g_autofree char *tc = ts_tensor_type_to_string(pc->tensor);
     return ts__lang_fail(r, r->k->def, "A is %s, B %s and C %s: the GEMM lowering takes one "
-                                       "storage dtype for all three, f32, bf16 or f16", ta, tb, tc);
+                                       "storage dtype for all its tensors, f32, bf16 or f16",
+                         ta, tb, tc);
   }
+  acc->index = (guint)g.c;
   r->out = pc;
   r->o->gemm = TRUE;
+  r->o->gemm_a = (guint)g.a;
+  r->o->gemm_b = (guint)g.b;
+  r->o->gemm_c = (guint)g.c;
+  r->o->value = value == acc ? NULL : value; /* NULL: C is the accumulator */
   r->o->dtype = g_strdup(ts_dtype_name(dt));
   return TRUE;
 }
@@ -332,14 +427,13 @@ template_space(Reader *r, const char *target, const char *text, const char *base
                const char *base_default, const TsSchedEnv *env, char **space_out,
                char **point_out)
 {
-  g_autoptr(TsSchedSpace) mine = text ? ts_sched_space_parse(text, r->error)
-                                       : ts_sched_space_parse("", NULL);
-  if (mine == NULL)
+  g_autoptr(TsSchedSpace) mine = NULL;
+  if (text != NULL && (mine = ts_sched_space_parse(text, r->error)) == NULL)
     return FALSE;
   g_autoptr(TsSchedSpace) space = ts_sched_space_parse(base_text, NULL);
   g_autoptr(TsSchedPoint) base = ts_sched_point_parse(base_default, NULL);
   g_assert(space != NULL && base != NULL); /* the catalog's, tested */
-  for (guint i = 0; i < ts_sched_space_n_knobs(mine); i++) {
+  for (guint i = 0; mine && i < ts_sched_space_n_knobs(mine); i++) {
     const char *name = ts_sched_space_knob_name(mine, i);
     if (ts_sched_space_knob_index(space, name) < 0)
       continue;
@@ -349,7 +443,7 @@ template_space(Reader *r, const char *target, const char *text, const char *base
       v[j] = ts_sched_space_value(mine, i, j);
     ts_sched_space_set_knob(space, name, v, n);
   }
-  for (guint i = 0; i < ts_sched_space_n_constraints(mine); i++) {
+  for (guint i = 0; mine && i < ts_sched_space_n_constraints(mine); i++) {
     g_autofree char *c = ts_sched_space_constraint_to_string(mine, i);
     if (!ts_sched_space_add_constraint(space, c, r->error))
       return FALSE;
@@ -411,16 +505,95 @@ nominal_env(TsDtype dt, gboolean cuda)
   return env;
 }
 
+/* Names the templates' generated code uses for its own values, which an epilogue's tensors and
+ * floats must keep clear of (compared with case folded). */
+static const char *const template_names[] = {
+  "a", "b", "c", "m", "n", "k", "acc", "c_out", "cw", "ap", "bp", "as", "bs", "cs", "i", "j",
+  "i0", "jc", "pc", "kc", "nc", "ic", "ir", "jr", "jp", "q", "mc", "rows", "bpr", "n_blk",
+  "rows_b", "n_jr", "m0", "n0", "kt", "kb", "ring", "ring_next", "next", "s", "t", "v", "r",
+  "bx", "width", "bars", "tma_a", "tma_b", "tma_c", "scale_a", "scale_b", "min", "max", "exp",
+  "sqrt", "splat", "float", "int", "double", "const", NULL};
+
+static gboolean
+clear_of_templates(Reader *r, const char *kind, const char *name)
+{
+  for (guint i = 0; template_names[i]; i++)
+    if (g_ascii_strcasecmp(name, template_names[i]) == 0)
+      return ts__lang_fail(r, r->k->def, "the %s %s of kernel %s has a name the GEMM templates "
+                                         "use for their own values: rename it",
+                           kind, name, r->k->name);
+  return TRUE;
+}
+
+/* The epilogue's inputs ([N] tensors, after A and B), floats and expressions for both targets. */
+static gboolean
+build_epilogue(Reader *r, const TsLangKernel *k)
+{
+  LangOp *o = r->o;
+  if (k->implements != NULL)
+    return ts__lang_fail(r, k->def, "@kernel.implements(\"%s\"): kernel %s's epilogue makes it "
+                                    "another op than %s; without the decorator it is checked as "
+                                    "the product with its epilogue", k->implements, k->name,
+                         k->implements);
+  TsGemmEpilogue *epi = &o->epilogue;
+  for (guint t = 0; t < r->tensors->len; t++) {
+    const TsLangParam *p = g_ptr_array_index(r->tensors, t);
+    if (t == o->gemm_a || t == o->gemm_b || t == o->gemm_c || !r->read[t])
+      continue;
+    if (!clear_of_templates(r, "tensor", p->name))
+      return FALSE;
+    if (o->def.n_inputs == TS_OP_MAX_ARGS)
+      return ts__lang_fail(r, k->def, "kernel %s reads more than %d tensors", k->name,
+                           TS_OP_MAX_ARGS);
+    guint in = o->def.n_inputs++;
+    o->arg_names[in] = g_ascii_strup(p->name, -1);
+    o->views[t] = g_ascii_strdown(p->name, -1);
+    o->arg_sigs[in] = g_strdup("\"N\"");
+    o->def.inputs[in] = (TsOpArg){o->arg_names[in], o->arg_sigs[in], -1.0, 1.0};
+    o->input_of[t] = in;
+    epi->views[epi->n_vectors] = o->views[t];
+    epi->buffers[epi->n_vectors] = o->arg_names[in];
+    epi->n_vectors++;
+  }
+  if (r->floats->len > G_N_ELEMENTS(o->float_names))
+    return ts__lang_fail(r, k->def, "kernel %s has %u float parameters; the lowering takes at "
+                                    "most 2", k->name, r->floats->len);
+  for (guint f = 0; f < r->floats->len; f++) {
+    const TsLangParam *p = g_ptr_array_index(r->floats, f);
+    if (!clear_of_templates(r, "float parameter", p->name))
+      return FALSE;
+    for (guint t = 0; t < r->tensors->len; t++)
+      if (g_ascii_strcasecmp(p->name, ((TsLangParam *)g_ptr_array_index(r->tensors, t))->name) == 0)
+        return ts__lang_fail(r, k->def, "the float parameter %s of kernel %s has a tensor's name "
+                                        "once case is folded: rename it", p->name, k->name);
+    o->float_names[f] = g_strdup(p->name);
+    o->def.float_names[f] = o->float_names[f];
+    o->def.float_values[f] = p->default_source ? g_ascii_strtod(p->default_source, NULL) : 1.5;
+  }
+  o->def.n_floats = r->floats->len;
+  o->views[o->gemm_c] = g_strdup("acc");
+  o->epi_cpu = ts__lang_print(o, o->value, FALSE, NULL, NULL);
+  o->epi_cuda = ts__lang_print(o, o->value, TRUE, NULL, NULL);
+  epi->cpu_expr = o->epi_cpu;
+  epi->cuda_expr = o->epi_cuda;
+  o->def.gemm_epilogue = epi;
+  return TRUE;
+}
+
 gboolean
 ts__lang_build_gemm(Reader *r, const TsLangKernel *k)
 {
   LangOp *o = r->o;
   const TsOpDef *t = &ts__op_gemm;
-  /* The templates' own names for the buffers: the generated code's, not the kernel's. */
+  /* The templates' own names for A, B and C: the generated code's, not the kernel's. */
   o->def.n_inputs = 2;
   o->def.inputs[0] = t->inputs[0];
   o->def.inputs[1] = t->inputs[1];
   o->def.output = t->output;
+  o->input_of[o->gemm_a] = 0;
+  o->input_of[o->gemm_b] = 1;
+  if (o->value != NULL && !build_epilogue(r, k))
+    return FALSE;
   o->def.dims = t->dims;
   o->def.tensor_math = TRUE;
   o->def.flops = t->flops;
@@ -430,16 +603,29 @@ ts__lang_build_gemm(Reader *r, const TsLangKernel *k)
   o->def.tolerance_as = t->name;
   o->def.kernel_template = t->name;
   const TsDtype dt = ts_dtype_from_name(o->dtype);
-  /* Without a space of its own the kernel tunes over the templates' whole spaces. */
+  /* Without a space of its own the kernel tunes over the templates' whole spaces. A space that
+   * leaves one target no point (a CPU's blocks on the GPU) makes a kernel for the other alone;
+   * that target then says why. */
   const char *text = k->space ? k->space : k->schedule;
+  GError **error = r->error;
+  g_autoptr(GError) cpu_err = NULL, cuda_err = NULL;
   g_autoptr(TsSchedEnv) cpu_env = nominal_env(dt, FALSE);
-  if (!template_space(r, "CPU", text, t->cpu_space, t->cpu_default, cpu_env, &o->space,
-                      &o->default_point))
-    return FALSE;
+  r->error = &cpu_err;
+  template_space(r, "CPU", text, t->cpu_space, t->cpu_default, cpu_env, &o->space,
+                 &o->default_point);
   g_autoptr(TsSchedEnv) cuda_env = nominal_env(dt, TRUE);
-  if (!template_space(r, "CUDA", text, t->cuda_space, t->cuda_default, cuda_env, &o->cuda_space,
-                      &o->cuda_default))
+  r->error = &cuda_err;
+  template_space(r, "CUDA", text, t->cuda_space, t->cuda_default, cuda_env, &o->cuda_space,
+                 &o->cuda_default);
+  r->error = error;
+  if (cpu_err && cuda_err) {
+    g_propagate_error(error, g_steal_pointer(&cpu_err));
     return FALSE;
+  }
+  if (cpu_err)
+    o->def.cpu_why = o->cpu_why = g_strdup(cpu_err->message);
+  if (cuda_err)
+    o->def.cuda_why = o->cuda_why = g_strdup(cuda_err->message);
   o->def.cpu_space = o->space;
   o->def.cpu_default = o->default_point;
   o->def.cuda_space = o->cuda_space;

@@ -187,6 +187,35 @@ lang_op(const TsOpInstance *inst)
   return (const LangOp *)ts_op_instance_op(inst);
 }
 
+char *
+ts__lang_gemm_reference(const TsOpInstance *inst, void *const *in, double *out)
+{
+  const LangOp *o = lang_op(inst);
+  char *how = ts__op_gemm.reference(inst, in, out);
+  if (o->value == NULL)
+    return how;
+  const TsShape *s = ts_op_instance_shape(inst);
+  const gint64 m = ts_shape_get(s, "M"), n = ts_shape_get(s, "N");
+  const TsDtype dt = ts_op_instance_dtype(inst)->storage;
+  double floats[G_N_ELEMENTS(o->float_names)] = {0};
+  for (guint f = 0; f < o->def.n_floats; f++)
+    floats[f] = ts__op_instance_float(inst, f);
+  double views[TS_OP_MAX_ARGS + 1] = {0};
+  Eval c = {.views = views, .floats = floats, .shape = s, .dtype = dt, .n = n};
+  for (gint64 i = 0; i < m; i++)
+    for (gint64 j = 0; j < n; j++) {
+      double *x = &out[i * n + j];
+      if (isnan(*x))
+        continue; /* not sampled: stays unchecked (max(NaN, 0) would be 0) */
+      views[o->gemm_c] = *x;
+      for (guint t = 0; t <= TS_OP_MAX_ARGS; t++)
+        if (t != o->gemm_c && o->input_of[t] >= 2 && o->input_of[t] < o->def.n_inputs)
+          views[t] = ts_numerics_get(dt, in[o->input_of[t]], (gsize)j);
+      *x = eval_ex(o->value, &c);
+    }
+  return how;
+}
+
 double
 ts__lang_flops(const TsOpInstance *inst)
 {

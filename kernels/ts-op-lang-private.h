@@ -52,8 +52,15 @@ typedef struct {
   char *row_dim, *col_dim;
   gboolean broadcast[TS_OP_MAX_ARGS]; /* input: an [N] tensor */
   GArray *steps;                      /* Step */
-  /* A GEMM kernel: lowered through the gemm templates (ts-op-lang-gemm.c). */
+  /* A GEMM kernel: lowered through the gemm templates (ts-op-lang-gemm.c); its tensors' positions,
+   * and its epilogue (value, when not NULL: C's element from the accumulator's, views[gemm_c]
+   * being "acc", and the [N] inputs'). */
   gboolean gemm;
+  guint gemm_a, gemm_b, gemm_c;
+  TsGemmEpilogue epilogue;
+  char *epi_cpu, *epi_cuda;
+  char *cpu_why, *cuda_why; /* a target whose template space the kernel's leaves empty */
+  guint input_of[TS_OP_MAX_ARGS + 1]; /* a tensor's position among the inputs */
   guint n_rowvars, n_scratch;
 } LangOp;
 
@@ -116,6 +123,11 @@ gboolean ts__lang_is_contraction(const TsLangNode *block);
 gboolean ts__lang_refuse_attention(Reader *r, const TsLangNode *block);
 /* The body as the GEMM form (A, B, C and the output found), or FALSE at what is not. */
 gboolean ts__lang_read_gemm(Reader *r, const TsLangNode *block);
+/* The expression of a body's node (a row kernel's reading: tile.cast converts at the store,
+ * [N] tensors are their column's value), or NULL with the error at what is not lowered. */
+const Ex *ts__lang_expr(Reader *r, const TsLangNode *n);
+/* gemm's f64 reference, then the epilogue applied to each element it checks. */
+char *ts__lang_gemm_reference(const TsOpInstance *inst, void *const *in, double *out);
 /* The op's buffers, dims, spaces and lowerings: the gemm templates'. */
 gboolean ts__lang_build_gemm(Reader *r, const TsLangKernel *k);
 

@@ -259,6 +259,12 @@ expr(Reader *r, const TsLangNode *n)
   }
 }
 
+const Ex *
+ts__lang_expr(Reader *r, const TsLangNode *n)
+{
+  return expr(r, n);
+}
+
 static gboolean
 write_element(Reader *r, const TsLangNode *target, const Ex *value)
 {

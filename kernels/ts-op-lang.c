@@ -236,7 +236,7 @@ match_implements(Reader *r, const TsLangKernel *k)
 {
   LangOp *o = r->o;
   if (k->implements == NULL) {
-    o->def.reference = o->gemm   ? ts__op_gemm.reference
+    o->def.reference = o->gemm   ? ts__lang_gemm_reference
                        : o->rows ? ts__lang_reference_rows
                                  : ts__lang_reference;
     return TRUE;
@@ -277,6 +277,10 @@ lang_op_free(LangOp *o)
   g_free(o->cache);
   g_free(o->expr);
   g_free(o->row_dim);
+  g_free(o->epi_cpu);
+  g_free(o->cpu_why);
+  g_free(o->cuda_why);
+  g_free(o->epi_cuda);
   g_free(o->col_dim);
   if (o->steps)
     g_array_unref(o->steps);

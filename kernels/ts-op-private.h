@@ -12,6 +12,18 @@ typedef struct {
   double lo, hi;    /* range of random inputs */
 } TsOpArg;
 
+/* What a GEMM does to each accumulator element before C stores it (a kernel file's epilogue,
+ * ts-op-lang-gemm.c): gemm's templates apply it when an op has one. The expressions read the
+ * element as `acc` (f32), the [N] inputs' values at its column by their view names, the float
+ * parameters and the dims. */
+typedef struct {
+  const char *cpu_expr;  /* C, for a Tile IR map over a row (GCC vectors: splat() for scalars) */
+  const char *cuda_expr; /* CUDA C over float locals */
+  guint n_vectors;
+  const char *views[TS_OP_MAX_ARGS];   /* "bias" */
+  const char *buffers[TS_OP_MAX_ARGS]; /* "BIAS" */
+} TsGemmEpilogue;
+
 struct _TsOpDef {
   const char *name;
   const char *summary;
@@ -59,6 +71,8 @@ struct _TsOpDef {
   double kernel_budget_ms;  /* @kernel.autotune(budget_ms=...), 0 when not given */
   const char *kernel_cache; /* @kernel.autotune(cache=...), NULL when not given */
   const char *kernel_template; /* the built-in op whose lowerings it uses, or NULL */
+  const TsGemmEpilogue *gemm_epilogue; /* gemm's templates: applied before the store */
+  const char *cpu_why, *cuda_why; /* why a kernel op has no space on that target, or NULL */
   /* Test ops only: C source written directly instead of lowered through Tile IR. */
   char *(*emit_cpu_source)(const TsOpInstance *inst, const TsSchedPoint *point,
                            const char *entry, GError **error);

@@ -498,7 +498,13 @@ static const char *
 space_for(const TsOpDef *op, const char *backend, GError **error)
 {
   const char *text = ts_op_default_space(op, backend);
-  if (text == NULL)
+  const char *why = g_strcmp0(backend, "cpu") == 0    ? op->cpu_why
+                    : g_strcmp0(backend, "cuda") == 0 ? op->cuda_why
+                                                      : NULL;
+  if (text == NULL && why != NULL)
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_TARGET, "%s: no kernels for the %s backend: %s",
+                op->name, backend, why);
+  else if (text == NULL)
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_TARGET, "%s: no kernels for the %s backend yet",
                 op->name, backend);
   return text;

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """test-locks.py — processes on one host take turns at its CPU (runtime/ts-measure-lock.h),
-seen from the real binary: a run waits while another process measures, its --timeout stops
-meanwhile, and a lock held too long is given up on and told in the trial's message.
+seen from the real binaries: a run waits while another process measures, its --timeout stops
+meanwhile, and a lock held too long is given up on and told in the trial's message; the perf
+gate's measuring process takes its turns too, and its report says when it could not.
 
 The other process here is this test, holding the lock file with flock(2) as tessera does."""
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -14,7 +16,7 @@ import time
 
 from taputil import done, ok, run
 
-TT = sys.argv[1]
+TT, GATE = sys.argv[1], sys.argv[2]
 TMP = tempfile.mkdtemp(prefix="tessera-locks-test-")
 LOCKS = os.path.join(TMP, "locks")
 os.makedirs(LOCKS)
@@ -77,6 +79,22 @@ msg = r["message"]
 ok(msg.startswith("not measured alone: waited ") and " s for the host lock, held by pid %d "
    "(test-locks.py: a stuck holder), and went ahead without it" % os.getpid() in msg,
    "the trial's message names the holder: %s" % msg)
+
+# The perf gate: its timed rounds wait for the device too, and a turn not had is a note.
+suite = os.path.join(TMP, "small.suite")
+with open(suite, "w") as f:
+    f.write("[gate]\nname = small\nbackend = cpu\ntime = 300ms\n\n"
+            "[gemm]\nop = gemm\nshape = M=96,N=96,K=96\nschedule = default\n")
+gdb = os.path.join(TMP, "gate.db")
+p = run([GATE, "baseline", "--suite", suite, "--db", gdb], ENV, check=0)
+ok(p.returncode == 0, "a gate baseline with the host to itself")
+f = hold("test-locks.py: holding the gate off")
+p = run([GATE, "check", "--suite", suite, "--db", gdb], dict(ENV, TESSERA_MEASURE_LOCK="0.3"))
+let_go(f)
+ok(p.returncode in (0, 1) and re.search(r"note: not measured alone: waited 0\.\d s for the host "
+                                        r"lock, held by pid %d \(test-locks\.py: holding the gate "
+                                        r"off\)" % os.getpid(), p.stdout) is not None,
+   "the gate's check measured past a held lock and its report says so (%s)" % p.stdout[-600:])
 
 # Locking off: no wait at all.
 f = hold("test-locks.py: ignored")

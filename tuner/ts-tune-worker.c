@@ -208,6 +208,12 @@ announce_lock_wait(gpointer data, const char *holder)
     (void)write_line(announce_fd, line);
 }
 
+TsMeasureLock *
+ts_tune_worker_take_turn(const char *unit, TsMeasureLockMode mode, const char *what)
+{
+  return ts_measure_lock_acquire(unit, mode, what, announce_lock_wait, NULL);
+}
+
 void
 ts_tune_worker_watch_locks(TsRunOptions *options)
 {

@@ -11,6 +11,7 @@
 
 #include <glib.h>
 
+#include "ts-measure-lock.h"
 #include "ts-op.h"
 
 G_BEGIN_DECLS
@@ -81,6 +82,9 @@ int ts_tune_worker_loop(int in_fd, int out_fd, TsTuneWorkerServe serve, gpointer
 /* Inside that loop: runs with these options tell the parent when they wait for another
  * process's measuring lock, so that the wait does not count against the request's timeout. */
 void ts_tune_worker_watch_locks(TsRunOptions *options);
+/* ... and a turn taken by hand (ts-measure-lock.h), its wait told to the parent the same way. */
+TsMeasureLock *ts_tune_worker_take_turn(const char *unit, TsMeasureLockMode mode,
+                                        const char *what);
 /* Kills the running worker, if any (a caller that gives up on its state). */
 void ts_tune_worker_stop(TsTuneWorker *worker);
 

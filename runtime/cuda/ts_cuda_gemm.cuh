@@ -104,6 +104,28 @@ __device__ __forceinline__ void ts_store_pair(T *C, long long ldc, long long r, 
   }
 }
 
+// Replaces each accumulator of the BM x BN tile at (row0, col0) by f(value, row, column): a
+// kernel file's GEMM epilogue (a scale, a bias, an activation), in registers before the store.
+template <int BM, int BN, int WARPS_M, int WARPS_N, class F>
+__device__ __forceinline__ void ts_acc_epilogue(float *acc, long long row0, long long col0, F f)
+{
+  constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N, MI = WM / 16, NI = WN / 8;
+  const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const long long r = row0 + wm * WM + mi * 16 + lane / 4 + h * 8;
+        const long long c = col0 + wn * WN + ni * 8 + (lane % 4) * 2;
+        float *v = acc + (mi * NI + ni) * 4 + h * 2;
+        v[0] = f(v[0], r, c);
+        v[1] = f(v[1], r, c + 1);
+      }
+}
+
 // Rounds the accumulators to T and stores them into the BM x BN tile of C at (row0, col0)
 // (leading dimension ldc, extent rows x cols): pairs of adjacent columns as one 32-bit store.
 template <class T, int BM, int BN, int WARPS_M, int WARPS_N>

@@ -309,6 +309,30 @@ template <int NACC> __device__ __forceinline__ void ts_acc_scale(float *acc, flo
     acc[i] *= s;
 }
 
+// Replaces each of the thread's accumulators of the BM x BN tile at (row0, col0) (the fragment
+// layout of ts_wgmma_ss) by f(value, row, column): a kernel file's GEMM epilogue, before either
+// store. Called after ts_wgmma_wait<0>. WG0 as in ts_wgmma_tile.
+template <int BM, int BN, int WGS, int WG0 = 0, class F>
+__device__ __forceinline__ void ts_wgmma_acc_epilogue(float *acc, long long row0, long long col0, F f)
+{
+  constexpr int WM = BM / WGS, MI = WM / 64;
+  ts_wgmma_fence_acc<MI * BN / 2>(acc);
+  const int t = (int)threadIdx.x - 128 * WG0, lane = t % 32;
+  const long long r0 = row0 + t / 128 % WGS * WM + t / 32 % 4 * 16 + lane / 4;
+  const long long c0 = col0 + (lane % 4) * 2;
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        float *v = acc + mi * (BN / 2) + j * 4 + h * 2;
+        const long long r = r0 + mi * 64 + h * 8, c = c0 + j * 8;
+        v[0] = f(v[0], r, c);
+        v[1] = f(v[1], r, c + 1);
+      }
+}
+
 // Rounds the accumulators to T and stores them into the BM x BN tile of C at (row0, col0)
 // (leading dimension ldc, extent rows x cols), in the fragment layout of ts_wgmma_ss. Called
 // after ts_wgmma_wait<0>: the operand fence keeps the compiler from reading acc before it.

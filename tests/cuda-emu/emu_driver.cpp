@@ -2,7 +2,7 @@
 // whole launch on the host emulator (emu_core.h) and checks every output element against an f64
 // reference from the same (rounded) inputs, with ts_numerics_rel_error's norm-wise relative error
 // and ts_numerics_tolerance's bound. Inputs are random and nonzero; outputs are NaN-poisoned.
-// usage: emu-kernel OP DIM... (gemm M N K | flash_attention[_causal] B H S D | rows ops M N |
+// usage: emu-kernel OP DIM... (gemm M N K | gemm_bias_relu M N K | flash_attention[_causal] B H S D | rows ops M N |
 // saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1..14 plants a bug (emu_core.h).
 // The CTAs of a cluster (-DEMU_CLUSTER=n, consecutive along x) run together, each with its own
 // shared memory.
@@ -235,6 +235,19 @@ int main(int argc, char **argv)
     for (long long i = 0; i < M; i++)
       for (long long k = 0; k < K; k++)
         for (long long j = 0; j < N; j++) ref[i * N + j] += f(in[0][i * K + k]) * f(in[1][k * N + j]);
+  } else if (op == "gemm_bias_relu") {
+    // examples/gemm_bias_relu.tsk: C = max(alpha * A B + bias, 0), alpha 0.5 (its default).
+    const long long M = d[0], N = d[1], K = d[2];
+    const float a = 0.5f;
+    g_args.floats[0] = a;
+    in = {random_buf(M * K, seed, -1, 1), random_buf(K * N, seed, -1, 1), random_buf(N, seed, -1, 1)};
+    out.resize(M * N);
+    ref.assign(M * N, 0);
+    for (long long i = 0; i < M; i++)
+      for (long long k = 0; k < K; k++)
+        for (long long j = 0; j < N; j++) ref[i * N + j] += f(in[0][i * K + k]) * f(in[1][k * N + j]);
+    for (long long i = 0; i < M; i++)
+      for (long long j = 0; j < N; j++) ref[i * N + j] = fmax(a * ref[i * N + j] + f(in[2][j]), 0.0);
   } else if (op == "flash_attention" || op == "flash_attention_causal") {
     const bool causal = op == "flash_attention_causal";
     const long long BH = d[0] * d[1], S = d[2], D = d[3], n = BH * S * D;

@@ -180,6 +180,12 @@ for p in '' 'block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma")
   CASES+=("gemm:examples/gemm.tsk|M=136,N=200,K=200|136 200 200|bf16|$p|EMU_EAGER=0|pass")
 done
 CASES+=("gemm:tests/kernels/gemm_f16.tsk|M=72,N=80,K=48|72 80 48|f16||EMU_EAGER=0|pass")
+# ... with a fused epilogue (scale, bias, ReLU) on the accumulators: mma.sync, the
+# warp-specialized wgmma (its consumers' accumulators) and the TMA-store epilogue.
+for p in '' 'block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(132)' \
+    'block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("plain").epilogue("tma")'; do
+  CASES+=("gemm_bias_relu:examples/gemm_bias_relu.tsk|M=136,N=200,K=200|136 200 200|bf16|$p|EMU_EAGER=0|pass")
+done
 # Self-test: a wrong fragment layout (ldmatrix.x4 transposing), a cp.async.wait_group that
 # waits for nothing, a wgmma reading B K-major and a wgmma ignoring the 128-byte swizzle must
 # all fail, or the checks above vouch for nothing.
