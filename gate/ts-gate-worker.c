@@ -208,6 +208,7 @@ serve_current(State *st, JsonObject *o, JsonBuilder *b, GError **error)
   ro.seed = st->seed;
   g_autoptr(TsTrialResult) verified = NULL;
   st->cur = ts_op_timer_new(st->inst, backend, st->cur_module, &ro, &verified, error);
+  g_clear_pointer(&turn, ts_measure_lock_release); /* compiled and verified */
   if (st->cur == NULL) {
     if (verified == NULL || verified->status == TS_TRIAL_OK)
       return FALSE;
@@ -267,6 +268,7 @@ serve_baseline(State *st, JsonObject *o, JsonBuilder *b, GError **error)
   ro.seed = st->seed;
   g_autoptr(TsTrialResult) verified = NULL;
   st->base = ts_op_timer_new_sibling(st->cur, st->inst, st->base_module, &ro, &verified, error);
+  g_clear_pointer(&turn, ts_measure_lock_release); /* loaded and verified */
   if (st->base == NULL) {
     g_clear_pointer(&st->base_module, ts_module_free);
     if (verified == NULL || verified->status == TS_TRIAL_OK)

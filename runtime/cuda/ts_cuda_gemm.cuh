@@ -104,10 +104,11 @@ __device__ __forceinline__ void ts_store_pair(T *C, long long ldc, long long r, 
   }
 }
 
-// Replaces each accumulator of the BM x BN tile at (row0, col0) by f(value, row, column): a
-// kernel file's GEMM epilogue (a scale, a bias, an activation), in registers before the store.
-template <int BM, int BN, int WARPS_M, int WARPS_N, class F>
-__device__ __forceinline__ void ts_acc_epilogue(float *acc, long long row0, long long col0, F f)
+// The m16n8 fragment layout of the BM x BN tile at (row0, col0), walked once for the store and
+// the epilogue: f(v, r, c) for each of the thread's pairs of accumulators v[0], v[1], which
+// hold elements (r, c) and (r, c + 1).
+template <int BM, int BN, int WARPS_M, int WARPS_N, class P, class F>
+__device__ __forceinline__ void ts_acc_pairs(P *acc, long long row0, long long col0, F f)
 {
   constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N, MI = WM / 16, NI = WN / 8;
   const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
@@ -117,13 +118,20 @@ __device__ __forceinline__ void ts_acc_epilogue(float *acc, long long row0, long
 #pragma unroll
     for (int ni = 0; ni < NI; ni++)
 #pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const long long r = row0 + wm * WM + mi * 16 + lane / 4 + h * 8;
-        const long long c = col0 + wn * WN + ni * 8 + (lane % 4) * 2;
-        float *v = acc + (mi * NI + ni) * 4 + h * 2;
-        v[0] = f(v[0], r, c);
-        v[1] = f(v[1], r, c + 1);
-      }
+      for (int h = 0; h < 2; h++)
+        f(acc + (mi * NI + ni) * 4 + h * 2, row0 + wm * WM + mi * 16 + lane / 4 + h * 8,
+          col0 + wn * WN + ni * 8 + (lane % 4) * 2);
+}
+
+// Replaces each accumulator of the BM x BN tile at (row0, col0) by f(value, row, column): a
+// kernel file's GEMM epilogue (a scale, a bias, an activation), in registers before the store.
+template <int BM, int BN, int WARPS_M, int WARPS_N, class F>
+__device__ __forceinline__ void ts_acc_epilogue(float *acc, long long row0, long long col0, F f)
+{
+  ts_acc_pairs<BM, BN, WARPS_M, WARPS_N>(acc, row0, col0, [&](float *v, long long r, long long c) {
+    v[0] = f(v[0], r, c);
+    v[1] = f(v[1], r, c + 1);
+  });
 }
 
 // Rounds the accumulators to T and stores them into the BM x BN tile of C at (row0, col0)
@@ -132,18 +140,8 @@ template <class T, int BM, int BN, int WARPS_M, int WARPS_N>
 __device__ __forceinline__ void ts_store_acc(T *C, long long ldc, long long row0, long long col0,
                                              long long rows, long long cols, const float *acc)
 {
-  constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N, MI = WM / 16, NI = WN / 8;
-  const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-#pragma unroll
-  for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-    for (int ni = 0; ni < NI; ni++)
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const long long r = row0 + wm * WM + mi * 16 + lane / 4 + h * 8;
-        const long long c = col0 + wn * WN + ni * 8 + (lane % 4) * 2;
-        const float *v = acc + (mi * NI + ni) * 4 + h * 2;
-        ts_store_pair<T>(C, ldc, r, c, rows, cols, v[0], v[1]);
-      }
+  ts_acc_pairs<BM, BN, WARPS_M, WARPS_N>(acc, row0, col0,
+                                         [&](const float *v, long long r, long long c) {
+    ts_store_pair<T>(C, ldc, r, c, rows, cols, v[0], v[1]);
+  });
 }

@@ -309,14 +309,13 @@ template <int NACC> __device__ __forceinline__ void ts_acc_scale(float *acc, flo
     acc[i] *= s;
 }
 
-// Replaces each of the thread's accumulators of the BM x BN tile at (row0, col0) (the fragment
-// layout of ts_wgmma_ss) by f(value, row, column): a kernel file's GEMM epilogue, before either
-// store. Called after ts_wgmma_wait<0>. WG0 as in ts_wgmma_tile.
-template <int BM, int BN, int WGS, int WG0 = 0, class F>
-__device__ __forceinline__ void ts_wgmma_acc_epilogue(float *acc, long long row0, long long col0, F f)
+// The fragment layout of ts_wgmma_ss over the BM x BN tile at (row0, col0), walked once for the
+// store and the epilogue: f(v, r, c) for each of the thread's pairs of accumulators v[0], v[1],
+// which hold elements (r, c) and (r, c + 1). WG0 as in ts_wgmma_tile.
+template <int BM, int BN, int WGS, int WG0, class P, class F>
+__device__ __forceinline__ void ts_wgmma_acc_pairs(P *acc, long long row0, long long col0, F f)
 {
   constexpr int WM = BM / WGS, MI = WM / 64;
-  ts_wgmma_fence_acc<MI * BN / 2>(acc);
   const int t = (int)threadIdx.x - 128 * WG0, lane = t % 32;
   const long long r0 = row0 + t / 128 % WGS * WM + t / 32 % 4 * 16 + lane / 4;
   const long long c0 = col0 + (lane % 4) * 2;
@@ -325,12 +324,21 @@ __device__ __forceinline__ void ts_wgmma_acc_epilogue(float *acc, long long row0
 #pragma unroll
     for (int j = 0; j < BN / 8; j++)
 #pragma unroll
-      for (int h = 0; h < 2; h++) {
-        float *v = acc + mi * (BN / 2) + j * 4 + h * 2;
-        const long long r = r0 + mi * 64 + h * 8, c = c0 + j * 8;
-        v[0] = f(v[0], r, c);
-        v[1] = f(v[1], r, c + 1);
-      }
+      for (int h = 0; h < 2; h++)
+        f(acc + mi * (BN / 2) + j * 4 + h * 2, r0 + mi * 64 + h * 8, c0 + j * 8);
+}
+
+// Replaces each of the thread's accumulators of the BM x BN tile at (row0, col0) (the fragment
+// layout of ts_wgmma_ss) by f(value, row, column): a kernel file's GEMM epilogue, before either
+// store. Called after ts_wgmma_wait<0>. WG0 as in ts_wgmma_tile.
+template <int BM, int BN, int WGS, int WG0 = 0, class F>
+__device__ __forceinline__ void ts_wgmma_acc_epilogue(float *acc, long long row0, long long col0, F f)
+{
+  ts_wgmma_fence_acc<BM / WGS / 64 * BN / 2>(acc);
+  ts_wgmma_acc_pairs<BM, BN, WGS, WG0>(acc, row0, col0, [&](float *v, long long r, long long c) {
+    v[0] = f(v[0], r, c);
+    v[1] = f(v[1], r, c + 1);
+  });
 }
 
 // Rounds the accumulators to T and stores them into the BM x BN tile of C at (row0, col0)
@@ -348,18 +356,9 @@ __device__ __forceinline__ void ts_wgmma_store_acc(T *C, long long ldc, long lon
   extern __shared__ unsigned char ts_smem[];
   if (ts_smem_addr(ts_smem) & 1023u)
     __trap();
-  const int t = (int)threadIdx.x - 128 * WG0, lane = t % 32;
-  const long long r0 = row0 + t / 128 % WGS * WM + t / 32 % 4 * 16 + lane / 4;
-  const long long c0 = col0 + (lane % 4) * 2;
-#pragma unroll
-  for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const float *v = acc + mi * (BN / 2) + j * 4 + h * 2;
-        ts_store_pair<T>(C, ldc, r0 + mi * 64 + h * 8, c0 + j * 8, rows, cols, v[0], v[1]);
-      }
+  ts_wgmma_acc_pairs<BM, BN, WGS, WG0>(acc, row0, col0, [&](const float *v, long long r, long long c) {
+    ts_store_pair<T>(C, ldc, r, c, rows, cols, v[0], v[1]);
+  });
 }
 
 // ---- warp specialization: the ping-pong order ----
