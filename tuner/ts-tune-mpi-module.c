@@ -48,12 +48,30 @@ mpi_size(void)
   return initialised ? world_size : 1;
 }
 
+/* Waits for a message without spinning: Open MPI's blocking calls poll a core at full speed, and
+ * on a machine whose ranks take turns measuring (ts-measure-lock.h) a waiting rank would steal
+ * it from the measurement (or its hyperthread sibling). A message is noticed within 2 ms,
+ * nothing beside trials that take tens of milliseconds and more. */
+static void
+probe(int source, int tag, MPI_Status *st)
+{
+  gulong sleep_us = 20;
+  for (;;) {
+    int flag = 0;
+    MPI_Iprobe(source, tag, MPI_COMM_WORLD, &flag, st);
+    if (flag)
+      return;
+    g_usleep(sleep_us);
+    sleep_us = MIN(sleep_us * 2, 2000);
+  }
+}
+
 /* The next message with this tag from source (or any), as a string; *from gets its sender. */
 static char *
 recv_text(int source, int tag, int *from)
 {
   MPI_Status st;
-  MPI_Probe(source, tag, MPI_COMM_WORLD, &st);
+  probe(source, tag, &st);
   int n = 0;
   MPI_Get_count(&st, MPI_CHAR, &n);
   char *text = g_malloc((gsize)n + 1);
@@ -78,7 +96,7 @@ mpi_serve(const char *worker_exe, const char *device)
   TsTuneWorker *worker = host_api.worker_new(worker_exe);
   for (;;) {
     MPI_Status st;
-    MPI_Probe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+    probe(0, MPI_ANY_TAG, &st);
     g_autofree char *msg = recv_text(0, st.MPI_TAG, NULL);
     if (st.MPI_TAG == TAG_STOP) {
       host_api.worker_free(worker);
