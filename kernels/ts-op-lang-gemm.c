@@ -215,7 +215,8 @@ ts__lang_refuse_attention(Reader *r, const TsLangNode *block)
                        ts__lang_kid(attn, 0)->str, gemm_form);
 }
 
-/* t is an [N] tensor of the GEMM's dtype, which an epilogue may read at each column. */
+/* t is an [N] tensor, which an epilogue may read at each column (its dtype is checked with the
+ * others'). */
 static gboolean
 is_vector(Reader *r, int t)
 {
@@ -525,6 +526,20 @@ clear_of_templates(Reader *r, const char *kind, const char *name)
   return TRUE;
 }
 
+/* A float parameter's name, clear of the templates' and of the tensors'. */
+static gboolean
+float_clear(Reader *r, const char *name, gpointer data)
+{
+  (void)data;
+  if (!clear_of_templates(r, "float parameter", name))
+    return FALSE;
+  for (guint t = 0; t < r->tensors->len; t++)
+    if (g_ascii_strcasecmp(name, ((TsLangParam *)g_ptr_array_index(r->tensors, t))->name) == 0)
+      return ts__lang_fail(r, r->k->def, "the float parameter %s of kernel %s has a tensor's "
+                                         "name once case is folded: rename it", name, r->k->name);
+  return TRUE;
+}
+
 /* The epilogue's inputs ([N] tensors, after A and B), floats and expressions for both targets. */
 static gboolean
 build_epilogue(Reader *r, const TsLangKernel *k)
@@ -555,22 +570,8 @@ build_epilogue(Reader *r, const TsLangKernel *k)
     epi->buffers[epi->n_vectors] = o->arg_names[in];
     epi->n_vectors++;
   }
-  if (r->floats->len > G_N_ELEMENTS(o->float_names))
-    return ts__lang_fail(r, k->def, "kernel %s has %u float parameters; the lowering takes at "
-                                    "most 2", k->name, r->floats->len);
-  for (guint f = 0; f < r->floats->len; f++) {
-    const TsLangParam *p = g_ptr_array_index(r->floats, f);
-    if (!clear_of_templates(r, "float parameter", p->name))
-      return FALSE;
-    for (guint t = 0; t < r->tensors->len; t++)
-      if (g_ascii_strcasecmp(p->name, ((TsLangParam *)g_ptr_array_index(r->tensors, t))->name) == 0)
-        return ts__lang_fail(r, k->def, "the float parameter %s of kernel %s has a tensor's name "
-                                        "once case is folded: rename it", p->name, k->name);
-    o->float_names[f] = g_strdup(p->name);
-    o->def.float_names[f] = o->float_names[f];
-    o->def.float_values[f] = p->default_source ? g_ascii_strtod(p->default_source, NULL) : 1.5;
-  }
-  o->def.n_floats = r->floats->len;
+  if (!ts__lang_bind_floats(r, float_clear, NULL))
+    return FALSE;
   o->views[o->gemm_c] = g_strdup("acc");
   o->epi_cpu = ts__lang_print(o, o->value, FALSE, NULL, NULL);
   o->epi_cuda = ts__lang_print(o, o->value, TRUE, NULL, NULL);

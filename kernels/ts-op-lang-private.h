@@ -109,6 +109,13 @@ ts__lang_is_tile_call(const TsLangNode *n, const char *fn)
          strcmp(obj->str, "tile") == 0;
 }
 
+/* ---- ts-op-lang.c ---- */
+/* FALSE (with the error set) when a float parameter's name cannot be the generated code's. */
+typedef gboolean (*TsLangNameCheck)(Reader *r, const char *name, gpointer data);
+/* The kernel's float parameters (at most 2) as the op's, each name passed by clear first; each
+ * runs with its default, else 1.5. */
+gboolean ts__lang_bind_floats(Reader *r, TsLangNameCheck clear, gpointer data);
+
 /* ---- ts-op-lang-read.c ---- */
 gboolean ts__lang_fail(Reader *r, const TsLangNode *at, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 int ts__lang_tensor_index(Reader *r, const char *name);

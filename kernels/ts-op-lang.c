@@ -20,6 +20,40 @@ upper(const char *s)
   return g_ascii_strup(s, -1);
 }
 
+gboolean
+ts__lang_bind_floats(Reader *r, TsLangNameCheck clear, gpointer data)
+{
+  LangOp *o = r->o;
+  if (r->floats->len > G_N_ELEMENTS(o->float_names))
+    return ts__lang_fail(r, r->k->def, "kernel %s has %u float parameters; the lowering takes at "
+                                       "most 2", r->k->name, r->floats->len);
+  for (guint f = 0; f < r->floats->len; f++) {
+    const TsLangParam *p = g_ptr_array_index(r->floats, f);
+    if (!clear(r, p->name, data))
+      return FALSE;
+    o->float_names[f] = g_strdup(p->name);
+    o->def.float_names[f] = o->float_names[f];
+    /* Runs use the parameter's default, else 1.5 (a value no kernel gets right by dropping
+     * or doubling the parameter). */
+    o->def.float_values[f] = p->default_source ? g_ascii_strtod(p->default_source, NULL) : 1.5;
+  }
+  o->def.n_floats = r->floats->len;
+  return TRUE;
+}
+
+/* A float parameter's name, clear of the tensors' (seen: their names, case folded both ways)
+ * and of the generated code's values (r0, w0, h0 ...). */
+static gboolean
+clear_of_names(Reader *r, const char *v, gpointer seen)
+{
+  if (g_hash_table_contains(seen, v) ||
+      (strlen(v) > 1 && strchr("rwhRWH", v[0]) && strspn(v + 1, "0123456789") == strlen(v + 1)))
+    return ts__lang_fail(r, r->k->def, "the float parameter %s of kernel %s has a tensor's name "
+                                       "once case is folded, or one the generated code uses: "
+                                       "rename it", v, r->k->name);
+  return TRUE;
+}
+
 static gboolean
 build(Reader *r, const TsLangKernel *k)
 {
@@ -139,24 +173,8 @@ build(Reader *r, const TsLangKernel *k)
     g_hash_table_add(seen, o->views[i]);
     g_hash_table_add(seen, o->arg_names[i]);
   }
-  if (r->floats->len > G_N_ELEMENTS(o->float_names))
-    return ts__lang_fail(r, k->def, "kernel %s has %u float parameters; the lowering takes at most 2",
-                 k->name, r->floats->len);
-  for (guint f = 0; f < r->floats->len; f++) {
-    const TsLangParam *p = g_ptr_array_index(r->floats, f);
-    const char *v = p->name;
-    if (g_hash_table_contains(seen, v) ||
-        (strlen(v) > 1 && strchr("rwhRWH", v[0]) && strspn(v + 1, "0123456789") == strlen(v + 1)))
-      return ts__lang_fail(r, k->def, "the float parameter %s of kernel %s has a tensor's name once "
-                              "case is folded, or one the generated code uses: rename it",
-                   p->name, k->name);
-    o->float_names[f] = g_strdup(p->name);
-    o->def.float_names[f] = o->float_names[f];
-    /* Runs use the parameter's default, else 1.5 (a value no kernel gets right by dropping
-     * or doubling the parameter). */
-    o->def.float_values[f] = p->default_source ? g_ascii_strtod(p->default_source, NULL) : 1.5;
-  }
-  o->def.n_floats = r->floats->len;
+  if (!ts__lang_bind_floats(r, clear_of_names, seen))
+    return FALSE;
 
   o->expr = ts__lang_print(o, o->value, FALSE, NULL, NULL);
   o->flops_per_element = ts__lang_count_flops(o->value);

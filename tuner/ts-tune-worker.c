@@ -629,6 +629,16 @@ send_request(TsTuneWorker *w, const char *line)
          g_output_stream_flush(w->in, NULL, NULL);
 }
 
+/* A line the worker wrote, as an object, or NULL when it is none. */
+static JsonObject *
+line_object(JsonParser *parser, const char *line)
+{
+  JsonNode *root = json_parser_load_from_data(parser, line, -1, NULL)
+                     ? json_parser_get_root(parser)
+                     : NULL;
+  return root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
+}
+
 #define LOCK_WAIT_PREFIX "{\"lock_wait\": "
 
 /* A wait this long is told on stderr: the user sees why the tune stands still. */
@@ -659,19 +669,17 @@ read_answer(TsTuneWorker *w, double timeout_s, gboolean *timed_out)
     }
     if (line == NULL || !g_str_has_prefix(line, LOCK_WAIT_PREFIX))
       return line;
-    waiting = strcmp(line + strlen(LOCK_WAIT_PREFIX), "null}") != 0;
+    /* {"lock_wait": "who"} starts a wait, {"lock_wait": null} ends it. */
+    g_autoptr(JsonParser) parser = json_parser_new();
+    JsonObject *o = line_object(parser, line);
+    g_free(line);
+    const char *who = o ? json_object_get_string_member_with_default(o, "lock_wait", NULL) : NULL;
+    waiting = who != NULL;
     if (waiting) {
-      g_autoptr(JsonParser) parser = json_parser_new();
-      JsonNode *root = json_parser_load_from_data(parser, line, -1, NULL)
-                         ? json_parser_get_root(parser)
-                         : NULL;
-      JsonObject *o = root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
       g_free(holder);
-      holder = g_strdup(o ? json_object_get_string_member_with_default(o, "lock_wait", "?")
-                          : "?");
+      holder = g_strdup(who);
       told = FALSE;
     }
-    g_free(line);
     if (!waiting && left_us <= 0) {
       *timed_out = TRUE;
       return NULL;
@@ -768,12 +776,8 @@ ts_tune_worker_answer(TsTuneWorker *w, const char *request, double timeout_s, GE
   char *reply = worker_call(w, request, timeout_s, TRUE, &fate, &why, error);
   if (reply != NULL) {
     g_autoptr(JsonParser) parser = json_parser_new();
-    JsonNode *root = json_parser_load_from_data(parser, reply, -1, NULL)
-                         ? json_parser_get_root(parser)
-                         : NULL;
-    if (root && JSON_NODE_HOLDS_OBJECT(root) &&
-        json_object_get_boolean_member_with_default(json_node_get_object(root), "worker_exit",
-                                                    FALSE))
+    JsonObject *o = line_object(parser, reply);
+    if (o && json_object_get_boolean_member_with_default(o, "worker_exit", FALSE))
       worker_stop(w, FALSE); /* it exits by itself; the next call starts a fresh one */
     return reply;
   }
