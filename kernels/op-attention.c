@@ -28,7 +28,10 @@
 static gboolean
 is_causal(const TsOpInstance *inst)
 {
-  return ts_op_instance_op(inst) == &ts__op_flash_attention_causal;
+  const TsOpDef *op = ts_op_instance_op(inst);
+  /* A kernel file's attention lowered through these templates names the causal one. */
+  return op == &ts__op_flash_attention_causal ||
+         g_strcmp0(op->kernel_template, ts__op_flash_attention_causal.name) == 0;
 }
 
 static double

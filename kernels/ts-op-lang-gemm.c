@@ -185,36 +185,6 @@ dims_are(Gemm *g, int t, const char *d0, const char *d1, const char *role)
                        p->name, type, role, d0, d1);
 }
 
-/* The first call of an attention intrinsic, or NULL. */
-static const TsLangNode *
-attention_call(const TsLangNode *n)
-{
-  static const char *const attention[] = {"range_n", "softmax_online", "softmax_accumulate",
-                                          "mask_causal", "transpose", NULL};
-  if (n == NULL)
-    return NULL;
-  for (guint i = 0; attention[i]; i++)
-    if (ts__lang_is_tile_call(n, attention[i]))
-      return n;
-  for (guint i = 0; n->kids && i < n->kids->len; i++) {
-    const TsLangNode *c = attention_call(g_ptr_array_index(n->kids, i));
-    if (c)
-      return c;
-  }
-  return NULL;
-}
-
-gboolean
-ts__lang_refuse_attention(Reader *r, const TsLangNode *block)
-{
-  const TsLangNode *attn = attention_call(block);
-  if (attn == NULL)
-    return TRUE;
-  return ts__lang_fail(r, attn, "tile.%s is not lowered yet: attention kernels come next; of "
-                                "the kernels that multiply tiles, GEMMs are lowered (%s)",
-                       ts__lang_kid(attn, 0)->str, gemm_form);
-}
-
 /* t is an [N] tensor, which an epilogue may read at each column (its dtype is checked with the
  * others'). */
 static gboolean
@@ -269,8 +239,6 @@ epilogue_ok(Gemm *g, const Ex *e, const Ex *acc, const TsLangNode *at)
 gboolean
 ts__lang_read_gemm(Reader *r, const TsLangNode *block)
 {
-  if (!ts__lang_refuse_attention(r, block))
-    return FALSE;
   g_autoptr(GHashTable) tiles = g_hash_table_new(g_str_hash, g_str_equal);
   Gemm g = {.r = r, .tiles = tiles, .a = -1, .b = -1, .c = -1};
   /* The accumulator's element in the epilogue; its index becomes C's once C is known. */
@@ -423,10 +391,10 @@ likeness(const TsSchedPoint *p, const TsSchedPoint *base)
 /* The template's space with the kernel's values for the knobs the kernel names (knobs the
  * template lacks are another target's: left out), the template's values for the rest, the
  * kernel's and the template's constraints; and its default point in env. */
-static gboolean
-template_space(Reader *r, const char *target, const char *text, const char *base_text,
-               const char *base_default, const TsSchedEnv *env, char **space_out,
-               char **point_out)
+gboolean
+ts__lang_template_space(Reader *r, const char *target, const char *problem, const char *text,
+                        const char *base_text, const char *base_default, const TsSchedEnv *env,
+                        char **space_out, char **point_out)
 {
   g_autoptr(TsSchedSpace) mine = NULL;
   if (text != NULL && (mine = ts_sched_space_parse(text, r->error)) == NULL)
@@ -449,7 +417,7 @@ template_space(Reader *r, const char *target, const char *text, const char *base
     if (!ts_sched_space_add_constraint(space, c, r->error))
       return FALSE;
   }
-  /* The valid point most like the template's default, on a 4096^3 product. */
+  /* The valid point most like the template's default, on the nominal problem. */
   g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
   g_autoptr(TsSchedPoint) best = NULL;
   guint best_score = 0;
@@ -474,9 +442,9 @@ template_space(Reader *r, const char *target, const char *text, const char *base
   if (local != NULL || best == NULL) {
     g_autofree char *s = ts_sched_space_to_string(space);
     return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
-                         "the space leaves the %s GEMM lowering no valid point for a 4096^3 "
-                         "product%s%s (its space there: %s)",
-                         target, local ? ": " : "", local ? local->message : "", s);
+                         "the space leaves the %s lowering no valid point for %s%s%s (its "
+                         "space there: %s)",
+                         target, problem, local ? ": " : "", local ? local->message : "", s);
   }
   *space_out = ts_sched_space_to_string(space);
   *point_out = ts_sched_point_to_string(best);
@@ -612,12 +580,12 @@ ts__lang_build_gemm(Reader *r, const TsLangKernel *k)
   g_autoptr(GError) cpu_err = NULL, cuda_err = NULL;
   g_autoptr(TsSchedEnv) cpu_env = nominal_env(dt, FALSE);
   r->error = &cpu_err;
-  template_space(r, "CPU", text, t->cpu_space, t->cpu_default, cpu_env, &o->space,
-                 &o->default_point);
+  ts__lang_template_space(r, "CPU GEMM", "a 4096^3 product", text, t->cpu_space,
+                          t->cpu_default, cpu_env, &o->space, &o->default_point);
   g_autoptr(TsSchedEnv) cuda_env = nominal_env(dt, TRUE);
   r->error = &cuda_err;
-  template_space(r, "CUDA", text, t->cuda_space, t->cuda_default, cuda_env, &o->cuda_space,
-                 &o->cuda_default);
+  ts__lang_template_space(r, "CUDA GEMM", "a 4096^3 product", text, t->cuda_space,
+                          t->cuda_default, cuda_env, &o->cuda_space, &o->cuda_default);
   r->error = error;
   if (cpu_err && cuda_err) {
     g_propagate_error(error, g_steal_pointer(&cpu_err));

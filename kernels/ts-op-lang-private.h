@@ -60,6 +60,11 @@ typedef struct {
   TsGemmEpilogue epilogue;
   char *epi_cpu, *epi_cuda;
   char *cpu_why, *cuda_why; /* a target whose template space the kernel's leaves empty */
+  /* An attention kernel: lowered through the flash_attention templates (ts-op-lang-attn.c);
+   * causal when its flag masks; user_dims: its own spellings of B,H,S,D ("B,H,S,D_h"). */
+  gboolean attn, attn_causal;
+  guint attn_q, attn_k, attn_v;
+  char *user_dims;
   guint input_of[TS_OP_MAX_ARGS + 1]; /* a tensor's position among the inputs */
   guint n_rowvars, n_scratch;
 } LangOp;
@@ -126,8 +131,6 @@ gboolean ts__lang_read_body(Reader *r, const TsLangNode *block);
 /* ---- ts-op-lang-gemm.c ---- */
 /* Whether the body multiplies tiles (tile.dot anywhere): read by the GEMM reader. */
 gboolean ts__lang_is_contraction(const TsLangNode *block);
-/* FALSE, at the first attention intrinsic (tile.range_n ...), when the body has one. */
-gboolean ts__lang_refuse_attention(Reader *r, const TsLangNode *block);
 /* The body as the GEMM form (A, B, C and the output found), or FALSE at what is not. */
 gboolean ts__lang_read_gemm(Reader *r, const TsLangNode *block);
 /* The expression of a body's node (a row kernel's reading: tile.cast converts at the store,
@@ -137,6 +140,22 @@ const Ex *ts__lang_expr(Reader *r, const TsLangNode *n);
 char *ts__lang_gemm_reference(const TsOpInstance *inst, void *const *in, double *out);
 /* The op's buffers, dims, spaces and lowerings: the gemm templates'. */
 gboolean ts__lang_build_gemm(Reader *r, const TsLangKernel *k);
+/* A template's space with the kernel's values for the knobs it names (text: the kernel's space
+ * or point, NULL for none) and the kernel's constraints added; its default point is the valid
+ * point in env (the nominal problem, named in errors) most like base_default. */
+gboolean ts__lang_template_space(Reader *r, const char *target, const char *problem,
+                                 const char *text, const char *base_text,
+                                 const char *base_default, const TsSchedEnv *env,
+                                 char **space_out, char **point_out);
+
+/* ---- ts-op-lang-attn.c ---- */
+/* The first attention intrinsic (tile.range_n, tile.softmax_online ...) of a body, or NULL. */
+const TsLangNode *ts__lang_attention_call(const TsLangNode *block);
+/* The body as the flash-attention form (Q, K, V, the flag that masks, the output dtype), or
+ * FALSE at what is not; flags: the kernel's bool parameters' values (name -> "1"/"0"). */
+gboolean ts__lang_read_attention(Reader *r, const TsLangNode *block, GHashTable *flags);
+/* The op's buffers, dims, spaces and lowerings: the flash_attention templates'. */
+gboolean ts__lang_build_attention(Reader *r, const TsLangKernel *k);
 
 /* ---- ts-op-lang-lower.c ---- */
 /* The element as C (cuda: CUDA C); hoist/hoisted: where per-row parts go as lets, or NULL. */

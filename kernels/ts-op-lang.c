@@ -254,7 +254,8 @@ match_implements(Reader *r, const TsLangKernel *k)
 {
   LangOp *o = r->o;
   if (k->implements == NULL) {
-    o->def.reference = o->gemm   ? ts__lang_gemm_reference
+    o->def.reference = o->attn   ? o->def.reference /* the template's */
+                       : o->gemm ? ts__lang_gemm_reference
                        : o->rows ? ts__lang_reference_rows
                                  : ts__lang_reference;
     return TRUE;
@@ -264,6 +265,13 @@ match_implements(Reader *r, const TsLangKernel *k)
   if (op == NULL || op->symbol != NULL)
     return ts__lang_fail(r, at, "@kernel.implements(\"%s\"): no built-in op of that name",
                  k->implements);
+  /* An attention kernel implements flash_attention with its flag's mask: the causal op when
+   * the flag is set. */
+  if (o->attn && (op == &ts__op_flash_attention || op == &ts__op_flash_attention_causal))
+    op = o->attn_causal ? &ts__op_flash_attention_causal : &ts__op_flash_attention;
+  else if (o->attn)
+    return ts__lang_fail(r, at, "@kernel.implements(\"%s\"): kernel %s is an attention kernel, "
+                                "which implements flash_attention", k->implements, k->name);
   if (op->n_inputs != o->def.n_inputs || op->n_floats != o->def.n_floats ||
       strcmp(op->dims, o->def.dims) != 0)
     return ts__lang_fail(r, at, "kernel %s reads %u tensors and %u floats over dims %s, but %s takes "
@@ -300,6 +308,7 @@ lang_op_free(LangOp *o)
   g_free(o->cuda_why);
   g_free(o->epi_cuda);
   g_free(o->col_dim);
+  g_free(o->user_dims);
   if (o->steps)
     g_array_unref(o->steps);
   for (guint i = 0; i <= TS_OP_MAX_ARGS; i++) {
@@ -315,11 +324,62 @@ lang_op_free(LangOp *o)
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(LangOp, lang_op_free)
 
+/* A bool parameter's default: True when its source says so. */
+static gboolean
+flag_default(const TsLangParam *p)
+{
+  return g_strcmp0(p->default_source, "True") == 0;
+}
+
+/* The kernel's bool parameters (compile-time flags) into flags (name -> "1" / "0"): each its
+ * default unless `settings` ("causal", "causal=false", from NAME+causal+...) says otherwise;
+ * suffix: the settings that differ from the defaults, as the op's name carries them. */
+static gboolean
+bind_flags(const TsLangKernel *k, char **settings, GHashTable *flags, GString *suffix,
+           GError **error)
+{
+  g_autoptr(GString) known = g_string_new(NULL);
+  for (guint i = 0; i < k->params->len; i++) {
+    const TsLangParam *p = g_ptr_array_index(k->params, i);
+    if (p->tensor == NULL && strcmp(p->scalar, "bool") == 0) {
+      g_hash_table_insert(flags, p->name, flag_default(p) ? "1" : "0");
+      g_string_append_printf(known, "%s%s", known->len ? ", " : "", p->name);
+    }
+  }
+  for (guint i = 0; settings && settings[i]; i++) {
+    g_auto(GStrv) kv = g_strsplit(settings[i], "=", 2);
+    const char *value = kv[1] ? kv[1] : "true";
+    gpointer key = NULL;
+    if (!g_hash_table_lookup_extended(flags, kv[0], &key, NULL)) {
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_UNKNOWN_OP,
+                  "kernel %s has no flag '%s' (its flags, bool parameters: %s)", k->name, kv[0],
+                  known->len ? known->str : "none");
+      return FALSE;
+    }
+    gboolean on = g_ascii_strcasecmp(value, "true") == 0 || strcmp(value, "1") == 0;
+    if (!on && g_ascii_strcasecmp(value, "false") != 0 && strcmp(value, "0") != 0) {
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_UNKNOWN_OP,
+                  "kernel %s: flag %s=%s: a flag is true or false", k->name, kv[0], value);
+      return FALSE;
+    }
+    g_hash_table_insert(flags, key, on ? "1" : "0");
+  }
+  for (guint i = 0; i < k->params->len; i++) {
+    const TsLangParam *p = g_ptr_array_index(k->params, i);
+    const char *v = g_hash_table_lookup(flags, p->name);
+    if (p->tensor == NULL && v && (strcmp(v, "1") == 0) != flag_default(p))
+      g_string_append_printf(suffix, "+%s%s", p->name, strcmp(v, "1") == 0 ? "" : "=false");
+  }
+  return TRUE;
+}
+
 const TsOpDef *
-ts_op_register_kernel(const char *src, const char *path, const char *name, GError **error)
+ts_op_register_kernel(const char *src, const char *path, const char *name_flags, GError **error)
 {
   g_return_val_if_fail(src != NULL, NULL);
   const char *file = path ? path : "<kernel>";
+  g_auto(GStrv) settings = name_flags ? g_strsplit(name_flags, "+", -1) : NULL;
+  const char *name = settings && settings[0][0] ? settings[0] : NULL;
   g_autoptr(TsLangNode) tree = ts_lang_parse(src, file, error);
   if (tree == NULL)
     return NULL;
@@ -335,11 +395,16 @@ ts_op_register_kernel(const char *src, const char *path, const char *name, GErro
   g_autoptr(TsLangKernel) k = ts_lang_kernel_check(def, src, file, error);
   if (k == NULL)
     return NULL;
+  g_autoptr(GHashTable) flags = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GString) suffix = g_string_new(NULL);
+  if (!bind_flags(k, settings ? settings + 1 : NULL, flags, suffix, error))
+    return NULL;
 
   /* The name carries a hash of the source: a kernel edited is another workload in the cache,
-   * and a worker that registers the same source finds the same op. */
+   * and a worker that registers the same source finds the same op. The flags set otherwise than
+   * their defaults follow the kernel's name: another specialisation, another op. */
   g_autofree char *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, src, -1);
-  g_autofree char *opname = g_strdup_printf("kernel:%s@%.8s", k->name, sum);
+  g_autofree char *opname = g_strdup_printf("kernel:%s%s@%.8s", k->name, suffix->str, sum);
   const TsOpDef *known = ts_op_lookup(opname);
   if (known != NULL)
     return known;
@@ -355,17 +420,17 @@ ts_op_register_kernel(const char *src, const char *path, const char *name, GErro
               FALSE};
   /* What is not lowered at all is said before what the lowering would refuse in it. */
   const TsLangNode *body = ts__lang_kid(def, 3);
-  if (!ts__lang_refuse_attention(&r, body))
-    return NULL;
+  const gboolean attention = ts__lang_attention_call(body) != NULL;
   for (guint i = 0; i < k->params->len; i++) {
     TsLangParam *p = g_ptr_array_index(k->params, i);
     if (p->tensor)
       g_ptr_array_add(tensors, p);
     else if (strcmp(p->scalar, "int") != 0 && strcmp(p->scalar, "bool") != 0)
       g_ptr_array_add(floats, p);
-    else
+    else if (strcmp(p->scalar, "bool") != 0 || !attention)
       return ts__lang_fail(&r, def, "the %s parameter %s is not lowered yet (tensors and float "
-                            "parameters are)", p->scalar, p->name), NULL;
+                            "parameters are, and bool flags of attention kernels)", p->scalar,
+                           p->name), NULL;
   }
   if (tensors->len > G_N_ELEMENTS(r.read))
     return ts__lang_fail(&r, def, "kernel %s has more than %d tensor parameters", k->name,
@@ -373,7 +438,10 @@ ts_op_register_kernel(const char *src, const char *path, const char *name, GErro
            NULL;
   for (guint i = 0; i < tensors->len; i++)
     r.rows |= ((TsLangParam *)g_ptr_array_index(tensors, i))->tensor->rank == 2;
-  if (ts__lang_is_contraction(body)) {
+  if (attention) {
+    if (!ts__lang_read_attention(&r, body, flags) || !ts__lang_build_attention(&r, k))
+      return NULL;
+  } else if (ts__lang_is_contraction(body)) {
     if (!ts__lang_read_gemm(&r, body) || !ts__lang_build_gemm(&r, k))
       return NULL;
   } else {

@@ -71,6 +71,8 @@ struct _TsOpDef {
   double kernel_budget_ms;  /* @kernel.autotune(budget_ms=...), 0 when not given */
   const char *kernel_cache; /* @kernel.autotune(cache=...), NULL when not given */
   const char *kernel_template; /* the built-in op whose lowerings it uses, or NULL */
+  /* The kernel's own spellings of dims, in dims' order ("B,H,S,D_h"): --shape may use them. */
+  const char *dim_names;
   const TsGemmEpilogue *gemm_epilogue; /* gemm's templates: applied before the store */
   const char *cpu_why, *cuda_why; /* why a kernel op has no space on that target, or NULL */
   /* Test ops only: C source written directly instead of lowered through Tile IR. */

@@ -124,7 +124,31 @@ ts_op_fp8_default_point(const TsOpDef *op, const char *backend)
 char *
 ts_op_dims(const TsOpDef *op)
 {
-  return g_strdup(op->dims);
+  return g_strdup(op->dim_names ? op->dim_names : op->dims);
+}
+
+/* A kernel file's spellings of the dims (D_h for the template's D) bound to the op's names;
+ * the op's own names are taken too (a cache's stored shape has them). */
+static TsShape *
+canonical_shape(const TsOpDef *op, TsShape *shape, GError **error)
+{
+  if (op->dim_names == NULL)
+    return shape;
+  g_auto(GStrv) user = g_strsplit(op->dim_names, ",", -1);
+  g_auto(GStrv) dims = g_strsplit(op->dims, ",", -1);
+  g_autoptr(TsShape) out = ts_shape_new();
+  g_autoptr(TsShape) in = shape;
+  for (guint i = 0; i < ts_shape_n_dims(in); i++) {
+    const char *name = ts_shape_dim_name(in, i);
+    for (guint d = 0; user[d] && dims[d]; d++)
+      if (strcmp(user[d], name) == 0)
+        name = dims[d];
+    if (!ts_shape_bind(out, name, ts_shape_dim_size(in, i), "--shape", error)) {
+      g_prefix_error(error, "%s: ", op->name);
+      return NULL;
+    }
+  }
+  return g_steal_pointer(&out);
 }
 
 static char *
@@ -187,11 +211,13 @@ static gboolean
 check_dims(const TsOpDef *op, const TsShape *shape, GError **error)
 {
   g_auto(GStrv) dims = g_strsplit(op->dims, ",", -1);
+  g_auto(GStrv) user = op->dim_names ? g_strsplit(op->dim_names, ",", -1) : NULL;
+  const char *user_dims = op->dim_names ? op->dim_names : op->dims;
   for (guint i = 0; dims[i]; i++)
     if (ts_shape_get(shape, dims[i]) < 0) {
       g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
-                  "%s: --shape lacks dim '%s' (the op needs %s, e.g. %s=1024)", op->name, dims[i],
-                  op->dims, dims[i]);
+                  "%s: --shape lacks dim '%s' (the op needs %s, e.g. %s=1024)", op->name,
+                  user ? user[i] : dims[i], user_dims, user ? user[i] : dims[i]);
       return FALSE;
     }
   for (guint i = 0; i < ts_shape_n_dims(shape); i++) {
@@ -199,7 +225,7 @@ check_dims(const TsOpDef *op, const TsShape *shape, GError **error)
     if (!g_strv_contains((const char *const *)dims, name)) {
       g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
                   "%s: --shape has dim '%s' the op does not use (its dims are %s)", op->name,
-                  name, op->dims);
+                  name, user_dims);
       return FALSE;
     }
     /* Buffers are indexed with int64 products; 2^31 per dim keeps M*K far from overflow. */
@@ -241,6 +267,8 @@ ts_op_instance_new(const char *op_name, const char *shape_text, const char *dtyp
     g_prefix_error(error, "%s: --shape: ", op->name);
     return NULL;
   }
+  if ((shape = canonical_shape(op, g_steal_pointer(&shape), error)) == NULL)
+    return NULL;
   TsDtypePolicy dt;
   if (!ts_dtype_policy_parse(dtype_text, &dt, error)) {
     g_prefix_error(error, "%s: --dtype: ", op->name);

@@ -52,15 +52,17 @@ const char *ts_op_default_space(const TsOpDef *op, const char *backend);
 const char *ts_op_default_point(const TsOpDef *op, const char *backend);
 /* The default point for fp8 inputs where it differs from ts_op_default_point, else NULL. */
 const char *ts_op_fp8_default_point(const TsOpDef *op, const char *backend);
-/* Comma-separated dims the op needs ("M,N,K"). */
+/* Comma-separated dims the op needs ("M,N,K"); a kernel file's as its signature spells them. */
 char *ts_op_dims(const TsOpDef *op);
 
 /* A kernel of the kernel language (compiler/ts-lang.h) as an op: parsed, checked, lowered and
  * registered under "kernel:NAME@HASH" (HASH: the source's, so an edited kernel is another
  * workload), after which ts_op_lookup and ts_op_instance_new find it like a built-in op. `name`
- * picks a kernel of the file (NULL: the first). Registering the same source again returns the
- * op registered before. Errors: the language's (with the file, line and caret), and a body
- * the lowering does not take yet. */
+ * picks a kernel of the file (NULL: the first), and may set its flags (bool parameters):
+ * "flash_attention+causal" or "+causal=false"; a flag set otherwise than its default makes
+ * another op, "kernel:NAME+causal@HASH". Registering the same source again returns the op
+ * registered before. Errors: the language's (with the file, line and caret), an unknown flag,
+ * and a body the lowering does not take yet. */
 const TsOpDef *ts_op_register_kernel(const char *src, const char *path, const char *name,
                                      GError **error);
 const TsOpDef *ts_op_load_kernel(const char *path, const char *name, GError **error);

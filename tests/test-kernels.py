@@ -221,6 +221,62 @@ ok(r.get("status") == "ok" and r["rel_error"] < 1e-5,
    "an f32 GEMM with a scalar epilogue (alpha * acc - 1) runs within f32's bound (%s)"
    % (r or p.stderr))
 
+# Flash attention lowers through the flash_attention templates; its causal flag is a
+# compile-time flag (NAME+causal), another op lowered through flash_attention_causal.
+ATTN = os.path.join(SRC, "examples", "flash_attention.tsk")
+p = tt("lower", "--kernel", ATTN, "--shape", "B=1,H=2,S=100,D_h=64", "--stage", "all")
+ok(p.returncode == 0 and re.search(r"^graph kernel:flash_attention@[0-9a-f]{8}\(B=1, H=2, S=100, D=64\)",
+                                   p.stdout, re.M)
+   and re.search(r"^space: block\(m=\[64,128\]\)\.vector\(\[4,8,16\]\)\.threads", p.stdout, re.M)
+   and 'let nk: index = S' in p.stdout,
+   "flash_attention.tsk on the CPU: D_h binds the template's D, its BM, every key (%s)"
+   % p.stderr.strip())
+p = tt("lower", "--kernel", ATTN, "flash_attention+causal", "--shape", "B=1,H=2,S=100,D_h=64",
+       "--stage", "all")
+ok(p.returncode == 0 and re.search(r"^graph kernel:flash_attention\+causal@[0-9a-f]{8}", p.stdout, re.M)
+   and re.search(r"let nk: index = \(?r % S\)? \+ 1", p.stdout),
+   "with +causal the kernel is another op whose rows stop at the diagonal (%s)" % p.stderr.strip())
+p = tt("lower", "--kernel", ATTN, "flash_attention+causal", "--shape", "B=4,H=16,S=4096,D_h=128",
+       "--backend", "cuda", "--stage", "all")
+ok(p.returncode == 0 and re.search(r"^space: block\(m=\[64,128\], n=\[64,128\]\)\.warps\(\[4,8\]\)"
+                                   r"\.stages\(\[2,3\]\)\.mma\(\[\"sync\",\"wgmma\"\]\)", p.stdout, re.M)
+   and "25 valid at B=4,H=16,S=4096,D_h=128" in p.stdout
+   and "static constexpr long long CAUSAL = 1;" in p.stdout and "ts_attn_softmax_online<BN, HD>" in p.stdout,
+   "on CUDA: the kernel's tiles, warps and stages, the template's mma searched, causal "
+   "(%s)" % p.stderr.strip())
+for name in ("flash_attention", "flash_attention+causal"):
+    p = tt("run", "--kernel", ATTN, name, "--shape", "B=2,H=1,S=77,D_h=24", "--json")
+    r = json.loads(p.stdout) if p.returncode == 0 else {}
+    ok(r.get("status") == "ok" and r["verification"].startswith("full f64 reference")
+       and r["tolerance"] == 1e-2,
+       "%s runs at a ragged shape, checked against %s's reference (%s)"
+       % (name, "flash_attention_causal" if "causal" in name else "flash_attention", r or p.stderr))
+# Without @kernel.implements the form is still attention: checked by the same reference.
+with open(ATTN) as f:
+    attn_text = f.read()
+plain = os.path.join(TMP, "attn_plain.tsk")
+with open(plain, "w") as f:
+    f.write(attn_text.replace('@kernel.implements("flash_attention")\n', "").replace(
+        "causal: bool = False", "causal: bool = True"))
+p = tt("run", "--kernel", plain, "--shape", "B=1,H=2,S=50,D_h=16", "--json")
+r = json.loads(p.stdout) if p.returncode == 0 else {}
+ok(r.get("status") == "ok" and r["workload"].startswith("kernel:flash_attention@")
+   and r["verification"].startswith("full f64 reference"),
+   "a flag true by default masks without +causal, and the op's name needs no flag (%s)"
+   % (r or p.stderr))
+p = tt("lower", "--kernel", plain, "--shape", "B=1,H=2,S=50,D_h=16", "--stage", "tile")
+ok(p.returncode == 0 and re.search(r"let nk: index = \(?r % S\)? \+ 1", p.stdout),
+   "... and lowers through the causal template (%s)" % p.stderr.strip())
+db = os.path.join(TMP, "a.db")
+p = tt("tune", "--kernel", ATTN, "flash_attention+causal", "--shape", "B=1,H=2,S=128,D_h=32",
+       "--db", db, "--budget", "2", "--json")
+res = json.loads(p.stdout) if p.returncode == 0 else {}
+ok(res.get("measured") == 2 and res["best"]["schedule"].startswith("block(m="),
+   "tune --kernel measures the causal kernel's CPU space (%s)" % (res or p.stderr))
+p = tt("lookup", res.get("workload", "kernel:none").split()[0], "--shape", "B=1,H=2,S=128,D_h=32", "--db", db)
+ok(p.returncode == 0 and res.get("best", {}).get("schedule", "?") in p.stdout,
+   "the cache that tuned it answers for the op by name, D_h and all (%s)" % p.stderr.strip())
+
 # Bad inputs: each a usage error naming what is wrong.
 bad = os.path.join(TMP, "bad.tsk")
 with open(bad, "w") as f:
@@ -237,6 +293,15 @@ with open(EPI) as f:
 rowred = os.path.join(TMP, "rowred.tsk")
 with open(rowred, "w") as f:
     f.write(text.replace("tile.maximum(y, 0.0)", "y - tile.row_max(y)[:, None]"))
+attn_scale = os.path.join(TMP, "attn_scale.tsk")
+with open(attn_scale, "w") as f:
+    f.write(attn_text.replace("tile.rsqrt(float(T.d))", "0.5"))
+attn_nonorm = os.path.join(TMP, "attn_nonorm.tsk")
+with open(attn_nonorm, "w") as f:
+    f.write(attn_text.replace("acc / l[:, None]", "acc"))
+attn_gemm = os.path.join(TMP, "attn_gemm.tsk")
+with open(attn_gemm, "w") as f:
+    f.write(attn_text.replace('implements("flash_attention")', 'implements("gemm")'))
 implemented = os.path.join(TMP, "implemented.tsk")
 with open(implemented, "w") as f:
     f.write(text.replace("def gemm_bias_relu", '@kernel.implements("gemm")\ndef gemm_bias_relu'))
@@ -247,8 +312,20 @@ cases = [
     (("lower", "--kernel", SAXPY, "--shape", "N=8", "--dtype", "bf16"),
      r"declares f32 tensors, so --dtype bf16 does not fit"),
     (("lower", "--kernel", SAXPY, "--shape", "M=8"), r"--shape lacks dim 'N'"),
-    (("lower", "--kernel", os.path.join(SRC, "examples", "flash_attention.tsk"), "--shape", "S=8"),
-     r"flash_attention\.tsk:12:17: tile\.range_n is not lowered yet: attention kernels come next"),
+    (("lower", "--kernel", ATTN, "flash_attention+causl", "--shape", "B=1,H=1,S=8,D_h=8"),
+     r"kernel flash_attention has no flag 'causl' \(its flags, bool parameters: causal\)"),
+    (("lower", "--kernel", ATTN, "flash_attention+causal=maybe", "--shape", "B=1,H=1,S=8,D_h=8"),
+     r"flag causal=maybe: a flag is true or false"),
+    (("lower", "--kernel", ATTN, "--shape", "B=1,H=1,S=8,D=8,E=2"),
+     r"--shape has dim 'E' the op does not use \(its dims are B,H,S,D_h\)"),
+    (("lower", "--kernel", attn_scale, "--shape", "B=1,H=1,S=8,D_h=8"),
+     r"attn_scale\.tsk:15:13: \(tile\.dot\(Qb, tile\.transpose\(Kb\)\) \* 0\.5\) is not lowered: "
+     r"the loop loads K's and V's tiles"),
+    (("lower", "--kernel", attn_nonorm, "--shape", "B=1,H=1,S=8,D_h=8"),
+     r"attn_nonorm\.tsk:19:12: tile\.cast\(acc, bf16\) is not lowered: the kernel returns acc / "
+     r"l\[:, None\]"),
+    (("lower", "--kernel", attn_gemm, "--shape", "B=1,H=1,S=8,D_h=8"),
+     r"@kernel\.implements\(\"gemm\"\): kernel flash_attention is an attention kernel"),
     (("lower", "--kernel", rowred, "--shape", "M=8,N=8,K=8"),
      r"row reductions are not lowered in a GEMM's epilogue"),
     (("lower", "--kernel", implemented, "--shape", "M=8,N=8,K=8"),

@@ -173,11 +173,14 @@ tt_workload(const char *op, const TtArgs *a, GError **error)
   if (a->shape == NULL) {
     const TsOpDef *def = ts_op_lookup(op);
     g_autofree char *dims = def ? ts_op_dims(def) : NULL;
-    if (dims)
+    if (dims) {
+      g_auto(GStrv) names = g_strsplit(dims, ",", -1);
+      g_autoptr(GString) eg = g_string_new(NULL);
+      for (guint i = 0; names[i]; i++)
+        g_string_append_printf(eg, "%s%s=256", i ? "," : "", names[i]);
       g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
-                  "--shape is required (%s needs %s, e.g. --shape %s)", op, dims,
-                  g_str_equal(dims, "M,N,K") ? "M=1024,N=1024,K=1024" : "M=1024,N=1024");
-    else
+                  "--shape is required (%s needs %s, e.g. --shape %s)", op, dims, eg->str);
+    } else
       return ts_op_instance_new(op, "", "f32", error); /* reports the unknown op */
     return NULL;
   }
