@@ -18,26 +18,32 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ts-kvb.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export XDG_CACHE_HOME=$work/cache
 
+# op|file[#NAME]|shape[|dtype|the kernel's shape]: NAME picks the kernel and sets its flags
+# (flash_attention+causal); the kernel's shape spells the dims as its signature does.
 pairs=(
   "saxpy|examples/saxpy.tsk|N=4194304"
   "softmax_safe|examples/softmax.tsk|M=1024,N=4096"
   "layernorm_safe|examples/layernorm.tsk|M=1024,N=4096"
+  "flash_attention|examples/flash_attention.tsk|B=1,H=4,S=1024,D=64|bf16|B=1,H=4,S=1024,D_h=64"
+  "flash_attention_causal|examples/flash_attention.tsk#flash_attention+causal|B=1,H=4,S=1024,D=64|bf16|B=1,H=4,S=1024,D_h=64"
 )
 best() { python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["best"]["median_ns"], r["best"]["schedule"])'; }
 
 echo "# $(date -u +%FT%TZ) $(uname -n), $(nproc) cores; tessera-tune $tt"
 printf '%-15s %-22s %5s %12s %12s %7s  %s\n' op kernel round builtin_ms kernel_ms ratio "best points (builtin | kernel)"
 for pair in "${pairs[@]}"; do
-  IFS='|' read -r op file shape <<<"$pair"
+  IFS='|' read -r op file shape dtype kshape <<<"$pair"
   [[ $op =~ $only ]] || continue
+  dt=(); [ -n "$dtype" ] && dt=(--dtype "$dtype")
+  kernel=(--kernel "$here/${file%%#*}"); [[ $file == *#* ]] && kernel+=("${file#*#}")
   ratios=()
   for ((r = 1; r <= rounds; r++)); do
-    read -r b bp < <("$tt" tune "$op" --shape "$shape" --db "$work/b$r-$op.db" --json | best)
-    read -r k kp < <("$tt" tune --kernel "$here/$file" --shape "$shape" --strategy exhaustive \
+    read -r b bp < <("$tt" tune "$op" --shape "$shape" "${dt[@]}" --db "$work/b$r-$op.db" --json | best)
+    read -r k kp < <("$tt" tune "${kernel[@]}" --shape "${kshape:-$shape}" --strategy exhaustive \
                        --budget 0 --budget-ms 600000 --db "$work/k$r-$op.db" --json | best)
     ratio=$(python3 -c "print('%.3f' % ($k / $b))")
     ratios+=("$ratio")
-    printf '%-15s %-22s %5d %12.3f %12.3f %7s  %s | %s\n' "$op" "$(basename "$file")" "$r" \
+    printf '%-15s %-22s %5d %12.3f %12.3f %7s  %s | %s\n' "$op" "$(basename "${file%%#*}")" "$r" \
       "$(python3 -c "print($b / 1e6)")" "$(python3 -c "print($k / 1e6)")" "$ratio" "$bp" "$kp"
   done
   echo "$op: median ratio kernel/builtin $(printf '%s\n' "${ratios[@]}" | sort -n | \

@@ -298,11 +298,17 @@ check_tensors(Attn *a, const TsLangParam *q, const TsLangParam *k, const TsLangP
                              j == 0 ? "Q" : "K", i == 1 ? "K" : "V");
   const TsTensorType *t = q->tensor;
   g_auto(GStrv) bh = t->rank == 3 && t->dims[0].name ? g_strsplit(t->dims[0].name, "*", -1) : NULL;
-  if (bh == NULL || g_strv_length(bh) != 2 || t->dims[1].name == NULL || t->dims[2].name == NULL ||
-      strcmp(bh[0], bh[1]) == 0)
+  gboolean distinct = bh && g_strv_length(bh) == 2 && t->dims[1].name && t->dims[2].name;
+  const char *names[] = {bh && distinct ? bh[0] : NULL, bh && distinct ? bh[1] : NULL,
+                         t->dims[1].name, t->dims[2].name};
+  for (guint i = 0; distinct && i < 4; i++)
+    for (guint j = 0; j < i; j++)
+      distinct = distinct && strcmp(names[i], names[j]) != 0;
+  if (!distinct)
     return ts__lang_fail(r, r->k->def, "%s is %s: the attention lowering takes [\"B*H\", \"S\", "
                                        "\"D\"] tensors, the batch and heads a product of two "
-                                       "named dims, the sequence and the head dim named",
+                                       "named dims, the sequence and the head dim named, "
+                                       "four names in all",
                          q->name, tq);
   for (guint i = 1; i < 3; i++) {
     g_autofree char *ti = ts_tensor_type_to_string(all[i]->tensor);
@@ -347,6 +353,14 @@ ts__lang_read_attention(Reader *r, const TsLangNode *block, GHashTable *flags)
     else
       ok = read_prologue(&a, st);
   }
+  GHashTableIter fi;
+  gpointer flag;
+  g_hash_table_iter_init(&fi, flags);
+  while (ok && g_hash_table_iter_next(&fi, &flag, NULL))
+    if (g_strcmp0(flag, a.flag) != 0)
+      ok = ts__lang_fail(r, r->k->def, "the flag %s of kernel %s decides nothing: an attention "
+                                       "kernel's one flag is the `if` around tile.mask_causal",
+                         (const char *)flag, r->k->name);
   if (ok && ret == NULL)
     ok = ts__lang_fail(r, r->k->def, "kernel %s returns nothing: an attention kernel returns "
                                      "tile.cast(acc / l[:, None], dtype) (%s)", r->k->name,

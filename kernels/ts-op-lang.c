@@ -469,6 +469,9 @@ ts_op_register_kernel(const char *src, const char *path, const char *name_flags,
   o->def.kernel_src = o->src;
   o->def.kernel_path = o->path;
   o->def.kernel_budget_ms = k->budget_ms;
+  o->def.verify_bounded = k->bounded;
+  o->def.verify_lo = k->bound_lo;
+  o->def.verify_hi = k->bound_hi;
   o->cache = g_strdup(k->cache);
   o->def.kernel_cache = o->cache;
   if (!ts__op_register(&o->def)) {

@@ -71,6 +71,9 @@ struct _TsOpDef {
   double kernel_budget_ms;  /* @kernel.autotune(budget_ms=...), 0 when not given */
   const char *kernel_cache; /* @kernel.autotune(cache=...), NULL when not given */
   const char *kernel_template; /* the built-in op whose lowerings it uses, or NULL */
+  /* @verify.numerics(bounded=[lo, hi]): every output element checked within [lo, hi]. */
+  gboolean verify_bounded;
+  double verify_lo, verify_hi;
   /* The kernel's own spellings of dims, in dims' order ("B,H,S,D_h"): --shape may use them. */
   const char *dim_names;
   const TsGemmEpilogue *gemm_epilogue; /* gemm's templates: applied before the store */

@@ -213,6 +213,29 @@ ts_op_timer_free(TsOpTimer *t)
   g_free(t);
 }
 
+/* A kernel file's @verify.numerics(bounded=[lo, hi]): every output element within the bounds,
+ * else a wrong result naming the first one outside and how many are. */
+static gboolean
+within_bounds(const TsOpDef *op, TsDtype dt, const void *out, gsize n, TsTrialResult *r)
+{
+  gsize outside = 0, first = 0;
+  for (gsize i = 0; i < n; i++) {
+    double v = ts_numerics_get(dt, out, i);
+    if (!(v >= op->verify_lo && v <= op->verify_hi) && outside++ == 0)
+      first = i;
+  }
+  if (outside == 0)
+    return TRUE;
+  r->status = TS_TRIAL_WRONG_RESULT;
+  g_free(r->message);
+  r->message = g_strdup_printf("output element %" G_GSIZE_FORMAT " is %.6g, outside "
+                               "@verify.numerics(bounded=[%g, %g]) (%" G_GSIZE_FORMAT " of %"
+                               G_GSIZE_FORMAT " elements are)",
+                               first, ts_numerics_get(dt, out, first), op->verify_lo,
+                               op->verify_hi, outside, n);
+  return FALSE;
+}
+
 /* Poisons the output, launches once and checks the output against the reference. Takes t and
  * r; returns t, or NULL with *result set (candidate failure) or error set (machinery). */
 static TsOpTimer *
@@ -256,6 +279,10 @@ launch_and_verify(TsOpTimer *t_in, TsOpInstance *inst, const TsRunOptions *optio
       else
         r->message = g_strdup_printf("relative error %.3g exceeds the %s bound %.0e", r->rel_error,
                                      ts_dtype_name(inst->dtype.storage), r->tolerance);
+      *result = g_steal_pointer(&r);
+      return NULL;
+    }
+    if (op->verify_bounded && !within_bounds(op, dt, out, n_out, r)) {
       *result = g_steal_pointer(&r);
       return NULL;
     }

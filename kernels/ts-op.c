@@ -138,15 +138,29 @@ canonical_shape(const TsOpDef *op, TsShape *shape, GError **error)
   g_auto(GStrv) dims = g_strsplit(op->dims, ",", -1);
   g_autoptr(TsShape) out = ts_shape_new();
   g_autoptr(TsShape) in = shape;
-  for (guint i = 0; i < ts_shape_n_dims(in); i++) {
-    const char *name = ts_shape_dim_name(in, i);
-    for (guint d = 0; user[d] && dims[d]; d++)
-      if (strcmp(user[d], name) == 0)
-        name = dims[d];
-    if (!ts_shape_bind(out, name, ts_shape_dim_size(in, i), "--shape", error)) {
-      g_prefix_error(error, "%s: ", op->name);
+  /* In the op's order, as a built-in op's shapes are written, so one workload is one key. */
+  for (guint d = 0; user[d] && dims[d]; d++) {
+    gint64 a = -1, b = -1;
+    gboolean has_user = ts_shape_lookup(in, user[d], &a);
+    /* The op's own name, unless the kernel spells another dim so. */
+    gboolean has_own = !g_strv_contains((const char *const *)user, dims[d]) &&
+                       ts_shape_lookup(in, dims[d], &b);
+    if (has_user && has_own) {
+      g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SHAPE,
+                  "%s: --shape gives dim %s twice, as %s and as %s", op->name, dims[d], user[d],
+                  dims[d]);
       return NULL;
     }
+    if ((has_user || has_own) && !ts_shape_bind(out, dims[d], has_user ? a : b, "--shape", error))
+      return NULL;
+  }
+  /* Any other dim stays, for check_dims to name. */
+  for (guint i = 0; i < ts_shape_n_dims(in); i++) {
+    const char *name = ts_shape_dim_name(in, i);
+    if (!g_strv_contains((const char *const *)user, name) &&
+        !g_strv_contains((const char *const *)dims, name) &&
+        !ts_shape_bind(out, name, ts_shape_dim_size(in, i), "--shape", error))
+      return NULL;
   }
   return g_steal_pointer(&out);
 }

@@ -61,19 +61,27 @@ kernels=(
   "examples/gemm.tsk|M=4096,N=4096,K=4096"
   "tests/kernels/gemm_f16.tsk|M=1000,N=1000,K=1000"
   "examples/gemm_bias_relu.tsk|M=4096,N=4096,K=4096"
+  "examples/flash_attention.tsk|B=4,H=16,S=4096,D_h=128"
+  "examples/flash_attention.tsk#flash_attention+causal|B=4,H=16,S=4096,D_h=64"
 )
 
 status=0
 n=0
 check() {  # op shape dtype [--schedule POINT]; op "kernel:FILE" is a kernel file
   local op=$1 shape=$2 dtype=$3; shift 3
-  local file="$out/$(basename "$op")-$dtype-$(echo "$shape" | tr ',=' '_-').jsonl"
+  local file="$out/$(basename "$op" | tr '#+' '--')-$dtype-$(echo "$shape" | tr ',=' '_-').jsonl"
   n=$((n + 1))
   # No point of a default space may spill registers either (docs/cuda.md says so; a spilling
   # point is pruned by a constraint with its measurement, kernels/op-*.c).
   local rc=0 spills
   local what=("$op" --dtype "$dtype")
-  [[ $op == kernel:* ]] && what=(--kernel "$src/${op#kernel:}")
+  # kernel:FILE or kernel:FILE#NAME (NAME may set the kernel's flags: flash_attention+causal)
+  if [[ $op == kernel:*#* ]]; then
+    local k=${op#kernel:}
+    what=(--kernel "$src/${k%%#*}" "${k#*#}")
+  elif [[ $op == kernel:* ]]; then
+    what=(--kernel "$src/${op#kernel:}")
+  fi
   "$tt" check "${what[@]}" --shape "$shape" --arch sm_90a,sm_80 --json "$@" >"$file" || rc=1
   spills=$(grep -c '"spill_stores": [1-9]' "$file")
   if [ $rc -eq 0 ] && [ "$spills" -eq 0 ]; then

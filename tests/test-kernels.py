@@ -221,6 +221,23 @@ ok(r.get("status") == "ok" and r["rel_error"] < 1e-5,
    "an f32 GEMM with a scalar epilogue (alpha * acc - 1) runs within f32's bound (%s)"
    % (r or p.stderr))
 
+# @verify.numerics(bounded=[lo, hi]): every output element is checked within the bounds.
+SOFTMAX = os.path.join(SRC, "examples", "softmax.tsk")
+with open(SOFTMAX) as f:
+    sm_text = f.read()
+tight = os.path.join(TMP, "softmax_tight.tsk")
+with open(tight, "w") as f:
+    f.write(sm_text.replace("bounded=[0, 1]", "bounded=[0, 0.05]"))
+p = tt("run", "--kernel", SOFTMAX, "--shape", "M=8,N=16", "--json")
+r = json.loads(p.stdout) if p.returncode == 0 else {}
+ok(r.get("status") == "ok", "softmax.tsk's outputs lie within its bounds [0, 1] (%s)" % (r or p.stderr))
+p = tt("run", "--kernel", tight, "--shape", "M=8,N=16", "--json")
+r = json.loads(p.stdout) if p.stdout.startswith("{") else {}
+ok(p.returncode == 1 and r.get("status") == "wrong_result"
+   and re.search(r"output element \d+ is [0-9.e-]+, outside @verify\.numerics\(bounded=\[0, 0\.05\]\) "
+                 r"\(\d+ of 128 elements are\)", r.get("message", "")),
+   "outputs beyond the kernel's bounds are a wrong result naming the first (%s)" % (r or p.stderr))
+
 # Flash attention lowers through the flash_attention templates; its causal flag is a
 # compile-time flag (NAME+causal), another op lowered through flash_attention_causal.
 ATTN = os.path.join(SRC, "examples", "flash_attention.tsk")
@@ -267,6 +284,14 @@ ok(r.get("status") == "ok" and r["workload"].startswith("kernel:flash_attention@
 p = tt("lower", "--kernel", plain, "--shape", "B=1,H=2,S=50,D_h=16", "--stage", "tile")
 ok(p.returncode == 0 and re.search(r"let nk: index = \(?r % S\)? \+ 1", p.stdout),
    "... and lowers through the causal template (%s)" % p.stderr.strip())
+# Any four dim names: the product's factors, the sequence and the head dim, bound by position.
+named = os.path.join(TMP, "attn_named.tsk")
+with open(named, "w") as f:
+    f.write(attn_text.replace('"B*H", "S", "D_h"', '"N*G", "L", "E"'))
+p = tt("run", "--kernel", named, "flash_attention+causal", "--shape", "G=3,N=1,L=40,E=8", "--json")
+r = json.loads(p.stdout) if p.returncode == 0 else {}
+ok(r.get("status") == "ok" and " B=1,H=3,S=40,D=8 " in r["workload"],
+   "a kernel's own dim names (N*G, L, E) bind the template's by position (%s)" % (r or p.stderr))
 db = os.path.join(TMP, "a.db")
 p = tt("tune", "--kernel", ATTN, "flash_attention+causal", "--shape", "B=1,H=2,S=128,D_h=32",
        "--db", db, "--budget", "2", "--json")
@@ -299,6 +324,12 @@ with open(attn_scale, "w") as f:
 attn_nonorm = os.path.join(TMP, "attn_nonorm.tsk")
 with open(attn_nonorm, "w") as f:
     f.write(attn_text.replace("acc / l[:, None]", "acc"))
+attn_sdim = os.path.join(TMP, "attn_sdim.tsk")
+with open(attn_sdim, "w") as f:
+    f.write(attn_text.replace('"B*H", "S", "D_h"', '"S*H", "S", "D_h"'))
+attn_flag = os.path.join(TMP, "attn_flag.tsk")
+with open(attn_flag, "w") as f:
+    f.write(attn_text.replace("        if causal: tile.mask_causal(S, tile.row_index(), tile.col_index(nblk))\n", ""))
 attn_gemm = os.path.join(TMP, "attn_gemm.tsk")
 with open(attn_gemm, "w") as f:
     f.write(attn_text.replace('implements("flash_attention")', 'implements("gemm")'))
@@ -316,6 +347,8 @@ cases = [
      r"kernel flash_attention has no flag 'causl' \(its flags, bool parameters: causal\)"),
     (("lower", "--kernel", ATTN, "flash_attention+causal=maybe", "--shape", "B=1,H=1,S=8,D_h=8"),
      r"flag causal=maybe: a flag is true or false"),
+    (("lower", "--kernel", ATTN, "--shape", "B=1,H=1,S=8,D=8,D_h=8"),
+     r"--shape gives dim D twice, as D_h and as D"),
     (("lower", "--kernel", ATTN, "--shape", "B=1,H=1,S=8,D=8,E=2"),
      r"--shape has dim 'E' the op does not use \(its dims are B,H,S,D_h\)"),
     (("lower", "--kernel", attn_scale, "--shape", "B=1,H=1,S=8,D_h=8"),
@@ -324,6 +357,10 @@ cases = [
     (("lower", "--kernel", attn_nonorm, "--shape", "B=1,H=1,S=8,D_h=8"),
      r"attn_nonorm\.tsk:19:12: tile\.cast\(acc, bf16\) is not lowered: the kernel returns acc / "
      r"l\[:, None\]"),
+    (("lower", "--kernel", attn_sdim, "--shape", "B=1,S=8,D_h=8"),
+     r"q is Tensor\[\"S\*H\",\"S\",\"D_h\".*four names in all"),
+    (("lower", "--kernel", attn_flag, "--shape", "B=1,H=1,S=8,D_h=8"),
+     r"the flag causal of kernel flash_attention decides nothing"),
     (("lower", "--kernel", attn_gemm, "--shape", "B=1,H=1,S=8,D_h=8"),
      r"@kernel\.implements\(\"gemm\"\): kernel flash_attention is an attention kernel"),
     (("lower", "--kernel", rowred, "--shape", "M=8,N=8,K=8"),

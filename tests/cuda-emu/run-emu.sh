@@ -186,6 +186,10 @@ for p in '' 'block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma")
     'block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("plain").epilogue("tma")'; do
   CASES+=("gemm_bias_relu:examples/gemm_bias_relu.tsk|M=136,N=200,K=200|136 200 200|bf16|$p|EMU_EAGER=0|pass")
 done
+# ... and attention kernels through the flash_attention templates: flash_attention.tsk at its
+# default point (FlashAttention-2 on mma.sync) and its causal specialisation at a wgmma point.
+CASES+=("flash_attention:examples/flash_attention.tsk|B=1,H=2,S=77,D_h=64|1 2 77 64|bf16||EMU_EAGER=0|pass")
+CASES+=("flash_attention_causal:examples/flash_attention.tsk#flash_attention+causal|B=1,H=2,S=200,D_h=128|1 2 200 128|bf16|block(m=128,n=64).warps(8).stages(2).mma(\"wgmma\").schedule(\"overlap\").persistent(0)|EMU_EAGER=0|pass")
 # Self-test: a wrong fragment layout (ldmatrix.x4 transposing), a cp.async.wait_group that
 # waits for nothing, a wgmma reading B K-major and a wgmma ignoring the 128-byte swizzle must
 # all fail, or the checks above vouch for nothing.
@@ -238,7 +242,11 @@ run_case() { # index, case line; writes $W/r.INDEX
   local d="$W/c$i" name="$op $shape $dt ${pt:-default} $env"
   mkdir -p "$d"
   local what=("$op")
-  if [[ $op == *:* ]]; then what=(--kernel "$ROOT/${op#*:}"); op=${op%%:*}; fi
+  # op:FILE lowers FILE's first kernel, op:FILE#NAME its kernel NAME (+flags: NAME+causal).
+  if [[ $op == *:*#* ]]; then
+    local k=${op#*:}
+    what=(--kernel "$ROOT/${k%%#*}" "${k#*#}"); op=${op%%:*}
+  elif [[ $op == *:* ]]; then what=(--kernel "$ROOT/${op#*:}"); op=${op%%:*}; fi
   if ! "$TUNE" lower "${what[@]}" --shape "$shape" --dtype "$dt" --backend cuda ${pt:+--schedule "$pt"} \
       --stage target >"$d/lower.txt" 2>"$d/log"; then
     echo "not ok $i - $name # lowering failed: $(tail -1 "$d/log")" >"$W/r.$i"; return; fi
