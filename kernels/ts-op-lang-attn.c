@@ -19,8 +19,9 @@
  * form, so a statement that computes something else (another scale, a mask on another flag, a
  * normalisation left out) is refused at its position, saying what the form has there.
  *
- * The causal flag is a bool parameter: a compile-time choice, so the kernel with the flag set
- * is another op (its name carries "+causal"), lowered through flash_attention_causal. */
+ * The causal flag is a bool parameter, decided before the body is read (ts-op-lang-flags.c): the
+ * kernel with the flag set is another op (its name carries "+causal") whose body has the mask,
+ * lowered through flash_attention_causal. */
 #include "ts-op-lang-private.h"
 
 #include <string.h>
@@ -60,10 +61,8 @@ ts__lang_attention_call(const TsLangNode *n)
 typedef struct {
   Reader *r;
   GHashTable *bound; /* placeholder -> the kernel's name (strings owned by the table) */
-  GHashTable *flags;
   GHashTable *loads; /* a loop load's tile name -> its tensor's name */
-  const char *flag;  /* the flag whose `if` masks, or NULL */
-  gboolean masked;   /* the mask applies (the flag is set) */
+  gboolean masked;   /* the scores are masked (causal) */
   gboolean init_acc, init_m, init_l, q_seen, loop_seen, dot_seen, online_seen, accum_seen;
   char *dtype;       /* the returned tile's dtype name */
 } Attn;
@@ -183,33 +182,10 @@ read_prologue(Attn *a, const TsLangNode *st)
 }
 
 static gboolean
-read_mask(Attn *a, const TsLangNode *st)
-{
-  const TsLangNode *cond = ts__lang_kid(st, 0), *then = ts__lang_kid(st, 1);
-  if (cond->kind != TS_LANG_NAME || !g_hash_table_contains(a->flags, cond->str) ||
-      ts__lang_kid(st, 2) != NULL)
-    return refuse(a, cond, "the loop's one condition is a bool parameter of the kernel (if "
-                           "causal:), with no else, around the causal mask");
-  const TsLangNode *only = then->kids->len == 1 ? ts__lang_kid(then, 0) : NULL;
-  g_autofree char *src = only ? statement_source(only) : NULL;
-  if (only == NULL || a->flag != NULL || !a->dot_seen || a->online_seen ||
-      !match(a, "tile.mask_causal($S, tile.row_index(), tile.col_index($nb))", src))
-    return refuse(a, only ? only : then, "the flag's block masks the scores once, after the "
-                                         "product and before the softmax: "
-                                         "tile.mask_causal(S, tile.row_index(), "
-                                         "tile.col_index(nb))");
-  a->flag = cond->str;
-  a->masked = strcmp(g_hash_table_lookup(a->flags, cond->str), "1") == 0;
-  return TRUE;
-}
-
-static gboolean
 read_loop_statement(Attn *a, const TsLangNode *st)
 {
   if (st->kind == TS_LANG_PASS)
     return TRUE;
-  if (st->kind == TS_LANG_IF)
-    return read_mask(a, st);
   g_autofree char *src = statement_source(st);
   const TsLangNode *value = st->kind == TS_LANG_ASSIGN ? ts__lang_kid(st, 1) : st;
   /* The loads are K's and V's by how they are used below. */
@@ -224,6 +200,9 @@ read_loop_statement(Attn *a, const TsLangNode *st)
   if (!a->dot_seen && g_hash_table_size(a->loads) >= 2 &&
       match(a, "$S = (tile.dot($Qb, tile.transpose($Kb)) * tile.rsqrt(float($T.d)))", src))
     return a->dot_seen = TRUE;
+  if (a->dot_seen && !a->online_seen && !a->masked &&
+      match(a, "tile.mask_causal($S, tile.row_index(), tile.col_index($nb))", src))
+    return a->masked = TRUE;
   if (a->dot_seen && !a->online_seen &&
       match(a, "($P, $m_c, $l_c) = tile.softmax_online($S)", src))
     return a->online_seen = TRUE;
@@ -234,8 +213,9 @@ read_loop_statement(Attn *a, const TsLangNode *st)
   const char *what =
     !a->dot_seen ? "the loop loads K's and V's tiles as tile.load(k, nb, cols=T.d), then scores "
                    "S = tile.dot(Qb, tile.transpose(Kb)) * tile.rsqrt(float(T.d))"
-    : !a->online_seen ? "after the scores (and the flag's mask), P, m_c, l_c = "
-                        "tile.softmax_online(S)"
+    : !a->online_seen ? "after the scores, optionally their causal mask "
+                        "tile.mask_causal(S, tile.row_index(), tile.col_index(nb)) (under a "
+                        "flag: if causal:), then P, m_c, l_c = tile.softmax_online(S)"
     : !a->accum_seen ? "after the online softmax, acc, m, l = tile.softmax_accumulate(acc, m, l, "
                        "P, Vb, m_c, l_c) with the names the prologue started"
                      : "the loop ends with the accumulation";
@@ -330,12 +310,12 @@ check_tensors(Attn *a, const TsLangParam *q, const TsLangParam *k, const TsLangP
 }
 
 gboolean
-ts__lang_read_attention(Reader *r, const TsLangNode *block, GHashTable *flags)
+ts__lang_read_attention(Reader *r, const TsLangNode *block)
 {
   g_autoptr(GHashTable) bound_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                                             g_free);
   g_autoptr(GHashTable) loads = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  Attn a = {.r = r, .bound = bound_names, .flags = flags, .loads = loads};
+  Attn a = {.r = r, .bound = bound_names, .loads = loads};
   gboolean ok = TRUE;
   const TsLangNode *ret = NULL;
   for (guint i = 0; ok && i < block->kids->len; i++) {
@@ -353,14 +333,6 @@ ts__lang_read_attention(Reader *r, const TsLangNode *block, GHashTable *flags)
     else
       ok = read_prologue(&a, st);
   }
-  GHashTableIter fi;
-  gpointer flag;
-  g_hash_table_iter_init(&fi, flags);
-  while (ok && g_hash_table_iter_next(&fi, &flag, NULL))
-    if (g_strcmp0(flag, a.flag) != 0)
-      ok = ts__lang_fail(r, r->k->def, "the flag %s of kernel %s decides nothing: an attention "
-                                       "kernel's one flag is the `if` around tile.mask_causal",
-                         (const char *)flag, r->k->name);
   if (ok && ret == NULL)
     ok = ts__lang_fail(r, r->k->def, "kernel %s returns nothing: an attention kernel returns "
                                      "tile.cast(acc / l[:, None], dtype) (%s)", r->k->name,

@@ -148,12 +148,20 @@ gboolean ts__lang_template_space(Reader *r, const char *target, const char *prob
                                  const char *base_default, const TsSchedEnv *env,
                                  char **space_out, char **point_out);
 
+/* ---- ts-op-lang-flags.c ---- */
+/* Where the specialised bodies' own nodes are kept (freed with the array). */
+GPtrArray *ts__lang_views_new(void);
+/* The block with every if decided by flags (name -> "1"/"0": the kernel's bool parameters), or
+ * NULL with the error at an if on something else, or naming a flag no if reads. */
+const TsLangNode *ts__lang_specialise(Reader *r, const TsLangNode *block, GHashTable *flags,
+                                      GPtrArray *views);
+
 /* ---- ts-op-lang-attn.c ---- */
 /* The first attention intrinsic (tile.range_n, tile.softmax_online ...) of a body, or NULL. */
 const TsLangNode *ts__lang_attention_call(const TsLangNode *block);
-/* The body as the flash-attention form (Q, K, V, the flag that masks, the output dtype), or
- * FALSE at what is not; flags: the kernel's bool parameters' values (name -> "1"/"0"). */
-gboolean ts__lang_read_attention(Reader *r, const TsLangNode *block, GHashTable *flags);
+/* The body as the flash-attention form (Q, K, V, whether it masks, the output dtype), or
+ * FALSE at what is not. */
+gboolean ts__lang_read_attention(Reader *r, const TsLangNode *block);
 /* The op's buffers, dims, spaces and lowerings: the flash_attention templates'. */
 gboolean ts__lang_build_attention(Reader *r, const TsLangKernel *k);
 

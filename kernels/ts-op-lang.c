@@ -419,7 +419,10 @@ ts_op_register_kernel(const char *src, const char *path, const char *name_flags,
   Reader r = {o, k, src, file, error, index_vars, locals, tensors, floats, {FALSE}, NULL, NULL,
               FALSE};
   /* What is not lowered at all is said before what the lowering would refuse in it. */
-  const TsLangNode *body = ts__lang_kid(def, 3);
+  g_autoptr(GPtrArray) views = ts__lang_views_new();
+  const TsLangNode *body = ts__lang_specialise(&r, ts__lang_kid(def, 3), flags, views);
+  if (body == NULL)
+    return NULL;
   const gboolean attention = ts__lang_attention_call(body) != NULL;
   for (guint i = 0; i < k->params->len; i++) {
     TsLangParam *p = g_ptr_array_index(k->params, i);
@@ -427,10 +430,9 @@ ts_op_register_kernel(const char *src, const char *path, const char *name_flags,
       g_ptr_array_add(tensors, p);
     else if (strcmp(p->scalar, "int") != 0 && strcmp(p->scalar, "bool") != 0)
       g_ptr_array_add(floats, p);
-    else if (strcmp(p->scalar, "bool") != 0 || !attention)
-      return ts__lang_fail(&r, def, "the %s parameter %s is not lowered yet (tensors and float "
-                            "parameters are, and bool flags of attention kernels)", p->scalar,
-                           p->name), NULL;
+    else if (strcmp(p->scalar, "bool") != 0)
+      return ts__lang_fail(&r, def, "the %s parameter %s is not lowered yet (tensors, float "
+                            "parameters and bool flags are)", p->scalar, p->name), NULL;
   }
   if (tensors->len > G_N_ELEMENTS(r.read))
     return ts__lang_fail(&r, def, "kernel %s has more than %d tensor parameters", k->name,
@@ -439,7 +441,7 @@ ts_op_register_kernel(const char *src, const char *path, const char *name_flags,
   for (guint i = 0; i < tensors->len; i++)
     r.rows |= ((TsLangParam *)g_ptr_array_index(tensors, i))->tensor->rank == 2;
   if (attention) {
-    if (!ts__lang_read_attention(&r, body, flags) || !ts__lang_build_attention(&r, k))
+    if (!ts__lang_read_attention(&r, body) || !ts__lang_build_attention(&r, k))
       return NULL;
   } else if (ts__lang_is_contraction(body)) {
     if (!ts__lang_read_gemm(&r, body) || !ts__lang_build_gemm(&r, k))

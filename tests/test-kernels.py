@@ -238,6 +238,19 @@ ok(p.returncode == 1 and r.get("status") == "wrong_result"
                  r"\(\d+ of 128 elements are\)", r.get("message", "")),
    "outputs beyond the kernel's bounds are a wrong result naming the first (%s)" % (r or p.stderr))
 
+# Compile-time flags in any kernel: each if on bool parameters decided before the body is read.
+FLAG = os.path.join(SRC, "tests", "kernels", "affine_flag.tsk")
+for name, want in (("affine", "max(((a * x) + (b * y)), splat(0.0f))"),
+                   ("affine+relu=false", "tile.map(((a * x) + (b * y)),")):
+    p = tt("lower", "--kernel", FLAG, name, "--shape", "N=1000", "--stage", "tile")
+    ok(p.returncode == 0 and want in p.stdout and
+       re.search(r"kernel:affine%s@[0-9a-f]{8}" % re.escape(name[len("affine"):]), p.stdout),
+       "%s: the flag picks the branch (%s)" % (name, p.stderr.strip()))
+    p = tt("run", "--kernel", FLAG, name, "--shape", "N=5001", "--json")
+    r = json.loads(p.stdout) if p.returncode == 0 else {}
+    ok(r.get("status") == "ok", "%s runs, checked against its own branch in f64 (%s)"
+       % (name, r or p.stderr))
+
 # Flash attention lowers through the flash_attention templates; its causal flag is a
 # compile-time flag (NAME+causal), another op lowered through flash_attention_causal.
 ATTN = os.path.join(SRC, "examples", "flash_attention.tsk")
@@ -330,6 +343,11 @@ with open(attn_sdim, "w") as f:
 attn_flag = os.path.join(TMP, "attn_flag.tsk")
 with open(attn_flag, "w") as f:
     f.write(attn_text.replace("        if causal: tile.mask_causal(S, tile.row_index(), tile.col_index(nblk))\n", ""))
+knob_if = os.path.join(TMP, "knob_if.tsk")
+with open(os.path.join(SRC, "tests", "kernels", "affine_flag.tsk")) as f:
+    flag_text = f.read()
+with open(knob_if, "w") as f:
+    f.write(flag_text.replace("if relu:", "if x.shape[0] > 1024:"))
 attn_gemm = os.path.join(TMP, "attn_gemm.tsk")
 with open(attn_gemm, "w") as f:
     f.write(attn_text.replace('implements("flash_attention")', 'implements("gemm")'))
@@ -361,6 +379,9 @@ cases = [
      r"q is Tensor\[\"S\*H\",\"S\",\"D_h\".*four names in all"),
     (("lower", "--kernel", attn_flag, "--shape", "B=1,H=1,S=8,D_h=8"),
      r"the flag causal of kernel flash_attention decides nothing"),
+    (("lower", "--kernel", knob_if, "--shape", "N=8"),
+     r"knob_if\.tsk:8:8: if \(x\.shape\[0\] > 1024\) is not lowered: the lowering decides an if on "
+     r"the kernel's bool parameters"),
     (("lower", "--kernel", attn_gemm, "--shape", "B=1,H=1,S=8,D_h=8"),
      r"@kernel\.implements\(\"gemm\"\): kernel flash_attention is an attention kernel"),
     (("lower", "--kernel", rowred, "--shape", "M=8,N=8,K=8"),
