@@ -26,7 +26,6 @@
 
 #include <string.h>
 
-#include "ts-cuda.h"
 
 static const char *const attn_form =
   "an attention kernel is T = tile.context(); Q's tile tile.load(q, rows=T.m, cols=T.d); "
@@ -379,20 +378,11 @@ ts__lang_read_attention(Reader *r, const TsLangNode *block)
 static TsSchedEnv *
 nominal_env(TsDtype dt, gboolean cuda)
 {
-  TsSchedEnv *env = ts_sched_env_new();
+  TsSchedEnv *env = ts__lang_nominal_env(dt, cuda);
   ts_sched_env_set(env, "B", 4);
   ts_sched_env_set(env, "H", 16);
   ts_sched_env_set(env, "S", 4096);
   ts_sched_env_set(env, "D", 128);
-  ts_sched_env_set(env, "elem_bytes", ts_dtype_bits(dt) / 8);
-  if (cuda) {
-    const TsCudaArch *arch = ts_cuda_arch_lookup("sm_90a");
-    ts_sched_env_set(env, "smem_bytes", arch->smem_per_block);
-    ts_sched_env_set(env, "has_wgmma", arch->wgmma);
-    ts_sched_env_set(env, "gpu_sms", 132);
-  } else {
-    ts_sched_env_set(env, "simd_floats", 8);
-  }
   return env;
 }
 
@@ -412,41 +402,10 @@ ts__lang_build_attention(Reader *r, const TsLangKernel *k)
   o->input_of[o->attn_q] = 0;
   o->input_of[o->attn_k] = 1;
   o->input_of[o->attn_v] = 2;
-  o->def.dims = t->dims;
   o->def.dim_names = o->user_dims;
-  o->def.tensor_math = TRUE;
-  o->def.flops = t->flops;
-  o->def.bytes = t->bytes;
-  o->def.lower_cpu = t->lower_cpu;
-  o->def.lower_cuda = t->lower_cuda;
   o->def.reference = t->reference;
-  o->def.tolerance_as = t->name;
-  o->def.kernel_template = t->name;
-  const TsDtype dt = ts_dtype_from_name(o->dtype);
-  const char *text = k->space ? k->space : k->schedule;
-  GError **error = r->error;
-  g_autoptr(GError) cpu_err = NULL, cuda_err = NULL;
-  g_autoptr(TsSchedEnv) cpu_env = nominal_env(dt, FALSE);
-  r->error = &cpu_err;
-  ts__lang_template_space(r, "CPU attention", "4 x 16 heads of 4096 x 128", text, t->cpu_space,
-                          t->cpu_default, cpu_env, &o->space, &o->default_point);
-  g_autoptr(TsSchedEnv) cuda_env = nominal_env(dt, TRUE);
-  r->error = &cuda_err;
-  ts__lang_template_space(r, "CUDA attention", "4 x 16 heads of 4096 x 128", text,
-                          t->cuda_space, t->cuda_default, cuda_env, &o->cuda_space,
-                          &o->cuda_default);
-  r->error = error;
-  if (cpu_err && cuda_err) {
-    g_propagate_error(error, g_steal_pointer(&cpu_err));
-    return FALSE;
-  }
-  if (cpu_err)
-    o->def.cpu_why = o->cpu_why = g_strdup(cpu_err->message);
-  if (cuda_err)
-    o->def.cuda_why = o->cuda_why = g_strdup(cuda_err->message);
-  o->def.cpu_space = o->space;
-  o->def.cpu_default = o->default_point;
-  o->def.cuda_space = o->cuda_space;
-  o->def.cuda_default = o->cuda_default;
-  return TRUE;
+  g_autoptr(TsSchedEnv) cpu_env = nominal_env(ts_dtype_from_name(o->dtype), FALSE);
+  g_autoptr(TsSchedEnv) cuda_env = nominal_env(ts_dtype_from_name(o->dtype), TRUE);
+  return ts__lang_use_templates(r, k, t, "attention", "4 x 16 heads of 4096 x 128", cpu_env,
+                                cuda_env);
 }

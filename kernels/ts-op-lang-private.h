@@ -140,13 +140,19 @@ const Ex *ts__lang_expr(Reader *r, const TsLangNode *n);
 char *ts__lang_gemm_reference(const TsOpInstance *inst, void *const *in, double *out);
 /* The op's buffers, dims, spaces and lowerings: the gemm templates'. */
 gboolean ts__lang_build_gemm(Reader *r, const TsLangKernel *k);
-/* A template's space with the kernel's values for the knobs it names (text: the kernel's space
- * or point, NULL for none) and the kernel's constraints added; its default point is the valid
- * point in env (the nominal problem, named in errors) most like base_default. */
-gboolean ts__lang_template_space(Reader *r, const char *target, const char *problem,
-                                 const char *text, const char *base_text,
-                                 const char *base_default, const TsSchedEnv *env,
-                                 char **space_out, char **point_out);
+
+/* ---- ts-op-lang-template.c ---- */
+/* An environment for choosing a template's default point: the dtype's size and, on CUDA, an
+ * sm_90a with 132 SMs, on the CPU AVX2; the caller adds the nominal problem's dims. */
+TsSchedEnv *ts__lang_nominal_env(TsDtype dt, gboolean cuda);
+/* The op lowered through t's templates on both targets: its dims, FLOPs, bytes and lowerings,
+ * and on each target t's space with the kernel's values for the knobs the kernel names (and its
+ * constraints), the default point the valid one in the env most like t's default. A target the
+ * kernel's space leaves no point says why ("the space leaves the CPU <what> lowering no valid
+ * point for <problem>"); both: an error. */
+gboolean ts__lang_use_templates(Reader *r, const TsLangKernel *k, const TsOpDef *t,
+                                const char *what, const char *problem,
+                                const TsSchedEnv *cpu_env, const TsSchedEnv *cuda_env);
 
 /* ---- ts-op-lang-flags.c ---- */
 /* Where the specialised bodies' own nodes are kept (freed with the array). */
