@@ -192,6 +192,22 @@ ok([g.get("id") for g in groups(svg("klow.svg"), "stage")] ==
    ["stage-graph", "stage-schedule", "stage-tile", "stage-target"] and kw[0][1] in ktext_svg
    and "tile.map" in ktext_svg, "the four stages of the kernel's lowering, its op and its map")
 
+# ... and an attention kernel tuned with its causal flag set: the flag is in the op's name.
+afile = os.path.join(TMP, "attention.tsk")
+with open(os.path.join(SRC, "examples", "flash_attention.tsk")) as f:
+    atext = f.read()
+with open(afile, "w") as f:
+    f.write(atext)
+ok(run(TT, "tune", "--kernel", afile, "flash_attention+causal", "--shape", "B=1,H=2,S=64,D_h=16",
+       "--budget", "1", "--db", DB).returncode == 0, "a causal attention kernel tuned into the cache")
+os.remove(afile)
+aw = rows("SELECT id, op FROM workload WHERE op LIKE 'kernel:flash_attention+causal@%'")
+ok(len(aw) == 1 and export("lowering", "alow.svg", "--workload", str(aw[0][0])).returncode == 0,
+   "export the lowering of the causal kernel's best trial, without its file (%s)" % aw)
+atext_svg = " ".join(t.text or "" for t in svg("alow.svg").iter(SVGNS + "text"))
+ok(aw[0][1] in atext_svg and "tile.softmax_online" in atext_svg,
+   "its stages: the op with its flag, the template's online softmax")
+
 # ---- PNG, dark ----
 p = export("roofline", "roof.png", "--width", "640", "--height", "400", "--dark")
 ok(p.returncode == 0, "export a PNG")
