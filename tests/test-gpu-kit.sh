@@ -3,7 +3,7 @@
 # (bench/gpu-bundle.sh, bench/gpu.sh, docs/gpu.md):
 #   - the bundle, made from this build: no base system library in it, every binary and library
 #     finds its libraries through its rpath ($ORIGIN) with no LD_LIBRARY_PATH, and what travels
-#     fits the 24 MiB target (64 MiB is the machine's limit);
+#     fits the 32 MiB target (half the machine's 64 MiB limit: the tree grows with recorded results);
 #   - each phase's plan: a timeout on every step, their sum within the phase's budget, and the
 #     budget a minute under the 10-minute limit of one command;
 #   - the step machinery (phase 0): pass, fail, a hang killed at its timeout, a skip, a step
@@ -73,7 +73,7 @@ check "every carried file resolves its libraries through its rpath (outside:${un
 check "the carried tessera-tune runs from the bundle" \
   bash -c 'env -u LD_LIBRARY_PATH "$1" ops >/dev/null' _ "$G/bin/tessera-tune"
 mib=$(echo "$out" | sed -n 's/.*carried \([0-9.]*\) MiB.*/\1/p')
-check "what travels fits the 24 MiB target (${mib:-?} MiB)" awk -v m="${mib:-999}" 'BEGIN {exit !(m <= 24)}'
+check "what travels fits the 32 MiB target (${mib:-?} MiB)" awk -v m="${mib:-999}" 'BEGIN {exit !(m <= 32)}'
 
 # ---- the plans ----
 for p in 1 2 3; do
