@@ -308,6 +308,34 @@ check_tensors(Attn *a, const TsLangParam *q, const TsLangParam *k, const TsLangP
   return TRUE;
 }
 
+/* Each value of the form has a name of its own: `m = tile.full(...)` then `m = tile.zeros(...)`
+ * matches the form statement by statement, but the running max is lost. */
+static gboolean
+distinct_names(Attn *a)
+{
+  static const char *const values[] = {"T", "Qb", "acc", "m", "l", "nb", "Kb", "Vb", "S", "P",
+                                       "m_c", "l_c"};
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  GHashTableIter it;
+  gpointer tile;
+  g_hash_table_iter_init(&it, a->loads);
+  while (g_hash_table_iter_next(&it, &tile, NULL))
+    if (!g_hash_table_insert(seen, tile, (gpointer) "a loop load"))
+      break;
+  for (guint i = 0; i < G_N_ELEMENTS(values); i++) {
+    const char *name = bound(a, values[i]), *other = name ? g_hash_table_lookup(seen, name) : NULL;
+    /* Kb and Vb are the loop's loads, entered above. */
+    if (other != NULL && !(g_str_equal(other, "a loop load") &&
+                           (g_str_equal(values[i], "Kb") || g_str_equal(values[i], "Vb"))))
+      return ts__lang_fail(a->r, a->r->k->def, "kernel %s names two values of the attention "
+                                               "form %s (%s and %s): each needs its own name",
+                           a->r->k->name, name, other, values[i]);
+    if (name != NULL && other == NULL)
+      g_hash_table_insert(seen, (gpointer)name, (gpointer)values[i]);
+  }
+  return TRUE;
+}
+
 gboolean
 ts__lang_read_attention(Reader *r, const TsLangNode *block)
 {
@@ -341,6 +369,8 @@ ts__lang_read_attention(Reader *r, const TsLangNode *block)
     return FALSE;
   }
   g_autofree char *dtype = a.dtype;
+  if (!distinct_names(&a))
+    return FALSE;
   const char *kb = bound(&a, "Kb"), *vb = bound(&a, "Vb");
   const TsLangParam *q = tensor_named(&a, bound(&a, "q"));
   const TsLangParam *k = tensor_named(&a, g_hash_table_lookup(loads, kb));

@@ -348,6 +348,9 @@ with open(os.path.join(SRC, "tests", "kernels", "affine_flag.tsk")) as f:
     flag_text = f.read()
 with open(knob_if, "w") as f:
     f.write(flag_text.replace("if relu:", "if x.shape[0] > 1024:"))
+attn_alias = os.path.join(TMP, "attn_alias.tsk")
+with open(attn_alias, "w") as f:
+    f.write(attn_text.replace("l_c", "m_c"))
 attn_gemm = os.path.join(TMP, "attn_gemm.tsk")
 with open(attn_gemm, "w") as f:
     f.write(attn_text.replace('implements("flash_attention")', 'implements("gemm")'))
@@ -382,6 +385,8 @@ cases = [
     (("lower", "--kernel", knob_if, "--shape", "N=8"),
      r"knob_if\.tsk:8:8: if \(x\.shape\[0\] > 1024\) is not lowered: the lowering decides an if on "
      r"the kernel's bool parameters"),
+    (("lower", "--kernel", attn_alias, "--shape", "B=1,H=1,S=8,D_h=8"),
+     r"kernel flash_attention names two values of the attention form m_c \(m_c and l_c\)"),
     (("lower", "--kernel", attn_gemm, "--shape", "B=1,H=1,S=8,D_h=8"),
      r"@kernel\.implements\(\"gemm\"\): kernel flash_attention is an attention kernel"),
     (("lower", "--kernel", rowred, "--shape", "M=8,N=8,K=8"),
