@@ -313,8 +313,8 @@ check_tensors(Attn *a, const TsLangParam *q, const TsLangParam *k, const TsLangP
 static gboolean
 distinct_names(Attn *a)
 {
-  static const char *const values[] = {"T", "Qb", "acc", "m", "l", "nb", "Kb", "Vb", "S", "P",
-                                       "m_c", "l_c"};
+  /* Kb and Vb are among the loop's loads, entered first. */
+  static const char *const values[] = {"T", "Qb", "acc", "m", "l", "nb", "S", "P", "m_c", "l_c"};
   g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
   GHashTableIter it;
   gpointer tile;
@@ -324,13 +324,11 @@ distinct_names(Attn *a)
       break;
   for (guint i = 0; i < G_N_ELEMENTS(values); i++) {
     const char *name = bound(a, values[i]), *other = name ? g_hash_table_lookup(seen, name) : NULL;
-    /* Kb and Vb are the loop's loads, entered above. */
-    if (other != NULL && !(g_str_equal(other, "a loop load") &&
-                           (g_str_equal(values[i], "Kb") || g_str_equal(values[i], "Vb"))))
+    if (other != NULL)
       return ts__lang_fail(a->r, a->r->k->def, "kernel %s names two values of the attention "
                                                "form %s (%s and %s): each needs its own name",
                            a->r->k->name, name, other, values[i]);
-    if (name != NULL && other == NULL)
+    if (name != NULL)
       g_hash_table_insert(seen, (gpointer)name, (gpointer)values[i]);
   }
   return TRUE;
