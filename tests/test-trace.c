@@ -188,6 +188,14 @@ thread_cpu_ns(void)
   return (gint64)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static gint64
+process_cpu_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (gint64)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* Spins 100 ms of wall time once `go` is set; returns the CPU time it got meanwhile. */
 static gpointer
 spin(gpointer data)
@@ -213,17 +221,23 @@ test_counters(void)
   g_autoptr(TsProfCounters) c = ts_prof_counters_new();
   g_atomic_int_set(&go, 0);
   GThread *other = g_thread_new("spin", spin, NULL);
+  gint64 proc0 = process_cpu_ns();
   ts_prof_counters_begin(c);
   g_atomic_int_set(&go, 1);
   double mine = (double)GPOINTER_TO_SIZE(spin(NULL));
   double theirs = (double)GPOINTER_TO_SIZE(g_thread_join(other));
   ts_prof_counters_end(c);
+  double process = (double)(process_cpu_ns() - proc0);
   double clock = 0;
   if (ts_prof_counters_get(c, "task_clock_ns", &clock)) {
-    g_test_message("task clock %.1f ms; the threads got %.1f + %.1f ms", clock / 1e6, mine / 1e6,
-                   theirs / 1e6);
+    g_test_message("task clock %.1f ms; the threads got %.1f + %.1f ms, the process %.1f ms",
+                   clock / 1e6, mine / 1e6, theirs / 1e6, process / 1e6);
     g_assert_cmpfloat(clock, >, 0.9 * (mine + theirs));
-    g_assert_cmpfloat(clock, <, 1.1 * (mine + theirs) + 5e6);
+    /* The upper bound is the whole process's CPU time over a window that brackets the counting
+     * one: the spinning thread's start-up and exit, and any other thread the process has (the
+     * sanitizers' among them), are counted too and cost more than the 5 ms once allowed here
+     * on a loaded CI machine. */
+    g_assert_cmpfloat(clock, <, 1.05 * process + 1e6);
   } else {
     g_test_message("software counters refused here");
   }
