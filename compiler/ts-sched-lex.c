@@ -57,6 +57,10 @@ const TsSchedMethod ts__sched_methods[] = {
     /* GPU gemm: thread-block clusters of CM x CN CTAs whose tiles share an operand row or
      * column, loaded once and multicast by the TMA (sm_90). Appended, as raster. */
     {"cluster", 2, {"CM", "CN"}, {"m", "n"}},
+    /* CPU gemm: how the work is cut ("panels": BLIS's loops, a BN x BK block of B shared by
+     * the team; "tiles": a BM x BN tile of C per program, as a GPU runs it). Appended, as
+     * raster. */
+    {"walk", 1, {"walk"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

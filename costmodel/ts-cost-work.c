@@ -275,6 +275,40 @@ cpu_stream_s(const TsCostTarget *t, const char *level, double bytes, double core
   return bytes / bw;
 }
 
+/* walk("tiles"): the team packs A and B once, K-deep panels in memory; a worker's BM x BN tile
+ * of C accumulates in its cache over the BK slices, each slice's panels streamed from the
+ * packed operands (A once per column of tiles, B once per row), the A slice re-read per NR
+ * column from where BM x BK fits, a B panel per MR row from where BK x NR does. */
+static void
+gemm_cpu_tiles(const TsCostTarget *t, TsCostWork *w, double a_bytes, double b_bytes, double e)
+{
+  double M = dim(t, "M"), N = dim(t, "N"), K = dim(t, "K");
+  double BM = MIN(w->tile_m, M), BN = MIN(w->tile_n, N), BK = MIN(w->tile_k, K),
+         MR = w->micro_m, NR = w->micro_n, T = w->threads;
+  double tiles = cdiv(M, BM) * cdiv(N, BN);
+  w->units = tiles * cdiv(K, BK);
+  w->cores_used = MIN(MIN(T, MAX(t->device.compute_units, 1)), tiles);
+  w->balance = balance(tiles, T);
+  /* A tile's last micro-tiles are whole ones, computed and cut. */
+  w->work_flops = cdiv(M, BM) * cdiv(BM, MR) * MR * cdiv(N, BN) * cdiv(BN, NR) * NR * K * 2;
+  double packed = (M * K + K * N) * e;
+  double p_bytes = M * K * e * cdiv(N, BN) + K * N * e * cdiv(M, BM);
+  double cores = w->cores_used;
+  double ta = cpu_stream_s(t, cpu_level(t, BM * BK * e), a_bytes, cores);
+  double tb = cpu_stream_s(t, cpu_level(t, BK * NR * e), b_bytes, cores);
+  double c_bytes = 2 * M * N * 4 * cdiv(K, BK); /* the f32 tile, read and written per slice */
+  double tc = cpu_stream_s(t, cpu_level(t, BM * BN * 4), c_bytes, cores);
+  double tp = cpu_stream_s(t, cpu_level(t, packed), p_bytes, cores);
+  w->cache_bytes = a_bytes + b_bytes + c_bytes + p_bytes;
+  w->cache_s = MAX(MAX(ta, tb), MAX(tc, tp));
+  w->dram_bytes = ts_op_instance_bytes(t->inst) + 2 * packed +
+                  (strcmp(cpu_level(t, packed), "dram") == 0 ? p_bytes : 0);
+  w->overlap = 0.8;
+  w->mem_eff = 1;
+  /* The fork, and a barrier after packing each operand. */
+  w->launch_s = 3e-6 + (T > 1 ? 8e-6 + 2 * 1e-6 : 0);
+}
+
 /* BLIS-style: the team packs a BK x BN block of B (meant for L3), each thread a BM x BK block
  * of A (L2), and the MR x NR micro-kernel streams BK x NR panels of B (L1). */
 static void
@@ -317,6 +351,10 @@ gemm_cpu(const TsCostTarget *t, const TsSchedPoint *p, TsCostWork *w)
   double a_bytes = M * K * e * cdiv(N, BN) * cdiv(BN, NR); /* Ap read once per NR column */
   double b_bytes = K * N * e * cdiv(M, MR);                 /* a Bp panel per MR row */
   double c_bytes = 2 * M * N * e * cdiv(K, BK);             /* C read and written per kc */
+  if (g_strcmp0(ts_sched_point_get_str(p, "walk", "panels"), "tiles") == 0) {
+    gemm_cpu_tiles(t, w, a_bytes, b_bytes, e);
+    return;
+  }
   double in_bytes = ts_op_instance_bytes(t->inst) + M * K * e * (cdiv(N, BN) - 1);
   double cores = w->cores_used;
   double ta = cpu_stream_s(t, cpu_level(t, BM * BK * e), a_bytes, cores);

@@ -95,6 +95,93 @@ panel_depth(TsTileDot dot, const char *k)
   return g_strdup(k);
 }
 
+/* walk("tiles"): a program per BM x BN tile of C, as a kernel file's GEMM reads and as a GPU
+ * runs it. Each worker takes whole tiles and walks K in BK slices, its micro-tiles
+ * accumulating in the tile, which stays in the worker's cache across the K loop; the tile's
+ * epilogue or rounding runs while it is still there. The panels walk instead passes over a
+ * BN-wide column of C once per K block: with a GPU's 64-deep slices, four times as often as
+ * with its own 256-deep ones, through memory.
+ *
+ * The slices' loads read A and B packed once, before the tiles, into the micro-kernels'
+ * panels: A in blocks of BM rows, B of BN columns, each panel K deep, so a slice is an offset
+ * into its panel. Packing each tile's slices as it goes would pack A N / BN times and B M / BM
+ * times, converting 16-bit inputs each time: at 1024^3 with 128 x 128 tiles, 16 times the
+ * inputs, a third of the product's time on the 2-core EPYC. The cost is M K + K N more panel
+ * elements of memory. BM and BN need not be multiples of MR and NR: a tile's last micro-tiles
+ * are its edges. */
+static void
+gemm_cpu_tiles(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
+               TsTileDot dot, const char *bp_layout, const char *ap_layout)
+{
+  const gint64 MR = KNOB("MR"), NR = KNOB("NR"), V = KNOB("vector"), U = KNOB("unroll"),
+               T = KNOB("threads");
+  const TsDtype panel_dt = dot == TS_TILE_DOT_FMA ? TS_DTYPE_F32 : TS_DTYPE_BF16;
+  const TsGemmEpilogue *epi = ts_op_instance_op(inst)->gemm_epilogue;
+  TsTileNode *body = k->body;
+  /* A block of BM rows is whole MR-row panels, the last one padded; so are B's. */
+  g_autofree char *depth = panel_depth(dot, "K");
+  g_autofree char *a_block = g_strdup_printf("((BM + MR - 1) / MR * MR * %s)", depth);
+  g_autofree char *b_block = g_strdup_printf("((BN + NR - 1) / NR * NR * %s)", depth);
+  g_autofree char *ap_size = g_strdup_printf("(M + BM - 1) / BM * %s", a_block);
+  g_autofree char *bp_size = g_strdup_printf("(N + BN - 1) / BN * %s", b_block);
+  ts_tile_alloc(body, k, "Ap", TS_MEM_GLOBAL, panel_dt, ap_size, FALSE, ap_layout);
+  ts_tile_alloc(body, k, "Bp", TS_MEM_GLOBAL, panel_dt, bp_size, FALSE, bp_layout);
+  TsTileNode *par = ts_tile_parallel(body, T);
+  /* Each worker's accumulator: a tile's rows BN apart, not N, so that a power-of-two N does
+   * not map them all to the same cache sets. */
+  ts_tile_alloc(par, k, "Ct", TS_MEM_SHARED, TS_DTYPE_F32, "BM * BN", TRUE,
+                "row-major f32 tile accumulator");
+  ts_tile_let(par, "n_tm", TS_DTYPE_INT32, "(M + BM - 1) / BM");
+  ts_tile_let(par, "n_tn", TS_DTYPE_INT32, "(N + BN - 1) / BN");
+  /* The team packs a block at a time; each loop's end is a barrier. */
+  TsTileNode *ia = ts_tile_for(par, "ib", "0", "n_tm", "1", TS_FOR_PARALLEL_DYNAMIC);
+  g_autofree char *adst = g_strdup_printf("Ap + ib * %s", a_block);
+  TsTileNode *pa = ts_tile_pack(ia, 0, MR, "A + ib * BM * K", "K", "min(BM, M - ib * BM)", "K",
+                                adst);
+  ts_tile_set_dot(pa, dot);
+  TsTileNode *jb = ts_tile_for(par, "jb", "0", "n_tn", "1", TS_FOR_PARALLEL_DYNAMIC);
+  g_autofree char *bdst = g_strdup_printf("Bp + jb * %s", b_block);
+  const gboolean kmajor = gemm_b_kmajor(ts_op_instance_dtype(inst)->storage);
+  TsTileNode *pb =
+    kmajor ? ts_tile_pack(jb, 2, NR, "B + jb * BN * K", "K", "K", "min(BN, N - jb * BN)", bdst)
+           : ts_tile_pack(jb, 1, NR, "B + jb * BN", "N", "K", "min(BN, N - jb * BN)", bdst);
+  ts_tile_set_dot(pb, dot);
+  /* Tiles in row order: the workers run along a row of C together, on one block of A. */
+  TsTileNode *t = ts_tile_for(par, "t", "0", "n_tm * n_tn", "1", TS_FOR_PARALLEL_DYNAMIC);
+  ts_tile_let(t, "ic", TS_DTYPE_INT32, "t / n_tn * BM");
+  ts_tile_let(t, "jc", TS_DTYPE_INT32, "t % n_tn * BN");
+  ts_tile_let(t, "mc", TS_DTYPE_INT32, "min(BM, M - ic)");
+  ts_tile_let(t, "nc", TS_DTYPE_INT32, "min(BN, N - jc)");
+  TsTileNode *pc = ts_tile_for(t, "pc", "0", "K", "BK", TS_FOR_SERIAL);
+  ts_tile_let(pc, "kc", TS_DTYPE_INT32, "min(BK, K - pc)");
+  /* A column of micro-tiles at a time: its B panel stays in L1 while the A panels stream. */
+  TsTileNode *jr = ts_tile_for(pc, "jr", "0", "nc", "NR", TS_FOR_SERIAL);
+  TsTileNode *ir = ts_tile_for(jr, "ir", "0", "mc", "MR", TS_FOR_SERIAL);
+  const char *c = "Ct + ir * BN + jr";
+  g_autofree char *ap =
+    g_strdup_printf("Ap + t / n_tn * %s + ir * %s + pc * MR", a_block, depth);
+  g_autofree char *bp =
+    g_strdup_printf("Bp + t %% n_tn * %s + jr * %s + pc * NR", b_block, depth);
+  TsTileNode *mma = ts_tile_mma(ir, MR, NR, V, U, c, "BN", ap, bp, "kc", "pc > 0",
+                                "min(MR, mc - ir)", "min(NR, nc - jr)");
+  ts_tile_set_dot(mma, dot);
+  /* The finished tile into C, a row at a time: through the epilogue, rounded to C's dtype
+   * (fp8 inputs' scales first), or copied. */
+  TsTileNode *row = ts_tile_for(t, "i", "0", "mc", "1", TS_FOR_SERIAL);
+  if (epi != NULL) {
+    TsTileNode *map = ts_tile_map(row, "c_out", epi->cpu_expr, "nc");
+    ts_tile_node_add_view(map, "acc", "Ct", "i * BN");
+    for (guint v = 0; v < epi->n_vectors; v++)
+      ts_tile_node_add_view(map, epi->views[v], epi->buffers[v], "jc");
+    ts_tile_node_add_view(map, "c_out", "C", "(ic + i) * N + jc");
+  } else {
+    ts_tile_convert_scaled(row, "Ct + i * BN", "C + (ic + i) * N + jc", "nc",
+                           ts_dtype_is_fp8(ts_op_instance_dtype(inst)->storage)
+                             ? "scale_a * scale_b"
+                             : NULL);
+  }
+}
+
 static gboolean
 gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                GError **error)
@@ -107,7 +194,14 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
                 "threads knobs");
     return FALSE;
   }
-  if (BM % MR != 0) {
+  const char *walk = ts_sched_point_get_str(point, "walk", "panels");
+  const gboolean tiles = g_strcmp0(walk, "tiles") == 0;
+  if (!tiles && g_strcmp0(walk, "panels") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: walk(\"%s\") is not one of \"panels\", \"tiles\"", walk);
+    return FALSE;
+  }
+  if (!tiles && BM % MR != 0) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "gemm: the CPU lowering needs BM a multiple of MR (got BM=%" G_GINT64_FORMAT
                 ", MR=%" G_GINT64_FORMAT ")", BM, MR);
@@ -147,6 +241,13 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
                 "48x16; got %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT ")", MR, NR);
     return FALSE;
   }
+  /* The tiles walk's slices are offsets into K-deep panels: whole K-pairs or AMX steps. */
+  if (tiles && dot != TS_TILE_DOT_FMA && BK % 32 != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "gemm: walk(\"tiles\") with dot(\"%s\") needs BK a multiple of 32 (got BK=%"
+                G_GINT64_FORMAT ")", dot_knob, BK);
+    return FALSE;
+  }
   const TsDtype panel_dt = dot == TS_TILE_DOT_FMA ? TS_DTYPE_F32 : TS_DTYPE_BF16;
   g_autofree char *depth = panel_depth(dot, "kc");
   g_autofree char *block_depth = panel_depth(dot, "BK");
@@ -154,6 +255,12 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
                        : dot == TS_TILE_DOT_BF16 ? " of K-pairs"
                                                  : "";
 
+  g_autofree char *bp_layout = g_strdup_printf("panel(NR)%s", layout);
+  g_autofree char *ap_layout = g_strdup_printf("panel(MR)%s", layout);
+  if (tiles) {
+    gemm_cpu_tiles(inst, point, k, dot, bp_layout, ap_layout);
+    return TRUE;
+  }
   /* An epilogue (a kernel file's) maps the finished f32 accumulator into C: the product
    * accumulates in the workspace then, whatever C's dtype. */
   const TsGemmEpilogue *epi = ts_op_instance_op(inst)->gemm_epilogue;
@@ -168,8 +275,6 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   /* Panels are padded to whole MR/NR widths, hence the extra NR and MR. */
   g_autofree char *bp_size = g_strdup_printf("%s * (BN + NR)", block_depth);
   g_autofree char *ap_size = g_strdup_printf("%s * (BM + MR)", block_depth);
-  g_autofree char *bp_layout = g_strdup_printf("panel(NR)%s", layout);
-  g_autofree char *ap_layout = g_strdup_printf("panel(MR)%s", layout);
   ts_tile_alloc(body, k, "Bp", TS_MEM_SHARED, panel_dt, bp_size, FALSE, bp_layout);
   TsTileNode *par = ts_tile_parallel(body, T);
   ts_tile_alloc(par, k, "Ap", TS_MEM_SHARED, panel_dt, ap_size, TRUE, ap_layout);
@@ -853,8 +958,10 @@ const TsOpDef ts__op_gemm = {
    * and a 192-row A block. */
   .cpu_space = "block(m=[72,96,144,168,192], n=[2016,4080], k=[128,256,384])"
                ".micro(m=[4,6,8,12,14,16,32,48], n=[8,16,24,32,48]).vector([4,8,16]).unroll([4,8])"
-               ".threads([1,2]).dot([\"fma\", \"bf16\", \"amx\"])"
-               ".where(NR % vector == 0, BM % MR == 0, BN % NR == 0, vector <= simd_floats,"
+               ".threads([1,2]).dot([\"fma\", \"bf16\", \"amx\"]).walk([\"panels\", \"tiles\"])"
+               ".where(NR % vector == 0, vector <= simd_floats,"
+               " walk == \"panels\" && BM % MR == 0 && BN % NR == 0"
+               " || walk == \"tiles\" && BM * BN <= 65536 && (dot == \"fma\" || BK % 32 == 0),"
                " dot == \"amx\" || MR < 16 && MR * NR / vector <= vector_registers,"
                " dot != \"bf16\" || bf16_dot == 1 && vector == 16,"
                " dot != \"amx\" || amx_bf16 == 1 && vector == 16 && MR % 16 == 0"
@@ -863,7 +970,11 @@ const TsOpDef ts__op_gemm = {
   /* MC=144: the 144x256 packed A block is 144 KiB of the 512 KiB L2; NC=4080 keeps the 4 MiB
    * B block well inside the L3 and is a multiple of 8, 16 and 24 (as is 2016). */
   .cpu_default = "block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8).threads(2)"
-                 ".dot(\"fma\")",
+                 ".dot(\"fma\").walk(\"panels\")",
+  /* A kernel file names a GPU's tiles, 64 to 128 a side and 32 or 64 deep: a tile a program
+   * then (walk("tiles")), with the AVX2 micro-tile. */
+  .cpu_kernel_default = "block(m=128,n=128,k=64).micro(m=6,n=16).vector(8).unroll(8).threads(2)"
+                        ".dot(\"fma\").walk(\"tiles\")",
   .tensor_math = TRUE,
   .flops = gemm_flops,
   .bytes = gemm_bytes,

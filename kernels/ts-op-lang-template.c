@@ -123,8 +123,9 @@ ts__lang_use_templates(Reader *r, const TsLangKernel *k, const TsOpDef *t, const
   g_autoptr(GError) cpu_err = NULL, cuda_err = NULL;
   g_autofree char *cpu = g_strdup_printf("CPU %s", what), *cuda = g_strdup_printf("CUDA %s", what);
   r->error = &cpu_err;
-  template_space(r, cpu, problem, text, t->cpu_space, t->cpu_default, cpu_env, &o->space,
-                 &o->default_point);
+  template_space(r, cpu, problem, text, t->cpu_space,
+                 t->cpu_kernel_default ? t->cpu_kernel_default : t->cpu_default, cpu_env,
+                 &o->space, &o->default_point);
   r->error = &cuda_err;
   template_space(r, cuda, problem, text, t->cuda_space, t->cuda_default, cuda_env,
                  &o->cuda_space, &o->cuda_default);

@@ -43,6 +43,9 @@ struct _TsOpDef {
   const char *fp8_cuda_default; /* the CUDA default point for fp8 inputs (NULL: cuda_default) */
   const char *cpu_space;   /* default space on the CPU, with the op's constraints */
   const char *cpu_default; /* default point: fills the knobs a user's point leaves out */
+  /* A kernel file's CPU default is the valid point most like this one when set (gemm: a GPU's
+   * tile a program, walk("tiles")), else most like cpu_default. */
+  const char *cpu_kernel_default;
   /* Its FLOPs are matrix products on tensor cores where the GPU has them (gemm, attention):
    * the roofline holds it to the tensor-core peak of its dtype, not the FMA peak. */
   gboolean tensor_math;

@@ -128,7 +128,7 @@ test_features_deterministic(void)
     else
       g_assert_cmpuint(knobs, ==, 0);
   }
-  g_assert_cmpuint(knobs, ==, 9); /* BM BN BK MR NR vector unroll threads dot */
+  g_assert_cmpuint(knobs, ==, 10); /* BM BN BK MR NR vector unroll threads dot walk */
 
   g_autoptr(TsSchedPoint) p =
     point("block(m=144,n=4080,k=256).micro(m=6,n=16).vector(8).unroll(8).threads(2)");

@@ -161,9 +161,14 @@ GEMM16 = os.path.join(SRC, "tests", "kernels", "gemm_f16.tsk")
 p = tt("lower", "--kernel", GEMM, "--shape", "M=256,N=256,K=256", "--stage", "all")
 ok(p.returncode == 0 and re.search(r"^space: block\(m=\[64,128\], n=\[64,128\], k=\[32,64\]\)"
                                    r"\.micro\(m=\[4,6,8,", p.stdout, re.M)
-   and "tile.pack_a(A + ic * K + pc" in p.stdout and re.search(r"tile\.mma\(Cw .* micro=", p.stdout),
-   "gemm.tsk on the CPU: its tiles, the template's micro-kernel knobs searched, packed panels "
-   "and micro-tiles (%s)" % p.stderr.strip())
+   and re.search(r"^point: block\(m=128, n=128, k=64\)\.micro\(m=6, n=16\).*walk\(\"tiles\"\)",
+                 p.stdout, re.M)
+   and "tile.pack_a(A + ib * BM * K" in p.stdout
+   and re.search(r"tile\.mma\(Ct \+ ir \* BN \+ jr, ldc=BN\) .* micro=6x16", p.stdout)
+   and "tile.convert(Ct + i * BN -> C + (ic + i) * N + jc, n=nc)" in p.stdout,
+   "gemm.tsk on the CPU: its tiles, a tile a program by default (walk(\"tiles\")), the "
+   "template's micro-kernel knobs searched, packed panels and micro-tiles into a tile of the "
+   "worker's own (%s)" % p.stderr.strip())
 p = tt("lower", "--kernel", GEMM, "--shape", "M=256,N=256,K=256", "--backend", "cuda",
        "--stage", "all")
 ok(p.returncode == 0 and re.search(r"^space: block\(m=\[64,128\], n=\[64,128\], k=\[32,64\]\)"
@@ -175,7 +180,7 @@ ok(p.returncode == 0 and re.search(r"^space: block\(m=\[64,128\], n=\[64,128\], 
 p = tt("run", "--kernel", GEMM, "--shape", "M=100,N=72,K=40", "--json")
 r = json.loads(p.stdout) if p.returncode == 0 else {}
 ok(r.get("status") == "ok" and r["verification"].startswith("full f64 reference")
-   and r["tolerance"] == 1e-2 and r["schedule"].startswith("block(m=64, n=64, k=32)"),
+   and r["tolerance"] == 1e-2 and r["schedule"].startswith("block(m=128, n=128, k=64)"),
    "gemm.tsk runs at a ragged shape, checked against gemm's reference in bf16's bound (%s)"
    % (r or p.stderr))
 p = tt("run", "--kernel", GEMM16, "--shape", "M=131,N=70,K=33", "--json")
@@ -198,8 +203,9 @@ EPI = os.path.join(SRC, "examples", "gemm_bias_relu.tsk")
 p = tt("lower", "--kernel", EPI, "--shape", "M=100,N=72,K=40", "--stage", "all")
 ok(p.returncode == 0 and re.search(r'%BIAS : Tensor\["N", bf16\]', p.stdout)
    and "{alpha=0.5}" in p.stdout
-   and "c_out = tile.map(max(((acc * alpha) + bias), splat(0.0f)), j < N)" in p.stdout,
-   "the epilogue's [N] tensor is an input, alpha a float, the CPU maps each accumulator row "
+   and "c_out = tile.map(max(((acc * alpha) + bias), splat(0.0f)), j < nc)  with acc = Ct[i * BN:], "
+       "bias = BIAS[jc:], c_out = C[(ic + i) * N + jc:]" in p.stdout,
+   "the epilogue's [N] tensor is an input, alpha a float, the CPU maps each row of a finished tile "
    "(%s)" % p.stderr.strip())
 p = tt("lower", "--kernel", EPI, "--shape", "M=100,N=72,K=40", "--backend", "cuda",
        "--stage", "target")

@@ -28,6 +28,10 @@ static const OpCase cases[] = {
   {"gemm", "M=37,N=45,K=29",
    "block(m=[12], n=[32,48], k=[16]).micro(m=[4,6], n=[8,16]).vector([4,8]).unroll([2])"
    ".threads([1,2]).where(vector == 8 || MR == 4)"},
+  /* A tile a program: tiles that are not whole micro-tiles, slices that are not whole K */
+  {"gemm", "M=37,N=45,K=29",
+   "block(m=[12,16], n=[20,32], k=[8,16]).micro(m=[6], n=[8,16]).vector([8]).unroll([2])"
+   ".threads([1,2]).walk([\"tiles\"])"},
   {"saxpy", "N=1001", "block(n=[64,256]).vector([4,8]).threads([1,2])"},
   {"reduce_sum", "M=7,N=45", "block(m=[1,3]).vector([4,8]).threads([1,2])"},
   {"softmax_safe", "M=7,N=45", "block(m=[1,3]).vector([4,8]).threads([1,2])"},
@@ -231,6 +235,14 @@ test_bad_points(void)
   g_assert_no_error(error);
   g_assert_null(ts_op_instance_complete_point(inst, "cpu", q, &error));
   g_assert_nonnull(strstr(error->message, "'warps'"));
+  g_clear_error(&error);
+  /* A tile a program needs the tile's f32 accumulator to fit a worker's L2 */
+  g_autoptr(TsSchedPoint) r = ts_sched_point_parse("block(m=256,n=512,k=64).walk(\"tiles\")",
+                                                   &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_instance_complete_point(inst, "cpu", r, &error));
+  g_assert_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE);
+  g_assert_nonnull(strstr(error->message, "BM * BN <= 65536"));
 }
 
 static void
@@ -1089,6 +1101,8 @@ test_cpu_gemm_fp8(void)
     const GemmRun runs[] = {
       {"M=67,N=45,K=131", "block(m=24,n=32,k=40).micro(m=6,n=16).vector(8).unroll(4)"},
       {"M=5,N=3,K=2", "block(m=24,n=32,k=16).micro(m=4,n=8).vector(4).unroll(1)"},
+      {"M=67,N=45,K=131", "block(m=32,n=40,k=32).micro(m=6,n=16).vector(8).unroll(4)"
+                          ".walk(\"tiles\")"},
     };
     for (guint r = 0; r < G_N_ELEMENTS(runs); r++)
       for (gint64 threads = 1; threads <= 2; threads++) {
@@ -1184,6 +1198,8 @@ test_cpu_gemm_bf16dot(void)
       {"M=37,N=45,K=29", "block(m=24,n=96,k=10).micro(m=8,n=48).vector(16).unroll(4)"},
       {"M=37,N=45,K=29", "block(m=24,n=32,k=7).micro(m=12,n=32).vector(16).unroll(1)"},
       {"M=5,N=17,K=1", "block(m=14,n=32,k=16).micro(m=14,n=32).vector(16).unroll(2)"},
+      {"M=37,N=45,K=70", "block(m=20,n=40,k=32).micro(m=14,n=32).vector(16).unroll(2)"
+                         ".walk(\"tiles\")"},
   };
   run_bf16_gemm_points(runs, G_N_ELEMENTS(runs), "bf16");
 }
@@ -1252,6 +1268,8 @@ test_cpu_gemm_amx(void)
       {"M=50,N=61,K=95", "block(m=48,n=32,k=128).micro(m=48,n=16).vector(16).unroll(2)"},
       {"M=50,N=61,K=95", "block(m=16,n=16,k=256).micro(m=16,n=16).vector(16).unroll(1)"},
       {"M=5,N=17,K=1", "block(m=32,n=32,k=32).micro(m=32,n=32).vector(16).unroll(4)"},
+      {"M=50,N=61,K=95", "block(m=40,n=40,k=32).micro(m=32,n=32).vector(16).unroll(1)"
+                         ".walk(\"tiles\")"},
   };
   run_bf16_gemm_points(runs, G_N_ELEMENTS(runs), "amx");
 }
@@ -1739,7 +1757,9 @@ main(int argc, char **argv)
                                             NULL);
   ts_backend_set_cache_dir(backend, cache);
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autofree char *path = g_strdup_printf("/ops/space/%s", cases[i].op);
+    g_autofree char *path = i > 0 && strcmp(cases[i - 1].op, cases[i].op) == 0
+                              ? g_strdup_printf("/ops/space/%s-%u", cases[i].op, i)
+                              : g_strdup_printf("/ops/space/%s", cases[i].op);
     g_test_add_data_func(path, &cases[i], test_space_runs);
   }
   g_test_add_func("/ops/verify/wrong-kernel", test_wrong_kernel_caught);
