@@ -915,6 +915,147 @@ test_pch(Fixture *f, gconstpointer data)
   g_assert_cmpmem(with, sizeof with, again, sizeof again);
 }
 
+static const char ukr_src_fmt[] =
+  "/* Tessera-like kernel %d */\n"
+  "#include <stdint.h>\n"
+  "#include <string.h>\n"
+  "#define TS_VEC 8\n"
+  "#include \"ts_cpu_prims.h\"\n"
+  "TS_DEFINE_UKR_F32(ts_ukr_6x16_v8_u4, 6, 16, 8, 4);\n"
+  "void ts_kernel(void *const *bufs, const int64_t *ints, const double *floats) {\n"
+  "  ts_ukr_6x16_v8_u4(ints[0], bufs[0], bufs[1], bufs[2], 16, 0, 6, 16);\n"
+  "  ((float *)bufs[2])[0] += (float)%d;\n"
+  "}\n";
+
+/* C (6 x 16) = A B through the kernel, A packed (a[k * 6 + i]) and B (K x 16) of small
+ * integers, so that every sum is exact. */
+static void
+run_ukr(Fixture *f, TsModule *module, int extra)
+{
+  enum { K = 37 };
+  g_autoptr(GError) error = NULL;
+  float a[K * 6], b[K * 16], c[6 * 16];
+  for (int k = 0; k < K; k++) {
+    for (int i = 0; i < 6; i++)
+      a[k * 6 + i] = (float)((k + 2 * i) % 7 - 3);
+    for (int j = 0; j < 16; j++)
+      b[k * 16 + j] = (float)((3 * k + j) % 5 - 2);
+  }
+  gsize sizes[3] = {sizeof a, sizeof b, sizeof c};
+  const float *host[2] = {a, b};
+  TsBuffer *bufs[3];
+  for (int i = 0; i < 3; i++) {
+    bufs[i] = ts_backend_alloc(f->backend, sizes[i], &error);
+    g_assert_no_error(error);
+    if (i < 2)
+      g_assert_true(ts_backend_upload(f->backend, bufs[i], host[i], sizes[i], &error));
+  }
+  gint64 ints[1] = {K};
+  TsLaunch launch = {.buffers = bufs, .n_buffers = 3, .ints = ints, .n_ints = 1};
+  g_assert_true(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_true(ts_backend_download(f->backend, c, bufs[2], sizeof c, &error));
+  g_assert_no_error(error);
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 16; j++) {
+      float want = i == 0 && j == 0 ? (float)extra : 0.0f;
+      for (int k = 0; k < K; k++)
+        want += a[k * 6 + i] * b[k * 16 + j];
+      g_assert_cmpfloat(c[i * 16 + j], ==, want);
+    }
+  for (int i = 0; i < 3; i++)
+    ts_backend_buffer_free(f->backend, bufs[i]);
+}
+
+/* How many micro-kernel objects a cache holds; *one (may be NULL): the last one found. */
+static guint
+find_ukrs(const char *cache_dir, char **one)
+{
+  guint n = 0;
+  g_autoptr(GDir) d = g_dir_open(cache_dir, 0, NULL);
+  const char *name;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    if (!g_str_has_prefix(name, "pch-"))
+      continue;
+    g_autofree char *sub = g_build_filename(cache_dir, name, NULL);
+    g_autoptr(GDir) e = g_dir_open(sub, 0, NULL);
+    const char *obj;
+    while (e != NULL && (obj = g_dir_read_name(e)) != NULL)
+      if (g_str_has_prefix(obj, "ukr-") && g_str_has_suffix(obj, ".o")) {
+        n++;
+        if (one != NULL) {
+          g_free(*one);
+          *one = g_build_filename(sub, obj, NULL);
+        }
+      }
+  }
+  return n;
+}
+
+/* With GCC a kernel's micro-kernel is compiled once into the cache and linked into every
+ * kernel that instantiates it after: the same results as compiled whole (TS_CPU_UKR_CACHE=0),
+ * and a damaged object costs a compile of the whole source, then is built again. */
+static void
+test_ukr_cache(Fixture *f, gconstpointer data)
+{
+  const TsDeviceInfo *dev = ts_backend_describe(f->backend);
+  g_autofree char *src0 = g_strdup_printf(ukr_src_fmt, 0, 0);
+  {
+    g_autoptr(TsModule) m = compile_ok(f, src0, "ts_kernel");
+    run_ukr(f, m, 0);
+  }
+  g_autofree char *obj = NULL;
+  if (!g_str_has_prefix(dev->toolchain, "gcc ")) {
+    g_assert_cmpuint(find_ukrs(f->cache_dir, NULL), ==, 0);
+    g_test_skip("the compiler is not GCC: no precompiled primitives");
+    return;
+  }
+  g_assert_cmpuint(find_ukrs(f->cache_dir, &obj), ==, 1);
+  GStatBuf st0, st1;
+  g_assert_cmpint(g_stat(obj, &st0), ==, 0);
+  /* Another kernel with the same micro-kernel links the same object. */
+  g_autofree char *src1 = g_strdup_printf(ukr_src_fmt, 1, 1);
+  {
+    g_autoptr(TsModule) m = compile_ok(f, src1, "ts_kernel");
+    run_ukr(f, m, 1);
+  }
+  g_assert_cmpuint(find_ukrs(f->cache_dir, NULL), ==, 1);
+  g_assert_cmpint(g_stat(obj, &st1), ==, 0);
+  g_assert_cmpint(st1.st_ino, ==, st0.st_ino);
+  g_assert_cmpint(st1.st_mtime, ==, st0.st_mtime);
+
+  /* Compiled whole into another cache: no objects, the same results. */
+  g_autoptr(GError) error = NULL;
+  g_autofree char *other = g_dir_make_tmp("ts-test-backend-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_setenv("TS_CPU_UKR_CACHE", "0", TRUE);
+  ts_backend_set_cache_dir(f->backend, other);
+  {
+    g_autofree char *src2 = g_strdup_printf(ukr_src_fmt, 2, 2);
+    g_autoptr(TsModule) m = compile_ok(f, src2, "ts_kernel");
+    run_ukr(f, m, 2);
+  }
+  g_unsetenv("TS_CPU_UKR_CACHE");
+  g_assert_cmpuint(find_ukrs(other, NULL), ==, 0);
+  ts_test_remove_tree(other);
+  ts_backend_set_cache_dir(f->backend, f->cache_dir);
+
+  /* A damaged object: the kernel is compiled whole, and the object goes. */
+  g_assert_true(g_file_set_contents(obj, "not an object", -1, NULL));
+  g_assert_cmpint(g_chmod(obj, 0644), ==, 0);
+  g_autofree char *src3 = g_strdup_printf(ukr_src_fmt, 3, 3);
+  {
+    g_autoptr(TsModule) m = compile_ok(f, src3, "ts_kernel");
+    run_ukr(f, m, 3);
+  }
+  g_assert_false(g_file_test(obj, G_FILE_TEST_EXISTS));
+  g_autofree char *src4 = g_strdup_printf(ukr_src_fmt, 4, 4);
+  {
+    g_autoptr(TsModule) m = compile_ok(f, src4, "ts_kernel");
+    run_ukr(f, m, 4);
+  }
+  g_assert_true(g_file_test(obj, G_FILE_TEST_IS_REGULAR));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -945,6 +1086,7 @@ main(int argc, char **argv)
   ADD("/backend/cpu/artifact/missing-entry", test_artifact_missing_entry);
   ADD("/backend/cpu/artifact/unreadable", test_artifact_unreadable);
   ADD("/backend/cpu/pch", test_pch);
+  ADD("/backend/cpu/ukr-cache", test_ukr_cache);
 #undef ADD
   g_test_add_func("/backend/registry", test_registry);
   g_test_add_func("/backend/cpu/missing-compiler", test_missing_compiler);

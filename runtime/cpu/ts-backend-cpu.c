@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <glib/gstdio.h>
 #include <link.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -346,50 +347,30 @@ write_file(const char *dir, const char *name, const void *data, gsize len, GErro
   return FALSE;
 }
 
+/* cc FLAGS [-include PCH] -I workdir -o out_path src.c [objects]: the text as src.c. */
 static gboolean
-cpu_compile(TsBackend *backend, const TsSource *source, const char *workdir,
-            const char *out_path, char **log, GError **error)
+run_cc(TsCpuBackend *self, const char *workdir, const char *text, const char *pch_header,
+       GPtrArray *objects, const char *out_path, char **log, GError **error)
 {
-  TsCpuBackend *self = (TsCpuBackend *)backend;
-  if (source->lang != TS_LANG_C) {
-    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE,
-                "the cpu backend compiles C sources only; emit the C target for it");
+  if (!write_file(workdir, "src.c", text, strlen(text), error))
     return FALSE;
-  }
-  gsize prims_len = 0;
-  const void *prims = g_bytes_get_data(self->prims, &prims_len);
-  if (!write_file(workdir, "src.c", source->text, strlen(source->text), error) ||
-      !write_file(workdir, PRIMS_NAME, prims, prims_len, error))
-    return FALSE;
-
   g_autofree char *include = g_strconcat("-I", workdir, NULL);
   g_autoptr(GPtrArray) argv = g_ptr_array_new();
   for (char **a = self->cc_argv; *a != NULL; a++)
     g_ptr_array_add(argv, *a);
   for (gsize i = 0; i < G_N_ELEMENTS(cc_flags); i++)
     g_ptr_array_add(argv, (gpointer)cc_flags[i]);
-  /* The primitives precompiled, where the compiler and the source allow it: the same code,
-   * in about two thirds of the time. Without one the source includes the header as ever. */
-  TsCpuPchSpec pch = {
-      .cc_argv = (const char *const *)self->cc_argv,
-      .version_line = self->version_line,
-      .is_gcc = self->is_gcc,
-      .flags = cc_flags,
-      .n_flags = G_N_ELEMENTS(cc_flags),
-      .prims = self->prims,
-      .cache_dir = ts_backend_get_cache_dir(backend),
-  };
-  int vec = ts__cpu_pch_source_vec(source->text);
-  g_autofree char *pch_header = vec > 0 ? ts__cpu_pch_header(&pch, vec, NULL) : NULL;
   if (pch_header != NULL) {
     g_ptr_array_add(argv, "-Winvalid-pch");
     g_ptr_array_add(argv, "-include");
-    g_ptr_array_add(argv, pch_header);
+    g_ptr_array_add(argv, (gpointer)pch_header);
   }
   g_ptr_array_add(argv, include);
   g_ptr_array_add(argv, "-o");
   g_ptr_array_add(argv, (gpointer)out_path);
   g_ptr_array_add(argv, "src.c");
+  for (guint i = 0; objects != NULL && i < objects->len; i++)
+    g_ptr_array_add(argv, g_ptr_array_index(objects, i));
   g_ptr_array_add(argv, NULL);
 
   /* LC_ALL=C: diagnostics in English with ASCII quotes, so the tuner and the DB can classify
@@ -411,6 +392,52 @@ cpu_compile(TsBackend *backend, const TsSource *source, const char *workdir,
     return FALSE;
   }
   *log = g_steal_pointer(&output);
+  return TRUE;
+}
+
+static gboolean
+cpu_compile(TsBackend *backend, const TsSource *source, const char *workdir,
+            const char *out_path, char **log, GError **error)
+{
+  TsCpuBackend *self = (TsCpuBackend *)backend;
+  if (source->lang != TS_LANG_C) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE,
+                "the cpu backend compiles C sources only; emit the C target for it");
+    return FALSE;
+  }
+  gsize prims_len = 0;
+  const void *prims = g_bytes_get_data(self->prims, &prims_len);
+  if (!write_file(workdir, PRIMS_NAME, prims, prims_len, error))
+    return FALSE;
+
+  /* The primitives precompiled, where the compiler and the source allow it: the same code,
+   * in about two thirds of the time. Without one the source includes the header as ever. */
+  TsCpuPchSpec pch = {
+      .cc_argv = (const char *const *)self->cc_argv,
+      .version_line = self->version_line,
+      .is_gcc = self->is_gcc,
+      .flags = cc_flags,
+      .n_flags = G_N_ELEMENTS(cc_flags),
+      .prims = self->prims,
+      .cache_dir = ts_backend_get_cache_dir(backend),
+  };
+  int vec = ts__cpu_pch_source_vec(source->text);
+  g_autofree char *pch_header = vec > 0 ? ts__cpu_pch_header(&pch, vec, NULL) : NULL;
+  /* And its micro-kernels compiled once for all the kernels that use them. */
+  g_autoptr(GPtrArray) objects = g_ptr_array_new_with_free_func(g_free);
+  g_autofree char *driver =
+    pch_header ? ts__cpu_ukr_split(&pch, pch_header, vec, source->text, objects, NULL) : NULL;
+  if (driver == NULL)
+    return run_cc(self, workdir, source->text, pch_header, NULL, out_path, log, error);
+  g_autoptr(GError) split_error = NULL;
+  if (run_cc(self, workdir, driver, pch_header, objects, out_path, log, &split_error))
+    return TRUE;
+  /* The source whole decides: its error is the one to report, and if it builds, a cached
+   * micro-kernel was at fault (damaged in storage): gone, it is built again when next used. */
+  if (!run_cc(self, workdir, source->text, pch_header, NULL, out_path, log, error))
+    return FALSE;
+  for (guint i = 0; i < objects->len; i++)
+    g_unlink(g_ptr_array_index(objects, i));
   return TRUE;
 }
 

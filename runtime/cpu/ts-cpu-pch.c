@@ -173,3 +173,123 @@ ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why)
   }
   return header;
 }
+
+/* The lines of a generated source that instantiate a micro-kernel another unit may define.
+ * AMX's stay: its tile state is per unit. */
+static const char *
+ukr_macro(const char *line)
+{
+  static const char *const macros[] = {"TS_DEFINE_UKR_F32(", "TS_DEFINE_UKR_BF16DOT("};
+  for (gsize i = 0; i < G_N_ELEMENTS(macros); i++)
+    if (g_str_has_prefix(line, macros[i]))
+      return macros[i];
+  return NULL;
+}
+
+static gboolean
+build_ukr(const TsCpuPchSpec *spec, const char *pch_header, int vec, const char *line,
+          const char *obj, char **why)
+{
+  g_autofree char *dir = g_path_get_dirname(pch_header);
+  g_autofree char *text = g_strdup_printf(
+      "/* Tessera's CPU backend: one micro-kernel for every kernel that uses it (see\n"
+      " * runtime/cpu/ts-cpu-pch.c). */\n"
+      "#define TS_VEC %d\n#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
+      "#include \"" PRIMS_NAME "\"\n#undef TS_UKR_LINKAGE\n#define TS_UKR_LINKAGE TS_UKR_SHARED_\n"
+      "%s\n",
+      vec, line);
+  /* Built under names of its own and renamed: workers of one tune may race to build it. */
+  g_autofree char *src = g_strdup_printf("%s.%d.c", obj, (int)getpid());
+  g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", obj, (int)getpid());
+  g_autoptr(GError) local = NULL;
+  if (!g_file_set_contents(src, text, -1, &local)) {
+    *why = g_strdup(local->message);
+    return FALSE;
+  }
+  g_autofree char *include = g_strconcat("-I", dir, NULL);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  for (const char *const *a = spec->cc_argv; *a != NULL; a++)
+    g_ptr_array_add(argv, (gpointer)*a);
+  for (gsize i = 0; i < spec->n_flags; i++)
+    if (strcmp(spec->flags[i], "-shared") != 0)
+      g_ptr_array_add(argv, (gpointer)spec->flags[i]);
+  const char *tail[] = {"-c", "-Winvalid-pch", "-include", pch_header, include, "-o", tmp, src};
+  for (gsize i = 0; i < G_N_ELEMENTS(tail); i++)
+    g_ptr_array_add(argv, (gpointer)tail[i]);
+  g_ptr_array_add(argv, NULL);
+  static const char *const env[] = {"LC_ALL=C", NULL};
+  g_autofree char *output = NULL;
+  int status = -1;
+  gboolean ok = ts__run_capture((const char *const *)argv->pdata, dir, env, &output, &status,
+                                &local) &&
+                status == 0;
+  g_unlink(src);
+  if (!ok) {
+    *why = g_strdup_printf("the compiler could not build the micro-kernel: %s",
+                           local ? local->message : output);
+    g_unlink(tmp);
+    return FALSE;
+  }
+  if (g_rename(tmp, obj) != 0) {
+    *why = g_strdup_printf("cannot rename '%s': %s", tmp, g_strerror(errno));
+    g_unlink(tmp);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+char *
+ts__cpu_ukr_split(const TsCpuPchSpec *spec, const char *pch_header, int vec, const char *source,
+                  GPtrArray *objects, char **why)
+{
+  const char *off = g_getenv("TS_CPU_UKR_CACHE");
+  if (off != NULL && strcmp(off, "0") == 0) {
+    if (why)
+      *why = g_strdup("TS_CPU_UKR_CACHE=0");
+    return NULL;
+  }
+  g_autofree char *dir = g_path_get_dirname(pch_header);
+  g_auto(GStrv) lines = g_strsplit(source, "\n", -1);
+  guint n_before = objects->len;
+  for (guint i = 0; lines[i] != NULL; i++) {
+    const char *macro = ukr_macro(lines[i]);
+    if (macro == NULL)
+      continue;
+    g_autofree char *key = g_strdup_printf("%d %s", vec, lines[i]);
+    g_autofree char *hash = g_compute_checksum_for_string(G_CHECKSUM_SHA256, key, -1);
+    g_autofree char *name = g_strdup_printf("ukr-%.16s.o", hash);
+    char *obj = g_build_filename(dir, name, NULL);
+    g_ptr_array_add(objects, obj);
+    /* As with headers, a micro-kernel that failed to build is not tried again. */
+    static GMutex lock;
+    static GHashTable *failed;
+    g_autofree char *reason = NULL;
+    g_mutex_lock(&lock);
+    if (failed == NULL)
+      failed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    const char *before = g_hash_table_lookup(failed, obj);
+    gboolean ok = before == NULL && (ours(obj) || build_ukr(spec, pch_header, vec, lines[i], obj,
+                                                            &reason));
+    if (!ok && before == NULL)
+      g_hash_table_insert(failed, g_strdup(obj), g_strdup(reason));
+    else if (!ok)
+      reason = g_strdup(before);
+    g_mutex_unlock(&lock);
+    if (!ok) {
+      g_ptr_array_remove_range(objects, n_before, objects->len - n_before);
+      if (why)
+        *why = g_steal_pointer(&reason);
+      return NULL;
+    }
+    g_autofree char *decl = g_strconcat("TS_DECLARE_UKR_", lines[i] + strlen("TS_DEFINE_UKR_"),
+                                        NULL);
+    g_free(lines[i]);
+    lines[i] = g_steal_pointer(&decl);
+  }
+  if (objects->len == n_before) {
+    if (why)
+      *why = g_strdup("the source instantiates no micro-kernel");
+    return NULL;
+  }
+  return g_strjoinv("\n", lines);
+}

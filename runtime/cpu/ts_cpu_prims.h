@@ -346,6 +346,19 @@ ts_exp_fast_f32(float x)
  *
  * Edges (mr < MR or nr < NR) compute the full tile into a local buffer and copy the valid part;
  * the packed panels are zero-padded so the extra lanes are harmless. */
+/* A micro-kernel is static to the kernel that instantiates it, unless a translation unit of
+ * its own defines it once for many kernels (the backend caches them: runtime/cpu/ts-cpu-pch.c);
+ * that unit redefines TS_UKR_LINKAGE, and the kernels declare it with TS_DECLARE_UKR_*. */
+#ifndef TS_UKR_LINKAGE
+#define TS_UKR_LINKAGE __attribute__((unused)) static
+#endif
+#define TS_UKR_SHARED_ __attribute__((visibility("hidden")))
+
+#define TS_DECLARE_UKR_F32(name, MR_, NR_, V_, UNROLL_)                                          \
+  TS_UKR_SHARED_ void name(int64_t kc, const float *restrict Ap, const float *restrict Bp,     \
+                           float *restrict C, int64_t ldc, int accumulate, int64_t mr,         \
+                           int64_t nr)
+
 #ifndef TS_UKR_PREFETCH_C
 #define TS_UKR_PREFETCH_C 1 /* touch the C tile's lines before the k loop so the stores hit */
 #endif
@@ -376,9 +389,9 @@ ts_ukr_store_edge_(const float *t, int64_t NR, float *restrict C, int64_t ldc, i
 #define TS_DEFINE_UKR_F32(name, MR_, NR_, V_, UNROLL_)                                           \
   _Static_assert((NR_) % (V_) == 0, #name ": NR must be a multiple of V");                   \
   _Static_assert((MR_) > 0 && (UNROLL_) > 0, #name ": MR and UNROLL must be positive");      \
-  __attribute__((unused)) static void name(int64_t kc, const float *restrict Ap,              \
-                                           const float *restrict Bp, float *restrict C,       \
-                                           int64_t ldc, int accumulate, int64_t mr, int64_t nr) \
+  TS_UKR_LINKAGE void name(int64_t kc, const float *restrict Ap, const float *restrict Bp,     \
+                           float *restrict C, int64_t ldc, int accumulate, int64_t mr,         \
+                           int64_t nr)                                                         \
   {                                                                                            \
     typedef float vt_ __attribute__((vector_size((V_) * sizeof(float))));                      \
     typedef float vtu_ __attribute__((vector_size((V_) * sizeof(float)), aligned(4)));          \
@@ -524,12 +537,17 @@ ts_pack_b_block_bf16x2(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nc, i
     }                                                                                          \
   } while (0)
 
+#define TS_DECLARE_UKR_BF16DOT(name, MR_, NR_, UNROLL_)                                         \
+  TS_UKR_SHARED_ void name(int64_t kc, const uint16_t *restrict Ap2,                          \
+                           const uint16_t *restrict Bp2, float *restrict C, int64_t ldc,       \
+                           int accumulate, int64_t mr, int64_t nr)
+
 #define TS_DEFINE_UKR_BF16DOT(name, MR_, NR_, UNROLL_)                                           \
   _Static_assert((NR_) % 16 == 0, #name ": NR must be a multiple of 16");                    \
   _Static_assert((MR_) > 0 && (UNROLL_) > 0, #name ": MR and UNROLL must be positive");      \
-  __attribute__((unused)) static void name(int64_t kc, const uint16_t *restrict Ap2,          \
-                                           const uint16_t *restrict Bp2, float *restrict C,   \
-                                           int64_t ldc, int accumulate, int64_t mr, int64_t nr) \
+  TS_UKR_LINKAGE void name(int64_t kc, const uint16_t *restrict Ap2,                          \
+                           const uint16_t *restrict Bp2, float *restrict C, int64_t ldc,       \
+                           int accumulate, int64_t mr, int64_t nr)                             \
   {                                                                                            \
     __m512 acc_[MR_][(NR_) / 16];                                                              \
     _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                                \
