@@ -21,7 +21,7 @@ G_DEFINE_QUARK(ts-gate-error-quark, ts_gate_error)
 
 static const char *const settings_keys[] = {"name",  "backend", "threshold",
                                             "alpha", "time",    "description"};
-static const char *const workload_keys[] = {"op",       "shape",     "dtype",
+static const char *const workload_keys[] = {"op",       "kernel",    "shape",      "dtype",
                                             "schedule", "threshold", "description"};
 /* Keys of [gate] that make no sense in a workload: named as such instead of "unknown". */
 static const char *const settings_only_keys[] = {"name", "backend", "alpha", "time"};
@@ -283,6 +283,9 @@ workload_free(TsGateWorkload *w)
     return;
   g_free(w->name);
   g_free(w->op);
+  g_free(w->kernel);
+  g_free(w->kernel_path);
+  g_free(w->kernel_src);
   g_free(w->shape);
   g_free(w->dtype);
   g_free(w->schedule);
@@ -338,6 +341,38 @@ parse_op(GKeyFile *kf, const char *where, const char *group, TsGateWorkload *w, 
   suite_error(error, where, group, "op", "unknown op '%s'%s%s%s (known ops: %s)", w->op,
               hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "", known);
   return FALSE;
+}
+
+/* kernel=FILE: a kernel file's kernel as the workload's op, registered here (op=, when given,
+ * picks the file's kernel and sets its flags, as tessera-tune's OP does with --kernel). The
+ * file is found from the suite's folder and read now: its text, not its name, is the op
+ * ("kernel:NAME@HASH"), so a baseline of an edited kernel is another workload's. */
+static gboolean
+parse_kernel(GKeyFile *kf, const char *where, const char *group, const char *dir,
+             TsGateWorkload *w, GError **error)
+{
+  g_autofree char *name = NULL;
+  if (!get_value(kf, where, group, "op", &name, error))
+    return FALSE;
+  w->kernel_path = dir == NULL || g_path_is_absolute(w->kernel)
+                     ? g_strdup(w->kernel)
+                     : g_build_filename(dir, w->kernel, NULL);
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(w->kernel_path, &w->kernel_src, NULL, &local)) {
+    suite_error(error, where, group, "kernel", "cannot read the kernel file: %s",
+                local->message);
+    return FALSE;
+  }
+  const TsOpDef *op = ts_op_register_kernel(w->kernel_src, w->kernel_path, name, &local);
+  if (op == NULL) {
+    /* The kernel's name or flags (op=), or the file itself (kernel=) */
+    gboolean by_name =
+      name != NULL && g_error_matches(local, TS_OP_ERROR, TS_OP_ERROR_UNKNOWN_OP);
+    suite_error(error, where, group, by_name ? "op" : "kernel", "%s", local->message);
+    return FALSE;
+  }
+  w->op = g_strdup(ts_op_name(op));
+  return TRUE;
 }
 
 /* The op library words its messages for tessera-tune's command line; in a suite file the same
@@ -451,7 +486,8 @@ parse_schedule(GKeyFile *kf, const char *where, const char *group, const TsOpIns
 }
 
 static TsGateWorkload *
-parse_workload(GKeyFile *kf, const char *where, const char *group, GError **error)
+parse_workload(GKeyFile *kf, const char *where, const char *group, const char *dir,
+               GError **error)
 {
   if (!check_name(where, group, error) ||
       !check_keys(kf, where, group, workload_keys, G_N_ELEMENTS(workload_keys), error))
@@ -459,7 +495,11 @@ parse_workload(GKeyFile *kf, const char *where, const char *group, GError **erro
   g_autoptr(TsGateWorkload) w = g_new0(TsGateWorkload, 1);
   w->name = g_strdup(group);
   w->threshold = NAN;
-  if (!parse_op(kf, where, group, w, error) || !parse_shape(kf, where, group, w, error) ||
+  if (!get_value(kf, where, group, "kernel", &w->kernel, error))
+    return NULL;
+  if (!(w->kernel ? parse_kernel(kf, where, group, dir, w, error)
+                  : parse_op(kf, where, group, w, error)) ||
+      !parse_shape(kf, where, group, w, error) ||
       !get_value(kf, where, group, "dtype", &w->dtype, error) ||
       !get_fraction(kf, where, group, "threshold", &w->threshold, error))
     return NULL;
@@ -544,17 +584,21 @@ ts_gate_suite_parse(const char *text, gssize length, const char *path, GError **
     return NULL;
   if (g_key_file_has_group(kf, SETTINGS_GROUP) && !parse_settings(kf, where, suite, error))
     return NULL;
+  /* kernel= files are found from the suite's folder (from the working directory for a suite
+   * given as text). */
+  g_autofree char *dir = path != NULL ? g_path_get_dirname(path) : NULL;
   g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
   for (guint i = 0; groups[i]; i++) {
     if (strcmp(groups[i], SETTINGS_GROUP) == 0)
       continue;
-    TsGateWorkload *w = parse_workload(kf, where, groups[i], error);
+    TsGateWorkload *w = parse_workload(kf, where, groups[i], dir, error);
     if (w == NULL)
       return NULL;
     g_ptr_array_add(suite->workloads, w);
   }
   if (suite->workloads->len == 0) {
-    suite_error(error, where, NULL, NULL, "no workloads: add a [name] group with op= and shape=");
+    suite_error(error, where, NULL, NULL,
+                "no workloads: add a [name] group with op= (or kernel=) and shape=");
     return NULL;
   }
   return g_steal_pointer(&suite);

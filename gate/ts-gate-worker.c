@@ -8,8 +8,10 @@
  * ts_op_timer_new_sibling), so the whole measurement lives here, not just the launches.
  *
  * Requests, answered in order; one workload at a time:
- *   {"cmd": "current", op, shape, dtype, schedule, backend, cache_dir, seed, slowdown}
- *       compiles, loads and verifies the current kernel. {"ok", "artifact" (base64), "entry"}
+ *   {"cmd": "current", op, [kernel, kernel_path,] shape, dtype, schedule, backend, cache_dir,
+ *    seed, slowdown}
+ *       compiles, loads and verifies the current kernel (a kernel file's op is registered from
+ *       kernel, its source, first). {"ok", "artifact" (base64), "entry"}
  *       or {"failure": "compile error: ..." | "wrong_result: ..." | "runtime_error: ..."}.
  *   {"cmd": "baseline", artifact (base64), entry, seed}
  *       loads a stored binary (its hash was checked by the gate) beside the current one and
@@ -184,8 +186,13 @@ serve_current(State *st, JsonObject *o, JsonBuilder *b, GError **error)
   ts_backend_set_cache_dir(backend, get_str(o, "cache_dir"));
   st->backend = backend;
   st->seed = (guint64)json_object_get_double_member_with_default(o, "seed", 1);
-  st->inst = ts_op_instance_new(get_str(o, "op"), get_str(o, "shape"), get_str(o, "dtype"),
-                                error);
+  /* A kernel file's op exists only where it was registered: this process registers it too. */
+  const char *op = get_str(o, "op");
+  if (op != NULL && json_object_has_member(o, "kernel") && ts_op_lookup(op) == NULL &&
+      ts_op_register_kernel_op(op, get_str(o, "kernel"), get_str(o, "kernel_path"), error) ==
+        NULL)
+    return FALSE;
+  st->inst = ts_op_instance_new(op, get_str(o, "shape"), get_str(o, "dtype"), error);
   if (st->inst == NULL)
     return FALSE;
   g_autoptr(TsSchedPoint) point = ts_sched_point_parse(get_str(o, "schedule"), error);

@@ -258,6 +258,10 @@ prepare_current(Ctx *c, const TsGateWorkload *wl, Workload *w, double slowdown,
 {
   g_autoptr(JsonBuilder) b = request("current");
   set_str(b, "op", wl->op);
+  if (wl->kernel_src != NULL) {
+    set_str(b, "kernel", wl->kernel_src);
+    set_str(b, "kernel_path", wl->kernel_path);
+  }
   g_autofree char *shape = ts_shape_to_string(ts_op_instance_shape(w->inst));
   g_autofree char *dtype = ts_dtype_policy_to_string(ts_op_instance_dtype(w->inst));
   set_str(b, "shape", shape);

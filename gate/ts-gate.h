@@ -40,7 +40,10 @@ typedef enum {
 
 typedef struct {
   char *name;     /* the section name: unique, [A-Za-z0-9_.-]+ */
-  char *op;       /* a known op */
+  char *op;       /* a known op; for kernel= the kernel's, "kernel:NAME@HASH" */
+  char *kernel;      /* kernel= as written (a .tsk file), or NULL: a built-in op */
+  char *kernel_path; /* that file, found from the suite's folder */
+  char *kernel_src;  /* its text, as read when the suite was parsed */
   char *shape;    /* as given ("M=512,N=512,K=512"); validated against the op */
   char *dtype;    /* default "f32" */
   TsGateScheduleKind schedule_kind;

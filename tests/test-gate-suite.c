@@ -189,8 +189,8 @@ typedef struct {
 
 static const BadSuite bad_suites[] = {
     /* structure */
-    {"", {"t.suite: no workloads: add a [name] group with op= and shape="}},
-    {"[gate]\nthreshold=5%\n", {"no workloads: add a [name] group with op= and shape="}},
+    {"", {"t.suite: no workloads: add a [name] group with op= (or kernel=) and shape="}},
+    {"[gate]\nthreshold=5%\n", {"no workloads: add a [name] group with op= (or kernel=) and shape="}},
     {"op=gemm\n", {"t.suite: ", "docs/perfgate.md"}},
     {"[w]\nop=saxpy\nshape=N=8\n[w]\nop=gemm\n", {"t.suite: [w]: given twice", "unique"}},
     {"[gate]\n[gate]\n[w]\nop=saxpy\nshape=N=8\n", {"[gate]: given twice", "keep one"}},
@@ -204,7 +204,7 @@ static const BadSuite bad_suites[] = {
      {"[gate] thresold: unknown key", "did you mean 'threshold'?", "keys of [gate]"}},
     {"[gate]\nnmae=x\n[w]\nop=saxpy\nshape=N=8\n", {"[gate] nmae: ", "did you mean 'name'?"}},
     {"[w]\nop=saxpy\nshape=N=8\nwhatever=1\n",
-     {"[w] whatever: unknown key (keys of a workload: op, shape, dtype"}},
+     {"[w] whatever: unknown key (keys of a workload: op, kernel, shape, dtype"}},
     {"[w]\nop=saxpy\nshape=N=8\nalpha=0.01\n", {"[w] alpha: a suite setting", "move it to [gate]"}},
     {"[w]\nop=saxpy\nop=gemm\nshape=N=8\n", {"[w] op: given twice"}},
     {"[w]\nop=saxpy\nshape=\n", {"[w] shape: empty value"}},
@@ -287,6 +287,68 @@ test_suite_load(void)
   g_assert_error(error, TS_GATE_ERROR, TS_GATE_ERROR_SUITE);
   g_assert_true(g_str_has_prefix(error->message, path));
   g_clear_error(&error);
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
+/* kernel=FILE: a kernel file's kernel as the workload's op, found from the suite's folder,
+ * op= picking the kernel and its flags; each mistake named at its key. */
+static void
+test_suite_kernel(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp("gate-suite-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_autofree char *src = NULL;
+  g_autofree char *kfile = g_test_build_filename(G_TEST_DIST, "kernels", "affine_flag.tsk", NULL);
+  g_assert_true(g_file_get_contents(kfile, &src, NULL, &error));
+  g_autofree char *sub = g_build_filename(dir, "k", NULL);
+  g_assert_cmpint(g_mkdir(sub, 0700), ==, 0);
+  g_autofree char *kpath = g_build_filename(sub, "affine.tsk", NULL);
+  g_assert_true(g_file_set_contents(kpath, src, -1, &error));
+  g_autofree char *path = g_build_filename(dir, "mine.suite", NULL);
+  g_assert_true(g_file_set_contents(path,
+                                    "[on]\nkernel = k/affine.tsk\nshape = N=4096\n"
+                                    "[off]\nkernel = k/affine.tsk\nop = affine+relu=false\n"
+                                    "shape = N=4096\nschedule = block(n=1024).vector(4)\n",
+                                    -1, &error));
+  g_autoptr(TsGateSuite) suite = ts_gate_suite_load(path, &error);
+  g_assert_no_error(error);
+  const TsGateWorkload *on = workload(suite, 0), *off = workload(suite, 1);
+  g_assert_true(g_str_has_prefix(on->op, "kernel:affine@"));
+  g_assert_true(g_str_has_prefix(off->op, "kernel:affine+relu=false@"));
+  g_assert_cmpstr(on->kernel, ==, "k/affine.tsk");
+  g_assert_cmpstr(on->kernel_path, ==, kpath);
+  g_assert_cmpstr(on->kernel_src, ==, src);
+  g_assert_cmpint(off->schedule_kind, ==, TS_GATE_SCHEDULE_POINT);
+
+  static const BadSuite bad[] = {
+    {"[w]\nkernel = k/nosuch.tsk\nshape = N=64\n",
+     {"[w] kernel: cannot read the kernel file", "nosuch.tsk"}},
+    {"[w]\nkernel = k/affine.tsk\nop = affin\nshape = N=64\n",
+     {"[w] op: ", "has no kernel named 'affin'"}},
+    {"[w]\nkernel = k/affine.tsk\nop = affine+gelu\nshape = N=64\n", {"[w] op: ", "gelu"}},
+    {"[w]\nkernel = k/bad.tsk\nshape = N=64\n", {"[w] kernel: ", "bad.tsk:2:"}},
+    {"[w]\nkernel = k/affine.tsk\nshape = M=64\n", {"[w] shape: "}},
+  };
+  g_autofree char *badk = g_build_filename(sub, "bad.tsk", NULL);
+  g_assert_true(g_file_set_contents(badk, "def f(x: Tensor[\"N\", f32]):\n    y = = 1\n", -1,
+                                    &error));
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_assert_true(g_file_set_contents(path, bad[i].text, -1, &error));
+    g_autoptr(TsGateSuite) s = ts_gate_suite_load(path, &error);
+    if (s != NULL)
+      g_error("accepted: %s", bad[i].text);
+    g_assert_error(error, TS_GATE_ERROR, TS_GATE_ERROR_SUITE);
+    g_assert_true(g_str_has_prefix(error->message, path));
+    for (guint j = 0; bad[i].expect[j]; j++)
+      if (strstr(error->message, bad[i].expect[j]) == NULL)
+        g_error("message for %s\n  %s\nlacks: %s", bad[i].text, error->message, bad[i].expect[j]);
+    g_clear_error(&error);
+  }
+  g_unlink(badk);
+  g_unlink(kpath);
+  g_rmdir(sub);
   g_unlink(path);
   g_rmdir(dir);
 }
@@ -682,6 +744,7 @@ main(int argc, char **argv)
   g_test_add_func("/gate/suite/fraction", test_fraction);
   g_test_add_func("/gate/suite/errors", test_suite_errors);
   g_test_add_func("/gate/suite/load", test_suite_load);
+  g_test_add_func("/gate/suite/kernel", test_suite_kernel);
   g_test_add_func("/gate/suite/bench", test_bench_suite);
   g_test_add_func("/gate/verdicts", test_verdicts);
   g_test_add_func("/gate/report/verdict", test_report_verdict);

@@ -274,4 +274,48 @@ ok(p.returncode in (0, 1) and fault_line and "fail" not in fault_line[0].lower()
    "a baseline binary that crashes: compared with its samples, the crash named (exit %d)"
    % p.returncode)
 
+# ---- a kernel file's kernels as workloads (kernel=, op= naming the kernel and its flags) ----
+kdir = os.path.join(TMP, "k")
+os.makedirs(kdir)
+kfile = os.path.join(kdir, "affine.tsk")
+shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels",
+                         "affine_flag.tsk"), kfile)
+KSUITE = suite("kernels.suite", """\
+[gate]
+name = kernels
+backend = cpu
+time = 400ms
+
+[relu]
+kernel = k/affine.tsk
+shape = N=65536
+
+[plain]
+kernel = k/affine.tsk
+op = affine+relu=false
+shape = N=65536
+schedule = block(n=1024).vector(4)
+""")
+KDB = os.path.join(TMP, "kernels.db")
+p = gate("baseline", "--suite", KSUITE, "--db", KDB, expect=0)
+ok(p.returncode == 0 and "baseline #1" in p.stdout and "kernel:affine@" in p.stderr
+   and "kernel:affine+relu=false@" in p.stderr,
+   "baseline of a kernel file's kernels, with and without their flag: stored under their ops")
+con = sqlite3.connect(KDB)
+sources = [r[0] for r in con.execute("SELECT op FROM kernel_source ORDER BY op")]
+con.close()
+ok(len(sources) == 2 and all(s.startswith("kernel:affine") for s in sources),
+   "the gate's database keeps the kernels' source (%s)" % sources)
+p = gate("check", "--suite", KSUITE, "--db", KDB, "--no-store", expect=0)
+lines = [l for l in p.stdout.splitlines() if l.strip().startswith(("relu", "plain"))]
+ok(p.returncode == 0 and len(lines) == 2 and all("pass" in l.lower() for l in lines),
+   "an unchanged kernel file passes the check")
+with open(kfile, "a") as f:
+    f.write("# edited\n")
+p = gate("check", "--suite", KSUITE, "--db", KDB, "--no-store")
+lines = [l for l in p.stdout.splitlines() if l.strip().startswith(("relu", "plain"))]
+ok(len(lines) == 2 and all("new" in l.lower() for l in lines),
+   "an edited kernel file is another op: its workloads are new to the baseline (exit %d)"
+   % p.returncode)
+
 print("1..%d" % count)
