@@ -358,6 +358,12 @@ parse_kernel(GKeyFile *kf, const char *where, const char *group, const char *dir
                      ? g_strdup(w->kernel)
                      : g_build_filename(dir, w->kernel, NULL);
   g_autoptr(GError) local = NULL;
+  /* A device or a pipe would be read until it ends, which it may never do. */
+  if (g_file_test(w->kernel_path, G_FILE_TEST_EXISTS) &&
+      !g_file_test(w->kernel_path, G_FILE_TEST_IS_REGULAR)) {
+    suite_error(error, where, group, "kernel", "'%s' is not a file", w->kernel_path);
+    return FALSE;
+  }
   if (!g_file_get_contents(w->kernel_path, &w->kernel_src, NULL, &local)) {
     suite_error(error, where, group, "kernel", "cannot read the kernel file: %s",
                 local->message);

@@ -330,6 +330,8 @@ test_suite_kernel(void)
     {"[w]\nkernel = k/affine.tsk\nop = affine+gelu\nshape = N=64\n", {"[w] op: ", "gelu"}},
     {"[w]\nkernel = k/bad.tsk\nshape = N=64\n", {"[w] kernel: ", "bad.tsk:2:"}},
     {"[w]\nkernel = k/affine.tsk\nshape = M=64\n", {"[w] shape: "}},
+    {"[w]\nkernel = /dev/zero\nshape = N=64\n", {"[w] kernel: '/dev/zero' is not a file"}},
+    {"[w]\nkernel = k\nshape = N=64\n", {"[w] kernel: ", "is not a file"}},
   };
   g_autofree char *badk = g_build_filename(sub, "bad.tsk", NULL);
   g_assert_true(g_file_set_contents(badk, "def f(x: Tensor[\"N\", f32]):\n    y = = 1\n", -1,
