@@ -312,10 +312,11 @@ ok(p.returncode == 0 and len(lines) == 2 and all("pass" in l.lower() for l in li
    "an unchanged kernel file passes the check")
 with open(kfile, "a") as f:
     f.write("# edited\n")
-p = gate("check", "--suite", KSUITE, "--db", KDB, "--no-store")
+p = gate("check", "--suite", KSUITE, "--db", KDB, "--no-store", expect=0)
 lines = [l for l in p.stdout.splitlines() if l.strip().startswith(("relu", "plain"))]
-ok(len(lines) == 2 and all("new" in l.lower() for l in lines),
-   "an edited kernel file is another op: its workloads are new to the baseline (exit %d)"
-   % p.returncode)
+ok(p.returncode == 0 and len(lines) == 2 and all("pass" in l.lower() for l in lines)
+   and "kernel:affine@" in p.stderr and sources[0].split("@")[1] not in p.stderr,
+   "an edited kernel file is another op, checked against its workload's baseline of the "
+   "earlier text")
 
 print("1..%d" % count)
