@@ -69,9 +69,79 @@ ours(const char *path)
          (st.st_mode & 022) == 0;
 }
 
+/* The compiler with spec's flags (less -shared) and `tail`, run in dir, its output `tmp`
+ * (named in tail) renamed to `dest`: workers of one tune may race to build the same file.
+ * *why: `what` could not be built, and the compiler's words. */
 static gboolean
-build(const TsCpuPchSpec *spec, const char *dir, const char *header, int vec, char **why)
+compile_to(const TsCpuPchSpec *spec, const char *dir, const char *const *tail, gsize n_tail,
+           const char *tmp, const char *dest, const char *what, char **why)
 {
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  for (const char *const *a = spec->cc_argv; *a != NULL; a++)
+    g_ptr_array_add(argv, (gpointer)*a);
+  for (gsize i = 0; i < spec->n_flags; i++)
+    if (strcmp(spec->flags[i], "-shared") != 0)
+      g_ptr_array_add(argv, (gpointer)spec->flags[i]);
+  for (gsize i = 0; i < n_tail; i++)
+    g_ptr_array_add(argv, (gpointer)tail[i]);
+  g_ptr_array_add(argv, NULL);
+  static const char *const env[] = {"LC_ALL=C", NULL};
+  g_autofree char *output = NULL;
+  int status = -1;
+  g_autoptr(GError) local = NULL;
+  if (!ts__run_capture((const char *const *)argv->pdata, dir, env, &output, &status, &local) ||
+      status != 0) {
+    *why = g_strdup_printf("the compiler could not %s: %s", what,
+                           local ? local->message : output);
+    g_unlink(tmp);
+    return FALSE;
+  }
+  if (g_rename(tmp, dest) != 0) {
+    *why = g_strdup_printf("cannot rename '%s': %s", tmp, g_strerror(errno));
+    g_unlink(tmp);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Whether the file `key` names can be used: `ready` (built before), or built now by
+ * build(data). One that failed to build is not tried again by this process, since each try
+ * costs a compile of its own; *why then says why. */
+static gboolean
+build_once(const char *key, gboolean ready, gboolean (*build)(gconstpointer data, char **why),
+           gconstpointer data, char **why)
+{
+  static GMutex lock;
+  static GHashTable *failed;
+  g_autofree char *reason = NULL;
+  g_mutex_lock(&lock);
+  if (failed == NULL)
+    failed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  const char *before = g_hash_table_lookup(failed, key);
+  gboolean ok = before == NULL && (ready || build(data, &reason));
+  if (!ok && before == NULL)
+    g_hash_table_insert(failed, g_strdup(key), g_strdup(reason));
+  else if (!ok)
+    reason = g_strdup(before);
+  g_mutex_unlock(&lock);
+  if (!ok && why != NULL)
+    *why = g_steal_pointer(&reason);
+  return ok;
+}
+
+typedef struct {
+  const TsCpuPchSpec *spec;
+  const char *dir, *header, *line, *obj;
+  int vec;
+} BuildJob;
+
+static gboolean
+build_pch(gconstpointer data, char **why)
+{
+  const BuildJob *job = data;
+  const TsCpuPchSpec *spec = job->spec;
+  const char *dir = job->dir, *header = job->header;
+  int vec = job->vec;
   if (g_mkdir_with_parents(dir, 0700) != 0) {
     *why = g_strdup_printf("cannot create '%s': %s", dir, g_strerror(errno));
     return FALSE;
@@ -91,37 +161,11 @@ build(const TsCpuPchSpec *spec, const char *dir, const char *header, int vec, ch
     *why = g_strdup(local->message);
     return FALSE;
   }
-  /* Built under a name of its own and renamed: workers of one tune may race to build it. */
   g_autofree char *gch = g_strconcat(header, ".gch", NULL);
   g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", gch, (int)getpid());
-  g_autoptr(GPtrArray) argv = g_ptr_array_new();
-  for (const char *const *a = spec->cc_argv; *a != NULL; a++)
-    g_ptr_array_add(argv, (gpointer)*a);
-  for (gsize i = 0; i < spec->n_flags; i++)
-    if (strcmp(spec->flags[i], "-shared") != 0)
-      g_ptr_array_add(argv, (gpointer)spec->flags[i]);
-  g_ptr_array_add(argv, "-x");
-  g_ptr_array_add(argv, "c-header");
-  g_ptr_array_add(argv, "-o");
-  g_ptr_array_add(argv, tmp);
-  g_ptr_array_add(argv, (gpointer)header);
-  g_ptr_array_add(argv, NULL);
-  static const char *const env[] = {"LC_ALL=C", NULL};
-  g_autofree char *output = NULL;
-  int status = -1;
-  if (!ts__run_capture((const char *const *)argv->pdata, dir, env, &output, &status, &local) ||
-      status != 0) {
-    *why = g_strdup_printf("the compiler could not precompile the header: %s",
-                           local ? local->message : output);
-    g_unlink(tmp);
-    return FALSE;
-  }
-  if (g_rename(tmp, gch) != 0) {
-    *why = g_strdup_printf("cannot rename '%s': %s", tmp, g_strerror(errno));
-    g_unlink(tmp);
-    return FALSE;
-  }
-  return TRUE;
+  const char *tail[] = {"-x", "c-header", "-o", tmp, header};
+  return compile_to(spec, dir, tail, G_N_ELEMENTS(tail), tmp, gch, "precompile the header",
+                    why);
 }
 
 char *
@@ -150,25 +194,9 @@ ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why)
   g_autofree char *gch = g_strconcat(header, ".gch", NULL);
   g_autofree char *prims_path = g_build_filename(dir, PRIMS_NAME, NULL);
 
-  /* A header that failed to build is not tried again by this process: each try costs a
-   * compile of its own. */
-  static GMutex lock;
-  static GHashTable *failed;
-  g_mutex_lock(&lock);
-  if (failed == NULL)
-    failed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  const char *before = g_hash_table_lookup(failed, gch);
-  gboolean ok = before == NULL && ((ours(gch) && ours(header) && ours(prims_path)) ||
-                                   build(spec, dir, header, vec, &reason));
-  if (!ok && before == NULL)
-    g_hash_table_insert(failed, g_strdup(gch), g_strdup(reason));
-  else if (!ok)
-    reason = g_strdup(before);
-  g_mutex_unlock(&lock);
-  if (!ok) {
+  BuildJob job = {.spec = spec, .dir = dir, .header = header, .vec = vec};
+  if (!build_once(gch, ours(gch) && ours(header) && ours(prims_path), build_pch, &job, why)) {
     g_free(header);
-    if (why)
-      *why = g_steal_pointer(&reason);
     return NULL;
   }
   return header;
@@ -187,55 +215,29 @@ ukr_macro(const char *line)
 }
 
 static gboolean
-build_ukr(const TsCpuPchSpec *spec, const char *pch_header, int vec, const char *line,
-          const char *obj, char **why)
+build_ukr(gconstpointer data, char **why)
 {
-  g_autofree char *dir = g_path_get_dirname(pch_header);
+  const BuildJob *job = data;
   g_autofree char *text = g_strdup_printf(
       "/* Tessera's CPU backend: one micro-kernel for every kernel that uses it (see\n"
       " * runtime/cpu/ts-cpu-pch.c). */\n"
       "#define TS_VEC %d\n#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
       "#include \"" PRIMS_NAME "\"\n#undef TS_UKR_LINKAGE\n#define TS_UKR_LINKAGE TS_UKR_SHARED_\n"
       "%s\n",
-      vec, line);
-  /* Built under names of its own and renamed: workers of one tune may race to build it. */
-  g_autofree char *src = g_strdup_printf("%s.%d.c", obj, (int)getpid());
-  g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", obj, (int)getpid());
+      job->vec, job->line);
+  g_autofree char *src = g_strdup_printf("%s.%d.c", job->obj, (int)getpid());
+  g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", job->obj, (int)getpid());
   g_autoptr(GError) local = NULL;
   if (!g_file_set_contents(src, text, -1, &local)) {
     *why = g_strdup(local->message);
     return FALSE;
   }
-  g_autofree char *include = g_strconcat("-I", dir, NULL);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new();
-  for (const char *const *a = spec->cc_argv; *a != NULL; a++)
-    g_ptr_array_add(argv, (gpointer)*a);
-  for (gsize i = 0; i < spec->n_flags; i++)
-    if (strcmp(spec->flags[i], "-shared") != 0)
-      g_ptr_array_add(argv, (gpointer)spec->flags[i]);
-  const char *tail[] = {"-c", "-Winvalid-pch", "-include", pch_header, include, "-o", tmp, src};
-  for (gsize i = 0; i < G_N_ELEMENTS(tail); i++)
-    g_ptr_array_add(argv, (gpointer)tail[i]);
-  g_ptr_array_add(argv, NULL);
-  static const char *const env[] = {"LC_ALL=C", NULL};
-  g_autofree char *output = NULL;
-  int status = -1;
-  gboolean ok = ts__run_capture((const char *const *)argv->pdata, dir, env, &output, &status,
-                                &local) &&
-                status == 0;
+  g_autofree char *include = g_strconcat("-I", job->dir, NULL);
+  const char *tail[] = {"-c", "-Winvalid-pch", "-include", job->header, include, "-o", tmp, src};
+  gboolean ok = compile_to(job->spec, job->dir, tail, G_N_ELEMENTS(tail), tmp, job->obj,
+                           "build the micro-kernel", why);
   g_unlink(src);
-  if (!ok) {
-    *why = g_strdup_printf("the compiler could not build the micro-kernel: %s",
-                           local ? local->message : output);
-    g_unlink(tmp);
-    return FALSE;
-  }
-  if (g_rename(tmp, obj) != 0) {
-    *why = g_strdup_printf("cannot rename '%s': %s", tmp, g_strerror(errno));
-    g_unlink(tmp);
-    return FALSE;
-  }
-  return TRUE;
+  return ok;
 }
 
 char *
@@ -260,25 +262,10 @@ ts__cpu_ukr_split(const TsCpuPchSpec *spec, const char *pch_header, int vec, con
     g_autofree char *name = g_strdup_printf("ukr-%.16s.o", hash);
     char *obj = g_build_filename(dir, name, NULL);
     g_ptr_array_add(objects, obj);
-    /* As with headers, a micro-kernel that failed to build is not tried again. */
-    static GMutex lock;
-    static GHashTable *failed;
-    g_autofree char *reason = NULL;
-    g_mutex_lock(&lock);
-    if (failed == NULL)
-      failed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    const char *before = g_hash_table_lookup(failed, obj);
-    gboolean ok = before == NULL && (ours(obj) || build_ukr(spec, pch_header, vec, lines[i], obj,
-                                                            &reason));
-    if (!ok && before == NULL)
-      g_hash_table_insert(failed, g_strdup(obj), g_strdup(reason));
-    else if (!ok)
-      reason = g_strdup(before);
-    g_mutex_unlock(&lock);
-    if (!ok) {
+    BuildJob job = {
+        .spec = spec, .dir = dir, .header = pch_header, .line = lines[i], .obj = obj, .vec = vec};
+    if (!build_once(obj, ours(obj), build_ukr, &job, why)) {
       g_ptr_array_remove_range(objects, n_before, objects->len - n_before);
-      if (why)
-        *why = g_steal_pointer(&reason);
       return NULL;
     }
     g_autofree char *decl = g_strconcat("TS_DECLARE_UKR_", lines[i] + strlen("TS_DEFINE_UKR_"),
