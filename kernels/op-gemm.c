@@ -106,7 +106,7 @@ panel_depth(TsTileDot dot, const char *k)
  * panels: A in blocks of BM rows, B of BN columns, each panel K deep, so a slice is an offset
  * into its panel. Packing each tile's slices as it goes would pack A N / BN times and B M / BM
  * times, converting 16-bit inputs each time: at 1024^3 with 128 x 128 tiles, 16 times the
- * inputs, a third of the product's time on the 2-core EPYC. The cost is M K + K N more panel
+ * inputs. The cost is M K + K N more panel
  * elements of memory. BM and BN need not be multiples of MR and NR: a tile's last micro-tiles
  * are its edges. */
 static void
