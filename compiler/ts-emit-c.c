@@ -19,6 +19,7 @@ typedef struct {
   GError **error;
   gboolean failed;
   gboolean amx; /* some mma runs on AMX tiles: each worker releases them when done */
+  gboolean streamed; /* a map since the last fence wrote with non-temporal stores */
 } Emitter;
 
 static gboolean
@@ -432,8 +433,17 @@ emit_map(Emitter *e, const TsTileNode *n)
   const char *sfx = suffix_of(e, dst->buffer);
   g_autofree char *vexpr = rewrite_float_expr(n->expr, TRUE);
   g_autofree char *sexpr = rewrite_float_expr(n->expr, FALSE);
+  gboolean reads = FALSE;
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    reads |= expr_mentions(n->expr, v->name);
+  }
+  if (n->var)
+    line(e, "float %s;", n->var);
   line(e, "{");
   e->depth++;
+  if (n->var)
+    line(e, "ts_vf ts_sum_v = ts_vf_splat(0.0f);");
   line(e, "int64_t j = 0;");
   line(e, "for (; j + TS_VEC <= (%s); j += TS_VEC) {", n->hi);
   e->depth++;
@@ -441,28 +451,33 @@ emit_map(Emitter *e, const TsTileNode *n)
     line(e, "__builtin_prefetch((%s) + j, 0, 3);", n->prefetch);
   /* The destination is loaded too when the expression reads it: an in-place map (y = y * r). */
   emit_view_loads(e, n, n->expr, NULL, TRUE);
-  gboolean reads = FALSE;
-  for (guint i = 0; i < n->views->len; i++) {
-    const TsTileView *v = g_ptr_array_index(n->views, i);
-    reads |= expr_mentions(n->expr, v->name);
-  }
   /* A map of scalars only still needs a vector-typed value (GCC widens scalar operands). */
-  line(e, reads ? "ts_vf_store_%s(%s + (%s) + j, %s);"
-                : "ts_vf_store_%s(%s + (%s) + j, ts_vf_splat(0.0f) + (%s));",
-       sfx, dst->buffer, dst->offset, vexpr);
+  line(e, reads ? "const ts_vf ts_v_ = %s;" : "const ts_vf ts_v_ = ts_vf_splat(0.0f) + (%s);", vexpr);
+  if (n->var)
+    line(e, "ts_sum_v += ts_v_;");
+  line(e, "ts_vf_%s_%s(%s + (%s) + j, ts_v_);", n->stream ? "stream" : "store", sfx, dst->buffer,
+       dst->offset);
   e->depth--;
   line(e, "}");
+  if (n->var)
+    line(e, "float ts_sum_s = ts_vf_hsum(ts_sum_v);");
   line(e, "for (; j < (%s); j++) {", n->hi);
   e->depth++;
   emit_view_loads(e, n, n->expr, NULL, FALSE);
+  line(e, "const float ts_v_ = %s;", sexpr);
+  if (n->var)
+    line(e, "ts_sum_s += ts_v_;");
   if (strcmp(sfx, "f32") == 0)
-    line(e, "%s[(%s) + j] = %s;", dst->buffer, dst->offset, sexpr);
+    line(e, "%s[(%s) + j] = ts_v_;", dst->buffer, dst->offset);
   else
-    line(e, "%s[(%s) + j] = ts_cpu_f32_to_%s(%s);", dst->buffer, dst->offset, sfx, sexpr);
+    line(e, "%s[(%s) + j] = ts_cpu_f32_to_%s(ts_v_);", dst->buffer, dst->offset, sfx);
   e->depth--;
   line(e, "}");
+  if (n->var)
+    line(e, "%s = ts_sum_s;", n->var);
   e->depth--;
   line(e, "}");
+  e->streamed |= n->stream;
 }
 
 static void
@@ -484,6 +499,10 @@ emit_node(Emitter *e, const TsTileNode *n)
     if (e->amx)
       line(e, "ts_amx_begin();");
     emit_body(e, n);
+    /* Each worker's non-temporal stores are made visible before the team ends. */
+    if (e->streamed)
+      line(e, "ts_stream_fence();");
+    e->streamed = FALSE;
     if (e->amx)
       line(e, "ts_amx_end();");
     e->team = outer;
@@ -624,6 +643,8 @@ ts_emit_c(const TsTileKernel *kernel, const char *entry, const char *banner, GEr
          (char *)g_ptr_array_index(kernel->float_params, i), i);
   line(&e, "(void)bufs; (void)ints; (void)floats;");
   emit_node(&e, kernel->body);
+  if (e.streamed) /* a streaming map outside any parallel region */
+    line(&e, "ts_stream_fence();");
 
   g_hash_table_unref(e.ukr_set);
   if (e.failed) {

@@ -61,6 +61,10 @@ const TsSchedMethod ts__sched_methods[] = {
      * the team; "tiles": a BM x BN tile of C per program, as a GPU runs it). Appended, as
      * raster. */
     {"walk", 1, {"walk"}, {NULL}},
+    /* CPU row ops: how the output is written ("cached": plain stores; "stream": non-temporal
+     * stores that skip reading each line first and leave the cache to the input). Appended,
+     * as raster. */
+    {"store", 1, {"store"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

@@ -360,6 +360,21 @@ ts_tile_map_set_prefetch(TsTileNode *map, const char *where)
   map->prefetch = g_strdup(where);
 }
 
+void
+ts_tile_map_set_stream(TsTileNode *map)
+{
+  g_return_if_fail(map->op == TS_TILE_MAP);
+  map->stream = TRUE;
+}
+
+void
+ts_tile_map_set_sum(TsTileNode *map, const char *var)
+{
+  g_return_if_fail(map->op == TS_TILE_MAP);
+  g_free(map->var);
+  map->var = g_strdup(var);
+}
+
 TsTileNode *
 ts_tile_convert(TsTileNode *parent, const char *src, const char *dst, const char *n_elems)
 {
@@ -560,9 +575,13 @@ print_node(GString *out, const TsTileNode *n, int depth)
     break;
   case TS_TILE_MAP:
     g_string_append_printf(out, "%s = tile.map(%s, j < %s)", n->dst, n->expr, n->hi);
+    if (n->var)
+      g_string_append_printf(out, " sum->%s", n->var);
     print_views(out, n);
     if (n->prefetch)
       g_string_append_printf(out, " prefetch=(%s)", n->prefetch);
+    if (n->stream)
+      g_string_append(out, " stream");
     break;
   case TS_TILE_CONVERT:
     g_string_append_printf(out, "tile.convert(%s -> %s, n=%s", arg(n, 0), arg(n, 1), arg(n, 2));

@@ -101,12 +101,14 @@ typedef struct {
 typedef struct _TsTileNode TsTileNode;
 struct _TsTileNode {
   TsTileOp op;
-  char *var;      /* FOR loop var, LET name, REDUCE result, SOFTMAX m, PACK reuse key */
+  char *var;      /* FOR loop var, LET name, REDUCE result, SOFTMAX m, PACK reuse key, MAP sum
+                     of the values it stores (NULL: none) */
   char *var2;     /* SOFTMAX l */
   char *lo, *hi, *step; /* FOR range; REDUCE/MAP/SOFTMAX use hi as the column count */
   char *expr;     /* LET / REDUCE / MAP expression; REDUCE op in `step` ("sum"|"max") */
   char *dst;      /* MAP destination view; PACK/MMA/CONVERT destination buffer[offset] */
   char *prefetch; /* MAP: a pointer expression p; the loop prefetches p[j] as it goes */
+  gboolean stream; /* MAP: the destination written with non-temporal stores */
   TsForKind for_kind;
   TsDtype dtype;  /* LET scalar type (f32 or int via TS_DTYPE_INT32 meaning int64 index) */
   gint64 ints[6]; /* op-specific constants: PACK {operand(0=A,1=B), panel}, MMA {MR, NR, V,
@@ -193,6 +195,13 @@ TsTileNode *ts_tile_map(TsTileNode *parent, const char *dst, const char *expr, c
  * i asks for row i + 1, whose first pass would otherwise wait on memory (the hardware
  * prefetcher stops following a stream the passes in between do not touch). */
 void ts_tile_map_set_prefetch(TsTileNode *map, const char *where);
+/* The map's stores bypass the caches (non-temporal, where the target has them): for an output
+ * that is written once and not read again soon, it saves reading each line in before it is
+ * written, and leaves the cache to the input. The team's stores are fenced before it ends. */
+void ts_tile_map_set_stream(TsTileNode *map);
+/* The map also sums the f32 values it stores into a new f32 `var` (before any rounding to the
+ * destination's dtype): a reduction of its output fused into the pass that writes it. */
+void ts_tile_map_set_sum(TsTileNode *map, const char *var);
 TsTileNode *ts_tile_convert(TsTileNode *parent, const char *src, const char *dst, const char *n);
 /* ... multiplying by `scale` (an expression) before rounding: fp8 inputs' per-tensor scales. */
 TsTileNode *ts_tile_convert_scaled(TsTileNode *parent, const char *src, const char *dst,

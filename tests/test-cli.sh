@@ -29,7 +29,7 @@ expect 2 'fp8 inputs are taken by gemm' -- run softmax_safe --shape M=8,N=64 --d
 expect 0 'point: block\(m=72, n=2016, k=128\)' -- lower gemm --shape M=64,N=64,K=64 --schedule 'block(m=72,n=2016,k=128)' --stage schedule
 expect 0 'valid at M=64' -- lower gemm --shape M=64,N=64,K=64 --stage schedule
 expect 0 'tile.mma' -- lower gemm --shape M=64,N=64,K=64 --stage tile
-expect 0 'l = tile.reduce_sum\(w' -- lower softmax_safe --shape M=8,N=64 --stage tile
+expect 0 'w = tile.map\(exp\(x - m\), j < N\) sum->l' -- lower softmax_safe --shape M=8,N=64 --stage tile
 expect 0 'l = tile.reduce_sum\(exp\(x - m\)' -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("max_first")' --stage tile
 expect 0 'tile.softmax_online' -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("online")' --stage tile
 expect 0 'y = tile.map\(w \* r' -- lower softmax_safe --shape M=8,N=64 --dtype bf16 --schedule 'softmax("stored")' --stage tile
@@ -44,6 +44,10 @@ expect 0 'tile.mma.*micro=32x32.*dot=amx' -- lower gemm --shape M=64,N=64,K=64 -
 expect 2 "violates the constraint 'dot != \"amx\" \|\| amx_bf16 == 1" -- lower gemm --shape M=64,N=64,K=64 --dtype f32 --schedule 'block(m=96,n=2016,k=256).micro(m=32,n=32).vector(16).dot("amx")' --stage target
 expect 2 "violates the constraint 'dot != \"amx\" \|\| amx_bf16 == 1" -- lower gemm --shape M=64,N=64,K=64 --dtype bf16 --schedule 'block(m=96,n=2016,k=256).micro(m=48,n=48).vector(16).dot("amx")' --stage target
 expect 0 '== target \(C\) ==' -- lower layernorm_safe --shape M=8,N=64 --dtype f16
+expect 0 'y = tile.map\(w \* r, j < N\)  with w = W\[0:\], y = Y\[i \* N:\] stream' -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("stored").store("stream")' --stage tile
+expect 0 'ts_vf_stream_f16\(Y \+ \(i \* N\) \+ j, ts_v_\);' -- lower rmsnorm_safe --shape M=8,N=64 --dtype f16 --schedule 'store("stream")' --stage target
+expect 0 '^    ts_stream_fence\(\);' -- lower rmsnorm_safe --shape M=8,N=64 --dtype f16 --schedule 'store("stream")' --stage target
+expect 2 'store\("nt"\) is not one of "cached", "stream"' -- lower layernorm_safe --shape M=8,N=64 --schedule 'store("nt")' --stage tile
 expect 0 'prefetch=\(X \+ min\(i \+ 1, M - 1\) \* N\)' -- lower layernorm_safe --shape M=8,N=64 --stage tile
 expect 0 '__builtin_prefetch\(\(X \+ min\(i \+ 1, M - 1\) \* N\) \+ j, 0, 3\);' -- lower softmax_safe --shape M=8,N=64 --dtype bf16 --stage target
 expect 0 'status +ok' -- run saxpy --shape N=10000 --backend cpu

@@ -9,6 +9,7 @@
 
 #include "ts-cuda-tma.h"
 #include "ts-emit.h"
+#include "ts-half.h"
 #include "ts-numerics.h"
 #include "ts-op.h"
 #include "ts-tile.h"
@@ -1333,6 +1334,98 @@ test_cpu_softmax_passes(void)
 /* The TMA point's record and tensor maps: A read as K-contiguous rows of M in boxes of one
  * 128-byte swizzle row by BM rows, B as N-contiguous rows of K in 64 x 64 boxes; the record's
  * words plan (ts-cuda-tma.h) into the maps the backend encodes; a C target refuses them. */
+/* A row op's output (raw bytes of Y) at a point, on fixed inputs: X in [-4, 4), G in [0.5, 1.5),
+ * Bt in [-0.5, 0.5), all rounded to the op's dtype. */
+static GBytes *
+row_op_output(const char *op, gint64 m, gint64 n, const char *dtype, const char *partial)
+{
+  g_autofree char *shape = g_strdup_printf("M=%" G_GINT64_FORMAT ",N=%" G_GINT64_FORMAT, m, n);
+  TsOpInstance *inst = NULL;
+  g_autofree char *entry = NULL;
+  g_autofree char *src = point_source_dt(op, shape, dtype, partial, &inst, &entry);
+  g_autoptr(TsOpInstance) owned = inst;
+  g_autoptr(TsModule) module = compile_source(src, entry);
+  const guint esz = g_strcmp0(dtype, "f32") == 0 ? 4 : 2;
+  /* X, then G and Bt as far as the op takes them, then Y. */
+  const guint n_in = g_strcmp0(op, "layernorm_safe") == 0 ? 3 : g_strcmp0(op, "rmsnorm_safe") == 0 ? 2 : 1;
+  TsBuffer *bufs[4];
+  g_autoptr(GError) error = NULL;
+  for (guint b = 0; b <= n_in; b++) {
+    const gint64 count = b == 0 || b == n_in ? m * n : n;
+    g_autofree guint8 *host = g_malloc((gsize)count * esz);
+    for (gint64 i = 0; i < count; i++) {
+      const float lo = b == 0 ? -4.0f : b == 1 ? 0.5f : -0.5f, span = b == 0 ? 8.0f : 1.0f;
+      const float v = lo + span * (float)((i * 2654435761u) % 1000u) / 1000.0f;
+      if (esz == 4)
+        memcpy(host + i * 4, &v, 4);
+      else {
+        const guint16 h = g_str_has_prefix(dtype, "bf16") ? ts_f32_to_bf16(v) : ts_f32_to_f16(v);
+        memcpy(host + i * 2, &h, 2);
+      }
+    }
+    bufs[b] = ts_backend_alloc(backend, (gsize)count * esz, &error);
+    g_assert_no_error(error);
+    if (b == n_in) /* Y starts as garbage, which an element left unwritten keeps */
+      memset(host, 0x5a, (gsize)count * esz);
+    ts_backend_upload(backend, bufs[b], host, (gsize)count * esz, &error);
+    g_assert_no_error(error);
+  }
+  const gint64 ints[] = {m, n};
+  const double floats[] = {1e-5};
+  TsLaunch launch = {.buffers = bufs, .n_buffers = n_in + 1, .ints = ints, .n_ints = 2,
+                     .floats = floats, .n_floats = 1};
+  g_assert_true(ts_backend_launch(backend, module, &launch, &error));
+  g_assert_no_error(error);
+  const gsize bytes = (gsize)(m * n) * esz;
+  guint8 *out = g_malloc(bytes);
+  g_assert_true(ts_backend_download(backend, out, bufs[n_in], bytes, &error));
+  g_assert_no_error(error);
+  for (guint b = 0; b <= n_in; b++)
+    ts_backend_buffer_free(backend, bufs[b]);
+  return g_bytes_new_take(out, bytes);
+}
+
+/* store("stream") writes exactly what store("cached") writes: rows whose start is aligned to
+ * a vector (N = 64) take the non-temporal stores, rows that are not (N = 45) the fallback, and
+ * every row's tail the scalar loop; one thread, then two, at every vector width the machine has.
+ * The stream points also verify, and the space offers both values for every point. */
+static void
+test_cpu_rows_stream(void)
+{
+  static const struct {
+    const char *op, *extra;
+  } rows[] = {
+      {"softmax_safe", ".softmax(\"stored\").math(\"exact\")"},
+      {"layernorm_safe", ""},
+      {"rmsnorm_safe", ""},
+  };
+  const TsDeviceInfo *dev = ts_backend_describe(backend);
+  for (guint c = 0; c < G_N_ELEMENTS(rows); c++)
+    for (guint d = 0; d < G_N_ELEMENTS(dtypes); d++) {
+      for (gint64 n = 45, t = 1; n <= 64; n += 19, t++)
+        for (guint v = 4; v <= 16 && v <= (guint)dev->vector_bits / 32; v *= 2) {
+            g_autofree char *base = g_strdup_printf("block(m=3).vector(%u).threads(%" G_GINT64_FORMAT ")%s",
+                                                    v, t, rows[c].extra);
+            g_autofree char *cached = g_strdup_printf("%s.store(\"cached\")", base);
+            g_autofree char *stream = g_strdup_printf("%s.store(\"stream\")", base);
+            g_autoptr(GBytes) a = row_op_output(rows[c].op, 7, n, dtypes[d], cached);
+            g_autoptr(GBytes) b = row_op_output(rows[c].op, 7, n, dtypes[d], stream);
+            if (!g_bytes_equal(a, b))
+              g_error("%s %s N=%" G_GINT64_FORMAT " %s: the streamed output differs", rows[c].op,
+                      dtypes[d], n, stream);
+          }
+      g_autofree char *shape = g_strdup("M=7,N=45");
+      GError *error = NULL;
+      g_autoptr(TsOpInstance) inst = ts_op_instance_new(rows[c].op, shape, dtypes[d], &error);
+      g_assert_no_error(error);
+      g_autofree char *pt = g_strdup_printf("block(m=3).vector(4).threads(2)%s.store(\"stream\")",
+                                            rows[c].extra);
+      assert_cpu_point_ok(inst, pt);
+      guint total, streamed = count_knob_value(inst, dev, "store", "stream", &total);
+      g_assert_cmpuint(streamed * 2, ==, total);
+    }
+}
+
 static void
 test_gemm_tma_lowering(void)
 {
@@ -1781,6 +1874,7 @@ main(int argc, char **argv)
   }
   g_test_add_func("/ops/cpu/spaces-follow-simd", test_cpu_spaces_follow_simd);
   g_test_add_func("/ops/cpu/softmax-passes", test_cpu_softmax_passes);
+  g_test_add_func("/ops/cpu/rows-stream", test_cpu_rows_stream);
   g_test_add_func("/ops/cpu/gemm-bf16dot", test_cpu_gemm_bf16dot);
   g_test_add_func("/ops/cpu/gemm-amx", test_cpu_gemm_amx);
   g_test_add_func("/ops/cpu/gemm-fp8", test_cpu_gemm_fp8);

@@ -1073,30 +1073,33 @@ ts_vf_load_bf16(const void *p)
   return (ts_vf)u;
 }
 
-static inline void
-ts_vf_store_bf16(void *p, ts_vf v)
+/* v rounded to bf16, lane by lane as ts_cpu_f32_to_bf16 does. */
+static inline ts_vh
+ts_vf_to_bf16_(ts_vf v)
 {
 #if defined(__AVX512BF16__) && defined(__AVX512VL__) && (TS_VEC == 16 || TS_VEC == 8)
   /* vcvtneps2bf16 rounds to nearest even as the code below does, in one instruction, but
    * flushes subnormal inputs to zero; a vector holding one (|x| < 2^-126, never in practice)
    * takes the exact path, so every lane stays bit-identical to ts_cpu_f32_to_bf16. */
 #if TS_VEC == 16
-  if (__builtin_expect(!ts_subnormal_mask16_((__m512)v), 1)) {
-    _mm256_storeu_si256((__m256i *)p, (__m256i)_mm512_cvtneps_pbh((__m512)v));
-    return;
-  }
+  if (__builtin_expect(!ts_subnormal_mask16_((__m512)v), 1))
+    return (ts_vh)_mm512_cvtneps_pbh((__m512)v);
 #else
-  if (__builtin_expect(!ts_subnormal_mask8_((__m256)v), 1)) {
-    _mm_storeu_si128((__m128i *)p, (__m128i)_mm256_cvtneps_pbh((__m256)v));
-    return;
-  }
+  if (__builtin_expect(!ts_subnormal_mask8_((__m256)v), 1))
+    return (ts_vh)_mm256_cvtneps_pbh((__m256)v);
 #endif
 #endif
   ts_vu u = (ts_vu)v;
   ts_vu r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   ts_vu q = (u >> 16) | 0x40u;
   ts_vu nan = (ts_vu)((u & 0x7fffffffu) > 0x7f800000u); /* all-ones where NaN */
-  ts_vh h = __builtin_convertvector((nan & q) | (~nan & r), ts_vh);
+  return __builtin_convertvector((nan & q) | (~nan & r), ts_vh);
+}
+
+static inline void
+ts_vf_store_bf16(void *p, ts_vf v)
+{
+  ts_vh h = ts_vf_to_bf16_(v);
   memcpy(p, &h, sizeof h);
 }
 
@@ -1119,21 +1122,99 @@ ts_vf_load_f16(const void *p)
 #endif
 }
 
+/* v rounded to f16 (nearest even), lane by lane as ts_cpu_f32_to_f16 does. */
+static inline ts_vh
+ts_vf_to_f16_(ts_vf v)
+{
+#if defined(__AVX512F__) && TS_VEC == 16
+  return (ts_vh)_mm512_cvtps_ph((__m512)v, 0);
+#elif defined(__F16C__) && TS_VEC == 8
+  return (ts_vh)_mm256_cvtps_ph((__m256)v, 0);
+#else
+  ts_vh h;
+#if defined(__F16C__) && TS_VEC == 4
+  const __m128i c = _mm_cvtps_ph((__m128)v, 0);
+  memcpy(&h, &c, sizeof h);
+#else
+  for (int i = 0; i < TS_VEC; i++)
+    h[i] = ts_cpu_f32_to_f16(v[i]);
+#endif
+  return h;
+#endif
+}
+
 static inline void
 ts_vf_store_f16(void *p, ts_vf v)
 {
-#if defined(__AVX512F__) && TS_VEC == 16
-  _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph((__m512)v, 0));
-#elif defined(__F16C__) && TS_VEC == 8
-  _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph((__m256)v, 0));
-#elif defined(__F16C__) && TS_VEC == 4
-  _mm_storel_epi64((__m128i *)p, _mm_cvtps_ph((__m128)v, 0));
-#else
-  uint16_t h[TS_VEC];
-  for (int i = 0; i < TS_VEC; i++)
-    h[i] = ts_cpu_f32_to_f16(v[i]);
-  memcpy(p, h, sizeof h);
+  ts_vh h = ts_vf_to_f16_(v);
+  memcpy(p, &h, sizeof h);
+}
+
+/* Non-temporal stores of `size` bytes (a vector's: 8 to 64) at p where p is aligned to its size
+ * and the target has them; a plain store otherwise, so any p and any target work. The writes
+ * bypass the caches (no read of the line before it is written) and are ordered only by
+ * ts_stream_fence(), which every writer calls before the data is read elsewhere. */
+static inline void
+ts_stream_bytes_(void *p, const void *v, size_t size)
+{
+#if defined(__SSE2__) && defined(__x86_64__)
+  if (((uintptr_t)p & (size - 1)) == 0) {
+    switch (size) {
+#ifdef __AVX512F__
+    case 64:
+      _mm512_stream_si512((void *)p, _mm512_loadu_si512(v));
+      return;
 #endif
+#ifdef __AVX__
+    case 32:
+      _mm256_stream_si256((__m256i *)p, _mm256_loadu_si256((const __m256i *)v));
+      return;
+#endif
+    case 16:
+      _mm_stream_si128((__m128i *)p, _mm_loadu_si128((const __m128i *)v));
+      return;
+    case 8: {
+      long long q;
+      memcpy(&q, v, sizeof q);
+      _mm_stream_si64((long long *)p, q);
+      return;
+    }
+    default:
+      break;
+    }
+  }
+#endif
+  memcpy(p, v, size);
+}
+
+static inline void
+ts_stream_fence(void)
+{
+#if defined(__SSE2__)
+  _mm_sfence();
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+static inline void
+ts_vf_stream_f32(void *p, ts_vf v)
+{
+  ts_stream_bytes_(p, &v, sizeof v);
+}
+
+static inline void
+ts_vf_stream_bf16(void *p, ts_vf v)
+{
+  ts_vh h = ts_vf_to_bf16_(v);
+  ts_stream_bytes_(p, &h, sizeof h);
+}
+
+static inline void
+ts_vf_stream_f16(void *p, ts_vf v)
+{
+  ts_vh h = ts_vf_to_f16_(v);
+  ts_stream_bytes_(p, &h, sizeof h);
 }
 
 /* Lane select without the vector ?: (GCC accepts it only in C++): m is all-ones / all-zeros. */
