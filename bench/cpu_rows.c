@@ -1,20 +1,28 @@
 /* cpu_rows — benchmark (not a test): the row ops (softmax, layernorm, rmsnorm) at their best
  * point of a sweep over the op's CPU space, through the whole spine (lower → emit C → cc →
- * verify → time), against a copy of the same bytes (glibc's memcpy, the STREAM-copy class of
- * anchor: what any pass over X and Y must at least cost), measured side by side in one run.
+ * verify → time), against two anchors measured side by side in one run:
+ * - a copy of the same bytes (the STREAM-copy class: what any pass reading X and writing Y must
+ *   at least cost), at its best: each round takes the faster of glibc's memcpy and a loop of
+ *   non-temporal 16-byte stores, since our kernels may stream their output too;
+ * - PyTorch CPU's op (bench/torch_rows.py, run by --python, default $TS_BENCH_PYTHON or
+ *   python3), skipped with the reason where PyTorch cannot be imported.
  *
  *   build/bench/cpu_rows [--shape M=4096,N=4096] [--ops softmax_safe,..] [--dtypes f32,bf16,f16]
- *                        [--threads 1] [--rounds 9]
+ *                        [--threads 1] [--rounds 9] [--python PATH] [--no-torch]
  *
- * The sweep picks our best point; then it and the copy alternate in rounds (a few calls of one,
- * then of the other), so both see the same machine from moment to moment. Prints one row per
+ * The sweep picks our best point; then it and the anchors alternate in rounds (a few calls of
+ * each in turn), so all see the same machine from moment to moment. Prints one row per
  * (op, dtype): GB/s of the median round of each (the op's bytes: X read and Y written, as the
  * copy's), the median of the rounds' ratios with their range, and the winning point. */
+#include <gio/gio.h>
 #include <glib.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "ts-numerics.h"
 #include "ts-op.h"
@@ -28,18 +36,113 @@ now_ns(void)
   return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* Median of n timed copies of `bytes` from src to dst. */
+/* A copy whose stores bypass the cache (no read of each destination line before it is
+ * written): glibc's memcpy does this only above a threshold of its own. */
+static void
+stream_copy(void *dst, const void *src, gsize bytes)
+{
+#if defined(__SSE2__)
+  if (((guintptr)dst | (guintptr)src) % 16 == 0) {
+    gsize i = 0;
+    for (; i + 64 <= bytes; i += 64) {
+      const char *s = (const char *)src + i;
+      char *d = (char *)dst + i;
+      __m128i a = _mm_load_si128((const __m128i *)s), b = _mm_load_si128((const __m128i *)(s + 16));
+      __m128i c = _mm_load_si128((const __m128i *)(s + 32)), e = _mm_load_si128((const __m128i *)(s + 48));
+      _mm_stream_si128((__m128i *)d, a);
+      _mm_stream_si128((__m128i *)(d + 16), b);
+      _mm_stream_si128((__m128i *)(d + 32), c);
+      _mm_stream_si128((__m128i *)(d + 48), e);
+    }
+    memcpy((char *)dst + i, (const char *)src + i, bytes - i);
+    _mm_sfence();
+    return;
+  }
+#endif
+  memcpy(dst, src, bytes);
+}
+
+/* Median of n timed copies of `bytes` from src to dst, by memcpy or by stream_copy. */
 static double
-copy_sample(const void *src, void *dst, gsize bytes, guint n)
+copy_sample(const void *src, void *dst, gsize bytes, guint n, gboolean stream)
 {
   double s[64];
   n = MIN(n, G_N_ELEMENTS(s));
   for (guint i = 0; i < n; i++) {
     double t0 = now_ns();
-    memcpy(dst, src, bytes);
+    if (stream)
+      stream_copy(dst, src, bytes);
+    else
+      memcpy(dst, src, bytes);
     s[i] = now_ns() - t0;
   }
   return ts_stats_median(s, n);
+}
+
+/* PyTorch's op in a helper process that times `calls` calls when asked. */
+typedef struct {
+  GSubprocess *proc;
+  GDataInputStream *out;
+  char *what; /* "ready" line: the form and PyTorch build chosen, or why it was skipped */
+} TorchAnchor;
+
+static void
+torch_anchor_clear(TorchAnchor *t)
+{
+  if (t->proc) {
+    g_output_stream_close(g_subprocess_get_stdin_pipe(t->proc), NULL, NULL);
+    g_subprocess_wait(t->proc, NULL, NULL);
+  }
+  g_clear_object(&t->out);
+  g_clear_object(&t->proc);
+  g_clear_pointer(&t->what, g_free);
+}
+
+/* Starts the helper; FALSE (t->what saying why) where it cannot give an anchor. */
+static gboolean
+torch_anchor_start(TorchAnchor *t, const char *python, const char *op, const char *dtype,
+                   gint64 m, gint64 n, gint threads)
+{
+  g_autofree char *script = g_build_filename(TS_BENCH_SRCDIR, "torch_rows.py", NULL);
+  g_autofree char *ms = g_strdup_printf("%" G_GINT64_FORMAT, m);
+  g_autofree char *ns = g_strdup_printf("%" G_GINT64_FORMAT, n);
+  g_autofree char *ts = g_strdup_printf("%d", threads);
+  g_autoptr(GError) error = NULL;
+  t->proc = g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,
+                             python, script, "--op", op, "--dtype", dtype, "--m", ms, "--n", ns,
+                             "--threads", ts, NULL);
+  if (t->proc == NULL) {
+    t->what = g_strdup_printf("%s could not be started: %s", python, error->message);
+    return FALSE;
+  }
+  t->out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(t->proc));
+  char *line = g_data_input_stream_read_line(t->out, NULL, NULL, &error);
+  if (line == NULL || !g_str_has_prefix(line, "ready ")) {
+    char *why = line && g_str_has_prefix(line, "skip ")
+                    ? g_strdup(line + 5)
+                    : g_strdup_printf("%s %s said nothing usable (%s)", python, script,
+                                      line ? line : error ? error->message : "no output");
+    g_free(line);
+    torch_anchor_clear(t);
+    t->what = why;
+    return FALSE;
+  }
+  t->what = g_strdup(line + 6);
+  g_free(line);
+  return TRUE;
+}
+
+/* The median ns of `calls` calls, or NAN where the helper has gone. */
+static double
+torch_anchor_sample(TorchAnchor *t, guint calls)
+{
+  g_autofree char *req = g_strdup_printf("%u\n", calls);
+  GOutputStream *in = g_subprocess_get_stdin_pipe(t->proc);
+  if (!g_output_stream_write_all(in, req, strlen(req), NULL, NULL, NULL) ||
+      !g_output_stream_flush(in, NULL, NULL))
+    return NAN;
+  g_autofree char *line = g_data_input_stream_read_line(t->out, NULL, NULL, NULL);
+  return line ? g_ascii_strtod(line, NULL) : NAN;
 }
 
 /* Our best point over the op's space at `threads`, by the median of ts_op_run's samples. */
@@ -87,7 +190,8 @@ sweep(TsOpInstance *inst, TsBackend *backend, gint64 threads, guint *samples, GE
 /* Rounds of `calls` launches each, ours then the copy's, after one warm-up round of both. */
 static gboolean
 interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, gsize bytes,
-           guint rounds, guint calls, double *ours_ns, double *copy_ns, GError **error)
+           guint rounds, guint calls, double *ours_ns, double *copy_ns, TorchAnchor *torch,
+           double *torch_ns, GError **error)
 {
   g_autoptr(TsModule) module = ts_op_compile(inst, backend, point, error);
   if (module == NULL)
@@ -109,11 +213,13 @@ interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, gs
   double s[64];
   calls = MIN(calls, G_N_ELEMENTS(s));
   gboolean ok = ts_op_timer_sample(timer, 1, calls, s, error);
-  copy_sample(x, y, bytes, calls);
+  copy_sample(x, y, bytes, calls, FALSE);
+  copy_sample(x, y, bytes, calls, TRUE);
   for (guint r = 0; ok && r < rounds; r++) {
     ok = ts_op_timer_sample(timer, 0, calls, s, error);
     ours_ns[r] = ts_stats_median(s, calls);
-    copy_ns[r] = copy_sample(x, y, bytes, calls);
+    copy_ns[r] = MIN(copy_sample(x, y, bytes, calls, FALSE), copy_sample(x, y, bytes, calls, TRUE));
+    torch_ns[r] = torch->proc ? torch_anchor_sample(torch, calls) : NAN;
   }
   return ok;
 }
@@ -125,6 +231,8 @@ main(int argc, char **argv)
   g_autofree char *ops = g_strdup("softmax_safe,layernorm_safe,rmsnorm_safe");
   g_autofree char *dtypes = g_strdup("f32,bf16,f16");
   gint threads = 1, rounds = 9;
+  gboolean no_torch = FALSE;
+  g_autofree char *python = NULL;
   GOptionEntry entries[] = {
     {"shape", 0, 0, G_OPTION_ARG_STRING, &shape, "Shape (default M=4096,N=4096)", "DIMS"},
     {"ops", 0, 0, G_OPTION_ARG_STRING, &ops, "Row ops (default softmax, layernorm, rmsnorm)",
@@ -133,6 +241,9 @@ main(int argc, char **argv)
      "D,.."},
     {"threads", 0, 0, G_OPTION_ARG_INT, &threads, "Threads of our kernel (default 1)", "T"},
     {"rounds", 0, 0, G_OPTION_ARG_INT, &rounds, "Interleaved rounds (default 9)", "R"},
+    {"python", 0, 0, G_OPTION_ARG_FILENAME, &python,
+     "Python with PyTorch for the PyTorch anchor (default $TS_BENCH_PYTHON, else python3)", "PATH"},
+    {"no-torch", 0, 0, G_OPTION_ARG_NONE, &no_torch, "Leave out the PyTorch anchor", NULL},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- our row ops vs a copy of their bytes");
@@ -142,6 +253,8 @@ main(int argc, char **argv)
     g_printerr("cpu_rows: %s\n", error->message);
     return 2;
   }
+  if (python == NULL)
+    python = g_strdup(g_getenv("TS_BENCH_PYTHON") ? g_getenv("TS_BENCH_PYTHON") : "python3");
   g_autoptr(TsBackend) backend = ts_backend_open("cpu", &error);
   if (backend == NULL) {
     g_printerr("cpu_rows: %s\n", error->message);
@@ -149,14 +262,16 @@ main(int argc, char **argv)
   }
   const TsDeviceInfo *dev = ts_backend_describe(backend);
   rounds = CLAMP(rounds, 1, 64);
-  g_print("# cpu_rows: Tessera row ops (best of a sweep of each op's CPU space, %d thread%s) vs "
-          "memcpy of the same bytes (one thread)\n", threads, threads == 1 ? "" : "s");
+  g_print("# cpu_rows: Tessera row ops (best of a sweep of each op's CPU space, %d thread%s) vs a "
+          "copy of the same bytes (one thread, the faster of memcpy and non-temporal stores each "
+          "round) and vs PyTorch CPU (%d thread%s)\n", threads, threads == 1 ? "" : "s", threads,
+          threads == 1 ? "" : "s");
   g_print("# device: %s (%s), %u cores; toolchain %s\n", dev->name, dev->arch, dev->compute_units,
           dev->toolchain);
-  g_print("# shape %s; %d interleaved rounds per row; ratio = our GB/s / the copy's, median of "
+  g_print("# shape %s; %d interleaved rounds per row; ratios = our GB/s / the anchor's, median of "
           "the rounds [lowest, highest]\n", shape, rounds);
-  g_print("%-15s %-5s %10s %10s %7s %15s  %s\n", "op", "dtype", "ours GB/s", "copy GB/s",
-          "ratio", "range", "best schedule");
+  g_print("%-15s %-5s %9s %9s %18s %9s %18s  %s\n", "op", "dtype", "ours GB/s", "copy GB/s",
+          "vs copy", "torch", "vs torch", "best schedule");
   g_auto(GStrv) ov = g_strsplit(ops, ",", -1);
   g_auto(GStrv) dv = g_strsplit(dtypes, ",", -1);
   for (guint oi = 0; ov[oi]; oi++)
@@ -179,25 +294,53 @@ main(int argc, char **argv)
       g_autoptr(TsSchedPoint) winner = ts_sched_point_parse(best_pt, &error);
       /* X read and Y written, as the copy's (layernorm's gamma and beta, 2 N, left out). */
       const TsShape *sh = ts_op_instance_shape(inst);
-      const double bytes = 2.0 * ts_shape_get(sh, "M") * ts_shape_get(sh, "N") *
-                           (ts_dtype_bits(ts_op_instance_dtype(inst)->storage) / 8);
-      double ours[64], copy[64], ratio[64];
+      const gint64 M = ts_shape_get(sh, "M"), N = ts_shape_get(sh, "N");
+      const double bytes = 2.0 * M * N * (ts_dtype_bits(ts_op_instance_dtype(inst)->storage) / 8);
+      TorchAnchor torch = {0};
+      if (no_torch)
+        torch.what = g_strdup("left out (--no-torch)");
+      else
+        torch_anchor_start(&torch, python, ov[oi], dv[di], M, N, threads);
+      g_print("# %s %s: PyTorch anchor%s %s\n", ov[oi], dv[di], torch.proc ? ":" : " skipped:",
+              torch.what);
+      double ours[64], copy[64], tor[64], ratio[64], tratio[64];
       guint calls = MAX(3, MIN(samples, 15));
-      if (winner == NULL || !interleave(inst, backend, winner, (gsize)(bytes / 2), (guint)rounds,
-                                        calls, ours, copy, &error)) {
+      gboolean ok = winner != NULL && interleave(inst, backend, winner, (gsize)(bytes / 2),
+                                                 (guint)rounds, calls, ours, copy, &torch, tor,
+                                                 &error);
+      torch_anchor_clear(&torch);
+      if (!ok) {
         g_printerr("cpu_rows: %s\n", error->message);
         return 3;
       }
-      double lo = INFINITY, hi = 0;
+      double lo = INFINITY, hi = 0, tlo = INFINITY, thi = 0;
+      guint nt = 0;
       for (gint r = 0; r < rounds; r++) {
         ratio[r] = copy[r] / ours[r];
         lo = MIN(lo, ratio[r]);
         hi = MAX(hi, ratio[r]);
+        if (!isnan(tor[r])) {
+          tratio[nt] = tor[r] / ours[r];
+          tlo = MIN(tlo, tratio[nt]);
+          thi = MAX(thi, tratio[nt]);
+          nt++;
+        }
       }
       double mo = ts_stats_median(ours, rounds), mc = ts_stats_median(copy, rounds);
-      g_autofree char *range = g_strdup_printf("[%.2f, %.2f]", lo, hi);
-      g_print("%-15s %-5s %10.2f %10.2f %7.2f %15s  %s\n", ov[oi], dv[di], bytes / mo, bytes / mc,
-              ts_stats_median(ratio, rounds), range, best_pt);
+      g_autofree char *vs_copy = g_strdup_printf("%.2f [%.2f, %.2f]", ts_stats_median(ratio, rounds),
+                                                 lo, hi);
+      g_autofree char *torch_gbs = NULL, *vs_torch = NULL;
+      if (nt > 0) {
+        double tv[64];
+        guint k = 0;
+        for (gint r = 0; r < rounds; r++)
+          if (!isnan(tor[r]))
+            tv[k++] = tor[r];
+        torch_gbs = g_strdup_printf("%.2f", bytes / ts_stats_median(tv, k));
+        vs_torch = g_strdup_printf("%.2f [%.2f, %.2f]", ts_stats_median(tratio, nt), tlo, thi);
+      }
+      g_print("%-15s %-5s %9.2f %9.2f %18s %9s %18s  %s\n", ov[oi], dv[di], bytes / mo, bytes / mc,
+              vs_copy, torch_gbs ? torch_gbs : "-", vs_torch ? vs_torch : "-", best_pt);
     }
   return 0;
 }
