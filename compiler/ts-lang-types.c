@@ -48,7 +48,7 @@ struct Ty {
 /* Knobs the lowering consumes itself (a body has no use for them). */
 static const char *const lowering_knobs[] = {"warps",  "stages", "vector", "swizzle",
                                              "threads", "unroll", "raster", "mma",
-                                             "load",    "MR",     "NR",     NULL};
+                                             "load",    "MR",     "NR",     "store", NULL};
 
 typedef struct {
   const char *src, *file;

@@ -252,6 +252,22 @@ ts__lang_implemented_reference(const TsOpInstance *inst, void *const *in, double
 
 #define KNOB(name, def) ts_sched_point_get_int(point, name, def)
 
+/* store("stream"): the output's map writes with non-temporal stores, as the built-in row ops'
+ * knob (an output written once, larger than the cache, is not read in before it is written). */
+static gboolean
+lang_store(const LangOp *o, const TsSchedPoint *point, TsTileNode *map, GError **error)
+{
+  const char *store = ts_sched_point_get_str(point, "store", "cached");
+  if (g_strcmp0(store, "stream") == 0)
+    ts_tile_map_set_stream(map);
+  else if (g_strcmp0(store, "cached") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: store(\"%s\") is not one of \"cached\", \"stream\"", o->name, store);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* One program per BN elements, shared among the threads; a vectorised map within it. */
 gboolean
 ts__lang_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
@@ -274,7 +290,7 @@ ts__lang_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKe
   for (guint a = 0; a <= o->def.n_inputs; a++)
     ts_tile_node_add_view(map, o->views[a], a < o->def.n_inputs ? o->def.inputs[a].name
                                                                 : o->def.output.name, "i0");
-  return TRUE;
+  return lang_store(o, point, map, error);
 }
 
 /* The row program in f64: each row's reductions and scratch rows in order, then its output. */
@@ -357,6 +373,7 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   g_autofree char *last = g_strdup_printf("min(i0 + BM, %s)", m);
   TsTileNode *row = ts_tile_for(i0, "i", "i0", last, "1", TS_FOR_SERIAL);
   g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  TsTileNode *prev = NULL;
   for (guint s = 0; s < o->steps->len; s++) {
     const Step *st = &g_array_index(o->steps, Step, s);
     g_autofree char *text = ts__lang_print(o, st->expr, FALSE, row, hoisted);
@@ -366,9 +383,19 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
       node = ts_tile_map(row, dst, text, n);
     } else {
       g_autofree char *var = g_strdup_printf("r%u", st->index);
+      /* The sum of the scratch row just written (softmax's s = row_sum(e)) is taken in the
+       * pass that writes it: one pass over the row fewer. */
+      if (!st->max && prev && prev->op == TS_TILE_MAP && prev->var == NULL &&
+          g_strcmp0(prev->dst, text) == 0 &&
+          g_ptr_array_index(row->children, row->children->len - 1) == prev) {
+        ts_tile_map_set_sum(prev, var);
+        prev = NULL;
+        continue;
+      }
       node = ts_tile_reduce(row, var, st->max ? "max" : "sum", text, n);
     }
     add_row_views(o, node);
+    prev = node;
   }
   g_autofree char *text = ts__lang_print(o, o->value, FALSE, row, hoisted);
   TsTileNode *map = ts_tile_map(row, o->views[o->def.n_inputs], text, n);
@@ -384,7 +411,7 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
       ts_tile_map_set_prefetch(map, next);
       break;
     }
-  return TRUE;
+  return lang_store(o, point, map, error);
 }
 
 /* One CTA per BN elements, each thread holding PER * VEC elements of every tile in registers

@@ -39,7 +39,8 @@ ok(re.search(r"^space: block\(n=\[2048,4096,8192\]\)\.vector\(\[4,8\]\)\.threads
              p.stdout, re.M) is not None, "the space is the decorator's, with the threads")
 ok("y_out = tile.map(((alpha * x) + y), j < min(BN, N - i0))" in p.stdout,
    "the body lowers to a Tile IR map")
-ok("Y_OUT[(i0) + j] = ((alpha * x) + y);" in p.stdout, "the C target computes it")
+ok("const float ts_v_ = ((alpha * x) + y);" in p.stdout and "Y_OUT[(i0) + j] = ts_v_;" in p.stdout,
+   "the C target computes it")
 
 # The CUDA target: one CTA per BN elements, the map over each thread's register tiles.
 p = tt("lower", "--kernel", AFFINE, "--shape", "N=1000003", "--backend", "cuda", "--stage", "all")
@@ -80,10 +81,26 @@ EX = os.path.join(SRC, "examples")
 p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=64,N=1000",
        "--stage", "tile")
 ok(p.returncode == 0 and re.search(
-    r"r0 = tile\.reduce_max\(x, j < N\).*\n.*w0 = tile\.map\(exp\(\(x - r0\)\), j < N\).*\n"
-    r".*r1 = tile\.reduce_sum\(w0, j < N\).*\n.*y = tile\.map\(\(w0 / r1\), j < N\)", p.stdout)
-   and "W0 = tile.alloc(shared f32[N], one f32 row, per-worker)" in p.stdout,
-   "softmax.tsk lowers to max, a stored exp row, its sum, and the scaled row")
+    r"r0 = tile\.reduce_max\(x, j < N\).*\n.*w0 = tile\.map\(exp\(\(x - r0\)\), j < N\) sum->r1 .*\n"
+    r".*y = tile\.map\(\(w0 / r1\), j < N\)", p.stdout)
+   and "W0 = tile.alloc(shared f32[N], one f32 row, per-worker)" in p.stdout
+   and "reduce_sum" not in p.stdout,
+   "softmax.tsk lowers to max, a stored exp row summed as it is written, and the scaled row")
+SM_STREAM = os.path.join(SRC, "tests", "kernels", "softmax_stream.tsk")
+p = tt("lower", "--kernel", SM_STREAM, "--shape", "M=64,N=1000",
+       "--schedule", 'block(m=4).store("stream")', "--stage", "all")
+ok(p.returncode == 0 and re.search(r"y = tile\.map\(\(w0 / r1\), j < N\)  with .* stream", p.stdout)
+   and "ts_vf_stream_f32(Y + (i * N) + j, ts_v_);" in p.stdout
+   and "ts_stream_fence();" in p.stdout,
+   "a row kernel's store(\"stream\") writes its output with non-temporal stores (%s)" % p.stderr.strip())
+p = tt("run", "--kernel", SM_STREAM, "--shape", "M=37,N=203",
+       "--schedule", 'block(m=4).store("stream")', "--json")
+r = json.loads(p.stdout) if p.returncode == 0 else {}
+ok(r.get("status") == "ok", "softmax.tsk streaming its output verifies (%s)" % (r or p.stderr))
+p = tt("lower", "--kernel", SM_STREAM, "--shape", "M=64,N=1000",
+       "--schedule", 'block(m=4).store("nt")', "--stage", "tile")
+ok(p.returncode == 2 and 'store("nt") is not one of "cached", "stream"' in p.stderr,
+   "an unknown store() is a schedule error naming it (%s)" % p.stderr.strip())
 p = tt("lower", "--kernel", os.path.join(EX, "layernorm.tsk"), "--shape", "M=64,N=1000",
        "--stage", "tile")
 ok(p.returncode == 0 and "let h0: f32 = (r0 / (float)N)" in p.stdout

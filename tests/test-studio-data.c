@@ -1176,7 +1176,7 @@ test_lower_kernel(Cache *c, gconstpointer data)
   g_assert_nonnull(strstr(l->graph, "%Y = kernel:studio_scale@"));
   g_assert_nonnull(strstr(l->schedule, "point: block(n=512).vector(4).threads("));
   g_assert_nonnull(strstr(l->tile, "y = tile.map(((s * x) - 1.0f), j < min(BN, N - i0))"));
-  g_assert_nonnull(strstr(l->target, "Y[(i0) + j] = ((s * x) - 1.0f);"));
+  g_assert_nonnull(strstr(l->target, "const float ts_v_ = ((s * x) - 1.0f);"));
   g_assert_null(ts_studio_lower(gone, "block(n=256)", &error));
   g_assert_error(error, TS_OP_ERROR, TS_OP_ERROR_UNKNOWN_OP);
 }
