@@ -86,6 +86,42 @@ static const char AMX_SRC[] =
   "  }\n"
   "}\n";
 
+/* bf16 dot products (bf16_dot, where the host has AVX512_BF16): FMA_CHAINS independent
+ * vdpbf16ps on 16-float accumulators, each adding 32 bf16 products: what gemm's dot("bf16")
+ * micro-kernel issues between its loads. */
+static const char BF16DOT_SRC[] =
+  "#include <immintrin.h>\n"
+  "#include <stdint.h>\n"
+  "__attribute__((visibility(\"default\"))) void ts_peak_bf16dot(void *const *b, const int64_t *n,"
+  " const double *f);\n"
+  "#define STEP(k) a##k = _mm512_dpbf16_ps(a##k, x, y);\n"
+  "void ts_peak_bf16dot(void *const *b, const int64_t *n, const double *f)\n"
+  "{\n"
+  "  (void)f;\n"
+  "#pragma omp parallel num_threads((int)n[1])\n"
+  "  {\n"
+  /* Small products (1e-3 squared): the sums stay finite and normal whatever the count. */
+  "    const __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));\n"
+  "    const __m512bh y = x;\n"
+  /* Distinct starts: equal chains would be merged into one by the compiler. */
+  "    __m512 a0 = _mm512_set1_ps(0), a1 = _mm512_set1_ps(1), a2 = _mm512_set1_ps(2),\n"
+  "           a3 = _mm512_set1_ps(3), a4 = _mm512_set1_ps(4), a5 = _mm512_set1_ps(5),\n"
+  "           a6 = _mm512_set1_ps(6), a7 = _mm512_set1_ps(7), a8 = _mm512_set1_ps(8),\n"
+  "           a9 = _mm512_set1_ps(9), a10 = _mm512_set1_ps(10), a11 = _mm512_set1_ps(11);\n"
+  "    for (int64_t i = 0; i < n[0]; i++) {\n"
+  "      STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)\n"
+  "      STEP(6) STEP(7) STEP(8) STEP(9) STEP(10) STEP(11)\n"
+  /* An opaque accumulator a repeat: the compiler may not fold repeats into multiplications. */
+  "      __asm__ volatile(\"\" : \"+v\"(a0));\n"
+  "    }\n"
+  "    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),\n"
+  "               _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));\n"
+  "    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));\n"
+  "    if (_mm512_reduce_add_ps(s) == 12345.0f)\n"
+  "      ((float *)b[0])[0] = 1;\n"
+  "  }\n"
+  "}\n";
+
 /* ints: repeats, threads, vectors per thread (a multiple of 8); b[0] the data (one slice per
  * thread), b[1] a sink. */
 static const char READ_SRC[] =
@@ -281,10 +317,25 @@ add_amx(Cpu *c, GError **error)
 }
 
 static gboolean
+add_bf16_dot(Cpu *c, GError **error)
+{
+  if (c->d->arch == NULL || strstr(c->d->arch, "+avx512bf16") == NULL)
+    return TRUE; /* no vdpbf16ps: the roof is not guessed */
+  TsModule *m = compile(c, BF16DOT_SRC, "ts_peak_bf16dot", error);
+  if (m == NULL)
+    return FALSE;
+  double per_thread = 2.0 * FMA_CHAINS * 32; /* 32 products, each a multiply and an add */
+  add_bench(c, "bf16_dot", 1, m, &c->sink, 1, 1000, 0, per_thread);
+  add_bench(c, "bf16_dot", c->cores, m, &c->sink, 1, 1000, 0, per_thread * c->cores);
+  return TRUE;
+}
+
+static gboolean
 build(Cpu *c, GError **error)
 {
   if (!add_fma(c, "f32", "float", sizeof(float), error) ||
-      !add_fma(c, "f64", "double", sizeof(double), error) || !add_amx(c, error))
+      !add_fma(c, "f64", "double", sizeof(double), error) || !add_bf16_dot(c, error) ||
+      !add_amx(c, error))
     return FALSE;
   g_autofree char *src = g_strdup_printf("#define VB %u\n%s", c->vbytes, READ_SRC);
   const struct {
@@ -393,7 +444,8 @@ ts__prof_measure_cpu(TsBackend *be, GError **error)
       if (fig[i].keep)
         ts_prof_ceilings_set(out, fig[i].roof,
                              strcmp(fig[i].roof, "f32") == 0 || strcmp(fig[i].roof, "f64") == 0 ||
-                                 strcmp(fig[i].roof, "bf16_amx") == 0
+                                 strcmp(fig[i].roof, "bf16_amx") == 0 ||
+                                 strcmp(fig[i].roof, "bf16_dot") == 0
                                ? TS_PROF_COMPUTE
                                : TS_PROF_MEMORY,
                              fig[i].value, fig[i].per_core);
@@ -403,7 +455,9 @@ ts__prof_measure_cpu(TsBackend *be, GError **error)
       "DRAM: STREAM triad over 3 x %" G_GUINT64_FORMAT " MiB; fastest of %d interleaved runs of "
       "~%.0f ms",
       FMA_CHAINS, c.vbytes,
-      strstr(d->arch ? d->arch : "", "+amxbf16") ? "; AMX: 4 tdpbf16ps a repeat on 8 tiles" : "",
+      strstr(d->arch ? d->arch : "", "+amxbf16")      ? "; AMX: 4 tdpbf16ps a repeat on 8 tiles"
+      : strstr(d->arch ? d->arch : "", "+avx512bf16") ? "; bf16: 12 chains of vdpbf16ps"
+                                                      : "",
       READ_ACCS, c.vbytes,
       c.triad_bytes >> 20, ROUNDS, TARGET_NS / 1e6);
     if (notes->len > 0) {

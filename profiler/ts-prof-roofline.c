@@ -226,7 +226,7 @@ ts_prof_compute_roof(const char *backend, const char *storage_dtype, gboolean te
         return tensor[i][1];
   }
   /* A CPU's bf16 GEMM is held to its AMX tiles' peak where it has them (the roofline falls back
-   * to f32's where no such ceiling was measured). */
+   * to vdpbf16ps's, then to f32's, where no such ceiling was measured). */
   if (!gpu && tensor_op && g_strcmp0(storage_dtype, "bf16") == 0)
     return "bf16_amx";
   return g_strcmp0(storage_dtype, "f64") == 0 ? "f64" : "f32";
@@ -237,6 +237,8 @@ ts_prof_roofline(const TsProfCeilings *c, const char *compute, double flops, dou
                  double seconds, TsProfRoofline *out)
 {
   const TsProfCeiling *peak = compute ? ts_prof_ceilings_get(c, compute) : NULL;
+  if ((peak == NULL || peak->kind != TS_PROF_COMPUTE) && g_strcmp0(compute, "bf16_amx") == 0)
+    peak = ts_prof_ceilings_get(c, "bf16_dot");
   if (peak == NULL || peak->kind != TS_PROF_COMPUTE)
     peak = ts_prof_ceilings_get(c, "f32");
   const TsProfCeiling *dram = ts_prof_ceilings_get(c, "dram");

@@ -23,6 +23,7 @@ check_cpu_ceilings(const TsProfCeilings *c, const TsDeviceInfo *d)
     gboolean present;
   } want[] = {{"f32", TS_PROF_COMPUTE, TRUE},       {"f64", TS_PROF_COMPUTE, TRUE},
               {"bf16_amx", TS_PROF_COMPUTE, d->arch && strstr(d->arch, "+amxbf16") != NULL},
+              {"bf16_dot", TS_PROF_COMPUTE, d->arch && strstr(d->arch, "+avx512bf16") != NULL},
               {"l1", TS_PROF_MEMORY, d->l1_bytes > 0}, {"l2", TS_PROF_MEMORY, d->l2_bytes > 0},
               {"l3", TS_PROF_MEMORY, d->l3_bytes > 0}, {"dram", TS_PROF_MEMORY, TRUE}};
   guint n = 0;
@@ -242,9 +243,20 @@ test_roofline(void)
   g_assert_cmpstr(ts_prof_compute_roof("cuda", "bf16", FALSE), ==, "f32");
   g_assert_cmpstr(ts_prof_compute_roof("cpu", "bf16", TRUE), ==, "bf16_amx");
   g_assert_cmpstr(ts_prof_compute_roof("cpu", "bf16", FALSE), ==, "f32");
-  /* Where the machine has no AMX roof, the roofline holds the bf16 GEMM to f32's. */
+  /* Where the machine has no AMX roof, the roofline holds the bf16 GEMM to vdpbf16ps's, else
+   * to f32's. */
   g_assert_true(ts_prof_roofline(c, "bf16_amx", 1e12, 1e9, 1, &r));
-  g_assert_cmpstr(r.compute, ==, ts_prof_ceilings_get(c, "bf16_amx") ? "bf16_amx" : "f32");
+  g_assert_cmpstr(r.compute, ==,
+                  ts_prof_ceilings_get(c, "bf16_amx")   ? "bf16_amx"
+                  : ts_prof_ceilings_get(c, "bf16_dot") ? "bf16_dot"
+                                                        : "f32");
+  g_autoptr(TsProfCeilings) dot = ts_prof_ceilings_new("cpu", "");
+  ts_prof_ceilings_set(dot, "f32", TS_PROF_COMPUTE, 100, 50);
+  ts_prof_ceilings_set(dot, "bf16_dot", TS_PROF_COMPUTE, 200, 100);
+  ts_prof_ceilings_set(dot, "dram", TS_PROF_MEMORY, 30, 20);
+  g_assert_true(ts_prof_roofline(dot, "bf16_amx", 1e12, 1e9, 1, &r));
+  g_assert_cmpstr(r.compute, ==, "bf16_dot");
+  g_assert_cmpfloat(r.bound_gflops, ==, 200);
   g_assert_cmpstr(ts_prof_compute_roof("cpu", "f64", TRUE), ==, "f64");
 }
 
