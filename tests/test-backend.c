@@ -1056,6 +1056,100 @@ test_ukr_cache(Fixture *f, gconstpointer data)
   g_assert_true(g_file_test(obj, G_FILE_TEST_IS_REGULAR));
 }
 
+/* A kernel that packs an A block of bf16 into f32 panels of 6 rows and writes the panels back
+ * as bf16: what a GEMM calls besides its micro-kernel. */
+static const char outline_src_fmt[] =
+  "/* Tessera-like kernel %d */\n"
+  "#include <stdint.h>\n"
+  "#include <string.h>\n"
+  "#define TS_VEC 8\n"
+  "#include \"ts_cpu_prims.h\"\n"
+  "void ts_kernel(void *const *bufs, const int64_t *ints, const double *floats) {\n"
+  "  ts_pack_a_block_bf16(bufs[0], ints[1], ints[0], ints[1], 6, bufs[1]);\n"
+  "  ts_store_f32_as_bf16(bufs[1], bufs[2], ints[2]);\n"
+  "}\n";
+
+static void
+run_outline(Fixture *f, TsModule *module)
+{
+  enum { MC = 13, KC = 5, PANELS = 3, N = PANELS * 6 * KC };
+  g_autoptr(GError) error = NULL;
+  guint16 a[MC * KC], c[N];
+  float ap[N];
+  for (int i = 0; i < MC * KC; i++) {
+    const float v = (float)(i % 11 - 5);
+    guint32 bits;
+    memcpy(&bits, &v, 4);
+    a[i] = (guint16)(bits >> 16); /* small integers: exact in bf16 */
+  }
+  TsBuffer *bufs[3];
+  gsize sizes[3] = {sizeof a, sizeof ap, sizeof c};
+  for (int i = 0; i < 3; i++) {
+    bufs[i] = ts_backend_alloc(f->backend, sizes[i], &error);
+    g_assert_no_error(error);
+  }
+  g_assert_true(ts_backend_upload(f->backend, bufs[0], a, sizeof a, &error));
+  gint64 ints[3] = {MC, KC, N};
+  TsLaunch launch = {.buffers = bufs, .n_buffers = 3, .ints = ints, .n_ints = 3};
+  g_assert_true(ts_backend_launch(f->backend, module, &launch, &error));
+  g_assert_true(ts_backend_download(f->backend, c, bufs[2], sizeof c, &error));
+  g_assert_no_error(error);
+  for (int p = 0; p < PANELS; p++)
+    for (int k = 0; k < KC; k++)
+      for (int i = 0; i < 6; i++) {
+        const int row = p * 6 + i;
+        g_assert_cmpuint(c[p * 6 * KC + k * 6 + i], ==, row < MC ? a[row * KC + k] : 0);
+      }
+  for (int i = 0; i < 3; i++)
+    ts_backend_buffer_free(f->backend, bufs[i]);
+}
+
+static gboolean
+has_outline(const char *cache_dir)
+{
+  g_autoptr(GDir) d = g_dir_open(cache_dir, 0, NULL);
+  const char *name;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *obj = g_build_filename(cache_dir, name, "outline-v8.o", NULL);
+    if (g_str_has_prefix(name, "pch-") && g_file_test(obj, G_FILE_TEST_IS_REGULAR))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* With GCC the packing and conversions a kernel calls come from one object built once
+ * (outline-v8.o), with the same results as inline (TS_CPU_OUTLINE=0). */
+static void
+test_outline(Fixture *f, gconstpointer data)
+{
+  const TsDeviceInfo *dev = ts_backend_describe(f->backend);
+  g_autofree char *src0 = g_strdup_printf(outline_src_fmt, 0);
+  {
+    g_autoptr(TsModule) m = compile_ok(f, src0, "ts_kernel");
+    run_outline(f, m);
+  }
+  if (!g_str_has_prefix(dev->toolchain, "gcc ")) {
+    g_assert_false(has_outline(f->cache_dir));
+    g_test_skip("the compiler is not GCC: no precompiled primitives");
+    return;
+  }
+  g_assert_true(has_outline(f->cache_dir));
+  g_autoptr(GError) error = NULL;
+  g_autofree char *other = g_dir_make_tmp("ts-test-backend-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_setenv("TS_CPU_OUTLINE", "0", TRUE);
+  ts_backend_set_cache_dir(f->backend, other);
+  {
+    g_autofree char *src1 = g_strdup_printf(outline_src_fmt, 1);
+    g_autoptr(TsModule) m = compile_ok(f, src1, "ts_kernel");
+    run_outline(f, m);
+  }
+  g_unsetenv("TS_CPU_OUTLINE");
+  g_assert_false(has_outline(other));
+  ts_test_remove_tree(other);
+  ts_backend_set_cache_dir(f->backend, f->cache_dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1087,6 +1181,7 @@ main(int argc, char **argv)
   ADD("/backend/cpu/artifact/unreadable", test_artifact_unreadable);
   ADD("/backend/cpu/pch", test_pch);
   ADD("/backend/cpu/ukr-cache", test_ukr_cache);
+  ADD("/backend/cpu/outline", test_outline);
 #undef ADD
   g_test_add_func("/backend/registry", test_registry);
   g_test_add_func("/backend/cpu/missing-compiler", test_missing_compiler);

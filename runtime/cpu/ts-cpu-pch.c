@@ -214,12 +214,14 @@ ukr_macro(const char *line)
   return NULL;
 }
 
+/* An object shared by every kernel that uses it: job->line, a micro-kernel's TS_DEFINE_UKR_
+ * line or the out-of-line prims' definitions, compiled with the precompiled header. */
 static gboolean
 build_ukr(gconstpointer data, char **why)
 {
   const BuildJob *job = data;
   g_autofree char *text = g_strdup_printf(
-      "/* Tessera's CPU backend: one micro-kernel for every kernel that uses it (see\n"
+      "/* Tessera's CPU backend: code shared by every kernel that uses it (see\n"
       " * runtime/cpu/ts-cpu-pch.c). */\n"
       "#define TS_VEC %d\n#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
       "#include \"" PRIMS_NAME "\"\n#undef TS_UKR_LINKAGE\n#define TS_UKR_LINKAGE TS_UKR_SHARED_\n"
@@ -235,9 +237,71 @@ build_ukr(gconstpointer data, char **why)
   g_autofree char *include = g_strconcat("-I", job->dir, NULL);
   const char *tail[] = {"-c", "-Winvalid-pch", "-include", job->header, include, "-o", tmp, src};
   gboolean ok = compile_to(job->spec, job->dir, tail, G_N_ELEMENTS(tail), tmp, job->obj,
-                           "build the micro-kernel", why);
+                           "build a shared object of the kernels", why);
   g_unlink(src);
   return ok;
+}
+
+/* The names in ts_cpu_prims.h's TS_OUTLINE_LIST_ (its `  X(NAME, ` lines). */
+static GPtrArray *
+outline_names(const TsCpuPchSpec *spec)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  gsize size = 0;
+  const char *text = g_bytes_get_data(spec->prims, &size);
+  g_autofree char *copy = g_strndup(text, size);
+  g_auto(GStrv) lines = g_strsplit(copy, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    if (!g_str_has_prefix(lines[i], "  X(ts_"))
+      continue;
+    const char *name = lines[i] + 4;
+    gsize len = strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_");
+    if (name[len] == ',')
+      g_ptr_array_add(names, g_strndup(name, len));
+  }
+  return names;
+}
+
+/* The packing and conversion functions the source calls, renamed to their out-of-line
+ * versions (the object outline-v<vec>.o) by #defines after its #include of the primitives;
+ * FALSE when it calls none, or the object could not be built (*why says so). */
+static gboolean
+outline_split(const TsCpuPchSpec *spec, const char *dir, const char *pch_header, int vec,
+              GPtrArray *lines, GPtrArray *objects, char **why)
+{
+  const char *off = g_getenv("TS_CPU_OUTLINE");
+  if (off != NULL && strcmp(off, "0") == 0)
+    return FALSE;
+  guint at = 0;
+  while (at < lines->len && strcmp(g_ptr_array_index(lines, at), "#include \"" PRIMS_NAME "\"") != 0)
+    at++;
+  if (at == lines->len)
+    return FALSE;
+  g_autoptr(GPtrArray) names = outline_names(spec);
+  g_autoptr(GPtrArray) defines = g_ptr_array_new_with_free_func(g_free);
+  for (guint n = 0; n < names->len; n++) {
+    const char *name = g_ptr_array_index(names, n);
+    g_autofree char *call = g_strconcat(name, "(", NULL);
+    for (guint i = at + 1; i < lines->len; i++)
+      if (strstr(g_ptr_array_index(lines, i), call) != NULL) {
+        g_ptr_array_add(defines, g_strdup_printf("#define %s %s_ol_", name, name));
+        break;
+      }
+  }
+  if (defines->len == 0)
+    return FALSE;
+  g_autofree char *name = g_strdup_printf("outline-v%d.o", vec);
+  char *obj = g_build_filename(dir, name, NULL);
+  BuildJob job = {.spec = spec, .dir = dir, .header = pch_header,
+                  .line = "TS_OUTLINE_LIST_(TS_OUTLINE_DEFINE_)", .obj = obj, .vec = vec};
+  if (!build_once(obj, ours(obj), build_ukr, &job, why)) {
+    g_free(obj);
+    return FALSE;
+  }
+  g_ptr_array_add(objects, obj);
+  for (guint d = 0; d < defines->len; d++)
+    g_ptr_array_insert(lines, (gint)(at + 1 + d), g_strdup(g_ptr_array_index(defines, d)));
+  return TRUE;
 }
 
 char *
@@ -251,32 +315,38 @@ ts__cpu_ukr_split(const TsCpuPchSpec *spec, const char *pch_header, int vec, con
     return NULL;
   }
   g_autofree char *dir = g_path_get_dirname(pch_header);
-  g_auto(GStrv) lines = g_strsplit(source, "\n", -1);
+  g_auto(GStrv) split = g_strsplit(source, "\n", -1);
+  g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; split[i] != NULL; i++)
+    g_ptr_array_add(lines, g_steal_pointer(&split[i]));
   guint n_before = objects->len;
-  for (guint i = 0; lines[i] != NULL; i++) {
-    const char *macro = ukr_macro(lines[i]);
+  for (guint i = 0; i < lines->len; i++) {
+    const char *line = g_ptr_array_index(lines, i);
+    const char *macro = ukr_macro(line);
     if (macro == NULL)
       continue;
-    g_autofree char *key = g_strdup_printf("%d %s", vec, lines[i]);
+    g_autofree char *key = g_strdup_printf("%d %s", vec, line);
     g_autofree char *hash = g_compute_checksum_for_string(G_CHECKSUM_SHA256, key, -1);
     g_autofree char *name = g_strdup_printf("ukr-%.16s.o", hash);
     char *obj = g_build_filename(dir, name, NULL);
     g_ptr_array_add(objects, obj);
     BuildJob job = {
-        .spec = spec, .dir = dir, .header = pch_header, .line = lines[i], .obj = obj, .vec = vec};
+        .spec = spec, .dir = dir, .header = pch_header, .line = line, .obj = obj, .vec = vec};
     if (!build_once(obj, ours(obj), build_ukr, &job, why)) {
       g_ptr_array_remove_range(objects, n_before, objects->len - n_before);
       return NULL;
     }
-    g_autofree char *decl = g_strconcat("TS_DECLARE_UKR_", lines[i] + strlen("TS_DEFINE_UKR_"),
-                                        NULL);
-    g_free(lines[i]);
-    lines[i] = g_steal_pointer(&decl);
+    char *decl = g_strconcat("TS_DECLARE_UKR_", line + strlen("TS_DEFINE_UKR_"), NULL);
+    g_free(g_ptr_array_index(lines, i));
+    g_ptr_array_index(lines, i) = decl;
   }
+  /* An outline that cannot be built leaves the calls inline: the micro-kernels still help. */
+  outline_split(spec, dir, pch_header, vec, lines, objects, NULL);
   if (objects->len == n_before) {
     if (why)
-      *why = g_strdup("the source instantiates no micro-kernel");
+      *why = g_strdup("the source instantiates no micro-kernel and calls no packing");
     return NULL;
   }
-  return g_strjoinv("\n", lines);
+  g_ptr_array_add(lines, NULL);
+  return g_strjoinv("\n", (char **)lines->pdata);
 }

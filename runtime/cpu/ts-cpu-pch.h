@@ -32,9 +32,12 @@ char *ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why);
 /* A generated source's micro-kernels (its top-level TS_DEFINE_UKR_F32 and _BF16DOT lines),
  * each compiled once into an object beside pch_header and shared by every kernel after: a
  * tune's candidates differ in their loops and blocks far more often than in their micro-tile,
- * and the micro-kernel was a third of a GEMM candidate's compile. Returns the source with those
- * lines turned into declarations (TS_DECLARE_UKR_*) and appends the objects' paths to objects;
- * NULL when the split is off (TS_CPU_UKR_CACHE=0), the source has no micro-kernel or one
- * failed to build (*why, may be NULL, says which), and the caller compiles the source whole. */
+ * and the micro-kernel was a third of a GEMM candidate's compile. Likewise the packing and
+ * output conversions it calls (ts_cpu_prims.h's TS_OUTLINE_LIST_; TS_CPU_OUTLINE=0 leaves them
+ * inline): one object per TS_VEC, the calls renamed to it by #defines after the source's
+ * #include of the primitives. Returns the source so changed and appends the objects' paths to
+ * objects; NULL when the split is off (TS_CPU_UKR_CACHE=0), the source has neither or a
+ * micro-kernel failed to build (*why, may be NULL, says which), and the caller compiles the
+ * source whole. */
 char *ts__cpu_ukr_split(const TsCpuPchSpec *spec, const char *pch_header, int vec,
                         const char *source, GPtrArray *objects, char **why);

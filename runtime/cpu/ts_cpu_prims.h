@@ -1387,4 +1387,58 @@ ts_vf_exp_fast(ts_vf x)
   return ts_vf_exp_scale_(p, n, ni);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Out-of-line packing and output conversion                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+/* What a GEMM kernel calls besides its micro-kernel: inlined, the packs and conversions were
+ * two thirds of a candidate's compile, yet they do not depend on the schedule's constants. The
+ * CPU backend (runtime/cpu/ts-cpu-pch.c) compiles them once per compiler, flags and TS_VEC into
+ * an object defining NAME_ol_ for each NAME below (TS_OUTLINE_DEFINE_), and compiles a kernel
+ * that calls NAME with `#define NAME NAME_ol_` ahead of its code: one line per entry, read from
+ * this list. A kernel compiled without that (the list changed, or the object is off) calls the
+ * inline versions above and computes the same. */
+#define TS_OUTLINE_LIST_(X)                                                                    \
+  X(ts_pack_a_block_f32, (const float *a, int64_t ld, int64_t mc, int64_t kc, int64_t mr,         \
+                          float *restrict p), (a, ld, mc, kc, mr, p))                            \
+  X(ts_pack_a_block_bf16, (const uint16_t *a, int64_t ld, int64_t mc, int64_t kc, int64_t mr,     \
+                           float *restrict p), (a, ld, mc, kc, mr, p))                           \
+  X(ts_pack_a_block_f16, (const uint16_t *a, int64_t ld, int64_t mc, int64_t kc, int64_t mr,      \
+                          float *restrict p), (a, ld, mc, kc, mr, p))                            \
+  X(ts_pack_a_block_e4m3, (const uint8_t *a, int64_t ld, int64_t mc, int64_t kc, int64_t mr,      \
+                           float *restrict p), (a, ld, mc, kc, mr, p))                           \
+  X(ts_pack_a_block_e5m2, (const uint8_t *a, int64_t ld, int64_t mc, int64_t kc, int64_t mr,      \
+                           float *restrict p), (a, ld, mc, kc, mr, p))                           \
+  X(ts_pack_b_block_f32, (const float *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,         \
+                          float *restrict p), (b, ld, kc, nc, nr, p))                            \
+  X(ts_pack_b_block_bf16, (const uint16_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,     \
+                           float *restrict p), (b, ld, kc, nc, nr, p))                           \
+  X(ts_pack_b_block_f16, (const uint16_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,      \
+                          float *restrict p), (b, ld, kc, nc, nr, p))                            \
+  X(ts_pack_b_block_e4m3, (const uint8_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,      \
+                           float *restrict p), (b, ld, kc, nc, nr, p))                           \
+  X(ts_pack_b_block_e5m2, (const uint8_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,      \
+                           float *restrict p), (b, ld, kc, nc, nr, p))                           \
+  X(ts_pack_bt_block_e4m3, (const uint8_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,     \
+                            float *restrict p), (b, ld, kc, nc, nr, p))                          \
+  X(ts_pack_bt_block_e5m2, (const uint8_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,     \
+                            float *restrict p), (b, ld, kc, nc, nr, p))                          \
+  X(ts_pack_a_block_bf16x2, (const uint16_t *a, int64_t ld, int64_t mc, int64_t kc, int64_t mr,   \
+                             uint16_t *restrict p), (a, ld, mc, kc, mr, p))                      \
+  X(ts_pack_b_block_bf16x2, (const uint16_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,   \
+                             uint16_t *restrict p), (b, ld, kc, nc, nr, p))                      \
+  X(ts_pack_a_block_amx, (const uint16_t *a, int64_t ld, int64_t mc, int64_t kc, int64_t mr,      \
+                          uint16_t *restrict p), (a, ld, mc, kc, mr, p))                         \
+  X(ts_pack_b_block_amx, (const uint16_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,      \
+                          uint16_t *restrict p), (b, ld, kc, nc, nr, p))                         \
+  X(ts_store_f32_as_bf16, (const float *src, uint16_t *dst, int64_t n), (src, dst, n))           \
+  X(ts_store_f32_as_f16, (const float *src, uint16_t *dst, int64_t n), (src, dst, n))
+
+/* Hidden: each kernel's shared object has its own copy, as with the shared micro-kernels. */
+#define TS_OUTLINE_DECLARE_(name, params, args)                                                 \
+  __attribute__((visibility("hidden"))) void name##_ol_ params;
+#define TS_OUTLINE_DEFINE_(name, params, args)                                                  \
+  __attribute__((visibility("hidden"))) void name##_ol_ params { name args; }
+TS_OUTLINE_LIST_(TS_OUTLINE_DECLARE_)
+
 #endif /* TS_CPU_PRIMS_H */
