@@ -814,14 +814,18 @@ test_cache_trust(Fixture *f, gconstpointer data)
   g_assert_cmpint(g_chmod(f->cache_dir, 0700), ==, 0);
 }
 
+/* What a generated source starts with: comments, system includes, TS_VEC, the primitives. */
+#define KERNEL_PRELUDE                                                                         \
+  "/* Tessera-like kernel %d */\n"                                                             \
+  "#include <stdint.h>\n"                                                                      \
+  "#include <string.h>\n"                                                                      \
+  "#define TS_VEC 8\n"                                                                         \
+  "#include \"ts_cpu_prims.h\"\n"
+
 /* A kernel in the shape the emitter writes (comments, system includes, TS_VEC, then the
  * primitives): out[i] = exp(in[i]) through the vector and scalar primitives. */
 static const char exp_src_fmt[] =
-  "/* Tessera-like kernel %d */\n"
-  "#include <stdint.h>\n"
-  "#include <string.h>\n"
-  "#define TS_VEC 8\n"
-  "#include \"ts_cpu_prims.h\"\n"
+  KERNEL_PRELUDE
   "void ts_kernel(void *const *bufs, const int64_t *ints, const double *floats) {\n"
   "  const float *in = bufs[0];\n"
   "  float *out = bufs[1];\n"
@@ -916,11 +920,7 @@ test_pch(Fixture *f, gconstpointer data)
 }
 
 static const char ukr_src_fmt[] =
-  "/* Tessera-like kernel %d */\n"
-  "#include <stdint.h>\n"
-  "#include <string.h>\n"
-  "#define TS_VEC 8\n"
-  "#include \"ts_cpu_prims.h\"\n"
+  KERNEL_PRELUDE
   "TS_DEFINE_UKR_F32(ts_ukr_6x16_v8_u4, 6, 16, 8, 4);\n"
   "void ts_kernel(void *const *bufs, const int64_t *ints, const double *floats) {\n"
   "  ts_ukr_6x16_v8_u4(ints[0], bufs[0], bufs[1], bufs[2], 16, 0, 6, 16);\n"
@@ -1059,11 +1059,7 @@ test_ukr_cache(Fixture *f, gconstpointer data)
 /* A kernel that packs an A block of bf16 into f32 panels of 6 rows and writes the panels back
  * as bf16: what a GEMM calls besides its micro-kernel. */
 static const char outline_src_fmt[] =
-  "/* Tessera-like kernel %d */\n"
-  "#include <stdint.h>\n"
-  "#include <string.h>\n"
-  "#define TS_VEC 8\n"
-  "#include \"ts_cpu_prims.h\"\n"
+  KERNEL_PRELUDE
   "void ts_kernel(void *const *bufs, const int64_t *ints, const double *floats) {\n"
   "  ts_pack_a_block_bf16(bufs[0], ints[1], ints[0], ints[1], 6, bufs[1]);\n"
   "  ts_store_f32_as_bf16(bufs[1], bufs[2], ints[2]);\n"
