@@ -39,7 +39,12 @@ build() {  # build DIR [meson options...]; build-clang* is configured with clang
       *) meson setup "$dir" "$@" >/dev/null ;;
     esac
   fi
-  meson compile -C "$dir" >/dev/null
+  # Quiet when it builds; the compiler's errors (ninja prints them on stdout) when it does not.
+  if ! meson compile -C "$dir" > "$dir/compile.log" 2>&1; then
+    grep -E -A12 'FAILED|error' "$dir/compile.log" | head -80
+    echo "dev.sh: building $dir failed (whole log: $dir/compile.log)" >&2
+    return 1
+  fi
 }
 
 cmd=${1:-}; shift || true

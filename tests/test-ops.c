@@ -1340,10 +1340,9 @@ static GBytes *
 row_op_output(const char *op, gint64 m, gint64 n, const char *dtype, const char *partial)
 {
   g_autofree char *shape = g_strdup_printf("M=%" G_GINT64_FORMAT ",N=%" G_GINT64_FORMAT, m, n);
-  TsOpInstance *inst = NULL;
+  g_autoptr(TsOpInstance) inst = NULL;
   g_autofree char *entry = NULL;
   g_autofree char *src = point_source_dt(op, shape, dtype, partial, &inst, &entry);
-  g_autoptr(TsOpInstance) owned = inst;
   g_autoptr(TsModule) module = compile_source(src, entry);
   const guint esz = g_strcmp0(dtype, "f32") == 0 ? 4 : 2;
   /* X, then G and Bt as far as the op takes them, then Y. */
