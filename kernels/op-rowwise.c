@@ -51,8 +51,8 @@ row_loop(TsTileKernel *k, const TsSchedPoint *point)
  * back by the kernel, so where it does not fit the cache this saves the read of every line
  * before its write (a third of the traffic of a pass that reads X and writes Y) and keeps X's
  * next rows in cache; where Y fits, a consumer would find it there, so the tuner decides. */
-static gboolean
-row_store(const char *op, const TsSchedPoint *point, TsTileNode *map, GError **error)
+gboolean
+ts__op_store_knob(const char *op, const TsSchedPoint *point, TsTileNode *map, GError **error)
 {
   const char *how = ts_sched_point_get_str(point, "store", "cached");
   if (g_strcmp0(how, "stream") == 0) {
@@ -555,7 +555,7 @@ softmax_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
     prefetch_next_row(map);
   }
   ts_tile_node_add_view(map, "y", "Y", "i * N");
-  return row_store("softmax_safe", point, map, error);
+  return ts__op_store_knob("softmax_safe", point, map, error);
 }
 
 /* Resident: max, x = exp(x - max), sum, store x / sum. Streamed: one online pass for the max
@@ -651,7 +651,7 @@ layernorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileK
   ts_tile_node_add_view(map, "g", "G", "0");
   ts_tile_node_add_view(map, "b", "Bt", "0");
   ts_tile_node_add_view(map, "y", "Y", "i * N");
-  return row_store("layernorm_safe", point, map, error);
+  return ts__op_store_knob("layernorm_safe", point, map, error);
 }
 
 /* Two-pass variance as on the CPU: the mean, then the sum of squares of the centred row
@@ -739,7 +739,7 @@ rmsnorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
   ts_tile_node_add_view(map, "x", "X", "i * N");
   ts_tile_node_add_view(map, "g", "G", "0");
   ts_tile_node_add_view(map, "y", "Y", "i * N");
-  return row_store("rmsnorm_safe", point, map, error);
+  return ts__op_store_knob("rmsnorm_safe", point, map, error);
 }
 
 static gboolean

@@ -252,22 +252,6 @@ ts__lang_implemented_reference(const TsOpInstance *inst, void *const *in, double
 
 #define KNOB(name, def) ts_sched_point_get_int(point, name, def)
 
-/* store("stream"): the output's map writes with non-temporal stores, as the built-in row ops'
- * knob (an output written once, larger than the cache, is not read in before it is written). */
-static gboolean
-lang_store(const LangOp *o, const TsSchedPoint *point, TsTileNode *map, GError **error)
-{
-  const char *store = ts_sched_point_get_str(point, "store", "cached");
-  if (g_strcmp0(store, "stream") == 0)
-    ts_tile_map_set_stream(map);
-  else if (g_strcmp0(store, "cached") != 0) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: store(\"%s\") is not one of \"cached\", \"stream\"", o->name, store);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 /* One program per BN elements, shared among the threads; a vectorised map within it. */
 gboolean
 ts__lang_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
@@ -290,7 +274,7 @@ ts__lang_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKe
   for (guint a = 0; a <= o->def.n_inputs; a++)
     ts_tile_node_add_view(map, o->views[a], a < o->def.n_inputs ? o->def.inputs[a].name
                                                                 : o->def.output.name, "i0");
-  return lang_store(o, point, map, error);
+  return ts__op_store_knob(o->name, point, map, error);
 }
 
 /* The row program in f64: each row's reductions and scratch rows in order, then its output. */
@@ -411,7 +395,7 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
       ts_tile_map_set_prefetch(map, next);
       break;
     }
-  return lang_store(o, point, map, error);
+  return ts__op_store_knob(o->name, point, map, error);
 }
 
 /* One CTA per BN elements, each thread holding PER * VEC elements of every tile in registers

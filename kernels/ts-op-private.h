@@ -125,6 +125,11 @@ extern const TsOpDef ts__op_test_fault;
 gint64 ts__op_instance_numel(const TsOpInstance *inst, guint arg);
 /* Float parameter i of the instance (the op's in order, then the fp8 scales). */
 double ts__op_instance_float(const TsOpInstance *inst, guint i);
+/* The CPU lowerings' store("cached"|"stream") knob applied to the map that writes the output
+ * (stream: non-temporal stores, ts_tile_map_set_stream); another value is a schedule error
+ * naming `op`. Defined in op-rowwise.c. */
+gboolean ts__op_store_knob(const char *op, const TsSchedPoint *point, TsTileNode *map,
+                           GError **error);
 /* An fp8 input's per-tensor scale: the value its stored element stands for is scale * stored
  * (1.0 for other dtypes). */
 double ts__op_instance_input_scale(const TsOpInstance *inst, guint input);

@@ -302,31 +302,19 @@ add_triad(Cpu *c, GError **error)
   return TRUE;
 }
 
+/* A compute roof of an engine only some CPUs have (`feature` in the arch string): none is
+ * guessed where it is missing. `per_thread`: the work of one repeat of the loop. */
 static gboolean
-add_amx(Cpu *c, GError **error)
+add_engine(Cpu *c, const char *feature, const char *roof, const char *src, const char *entry,
+           double per_thread, GError **error)
 {
-  if (c->d->arch == NULL || strstr(c->d->arch, "+amxbf16") == NULL)
-    return TRUE; /* no tiles: the roof is not guessed */
-  TsModule *m = compile(c, AMX_SRC, "ts_peak_amx", error);
+  if (c->d->arch == NULL || strstr(c->d->arch, feature) == NULL)
+    return TRUE;
+  TsModule *m = compile(c, src, entry, error);
   if (m == NULL)
     return FALSE;
-  double per_thread = 4.0 * 16 * 16 * 32 * 2;
-  add_bench(c, "bf16_amx", 1, m, &c->sink, 1, 1000, 0, per_thread);
-  add_bench(c, "bf16_amx", c->cores, m, &c->sink, 1, 1000, 0, per_thread * c->cores);
-  return TRUE;
-}
-
-static gboolean
-add_bf16_dot(Cpu *c, GError **error)
-{
-  if (c->d->arch == NULL || strstr(c->d->arch, "+avx512bf16") == NULL)
-    return TRUE; /* no vdpbf16ps: the roof is not guessed */
-  TsModule *m = compile(c, BF16DOT_SRC, "ts_peak_bf16dot", error);
-  if (m == NULL)
-    return FALSE;
-  double per_thread = 2.0 * FMA_CHAINS * 32; /* 32 products, each a multiply and an add */
-  add_bench(c, "bf16_dot", 1, m, &c->sink, 1, 1000, 0, per_thread);
-  add_bench(c, "bf16_dot", c->cores, m, &c->sink, 1, 1000, 0, per_thread * c->cores);
+  add_bench(c, roof, 1, m, &c->sink, 1, 1000, 0, per_thread);
+  add_bench(c, roof, c->cores, m, &c->sink, 1, 1000, 0, per_thread * c->cores);
   return TRUE;
 }
 
@@ -334,8 +322,12 @@ static gboolean
 build(Cpu *c, GError **error)
 {
   if (!add_fma(c, "f32", "float", sizeof(float), error) ||
-      !add_fma(c, "f64", "double", sizeof(double), error) || !add_bf16_dot(c, error) ||
-      !add_amx(c, error))
+      !add_fma(c, "f64", "double", sizeof(double), error) ||
+      /* 32 bf16 products a vdpbf16ps, each a multiply and an add */
+      !add_engine(c, "+avx512bf16", "bf16_dot", BF16DOT_SRC, "ts_peak_bf16dot",
+                  2.0 * FMA_CHAINS * 32, error) ||
+      !add_engine(c, "+amxbf16", "bf16_amx", AMX_SRC, "ts_peak_amx", 4.0 * 16 * 16 * 32 * 2,
+                  error))
     return FALSE;
   g_autofree char *src = g_strdup_printf("#define VB %u\n%s", c->vbytes, READ_SRC);
   const struct {

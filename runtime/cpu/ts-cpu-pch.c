@@ -264,19 +264,19 @@ outline_names(const TsCpuPchSpec *spec)
 
 /* The packing and conversion functions the source calls, renamed to their out-of-line
  * versions (the object outline-v<vec>.o) by #defines after its #include of the primitives;
- * FALSE when it calls none, or the object could not be built (*why says so). */
-static gboolean
+ * nothing when it calls none, or the object could not be built (the calls stay inline). */
+static void
 outline_split(const TsCpuPchSpec *spec, const char *dir, const char *pch_header, int vec,
-              GPtrArray *lines, GPtrArray *objects, char **why)
+              GPtrArray *lines, GPtrArray *objects)
 {
   const char *off = g_getenv("TS_CPU_OUTLINE");
   if (off != NULL && strcmp(off, "0") == 0)
-    return FALSE;
+    return;
   guint at = 0;
   while (at < lines->len && strcmp(g_ptr_array_index(lines, at), "#include \"" PRIMS_NAME "\"") != 0)
     at++;
   if (at == lines->len)
-    return FALSE;
+    return;
   g_autoptr(GPtrArray) names = outline_names(spec);
   g_autoptr(GPtrArray) defines = g_ptr_array_new_with_free_func(g_free);
   for (guint n = 0; n < names->len; n++) {
@@ -289,19 +289,18 @@ outline_split(const TsCpuPchSpec *spec, const char *dir, const char *pch_header,
       }
   }
   if (defines->len == 0)
-    return FALSE;
+    return;
   g_autofree char *name = g_strdup_printf("outline-v%d.o", vec);
   char *obj = g_build_filename(dir, name, NULL);
   BuildJob job = {.spec = spec, .dir = dir, .header = pch_header,
                   .line = "TS_OUTLINE_LIST_(TS_OUTLINE_DEFINE_)", .obj = obj, .vec = vec};
-  if (!build_once(obj, ours(obj), build_ukr, &job, why)) {
+  if (!build_once(obj, ours(obj), build_ukr, &job, NULL)) {
     g_free(obj);
-    return FALSE;
+    return;
   }
   g_ptr_array_add(objects, obj);
   for (guint d = 0; d < defines->len; d++)
     g_ptr_array_insert(lines, (gint)(at + 1 + d), g_strdup(g_ptr_array_index(defines, d)));
-  return TRUE;
 }
 
 char *
@@ -341,7 +340,7 @@ ts__cpu_ukr_split(const TsCpuPchSpec *spec, const char *pch_header, int vec, con
     g_ptr_array_index(lines, i) = decl;
   }
   /* An outline that cannot be built leaves the calls inline: the micro-kernels still help. */
-  outline_split(spec, dir, pch_header, vec, lines, objects, NULL);
+  outline_split(spec, dir, pch_header, vec, lines, objects);
   if (objects->len == n_before) {
     if (why)
       *why = g_strdup("the source instantiates no micro-kernel and calls no packing");
