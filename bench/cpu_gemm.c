@@ -27,18 +27,22 @@
 
 
 /* The sweeps. f32: the register tiles that fit AVX2's 16 registers, cache blocks around the
- * L2 (512 KiB: KC*MC*4 bytes of packed A) and the L3; with AVX-512, 14x32 on 16-float vectors
- * (28 of the 32 zmm registers). bf16: the best f32-FMA tile on widened panels, vdpbf16ps on
- * K-pair panels (AVX512_BF16) and 32x32 AMX tiles (AMX-BF16). Points the machine cannot run
- * are left out by the op's space. */
+ * L2 (KC*MC*4 bytes of packed A) and the L3; with AVX-512, 14x32 on 16-float vectors (28 of
+ * the 32 zmm registers). bf16: the best f32-FMA tile on widened panels, vdpbf16ps on K-pair
+ * panels (AVX512_BF16) and 32x32 AMX tiles (AMX-BF16). Deep K blocks (up to the whole K of
+ * 2048) are there because each K block is a pass over C (the f32 workspace, for bf16): on a
+ * Zen 4 with two threads, 2048^3 bf16 went from 0.75x to 0.96x oneDNN with KC 2048 rather than
+ * 768, and f32 from 0.74x to 1.06x OpenBLAS with KC 1024 rather than 384. Points the machine
+ * cannot run are left out by the op's space. */
 static const char *F32_SPACE =
-  "block(m=[72,144,168], n=[2016,4080], k=[256,384]).micro(m=[6,14], n=[16,32]).vector([8,16])"
-  ".unroll([4,8]).where(vector == 8 && MR == 6 && NR == 16 && BM != 168"
-  " || vector == 16 && MR == 14 && NR == 32 && BM == 168 && BN == 2016)";
+  "block(m=[72,84,144,168], n=[2016,4032], k=[256,384,512,1024,2048]).micro(m=[6,14], n=[16,32])"
+  ".vector([8,16]).unroll([4,8]).where(vector == 8 && MR == 6 && NR == 16 && BM % 72 == 0"
+  " || vector == 16 && MR == 14 && NR == 32 && BM % 84 == 0 && unroll == 4)";
 static const char *BF16_SPACE =
-  "block(m=[96,168,192], n=[2016], k=[256,384]).micro(m=[14,32], n=[32]).vector([16])"
-  ".unroll([4]).dot([\"fma\",\"bf16\",\"amx\"])"
-  ".where(dot == \"amx\" && MR == 32 && BM != 168 || dot != \"amx\" && MR == 14 && BM == 168)";
+  "block(m=[84,96,112,168,192], n=[2016,4032], k=[256,512,1024,2048]).micro(m=[8,14,32], n=[32])"
+  ".vector([16]).unroll([4]).dot([\"fma\",\"bf16\",\"amx\"])"
+  ".where(dot == \"amx\" && MR == 32 && BM % 96 == 0"
+  " || dot != \"amx\" && (MR == 14 && BM % 14 == 0 || MR == 8 && dot == \"bf16\" && BM == 112))";
 
 /* Rounds of `calls` launches each, ours then each anchor's, after one warm-up round of all:
  * each side's median time per round in ours_ns[r] and anchor_ns[a * rounds + r]. */
