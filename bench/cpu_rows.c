@@ -3,7 +3,9 @@
  * verify → time), against two anchors measured side by side in one run:
  * - a copy of the same bytes (the STREAM-copy class: what any pass reading X and writing Y must
  *   at least cost), at its best: each round takes the faster of glibc's memcpy and a loop of
- *   non-temporal 16-byte stores, since our kernels may stream their output too;
+ *   non-temporal 16-byte stores, since our kernels may stream their output too; on as many
+ *   threads as our kernel (--threads), since one core alone cannot draw all of the memory's
+ *   bandwidth;
  * - PyTorch CPU's op (bench/torch_rows.py, run by --python, default $TS_BENCH_PYTHON or
  *   python3), skipped with the reason where PyTorch cannot be imported.
  *
@@ -62,18 +64,37 @@ stream_copy(void *dst, const void *src, gsize bytes)
   memcpy(dst, src, bytes);
 }
 
-/* Median of n timed copies of `bytes` from src to dst, by memcpy or by stream_copy. */
+/* One copy of `bytes` from src to dst, by memcpy or by stream_copy, on `threads` threads:
+ * 1 MiB pieces handed out as threads free up, as our kernels hand out rows, so that a core
+ * taken by another process slows both sides alike. */
+static void
+copy_once(void *dst, const void *src, gsize bytes, gboolean stream, gint threads)
+{
+  const gsize piece = 1 << 20;
+  const gint64 n = (gint64)((bytes + piece - 1) / piece);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(dynamic) if (threads > 1)
+#else
+  (void)threads;
+#endif
+  for (gint64 i = 0; i < n; i++) {
+    const gsize off = (gsize)i * piece, len = MIN(piece, bytes - off);
+    if (stream)
+      stream_copy((char *)dst + off, (const char *)src + off, len);
+    else
+      memcpy((char *)dst + off, (const char *)src + off, len);
+  }
+}
+
+/* Median of n timed copies (see copy_once). */
 static double
-copy_sample(const void *src, void *dst, gsize bytes, guint n, gboolean stream)
+copy_sample(const void *src, void *dst, gsize bytes, guint n, gboolean stream, gint threads)
 {
   double s[64];
   n = MIN(n, G_N_ELEMENTS(s));
   for (guint i = 0; i < n; i++) {
     double t0 = now_ns();
-    if (stream)
-      stream_copy(dst, src, bytes);
-    else
-      memcpy(dst, src, bytes);
+    copy_once(dst, src, bytes, stream, threads);
     s[i] = now_ns() - t0;
   }
   return ts_stats_median(s, n);
@@ -190,8 +211,8 @@ sweep(TsOpInstance *inst, TsBackend *backend, gint64 threads, guint *samples, GE
 /* Rounds of `calls` launches each, ours then the copy's, after one warm-up round of both. */
 static gboolean
 interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, gsize bytes,
-           guint rounds, guint calls, double *ours_ns, double *copy_ns, TorchAnchor *torch,
-           double *torch_ns, GError **error)
+           gint threads, guint rounds, guint calls, double *ours_ns, double *copy_ns,
+           TorchAnchor *torch, double *torch_ns, GError **error)
 {
   g_autoptr(TsModule) module = ts_op_compile(inst, backend, point, error);
   if (module == NULL)
@@ -213,12 +234,13 @@ interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, gs
   double s[64];
   calls = MIN(calls, G_N_ELEMENTS(s));
   gboolean ok = ts_op_timer_sample(timer, 1, calls, s, error);
-  copy_sample(x, y, bytes, calls, FALSE);
-  copy_sample(x, y, bytes, calls, TRUE);
+  copy_sample(x, y, bytes, calls, FALSE, threads);
+  copy_sample(x, y, bytes, calls, TRUE, threads);
   for (guint r = 0; ok && r < rounds; r++) {
     ok = ts_op_timer_sample(timer, 0, calls, s, error);
     ours_ns[r] = ts_stats_median(s, calls);
-    copy_ns[r] = MIN(copy_sample(x, y, bytes, calls, FALSE), copy_sample(x, y, bytes, calls, TRUE));
+    copy_ns[r] = MIN(copy_sample(x, y, bytes, calls, FALSE, threads),
+                     copy_sample(x, y, bytes, calls, TRUE, threads));
     torch_ns[r] = torch->proc ? torch_anchor_sample(torch, calls) : NAN;
   }
   return ok;
@@ -262,10 +284,14 @@ main(int argc, char **argv)
   }
   const TsDeviceInfo *dev = ts_backend_describe(backend);
   rounds = CLAMP(rounds, 1, 64);
+  gint copy_threads = threads;
+#ifndef _OPENMP
+  copy_threads = 1; /* built without OpenMP: the copy runs on one thread whatever --threads */
+#endif
   g_print("# cpu_rows: Tessera row ops (best of a sweep of each op's CPU space, %d thread%s) vs a "
-          "copy of the same bytes (one thread, the faster of memcpy and non-temporal stores each "
-          "round) and vs PyTorch CPU (%d thread%s)\n", threads, threads == 1 ? "" : "s", threads,
-          threads == 1 ? "" : "s");
+          "copy of the same bytes (%d thread%s, the faster of memcpy and non-temporal stores each "
+          "round) and vs PyTorch CPU (%d thread%s)\n", threads, threads == 1 ? "" : "s",
+          copy_threads, copy_threads == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
   g_print("# device: %s (%s), %u cores; toolchain %s\n", dev->name, dev->arch, dev->compute_units,
           dev->toolchain);
   g_print("# shape %s; %d interleaved rounds per row; ratios = our GB/s / the anchor's, median of "
@@ -306,7 +332,7 @@ main(int argc, char **argv)
       double ours[64], copy[64], tor[64], ratio[64], tratio[64];
       guint calls = MAX(3, MIN(samples, 15));
       gboolean ok = winner != NULL && interleave(inst, backend, winner, (gsize)(bytes / 2),
-                                                 (guint)rounds, calls, ours, copy, &torch, tor,
+                                                 copy_threads, (guint)rounds, calls, ours, copy, &torch, tor,
                                                  &error);
       torch_anchor_clear(&torch);
       if (!ok) {

@@ -1013,11 +1013,16 @@ test_cpu_spaces_follow_simd(void)
   g_assert_cmpuint(n5, >, n2);
   g_assert_cmpuint(wide, >, 0);
   g_assert_cmpuint(acc, ==, 32); /* accumulators up to the register file, as on AVX2 */
-  gboolean has_14x32 = FALSE;
+  gboolean has_14x32 = FALSE, deep_k = FALSE;
   g_hash_table_iter_init(&it, wide_pts);
-  while (g_hash_table_iter_next(&it, &key, NULL))
+  while (g_hash_table_iter_next(&it, &key, NULL)) {
     has_14x32 |= strstr(key, "micro(m=14, n=32).vector(16)") != NULL;
+    /* K blocks as deep as the problem's K: each K block is a pass over C (see op-gemm.c). */
+    deep_k |= strstr(key, "k=1024)") != NULL && strstr(key, "micro(m=14, n=32)") != NULL &&
+              (strstr(key, "block(m=84,") != NULL || strstr(key, "block(m=168,") != NULL);
+  }
   g_assert_true(has_14x32);
+  g_assert_true(deep_k);
   g_hash_table_iter_init(&it, narrow);
   while (g_hash_table_iter_next(&it, &key, NULL))
     g_assert_true(g_hash_table_contains(wide_pts, key));
