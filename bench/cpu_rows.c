@@ -70,12 +70,17 @@ stream_copy(void *dst, const void *src, gsize bytes)
 static void
 copy_once(void *dst, const void *src, gsize bytes, gboolean stream, gint threads)
 {
+  if (threads <= 1) { /* in one call: glibc's memcpy picks its strategy by the whole size */
+    if (stream)
+      stream_copy(dst, src, bytes);
+    else
+      memcpy(dst, src, bytes);
+    return;
+  }
   const gsize piece = 1 << 20;
   const gint64 n = (gint64)((bytes + piece - 1) / piece);
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(dynamic) if (threads > 1)
-#else
-  (void)threads;
+#pragma omp parallel for num_threads(threads) schedule(dynamic)
 #endif
   for (gint64 i = 0; i < n; i++) {
     const gsize off = (gsize)i * piece, len = MIN(piece, bytes - off);
