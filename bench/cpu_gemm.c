@@ -29,11 +29,9 @@
 /* The sweeps. f32: the register tiles that fit AVX2's 16 registers, cache blocks around the
  * L2 (KC*MC*4 bytes of packed A) and the L3; with AVX-512, 14x32 on 16-float vectors (28 of
  * the 32 zmm registers). bf16: the best f32-FMA tile on widened panels, vdpbf16ps on K-pair
- * panels (AVX512_BF16) and 32x32 AMX tiles (AMX-BF16). Deep K blocks (up to the whole K of
- * 2048) are there because each K block is a pass over C (the f32 workspace, for bf16): on a
- * Zen 4 with two threads, 2048^3 bf16 went from 0.75x to 0.96x oneDNN with KC 2048 rather than
- * 768, and f32 from 0.74x to 1.06x OpenBLAS with KC 1024 rather than 384. Points the machine
- * cannot run are left out by the op's space. */
+ * panels (AVX512_BF16) and 32x32 AMX tiles (AMX-BF16); K blocks up to the whole K of 2048,
+ * for the reason and measurements given at the gemm op's cpu_space (op-gemm.c). Points the
+ * machine cannot run are left out by the op's space. */
 static const char *F32_SPACE =
   "block(m=[72,84,144,168], n=[2016,4032], k=[256,384,512,1024,2048]).micro(m=[6,14], n=[16,32])"
   ".vector([8,16]).unroll([4,8]).where(vector == 8 && MR == 6 && NR == 16 && BM % 72 == 0"

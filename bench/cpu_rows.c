@@ -66,21 +66,15 @@ stream_copy(void *dst, const void *src, gsize bytes)
 
 /* One copy of `bytes` from src to dst, by memcpy or by stream_copy, on `threads` threads:
  * 1 MiB pieces handed out as threads free up, as our kernels hand out rows, so that a core
- * taken by another process slows both sides alike. */
+ * taken by another process slows both sides alike. One thread copies in one call: glibc's
+ * memcpy picks its strategy by the whole size. */
 static void
 copy_once(void *dst, const void *src, gsize bytes, gboolean stream, gint threads)
 {
-  if (threads <= 1) { /* in one call: glibc's memcpy picks its strategy by the whole size */
-    if (stream)
-      stream_copy(dst, src, bytes);
-    else
-      memcpy(dst, src, bytes);
-    return;
-  }
-  const gsize piece = 1 << 20;
+  const gsize piece = threads > 1 ? 1 << 20 : MAX(bytes, 1);
   const gint64 n = (gint64)((bytes + piece - 1) / piece);
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(dynamic)
+#pragma omp parallel for num_threads(threads) schedule(dynamic) if (threads > 1)
 #endif
   for (gint64 i = 0; i < n; i++) {
     const gsize off = (gsize)i * piece, len = MIN(piece, bytes - off);
@@ -337,8 +331,8 @@ main(int argc, char **argv)
       double ours[64], copy[64], tor[64], ratio[64], tratio[64];
       guint calls = MAX(3, MIN(samples, 15));
       gboolean ok = winner != NULL && interleave(inst, backend, winner, (gsize)(bytes / 2),
-                                                 copy_threads, (guint)rounds, calls, ours, copy, &torch, tor,
-                                                 &error);
+                                                 copy_threads, (guint)rounds, calls, ours, copy,
+                                                 &torch, tor, &error);
       torch_anchor_clear(&torch);
       if (!ok) {
         g_printerr("cpu_rows: %s\n", error->message);

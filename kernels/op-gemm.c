@@ -960,7 +960,8 @@ const TsOpDef ts__op_gemm = {
    * 16-bit C, its f32 workspace): on a 2-core Zen 4, bf16 2048^3 on two threads went from
    * 0.75x to 0.96x oneDNN with KC=2048 instead of 768, f32 from 0.74x to 1.06x OpenBLAS with
    * KC=1024 instead of 384 (bench/cpu_gemm); the B micro-panel then streams from the L2. */
-  .cpu_space = "block(m=[72,84,96,112,144,168,192], n=[2016,4032,4080], k=[128,256,384,512,1024,2048])"
+  .cpu_space = "block(m=[72,84,96,112,144,168,192], n=[2016,4032,4080],"
+               " k=[128,256,384,512,1024,2048])"
                ".micro(m=[4,6,8,12,14,16,32,48], n=[8,16,24,32,48]).vector([4,8,16]).unroll([4,8])"
                ".threads([1,2]).dot([\"fma\", \"bf16\", \"amx\"]).walk([\"panels\", \"tiles\"])"
                ".where(NR % vector == 0, vector <= simd_floats,"
