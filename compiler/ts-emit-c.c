@@ -218,6 +218,50 @@ find_view(const TsTileNode *n, const char *name)
   return NULL;
 }
 
+/* A loop over bf16 rows runs on lane pairs (ts_vf_load2_bf16): every view it reads and the
+ * destination it writes are bf16, so no view needs its values in their own order. */
+static gboolean
+paired_lanes(Emitter *e, const TsTileNode *n, const char *expr)
+{
+  gboolean any = FALSE;
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    if (!expr_mentions(expr, v->name) && g_strcmp0(v->name, n->dst) != 0)
+      continue;
+    const TsTileBuffer *b = buffer_of(e, v->buffer);
+    if (b == NULL || b->dtype != TS_DTYPE_BF16)
+      return FALSE;
+    any = TRUE;
+  }
+  return any;
+}
+
+/* Declares, for each bf16 view expr reads, its even and odd lanes at column j
+ * (NAME_e_, NAME_o_). */
+static void
+emit_view_loads2(Emitter *e, const TsTileNode *n, const char *expr)
+{
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    if (!expr_mentions(expr, v->name))
+      continue;
+    line(e, "ts_vf %s_e_, %s_o_;", v->name, v->name);
+    line(e, "ts_vf_load2_bf16(%s + (%s) + j, &%s_e_, &%s_o_);", v->buffer, v->offset, v->name,
+         v->name);
+  }
+}
+
+/* Binds each view expr reads to its even or odd lanes (half: "e" or "o"). */
+static void
+emit_view_binds(Emitter *e, const TsTileNode *n, const char *expr, const char *half)
+{
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    if (expr_mentions(expr, v->name))
+      line(e, "const ts_vf %s = %s_%s_;", v->name, v->name, half);
+  }
+}
+
 static void emit_node(Emitter *e, const TsTileNode *n);
 
 static void
@@ -332,6 +376,9 @@ emit_mma(Emitter *e, const TsTileNode *n)
   emit_ukr_call(e, n, name, define);
 }
 
+static void emit_reduce_tail(Emitter *e, const TsTileNode *n, gboolean is_max,
+                             const char *sexpr);
+
 static void
 emit_reduce(Emitter *e, const TsTileNode *n)
 {
@@ -351,6 +398,21 @@ emit_reduce(Emitter *e, const TsTileNode *n)
   line(e, "int64_t j = 0;");
   line(e, "for (; j + 2 * TS_VEC <= (%s); j += 2 * TS_VEC) {", n->hi);
   e->depth++;
+  if (paired_lanes(e, n, n->expr)) {
+    emit_view_loads2(e, n, n->expr);
+    for (int h = 0; h < 2; h++) {
+      line(e, "{");
+      e->depth++;
+      emit_view_binds(e, n, n->expr, h ? "o" : "e");
+      line(e, is_max ? "acc%d = ts_vf_max(acc%d, %s);" : "acc%d = acc%d + (%s);", h, h, vexpr);
+      e->depth--;
+      line(e, "}");
+    }
+    e->depth--;
+    line(e, "}");
+    emit_reduce_tail(e, n, is_max, sexpr);
+    return;
+  }
   line(e, "{");
   e->depth++;
   emit_view_loads(e, n, n->expr, NULL, TRUE);
@@ -371,6 +433,13 @@ emit_reduce(Emitter *e, const TsTileNode *n)
   line(e, is_max ? "acc0 = ts_vf_max(acc0, %s);" : "acc0 = acc0 + (%s);", vexpr);
   e->depth--;
   line(e, "}");
+  emit_reduce_tail(e, n, is_max, sexpr);
+}
+
+/* The vector accumulators folded, the columns left over done one by one, the result stored. */
+static void
+emit_reduce_tail(Emitter *e, const TsTileNode *n, gboolean is_max, const char *sexpr)
+{
   line(e, is_max ? "float acc = ts_vf_hmax(ts_vf_max(acc0, acc1));"
                  : "float acc = ts_vf_hsum(acc0 + acc1);");
   line(e, "for (; j < (%s); j++) {", n->hi);
@@ -422,6 +491,23 @@ emit_softmax_online(Emitter *e, const TsTileNode *n)
   line(e, "}");
 }
 
+/* One vector step of a map at column j: the value (ts_v_ plus suffix) of the lanes the views
+ * are bound to, added to the map's sum and its carried reduction (accumulator acc). */
+static void
+emit_map_value(Emitter *e, const TsTileNode *n, const char *suffix, const char *vexpr,
+               const char *cexpr, const char *acc, gboolean reads)
+{
+  /* A map of scalars only still needs a vector-typed value (GCC widens scalar operands). */
+  line(e, reads ? "const ts_vf ts_v%s_ = %s;" : "const ts_vf ts_v%s_ = ts_vf_splat(0.0f) + (%s);",
+       suffix, vexpr);
+  if (n->var)
+    line(e, "ts_sum_v += ts_v%s_;", suffix);
+  if (n->carry)
+    line(e,
+         g_strcmp0(n->carry_step, "max") == 0 ? "%s = ts_vf_max(%s, %s);" : "%s = %s + (%s);",
+         acc, acc, cexpr);
+}
+
 static void
 emit_map(Emitter *e, const TsTileNode *n)
 {
@@ -430,43 +516,77 @@ emit_map(Emitter *e, const TsTileNode *n)
     fail(e, TS_EMIT_ERROR_INVALID, "tile IR: map destination '%s' is not a view", n->dst);
     return;
   }
+  gboolean carry_max = g_strcmp0(n->carry_step, "max") == 0;
+  if (n->carry && !carry_max && g_strcmp0(n->carry_step, "sum") != 0) {
+    fail(e, TS_EMIT_ERROR_UNSUPPORTED, "C target: carried reduction '%s' (only sum and max)",
+         n->carry_step);
+    return;
+  }
   const char *sfx = suffix_of(e, dst->buffer);
   g_autofree char *vexpr = rewrite_float_expr(n->expr, TRUE);
   g_autofree char *sexpr = rewrite_float_expr(n->expr, FALSE);
+  g_autofree char *cexpr = n->carry ? rewrite_float_expr(n->carry_expr, TRUE) : NULL;
+  g_autofree char *csexpr = n->carry ? rewrite_float_expr(n->carry_expr, FALSE) : NULL;
+  /* What the loop reads: the map's views and the carried reduction's. */
+  g_autofree char *all = g_strdup_printf("%s %s", n->expr, n->carry ? n->carry_expr : "");
   gboolean reads = FALSE;
   for (guint i = 0; i < n->views->len; i++) {
     const TsTileView *v = g_ptr_array_index(n->views, i);
     reads |= expr_mentions(n->expr, v->name);
   }
+  gboolean paired = paired_lanes(e, n, all);
+  const char *cinit = carry_max ? "-INFINITY" : "0.0f";
   if (n->var)
     line(e, "float %s;", n->var);
   line(e, "{");
   e->depth++;
   if (n->var)
     line(e, "ts_vf ts_sum_v = ts_vf_splat(0.0f);");
+  if (n->carry)
+    line(e, "ts_vf ts_car0_ = ts_vf_splat(%s), ts_car1_ = ts_vf_splat(%s);", cinit, cinit);
   line(e, "int64_t j = 0;");
-  line(e, "for (; j + TS_VEC <= (%s); j += TS_VEC) {", n->hi);
+  line(e, paired ? "for (; j + 2 * TS_VEC <= (%s); j += 2 * TS_VEC) {"
+                 : "for (; j + TS_VEC <= (%s); j += TS_VEC) {",
+       n->hi);
   e->depth++;
   if (n->prefetch)
-    line(e, "__builtin_prefetch((%s) + j, 0, 3);", n->prefetch);
-  /* The destination is loaded too when the expression reads it: an in-place map (y = y * r). */
-  emit_view_loads(e, n, n->expr, NULL, TRUE);
-  /* A map of scalars only still needs a vector-typed value (GCC widens scalar operands). */
-  line(e, reads ? "const ts_vf ts_v_ = %s;" : "const ts_vf ts_v_ = ts_vf_splat(0.0f) + (%s);", vexpr);
-  if (n->var)
-    line(e, "ts_sum_v += ts_v_;");
-  line(e, "ts_vf_%s_%s(%s + (%s) + j, ts_v_);", n->stream ? "stream" : "store", sfx, dst->buffer,
-       dst->offset);
+    line(e, "__builtin_prefetch((%s) + j, 0, %d);", n->prefetch, n->prefetch_l2 ? 1 : 3);
+  if (paired) {
+    emit_view_loads2(e, n, all);
+    line(e, "ts_vf ts_ve_, ts_vo_;");
+    for (int h = 0; h < 2; h++) {
+      line(e, "{");
+      e->depth++;
+      emit_view_binds(e, n, all, h ? "o" : "e");
+      emit_map_value(e, n, h ? "1" : "0", vexpr, cexpr, h ? "ts_car1_" : "ts_car0_", reads);
+      line(e, "%s = ts_v%d_;", h ? "ts_vo_" : "ts_ve_", h);
+      e->depth--;
+      line(e, "}");
+    }
+    line(e, "ts_vf_%s2_bf16(%s + (%s) + j, ts_ve_, ts_vo_);", n->stream ? "stream" : "store",
+         dst->buffer, dst->offset);
+  } else {
+    /* The destination is loaded too when the expression reads it: an in-place map (y = y * r). */
+    emit_view_loads(e, n, all, NULL, TRUE);
+    emit_map_value(e, n, "", vexpr, cexpr, "ts_car0_", reads);
+    line(e, "ts_vf_%s_%s(%s + (%s) + j, ts_v_);", n->stream ? "stream" : "store", sfx,
+         dst->buffer, dst->offset);
+  }
   e->depth--;
   line(e, "}");
   if (n->var)
     line(e, "float ts_sum_s = ts_vf_hsum(ts_sum_v);");
+  if (n->carry)
+    line(e, carry_max ? "float ts_car_s_ = ts_vf_hmax(ts_vf_max(ts_car0_, ts_car1_));"
+                      : "float ts_car_s_ = ts_vf_hsum(ts_car0_ + ts_car1_);");
   line(e, "for (; j < (%s); j++) {", n->hi);
   e->depth++;
-  emit_view_loads(e, n, n->expr, NULL, FALSE);
+  emit_view_loads(e, n, all, NULL, FALSE);
   line(e, "const float ts_v_ = %s;", sexpr);
   if (n->var)
     line(e, "ts_sum_s += ts_v_;");
+  if (n->carry)
+    line(e, carry_max ? "ts_car_s_ = fmaxf(ts_car_s_, %s);" : "ts_car_s_ += %s;", csexpr);
   if (strcmp(sfx, "f32") == 0)
     line(e, "%s[(%s) + j] = ts_v_;", dst->buffer, dst->offset);
   else
@@ -475,6 +595,8 @@ emit_map(Emitter *e, const TsTileNode *n)
   line(e, "}");
   if (n->var)
     line(e, "%s = ts_sum_s;", n->var);
+  if (n->carry)
+    line(e, "%s = ts_car_s_;", n->carry);
   e->depth--;
   line(e, "}");
   e->streamed |= n->stream;

@@ -65,6 +65,10 @@ const TsSchedMethod ts__sched_methods[] = {
      * stores that skip reading each line first and leave the cache to the input). Appended,
      * as raster. */
     {"store", 1, {"store"}, {NULL}},
+    /* CPU row ops: "none", each row's passes in turn; "next", a row's first reduction done
+     * in the last pass over the row before it (read while writing, as a copy does).
+     * Appended, as raster. */
+    {"pipeline", 1, {"pipeline"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

@@ -198,6 +198,9 @@ ts_tile_node_free(TsTileNode *node)
   g_free(node->expr);
   g_free(node->dst);
   g_free(node->prefetch);
+  g_free(node->carry);
+  g_free(node->carry_step);
+  g_free(node->carry_expr);
   g_clear_pointer(&node->args, g_ptr_array_unref);
   g_clear_pointer(&node->views, g_ptr_array_unref);
   g_clear_pointer(&node->children, g_ptr_array_unref);
@@ -358,6 +361,25 @@ ts_tile_map_set_prefetch(TsTileNode *map, const char *where)
   g_return_if_fail(map->op == TS_TILE_MAP);
   g_free(map->prefetch);
   map->prefetch = g_strdup(where);
+}
+
+void
+ts_tile_map_set_prefetch_l2(TsTileNode *map, const char *where)
+{
+  ts_tile_map_set_prefetch(map, where);
+  map->prefetch_l2 = TRUE;
+}
+
+void
+ts_tile_map_set_carry(TsTileNode *map, const char *var, const char *op, const char *expr)
+{
+  g_return_if_fail(map->op == TS_TILE_MAP);
+  g_free(map->carry);
+  g_free(map->carry_step);
+  g_free(map->carry_expr);
+  map->carry = g_strdup(var);
+  map->carry_step = g_strdup(op);
+  map->carry_expr = g_strdup(expr);
 }
 
 void
@@ -577,9 +599,12 @@ print_node(GString *out, const TsTileNode *n, int depth)
     g_string_append_printf(out, "%s = tile.map(%s, j < %s)", n->dst, n->expr, n->hi);
     if (n->var)
       g_string_append_printf(out, " sum->%s", n->var);
+    if (n->carry)
+      g_string_append_printf(out, " carry %s = reduce_%s(%s)", n->carry, n->carry_step,
+                             n->carry_expr);
     print_views(out, n);
     if (n->prefetch)
-      g_string_append_printf(out, " prefetch=(%s)", n->prefetch);
+      g_string_append_printf(out, " prefetch%s=(%s)", n->prefetch_l2 ? "_l2" : "", n->prefetch);
     if (n->stream)
       g_string_append(out, " stream");
     break;

@@ -108,6 +108,8 @@ struct _TsTileNode {
   char *expr;     /* LET / REDUCE / MAP expression; REDUCE op in `step` ("sum"|"max") */
   char *dst;      /* MAP destination view; PACK/MMA/CONVERT destination buffer[offset] */
   char *prefetch; /* MAP: a pointer expression p; the loop prefetches p[j] as it goes */
+  gboolean prefetch_l2; /* MAP: ... into L2 only (rows further ahead) */
+  char *carry, *carry_step, *carry_expr; /* MAP: carry = reduction carry_step of carry_expr */
   gboolean stream; /* MAP: the destination written with non-temporal stores */
   TsForKind for_kind;
   TsDtype dtype;  /* LET scalar type (f32 or int via TS_DTYPE_INT32 meaning int64 index) */
@@ -195,6 +197,13 @@ TsTileNode *ts_tile_map(TsTileNode *parent, const char *dst, const char *expr, c
  * i asks for row i + 1, whose first pass would otherwise wait on memory (the hardware
  * prefetcher stops following a stream the passes in between do not touch). */
 void ts_tile_map_set_prefetch(TsTileNode *map, const char *where);
+/* ... into L2 only: for a row several rows ahead, which would evict the rows in use from L1. */
+void ts_tile_map_set_prefetch_l2(TsTileNode *map, const char *where);
+/* The map also reduces expr (over its views, at the same columns) with op ("sum" or "max")
+ * into var, an f32 declared before it, assigned when the map ends: a row op's first reduction
+ * of the next row fused into this row's last pass, so that pass reads memory while it writes
+ * (as a copy does) and the row's own passes run from cache. */
+void ts_tile_map_set_carry(TsTileNode *map, const char *var, const char *op, const char *expr);
 /* The map's stores bypass the caches (non-temporal, where the target has them): for an output
  * that is written once and not read again soon, it saves reading each line in before it is
  * written, and leaves the cache to the input. The team's stores are fenced before it ends. */

@@ -650,6 +650,66 @@ test_vec_load_store(void)
   g_free(f);
 }
 
+/* Lane pairs: ts_vf_load2_bf16 gives the even- and odd-indexed values of 2 * TS_VEC, and
+ * ts_vf_store2_bf16 / ts_vf_stream2_bf16 write two such vectors back in order, rounded exactly
+ * as ts_cpu_f32_to_bf16 rounds: every conversion input (NaN, Inf, ties, subnormals), then
+ * pairs with subnormal lanes, which the hardware conversion would flush. */
+static void
+check_store2(const float *in, size_t n)
+{
+  uint16_t *out = ts_cpu_alloc(sizeof(uint16_t) * (2 * TS_VEC + 1));
+  for (int stream = 0; stream < 2; stream++)
+    for (size_t i = 0; i + 2 * TS_VEC <= n; i += 2 * TS_VEC) {
+      float even[TS_VEC], odd[TS_VEC];
+      for (int l = 0; l < TS_VEC; l++) {
+        even[l] = in[i + 2 * (size_t)l];
+        odd[l] = in[i + 2 * (size_t)l + 1];
+      }
+      /* aligned (non-temporal where the target has it) and one element off */
+      uint16_t *dst = out + (stream ? 0 : 1);
+      if (stream)
+        ts_vf_stream2_bf16(dst, ts_vf_load_f32(even), ts_vf_load_f32(odd));
+      else
+        ts_vf_store2_bf16(dst, ts_vf_load_f32(even), ts_vf_load_f32(odd));
+      ts_stream_fence();
+      for (size_t l = 0; l < 2 * TS_VEC; l++)
+        g_assert_cmpuint(dst[l], ==, ts_cpu_f32_to_bf16(in[i + l]));
+    }
+  ts_cpu_free(out);
+}
+
+static void
+test_vec_lane_pairs(void)
+{
+  size_t n;
+  float *x = conversion_inputs(&n);
+  uint16_t *b = g_new0(uint16_t, n + 1);
+  for (size_t i = 0; i < n; i++)
+    b[1 + i] = ts_cpu_f32_to_bf16(x[i]);
+  for (size_t i = 0; i + 2 * TS_VEC <= n; i += 2 * TS_VEC) {
+    ts_vf e, o;
+    ts_vf_load2_bf16(b + 1 + i, &e, &o);
+    for (int l = 0; l < TS_VEC; l++) {
+      float we = ts_cpu_bf16_to_f32(b[1 + i + 2 * (size_t)l]);
+      float wo = ts_cpu_bf16_to_f32(b[1 + i + 2 * (size_t)l + 1]);
+      float ge = e[l], go = o[l];
+      g_assert_cmpmem(&ge, 4, &we, 4);
+      g_assert_cmpmem(&go, 4, &wo, 4);
+    }
+  }
+  check_store2(x, n);
+  float in[2 * TS_VEC];
+  for (int pattern = 0; pattern < 3; pattern++) {
+    for (int l = 0; l < 2 * TS_VEC; l++)
+      in[l] = pattern == 0 ? 0x1.37p-130f * (float)(l + 1) : 1.0f + 0.001f * (float)l;
+    if (pattern > 0) /* one subnormal lane, in the even vector, then in the odd one */
+      in[TS_VEC + pattern - 1] = -0x1.fffffcp-127f;
+    check_store2(in, 2 * TS_VEC);
+  }
+  g_free(x);
+  g_free(b);
+}
+
 static void
 test_vec_reduce(void)
 {
@@ -853,6 +913,7 @@ main(int argc, char **argv)
   g_test_add_func("/cpu-prims/convert/bf16-scalar", test_bf16_scalar);
   g_test_add_func("/cpu-prims/convert/store", test_store_convert);
   g_test_add_func("/cpu-prims/vec/load-store", test_vec_load_store);
+  g_test_add_func("/cpu-prims/vec/lane-pairs", test_vec_lane_pairs);
   g_test_add_func("/cpu-prims/vec/reduce", test_vec_reduce);
   g_test_add_func("/cpu-prims/vec/exp", test_vec_exp);
   g_test_add_func("/cpu-prims/vec/exp-fast", test_vec_exp_fast);

@@ -1430,6 +1430,46 @@ test_cpu_rows_stream(void)
     }
 }
 
+/* pipeline("next") (a row's first reduction carried in the last pass over the row before it)
+ * verifies with work items of 1, 3 and 7 rows (the last row of an item re-reads itself), on
+ * one thread (3) and two (1, 7), at every vector width the machine has, with and without a scalar tail;
+ * in bf16, where both forms sum the same lane pairs in the same order, its output is the same
+ * bytes as pipeline("none")'s. The space offers both values. */
+static void
+test_cpu_rows_pipeline(void)
+{
+  static const char *const ops[] = {"layernorm_safe", "rmsnorm_safe"};
+  const TsDeviceInfo *dev = ts_backend_describe(backend);
+  for (guint c = 0; c < G_N_ELEMENTS(ops); c++)
+    for (guint d = 0; d < G_N_ELEMENTS(dtypes); d++) {
+      for (gint64 n = 45; n <= 64; n += 19) {
+        g_autofree char *shape = g_strdup_printf("M=7,N=%" G_GINT64_FORMAT, n);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(TsOpInstance) inst = ts_op_instance_new(ops[c], shape, dtypes[d], &error);
+        g_assert_no_error(error);
+        for (guint v = 4; v <= 16 && v <= (guint)dev->vector_bits / 32; v *= 2)
+          for (gint64 bm = 1; bm <= 7; bm += 2 + (bm == 3 ? 2 : 0)) {
+            const gint64 t = bm == 3 ? 1 : 2;
+              g_autofree char *base = g_strdup_printf(
+                  "block(m=%" G_GINT64_FORMAT ").vector(%u).threads(%" G_GINT64_FORMAT ")"
+                  ".store(\"stream\")", bm, v, t);
+              g_autofree char *next = g_strdup_printf("%s.pipeline(\"next\")", base);
+              assert_cpu_point_ok(inst, next);
+              if (!g_str_has_prefix(dtypes[d], "bf16"))
+                continue;
+              g_autofree char *none = g_strdup_printf("%s.pipeline(\"none\")", base);
+              g_autoptr(GBytes) a = row_op_output(ops[c], 7, n, dtypes[d], none);
+              g_autoptr(GBytes) b = row_op_output(ops[c], 7, n, dtypes[d], next);
+              if (!g_bytes_equal(a, b))
+                g_error("%s bf16 N=%" G_GINT64_FORMAT " %s: differs from pipeline(\"none\")",
+                        ops[c], n, next);
+            }
+        guint total, piped = count_knob_value(inst, dev, "pipeline", "next", &total);
+        g_assert_cmpuint(piped * 2, ==, total);
+      }
+    }
+}
+
 static void
 test_gemm_tma_lowering(void)
 {
@@ -1879,6 +1919,7 @@ main(int argc, char **argv)
   g_test_add_func("/ops/cpu/spaces-follow-simd", test_cpu_spaces_follow_simd);
   g_test_add_func("/ops/cpu/softmax-passes", test_cpu_softmax_passes);
   g_test_add_func("/ops/cpu/rows-stream", test_cpu_rows_stream);
+  g_test_add_func("/ops/cpu/rows-pipeline", test_cpu_rows_pipeline);
   g_test_add_func("/ops/cpu/gemm-bf16dot", test_cpu_gemm_bf16dot);
   g_test_add_func("/ops/cpu/gemm-amx", test_cpu_gemm_amx);
   g_test_add_func("/ops/cpu/gemm-fp8", test_cpu_gemm_fp8);
