@@ -20,6 +20,8 @@ typedef struct {
   gboolean failed;
   gboolean amx; /* some mma runs on AMX tiles: each worker releases them when done */
   gboolean streamed; /* a map since the last fence wrote with non-temporal stores */
+  /* thread-private f32 rows -> 1 if loops use them in lane pairs, 2 if in order */
+  GHashTable *row_order;
 } Emitter;
 
 static gboolean
@@ -218,26 +220,54 @@ find_view(const TsTileNode *n, const char *name)
   return NULL;
 }
 
-/* A loop over bf16 rows runs on lane pairs (ts_vf_load2_bf16): every view it reads and the
- * destination it writes are bf16, so no view needs its values in their own order. */
+/* A thread-private f32 row that only row loops touch (ts_tile_alloc_row): its lane order is
+ * the kernel's own business, provided every loop over it uses the same one. */
+static gboolean
+private_row(const TsTileBuffer *b)
+{
+  return b->any_order && b->per_worker && b->dtype == TS_DTYPE_F32;
+}
+
+/* A loop over bf16 rows runs on lane pairs (ts_vf_load2_bf16): every view it touches (those
+ * expr reads, and the destination) is bf16 or a thread-private f32 row, and one is bf16. A
+ * private row is then read and written as the pairs themselves, the even lanes at j and the
+ * odd ones at j + TS_VEC, so every loop over it must pair, or none: a mix is refused. */
 static gboolean
 paired_lanes(Emitter *e, const TsTileNode *n, const char *expr)
 {
-  gboolean any = FALSE;
+  gboolean any = FALSE, all = TRUE;
   for (guint i = 0; i < n->views->len; i++) {
     const TsTileView *v = g_ptr_array_index(n->views, i);
     if (!expr_mentions(expr, v->name) && g_strcmp0(v->name, n->dst) != 0)
       continue;
     const TsTileBuffer *b = buffer_of(e, v->buffer);
-    if (b == NULL || b->dtype != TS_DTYPE_BF16)
+    if (b == NULL)
       return FALSE;
-    any = TRUE;
+    any |= b->dtype == TS_DTYPE_BF16;
+    all &= b->dtype == TS_DTYPE_BF16 || private_row(b);
   }
-  return any;
+  gboolean paired = any && all;
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    if (!expr_mentions(expr, v->name) && g_strcmp0(v->name, n->dst) != 0)
+      continue;
+    const TsTileBuffer *b = buffer_of(e, v->buffer);
+    if (!private_row(b))
+      continue;
+    gpointer want = GINT_TO_POINTER(paired ? 1 : 2);
+    gpointer had = g_hash_table_lookup(e->row_order, b->name);
+    if (had == NULL)
+      g_hash_table_insert(e->row_order, b->name, want);
+    else if (had != want)
+      fail(e, TS_EMIT_ERROR_UNSUPPORTED,
+           "C target: thread-private row '%s' is used in bf16 lane pairs by one loop and in "
+           "order by another", b->name);
+  }
+  return paired;
 }
 
-/* Declares, for each bf16 view expr reads, its even and odd lanes at column j
- * (NAME_e_, NAME_o_). */
+/* Declares, for each view expr reads, its even and odd lanes at column j (NAME_e_, NAME_o_):
+ * bf16 widened in pairs, a private f32 row as the two vectors it holds. */
 static void
 emit_view_loads2(Emitter *e, const TsTileNode *n, const char *expr)
 {
@@ -245,6 +275,14 @@ emit_view_loads2(Emitter *e, const TsTileNode *n, const char *expr)
     const TsTileView *v = g_ptr_array_index(n->views, i);
     if (!expr_mentions(expr, v->name))
       continue;
+    const TsTileBuffer *b = buffer_of(e, v->buffer);
+    if (b != NULL && private_row(b)) {
+      line(e, "const ts_vf %s_e_ = ts_vf_load_f32(%s + (%s) + j);", v->name, v->buffer,
+           v->offset);
+      line(e, "const ts_vf %s_o_ = ts_vf_load_f32(%s + (%s) + j + TS_VEC);", v->name,
+           v->buffer, v->offset);
+      continue;
+    }
     line(e, "ts_vf %s_e_, %s_o_;", v->name, v->name);
     line(e, "ts_vf_load2_bf16(%s + (%s) + j, &%s_e_, &%s_o_);", v->buffer, v->offset, v->name,
          v->name);
@@ -563,8 +601,13 @@ emit_map(Emitter *e, const TsTileNode *n)
       e->depth--;
       line(e, "}");
     }
-    line(e, "ts_vf_%s2_bf16(%s + (%s) + j, ts_ve_, ts_vo_);", n->stream ? "stream" : "store",
-         dst->buffer, dst->offset);
+    const char *how = n->stream ? "stream" : "store";
+    if (strcmp(sfx, "f32") == 0) { /* a private row: the pairs as they are */
+      line(e, "ts_vf_%s_f32(%s + (%s) + j, ts_ve_);", how, dst->buffer, dst->offset);
+      line(e, "ts_vf_%s_f32(%s + (%s) + j + TS_VEC, ts_vo_);", how, dst->buffer, dst->offset);
+    } else {
+      line(e, "ts_vf_%s2_bf16(%s + (%s) + j, ts_ve_, ts_vo_);", how, dst->buffer, dst->offset);
+    }
   } else {
     /* The destination is loaded too when the expression reads it: an in-place map (y = y * r). */
     emit_view_loads(e, n, all, NULL, TRUE);
@@ -746,6 +789,7 @@ ts_emit_c(const TsTileKernel *kernel, const char *entry, const char *banner, GEr
     .depth = 1,
     .error = error,
     .amx = uses_amx(kernel->body),
+    .row_order = g_hash_table_new(g_str_hash, g_str_equal),
   };
 
   for (guint i = 0; i < kernel->params->len; i++) {
@@ -769,6 +813,7 @@ ts_emit_c(const TsTileKernel *kernel, const char *entry, const char *banner, GEr
     line(&e, "ts_stream_fence();");
 
   g_hash_table_unref(e.ukr_set);
+  g_hash_table_unref(e.row_order);
   if (e.failed) {
     g_string_free(e.out, TRUE);
     g_string_free(e.ukrs, TRUE);

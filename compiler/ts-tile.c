@@ -251,6 +251,16 @@ ts_tile_alloc(TsTileNode *parent, TsTileKernel *kernel, const char *name, TsMemS
   return n;
 }
 
+TsTileNode *
+ts_tile_alloc_row(TsTileNode *parent, TsTileKernel *kernel, const char *name, const char *n,
+                  const char *layout)
+{
+  TsTileNode *a = ts_tile_alloc(parent, kernel, name, TS_MEM_SHARED, TS_DTYPE_F32, n, TRUE,
+                                layout);
+  a->buffer->any_order = TRUE;
+  return a;
+}
+
 static void
 add_args(TsTileNode *n, const char *const *args, guint n_args)
 {

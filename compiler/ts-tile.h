@@ -88,6 +88,9 @@ typedef struct {
   TsDtype dtype;
   char *size;          /* element count, an expression */
   gboolean per_worker; /* one copy per worker of the team (CPU thread-private) */
+  /* only row loops (maps, reductions) over the same columns touch it, so they may keep its
+   * elements in any order they agree on (the C target: bf16 lane pairs) */
+  gboolean any_order;
   char *layout;        /* "row-major", "panel(MR=6)", ... for the printer */
 } TsTileBuffer;
 
@@ -170,6 +173,9 @@ TsTileNode *ts_tile_parallel(TsTileNode *parent, gint64 threads);
 TsTileNode *ts_tile_for(TsTileNode *parent, const char *var, const char *lo, const char *hi,
                         const char *step, TsForKind kind);
 TsTileNode *ts_tile_let(TsTileNode *parent, const char *var, TsDtype dtype, const char *expr);
+/* A per-worker f32 row that only maps and reductions over its N columns touch (any_order). */
+TsTileNode *ts_tile_alloc_row(TsTileNode *parent, TsTileKernel *kernel, const char *name,
+                              const char *n, const char *layout);
 TsTileNode *ts_tile_alloc(TsTileNode *parent, TsTileKernel *kernel, const char *name,
                           TsMemSpace space, TsDtype dtype, const char *size, gboolean per_worker,
                           const char *layout);

@@ -36,7 +36,7 @@ row_loop_in(TsTileKernel *k, const TsSchedPoint *point, const char *scratch)
   ts_tile_kernel_define(k, "VEC", KNOB("vector"));
   TsTileNode *par = ts_tile_parallel(k->body, KNOB("threads"));
   if (scratch != NULL)
-    ts_tile_alloc(par, k, scratch, TS_MEM_SHARED, TS_DTYPE_F32, "N", TRUE, "one f32 row");
+    ts_tile_alloc_row(par, k, scratch, "N", "one f32 row");
   TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
   return ts_tile_for(i0, "i", "i0", "min(i0 + BM, M)", "1", TS_FOR_SERIAL);
 }
@@ -56,12 +56,14 @@ row_loop(TsTileKernel *k, const TsSchedPoint *point)
  * lane-paired bf16 (ts_vf_load2_bf16) it makes a 4096 x 4096 bf16 layernorm 1.3-1.5x faster
  * from memory here (Zen 4, one or two threads), where either change alone gains nothing. */
 static TsTileNode *
-row_loop_pipelined(TsTileKernel *k, const TsSchedPoint *point, const char *var, const char *op,
-                   const char *expr)
+row_loop_pipelined(TsTileKernel *k, const TsSchedPoint *point, const char *scratch,
+                   const char *var, const char *op, const char *expr)
 {
   ts_tile_kernel_define(k, "BM", KNOB("BM"));
   ts_tile_kernel_define(k, "VEC", KNOB("vector"));
   TsTileNode *par = ts_tile_parallel(k->body, KNOB("threads"));
+  if (scratch != NULL)
+    ts_tile_alloc_row(par, k, scratch, "N", "one f32 row");
   TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
   ts_tile_let(i0, "iend", TS_DTYPE_INT32, "min(i0 + BM, M)");
   TsTileNode *first = ts_tile_reduce(i0, var, op, expr, "N");
@@ -470,18 +472,20 @@ reduce_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
 #define ROW_MAP_SPACE                                                                              \
   "block(m=[1,4,16]).vector([4,8,16]).threads([1,2]).store([\"cached\", \"stream\"])"          \
   ".pipeline([\"none\", \"next\"]).where(vector <= simd_floats)"
-#define ROW_MAP_DEFAULT "block(m=4).vector(8).threads(2).store(\"cached\")"
-/* math("fast"): exp by a degree-4 polynomial (5.6e-5 relative), offered where the output is a
+#define ROW_MAP_DEFAULT "block(m=4).vector(8).threads(2).store(\"cached\").pipeline(\"next\")"
+/* math("fast"): exp by a degree-4 polynomial (7e-6 relative), offered where the output is a
  * 16-bit float whose rounding (2^-8 or 2^-11) hides it. */
 #define SOFTMAX_SPACE                                                                              \
   "block(m=[1,4,16]).vector([4,8,16]).threads([1,2])"                                              \
   ".softmax([\"online\", \"max_first\", \"stored\"]).math([\"exact\", \"fast\"])"                 \
-  ".store([\"cached\", \"stream\"])"                                                              \
-  ".where(vector <= simd_floats, math == \"exact\" || elem_bytes == 2)"
+  ".store([\"cached\", \"stream\"]).pipeline([\"none\", \"next\"])"                                \
+  ".where(vector <= simd_floats, math == \"exact\" || elem_bytes == 2,"                           \
+  " pipeline == \"none\" || softmax != \"online\")"
 /* stored: at 4096 x 4096 on one core 3.6x online's speed in f32 and 1.7x max_first's in bf16
  * (its row of exps stays in L1/L2 up to rows of ~64 K floats; longer rows are the tuner's). */
 #define SOFTMAX_DEFAULT                                                                            \
-  "block(m=4).vector(8).threads(2).softmax(\"stored\").math(\"exact\").store(\"cached\")"
+  "block(m=4).vector(8).threads(2).softmax(\"stored\").math(\"exact\").store(\"cached\")"          \
+  ".pipeline(\"none\")"
 
 /* Every point keeps its row tile within ROW_REGS floats a thread, or has one row a CTA (the
  * streamed fallback for rows too long for any CTA's registers): N * BM <= ROW_REGS * 32 *
@@ -568,13 +572,23 @@ softmax_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
                 "softmax_safe: math(\"%s\") is not one of \"exact\", \"fast\"", math);
     return FALSE;
   }
+  gboolean next;
+  if (!pipeline_knob("softmax_safe", point, &next, error))
+    return FALSE;
+  if (next && g_strcmp0(how, "online") == 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "softmax_safe: pipeline(\"next\") carries a row's max, which "
+                "softmax(\"online\") does not compute apart: use \"max_first\" or \"stored\"");
+    return FALSE;
+  }
   const char *e_xm = g_strcmp0(math, "fast") == 0 ? "exp_fast(x - m)" : "exp(x - m)";
   g_autofree char *e_xm_r = g_strdup_printf("%s * r", e_xm);
-  TsTileNode *row = row_loop_in(k, point, stored ? "W" : NULL);
+  TsTileNode *row = next ? row_loop_pipelined(k, point, stored ? "W" : NULL, "m", "max", "x")
+                         : row_loop_in(k, point, stored ? "W" : NULL);
   if (g_strcmp0(how, "online") == 0) {
     TsTileNode *so = ts_tile_softmax_online(row, "m", "l", "x", "N");
     ts_tile_node_add_view(so, "x", "X", "i * N");
-  } else {
+  } else if (!next) {
     TsTileNode *mx = ts_tile_reduce(row, "m", "max", "x", "N");
     ts_tile_node_add_view(mx, "x", "X", "i * N");
   }
@@ -586,7 +600,8 @@ softmax_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
     ts_tile_map_set_sum(e, "l");
     ts_tile_node_add_view(e, "x", "X", "i * N");
     ts_tile_node_add_view(e, "w", "W", "0");
-    prefetch_next_row(e);
+    if (!next)
+      prefetch_next_row(e);
     ts_tile_let(row, "r", TS_DTYPE_F32, "1.0f / l");
     map = ts_tile_map(row, "y", "w * r", "N");
     ts_tile_node_add_view(map, "w", "W", "0");
@@ -598,9 +613,12 @@ softmax_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
     ts_tile_let(row, "r", TS_DTYPE_F32, "1.0f / l");
     map = ts_tile_map(row, "y", e_xm_r, "N");
     ts_tile_node_add_view(map, "x", "X", "i * N");
-    prefetch_next_row(map);
+    if (!next)
+      prefetch_next_row(map);
   }
   ts_tile_node_add_view(map, "y", "Y", "i * N");
+  if (next)
+    row_pipeline_carry(map, "m", "max", "xn");
   return ts__op_store_knob("softmax_safe", point, map, error);
 }
 
@@ -688,7 +706,7 @@ layernorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileK
    * does for rows with a large mean — the "safe" in the name. */
   TsTileNode *row;
   if (next) {
-    row = row_loop_pipelined(k, point, "s", "sum", "x");
+    row = row_loop_pipelined(k, point, NULL, "s", "sum", "x");
   } else {
     row = row_loop(k, point);
     TsTileNode *s1 = ts_tile_reduce(row, "s", "sum", "x", "N");
@@ -790,7 +808,7 @@ rmsnorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
     return FALSE;
   TsTileNode *row;
   if (next) {
-    row = row_loop_pipelined(k, point, "q", "sum", "x * x");
+    row = row_loop_pipelined(k, point, NULL, "q", "sum", "x * x");
   } else {
     row = row_loop(k, point);
     TsTileNode *s = ts_tile_reduce(row, "q", "sum", "x * x", "N");

@@ -48,7 +48,13 @@ expect 0 'y = tile.map\(w \* r, j < N\)  with w = W\[0:\], y = Y\[i \* N:\] stre
 expect 0 'ts_vf_stream_f16\(Y \+ \(i \* N\) \+ j, ts_v_\);' -- lower rmsnorm_safe --shape M=8,N=64 --dtype f16 --schedule 'store("stream")' --stage target
 expect 0 '^    ts_stream_fence\(\);' -- lower rmsnorm_safe --shape M=8,N=64 --dtype f16 --schedule 'store("stream")' --stage target
 expect 2 'store\("nt"\) is not one of "cached", "stream"' -- lower layernorm_safe --shape M=8,N=64 --schedule 'store("nt")' --stage tile
-expect 0 'prefetch=\(X \+ min\(i \+ 1, M - 1\) \* N\)' -- lower layernorm_safe --shape M=8,N=64 --stage tile
+expect 0 'prefetch=\(X \+ min\(i \+ 1, M - 1\) \* N\)' -- lower layernorm_safe --shape M=8,N=64 --schedule 'pipeline("none")' --stage tile
+# pipeline("next") (layernorm's default): the next row's sum carried in the last map, rows
+# three ahead prefetched into L2; in bf16 every loop runs on lane pairs
+expect 0 'carry s = reduce_sum\(xn\)  with .*xn = X\[min\(i \+ 1, iend - 1\) \* N:\].* prefetch_l2=\(X \+ min\(i \+ 3, M - 1\) \* N\)' -- lower layernorm_safe --shape M=8,N=64 --stage tile
+expect 0 'ts_vf_stream2_bf16\(Y \+ \(i \* N\) \+ j, ts_ve_, ts_vo_\);' -- lower rmsnorm_safe --shape M=8,N=64 --dtype bf16 --schedule 'store("stream").pipeline("next")' --stage target
+expect 2 'pipeline\("later"\) is not one of "none", "next"' -- lower rmsnorm_safe --shape M=8,N=64 --schedule 'pipeline("later")' --stage tile
+expect 2 "violates the constraint 'pipeline == \"none\" \|\| softmax != \"online\"'" -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("online").pipeline("next")' --stage tile
 expect 0 '__builtin_prefetch\(\(X \+ min\(i \+ 1, M - 1\) \* N\) \+ j, 0, 3\);' -- lower softmax_safe --shape M=8,N=64 --dtype bf16 --stage target
 expect 0 'status +ok' -- run saxpy --shape N=10000 --backend cpu
 expect 0 '"status": "ok"' -- run rmsnorm_safe --shape M=16,N=100 --dtype bf16 --json

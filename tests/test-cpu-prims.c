@@ -819,7 +819,7 @@ test_vec_exp_fast(void)
     }
   }
   g_test_message("ts_vf_exp_fast: max relative error %.3g", max_rel);
-  g_assert_cmpfloat(max_rel, <=, 6e-5);
+  g_assert_cmpfloat(max_rel, <=, 1e-5);
   g_assert_cmpfloat(max_rel, >, 2e-7); /* it is the short polynomial, not the full one */
   g_assert_cmpfloat(ts_exp_fast_f32(0.0f), ==, 1.0f);
   g_assert_cmpfloat(ts_exp_fast_f32(-INFINITY), ==, 0.0f);

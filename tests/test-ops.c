@@ -1292,14 +1292,15 @@ test_cpu_softmax_passes(void)
     g_autoptr(TsOpInstance) inst = ts_op_instance_new("softmax_safe", "M=7,N=45", dtypes[d],
                                                       &error);
     g_assert_no_error(error);
-    /* The space offers every variant for every dtype. */
+    /* The space offers every variant for every dtype; the two that compute a row's max apart
+     * with either pipeline, online without one. */
     TsDeviceInfo dev = {.backend = (char *)"cpu", .vector_bits = 256, .compute_units = 2};
     guint per_how[3], total;
     for (guint h = 0; h < G_N_ELEMENTS(hows); h++)
       per_how[h] = count_knob_value(inst, &dev, "softmax", hows[h], &total);
     g_assert_cmpuint(per_how[0], >, 0);
-    g_assert_cmpuint(per_how[1], ==, per_how[0]);
-    g_assert_cmpuint(per_how[2], ==, per_how[0]);
+    g_assert_cmpuint(per_how[1], ==, 2 * per_how[0]);
+    g_assert_cmpuint(per_how[2], ==, 2 * per_how[0]);
 
     for (guint h = 0; h < G_N_ELEMENTS(hows); h++)
       for (gint64 threads = 1; threads <= 2; threads++) {
@@ -1438,7 +1439,12 @@ test_cpu_rows_stream(void)
 static void
 test_cpu_rows_pipeline(void)
 {
-  static const char *const ops[] = {"layernorm_safe", "rmsnorm_safe"};
+  static const char *const ops[] = {"layernorm_safe", "rmsnorm_safe", "softmax_safe",
+                                    "softmax_safe"};
+  /* softmax: its row of exps kept (a thread-private f32 row, paired in bf16 like the rows
+   * around it), then computed twice */
+  static const char *const extra[] = {"", "", ".softmax(\"stored\").math(\"exact\")",
+                                      ".softmax(\"max_first\").math(\"exact\")"};
   const TsDeviceInfo *dev = ts_backend_describe(backend);
   for (guint c = 0; c < G_N_ELEMENTS(ops); c++)
     for (guint d = 0; d < G_N_ELEMENTS(dtypes); d++) {
@@ -1452,7 +1458,7 @@ test_cpu_rows_pipeline(void)
             const gint64 t = bm == 3 ? 1 : 2;
               g_autofree char *base = g_strdup_printf(
                   "block(m=%" G_GINT64_FORMAT ").vector(%u).threads(%" G_GINT64_FORMAT ")"
-                  ".store(\"stream\")", bm, v, t);
+                  ".store(\"stream\")%s", bm, v, t, extra[c]);
               g_autofree char *next = g_strdup_printf("%s.pipeline(\"next\")", base);
               assert_cpu_point_ok(inst, next);
               if (!g_str_has_prefix(dtypes[d], "bf16"))
@@ -1464,10 +1470,56 @@ test_cpu_rows_pipeline(void)
                 g_error("%s bf16 N=%" G_GINT64_FORMAT " %s: differs from pipeline(\"none\")",
                         ops[c], n, next);
             }
+        /* every point both ways, but softmax("online"), which has no max to carry */
         guint total, piped = count_knob_value(inst, dev, "pipeline", "next", &total);
-        g_assert_cmpuint(piped * 2, ==, total);
+        guint online = count_knob_value(inst, dev, "softmax", "online", &total);
+        g_assert_cmpuint(piped * 2 + online, ==, total);
+        g_assert_cmpuint(piped, >, 0);
       }
     }
+}
+
+/* A thread-private f32 row in a bf16 kernel holds lane pairs when the loops over it pair: one
+ * that pairs (W = X, bf16) and one that cannot (a sum of W times an f32 global, whose values
+ * are in order) would disagree on where each value is, so the C target refuses the mix; with a
+ * bf16 G both pair, and W is read as the vectors it holds. */
+static void
+test_emit_private_row_order(void)
+{
+  GError *error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("softmax_safe", "M=4,N=64", "bf16", &error);
+  g_assert_no_error(error);
+  for (int g_bf16 = 0; g_bf16 < 2; g_bf16++) {
+    g_autoptr(TsTileKernel) k = ts_tile_kernel_new("rows", "softmax_safe",
+                                                   ts_op_instance_dtype(inst));
+    ts_tile_kernel_add_param(k, "X", TS_DTYPE_BF16, "N");
+    ts_tile_kernel_add_param(k, "G", g_bf16 ? TS_DTYPE_BF16 : TS_DTYPE_F32, "N");
+    ts_tile_kernel_add_param(k, "Y", TS_DTYPE_F32, "1");
+    ts_tile_kernel_add_int_param(k, "N");
+    ts_tile_kernel_define(k, "VEC", 8);
+    TsTileNode *par = ts_tile_parallel(k->body, 1);
+    ts_tile_alloc_row(par, k, "W", "N", "one f32 row");
+    TsTileNode *m = ts_tile_map(par, "w", "x", "N");
+    ts_tile_node_add_view(m, "x", "X", "0");
+    ts_tile_node_add_view(m, "w", "W", "0");
+    TsTileNode *r = ts_tile_reduce(par, "s", "sum", "w * g", "N");
+    ts_tile_node_add_view(r, "w", "W", "0");
+    ts_tile_node_add_view(r, "g", "G", "0");
+    TsTileNode *st = ts_tile_map(par, "y", "s", "1");
+    ts_tile_node_add_view(st, "y", "Y", "0");
+    g_autofree char *src = ts_emit_c(k, "rows", NULL, &error);
+    if (!g_bf16) {
+      g_assert_null(src);
+      g_assert_error(error, TS_EMIT_ERROR, TS_EMIT_ERROR_UNSUPPORTED);
+      g_assert_nonnull(strstr(error->message, "'W' is used in bf16 lane pairs by one loop"));
+      g_clear_error(&error);
+      continue;
+    }
+    g_assert_no_error(error);
+    g_assert_nonnull(strstr(src, "ts_vf_load2_bf16(G + (0) + j, &g_e_, &g_o_);"));
+    g_assert_nonnull(strstr(src, "const ts_vf w_o_ = ts_vf_load_f32(W + (0) + j + TS_VEC);"));
+    g_assert_nonnull(strstr(src, "ts_vf_store_f32(W + (0) + j + TS_VEC, ts_vo_);"));
+  }
 }
 
 static void
@@ -1920,6 +1972,7 @@ main(int argc, char **argv)
   g_test_add_func("/ops/cpu/softmax-passes", test_cpu_softmax_passes);
   g_test_add_func("/ops/cpu/rows-stream", test_cpu_rows_stream);
   g_test_add_func("/ops/cpu/rows-pipeline", test_cpu_rows_pipeline);
+  g_test_add_func("/ops/emit/private-row-order", test_emit_private_row_order);
   g_test_add_func("/ops/cpu/gemm-bf16dot", test_cpu_gemm_bf16dot);
   g_test_add_func("/ops/cpu/gemm-amx", test_cpu_gemm_amx);
   g_test_add_func("/ops/cpu/gemm-fp8", test_cpu_gemm_fp8);

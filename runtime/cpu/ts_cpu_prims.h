@@ -306,20 +306,36 @@ ts_exp_f32(float x)
   return ts_exp_scale_(p, ni);
 }
 
-/* exp for results that are rounded to a 16-bit float (bf16: 2^-8 relative, f16: 2^-11): the
- * degree-4 Taylor polynomial (measured within 5.6e-5 of exp, a quarter of f16's half ulp),
- * with the same range reduction and scaling — three multiply-adds fewer than ts_exp_f32,
- * which matters where exp bounds the kernel (softmax's math("fast")). */
+/* exp for results that are rounded to a 16-bit float (bf16: 2^-8 relative, f16: 2^-11), where
+ * exp bounds the kernel (softmax's math("fast")): 2^t with t = x log2(e), n = t rounded to the
+ * nearest integer, 2^(t - n) by a degree-4 polynomial fitted for relative error on
+ * [-1/2, 1/2] (2.8e-6), scaled as ts_exp_f32 scales. Without the Cody-Waite split,
+ * log2(e)'s rounding to a float costs under 3e-6 more for |x| <= 110; measured within 7e-6 of
+ * exp (tests/test-cpu-prims.c), a thirtieth of f16's half ulp, with four multiply-adds fewer
+ * than ts_exp_f32, and one fewer than the degree-4 Taylor polynomial in ts_exp_f32's
+ * reduction it replaces (within 5.6e-5; on a Zen 4 core this one is as fast on zmm vectors and
+ * 8% faster on ymm). */
+#define TS_EXP2_Q1 6.931241932e-01f
+#define TS_EXP2_Q2 2.402409862e-01f
+#define TS_EXP2_Q3 5.590642673e-02f
+#define TS_EXP2_Q4 9.582853144e-03f
+
 static inline float
 ts_exp_fast_f32(float x)
 {
-  int32_t ni;
-  float r = ts_exp_reduce_(x, &ni);
-  float p = TS_EXP_P4;
-  p = p * r + TS_EXP_P3;
-  p = p * r + TS_EXP_P2;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  x = x < TS_EXP_LO ? TS_EXP_LO : x;
+  x = x > TS_EXP_HI ? TS_EXP_HI : x;
+  /* n rounded as ts_exp_reduce_ rounds it; f = x log2(e) - n, one multiply-add where the
+   * compiler contracts (it does, or does not, in the vector version alike) */
+  float t = x * TS_EXP_LOG2E + TS_EXP_ROUND;
+  float n = t - TS_EXP_ROUND;
+  int32_t ni = (int32_t)(ts_cpu_f32_bits(t) - ts_cpu_f32_bits(TS_EXP_ROUND));
+  float f = x * TS_EXP_LOG2E - n;
+  float p = TS_EXP2_Q4;
+  p = p * f + TS_EXP2_Q3;
+  p = p * f + TS_EXP2_Q2;
+  p = p * f + TS_EXP2_Q1;
+  p = p * f + 1.0f;
   return ts_exp_scale_(p, ni);
 }
 
@@ -1393,20 +1409,27 @@ ts_vf_exp_scale_(ts_vf p, ts_vf n, ts_vi ni)
   return p * s1 * s2;
 }
 
-/* x clamped to [TS_EXP_LO, TS_EXP_HI] (NaN kept), then ts_exp_reduce_ lane by lane: the
- * remainder r, with n as a float (*n) and as an integer (*ni). */
+/* x clamped to [TS_EXP_LO, TS_EXP_HI], NaN kept. */
 static inline ts_vf
-ts_vf_exp_reduce_(ts_vf x, ts_vf *n, ts_vi *ni)
+ts_vf_exp_clamp_(ts_vf x)
 {
 #if defined(__AVX512F__) && TS_VEC == 16
   /* vmaxps/vminps return their second operand when either is NaN: x's NaN stays. */
-  x = (ts_vf)_mm512_min_ps(_mm512_set1_ps(TS_EXP_HI),
-                           _mm512_max_ps(_mm512_set1_ps(TS_EXP_LO), (__m512)x));
+  return (ts_vf)_mm512_min_ps(_mm512_set1_ps(TS_EXP_HI),
+                              _mm512_max_ps(_mm512_set1_ps(TS_EXP_LO), (__m512)x));
 #else
   const ts_vf lo = ts_vf_splat(TS_EXP_LO), hi = ts_vf_splat(TS_EXP_HI);
   x = ts_vf_select_((ts_vi)(x < lo), lo, x);
-  x = ts_vf_select_((ts_vi)(x > hi), hi, x);
+  return ts_vf_select_((ts_vi)(x > hi), hi, x);
 #endif
+}
+
+/* x clamped, then ts_exp_reduce_ lane by lane: the remainder r, with n as a float (*n) and
+ * as an integer (*ni). */
+static inline ts_vf
+ts_vf_exp_reduce_(ts_vf x, ts_vf *n, ts_vi *ni)
+{
+  x = ts_vf_exp_clamp_(x);
   const ts_vf round = ts_vf_splat(TS_EXP_ROUND);
   ts_vf t = x * TS_EXP_LOG2E + round;
   *n = t - round;
@@ -1436,14 +1459,17 @@ ts_vf_exp(ts_vf x)
 static inline ts_vf
 ts_vf_exp_fast(ts_vf x)
 {
-  ts_vf n;
-  ts_vi ni;
-  ts_vf r = ts_vf_exp_reduce_(x, &n, &ni);
-  ts_vf p = ts_vf_splat(TS_EXP_P4);
-  p = p * r + TS_EXP_P3;
-  p = p * r + TS_EXP_P2;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  x = ts_vf_exp_clamp_(x);
+  const ts_vf round = ts_vf_splat(TS_EXP_ROUND);
+  const ts_vf t = x * TS_EXP_LOG2E + round;
+  const ts_vf n = t - round;
+  const ts_vi ni = (ts_vi)t - (ts_vi)round;
+  const ts_vf f = x * TS_EXP_LOG2E - n;
+  ts_vf p = ts_vf_splat(TS_EXP2_Q4);
+  p = p * f + TS_EXP2_Q3;
+  p = p * f + TS_EXP2_Q2;
+  p = p * f + TS_EXP2_Q1;
+  p = p * f + 1.0f;
   return ts_vf_exp_scale_(p, n, ni);
 }
 
