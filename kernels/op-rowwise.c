@@ -27,17 +27,24 @@ check_knobs(const char *op, gint64 block, gint64 v, gint64 t, GError **error)
   return TRUE;
 }
 
-/* for i0 in range(0, M, BM) parallel: for i in range(i0, min(i0 + BM, M)): <row body> */
-/* scratch: the name of an f32 row of N floats each thread gets for itself, or NULL. */
+/* for i0 in range(0, M, BM) parallel: the loop over work items of BM rows. scratch: the name
+ * of an f32 row of N floats each thread gets for itself, or NULL. */
 static TsTileNode *
-row_loop_in(TsTileKernel *k, const TsSchedPoint *point, const char *scratch)
+row_items(TsTileKernel *k, const TsSchedPoint *point, const char *scratch)
 {
   ts_tile_kernel_define(k, "BM", KNOB("BM"));
   ts_tile_kernel_define(k, "VEC", KNOB("vector"));
   TsTileNode *par = ts_tile_parallel(k->body, KNOB("threads"));
   if (scratch != NULL)
     ts_tile_alloc_row(par, k, scratch, "N", "one f32 row");
-  TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
+  return ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
+}
+
+/* ... : for i in range(i0, min(i0 + BM, M)): <row body> */
+static TsTileNode *
+row_loop_in(TsTileKernel *k, const TsSchedPoint *point, const char *scratch)
+{
+  TsTileNode *i0 = row_items(k, point, scratch);
   return ts_tile_for(i0, "i", "i0", "min(i0 + BM, M)", "1", TS_FOR_SERIAL);
 }
 
@@ -59,16 +66,20 @@ static TsTileNode *
 row_loop_pipelined(TsTileKernel *k, const TsSchedPoint *point, const char *scratch,
                    const char *var, const char *op, const char *expr)
 {
-  ts_tile_kernel_define(k, "BM", KNOB("BM"));
-  ts_tile_kernel_define(k, "VEC", KNOB("vector"));
-  TsTileNode *par = ts_tile_parallel(k->body, KNOB("threads"));
-  if (scratch != NULL)
-    ts_tile_alloc_row(par, k, scratch, "N", "one f32 row");
-  TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
+  TsTileNode *i0 = row_items(k, point, scratch);
   ts_tile_let(i0, "iend", TS_DTYPE_INT32, "min(i0 + BM, M)");
   TsTileNode *first = ts_tile_reduce(i0, var, op, expr, "N");
   ts_tile_node_add_view(first, "x", "X", "i0 * N");
   return ts_tile_for(i0, "i", "i0", "iend", "1", TS_FOR_SERIAL);
+}
+
+/* The last pass over row i prefetches row i + 1 of X: at 4096 x 4096 on one core, 1.08-1.20x
+ * the speed of softmax, layernorm and rmsnorm in f32 and bf16 (the passes in between run from
+ * cache, and the hardware prefetcher does not carry a stream across them). */
+static void
+prefetch_next_row(TsTileNode *map)
+{
+  ts_tile_map_set_prefetch(map, "X + min(i + 1, M - 1) * N");
 }
 
 /* The carried reduction of row_loop_pipelined's body: expr over xn, the next row of the work
@@ -80,6 +91,31 @@ row_pipeline_carry(TsTileNode *map, const char *var, const char *op, const char 
   ts_tile_map_set_carry(map, var, op, expr);
   ts_tile_node_add_view(map, "xn", "X", "min(i + 1, iend - 1) * N");
   ts_tile_map_set_prefetch_l2(map, "X + min(i + 3, M - 1) * N");
+}
+
+/* The row loop with the row's first reduction, var = op(expr) over x = row i, done: in the
+ * row's body (pipeline "none") or, carried, before it (pipeline "next"). */
+static TsTileNode *
+row_loop_first(TsTileKernel *k, const TsSchedPoint *point, gboolean next, const char *scratch,
+               const char *var, const char *op, const char *expr)
+{
+  if (next)
+    return row_loop_pipelined(k, point, scratch, var, op, expr);
+  TsTileNode *row = row_loop_in(k, point, scratch);
+  TsTileNode *r = ts_tile_reduce(row, var, op, expr, "N");
+  ts_tile_node_add_view(r, "x", "X", "i * N");
+  return row;
+}
+
+/* The last map over row i carries the next row's first reduction (expr over xn), or prefetches
+ * the next row. */
+static void
+row_last_map(TsTileNode *map, gboolean next, const char *var, const char *op, const char *expr)
+{
+  if (next)
+    row_pipeline_carry(map, var, op, expr);
+  else
+    prefetch_next_row(map);
 }
 
 /* pipeline("none" | "next"): TRUE for "next". */
@@ -514,15 +550,6 @@ const TsOpDef ts__op_reduce_sum = {
   .lower_cuda = reduce_lower_cuda,
 };
 
-/* The last pass over row i prefetches row i + 1 of X: at 4096 x 4096 on one core, 1.08-1.20x
- * the speed of softmax, layernorm and rmsnorm in f32 and bf16 (the passes in between run from
- * cache, and the hardware prefetcher does not carry a stream across them). */
-static void
-prefetch_next_row(TsTileNode *map)
-{
-  ts_tile_map_set_prefetch(map, "X + min(i + 1, M - 1) * N");
-}
-
 /* ---- softmax_safe: Y = exp(X - rowmax) / rowsum ---- */
 
 static double
@@ -583,14 +610,13 @@ softmax_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
   }
   const char *e_xm = g_strcmp0(math, "fast") == 0 ? "exp_fast(x - m)" : "exp(x - m)";
   g_autofree char *e_xm_r = g_strdup_printf("%s * r", e_xm);
-  TsTileNode *row = next ? row_loop_pipelined(k, point, stored ? "W" : NULL, "m", "max", "x")
-                         : row_loop_in(k, point, stored ? "W" : NULL);
+  TsTileNode *row;
   if (g_strcmp0(how, "online") == 0) {
+    row = row_loop(k, point);
     TsTileNode *so = ts_tile_softmax_online(row, "m", "l", "x", "N");
     ts_tile_node_add_view(so, "x", "X", "i * N");
-  } else if (!next) {
-    TsTileNode *mx = ts_tile_reduce(row, "m", "max", "x", "N");
-    ts_tile_node_add_view(mx, "x", "X", "i * N");
+  } else {
+    row = row_loop_first(k, point, next, stored ? "W" : NULL, "m", "max", "x");
   }
   TsTileNode *map;
   if (stored) {
@@ -613,12 +639,10 @@ softmax_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
     ts_tile_let(row, "r", TS_DTYPE_F32, "1.0f / l");
     map = ts_tile_map(row, "y", e_xm_r, "N");
     ts_tile_node_add_view(map, "x", "X", "i * N");
-    if (!next)
-      prefetch_next_row(map);
   }
   ts_tile_node_add_view(map, "y", "Y", "i * N");
-  if (next)
-    row_pipeline_carry(map, "m", "max", "xn");
+  if (next || !stored)
+    row_last_map(map, next, "m", "max", "xn");
   return ts__op_store_knob("softmax_safe", point, map, error);
 }
 
@@ -704,23 +728,13 @@ layernorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileK
     return FALSE;
   /* Two-pass variance: E[(x - mean)^2] does not cancel catastrophically as E[x^2] - mean^2
    * does for rows with a large mean — the "safe" in the name. */
-  TsTileNode *row;
-  if (next) {
-    row = row_loop_pipelined(k, point, NULL, "s", "sum", "x");
-  } else {
-    row = row_loop(k, point);
-    TsTileNode *s1 = ts_tile_reduce(row, "s", "sum", "x", "N");
-    ts_tile_node_add_view(s1, "x", "X", "i * N");
-  }
+  TsTileNode *row = row_loop_first(k, point, next, NULL, "s", "sum", "x");
   ts_tile_let(row, "mean", TS_DTYPE_F32, "s / (float)N");
   TsTileNode *s2 = ts_tile_reduce(row, "q", "sum", "(x - mean) * (x - mean)", "N");
   ts_tile_node_add_view(s2, "x", "X", "i * N");
   ts_tile_let(row, "rstd", TS_DTYPE_F32, "1.0f / sqrt(q / (float)N + eps)");
   TsTileNode *map = ts_tile_map(row, "y", "(x - mean) * rstd * g + b", "N");
-  if (next)
-    row_pipeline_carry(map, "s", "sum", "xn");
-  else
-    prefetch_next_row(map);
+  row_last_map(map, next, "s", "sum", "xn");
   ts_tile_node_add_view(map, "x", "X", "i * N");
   ts_tile_node_add_view(map, "g", "G", "0");
   ts_tile_node_add_view(map, "b", "Bt", "0");
@@ -806,20 +820,10 @@ rmsnorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
   if (!check_knobs("rmsnorm_safe", KNOB("BM"), KNOB("vector"), KNOB("threads"), error) ||
       !pipeline_knob("rmsnorm_safe", point, &next, error))
     return FALSE;
-  TsTileNode *row;
-  if (next) {
-    row = row_loop_pipelined(k, point, NULL, "q", "sum", "x * x");
-  } else {
-    row = row_loop(k, point);
-    TsTileNode *s = ts_tile_reduce(row, "q", "sum", "x * x", "N");
-    ts_tile_node_add_view(s, "x", "X", "i * N");
-  }
+  TsTileNode *row = row_loop_first(k, point, next, NULL, "q", "sum", "x * x");
   ts_tile_let(row, "rstd", TS_DTYPE_F32, "1.0f / sqrt(q / (float)N + eps)");
   TsTileNode *map = ts_tile_map(row, "y", "x * rstd * g", "N");
-  if (next)
-    row_pipeline_carry(map, "q", "sum", "xn * xn");
-  else
-    prefetch_next_row(map);
+  row_last_map(map, next, "q", "sum", "xn * xn");
   ts_tile_node_add_view(map, "x", "X", "i * N");
   ts_tile_node_add_view(map, "g", "G", "0");
   ts_tile_node_add_view(map, "y", "Y", "i * N");
