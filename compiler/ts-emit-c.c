@@ -228,33 +228,36 @@ private_row(const TsTileBuffer *b)
   return b->any_order && b->per_worker && b->dtype == TS_DTYPE_F32;
 }
 
-/* A loop over bf16 rows runs on lane pairs (ts_vf_load2_bf16): every view it touches (those
- * expr reads, and the destination) is bf16 or a thread-private f32 row, and one is bf16. A
- * private row is then read and written as the pairs themselves, the even lanes at j and the
- * odd ones at j + TS_VEC, so every loop over it must pair, or none: a mix is refused. */
+/* A view a loop touches: one expr reads, or the destination it writes. */
+static gboolean
+view_touched(const TsTileNode *n, const TsTileView *v, const char *expr)
+{
+  return expr_mentions(expr, v->name) || g_strcmp0(v->name, n->dst) == 0;
+}
+
+/* A loop over bf16 rows runs on lane pairs (ts_vf_load2_bf16): every view it touches is bf16
+ * or a thread-private f32 row, and one is bf16. A private row is then read and written as the
+ * pairs themselves, the even lanes at j and the odd ones at j + TS_VEC, so every loop over it
+ * must pair, or none: the order each loop uses is recorded, and a mix is refused. */
 static gboolean
 paired_lanes(Emitter *e, const TsTileNode *n, const char *expr)
 {
   gboolean any = FALSE, all = TRUE;
   for (guint i = 0; i < n->views->len; i++) {
     const TsTileView *v = g_ptr_array_index(n->views, i);
-    if (!expr_mentions(expr, v->name) && g_strcmp0(v->name, n->dst) != 0)
-      continue;
-    const TsTileBuffer *b = buffer_of(e, v->buffer);
+    const TsTileBuffer *b = view_touched(n, v, expr) ? buffer_of(e, v->buffer) : NULL;
     if (b == NULL)
-      return FALSE;
+      continue;
     any |= b->dtype == TS_DTYPE_BF16;
     all &= b->dtype == TS_DTYPE_BF16 || private_row(b);
   }
   gboolean paired = any && all;
+  gpointer want = GINT_TO_POINTER(paired ? 1 : 2);
   for (guint i = 0; i < n->views->len; i++) {
     const TsTileView *v = g_ptr_array_index(n->views, i);
-    if (!expr_mentions(expr, v->name) && g_strcmp0(v->name, n->dst) != 0)
+    const TsTileBuffer *b = view_touched(n, v, expr) ? buffer_of(e, v->buffer) : NULL;
+    if (b == NULL || !private_row(b))
       continue;
-    const TsTileBuffer *b = buffer_of(e, v->buffer);
-    if (!private_row(b))
-      continue;
-    gpointer want = GINT_TO_POINTER(paired ? 1 : 2);
     gpointer had = g_hash_table_lookup(e->row_order, b->name);
     if (had == NULL)
       g_hash_table_insert(e->row_order, b->name, want);

@@ -265,16 +265,25 @@ ts_cpu_f32_to_f16(float f)
 #define TS_EXP_P6 (1.0f / 720.0f)
 #define TS_EXP_P7 (1.0f / 5040.0f)
 
-/* The steps both exps share: x clamped, n = round(x / ln2) (and as an integer, ni), and the
- * remainder r = x - n ln2 the polynomial is evaluated at. */
+/* The step both exps share: x clamped (returned), n = round(x / ln2) as a float (*n) and as
+ * an integer (*ni). */
 static inline float
-ts_exp_reduce_(float x, int32_t *ni)
+ts_exp_round_(float x, float *n, int32_t *ni)
 {
   x = x < TS_EXP_LO ? TS_EXP_LO : x;
   x = x > TS_EXP_HI ? TS_EXP_HI : x;
   float t = x * TS_EXP_LOG2E + TS_EXP_ROUND;
-  float n = t - TS_EXP_ROUND;
+  *n = t - TS_EXP_ROUND;
   *ni = (int32_t)(ts_cpu_f32_bits(t) - ts_cpu_f32_bits(TS_EXP_ROUND));
+  return x;
+}
+
+/* ts_exp_f32's reduction: the remainder r = x - n ln2 the polynomial is evaluated at. */
+static inline float
+ts_exp_reduce_(float x, int32_t *ni)
+{
+  float n;
+  x = ts_exp_round_(x, &n, ni);
   float r = x - n * TS_EXP_C1;
   return r - n * TS_EXP_C2;
 }
@@ -323,13 +332,11 @@ ts_exp_f32(float x)
 static inline float
 ts_exp_fast_f32(float x)
 {
-  x = x < TS_EXP_LO ? TS_EXP_LO : x;
-  x = x > TS_EXP_HI ? TS_EXP_HI : x;
-  /* n rounded as ts_exp_reduce_ rounds it; f = x log2(e) - n, one multiply-add where the
-   * compiler contracts (it does, or does not, in the vector version alike) */
-  float t = x * TS_EXP_LOG2E + TS_EXP_ROUND;
-  float n = t - TS_EXP_ROUND;
-  int32_t ni = (int32_t)(ts_cpu_f32_bits(t) - ts_cpu_f32_bits(TS_EXP_ROUND));
+  float n;
+  int32_t ni;
+  x = ts_exp_round_(x, &n, &ni);
+  /* f = x log2(e) - n, one multiply-add where the compiler contracts (it does, or does not,
+   * in the vector version alike) */
   float f = x * TS_EXP_LOG2E - n;
   float p = TS_EXP2_Q4;
   p = p * f + TS_EXP2_Q3;
@@ -1409,31 +1416,33 @@ ts_vf_exp_scale_(ts_vf p, ts_vf n, ts_vi ni)
   return p * s1 * s2;
 }
 
-/* x clamped to [TS_EXP_LO, TS_EXP_HI], NaN kept. */
+/* ts_exp_round_ lane by lane: x clamped to [TS_EXP_LO, TS_EXP_HI] (NaN kept, returned), n
+ * as a float (*n) and as an integer (*ni). */
 static inline ts_vf
-ts_vf_exp_clamp_(ts_vf x)
+ts_vf_exp_round_(ts_vf x, ts_vf *n, ts_vi *ni)
 {
 #if defined(__AVX512F__) && TS_VEC == 16
   /* vmaxps/vminps return their second operand when either is NaN: x's NaN stays. */
-  return (ts_vf)_mm512_min_ps(_mm512_set1_ps(TS_EXP_HI),
-                              _mm512_max_ps(_mm512_set1_ps(TS_EXP_LO), (__m512)x));
+  x = (ts_vf)_mm512_min_ps(_mm512_set1_ps(TS_EXP_HI),
+                           _mm512_max_ps(_mm512_set1_ps(TS_EXP_LO), (__m512)x));
 #else
   const ts_vf lo = ts_vf_splat(TS_EXP_LO), hi = ts_vf_splat(TS_EXP_HI);
   x = ts_vf_select_((ts_vi)(x < lo), lo, x);
-  return ts_vf_select_((ts_vi)(x > hi), hi, x);
+  x = ts_vf_select_((ts_vi)(x > hi), hi, x);
 #endif
-}
-
-/* x clamped, then ts_exp_reduce_ lane by lane: the remainder r, with n as a float (*n) and
- * as an integer (*ni). */
-static inline ts_vf
-ts_vf_exp_reduce_(ts_vf x, ts_vf *n, ts_vi *ni)
-{
-  x = ts_vf_exp_clamp_(x);
   const ts_vf round = ts_vf_splat(TS_EXP_ROUND);
   ts_vf t = x * TS_EXP_LOG2E + round;
   *n = t - round;
   *ni = (ts_vi)t - (ts_vi)round;
+  return x;
+}
+
+/* ts_exp_reduce_ lane by lane: the remainder r, with n as a float (*n) and as an integer
+ * (*ni). */
+static inline ts_vf
+ts_vf_exp_reduce_(ts_vf x, ts_vf *n, ts_vi *ni)
+{
+  x = ts_vf_exp_round_(x, n, ni);
   ts_vf r = x - *n * TS_EXP_C1;
   return r - *n * TS_EXP_C2;
 }
@@ -1459,11 +1468,9 @@ ts_vf_exp(ts_vf x)
 static inline ts_vf
 ts_vf_exp_fast(ts_vf x)
 {
-  x = ts_vf_exp_clamp_(x);
-  const ts_vf round = ts_vf_splat(TS_EXP_ROUND);
-  const ts_vf t = x * TS_EXP_LOG2E + round;
-  const ts_vf n = t - round;
-  const ts_vi ni = (ts_vi)t - (ts_vi)round;
+  ts_vf n;
+  ts_vi ni;
+  x = ts_vf_exp_round_(x, &n, &ni);
   const ts_vf f = x * TS_EXP_LOG2E - n;
   ts_vf p = ts_vf_splat(TS_EXP2_Q4);
   p = p * f + TS_EXP2_Q3;
