@@ -143,6 +143,8 @@ rewrite_float_expr(const char *expr, gboolean vector)
   } fns[] = {
     {"exp", "ts_vf_exp", "ts_exp_f32"},
     {"exp_fast", "ts_vf_exp_fast", "ts_exp_fast_f32"},
+    /* exp_fast_sub(x, m) = exp(x - m), m the same for every lane */
+    {"exp_fast_sub", "ts_vf_exp_fast_sub", "ts_exp_fast_sub_f32"},
     {"sqrt", "ts_vf_sqrt", "sqrtf"},
     {"max", "ts_vf_max", "fmaxf"},
     /* a value with no view in it, where a vector is wanted (an argument of max) */

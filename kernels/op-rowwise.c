@@ -608,7 +608,7 @@ softmax_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
                 "softmax(\"online\") does not compute apart: use \"max_first\" or \"stored\"");
     return FALSE;
   }
-  const char *e_xm = g_strcmp0(math, "fast") == 0 ? "exp_fast(x - m)" : "exp(x - m)";
+  const char *e_xm = g_strcmp0(math, "fast") == 0 ? "exp_fast_sub(x, m)" : "exp(x - m)";
   g_autofree char *e_xm_r = g_strdup_printf("%s * r", e_xm);
   TsTileNode *row;
   if (g_strcmp0(how, "online") == 0) {

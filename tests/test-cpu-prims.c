@@ -828,6 +828,47 @@ test_vec_exp_fast(void)
   g_assert_cmpfloat(ts_vf_exp_fast(ts_vf_splat(-INFINITY))[0], ==, 0.0f);
   g_assert_cmpfloat(ts_vf_exp_fast(ts_vf_splat(INFINITY))[1], ==, INFINITY);
   g_assert_true(isnan(ts_vf_exp_fast(ts_vf_splat(NAN))[TS_VEC - 1]));
+  /* beyond the clamp, where the AVX-512 version takes another path */
+  const float far[] = {-1e30f, -1000.0f, -161.0f, -110.0f, 89.0f, 90.0f, 1e30f};
+  for (guint i = 0; i < G_N_ELEMENTS(far); i++) {
+    float ys = ts_exp_fast_f32(far[i]);
+    ts_vf yv = ts_vf_exp_fast(ts_vf_splat(far[i]));
+    g_assert_cmpmem(&ys, 4, &((float *)&yv)[0], 4);
+    g_assert_cmpfloat(ys, ==, far[i] < 0 ? 0.0f : INFINITY);
+  }
+}
+
+/* exp(x - m) with m folded into the reduction (softmax's exps): as accurate as exp_fast for
+ * every m, large logits included, vector and scalar bit-identical, and -Inf logits (masks)
+ * give 0. */
+static void
+test_vec_exp_fast_sub(void)
+{
+  const float ms[] = {0.0f, 1.5f, -3.25f, 100.0f, 1000.0f, -1000.0f, 123456.0f, 3e6f};
+  double max_rel = 0;
+  for (guint k = 0; k < G_N_ELEMENTS(ms); k++) {
+    const float m = ms[k];
+    const int64_t steps = 1 << 16;
+    for (int64_t i = 0; i < steps; i += TS_VEC) {
+      float xs[TS_VEC];
+      for (int l = 0; l < TS_VEC; l++)
+        xs[l] = m - 87.0f + (float)(90.0 * (double)(i + l) / (double)steps);
+      ts_vf y = ts_vf_exp_fast_sub(ts_vf_load_f32(xs), m);
+      for (int l = 0; l < TS_VEC; l++) {
+        double ref = exp((double)xs[l] - (double)m);
+        max_rel = fmax(max_rel, fabs((double)y[l] - ref) / ref);
+        float ys = ts_exp_fast_sub_f32(xs[l], m);
+        g_assert_cmpmem(&ys, 4, &((float *)&y)[l], 4);
+      }
+    }
+    g_assert_cmpfloat(ts_exp_fast_sub_f32(m, m), ==, 1.0f);
+    g_assert_cmpfloat(ts_exp_fast_sub_f32(-INFINITY, m), ==, 0.0f);
+    g_assert_cmpfloat(ts_vf_exp_fast_sub(ts_vf_splat(-INFINITY), m)[0], ==, 0.0f);
+    g_assert_true(isnan(ts_vf_exp_fast_sub(ts_vf_splat(NAN), m)[TS_VEC - 1]));
+    g_assert_true(isnan(ts_exp_fast_sub_f32(NAN, m)));
+  }
+  g_test_message("ts_vf_exp_fast_sub: max relative error %.3g", max_rel);
+  g_assert_cmpfloat(max_rel, <=, 1e-5);
 }
 
 static void
@@ -917,6 +958,7 @@ main(int argc, char **argv)
   g_test_add_func("/cpu-prims/vec/reduce", test_vec_reduce);
   g_test_add_func("/cpu-prims/vec/exp", test_vec_exp);
   g_test_add_func("/cpu-prims/vec/exp-fast", test_vec_exp_fast);
+  g_test_add_func("/cpu-prims/vec/exp-fast-sub", test_vec_exp_fast_sub);
   g_test_add_func("/cpu-prims/alloc", test_alloc);
   g_test_add_func("/cpu-prims/example/default", test_example_default);
   g_test_add_func("/cpu-prims/example/small", test_example_small);
