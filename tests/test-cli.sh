@@ -53,6 +53,9 @@ expect 0 'prefetch=\(X \+ min\(i \+ 1, M - 1\) \* N\)' -- lower layernorm_safe -
 # three ahead prefetched into L2; in bf16 every loop runs on lane pairs
 expect 0 'carry s = reduce_sum\(xn\)  with .*xn = X\[min\(i \+ 1, iend - 1\) \* N:\].* prefetch_l2=\(X \+ min\(i \+ 3, M - 1\) \* N\)' -- lower layernorm_safe --shape M=8,N=64 --stage tile
 expect 0 'ts_vf_stream2_bf16\(Y \+ \(i \* N\) \+ j, ts_ve_, ts_vo_\);' -- lower rmsnorm_safe --shape M=8,N=64 --dtype bf16 --schedule 'store("stream").pipeline("next")' --stage target
+# softmax's fast exp takes the row's max inside (x - m folded into its first multiply-add)
+expect 0 'tile.map\(exp_fast_sub\(x, m\), j < N\) sum->l' -- lower softmax_safe --backend cpu --shape M=8,N=64 --dtype bf16 --schedule 'softmax("stored").math("fast")' --stage tile
+expect 0 'ts_vf_exp_fast_sub\(x, m\)' -- lower softmax_safe --backend cpu --shape M=8,N=64 --dtype f16 --schedule 'softmax("max_first").math("fast")' --stage target
 expect 2 'pipeline\("later"\) is not one of "none", "next"' -- lower rmsnorm_safe --shape M=8,N=64 --schedule 'pipeline("later")' --stage tile
 expect 2 "violates the constraint 'pipeline == \"none\" \|\| softmax != \"online\"'" -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("online").pipeline("next")' --stage tile
 expect 0 '__builtin_prefetch\(\(X \+ min\(i \+ 1, M - 1\) \* N\) \+ j, 0, 3\);' -- lower softmax_safe --shape M=8,N=64 --dtype bf16 --stage target
