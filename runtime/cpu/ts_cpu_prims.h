@@ -333,6 +333,19 @@ ts_exp_f32(float x)
 #define TS_EXP2_Q2 2.402409862e-01f
 #define TS_EXP2_Q3 5.590642673e-02f
 #define TS_EXP2_Q4 9.582853144e-03f
+/* 2^f on [-1/2, 1/2] by Horner's rule, for a float or a ts_vf f (the same operations, so the
+ * same bits, in both) */
+#define TS_EXP2_POLY_(f)                                                                      \
+  ((((TS_EXP2_Q4 * (f) + TS_EXP2_Q3) * (f) + TS_EXP2_Q2) * (f) + TS_EXP2_Q1) * (f) + 1.0f)
+
+/* m log2(e) as a float mh and the low part left over (exact with FMA), for exp(x - m) */
+static inline float
+ts_exp_split_(float m, float *ml)
+{
+  const float mh = m * TS_EXP_LOG2E;
+  *ml = __builtin_fmaf(m, TS_EXP_LOG2E, -mh);
+  return mh;
+}
 
 /* 2^t, the part ts_exp_fast_f32 and ts_exp_fast_sub_f32 share */
 static inline float
@@ -344,12 +357,7 @@ ts_exp2_fast_(float t)
   const float n = u - TS_EXP_ROUND;
   const int32_t ni = (int32_t)(ts_cpu_f32_bits(u) - ts_cpu_f32_bits(TS_EXP_ROUND));
   const float f = t - n;
-  float p = TS_EXP2_Q4;
-  p = p * f + TS_EXP2_Q3;
-  p = p * f + TS_EXP2_Q2;
-  p = p * f + TS_EXP2_Q1;
-  p = p * f + 1.0f;
-  return ts_exp_scale_(p, ni);
+  return ts_exp_scale_(TS_EXP2_POLY_(f), ni);
 }
 
 static inline float
@@ -366,8 +374,8 @@ static inline float
 ts_exp_fast_sub_f32(float x, float m)
 {
 #ifdef __FMA__
-  const float mh = m * TS_EXP_LOG2E;
-  const float ml = __builtin_fmaf(m, TS_EXP_LOG2E, -mh);
+  float ml;
+  const float mh = ts_exp_split_(m, &ml);
   return ts_exp2_fast_(__builtin_fmaf(x, TS_EXP_LOG2E, -mh) - ml);
 #else
   return ts_exp2_fast_((x - m) * TS_EXP_LOG2E);
@@ -1516,12 +1524,7 @@ ts_vf_exp2_fast_(ts_vf t)
   ni = (ts_vi)u - (ts_vi)round;
   f = t - n;
 #endif
-  ts_vf p = ts_vf_splat(TS_EXP2_Q4);
-  p = p * f + TS_EXP2_Q3;
-  p = p * f + TS_EXP2_Q2;
-  p = p * f + TS_EXP2_Q1;
-  p = p * f + 1.0f;
-  return ts_vf_exp_scale_(p, n, ni);
+  return ts_vf_exp_scale_(TS_EXP2_POLY_(f), n, ni);
 }
 
 /* ts_exp_fast_f32 lane by lane: for results rounded to 16 bits. */
@@ -1536,8 +1539,8 @@ static inline ts_vf
 ts_vf_exp_fast_sub(ts_vf x, float m)
 {
 #ifdef __FMA__
-  const float mh = m * TS_EXP_LOG2E;
-  const float ml = __builtin_fmaf(m, TS_EXP_LOG2E, -mh);
+  float ml;
+  const float mh = ts_exp_split_(m, &ml);
   ts_vf t;
 #if defined(__AVX512F__) && TS_VEC == 16
   t = (ts_vf)_mm512_fmadd_ps((__m512)x, _mm512_set1_ps(TS_EXP_LOG2E), _mm512_set1_ps(-mh));
