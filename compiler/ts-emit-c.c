@@ -749,6 +749,17 @@ emit_node(Emitter *e, const TsTileNode *n)
     if (e->team > 1)
       line(e, "#pragma omp barrier");
     break;
+  case TS_TILE_SET: {
+    const TsTileBuffer *b = buffer_of(e, n->dst);
+    if (b != NULL && b->dtype != TS_DTYPE_F32) {
+      fail(e, TS_EMIT_ERROR_UNSUPPORTED, "C target: tile.set stores f32, '%s' is %s", n->dst,
+           ts_dtype_name(b->dtype));
+      break;
+    }
+    g_autofree char *s = rewrite_float_expr(n->expr, FALSE);
+    line(e, "%s[%s] = %s;", n->dst, n->lo, s);
+    break;
+  }
   case TS_TILE_IF:
     line(e, "if (%s) {", n->expr);
     e->depth++;

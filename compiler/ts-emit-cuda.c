@@ -331,9 +331,10 @@ emit_node(Emitter *e, const TsTileNode *n)
   case TS_TILE_REDUCE:
   case TS_TILE_SOFTMAX_ONLINE:
   case TS_TILE_CONVERT:
+  case TS_TILE_SET:
     fail(e, TS_EMIT_ERROR_UNSUPPORTED,
          "CUDA target: a CPU construct (parallel team, pack, micro-kernel mma, row "
-         "reduce/convert) in a GPU kernel; GPU lowerings use tile.grid and intrinsics");
+         "reduce/convert/set) in a GPU kernel; GPU lowerings use tile.grid and intrinsics");
     break;
   }
 }

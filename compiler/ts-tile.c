@@ -491,6 +491,16 @@ ts_tile_barrier(TsTileNode *parent)
 }
 
 TsTileNode *
+ts_tile_set(TsTileNode *parent, const char *buffer, const char *index, const char *expr)
+{
+  TsTileNode *n = node_new(parent, TS_TILE_SET);
+  n->dst = g_strdup(buffer);
+  n->lo = g_strdup(index);
+  n->expr = g_strdup(expr);
+  return n;
+}
+
+TsTileNode *
 ts_tile_if(TsTileNode *parent, const char *cond)
 {
   TsTileNode *n = node_new(parent, TS_TILE_IF);
@@ -626,6 +636,9 @@ print_node(GString *out, const TsTileNode *n, int depth)
     break;
   case TS_TILE_BARRIER:
     g_string_append(out, "tile.barrier()");
+    break;
+  case TS_TILE_SET:
+    g_string_append_printf(out, "%s[%s] = %s", n->dst, n->lo, n->expr);
     break;
   case TS_TILE_IF:
     g_string_append_printf(out, "if %s:\n", n->expr);

@@ -66,6 +66,8 @@ typedef enum {
    * the producer warpgroup of a warp-specialized kernel). Appended: TsTileOp values are not
    * stored, but appending keeps every switch's order readable. */
   TS_TILE_IF,
+  /* dst[lo] = expr: one f32 element of a buffer (per-row values a later loop reads back) */
+  TS_TILE_SET,
 } TsTileOp;
 
 typedef enum {
@@ -222,6 +224,10 @@ TsTileNode *ts_tile_convert(TsTileNode *parent, const char *src, const char *dst
 TsTileNode *ts_tile_convert_scaled(TsTileNode *parent, const char *src, const char *dst,
                                    const char *n, const char *scale);
 TsTileNode *ts_tile_barrier(TsTileNode *parent);
+/* buffer[index] = expr, an f32 value (an expression) stored in one element of an f32 buffer:
+ * a statistic of each row of a work item, kept for a loop over the item's column tiles. */
+TsTileNode *ts_tile_set(TsTileNode *parent, const char *buffer, const char *index,
+                        const char *expr);
 /* A block that runs where cond (an expression) holds. */
 TsTileNode *ts_tile_if(TsTileNode *parent, const char *cond);
 /* The launch of a GPU kernel: the body runs once per CTA, with bx, by, bz its coordinates.

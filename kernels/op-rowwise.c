@@ -131,6 +131,93 @@ pipeline_knob(const char *op, const TsSchedPoint *point, gboolean *next, GError 
   return FALSE;
 }
 
+/* apply("row" | "tile"): TRUE for "tile". */
+static gboolean
+apply_knob(const char *op, const TsSchedPoint *point, gboolean next, gboolean *tiled,
+         GError **error)
+{
+  const char *how = ts_sched_point_get_str(point, "apply", "row");
+  *tiled = g_strcmp0(how, "tile") == 0;
+  if (!*tiled && g_strcmp0(how, "row") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: apply(\"%s\") is not one of \"row\", \"tile\"", op, how);
+    return FALSE;
+  }
+  if (*tiled && next) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: apply(\"tile\") finds the statistics of all of a work item's rows before "
+                "its tiles, so no pass carries the next row's: use pipeline(\"none\")",
+                op);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* A per-column parameter of a row op (G, Bt) and the name its elements have in expressions. */
+typedef struct {
+  const char *buffer, *view;
+} RowParam;
+
+/* Columns of a tile of apply("tile"): 2 KB of f32 per parameter, which stay in L1 with the
+ * tile's rows; 128 and 512 were no faster (f16 layernorm, 4096 x 4096, one core of Zen 4). */
+#define ROW_TILE_N 256
+
+/* apply("tile"): the last pass of a work item runs in tiles of its BM rows by TN columns, each
+ * tile's per-column parameters widened to f32 once, into thread-private rows (Gw, Btw), for
+ * all BM rows. A 16-bit G and Bt are then converted once per BM rows instead of once per row:
+ * those conversions bound the last pass of an f16 layernorm here. The rows' statistics (each
+ * row's n_stats values, kept in ST) come first, from passes that read the rows from memory;
+ * the tiles read them again from L2.
+ *   for i0 in range(0, M, BM) parallel:
+ *     for i in range(i0, iend): <the row's statistics: the body returned>
+ *     for jc in range(0, N, TN):
+ *       Pw[0:nc] = P[jc:jc + nc] for each parameter P
+ *       for i in range(i0, iend): <the row's part of the tile: *tile> */
+static TsTileNode *
+row_tiles(TsTileKernel *k, const TsSchedPoint *point, const RowParam *params, guint n_params,
+          guint n_stats, TsTileNode **tile)
+{
+  ts_tile_kernel_define(k, "BM", KNOB("BM"));
+  ts_tile_kernel_define(k, "VEC", KNOB("vector"));
+  ts_tile_kernel_define(k, "TN", ROW_TILE_N);
+  TsTileNode *par = ts_tile_parallel(k->body, KNOB("threads"));
+  for (guint p = 0; p < n_params; p++) {
+    g_autofree char *w = g_strdup_printf("%sw", params[p].buffer);
+    ts_tile_alloc_row(par, k, w, "TN", "one f32 column tile");
+  }
+  g_autofree char *st = g_strdup_printf("%u * BM", n_stats);
+  ts_tile_alloc(par, k, "ST", TS_MEM_REGISTER, TS_DTYPE_F32, st, TRUE, "statistics per row");
+  TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
+  ts_tile_let(i0, "iend", TS_DTYPE_INT32, "min(i0 + BM, M)");
+  TsTileNode *rows = ts_tile_for(i0, "i", "i0", "iend", "1", TS_FOR_SERIAL);
+  TsTileNode *jc = ts_tile_for(i0, "jc", "0", "N", "TN", TS_FOR_SERIAL);
+  ts_tile_let(jc, "nc", TS_DTYPE_INT32, "min(TN, N - jc)");
+  for (guint p = 0; p < n_params; p++) {
+    g_autofree char *w = g_strdup_printf("%sw", params[p].buffer);
+    g_autofree char *wv = g_strdup_printf("%sw", params[p].view);
+    TsTileNode *widen = ts_tile_map(jc, wv, params[p].view, "nc");
+    ts_tile_node_add_view(widen, params[p].view, params[p].buffer, "jc");
+    ts_tile_node_add_view(widen, wv, w, "0");
+  }
+  *tile = ts_tile_for(jc, "i", "i0", "iend", "1", TS_FOR_SERIAL);
+  return rows;
+}
+
+/* The map of row i's part of a tile of apply("tile"), y = expr over its nc columns, reading
+ * each parameter from its f32 tile. */
+static TsTileNode *
+row_tile_map(TsTileNode *tile, const char *expr, const RowParam *params, guint n_params)
+{
+  TsTileNode *map = ts_tile_map(tile, "y", expr, "nc");
+  ts_tile_node_add_view(map, "x", "X", "i * N + jc");
+  for (guint p = 0; p < n_params; p++) {
+    g_autofree char *w = g_strdup_printf("%sw", params[p].buffer);
+    ts_tile_node_add_view(map, params[p].view, w, "0");
+  }
+  ts_tile_node_add_view(map, "y", "Y", "i * N + jc");
+  return map;
+}
+
 /* store("stream"): the map writing Y uses non-temporal stores. Y is written once and not read
  * back by the kernel, so where it does not fit the cache this saves the read of every line
  * before its write (a third of the traffic of a pass that reads X and writes Y) and keeps X's
@@ -504,11 +591,15 @@ reduce_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
 
 #define ROW_SPACE "block(m=[1,4,16]).vector([4,8,16]).threads([1,2]).where(vector <= simd_floats)"
 #define ROW_DEFAULT "block(m=4).vector(8).threads(2)"
-/* Row ops whose output is a matrix as large as X: how it is written is a knob. */
-#define ROW_MAP_SPACE                                                                              \
+/* layernorm and rmsnorm, whose output is a matrix as large as X: how it is written is a knob,
+ * and how their per-column parameters are applied, row by row or in tiles of the work item's
+ * rows (apply("tile"), which has no pipeline). */
+#define ROW_NORM_SPACE                                                                             \
   "block(m=[1,4,16]).vector([4,8,16]).threads([1,2]).store([\"cached\", \"stream\"])"          \
-  ".pipeline([\"none\", \"next\"]).where(vector <= simd_floats)"
-#define ROW_MAP_DEFAULT "block(m=4).vector(8).threads(2).store(\"cached\").pipeline(\"next\")"
+  ".pipeline([\"none\", \"next\"]).apply([\"row\", \"tile\"])"                                  \
+  ".where(vector <= simd_floats, apply == \"row\" || pipeline == \"none\")"
+#define ROW_NORM_DEFAULT                                                                           \
+  "block(m=4).vector(8).threads(2).store(\"cached\").pipeline(\"next\").apply(\"row\")"
 /* math("fast"): exp by a degree-4 polynomial (7e-6 relative), offered where the output is a
  * 16-bit float whose rounding (2^-8 or 2^-11) hides it. */
 #define SOFTMAX_SPACE                                                                              \
@@ -722,12 +813,29 @@ static gboolean
 layernorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                     GError **error)
 {
-  gboolean next;
+  gboolean next, tiled;
   if (!check_knobs("layernorm_safe", KNOB("BM"), KNOB("vector"), KNOB("threads"), error) ||
-      !pipeline_knob("layernorm_safe", point, &next, error))
+      !pipeline_knob("layernorm_safe", point, &next, error) ||
+      !apply_knob("layernorm_safe", point, next, &tiled, error))
     return FALSE;
   /* Two-pass variance: E[(x - mean)^2] does not cancel catastrophically as E[x^2] - mean^2
    * does for rows with a large mean — the "safe" in the name. */
+  if (tiled) {
+    static const RowParam params[] = {{"G", "g"}, {"Bt", "b"}};
+    TsTileNode *tile;
+    TsTileNode *row = row_tiles(k, point, params, 2, 2, &tile);
+    TsTileNode *s = ts_tile_reduce(row, "s", "sum", "x", "N");
+    ts_tile_node_add_view(s, "x", "X", "i * N");
+    ts_tile_let(row, "mean", TS_DTYPE_F32, "s / (float)N");
+    TsTileNode *s2 = ts_tile_reduce(row, "q", "sum", "(x - mean) * (x - mean)", "N");
+    ts_tile_node_add_view(s2, "x", "X", "i * N");
+    ts_tile_set(row, "ST", "2 * (i - i0)", "mean");
+    ts_tile_set(row, "ST", "2 * (i - i0) + 1", "1.0f / sqrt(q / (float)N + eps)");
+    ts_tile_let(tile, "mean", TS_DTYPE_F32, "ST[2 * (i - i0)]");
+    ts_tile_let(tile, "rstd", TS_DTYPE_F32, "ST[2 * (i - i0) + 1]");
+    TsTileNode *map = row_tile_map(tile, "(x - mean) * rstd * g + b", params, 2);
+    return ts__op_store_knob("layernorm_safe", point, map, error);
+  }
   TsTileNode *row = row_loop_first(k, point, next, NULL, "s", "sum", "x");
   ts_tile_let(row, "mean", TS_DTYPE_F32, "s / (float)N");
   TsTileNode *s2 = ts_tile_reduce(row, "q", "sum", "(x - mean) * (x - mean)", "N");
@@ -778,8 +886,8 @@ const TsOpDef ts__op_layernorm_safe = {
   .n_floats = 1,
   .float_names = {"eps"},
   .float_values = {1e-5},
-  .cpu_space = ROW_MAP_SPACE,
-  .cpu_default = ROW_MAP_DEFAULT,
+  .cpu_space = ROW_NORM_SPACE,
+  .cpu_default = ROW_NORM_DEFAULT,
   .flops = layernorm_flops,
   .bytes = layernorm_bytes,
   .reference = layernorm_reference,
@@ -816,10 +924,22 @@ static gboolean
 rmsnorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                   GError **error)
 {
-  gboolean next;
+  gboolean next, tiled;
   if (!check_knobs("rmsnorm_safe", KNOB("BM"), KNOB("vector"), KNOB("threads"), error) ||
-      !pipeline_knob("rmsnorm_safe", point, &next, error))
+      !pipeline_knob("rmsnorm_safe", point, &next, error) ||
+      !apply_knob("rmsnorm_safe", point, next, &tiled, error))
     return FALSE;
+  if (tiled) {
+    static const RowParam params[] = {{"G", "g"}};
+    TsTileNode *tile;
+    TsTileNode *row = row_tiles(k, point, params, 1, 1, &tile);
+    TsTileNode *q = ts_tile_reduce(row, "q", "sum", "x * x", "N");
+    ts_tile_node_add_view(q, "x", "X", "i * N");
+    ts_tile_set(row, "ST", "i - i0", "1.0f / sqrt(q / (float)N + eps)");
+    ts_tile_let(tile, "rstd", TS_DTYPE_F32, "ST[i - i0]");
+    TsTileNode *map = row_tile_map(tile, "x * rstd * g", params, 1);
+    return ts__op_store_knob("rmsnorm_safe", point, map, error);
+  }
   TsTileNode *row = row_loop_first(k, point, next, NULL, "q", "sum", "x * x");
   ts_tile_let(row, "rstd", TS_DTYPE_F32, "1.0f / sqrt(q / (float)N + eps)");
   TsTileNode *map = ts_tile_map(row, "y", "x * rstd * g", "N");
@@ -855,8 +975,8 @@ const TsOpDef ts__op_rmsnorm_safe = {
   .n_floats = 1,
   .float_names = {"eps"},
   .float_values = {1e-5},
-  .cpu_space = ROW_MAP_SPACE,
-  .cpu_default = ROW_MAP_DEFAULT,
+  .cpu_space = ROW_NORM_SPACE,
+  .cpu_default = ROW_NORM_DEFAULT,
   .flops = rmsnorm_flops,
   .bytes = rmsnorm_bytes,
   .reference = rmsnorm_reference,

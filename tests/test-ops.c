@@ -1431,6 +1431,66 @@ test_cpu_rows_stream(void)
     }
 }
 
+/* apply("tile") (layernorm, rmsnorm: each tile's G and Bt widened to f32 once for all the rows
+ * of a work item) writes the bytes apply("row") writes: items of 4 rows and of 16 that M = 7
+ * leaves partial, tiles that end in a scalar tail (N = 45: one partial tile; N = 300: a full
+ * tile of 256 and one of 44), one thread and two, every vector width the machine has from 8.
+ * The tiled points verify; the space offers the tile with no pipeline only, and a point that
+ * asks for both is refused with a message that says which to drop. */
+static void
+test_cpu_rows_apply_tile(void)
+{
+  static const char *const ops[] = {"layernorm_safe", "rmsnorm_safe"};
+  const TsDeviceInfo *dev = ts_backend_describe(backend);
+  for (guint c = 0; c < G_N_ELEMENTS(ops); c++)
+    for (guint d = 0; d < G_N_ELEMENTS(dtypes); d++)
+      for (gint64 n = 45; n <= 300; n += 255) {
+        for (guint v = 8; v <= 16 && v <= (guint)dev->vector_bits / 32; v *= 2)
+          for (gint64 bm = 4; bm <= 16; bm *= 4) {
+            g_autofree char *base = g_strdup_printf(
+                "block(m=%" G_GINT64_FORMAT ").vector(%u).threads(%d).store(\"%s\")"
+                ".pipeline(\"none\")", bm, v, bm == 4 ? 1 : 2, bm == 4 ? "stream" : "cached");
+            g_autofree char *row = g_strdup_printf("%s.apply(\"row\")", base);
+            g_autofree char *tile = g_strdup_printf("%s.apply(\"tile\")", base);
+            g_autoptr(GBytes) a = row_op_output(ops[c], 7, n, dtypes[d], row);
+            g_autoptr(GBytes) b = row_op_output(ops[c], 7, n, dtypes[d], tile);
+            if (!g_bytes_equal(a, b))
+              g_error("%s %s N=%" G_GINT64_FORMAT " %s: differs from apply(\"row\")", ops[c],
+                      dtypes[d], n, tile);
+          }
+        g_autofree char *shape = g_strdup_printf("M=7,N=%" G_GINT64_FORMAT, n);
+        GError *error = NULL;
+        g_autoptr(TsOpInstance) inst = ts_op_instance_new(ops[c], shape, dtypes[d], &error);
+        g_assert_no_error(error);
+        assert_cpu_point_ok(inst, "block(m=4).vector(8).threads(2).pipeline(\"none\")"
+                                  ".apply(\"tile\")");
+        guint total, tiled = count_knob_value(inst, dev, "apply", "tile", &total);
+        guint piped = count_knob_value(inst, dev, "pipeline", "next", &total);
+        g_assert_cmpuint(tiled, >, 0);
+        g_assert_cmpuint(tiled, ==, piped);
+        g_assert_cmpuint(tiled * 3, ==, total);
+        /* both asked for, or a value the lowering does not know: refused, saying why */
+        static const struct {
+          const char *point, *says;
+        } bad[] = {
+            {"block(m=4).vector(8).threads(1).pipeline(\"next\").apply(\"tile\")",
+             "use pipeline(\"none\")"},
+            {"block(m=4).vector(8).threads(1).pipeline(\"none\").apply(\"tiles\")",
+             "apply(\"tiles\") is not one of"},
+        };
+        for (guint b = 0; b < G_N_ELEMENTS(bad); b++) {
+          g_autoptr(TsSchedPoint) user = ts_sched_point_parse(bad[b].point, &error);
+          g_assert_no_error(error);
+          g_autoptr(TsTrialResult) res = ts_op_run(inst, backend, user, NULL, &error);
+          const char *msg = error ? error->message : res->message;
+          g_assert_true(error != NULL || res->status != TS_TRIAL_OK);
+          if (strstr(msg, bad[b].says) == NULL)
+            g_error("%s %s: '%s' does not say '%s'", ops[c], bad[b].point, msg, bad[b].says);
+          g_clear_error(&error);
+        }
+      }
+}
+
 /* pipeline("next") (a row's first reduction carried in the last pass over the row before it)
  * verifies with work items of 1, 3 and 7 rows (the last row of an item re-reads itself), on
  * one thread (3) and two (1, 7), at every vector width the machine has, with and without a scalar tail;
@@ -1470,10 +1530,12 @@ test_cpu_rows_pipeline(void)
                 g_error("%s bf16 N=%" G_GINT64_FORMAT " %s: differs from pipeline(\"none\")",
                         ops[c], n, next);
             }
-        /* every point both ways, but softmax("online"), which has no max to carry */
+        /* every point both ways, but softmax("online"), which has no max to carry, and
+         * apply("tile"), whose rows' statistics come before their tiles */
         guint total, piped = count_knob_value(inst, dev, "pipeline", "next", &total);
         guint online = count_knob_value(inst, dev, "softmax", "online", &total);
-        g_assert_cmpuint(piped * 2 + online, ==, total);
+        guint tiled = count_knob_value(inst, dev, "apply", "tile", &total);
+        g_assert_cmpuint(piped * 2 + online + tiled, ==, total);
         g_assert_cmpuint(piped, >, 0);
       }
     }
@@ -1519,6 +1581,46 @@ test_emit_private_row_order(void)
     g_assert_nonnull(strstr(src, "ts_vf_load2_bf16(G + (0) + j, &g_e_, &g_o_);"));
     g_assert_nonnull(strstr(src, "const ts_vf w_o_ = ts_vf_load_f32(W + (0) + j + TS_VEC);"));
     g_assert_nonnull(strstr(src, "ts_vf_store_f32(W + (0) + j + TS_VEC, ts_vo_);"));
+  }
+}
+
+/* tile.set, one f32 element of a buffer: printed and emitted as an assignment (its value
+ * rewritten as any scalar expression is); a 16-bit destination is refused by the C target, and
+ * the construct by the CUDA target. */
+static void
+test_emit_tile_set(void)
+{
+  GError *error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("rmsnorm_safe", "M=4,N=64", "f32", &error);
+  g_assert_no_error(error);
+  for (int f32 = 0; f32 < 2; f32++) {
+    g_autoptr(TsTileKernel) k = ts_tile_kernel_new("rows", "rmsnorm_safe",
+                                                   ts_op_instance_dtype(inst));
+    ts_tile_kernel_add_param(k, "Y", f32 ? TS_DTYPE_F32 : TS_DTYPE_F16, "2");
+    ts_tile_kernel_add_int_param(k, "N");
+    TsTileNode *par = ts_tile_parallel(k->body, 1);
+    ts_tile_set(par, "Y", "1", "sqrt((float)N)");
+    g_autofree char *ir = ts_tile_kernel_to_string(k);
+    g_assert_nonnull(strstr(ir, "Y[1] = sqrt((float)N)\n"));
+    g_autofree char *src = ts_emit_c(k, "rows", NULL, &error);
+    if (!f32) {
+      g_assert_null(src);
+      g_assert_error(error, TS_EMIT_ERROR, TS_EMIT_ERROR_UNSUPPORTED);
+      g_assert_nonnull(strstr(error->message, "tile.set stores f32, 'Y' is f16"));
+      g_clear_error(&error);
+      continue;
+    }
+    g_assert_no_error(error);
+    g_assert_nonnull(strstr(src, "Y[1] = sqrtf((float)N);"));
+    g_autoptr(TsTileKernel) gk = ts_tile_kernel_new("rows", "rmsnorm_safe",
+                                                    ts_op_instance_dtype(inst));
+    ts_tile_kernel_add_param(gk, "Y", TS_DTYPE_F32, "2");
+    ts_tile_set(ts_tile_grid(gk->body, 1, 1, 1, 32, 0), "Y", "1", "0.0f");
+    g_autofree char *cu = ts_emit_cuda(gk, "rows", NULL, &error);
+    g_assert_null(cu);
+    g_assert_error(error, TS_EMIT_ERROR, TS_EMIT_ERROR_UNSUPPORTED);
+    g_assert_nonnull(strstr(error->message, "reduce/convert/set"));
+    g_clear_error(&error);
   }
 }
 
@@ -1972,7 +2074,9 @@ main(int argc, char **argv)
   g_test_add_func("/ops/cpu/softmax-passes", test_cpu_softmax_passes);
   g_test_add_func("/ops/cpu/rows-stream", test_cpu_rows_stream);
   g_test_add_func("/ops/cpu/rows-pipeline", test_cpu_rows_pipeline);
+  g_test_add_func("/ops/cpu/rows-apply-tile", test_cpu_rows_apply_tile);
   g_test_add_func("/ops/emit/private-row-order", test_emit_private_row_order);
+  g_test_add_func("/ops/emit/tile-set", test_emit_tile_set);
   g_test_add_func("/ops/cpu/gemm-bf16dot", test_cpu_gemm_bf16dot);
   g_test_add_func("/ops/cpu/gemm-amx", test_cpu_gemm_amx);
   g_test_add_func("/ops/cpu/gemm-fp8", test_cpu_gemm_fp8);
