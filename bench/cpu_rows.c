@@ -11,6 +11,11 @@
  *
  *   build/bench/cpu_rows [--shape M=4096,N=4096] [--ops softmax_safe,..] [--dtypes f32,bf16,f16]
  *                        [--threads 1] [--rounds 9] [--python PATH] [--no-torch]
+ *                        [--versus 'KNOB("VALUE")..']
+ *
+ * --versus also times the best point that has those knob values (e.g. apply("row"): the
+ * space without a newer knob value) in the same rounds, and prints ours against it: what a
+ * knob value gains at the tuner's best, side by side, rather than from two runs.
  *
  * The sweep picks our best point; then it and the anchors alternate in rounds (a few calls of
  * each in turn), so all see the same machine from moment to moment. Prints one row per
@@ -165,9 +170,25 @@ torch_anchor_sample(TorchAnchor *t, guint calls)
   return line ? g_ascii_strtod(line, NULL) : NAN;
 }
 
-/* Our best point over the op's space at `threads`, by the median of ts_op_run's samples. */
+/* Whether every knob `only` sets has the same value in point. */
+static gboolean
+point_matches(const TsSchedPoint *point, const TsSchedPoint *only)
+{
+  for (guint i = 0; only && i < ts_sched_point_n_knobs(only); i++) {
+    const char *name = ts_sched_point_knob_name(only, i);
+    TsSchedValue v = ts_sched_point_knob_value(only, i);
+    if (v.kind == TS_SCHED_STR ? g_strcmp0(ts_sched_point_get_str(point, name, NULL), v.s) != 0
+                               : ts_sched_point_get_int(point, name, G_MININT64) != v.i)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* Our best point over the op's space at `threads`, by the median of ts_op_run's samples; with
+ * `only`, also the best of the points that match it (*alt_pt, NULL if none verified). */
 static char *
-sweep(TsOpInstance *inst, TsBackend *backend, gint64 threads, guint *samples, GError **error)
+sweep(TsOpInstance *inst, TsBackend *backend, gint64 threads, const TsSchedPoint *only,
+      char **alt_pt, guint *samples, GError **error)
 {
   g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, error);
   if (space == NULL)
@@ -177,8 +198,9 @@ sweep(TsOpInstance *inst, TsBackend *backend, gint64 threads, guint *samples, GE
   TsRunOptions opt;
   ts_run_options_init(&opt);
   opt.target_ms = 200;
-  double best = INFINITY;
+  double best = INFINITY, alt = INFINITY;
   char *best_pt = NULL;
+  *alt_pt = NULL;
   TsSchedPoint *p = NULL;
   while (ts_sched_iter_next(it, &p, error)) {
     g_autoptr(TsSchedPoint) point = p;
@@ -199,31 +221,53 @@ sweep(TsOpInstance *inst, TsBackend *backend, gint64 threads, guint *samples, GE
       g_free(best_pt);
       best_pt = ts_sched_point_to_string(point);
     }
+    if (only && r->median_ns < alt && point_matches(point, only)) {
+      alt = r->median_ns;
+      g_free(*alt_pt);
+      *alt_pt = ts_sched_point_to_string(point);
+    }
   }
   if (error && *error) {
     g_free(best_pt);
+    g_clear_pointer(alt_pt, g_free);
     return NULL;
   }
   return best_pt;
 }
 
-/* Rounds of `calls` launches each, ours then the copy's, after one warm-up round of both. */
-static gboolean
-interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, gsize bytes,
-           gint threads, guint rounds, guint calls, double *ours_ns, double *copy_ns,
-           TorchAnchor *torch, double *torch_ns, GError **error)
+/* A verified timer of the point's kernel (*module keeps it loaded), or NULL. */
+static TsOpTimer *
+point_timer(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+            TsModule **module, GError **error)
 {
-  g_autoptr(TsModule) module = ts_op_compile(inst, backend, point, error);
-  if (module == NULL)
-    return FALSE;
+  *module = ts_op_compile(inst, backend, point, error);
+  if (*module == NULL)
+    return NULL;
   g_autoptr(TsTrialResult) verified = NULL;
-  g_autoptr(TsOpTimer) timer = ts_op_timer_new(inst, backend, module, NULL, &verified, error);
-  if (timer == NULL) {
-    if (error && *error == NULL)
-      g_set_error(error, g_quark_from_static_string("cpu-rows"), 1, "the best point failed: %s",
-                  verified ? verified->message : "?");
-    return FALSE;
+  TsOpTimer *timer = ts_op_timer_new(inst, backend, *module, NULL, &verified, error);
+  if (timer == NULL && error && *error == NULL) {
+    g_autofree char *pt = ts_sched_point_to_string(point);
+    g_set_error(error, g_quark_from_static_string("cpu-rows"), 1, "%s failed: %s", pt,
+                verified ? verified->message : "?");
   }
+  return timer;
+}
+
+/* Rounds of `calls` launches each, ours, the --versus point's (alt, if any), the copy's and
+ * PyTorch's, after one warm-up round. */
+static gboolean
+interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+           const TsSchedPoint *alt, gsize bytes, gint threads, guint rounds, guint calls,
+           double *ours_ns, double *alt_ns, double *copy_ns, TorchAnchor *torch,
+           double *torch_ns, GError **error)
+{
+  g_autoptr(TsModule) module = NULL, alt_module = NULL;
+  g_autoptr(TsOpTimer) timer = point_timer(inst, backend, point, &module, error);
+  if (timer == NULL)
+    return FALSE;
+  g_autoptr(TsOpTimer) alt_timer = NULL;
+  if (alt && (alt_timer = point_timer(inst, backend, alt, &alt_module, error)) == NULL)
+    return FALSE;
   /* The copy's buffers: as large as X and Y, written first so no page is touched for the
    * first time while timed. */
   g_autofree char *x = g_malloc(bytes);
@@ -232,12 +276,17 @@ interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, gs
   memset(y, 2, bytes);
   double s[64];
   calls = MIN(calls, G_N_ELEMENTS(s));
-  gboolean ok = ts_op_timer_sample(timer, 1, calls, s, error);
+  gboolean ok = ts_op_timer_sample(timer, 1, calls, s, error) &&
+                (alt_timer == NULL || ts_op_timer_sample(alt_timer, 1, calls, s, error));
   copy_sample(x, y, bytes, calls, FALSE, threads);
   copy_sample(x, y, bytes, calls, TRUE, threads);
   for (guint r = 0; ok && r < rounds; r++) {
     ok = ts_op_timer_sample(timer, 0, calls, s, error);
     ours_ns[r] = ts_stats_median(s, calls);
+    if (ok && alt_timer) {
+      ok = ts_op_timer_sample(alt_timer, 0, calls, s, error);
+      alt_ns[r] = ts_stats_median(s, calls);
+    }
     copy_ns[r] = MIN(copy_sample(x, y, bytes, calls, FALSE, threads),
                      copy_sample(x, y, bytes, calls, TRUE, threads));
     torch_ns[r] = torch->proc ? torch_anchor_sample(torch, calls) : NAN;
@@ -253,7 +302,7 @@ main(int argc, char **argv)
   g_autofree char *dtypes = g_strdup("f32,bf16,f16");
   gint threads = 1, rounds = 9;
   gboolean no_torch = FALSE;
-  g_autofree char *python = NULL;
+  g_autofree char *python = NULL, *versus = NULL;
   GOptionEntry entries[] = {
     {"shape", 0, 0, G_OPTION_ARG_STRING, &shape, "Shape (default M=4096,N=4096)", "DIMS"},
     {"ops", 0, 0, G_OPTION_ARG_STRING, &ops, "Row ops (default softmax, layernorm, rmsnorm)",
@@ -265,6 +314,8 @@ main(int argc, char **argv)
     {"python", 0, 0, G_OPTION_ARG_FILENAME, &python,
      "Python with PyTorch for the PyTorch anchor (default $TS_BENCH_PYTHON, else python3)", "PATH"},
     {"no-torch", 0, 0, G_OPTION_ARG_NONE, &no_torch, "Leave out the PyTorch anchor", NULL},
+    {"versus", 0, 0, G_OPTION_ARG_STRING, &versus,
+     "Also time the best point with these knob values, e.g. 'apply(\"row\")'", "KNOBS"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- our row ops vs a copy of their bytes");
@@ -272,6 +323,11 @@ main(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
     g_printerr("cpu_rows: %s\n", error->message);
+    return 2;
+  }
+  g_autoptr(TsSchedPoint) only = NULL;
+  if (versus && (only = ts_sched_point_parse(versus, &error)) == NULL) {
+    g_printerr("cpu_rows: --versus: %s\n", error->message);
     return 2;
   }
   if (python == NULL)
@@ -295,8 +351,11 @@ main(int argc, char **argv)
           dev->toolchain);
   g_print("# shape %s; %d interleaved rounds per row; ratios = our GB/s / the anchor's, median of "
           "the rounds [lowest, highest]\n", shape, rounds);
-  g_print("%-15s %-5s %9s %9s %18s %9s %18s  %s\n", "op", "dtype", "ours GB/s", "copy GB/s",
-          "vs copy", "torch", "vs torch", "best schedule");
+  if (versus)
+    g_print("# vs alt: our best against the best point with %s (alt, its point on the line "
+            "above), timed in the same rounds\n", versus);
+  g_print("%-15s %-5s %9s %9s %18s %9s %18s%s  %s\n", "op", "dtype", "ours GB/s", "copy GB/s",
+          "vs copy", "torch", "vs torch", versus ? "             vs alt" : "", "best schedule");
   g_auto(GStrv) ov = g_strsplit(ops, ",", -1);
   g_auto(GStrv) dv = g_strsplit(dtypes, ",", -1);
   for (guint oi = 0; ov[oi]; oi++)
@@ -307,7 +366,8 @@ main(int argc, char **argv)
         return 2;
       }
       guint samples = 5;
-      g_autofree char *best_pt = sweep(inst, backend, threads, &samples, &error);
+      g_autofree char *alt_pt = NULL;
+      g_autofree char *best_pt = sweep(inst, backend, threads, only, &alt_pt, &samples, &error);
       if (best_pt == NULL) {
         if (error) {
           g_printerr("cpu_rows: %s\n", error->message);
@@ -317,6 +377,9 @@ main(int argc, char **argv)
         continue;
       }
       g_autoptr(TsSchedPoint) winner = ts_sched_point_parse(best_pt, &error);
+      g_autoptr(TsSchedPoint) alt = alt_pt ? ts_sched_point_parse(alt_pt, &error) : NULL;
+      if (versus)
+        g_print("# %s %s: alt %s\n", ov[oi], dv[di], alt_pt ? alt_pt : "none (no verified point of the space has those values)");
       /* X read and Y written, as the copy's (layernorm's gamma and beta, 2 N, left out). */
       const TsShape *sh = ts_op_instance_shape(inst);
       const gint64 M = ts_shape_get(sh, "M"), N = ts_shape_get(sh, "N");
@@ -328,20 +391,23 @@ main(int argc, char **argv)
         torch_anchor_start(&torch, python, ov[oi], dv[di], M, N, threads);
       g_print("# %s %s: PyTorch anchor%s %s\n", ov[oi], dv[di], torch.proc ? ":" : " skipped:",
               torch.what);
-      double ours[64], copy[64], tor[64], ratio[64], tratio[64];
+      double ours[64], altv[64], copy[64], tor[64], ratio[64], tratio[64], aratio[64];
       guint calls = MAX(3, MIN(samples, 15));
-      gboolean ok = winner != NULL && interleave(inst, backend, winner, (gsize)(bytes / 2),
-                                                 copy_threads, (guint)rounds, calls, ours, copy,
-                                                 &torch, tor, &error);
+      gboolean ok = winner != NULL && interleave(inst, backend, winner, alt, (gsize)(bytes / 2),
+                                                 copy_threads, (guint)rounds, calls, ours, altv,
+                                                 copy, &torch, tor, &error);
       torch_anchor_clear(&torch);
       if (!ok) {
         g_printerr("cpu_rows: %s\n", error->message);
         return 3;
       }
-      double lo = INFINITY, hi = 0, tlo = INFINITY, thi = 0;
+      double lo = INFINITY, hi = 0, tlo = INFINITY, thi = 0, alo = INFINITY, ahi = 0;
       guint nt = 0;
       for (gint r = 0; r < rounds; r++) {
         ratio[r] = copy[r] / ours[r];
+        aratio[r] = alt ? altv[r] / ours[r] : NAN;
+        alo = MIN(alo, aratio[r]);
+        ahi = MAX(ahi, aratio[r]);
         lo = MIN(lo, ratio[r]);
         hi = MAX(hi, ratio[r]);
         if (!isnan(tor[r])) {
@@ -364,8 +430,16 @@ main(int argc, char **argv)
         torch_gbs = g_strdup_printf("%.2f", bytes / ts_stats_median(tv, k));
         vs_torch = g_strdup_printf("%.2f [%.2f, %.2f]", ts_stats_median(tratio, nt), tlo, thi);
       }
-      g_print("%-15s %-5s %9.2f %9.2f %18s %9s %18s  %s\n", ov[oi], dv[di], bytes / mo, bytes / mc,
-              vs_copy, torch_gbs ? torch_gbs : "-", vs_torch ? vs_torch : "-", best_pt);
+      g_autofree char *vs_alt = NULL;
+      if (versus) {
+        g_autofree char *a = alt ? g_strdup_printf("%.2f [%.2f, %.2f]",
+                                                   ts_stats_median(aratio, rounds), alo, ahi)
+                                 : g_strdup("-");
+        vs_alt = g_strdup_printf(" %18s", a);
+      }
+      g_print("%-15s %-5s %9.2f %9.2f %18s %9s %18s%s  %s\n", ov[oi], dv[di], bytes / mo,
+              bytes / mc, vs_copy, torch_gbs ? torch_gbs : "-", vs_torch ? vs_torch : "-",
+              vs_alt ? vs_alt : "", best_pt);
     }
   return 0;
 }

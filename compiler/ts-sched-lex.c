@@ -69,9 +69,9 @@ const TsSchedMethod ts__sched_methods[] = {
      * in the last pass over the row before it (read while writing, as a copy does).
      * Appended, as raster. */
     {"pipeline", 1, {"pipeline"}, {NULL}},
-    /* CPU layernorm and rmsnorm: how the normalization is applied ("row": each row's last
-     * pass over all its columns; "tile": in tiles of the work item's rows, each tile's G and B
-     * widened to f32 once for all of them). Appended, as raster. */
+    /* CPU layernorm: how the normalization is applied ("row": each row's last pass over all
+     * its columns; "tile": in tiles of the work item's rows, each tile's G and Bt widened to
+     * f32 once for all of them). Appended, as raster. */
     {"apply", 1, {"apply"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);

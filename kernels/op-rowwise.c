@@ -591,15 +591,21 @@ reduce_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
 
 #define ROW_SPACE "block(m=[1,4,16]).vector([4,8,16]).threads([1,2]).where(vector <= simd_floats)"
 #define ROW_DEFAULT "block(m=4).vector(8).threads(2)"
-/* layernorm and rmsnorm, whose output is a matrix as large as X: how it is written is a knob,
- * and how their per-column parameters are applied, row by row or in tiles of the work item's
- * rows (apply("tile"), which has no pipeline). */
-#define ROW_NORM_SPACE                                                                             \
+/* Row ops whose output is a matrix as large as X: how it is written is a knob. */
+#define ROW_MAP_SPACE                                                                              \
+  "block(m=[1,4,16]).vector([4,8,16]).threads([1,2]).store([\"cached\", \"stream\"])"          \
+  ".pipeline([\"none\", \"next\"]).where(vector <= simd_floats)"
+#define ROW_MAP_DEFAULT "block(m=4).vector(8).threads(2).store(\"cached\").pipeline(\"next\")"
+/* layernorm: also how G and Bt are applied, row by row or in tiles of the work item's rows
+ * (apply("tile"), which has no pipeline, and needs rows to share a tile with). rmsnorm has
+ * no such knob: with G alone the tiles were 0.8-0.95x its best rows (f16, 4096 x 4096, one
+ * and two threads of Zen 4), which read X once from memory where the tiles read it twice. */
+#define LAYERNORM_SPACE                                                                            \
   "block(m=[1,4,16]).vector([4,8,16]).threads([1,2]).store([\"cached\", \"stream\"])"          \
   ".pipeline([\"none\", \"next\"]).apply([\"row\", \"tile\"])"                                  \
-  ".where(vector <= simd_floats, apply == \"row\" || pipeline == \"none\")"
-#define ROW_NORM_DEFAULT                                                                           \
-  "block(m=4).vector(8).threads(2).store(\"cached\").pipeline(\"next\").apply(\"row\")"
+  ".where(vector <= simd_floats, apply == \"row\" || pipeline == \"none\","                     \
+  " apply == \"row\" || BM > 1)"
+#define LAYERNORM_DEFAULT ROW_MAP_DEFAULT ".apply(\"row\")"
 /* math("fast"): exp by a degree-4 polynomial (7e-6 relative), offered where the output is a
  * 16-bit float whose rounding (2^-8 or 2^-11) hides it. */
 #define SOFTMAX_SPACE                                                                              \
@@ -886,8 +892,8 @@ const TsOpDef ts__op_layernorm_safe = {
   .n_floats = 1,
   .float_names = {"eps"},
   .float_values = {1e-5},
-  .cpu_space = ROW_NORM_SPACE,
-  .cpu_default = ROW_NORM_DEFAULT,
+  .cpu_space = LAYERNORM_SPACE,
+  .cpu_default = LAYERNORM_DEFAULT,
   .flops = layernorm_flops,
   .bytes = layernorm_bytes,
   .reference = layernorm_reference,
@@ -924,22 +930,10 @@ static gboolean
 rmsnorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                   GError **error)
 {
-  gboolean next, tiled;
+  gboolean next;
   if (!check_knobs("rmsnorm_safe", KNOB("BM"), KNOB("vector"), KNOB("threads"), error) ||
-      !pipeline_knob("rmsnorm_safe", point, &next, error) ||
-      !apply_knob("rmsnorm_safe", point, next, &tiled, error))
+      !pipeline_knob("rmsnorm_safe", point, &next, error))
     return FALSE;
-  if (tiled) {
-    static const RowParam params[] = {{"G", "g"}};
-    TsTileNode *tile;
-    TsTileNode *row = row_tiles(k, point, params, 1, 1, &tile);
-    TsTileNode *q = ts_tile_reduce(row, "q", "sum", "x * x", "N");
-    ts_tile_node_add_view(q, "x", "X", "i * N");
-    ts_tile_set(row, "ST", "i - i0", "1.0f / sqrt(q / (float)N + eps)");
-    ts_tile_let(tile, "rstd", TS_DTYPE_F32, "ST[i - i0]");
-    TsTileNode *map = row_tile_map(tile, "x * rstd * g", params, 1);
-    return ts__op_store_knob("rmsnorm_safe", point, map, error);
-  }
   TsTileNode *row = row_loop_first(k, point, next, NULL, "q", "sum", "x * x");
   ts_tile_let(row, "rstd", TS_DTYPE_F32, "1.0f / sqrt(q / (float)N + eps)");
   TsTileNode *map = ts_tile_map(row, "y", "x * rstd * g", "N");
@@ -975,8 +969,8 @@ const TsOpDef ts__op_rmsnorm_safe = {
   .n_floats = 1,
   .float_names = {"eps"},
   .float_values = {1e-5},
-  .cpu_space = ROW_NORM_SPACE,
-  .cpu_default = ROW_NORM_DEFAULT,
+  .cpu_space = ROW_MAP_SPACE,
+  .cpu_default = ROW_MAP_DEFAULT,
   .flops = rmsnorm_flops,
   .bytes = rmsnorm_bytes,
   .reference = rmsnorm_reference,

@@ -57,8 +57,10 @@ expect 0 'ts_vf_stream2_bf16\(Y \+ \(i \* N\) \+ j, ts_ve_, ts_vo_\);' -- lower 
 # Bt widened once a tile; with the default pipeline("next") the space refuses it
 expect 0 'ST\[2 \* \(i - i0\) \+ 1\] = 1.0f / sqrt\(q / \(float\)N \+ eps\)' -- lower layernorm_safe --shape M=8,N=64 --dtype f16 --schedule 'pipeline("none").apply("tile")' --stage tile
 expect 0 'bw = tile.map\(b, j < nc\)  with b = Bt\[jc:\], bw = Btw\[0:\]' -- lower layernorm_safe --shape M=8,N=64 --dtype f16 --schedule 'pipeline("none").apply("tile")' --stage tile
-expect 0 'const float rstd = ST\[i - i0\];' -- lower rmsnorm_safe --shape M=8,N=64 --dtype bf16 --schedule 'pipeline("none").apply("tile")' --stage target
-expect 2 "violates the constraint 'apply == \"row\" \|\| pipeline == \"none\"'" -- lower rmsnorm_safe --shape M=8,N=64 --schedule 'apply("tile")' --stage tile
+expect 0 'const float rstd = ST\[2 \* \(i - i0\) \+ 1\];' -- lower layernorm_safe --shape M=8,N=64 --dtype bf16 --schedule 'pipeline("none").apply("tile")' --stage target
+expect 2 "violates the constraint 'apply == \"row\" \|\| pipeline == \"none\"'" -- lower layernorm_safe --shape M=8,N=64 --schedule 'apply("tile")' --stage tile
+expect 2 "violates the constraint 'apply == \"row\" \|\| BM > 1'" -- lower layernorm_safe --shape M=8,N=64 --schedule 'block(m=1).pipeline("none").apply("tile")' --stage tile
+expect 2 "schedule knob 'apply' is not used by cpu kernels" -- lower rmsnorm_safe --shape M=8,N=64 --schedule 'apply("row")' --stage tile
 # softmax's fast exp takes the row's max inside (x - m folded into its first multiply-add)
 expect 0 'tile.map\(exp_fast_sub\(x, m\), j < N\) sum->l' -- lower softmax_safe --backend cpu --shape M=8,N=64 --dtype bf16 --schedule 'softmax("stored").math("fast")' --stage tile
 expect 0 'ts_vf_exp_fast_sub\(x, m\)' -- lower softmax_safe --backend cpu --shape M=8,N=64 --dtype f16 --schedule 'softmax("max_first").math("fast")' --stage target
