@@ -17,8 +17,10 @@
  * space without a newer knob value) in the same rounds, and prints ours against it: what a
  * knob value gains at the tuner's best, side by side, rather than from two runs.
  *
- * The sweep picks our best point; then it and the anchors alternate in rounds (a few calls of
- * each in turn), so all see the same machine from moment to moment. Prints one row per
+ * The sweep times every point once; its fastest few are timed again in interleaved rounds on
+ * shared buffers, the best of those being our point (one short run each left the pick to luck
+ * on a busy machine). Then it and the anchors alternate in rounds (a few calls of each in
+ * turn), so all see the same machine from moment to moment. Prints one row per
  * (op, dtype): GB/s of the median round of each (the op's bytes: X read and Y written, as the
  * copy's), the median of the rounds' ratios with their range, and the winning point. */
 #include <gio/gio.h>
@@ -170,6 +172,65 @@ torch_anchor_sample(TorchAnchor *t, guint calls)
   return line ? g_ascii_strtod(line, NULL) : NAN;
 }
 
+typedef struct {
+  char *point;
+  double median_ns;
+} Candidate;
+
+static void
+candidate_clear(gpointer p)
+{
+  g_free(((Candidate *)p)->point);
+}
+
+static gint
+candidate_cmp(gconstpointer a, gconstpointer b)
+{
+  const double x = ((const Candidate *)a)->median_ns, y = ((const Candidate *)b)->median_ns;
+  return (x > y) - (x < y);
+}
+
+/* Every verified point of the op's space at `threads` with the median of ts_op_run's samples,
+ * fastest first (*samples: how many the fastest took). */
+static GArray *
+sweep(TsOpInstance *inst, TsBackend *backend, gint64 threads, guint *samples, GError **error)
+{
+  g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, error);
+  if (space == NULL)
+    return NULL;
+  g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, ts_backend_describe(backend));
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+  TsRunOptions opt;
+  ts_run_options_init(&opt);
+  opt.target_ms = 200;
+  g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(Candidate));
+  g_array_set_clear_func(all, candidate_clear);
+  double best = INFINITY;
+  TsSchedPoint *p = NULL;
+  while (ts_sched_iter_next(it, &p, error)) {
+    g_autoptr(TsSchedPoint) point = p;
+    if (ts_sched_point_get_int(point, "threads", 1) != threads)
+      continue;
+    g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, error);
+    if (r == NULL)
+      return NULL;
+    if (r->status != TS_TRIAL_OK) {
+      g_printerr("cpu_rows: skipping a candidate: %s\n", r->message);
+      continue;
+    }
+    Candidate c = {ts_sched_point_to_string(point), r->median_ns};
+    g_array_append_val(all, c);
+    if (r->median_ns < best) {
+      best = r->median_ns;
+      *samples = r->samples_ns->len;
+    }
+  }
+  if (error && *error)
+    return NULL;
+  g_array_sort(all, candidate_cmp);
+  return g_steal_pointer(&all);
+}
+
 /* Whether every knob `only` sets has the same value in point. */
 static gboolean
 point_matches(const TsSchedPoint *point, const TsSchedPoint *only)
@@ -184,73 +245,83 @@ point_matches(const TsSchedPoint *point, const TsSchedPoint *only)
   return TRUE;
 }
 
-/* Our best point over the op's space at `threads`, by the median of ts_op_run's samples; with
- * `only`, also the best of the points that match it (*alt_pt, NULL if none verified). */
-static char *
-sweep(TsOpInstance *inst, TsBackend *backend, gint64 threads, const TsSchedPoint *only,
-      char **alt_pt, guint *samples, GError **error)
-{
-  g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, error);
-  if (space == NULL)
-    return NULL;
-  g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, ts_backend_describe(backend));
-  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
-  TsRunOptions opt;
-  ts_run_options_init(&opt);
-  opt.target_ms = 200;
-  double best = INFINITY, alt = INFINITY;
-  char *best_pt = NULL;
-  *alt_pt = NULL;
-  TsSchedPoint *p = NULL;
-  while (ts_sched_iter_next(it, &p, error)) {
-    g_autoptr(TsSchedPoint) point = p;
-    if (ts_sched_point_get_int(point, "threads", 1) != threads)
-      continue;
-    g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, error);
-    if (r == NULL) {
-      g_free(best_pt);
-      return NULL;
-    }
-    if (r->status != TS_TRIAL_OK) {
-      g_printerr("cpu_rows: skipping a candidate: %s\n", r->message);
-      continue;
-    }
-    if (r->median_ns < best) {
-      best = r->median_ns;
-      *samples = r->samples_ns->len;
-      g_free(best_pt);
-      best_pt = ts_sched_point_to_string(point);
-    }
-    if (only && r->median_ns < alt && point_matches(point, only)) {
-      alt = r->median_ns;
-      g_free(*alt_pt);
-      *alt_pt = ts_sched_point_to_string(point);
-    }
-  }
-  if (error && *error) {
-    g_free(best_pt);
-    g_clear_pointer(alt_pt, g_free);
-    return NULL;
-  }
-  return best_pt;
-}
-
-/* A verified timer of the point's kernel (*module keeps it loaded), or NULL. */
+/* A verified timer of the point's kernel (*module keeps it loaded), or NULL; with a peer, on
+ * the peer's buffers, since kernels compared side by side must share their data's addresses
+ * (in separate allocations one binary timed twice ran 13% apart here). */
 static TsOpTimer *
-point_timer(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
+point_timer(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, TsOpTimer *peer,
             TsModule **module, GError **error)
 {
   *module = ts_op_compile(inst, backend, point, error);
   if (*module == NULL)
     return NULL;
   g_autoptr(TsTrialResult) verified = NULL;
-  TsOpTimer *timer = ts_op_timer_new(inst, backend, *module, NULL, &verified, error);
+  TsOpTimer *timer =
+      peer ? ts_op_timer_new_sibling(peer, inst, *module, NULL, &verified, error)
+           : ts_op_timer_new(inst, backend, *module, NULL, &verified, error);
   if (timer == NULL && error && *error == NULL) {
     g_autofree char *pt = ts_sched_point_to_string(point);
     g_set_error(error, g_quark_from_static_string("cpu-rows"), 1, "%s failed: %s", pt,
                 verified ? verified->message : "?");
   }
   return timer;
+}
+
+/* The sweep's medians come from one short run of each point, each at its own moment of a busy
+ * machine, so its fastest point is partly luck: the FINALISTS fastest that match `only` (all,
+ * if NULL) are timed again in interleaved rounds on shared buffers, and the lowest median
+ * of their rounds' medians wins. NULL (error unset) if no point matches. */
+#define FINALISTS 4
+#define FINAL_ROUNDS 3
+static char *
+final_pick(TsOpInstance *inst, TsBackend *backend, GArray *cands, const TsSchedPoint *only,
+           guint calls, GError **error)
+{
+  TsModule *modules[FINALISTS] = {NULL};
+  TsOpTimer *timers[FINALISTS] = {NULL};
+  const char *names[FINALISTS];
+  guint n = 0;
+  char *won = NULL;
+  for (guint i = 0; i < cands->len && n < FINALISTS; i++) {
+    const Candidate *c = &g_array_index(cands, Candidate, i);
+    g_autoptr(TsSchedPoint) point = ts_sched_point_parse(c->point, error);
+    if (point == NULL)
+      goto out;
+    if (!point_matches(point, only))
+      continue;
+    timers[n] = point_timer(inst, backend, point, n ? timers[0] : NULL, &modules[n], error);
+    if (timers[n] == NULL) {
+      if (modules[n] == NULL && error && *error)
+        goto out;
+      g_clear_pointer(&modules[n], ts_module_free);
+      g_clear_error(error); /* a finalist that fails now is left out, as in the sweep */
+      continue;
+    }
+    names[n++] = c->point;
+  }
+  double med[FINALISTS][FINAL_ROUNDS], s[64];
+  calls = MIN(calls, G_N_ELEMENTS(s));
+  for (guint r = 0; r < FINAL_ROUNDS; r++)
+    for (guint i = 0; i < n; i++) {
+      if (!ts_op_timer_sample(timers[i], r == 0, calls, s, error))
+        goto out;
+      med[i][r] = ts_stats_median(s, calls);
+    }
+  double best = INFINITY;
+  for (guint i = 0; i < n; i++) {
+    const double m = ts_stats_median(med[i], FINAL_ROUNDS);
+    if (m < best) {
+      best = m;
+      won = (char *)names[i];
+    }
+  }
+  won = g_strdup(won);
+out:
+  for (guint i = FINALISTS; i > 0; i--) {
+    g_clear_pointer(&timers[i - 1], ts_op_timer_free);
+    g_clear_pointer(&modules[i - 1], ts_module_free);
+  }
+  return won;
 }
 
 /* Rounds of `calls` launches each, ours, the --versus point's (alt, if any), the copy's and
@@ -262,11 +333,11 @@ interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
            double *torch_ns, GError **error)
 {
   g_autoptr(TsModule) module = NULL, alt_module = NULL;
-  g_autoptr(TsOpTimer) timer = point_timer(inst, backend, point, &module, error);
+  g_autoptr(TsOpTimer) timer = point_timer(inst, backend, point, NULL, &module, error);
   if (timer == NULL)
     return FALSE;
   g_autoptr(TsOpTimer) alt_timer = NULL;
-  if (alt && (alt_timer = point_timer(inst, backend, alt, &alt_module, error)) == NULL)
+  if (alt && (alt_timer = point_timer(inst, backend, alt, timer, &alt_module, error)) == NULL)
     return FALSE;
   /* The copy's buffers: as large as X and Y, written first so no page is touched for the
    * first time while timed. */
@@ -366,13 +437,17 @@ main(int argc, char **argv)
         return 2;
       }
       guint samples = 5;
-      g_autofree char *alt_pt = NULL;
-      g_autofree char *best_pt = sweep(inst, backend, threads, only, &alt_pt, &samples, &error);
+      g_autoptr(GArray) cands = sweep(inst, backend, threads, &samples, &error);
+      guint calls = MAX(3, MIN(samples, 15));
+      g_autofree char *best_pt = NULL, *alt_pt = NULL;
+      if (cands && (best_pt = final_pick(inst, backend, cands, NULL, calls, &error)) != NULL &&
+          only)
+        alt_pt = final_pick(inst, backend, cands, only, calls, &error);
+      if (error) {
+        g_printerr("cpu_rows: %s\n", error->message);
+        return 3;
+      }
       if (best_pt == NULL) {
-        if (error) {
-          g_printerr("cpu_rows: %s\n", error->message);
-          return 3;
-        }
         g_print("%-15s %-5s  (no point verified)\n", ov[oi], dv[di]);
         continue;
       }
@@ -392,7 +467,6 @@ main(int argc, char **argv)
       g_print("# %s %s: PyTorch anchor%s %s\n", ov[oi], dv[di], torch.proc ? ":" : " skipped:",
               torch.what);
       double ours[64], altv[64], copy[64], tor[64], ratio[64], tratio[64], aratio[64];
-      guint calls = MAX(3, MIN(samples, 15));
       gboolean ok = winner != NULL && interleave(inst, backend, winner, alt, (gsize)(bytes / 2),
                                                  copy_threads, (guint)rounds, calls, ours, altv,
                                                  copy, &torch, tor, &error);
