@@ -6,7 +6,8 @@
  *   build/bench/cpu_gemm [--dtype f32|bf16] [--sizes 512,1024,2048] [--threads 1,2]
  *                        [--space '...'] [--rounds 9] [--keep-coretype]
  *
- * The sweep picks our best point; then it and each anchor alternate in rounds (a few calls of
+ * The sweep times every point once and its fastest few again side by side, the best of those
+ * being our point (bench-pick.h); then it and each anchor alternate in rounds (a few calls of
  * one, then of the next), so all see the same machine from moment to moment — a shared VM's
  * neighbours come and go. Prints one row per (size, threads, anchor): the GFLOP/s of the median
  * round of each, the median of the rounds' ratios with their range, and the winning schedule.
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include "bench-pick.h"
 #include "gemm-anchors.h"
 #include "ts-numerics.h"
 #include "ts-op.h"
@@ -176,32 +178,19 @@ main(int argc, char **argv)
         g_printerr("cpu_gemm: %s\n", error->message);
         return 2;
       }
-      g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, dev);
-      g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
-      TsSchedPoint *p = NULL;
-      double best = INFINITY;
-      guint best_samples = 5;
-      g_autofree char *best_pt = NULL;
       TsRunOptions opt;
       ts_run_options_init(&opt);
       opt.target_ms = 400;
-      while (ts_sched_iter_next(it, &p, &error)) {
-        g_autoptr(TsSchedPoint) point = p;
-        g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, &error);
-        if (r == NULL) {
-          g_printerr("cpu_gemm: %s\n", error->message);
-          return 3;
-        }
-        if (r->status != TS_TRIAL_OK) {
-          g_printerr("cpu_gemm: skipping a candidate: %s\n", r->message);
-          continue;
-        }
-        if (r->median_ns < best) {
-          best = r->median_ns;
-          best_samples = r->samples_ns->len;
-          g_free(best_pt);
-          best_pt = ts_sched_point_to_string(point);
-        }
+      g_autoptr(GArray) cands = bench_sweep(inst, backend, space, -1, &opt, "cpu_gemm", &error);
+      /* About as many calls a round as the fastest point's sweep run took, at least 3. */
+      guint calls = cands && cands->len
+                        ? MAX(3, MIN(g_array_index(cands, BenchCandidate, 0).samples, 15))
+                        : 3;
+      g_autofree char *best_pt =
+          cands ? bench_final_pick(inst, backend, cands, NULL, calls, &error) : NULL;
+      if (error) {
+        g_printerr("cpu_gemm: %s\n", error->message);
+        return 3;
       }
       if (best_pt == NULL) {
         g_print("%6" G_GINT64_FORMAT " %3d  (no point verified)\n", n, t);
@@ -211,8 +200,6 @@ main(int argc, char **argv)
       g_autoptr(GPtrArray) anchors = gemm_anchors_new(dtype, n, t, a, b);
       g_autofree double *ours = g_new(double, rounds);
       g_autofree double *theirs = g_new(double, (gsize)rounds * MAX(anchors->len, 1));
-      /* About as many calls a round as the sweep's samples took, at least 3. */
-      guint calls = MAX(3, MIN(best_samples, 15));
       if (winner == NULL || !interleave(inst, backend, winner, anchors, (guint)rounds, calls,
                                         ours, theirs, &error)) {
         g_printerr("cpu_gemm: %s\n", error->message);

@@ -33,6 +33,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "bench-pick.h"
 #include "ts-numerics.h"
 #include "ts-op.h"
 #include "ts-tune-stats.h"
@@ -172,158 +173,6 @@ torch_anchor_sample(TorchAnchor *t, guint calls)
   return line ? g_ascii_strtod(line, NULL) : NAN;
 }
 
-typedef struct {
-  char *point;
-  double median_ns;
-} Candidate;
-
-static void
-candidate_clear(gpointer p)
-{
-  g_free(((Candidate *)p)->point);
-}
-
-static gint
-candidate_cmp(gconstpointer a, gconstpointer b)
-{
-  const double x = ((const Candidate *)a)->median_ns, y = ((const Candidate *)b)->median_ns;
-  return (x > y) - (x < y);
-}
-
-/* Every verified point of the op's space at `threads` with the median of ts_op_run's samples,
- * fastest first (*samples: how many the fastest took). */
-static GArray *
-sweep(TsOpInstance *inst, TsBackend *backend, gint64 threads, guint *samples, GError **error)
-{
-  g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, error);
-  if (space == NULL)
-    return NULL;
-  g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, ts_backend_describe(backend));
-  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
-  TsRunOptions opt;
-  ts_run_options_init(&opt);
-  opt.target_ms = 200;
-  g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(Candidate));
-  g_array_set_clear_func(all, candidate_clear);
-  double best = INFINITY;
-  TsSchedPoint *p = NULL;
-  while (ts_sched_iter_next(it, &p, error)) {
-    g_autoptr(TsSchedPoint) point = p;
-    if (ts_sched_point_get_int(point, "threads", 1) != threads)
-      continue;
-    g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, &opt, error);
-    if (r == NULL)
-      return NULL;
-    if (r->status != TS_TRIAL_OK) {
-      g_printerr("cpu_rows: skipping a candidate: %s\n", r->message);
-      continue;
-    }
-    Candidate c = {ts_sched_point_to_string(point), r->median_ns};
-    g_array_append_val(all, c);
-    if (r->median_ns < best) {
-      best = r->median_ns;
-      *samples = r->samples_ns->len;
-    }
-  }
-  if (error && *error)
-    return NULL;
-  g_array_sort(all, candidate_cmp);
-  return g_steal_pointer(&all);
-}
-
-/* Whether every knob `only` sets has the same value in point. */
-static gboolean
-point_matches(const TsSchedPoint *point, const TsSchedPoint *only)
-{
-  for (guint i = 0; only && i < ts_sched_point_n_knobs(only); i++) {
-    const char *name = ts_sched_point_knob_name(only, i);
-    TsSchedValue v = ts_sched_point_knob_value(only, i);
-    if (v.kind == TS_SCHED_STR ? g_strcmp0(ts_sched_point_get_str(point, name, NULL), v.s) != 0
-                               : ts_sched_point_get_int(point, name, G_MININT64) != v.i)
-      return FALSE;
-  }
-  return TRUE;
-}
-
-/* A verified timer of the point's kernel (*module keeps it loaded), or NULL; with a peer, on
- * the peer's buffers, since kernels compared side by side must share their data's addresses
- * (in separate allocations one binary timed twice ran 13% apart here). */
-static TsOpTimer *
-point_timer(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, TsOpTimer *peer,
-            TsModule **module, GError **error)
-{
-  *module = ts_op_compile(inst, backend, point, error);
-  if (*module == NULL)
-    return NULL;
-  g_autoptr(TsTrialResult) verified = NULL;
-  TsOpTimer *timer =
-      peer ? ts_op_timer_new_sibling(peer, inst, *module, NULL, &verified, error)
-           : ts_op_timer_new(inst, backend, *module, NULL, &verified, error);
-  if (timer == NULL && error && *error == NULL) {
-    g_autofree char *pt = ts_sched_point_to_string(point);
-    g_set_error(error, g_quark_from_static_string("cpu-rows"), 1, "%s failed: %s", pt,
-                verified ? verified->message : "?");
-  }
-  return timer;
-}
-
-/* The sweep's medians come from one short run of each point, each at its own moment of a busy
- * machine, so its fastest point is partly luck: the FINALISTS fastest that match `only` (all,
- * if NULL) are timed again in interleaved rounds on shared buffers, and the lowest median
- * of their rounds' medians wins. NULL (error unset) if no point matches. */
-#define FINALISTS 4
-#define FINAL_ROUNDS 3
-static char *
-final_pick(TsOpInstance *inst, TsBackend *backend, GArray *cands, const TsSchedPoint *only,
-           guint calls, GError **error)
-{
-  TsModule *modules[FINALISTS] = {NULL};
-  TsOpTimer *timers[FINALISTS] = {NULL};
-  const char *names[FINALISTS];
-  guint n = 0;
-  char *won = NULL;
-  for (guint i = 0; i < cands->len && n < FINALISTS; i++) {
-    const Candidate *c = &g_array_index(cands, Candidate, i);
-    g_autoptr(TsSchedPoint) point = ts_sched_point_parse(c->point, error);
-    if (point == NULL)
-      goto out;
-    if (!point_matches(point, only))
-      continue;
-    timers[n] = point_timer(inst, backend, point, n ? timers[0] : NULL, &modules[n], error);
-    if (timers[n] == NULL) {
-      if (modules[n] == NULL && error && *error)
-        goto out;
-      g_clear_pointer(&modules[n], ts_module_free);
-      g_clear_error(error); /* a finalist that fails now is left out, as in the sweep */
-      continue;
-    }
-    names[n++] = c->point;
-  }
-  double med[FINALISTS][FINAL_ROUNDS], s[64];
-  calls = MIN(calls, G_N_ELEMENTS(s));
-  for (guint r = 0; r < FINAL_ROUNDS; r++)
-    for (guint i = 0; i < n; i++) {
-      if (!ts_op_timer_sample(timers[i], r == 0, calls, s, error))
-        goto out;
-      med[i][r] = ts_stats_median(s, calls);
-    }
-  double best = INFINITY;
-  for (guint i = 0; i < n; i++) {
-    const double m = ts_stats_median(med[i], FINAL_ROUNDS);
-    if (m < best) {
-      best = m;
-      won = (char *)names[i];
-    }
-  }
-  won = g_strdup(won);
-out:
-  for (guint i = FINALISTS; i > 0; i--) {
-    g_clear_pointer(&timers[i - 1], ts_op_timer_free);
-    g_clear_pointer(&modules[i - 1], ts_module_free);
-  }
-  return won;
-}
-
 /* Rounds of `calls` launches each, ours, the --versus point's (alt, if any), the copy's and
  * PyTorch's, after one warm-up round. */
 static gboolean
@@ -333,11 +182,12 @@ interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
            double *torch_ns, GError **error)
 {
   g_autoptr(TsModule) module = NULL, alt_module = NULL;
-  g_autoptr(TsOpTimer) timer = point_timer(inst, backend, point, NULL, &module, error);
+  g_autoptr(TsOpTimer) timer = bench_point_timer(inst, backend, point, NULL, &module, error);
   if (timer == NULL)
     return FALSE;
   g_autoptr(TsOpTimer) alt_timer = NULL;
-  if (alt && (alt_timer = point_timer(inst, backend, alt, timer, &alt_module, error)) == NULL)
+  if (alt &&
+      (alt_timer = bench_point_timer(inst, backend, alt, timer, &alt_module, error)) == NULL)
     return FALSE;
   /* The copy's buffers: as large as X and Y, written first so no page is touched for the
    * first time while timed. */
@@ -436,13 +286,20 @@ main(int argc, char **argv)
         g_printerr("cpu_rows: %s\n", error->message);
         return 2;
       }
-      guint samples = 5;
-      g_autoptr(GArray) cands = sweep(inst, backend, threads, &samples, &error);
-      guint calls = MAX(3, MIN(samples, 15));
+      g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, &error);
+      TsRunOptions opt;
+      ts_run_options_init(&opt);
+      opt.target_ms = 200;
+      g_autoptr(GArray) cands =
+          space ? bench_sweep(inst, backend, space, threads, &opt, "cpu_rows", &error) : NULL;
+      /* About as many calls a round as the fastest point's sweep run took, at least 3. */
+      guint calls = cands && cands->len
+                        ? MAX(3, MIN(g_array_index(cands, BenchCandidate, 0).samples, 15))
+                        : 3;
       g_autofree char *best_pt = NULL, *alt_pt = NULL;
-      if (cands && (best_pt = final_pick(inst, backend, cands, NULL, calls, &error)) != NULL &&
+      if (cands && (best_pt = bench_final_pick(inst, backend, cands, NULL, calls, &error)) &&
           only)
-        alt_pt = final_pick(inst, backend, cands, only, calls, &error);
+        alt_pt = bench_final_pick(inst, backend, cands, only, calls, &error);
       if (error) {
         g_printerr("cpu_rows: %s\n", error->message);
         return 3;
