@@ -311,7 +311,8 @@ main(int argc, char **argv)
       g_autoptr(TsSchedPoint) winner = ts_sched_point_parse(best_pt, &error);
       g_autoptr(TsSchedPoint) alt = alt_pt ? ts_sched_point_parse(alt_pt, &error) : NULL;
       if (versus)
-        g_print("# %s %s: alt %s\n", ov[oi], dv[di], alt_pt ? alt_pt : "none (no verified point of the space has those values)");
+        g_print("# %s %s: alt %s\n", ov[oi], dv[di],
+                alt_pt ? alt_pt : "none (no verified point of the space has those values)");
       /* X read and Y written, as the copy's (layernorm's gamma and beta, 2 N, left out). */
       const TsShape *sh = ts_op_instance_shape(inst);
       const gint64 M = ts_shape_get(sh, "M"), N = ts_shape_get(sh, "N");

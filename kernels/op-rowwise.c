@@ -134,7 +134,7 @@ pipeline_knob(const char *op, const TsSchedPoint *point, gboolean *next, GError 
 /* apply("row" | "tile"): TRUE for "tile". */
 static gboolean
 apply_knob(const char *op, const TsSchedPoint *point, gboolean next, gboolean *tiled,
-         GError **error)
+           GError **error)
 {
   const char *how = ts_sched_point_get_str(point, "apply", "row");
   *tiled = g_strcmp0(how, "tile") == 0;
@@ -166,7 +166,7 @@ typedef struct {
  * tile's per-column parameters widened to f32 once, into thread-private rows (Gw, Btw), for
  * all BM rows. A 16-bit G and Bt are then converted once per BM rows instead of once per row:
  * those conversions bound the last pass of an f16 layernorm here. The rows' statistics (each
- * row's n_stats values, kept in ST) come first, from passes that read the rows from memory;
+ * row's two values, kept in ST) come first, from passes that read the rows from memory;
  * the tiles read them again from L2.
  *   for i0 in range(0, M, BM) parallel:
  *     for i in range(i0, iend): <the row's statistics: the body returned>
@@ -175,7 +175,7 @@ typedef struct {
  *       for i in range(i0, iend): <the row's part of the tile: *tile> */
 static TsTileNode *
 row_tiles(TsTileKernel *k, const TsSchedPoint *point, const RowParam *params, guint n_params,
-          guint n_stats, TsTileNode **tile)
+          TsTileNode **tile)
 {
   ts_tile_kernel_define(k, "BM", KNOB("BM"));
   ts_tile_kernel_define(k, "VEC", KNOB("vector"));
@@ -185,8 +185,8 @@ row_tiles(TsTileKernel *k, const TsSchedPoint *point, const RowParam *params, gu
     g_autofree char *w = g_strdup_printf("%sw", params[p].buffer);
     ts_tile_alloc_row(par, k, w, "TN", "one f32 column tile");
   }
-  g_autofree char *st = g_strdup_printf("%u * BM", n_stats);
-  ts_tile_alloc(par, k, "ST", TS_MEM_REGISTER, TS_DTYPE_F32, st, TRUE, "statistics per row");
+  ts_tile_alloc(par, k, "ST", TS_MEM_REGISTER, TS_DTYPE_F32, "2 * BM", TRUE,
+                "statistics per row");
   TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
   ts_tile_let(i0, "iend", TS_DTYPE_INT32, "min(i0 + BM, M)");
   TsTileNode *rows = ts_tile_for(i0, "i", "i0", "iend", "1", TS_FOR_SERIAL);
@@ -815,6 +815,17 @@ layernorm_reference(const TsOpInstance *inst, void *const *in, double *out)
   return NULL;
 }
 
+/* Row i's mean from its sum s, then q, the sum of squares of the centred row. Two-pass
+ * variance: E[(x - mean)^2] does not cancel catastrophically as E[x^2] - mean^2 does for rows
+ * with a large mean — the "safe" in the name. */
+static void
+layernorm_variance(TsTileNode *row)
+{
+  ts_tile_let(row, "mean", TS_DTYPE_F32, "s / (float)N");
+  TsTileNode *q = ts_tile_reduce(row, "q", "sum", "(x - mean) * (x - mean)", "N");
+  ts_tile_node_add_view(q, "x", "X", "i * N");
+}
+
 static gboolean
 layernorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                     GError **error)
@@ -824,28 +835,23 @@ layernorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileK
       !pipeline_knob("layernorm_safe", point, &next, error) ||
       !apply_knob("layernorm_safe", point, next, &tiled, error))
     return FALSE;
-  /* Two-pass variance: E[(x - mean)^2] does not cancel catastrophically as E[x^2] - mean^2
-   * does for rows with a large mean — the "safe" in the name. */
   if (tiled) {
     static const RowParam params[] = {{"G", "g"}, {"Bt", "b"}};
     TsTileNode *tile;
-    TsTileNode *row = row_tiles(k, point, params, 2, 2, &tile);
+    TsTileNode *row = row_tiles(k, point, params, G_N_ELEMENTS(params), &tile);
     TsTileNode *s = ts_tile_reduce(row, "s", "sum", "x", "N");
     ts_tile_node_add_view(s, "x", "X", "i * N");
-    ts_tile_let(row, "mean", TS_DTYPE_F32, "s / (float)N");
-    TsTileNode *s2 = ts_tile_reduce(row, "q", "sum", "(x - mean) * (x - mean)", "N");
-    ts_tile_node_add_view(s2, "x", "X", "i * N");
+    layernorm_variance(row);
     ts_tile_set(row, "ST", "2 * (i - i0)", "mean");
     ts_tile_set(row, "ST", "2 * (i - i0) + 1", "1.0f / sqrt(q / (float)N + eps)");
     ts_tile_let(tile, "mean", TS_DTYPE_F32, "ST[2 * (i - i0)]");
     ts_tile_let(tile, "rstd", TS_DTYPE_F32, "ST[2 * (i - i0) + 1]");
-    TsTileNode *map = row_tile_map(tile, "(x - mean) * rstd * g + b", params, 2);
+    TsTileNode *map = row_tile_map(tile, "(x - mean) * rstd * g + b", params,
+                                   G_N_ELEMENTS(params));
     return ts__op_store_knob("layernorm_safe", point, map, error);
   }
   TsTileNode *row = row_loop_first(k, point, next, NULL, "s", "sum", "x");
-  ts_tile_let(row, "mean", TS_DTYPE_F32, "s / (float)N");
-  TsTileNode *s2 = ts_tile_reduce(row, "q", "sum", "(x - mean) * (x - mean)", "N");
-  ts_tile_node_add_view(s2, "x", "X", "i * N");
+  layernorm_variance(row);
   ts_tile_let(row, "rstd", TS_DTYPE_F32, "1.0f / sqrt(q / (float)N + eps)");
   TsTileNode *map = ts_tile_map(row, "y", "(x - mean) * rstd * g + b", "N");
   row_last_map(map, next, "s", "sum", "xn");
