@@ -230,11 +230,12 @@ private_row(const TsTileBuffer *b)
   return b->any_order && b->per_worker && b->dtype == TS_DTYPE_F32;
 }
 
-/* A view a loop touches: one expr reads, or the destination it writes. */
+/* A view a loop touches: one expr reads, or a destination it writes. */
 static gboolean
 view_touched(const TsTileNode *n, const TsTileView *v, const char *expr)
 {
-  return expr_mentions(expr, v->name) || g_strcmp0(v->name, n->dst) == 0;
+  return expr_mentions(expr, v->name) || g_strcmp0(v->name, n->dst) == 0 ||
+         g_strcmp0(v->name, n->drain) == 0;
 }
 
 /* A loop over bf16 rows runs on lane pairs (ts_vf_load2_bf16): every view it touches is bf16
@@ -534,6 +535,28 @@ emit_softmax_online(Emitter *e, const TsTileNode *n)
   line(e, "}");
 }
 
+/* Stores a map's value at column j: a vector (val), a pair of vectors in the loop's lane order
+ * (val the even lanes, val2 the odd), or a scalar (vector FALSE). */
+static void
+emit_map_store(Emitter *e, const TsTileView *dst, gboolean stream, gboolean vector,
+               const char *val, const char *val2)
+{
+  const char *sfx = suffix_of(e, dst->buffer);
+  const char *how = stream ? "stream" : "store";
+  if (!vector && strcmp(sfx, "f32") == 0)
+    line(e, "%s[(%s) + j] = %s;", dst->buffer, dst->offset, val);
+  else if (!vector)
+    line(e, "%s[(%s) + j] = ts_cpu_f32_to_%s(%s);", dst->buffer, dst->offset, sfx, val);
+  else if (val2 == NULL)
+    line(e, "ts_vf_%s_%s(%s + (%s) + j, %s);", how, sfx, dst->buffer, dst->offset, val);
+  else if (strcmp(sfx, "f32") == 0) { /* a private row: the pairs as they are */
+    line(e, "ts_vf_%s_f32(%s + (%s) + j, %s);", how, dst->buffer, dst->offset, val);
+    line(e, "ts_vf_%s_f32(%s + (%s) + j + TS_VEC, %s);", how, dst->buffer, dst->offset, val2);
+  } else {
+    line(e, "ts_vf_%s2_bf16(%s + (%s) + j, %s, %s);", how, dst->buffer, dst->offset, val, val2);
+  }
+}
+
 /* One vector step of a map at column j: the value (ts_v_ plus suffix) of the lanes the views
  * are bound to, added to the map's sum and its carried reduction (accumulator acc). */
 static void
@@ -549,6 +572,10 @@ emit_map_value(Emitter *e, const TsTileNode *n, const char *suffix, const char *
     line(e,
          g_strcmp0(n->carry_step, "max") == 0 ? "%s = ts_vf_max(%s, %s);" : "%s = %s + (%s);",
          acc, acc, cexpr);
+  if (n->drain) {
+    g_autofree char *dexpr = rewrite_float_expr(n->drain_expr, TRUE);
+    line(e, "const ts_vf ts_d%s_ = %s;", suffix, dexpr);
+  }
 }
 
 static void
@@ -565,13 +592,20 @@ emit_map(Emitter *e, const TsTileNode *n)
          n->carry_step);
     return;
   }
-  const char *sfx = suffix_of(e, dst->buffer);
+  const TsTileView *drain = n->drain ? find_view(n, n->drain) : NULL;
+  if (n->drain && drain == NULL) {
+    fail(e, TS_EMIT_ERROR_INVALID, "tile IR: map's second destination '%s' is not a view",
+         n->drain);
+    return;
+  }
   g_autofree char *vexpr = rewrite_float_expr(n->expr, TRUE);
   g_autofree char *sexpr = rewrite_float_expr(n->expr, FALSE);
   g_autofree char *cexpr = n->carry ? rewrite_float_expr(n->carry_expr, TRUE) : NULL;
   g_autofree char *csexpr = n->carry ? rewrite_float_expr(n->carry_expr, FALSE) : NULL;
-  /* What the loop reads: the map's views and the carried reduction's. */
-  g_autofree char *all = g_strdup_printf("%s %s", n->expr, n->carry ? n->carry_expr : "");
+  g_autofree char *dsexpr = n->drain ? rewrite_float_expr(n->drain_expr, FALSE) : NULL;
+  /* What the loop reads: the map's views, the carried reduction's and the second store's. */
+  g_autofree char *all = g_strdup_printf("%s %s %s", n->expr, n->carry ? n->carry_expr : "",
+                                         n->drain ? n->drain_expr : "");
   gboolean reads = FALSE;
   for (guint i = 0; i < n->views->len; i++) {
     const TsTileView *v = g_ptr_array_index(n->views, i);
@@ -596,29 +630,28 @@ emit_map(Emitter *e, const TsTileNode *n)
     line(e, "__builtin_prefetch((%s) + j, 0, %d);", n->prefetch, n->prefetch_l2 ? 1 : 3);
   if (paired) {
     emit_view_loads2(e, n, all);
-    line(e, "ts_vf ts_ve_, ts_vo_;");
+    line(e, drain ? "ts_vf ts_ve_, ts_vo_, ts_de_, ts_do_;" : "ts_vf ts_ve_, ts_vo_;");
     for (int h = 0; h < 2; h++) {
       line(e, "{");
       e->depth++;
       emit_view_binds(e, n, all, h ? "o" : "e");
       emit_map_value(e, n, h ? "1" : "0", vexpr, cexpr, h ? "ts_car1_" : "ts_car0_", reads);
       line(e, "%s = ts_v%d_;", h ? "ts_vo_" : "ts_ve_", h);
+      if (drain)
+        line(e, "%s = ts_d%d_;", h ? "ts_do_" : "ts_de_", h);
       e->depth--;
       line(e, "}");
     }
-    const char *how = n->stream ? "stream" : "store";
-    if (strcmp(sfx, "f32") == 0) { /* a private row: the pairs as they are */
-      line(e, "ts_vf_%s_f32(%s + (%s) + j, ts_ve_);", how, dst->buffer, dst->offset);
-      line(e, "ts_vf_%s_f32(%s + (%s) + j + TS_VEC, ts_vo_);", how, dst->buffer, dst->offset);
-    } else {
-      line(e, "ts_vf_%s2_bf16(%s + (%s) + j, ts_ve_, ts_vo_);", how, dst->buffer, dst->offset);
-    }
+    emit_map_store(e, dst, n->stream, TRUE, "ts_ve_", "ts_vo_");
+    if (drain)
+      emit_map_store(e, drain, n->drain_stream, TRUE, "ts_de_", "ts_do_");
   } else {
     /* The destination is loaded too when the expression reads it: an in-place map (y = y * r). */
     emit_view_loads(e, n, all, NULL, TRUE);
     emit_map_value(e, n, "", vexpr, cexpr, "ts_car0_", reads);
-    line(e, "ts_vf_%s_%s(%s + (%s) + j, ts_v_);", n->stream ? "stream" : "store", sfx,
-         dst->buffer, dst->offset);
+    emit_map_store(e, dst, n->stream, TRUE, "ts_v_", NULL);
+    if (drain)
+      emit_map_store(e, drain, n->drain_stream, TRUE, "ts_d_", NULL);
   }
   e->depth--;
   line(e, "}");
@@ -635,10 +668,11 @@ emit_map(Emitter *e, const TsTileNode *n)
     line(e, "ts_sum_s += ts_v_;");
   if (n->carry)
     line(e, carry_max ? "ts_car_s_ = fmaxf(ts_car_s_, %s);" : "ts_car_s_ += %s;", csexpr);
-  if (strcmp(sfx, "f32") == 0)
-    line(e, "%s[(%s) + j] = ts_v_;", dst->buffer, dst->offset);
-  else
-    line(e, "%s[(%s) + j] = ts_cpu_f32_to_%s(ts_v_);", dst->buffer, dst->offset, sfx);
+  emit_map_store(e, dst, FALSE, FALSE, "ts_v_", NULL);
+  if (drain) {
+    line(e, "const float ts_d_ = %s;", dsexpr);
+    emit_map_store(e, drain, FALSE, FALSE, "ts_d_", NULL);
+  }
   e->depth--;
   line(e, "}");
   if (n->var)
@@ -647,7 +681,7 @@ emit_map(Emitter *e, const TsTileNode *n)
     line(e, "%s = ts_car_s_;", n->carry);
   e->depth--;
   line(e, "}");
-  e->streamed |= n->stream;
+  e->streamed |= n->stream || (drain && n->drain_stream);
 }
 
 static void

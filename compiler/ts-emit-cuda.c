@@ -251,6 +251,14 @@ emit_map(Emitter *e, const TsTileNode *n)
     fail(e, TS_EMIT_ERROR_INVALID, "tile IR: map destination '%s' is not a view", n->dst);
     return;
   }
+  /* A thread's map is over its own register tile: the row-wide sums, carried reductions and
+   * second stores of CPU row passes have no meaning there. */
+  if (n->var || n->carry || n->drain) {
+    fail(e, TS_EMIT_ERROR_UNSUPPORTED,
+         "CUDA target: a map's sum, carried reduction or second store is a CPU row-pass "
+         "construct; GPU lowerings reduce rows with intrinsics");
+    return;
+  }
   line(e, "#pragma unroll");
   line(e, "for (int j = 0; j < (%s); j++) {", n->hi);
   e->depth++;

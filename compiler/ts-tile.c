@@ -201,6 +201,8 @@ ts_tile_node_free(TsTileNode *node)
   g_free(node->carry);
   g_free(node->carry_step);
   g_free(node->carry_expr);
+  g_free(node->drain);
+  g_free(node->drain_expr);
   g_clear_pointer(&node->args, g_ptr_array_unref);
   g_clear_pointer(&node->views, g_ptr_array_unref);
   g_clear_pointer(&node->children, g_ptr_array_unref);
@@ -390,6 +392,17 @@ ts_tile_map_set_carry(TsTileNode *map, const char *var, const char *op, const ch
   map->carry = g_strdup(var);
   map->carry_step = g_strdup(op);
   map->carry_expr = g_strdup(expr);
+}
+
+void
+ts_tile_map_set_drain(TsTileNode *map, const char *dst, const char *expr, gboolean stream)
+{
+  g_return_if_fail(map->op == TS_TILE_MAP);
+  g_free(map->drain);
+  g_free(map->drain_expr);
+  map->drain = g_strdup(dst);
+  map->drain_expr = g_strdup(expr);
+  map->drain_stream = stream;
 }
 
 void
@@ -622,6 +635,9 @@ print_node(GString *out, const TsTileNode *n, int depth)
     if (n->carry)
       g_string_append_printf(out, " carry %s = reduce_%s(%s)", n->carry, n->carry_step,
                              n->carry_expr);
+    if (n->drain)
+      g_string_append_printf(out, " and %s = %s%s", n->drain, n->drain_expr,
+                             n->drain_stream ? " (stream)" : "");
     print_views(out, n);
     if (n->prefetch)
       g_string_append_printf(out, " prefetch%s=(%s)", n->prefetch_l2 ? "_l2" : "", n->prefetch);

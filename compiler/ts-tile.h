@@ -116,6 +116,8 @@ struct _TsTileNode {
   gboolean prefetch_l2; /* MAP: ... into L2 only (rows further ahead) */
   char *carry, *carry_step, *carry_expr; /* MAP: carry = reduction carry_step of carry_expr */
   gboolean stream; /* MAP: the destination written with non-temporal stores */
+  char *drain, *drain_expr; /* MAP: a second destination view, drain[j] = drain_expr */
+  gboolean drain_stream;    /* MAP: ... written with non-temporal stores */
   TsForKind for_kind;
   TsDtype dtype;  /* LET scalar type (f32 or int via TS_DTYPE_INT32 meaning int64 index) */
   gint64 ints[6]; /* op-specific constants: PACK {operand(0=A,1=B), panel}, MMA {MR, NR, V,
@@ -219,6 +221,11 @@ void ts_tile_map_set_stream(TsTileNode *map);
 /* The map also sums the f32 values it stores into a new f32 `var` (before any rounding to the
  * destination's dtype): a reduction of its output fused into the pass that writes it. */
 void ts_tile_map_set_sum(TsTileNode *map, const char *var);
+/* The map also stores expr (over its views, at the same columns) into the view dst, with
+ * non-temporal stores if stream: a pass that finishes another row while it computes this one
+ * (softmax's pipeline("skew") writes row i - 1 during row i's exps), so that the bound-by-
+ * arithmetic loop also carries the row's share of the memory traffic. */
+void ts_tile_map_set_drain(TsTileNode *map, const char *dst, const char *expr, gboolean stream);
 TsTileNode *ts_tile_convert(TsTileNode *parent, const char *src, const char *dst, const char *n);
 /* ... multiplying by `scale` (an expression) before rounding: fp8 inputs' per-tensor scales. */
 TsTileNode *ts_tile_convert_scaled(TsTileNode *parent, const char *src, const char *dst,

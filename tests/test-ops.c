@@ -1293,14 +1293,14 @@ test_cpu_softmax_passes(void)
                                                       &error);
     g_assert_no_error(error);
     /* The space offers every variant for every dtype; the two that compute a row's max apart
-     * with either pipeline, online without one. */
+     * with pipeline "none" or "next", online with "none" only, and stored with "skew" too. */
     TsDeviceInfo dev = {.backend = (char *)"cpu", .vector_bits = 256, .compute_units = 2};
     guint per_how[3], total;
     for (guint h = 0; h < G_N_ELEMENTS(hows); h++)
       per_how[h] = count_knob_value(inst, &dev, "softmax", hows[h], &total);
     g_assert_cmpuint(per_how[0], >, 0);
     g_assert_cmpuint(per_how[1], ==, 2 * per_how[0]);
-    g_assert_cmpuint(per_how[2], ==, 2 * per_how[0]);
+    g_assert_cmpuint(per_how[2], ==, 3 * per_how[0]);
 
     for (guint h = 0; h < G_N_ELEMENTS(hows); h++)
       for (gint64 threads = 1; threads <= 2; threads++) {
@@ -1491,6 +1491,68 @@ test_cpu_rows_apply_tile(void)
       }
 }
 
+/* softmax's pipeline("skew") (row i's exps computed while row i + 1's max is read and row
+ * i - 1 is written from the exps kept for it) gives pipeline("none")'s bytes in every dtype and
+ * with both exps: work items of 1, 3 and 4 of 7 rows (an item of one row runs only its first
+ * and its last pass), one and two threads, both stores, every vector width the machine has,
+ * with a scalar tail (N = 45) and without (N = 64). The space offers it with
+ * softmax("stored") only, and the lowering refuses it elsewhere, saying why. */
+static void
+test_cpu_softmax_skew(void)
+{
+  const TsDeviceInfo *dev = ts_backend_describe(backend);
+  for (guint d = 0; d < G_N_ELEMENTS(dtypes); d++)
+    for (gint64 n = 45; n <= 64; n += 19) {
+      for (guint v = 4; v <= 16 && v <= (guint)dev->vector_bits / 32; v *= 2)
+        for (gint64 bm = 1; bm <= 4; bm += bm == 1 ? 2 : 1)
+          for (int fast = 0; fast <= (d > 0); fast++) {
+            g_autofree char *base = g_strdup_printf(
+                "block(m=%" G_GINT64_FORMAT ").vector(%u).threads(%d).store(\"%s\")"
+                ".softmax(\"stored\").math(\"%s\")",
+                bm, v, bm == 3 ? 1 : 2, bm == 4 ? "cached" : "stream", fast ? "fast" : "exact");
+            g_autofree char *none = g_strdup_printf("%s.pipeline(\"none\")", base);
+            g_autofree char *skew = g_strdup_printf("%s.pipeline(\"skew\")", base);
+            g_autoptr(GBytes) a = row_op_output("softmax_safe", 7, n, dtypes[d], none);
+            g_autoptr(GBytes) b = row_op_output("softmax_safe", 7, n, dtypes[d], skew);
+            if (!g_bytes_equal(a, b))
+              g_error("softmax %s N=%" G_GINT64_FORMAT " %s: differs from pipeline(\"none\")",
+                      dtypes[d], n, skew);
+          }
+      g_autofree char *shape = g_strdup_printf("M=7,N=%" G_GINT64_FORMAT, n);
+      GError *error = NULL;
+      g_autoptr(TsOpInstance) inst = ts_op_instance_new("softmax_safe", shape, dtypes[d], &error);
+      g_assert_no_error(error);
+      assert_cpu_point_ok(inst, "block(m=4).vector(8).threads(2).softmax(\"stored\")"
+                                ".math(\"exact\").pipeline(\"skew\")");
+      guint total, skewed = count_knob_value(inst, dev, "pipeline", "skew", &total);
+      guint stored = count_knob_value(inst, dev, "softmax", "stored", &total);
+      g_assert_cmpuint(skewed, >, 0);
+      g_assert_cmpuint(skewed * 3, ==, stored); /* "none", "next" or "skew" */
+      static const struct {
+        const char *op, *point, *says;
+      } bad[] = {
+          {"softmax_safe", "block(m=4).vector(8).threads(1).softmax(\"max_first\")"
+                           ".pipeline(\"skew\")", "use \"stored\""},
+          {"softmax_safe", "block(m=4).vector(8).threads(1).softmax(\"stored\")"
+                           ".pipeline(\"skewed\")", "not one of \"none\", \"next\", \"skew\""},
+          {"rmsnorm_safe", "block(m=4).vector(8).threads(1).pipeline(\"skew\")",
+           "not one of \"none\", \"next\""},
+      };
+      for (guint b = 0; b < G_N_ELEMENTS(bad); b++) {
+        g_autoptr(TsOpInstance) bi = ts_op_instance_new(bad[b].op, shape, dtypes[d], &error);
+        g_assert_no_error(error);
+        g_autoptr(TsSchedPoint) user = ts_sched_point_parse(bad[b].point, &error);
+        g_assert_no_error(error);
+        g_autoptr(TsTrialResult) res = ts_op_run(bi, backend, user, NULL, &error);
+        const char *msg = error ? error->message : res->message;
+        g_assert_true(error != NULL || res->status != TS_TRIAL_OK);
+        if (strstr(msg, bad[b].says) == NULL)
+          g_error("%s %s: '%s' does not say '%s'", bad[b].op, bad[b].point, msg, bad[b].says);
+        g_clear_error(&error);
+      }
+    }
+}
+
 /* pipeline("next") (a row's first reduction carried in the last pass over the row before it)
  * verifies with work items of 1, 3 and 7 rows (the last row of an item re-reads itself), on
  * one thread (3) and two (1, 7), at every vector width the machine has, with and without a scalar tail;
@@ -1535,7 +1597,8 @@ test_cpu_rows_pipeline(void)
         guint total, piped = count_knob_value(inst, dev, "pipeline", "next", &total);
         guint online = count_knob_value(inst, dev, "softmax", "online", &total);
         guint tiled = count_knob_value(inst, dev, "apply", "tile", &total);
-        g_assert_cmpuint(piped * 2 + online + tiled, ==, total);
+        guint skewed = count_knob_value(inst, dev, "pipeline", "skew", &total);
+        g_assert_cmpuint(piped * 2 + online + tiled + skewed, ==, total);
         g_assert_cmpuint(piped, >, 0);
       }
     }
@@ -1620,6 +1683,62 @@ test_emit_tile_set(void)
     g_assert_null(cu);
     g_assert_error(error, TS_EMIT_ERROR, TS_EMIT_ERROR_UNSUPPORTED);
     g_assert_nonnull(strstr(error->message, "reduce/convert/set"));
+    g_clear_error(&error);
+  }
+}
+
+/* A map's second store (drain): printed after the map's carry, emitted in its vector loop (in
+ * the destination's dtype, non-temporal when asked) and in its scalar tail, and fenced; a
+ * drain naming no view is an invalid kernel; the CUDA target refuses the construct. */
+static void
+test_emit_map_drain(void)
+{
+  GError *error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("softmax_safe", "M=4,N=64", "f32", &error);
+  g_assert_no_error(error);
+  for (int bad = 0; bad < 2; bad++) {
+    g_autoptr(TsTileKernel) k = ts_tile_kernel_new("rows", "softmax_safe",
+                                                   ts_op_instance_dtype(inst));
+    ts_tile_kernel_add_param(k, "X", TS_DTYPE_F32, "N");
+    ts_tile_kernel_add_param(k, "Y", TS_DTYPE_F32, "N");
+    ts_tile_kernel_add_param(k, "Z", TS_DTYPE_F16, "N");
+    ts_tile_kernel_add_int_param(k, "N");
+    ts_tile_kernel_define(k, "VEC", 8);
+    TsTileNode *par = ts_tile_parallel(k->body, 1);
+    TsTileNode *m = ts_tile_map(par, "y", "x * 2.0f", "N");
+    ts_tile_map_set_drain(m, bad ? "q" : "z", "x + 1.0f", TRUE);
+    ts_tile_node_add_view(m, "x", "X", "0");
+    ts_tile_node_add_view(m, "y", "Y", "0");
+    ts_tile_node_add_view(m, "z", "Z", "0");
+    g_autofree char *src = ts_emit_c(k, "rows", NULL, &error);
+    if (bad) {
+      g_assert_null(src);
+      g_assert_error(error, TS_EMIT_ERROR, TS_EMIT_ERROR_INVALID);
+      g_assert_nonnull(strstr(error->message, "second destination 'q' is not a view"));
+      g_clear_error(&error);
+      continue;
+    }
+    g_autofree char *ir = ts_tile_kernel_to_string(k);
+    g_assert_nonnull(strstr(ir, "y = tile.map(x * 2.0f, j < N) and z = x + 1.0f (stream)  with"));
+    g_assert_no_error(error);
+    g_assert_nonnull(strstr(src, "const ts_vf ts_d_ = x + 1.0f;"));
+    g_assert_nonnull(strstr(src, "ts_vf_store_f32(Y + (0) + j, ts_v_);"));
+    g_assert_nonnull(strstr(src, "ts_vf_stream_f16(Z + (0) + j, ts_d_);"));
+    g_assert_nonnull(strstr(src, "Z[(0) + j] = ts_cpu_f32_to_f16(ts_d_);"));
+    g_assert_nonnull(strstr(src, "ts_stream_fence();"));
+    g_autoptr(TsTileKernel) gk = ts_tile_kernel_new("rows", "softmax_safe",
+                                                    ts_op_instance_dtype(inst));
+    TsTileNode *g = ts_tile_grid(gk->body, 1, 1, 1, 32, 0);
+    ts_tile_alloc(g, gk, "x", TS_MEM_REGISTER, TS_DTYPE_F32, "8", FALSE, "row");
+    ts_tile_alloc(g, gk, "z", TS_MEM_REGISTER, TS_DTYPE_F32, "8", FALSE, "row");
+    TsTileNode *gm = ts_tile_map(g, "x", "x * 2.0f", "8");
+    ts_tile_map_set_drain(gm, "z", "x", FALSE);
+    ts_tile_node_add_view(gm, "x", "x", "0");
+    ts_tile_node_add_view(gm, "z", "z", "0");
+    g_autofree char *cu = ts_emit_cuda(gk, "rows", NULL, &error);
+    g_assert_null(cu);
+    g_assert_error(error, TS_EMIT_ERROR, TS_EMIT_ERROR_UNSUPPORTED);
+    g_assert_nonnull(strstr(error->message, "second store is a CPU row-pass construct"));
     g_clear_error(&error);
   }
 }
@@ -2075,8 +2194,10 @@ main(int argc, char **argv)
   g_test_add_func("/ops/cpu/rows-stream", test_cpu_rows_stream);
   g_test_add_func("/ops/cpu/rows-pipeline", test_cpu_rows_pipeline);
   g_test_add_func("/ops/cpu/rows-apply-tile", test_cpu_rows_apply_tile);
+  g_test_add_func("/ops/cpu/softmax-skew", test_cpu_softmax_skew);
   g_test_add_func("/ops/emit/private-row-order", test_emit_private_row_order);
   g_test_add_func("/ops/emit/tile-set", test_emit_tile_set);
+  g_test_add_func("/ops/emit/map-drain", test_emit_map_drain);
   g_test_add_func("/ops/cpu/gemm-bf16dot", test_cpu_gemm_bf16dot);
   g_test_add_func("/ops/cpu/gemm-amx", test_cpu_gemm_amx);
   g_test_add_func("/ops/cpu/gemm-fp8", test_cpu_gemm_fp8);
