@@ -20,7 +20,9 @@
  *   reduce v = op(expr) over j < n        row reduction (sum|max) of an elementwise expression
  *   softmax_online (m, l) = x over j < n  one-pass running max and rescaled sum (online softmax)
  *   map dst[j] = expr over j < n          elementwise map and store (GPU: over the thread's
- *                                        f32 register tiles, expr in CUDA C)
+ *                                        f32 register tiles, expr in CUDA C); CPU row
+ *                                        passes add a sum of what it stores, a carried
+ *                                        reduction and a second store (`and d = e`)
  *   convert src -> dst n [scale]         dtype conversion of a finished tile, optionally scaled
  *   barrier                              team barrier
  * GPU kernels (the CUDA target) add two:

@@ -44,7 +44,12 @@ expect 0 'tile.mma.*micro=32x32.*dot=amx' -- lower gemm --shape M=64,N=64,K=64 -
 expect 2 "violates the constraint 'dot != \"amx\" \|\| amx_bf16 == 1" -- lower gemm --shape M=64,N=64,K=64 --dtype f32 --schedule 'block(m=96,n=2016,k=256).micro(m=32,n=32).vector(16).dot("amx")' --stage target
 expect 2 "violates the constraint 'dot != \"amx\" \|\| amx_bf16 == 1" -- lower gemm --shape M=64,N=64,K=64 --dtype bf16 --schedule 'block(m=96,n=2016,k=256).micro(m=48,n=48).vector(16).dot("amx")' --stage target
 expect 0 '== target \(C\) ==' -- lower layernorm_safe --shape M=8,N=64 --dtype f16
-expect 0 'y = tile.map\(w \* r, j < N\)  with w = W\[0:\], y = Y\[i \* N:\] stream' -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("stored").store("stream")' --stage tile
+expect 0 'y = tile.map\(w \* r, j < N\)  with w = W\[0:\], y = Y\[i \* N:\] stream' -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("stored").store("stream").pipeline("none")' --stage tile
+# pipeline("skew"): row i's exps, row i + 1's max and row i - 1's output in one loop
+expect 0 'carry m = reduce_max\(xn\) and y = wp \* rp \(stream\)  with x = X\[i \* N:\], w = W\[\(i - i0\) % 2 \* N:\]' -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("stored").store("stream").pipeline("skew")' --stage tile
+expect 0 'ts_vf_stream2_bf16\(Y \+ \(\(i - 1\) \* N\) \+ j, ts_de_, ts_do_\);' -- lower softmax_safe --shape M=8,N=64 --dtype bf16 --schedule 'softmax("stored").store("stream").pipeline("skew")' --stage target
+expect 2 "violates the constraint 'pipeline != \"skew\" \|\| softmax == \"stored\"'" -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("max_first").pipeline("skew")' --stage tile
+expect 2 'pipeline\("skew"\) is not one of "none", "next"' -- lower layernorm_safe --shape M=8,N=64 --schedule 'pipeline("skew")' --stage tile
 expect 0 'ts_vf_stream_f16\(Y \+ \(i \* N\) \+ j, ts_v_\);' -- lower rmsnorm_safe --shape M=8,N=64 --dtype f16 --schedule 'store("stream")' --stage target
 expect 0 '^    ts_stream_fence\(\);' -- lower rmsnorm_safe --shape M=8,N=64 --dtype f16 --schedule 'store("stream")' --stage target
 expect 2 'store\("nt"\) is not one of "cached", "stream"' -- lower layernorm_safe --shape M=8,N=64 --schedule 'store("nt")' --stage tile
@@ -67,6 +72,7 @@ expect 0 'ts_vf_exp_fast_sub\(x, m\)' -- lower softmax_safe --backend cpu --shap
 expect 2 'pipeline\("later"\) is not one of "none", "next"' -- lower rmsnorm_safe --shape M=8,N=64 --schedule 'pipeline("later")' --stage tile
 expect 2 "violates the constraint 'pipeline == \"none\" \|\| softmax != \"online\"'" -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("online").pipeline("next")' --stage tile
 expect 0 '__builtin_prefetch\(\(X \+ min\(i \+ 1, M - 1\) \* N\) \+ j, 0, 3\);' -- lower softmax_safe --shape M=8,N=64 --dtype bf16 --stage target
+expect 0 '__builtin_prefetch\(\(X \+ min\(i \+ 2, M - 1\) \* N\) \+ j, 0, 1\);' -- lower softmax_safe --shape M=8,N=64 --dtype bf16 --schedule 'pipeline("skew")' --stage target
 expect 0 'status +ok' -- run saxpy --shape N=10000 --backend cpu
 expect 0 '"status": "ok"' -- run rmsnorm_safe --shape M=16,N=100 --dtype bf16 --json
 expect 0 '"samples": 1,.*"verification": "full f64|"verification": "full f64.*"samples": 1,' -- run saxpy --shape N=1000 --backend cpu --samples 1 --json
