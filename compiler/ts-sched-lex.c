@@ -66,8 +66,9 @@ const TsSchedMethod ts__sched_methods[] = {
      * as raster. */
     {"store", 1, {"store"}, {NULL}},
     /* CPU row ops: "none", each row's passes in turn; "next", a row's first reduction done
-     * in the last pass over the row before it (read while writing, as a copy does).
-     * Appended, as raster. */
+     * in the last pass over the row before it (read while writing, as a copy does);
+     * softmax("stored") also "skew", the passes of three rows in one loop (row i's exps,
+     * row i + 1's max, row i - 1 written). Appended, as raster. */
     {"pipeline", 1, {"pipeline"}, {NULL}},
     /* CPU layernorm: how the normalization is applied ("row": each row's last pass over all
      * its columns; "tile": in tiles of the work item's rows, each tile's G and Bt widened to
