@@ -557,21 +557,31 @@ emit_map_store(Emitter *e, const TsTileView *dst, gboolean stream, gboolean vect
   }
 }
 
+static gboolean
+carry_is_max(const TsTileCarry *c)
+{
+  return g_strcmp0(c->op, "max") == 0;
+}
+
 /* One vector step of a map at column j: the value (ts_v_ plus suffix) of the lanes the views
- * are bound to, added to the map's sum and its carried reduction (accumulator acc). */
+ * are bound to, added to the map's sum and to each carried reduction (its accumulator `half`:
+ * 0 for the even lanes of a pair or a whole vector, 1 for the odd lanes). */
 static void
 emit_map_value(Emitter *e, const TsTileNode *n, const char *suffix, const char *vexpr,
-               const char *cexpr, const char *acc, gboolean reads)
+               int half, gboolean reads)
 {
   /* A map of scalars only still needs a vector-typed value (GCC widens scalar operands). */
   line(e, reads ? "const ts_vf ts_v%s_ = %s;" : "const ts_vf ts_v%s_ = ts_vf_splat(0.0f) + (%s);",
        suffix, vexpr);
   if (n->var)
     line(e, "ts_sum_v += ts_v%s_;", suffix);
-  if (n->carry)
-    line(e,
-         g_strcmp0(n->carry_step, "max") == 0 ? "%s = ts_vf_max(%s, %s);" : "%s = %s + (%s);",
-         acc, acc, cexpr);
+  for (guint c = 0; n->carries && c < n->carries->len; c++) {
+    const TsTileCarry *cr = g_ptr_array_index(n->carries, c);
+    g_autofree char *cexpr = rewrite_float_expr(cr->expr, TRUE);
+    line(e, carry_is_max(cr) ? "ts_car%u_%d = ts_vf_max(ts_car%u_%d, %s);"
+                             : "ts_car%u_%d = ts_car%u_%d + (%s);",
+         c, half, c, half, cexpr);
+  }
   if (n->drain) {
     g_autofree char *dexpr = rewrite_float_expr(n->drain_expr, TRUE);
     line(e, "const ts_vf ts_d%s_ = %s;", suffix, dexpr);
@@ -586,12 +596,22 @@ emit_map(Emitter *e, const TsTileNode *n)
     fail(e, TS_EMIT_ERROR_INVALID, "tile IR: map destination '%s' is not a view", n->dst);
     return;
   }
-  gboolean carry_max = g_strcmp0(n->carry_step, "max") == 0;
-  if (n->carry && !carry_max && g_strcmp0(n->carry_step, "sum") != 0) {
-    fail(e, TS_EMIT_ERROR_UNSUPPORTED, "C target: carried reduction '%s' (only sum and max)",
-         n->carry_step);
-    return;
+  const guint n_carries = n->carries ? n->carries->len : 0;
+  /* What the loop reads: the map's views, the carried reductions' and the second store's. */
+  GString *reads_all = g_string_new(n->expr);
+  for (guint c = 0; c < n_carries; c++) {
+    const TsTileCarry *cr = g_ptr_array_index(n->carries, c);
+    if (!carry_is_max(cr) && g_strcmp0(cr->op, "sum") != 0) {
+      fail(e, TS_EMIT_ERROR_UNSUPPORTED, "C target: carried reduction '%s' (only sum and max)",
+           cr->op);
+      g_string_free(reads_all, TRUE);
+      return;
+    }
+    g_string_append_printf(reads_all, " %s", cr->expr);
   }
+  if (n->drain)
+    g_string_append_printf(reads_all, " %s", n->drain_expr);
+  g_autofree char *all = g_string_free(reads_all, FALSE);
   const TsTileView *drain = n->drain ? find_view(n, n->drain) : NULL;
   if (n->drain && drain == NULL) {
     fail(e, TS_EMIT_ERROR_INVALID, "tile IR: map's second destination '%s' is not a view",
@@ -600,34 +620,32 @@ emit_map(Emitter *e, const TsTileNode *n)
   }
   g_autofree char *vexpr = rewrite_float_expr(n->expr, TRUE);
   g_autofree char *sexpr = rewrite_float_expr(n->expr, FALSE);
-  g_autofree char *cexpr = n->carry ? rewrite_float_expr(n->carry_expr, TRUE) : NULL;
-  g_autofree char *csexpr = n->carry ? rewrite_float_expr(n->carry_expr, FALSE) : NULL;
   g_autofree char *dsexpr = n->drain ? rewrite_float_expr(n->drain_expr, FALSE) : NULL;
-  /* What the loop reads: the map's views, the carried reduction's and the second store's. */
-  g_autofree char *all = g_strdup_printf("%s %s %s", n->expr, n->carry ? n->carry_expr : "",
-                                         n->drain ? n->drain_expr : "");
   gboolean reads = FALSE;
   for (guint i = 0; i < n->views->len; i++) {
     const TsTileView *v = g_ptr_array_index(n->views, i);
     reads |= expr_mentions(n->expr, v->name);
   }
   gboolean paired = paired_lanes(e, n, all);
-  const char *cinit = carry_max ? "-INFINITY" : "0.0f";
   if (n->var)
     line(e, "float %s;", n->var);
   line(e, "{");
   e->depth++;
   if (n->var)
     line(e, "ts_vf ts_sum_v = ts_vf_splat(0.0f);");
-  if (n->carry)
-    line(e, "ts_vf ts_car0_ = ts_vf_splat(%s), ts_car1_ = ts_vf_splat(%s);", cinit, cinit);
+  for (guint c = 0; c < n_carries; c++) {
+    const char *init = carry_is_max(g_ptr_array_index(n->carries, c)) ? "-INFINITY" : "0.0f";
+    line(e, "ts_vf ts_car%u_0 = ts_vf_splat(%s), ts_car%u_1 = ts_vf_splat(%s);", c, init, c,
+         init);
+  }
   line(e, "int64_t j = 0;");
   line(e, paired ? "for (; j + 2 * TS_VEC <= (%s); j += 2 * TS_VEC) {"
                  : "for (; j + TS_VEC <= (%s); j += TS_VEC) {",
        n->hi);
   e->depth++;
-  if (n->prefetch)
-    line(e, "__builtin_prefetch((%s) + j, 0, %d);", n->prefetch, n->prefetch_l2 ? 1 : 3);
+  for (guint p = 0; n->prefetch && p < n->prefetch->len; p++)
+    line(e, "__builtin_prefetch((%s) + j, 0, %d);", (const char *)g_ptr_array_index(n->prefetch, p),
+         n->prefetch_l2 ? 1 : 3);
   if (paired) {
     emit_view_loads2(e, n, all);
     line(e, drain ? "ts_vf ts_ve_, ts_vo_, ts_de_, ts_do_;" : "ts_vf ts_ve_, ts_vo_;");
@@ -635,7 +653,7 @@ emit_map(Emitter *e, const TsTileNode *n)
       line(e, "{");
       e->depth++;
       emit_view_binds(e, n, all, h ? "o" : "e");
-      emit_map_value(e, n, h ? "1" : "0", vexpr, cexpr, h ? "ts_car1_" : "ts_car0_", reads);
+      emit_map_value(e, n, h ? "1" : "0", vexpr, h, reads);
       line(e, "%s = ts_v%d_;", h ? "ts_vo_" : "ts_ve_", h);
       if (drain)
         line(e, "%s = ts_d%d_;", h ? "ts_do_" : "ts_de_", h);
@@ -648,7 +666,7 @@ emit_map(Emitter *e, const TsTileNode *n)
   } else {
     /* The destination is loaded too when the expression reads it: an in-place map (y = y * r). */
     emit_view_loads(e, n, all, NULL, TRUE);
-    emit_map_value(e, n, "", vexpr, cexpr, "ts_car0_", reads);
+    emit_map_value(e, n, "", vexpr, 0, reads);
     emit_map_store(e, dst, n->stream, TRUE, "ts_v_", NULL);
     if (drain)
       emit_map_store(e, drain, n->drain_stream, TRUE, "ts_d_", NULL);
@@ -657,17 +675,26 @@ emit_map(Emitter *e, const TsTileNode *n)
   line(e, "}");
   if (n->var)
     line(e, "float ts_sum_s = ts_vf_hsum(ts_sum_v);");
-  if (n->carry)
-    line(e, carry_max ? "float ts_car_s_ = ts_vf_hmax(ts_vf_max(ts_car0_, ts_car1_));"
-                      : "float ts_car_s_ = ts_vf_hsum(ts_car0_ + ts_car1_);");
+  for (guint c = 0; c < n_carries; c++)
+    line(e,
+         carry_is_max(g_ptr_array_index(n->carries, c))
+             ? "float ts_car%u_s = ts_vf_hmax(ts_vf_max(ts_car%u_0, ts_car%u_1));"
+             : "float ts_car%u_s = ts_vf_hsum(ts_car%u_0 + ts_car%u_1);",
+         c, c, c);
   line(e, "for (; j < (%s); j++) {", n->hi);
   e->depth++;
   emit_view_loads(e, n, all, NULL, FALSE);
   line(e, "const float ts_v_ = %s;", sexpr);
   if (n->var)
     line(e, "ts_sum_s += ts_v_;");
-  if (n->carry)
-    line(e, carry_max ? "ts_car_s_ = fmaxf(ts_car_s_, %s);" : "ts_car_s_ += %s;", csexpr);
+  for (guint c = 0; c < n_carries; c++) {
+    const TsTileCarry *cr = g_ptr_array_index(n->carries, c);
+    g_autofree char *csexpr = rewrite_float_expr(cr->expr, FALSE);
+    if (carry_is_max(cr))
+      line(e, "ts_car%u_s = fmaxf(ts_car%u_s, %s);", c, c, csexpr);
+    else
+      line(e, "ts_car%u_s += %s;", c, csexpr);
+  }
   emit_map_store(e, dst, FALSE, FALSE, "ts_v_", NULL);
   if (drain) {
     line(e, "const float ts_d_ = %s;", dsexpr);
@@ -677,8 +704,8 @@ emit_map(Emitter *e, const TsTileNode *n)
   line(e, "}");
   if (n->var)
     line(e, "%s = ts_sum_s;", n->var);
-  if (n->carry)
-    line(e, "%s = ts_car_s_;", n->carry);
+  for (guint c = 0; c < n_carries; c++)
+    line(e, "%s = ts_car%u_s;", ((const TsTileCarry *)g_ptr_array_index(n->carries, c))->var, c);
   e->depth--;
   line(e, "}");
   e->streamed |= n->stream || (drain && n->drain_stream);

@@ -253,7 +253,7 @@ emit_map(Emitter *e, const TsTileNode *n)
   }
   /* A thread's map is over its own register tile: the row-wide sums, carried reductions and
    * second stores of CPU row passes have no meaning there. */
-  if (n->var || n->carry || n->drain) {
+  if (n->var || n->carries || n->drain) {
     fail(e, TS_EMIT_ERROR_UNSUPPORTED,
          "CUDA target: a map's sum, carried reduction or second store is a CPU row-pass "
          "construct; GPU lowerings reduce rows with intrinsics");

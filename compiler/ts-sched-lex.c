@@ -74,6 +74,9 @@ const TsSchedMethod ts__sched_methods[] = {
      * its columns; "tile": in tiles of the work item's rows, each tile's G and Bt widened to
      * f32 once for all of them). Appended, as raster. */
     {"apply", 1, {"apply"}, {NULL}},
+    /* CPU layernorm: rows per pass (1, or 2: two rows' last passes jammed into one loop that
+     * loads G and Bt once for both and carries the next pair's sums). Appended, as raster. */
+    {"jam", 1, {"jam"}, {NULL}},
 };
 const guint ts__sched_n_methods = G_N_ELEMENTS(ts__sched_methods);
 

@@ -197,10 +197,8 @@ ts_tile_node_free(TsTileNode *node)
   g_free(node->step);
   g_free(node->expr);
   g_free(node->dst);
-  g_free(node->prefetch);
-  g_free(node->carry);
-  g_free(node->carry_step);
-  g_free(node->carry_expr);
+  g_clear_pointer(&node->prefetch, g_ptr_array_unref);
+  g_clear_pointer(&node->carries, g_ptr_array_unref);
   g_free(node->drain);
   g_free(node->drain_expr);
   g_clear_pointer(&node->args, g_ptr_array_unref);
@@ -371,8 +369,17 @@ void
 ts_tile_map_set_prefetch(TsTileNode *map, const char *where)
 {
   g_return_if_fail(map->op == TS_TILE_MAP);
-  g_free(map->prefetch);
-  map->prefetch = g_strdup(where);
+  g_clear_pointer(&map->prefetch, g_ptr_array_unref);
+  ts_tile_map_add_prefetch(map, where);
+}
+
+void
+ts_tile_map_add_prefetch(TsTileNode *map, const char *where)
+{
+  g_return_if_fail(map->op == TS_TILE_MAP);
+  if (map->prefetch == NULL)
+    map->prefetch = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(map->prefetch, g_strdup(where));
 }
 
 void
@@ -382,16 +389,27 @@ ts_tile_map_set_prefetch_l2(TsTileNode *map, const char *where)
   map->prefetch_l2 = TRUE;
 }
 
+static void
+carry_free(gpointer p)
+{
+  TsTileCarry *c = p;
+  g_free(c->var);
+  g_free(c->op);
+  g_free(c->expr);
+  g_free(c);
+}
+
 void
-ts_tile_map_set_carry(TsTileNode *map, const char *var, const char *op, const char *expr)
+ts_tile_map_add_carry(TsTileNode *map, const char *var, const char *op, const char *expr)
 {
   g_return_if_fail(map->op == TS_TILE_MAP);
-  g_free(map->carry);
-  g_free(map->carry_step);
-  g_free(map->carry_expr);
-  map->carry = g_strdup(var);
-  map->carry_step = g_strdup(op);
-  map->carry_expr = g_strdup(expr);
+  if (map->carries == NULL)
+    map->carries = g_ptr_array_new_with_free_func(carry_free);
+  TsTileCarry *c = g_new0(TsTileCarry, 1);
+  c->var = g_strdup(var);
+  c->op = g_strdup(op);
+  c->expr = g_strdup(expr);
+  g_ptr_array_add(map->carries, c);
 }
 
 void
@@ -632,15 +650,17 @@ print_node(GString *out, const TsTileNode *n, int depth)
     g_string_append_printf(out, "%s = tile.map(%s, j < %s)", n->dst, n->expr, n->hi);
     if (n->var)
       g_string_append_printf(out, " sum->%s", n->var);
-    if (n->carry)
-      g_string_append_printf(out, " carry %s = reduce_%s(%s)", n->carry, n->carry_step,
-                             n->carry_expr);
+    for (guint c = 0; n->carries && c < n->carries->len; c++) {
+      const TsTileCarry *cr = g_ptr_array_index(n->carries, c);
+      g_string_append_printf(out, " carry %s = reduce_%s(%s)", cr->var, cr->op, cr->expr);
+    }
     if (n->drain)
       g_string_append_printf(out, " and %s = %s%s", n->drain, n->drain_expr,
                              n->drain_stream ? " (stream)" : "");
     print_views(out, n);
-    if (n->prefetch)
-      g_string_append_printf(out, " prefetch%s=(%s)", n->prefetch_l2 ? "_l2" : "", n->prefetch);
+    for (guint p = 0; n->prefetch && p < n->prefetch->len; p++)
+      g_string_append_printf(out, " prefetch%s=(%s)", n->prefetch_l2 ? "_l2" : "",
+                             (const char *)g_ptr_array_index(n->prefetch, p));
     if (n->stream)
       g_string_append(out, " stream");
     break;

@@ -98,6 +98,11 @@ typedef struct {
   char *layout;        /* "row-major", "panel(MR=6)", ... for the printer */
 } TsTileBuffer;
 
+/* A map's carried reduction: var = op ("sum" or "max") of expr over the map's columns. */
+typedef struct {
+  char *var, *op, *expr;
+} TsTileCarry;
+
 /* A row view: name[j] is buffer[offset + j] (offset an expression; buffer global/shared). */
 typedef struct {
   char *name;
@@ -114,9 +119,9 @@ struct _TsTileNode {
   char *lo, *hi, *step; /* FOR range; REDUCE/MAP/SOFTMAX use hi as the column count */
   char *expr;     /* LET / REDUCE / MAP expression; REDUCE op in `step` ("sum"|"max") */
   char *dst;      /* MAP destination view; PACK/MMA/CONVERT destination buffer[offset] */
-  char *prefetch; /* MAP: a pointer expression p; the loop prefetches p[j] as it goes */
+  GPtrArray *prefetch; /* char*: MAP's pointer expressions p; the loop prefetches each p[j] */
   gboolean prefetch_l2; /* MAP: ... into L2 only (rows further ahead) */
-  char *carry, *carry_step, *carry_expr; /* MAP: carry = reduction carry_step of carry_expr */
+  GPtrArray *carries; /* TsTileCarry*: MAP's carried reductions, in order (NULL: none) */
   gboolean stream; /* MAP: the destination written with non-temporal stores */
   char *drain, *drain_expr; /* MAP: a second destination view, drain[j] = drain_expr */
   gboolean drain_stream;    /* MAP: ... written with non-temporal stores */
@@ -211,11 +216,14 @@ TsTileNode *ts_tile_map(TsTileNode *parent, const char *dst, const char *expr, c
 void ts_tile_map_set_prefetch(TsTileNode *map, const char *where);
 /* ... into L2 only: for a row several rows ahead, which would evict the rows in use from L1. */
 void ts_tile_map_set_prefetch_l2(TsTileNode *map, const char *where);
+/* ... and also where[j] (the same level): a second row ahead, for rows processed in pairs. */
+void ts_tile_map_add_prefetch(TsTileNode *map, const char *where);
 /* The map also reduces expr (over its views, at the same columns) with op ("sum" or "max")
  * into var, an f32 declared before it, assigned when the map ends: a row op's first reduction
  * of the next row fused into this row's last pass, so that pass reads memory while it writes
- * (as a copy does) and the row's own passes run from cache. */
-void ts_tile_map_set_carry(TsTileNode *map, const char *var, const char *op, const char *expr);
+ * (as a copy does) and the row's own passes run from cache. A map may carry several, each
+ * with its own accumulators (rows processed in pairs carry the next pair's). */
+void ts_tile_map_add_carry(TsTileNode *map, const char *var, const char *op, const char *expr);
 /* The map's stores bypass the caches (non-temporal, where the target has them): for an output
  * that is written once and not read again soon, it saves reading each line in before it is
  * written, and leaves the cache to the input. The team's stores are fenced before it ends. */

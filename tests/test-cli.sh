@@ -66,6 +66,12 @@ expect 0 'const float rstd = ST\[2 \* \(i - i0\) \+ 1\];' -- lower layernorm_saf
 expect 2 "violates the constraint 'apply == \"row\" \|\| pipeline == \"none\"'" -- lower layernorm_safe --shape M=8,N=64 --schedule 'apply("tile")' --stage tile
 expect 2 "violates the constraint 'apply == \"row\" \|\| BM > 1'" -- lower layernorm_safe --shape M=8,N=64 --schedule 'block(m=1).pipeline("none").apply("tile")' --stage tile
 expect 2 "schedule knob 'apply' is not used by cpu kernels" -- lower rmsnorm_safe --shape M=8,N=64 --schedule 'apply("row")' --stage tile
+# layernorm's jam(2): two rows' last passes in one loop, the next pair's sums carried
+expect 0 'carry s = reduce_sum\(xn\) carry s2 = reduce_sum\(xn2\) and y2 = \(x2 - mean2\) \* rstd2 \* g \+ b' -- lower layernorm_safe --shape M=8,N=64 --schedule 'block(m=4).pipeline("next").jam(2)' --stage tile
+expect 0 'prefetch_l2=\(X \+ min\(i \+ 4, M - 1\) \* N\) prefetch_l2=\(X \+ min\(i \+ 5, M - 1\) \* N\)' -- lower layernorm_safe --shape M=8,N=64 --schedule 'block(m=4).pipeline("next").jam(2)' --stage tile
+expect 0 'ts_car1_s \+= xn2;' -- lower layernorm_safe --shape M=8,N=45 --dtype f16 --schedule 'block(m=4).pipeline("next").jam(2)' --stage target
+expect 2 "violates the constraint 'jam == 1 \|\| pipeline == \"next\"'" -- lower layernorm_safe --shape M=8,N=64 --schedule 'block(m=4).pipeline("none").jam(2)' --stage tile
+expect 2 "schedule knob 'jam' is not used by cpu kernels" -- lower rmsnorm_safe --shape M=8,N=64 --schedule 'jam(2)' --stage tile
 # softmax's fast exp takes the row's max inside (x - m folded into its first multiply-add)
 expect 0 'tile.map\(exp_fast_sub\(x, m\), j < N\) sum->l' -- lower softmax_safe --backend cpu --shape M=8,N=64 --dtype bf16 --schedule 'softmax("stored").math("fast")' --stage tile
 expect 0 'ts_vf_exp_fast_sub\(x, m\)' -- lower softmax_safe --backend cpu --shape M=8,N=64 --dtype f16 --schedule 'softmax("max_first").math("fast")' --stage target

@@ -956,6 +956,28 @@ count_knob_value(TsOpInstance *inst, const TsDeviceInfo *dev, const char *knob,
   return n;
 }
 
+/* ... the same for an integer knob */
+static guint
+count_knob_int(TsOpInstance *inst, const TsDeviceInfo *dev, const char *knob, gint64 value,
+               guint *total)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, dev);
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+  TsSchedPoint *p;
+  guint n = 0;
+  *total = 0;
+  while (ts_sched_iter_next(it, &p, &error)) {
+    g_autoptr(TsSchedPoint) point = p;
+    n += ts_sched_point_get_int(point, knob, -1) == value;
+    (*total)++;
+  }
+  g_assert_no_error(error);
+  return n;
+}
+
 static guint
 count_cpu_points(TsOpInstance *inst, const TsDeviceInfo *dev, guint *wide, guint *max_acc,
                  GHashTable *seen)
@@ -1466,9 +1488,11 @@ test_cpu_rows_apply_tile(void)
                                   ".apply(\"tile\")");
         guint total, tiled = count_knob_value(inst, dev, "apply", "tile", &total);
         guint piped = count_knob_value(inst, dev, "pipeline", "next", &total);
+        guint jammed = count_knob_int(inst, dev, "jam", 2, &total);
         g_assert_cmpuint(tiled, >, 0);
-        g_assert_cmpuint(piped * 2 + tiled, ==, total);
-        g_assert_cmpuint(tiled * 3, ==, piped * 2); /* not at block(m=1), one of 3 */
+        g_assert_cmpuint((piped - jammed) * 2 + tiled, ==, total - jammed);
+        g_assert_cmpuint(tiled * 3, ==, (piped - jammed) * 2); /* not at block(m=1), one of 3 */
+        g_assert_cmpuint(jammed, ==, tiled); /* pipeline("next") where the tile has none */
         /* both asked for, or a value the lowering does not know: refused, saying why */
         static const struct {
           const char *point, *says;
@@ -1489,6 +1513,65 @@ test_cpu_rows_apply_tile(void)
           g_clear_error(&error);
         }
       }
+}
+
+/* layernorm's jam(2) (two rows' last passes in one loop, G and Bt loaded once for both, the
+ * next pair's sums carried) verifies in every dtype with work items of 3, 4 and 7 of 7 rows (an
+ * odd item ends with a row paired with itself), one and two threads, both stores, every vector
+ * width the machine has, with a scalar tail (N = 45) and without (N = 64); in bf16, where the
+ * sums of both forms add the same lane pairs in the same order, it gives jam(1)'s bytes. The
+ * space offers it with pipeline("next") only; the lowering refuses it without, and other
+ * values, saying why. */
+static void
+test_cpu_layernorm_jam(void)
+{
+  const TsDeviceInfo *dev = ts_backend_describe(backend);
+  for (guint d = 0; d < G_N_ELEMENTS(dtypes); d++)
+    for (gint64 n = 45; n <= 64; n += 19) {
+      g_autofree char *shape = g_strdup_printf("M=7,N=%" G_GINT64_FORMAT, n);
+      GError *error = NULL;
+      g_autoptr(TsOpInstance) inst = ts_op_instance_new("layernorm_safe", shape, dtypes[d],
+                                                        &error);
+      g_assert_no_error(error);
+      for (guint v = 4; v <= 16 && v <= (guint)dev->vector_bits / 32; v *= 2)
+        for (gint64 bm = 3; bm <= 7; bm += bm == 3 ? 1 : 3) {
+          g_autofree char *base = g_strdup_printf(
+              "block(m=%" G_GINT64_FORMAT ").vector(%u).threads(%d).store(\"%s\")"
+              ".pipeline(\"next\").apply(\"row\")",
+              bm, v, bm == 4 ? 1 : 2, bm == 7 ? "cached" : "stream");
+          g_autofree char *one = g_strdup_printf("%s.jam(1)", base);
+          g_autofree char *two = g_strdup_printf("%s.jam(2)", base);
+          assert_cpu_point_ok(inst, two);
+          if (!g_str_has_prefix(dtypes[d], "bf16"))
+            continue;
+          g_autoptr(GBytes) a = row_op_output("layernorm_safe", 7, n, dtypes[d], one);
+          g_autoptr(GBytes) b = row_op_output("layernorm_safe", 7, n, dtypes[d], two);
+          if (!g_bytes_equal(a, b))
+            g_error("layernorm bf16 N=%" G_GINT64_FORMAT " %s: differs from jam(1)", n, two);
+        }
+      guint total, jammed = count_knob_int(inst, dev, "jam", 2, &total);
+      guint tiled = count_knob_value(inst, dev, "apply", "tile", &total);
+      g_assert_cmpuint(jammed, >, 0);
+      g_assert_cmpuint(jammed, ==, tiled);
+      static const struct {
+        const char *point, *says;
+      } bad[] = {
+          {"block(m=4).vector(8).threads(1).pipeline(\"none\").apply(\"row\").jam(2)",
+           "use pipeline(\"next\")"},
+          {"block(m=4).vector(8).threads(1).pipeline(\"next\").apply(\"row\").jam(3)",
+           "jam(3) is not 1 or 2"},
+      };
+      for (guint b = 0; b < G_N_ELEMENTS(bad); b++) {
+        g_autoptr(TsSchedPoint) user = ts_sched_point_parse(bad[b].point, &error);
+        g_assert_no_error(error);
+        g_autoptr(TsTrialResult) res = ts_op_run(inst, backend, user, NULL, &error);
+        const char *msg = error ? error->message : res->message;
+        g_assert_true(error != NULL || res->status != TS_TRIAL_OK);
+        if (strstr(msg, bad[b].says) == NULL)
+          g_error("%s: '%s' does not say '%s'", bad[b].point, msg, bad[b].says);
+        g_clear_error(&error);
+      }
+    }
 }
 
 /* softmax's pipeline("skew") (row i's exps computed while row i + 1's max is read and row
@@ -1598,7 +1681,8 @@ test_cpu_rows_pipeline(void)
         guint online = count_knob_value(inst, dev, "softmax", "online", &total);
         guint tiled = count_knob_value(inst, dev, "apply", "tile", &total);
         guint skewed = count_knob_value(inst, dev, "pipeline", "skew", &total);
-        g_assert_cmpuint(piped * 2 + online + tiled + skewed, ==, total);
+        guint jammed = count_knob_int(inst, dev, "jam", 2, &total);
+        g_assert_cmpuint((piped - jammed) * 2 + online + tiled + skewed + jammed, ==, total);
         g_assert_cmpuint(piped, >, 0);
       }
     }
@@ -2195,6 +2279,7 @@ main(int argc, char **argv)
   g_test_add_func("/ops/cpu/rows-pipeline", test_cpu_rows_pipeline);
   g_test_add_func("/ops/cpu/rows-apply-tile", test_cpu_rows_apply_tile);
   g_test_add_func("/ops/cpu/softmax-skew", test_cpu_softmax_skew);
+  g_test_add_func("/ops/cpu/layernorm-jam", test_cpu_layernorm_jam);
   g_test_add_func("/ops/emit/private-row-order", test_emit_private_row_order);
   g_test_add_func("/ops/emit/tile-set", test_emit_tile_set);
   g_test_add_func("/ops/emit/map-drain", test_emit_map_drain);
