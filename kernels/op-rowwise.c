@@ -27,17 +27,32 @@ check_knobs(const char *op, gint64 block, gint64 v, gint64 t, GError **error)
   return TRUE;
 }
 
-/* for i0 in range(0, M, BM) parallel: the loop over work items of BM rows. scratch: the name
- * of an f32 row of N floats each thread gets for itself, or NULL. */
+/* The team of a row op: BM and VEC defined, and the parallel region its threads run, where
+ * per-thread buffers are allocated. */
 static TsTileNode *
-row_items(TsTileKernel *k, const TsSchedPoint *point, const char *scratch)
+row_team(TsTileKernel *k, const TsSchedPoint *point)
 {
   ts_tile_kernel_define(k, "BM", KNOB("BM"));
   ts_tile_kernel_define(k, "VEC", KNOB("vector"));
-  TsTileNode *par = ts_tile_parallel(k->body, KNOB("threads"));
+  return ts_tile_parallel(k->body, KNOB("threads"));
+}
+
+/* ... for i0 in range(0, M, BM) parallel: the loop over work items of BM rows. */
+static TsTileNode *
+row_items_in(TsTileNode *par)
+{
+  return ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
+}
+
+/* The team and its loop over work items. scratch: the name of an f32 row of N floats each
+ * thread gets for itself, or NULL. */
+static TsTileNode *
+row_items(TsTileKernel *k, const TsSchedPoint *point, const char *scratch)
+{
+  TsTileNode *par = row_team(k, point);
   if (scratch != NULL)
     ts_tile_alloc_row(par, k, scratch, "N", "one f32 row");
-  return ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
+  return row_items_in(par);
 }
 
 /* ... : for i in range(i0, min(i0 + BM, M)): <row body> */
@@ -183,17 +198,15 @@ static TsTileNode *
 row_tiles(TsTileKernel *k, const TsSchedPoint *point, const RowParam *params, guint n_params,
           TsTileNode **tile)
 {
-  ts_tile_kernel_define(k, "BM", KNOB("BM"));
-  ts_tile_kernel_define(k, "VEC", KNOB("vector"));
+  TsTileNode *par = row_team(k, point);
   ts_tile_kernel_define(k, "TN", ROW_TILE_N);
-  TsTileNode *par = ts_tile_parallel(k->body, KNOB("threads"));
   for (guint p = 0; p < n_params; p++) {
     g_autofree char *w = g_strdup_printf("%sw", params[p].buffer);
     ts_tile_alloc_row(par, k, w, "TN", "one f32 column tile");
   }
   ts_tile_alloc(par, k, "ST", TS_MEM_REGISTER, TS_DTYPE_F32, "2 * BM", TRUE,
                 "statistics per row");
-  TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
+  TsTileNode *i0 = row_items_in(par);
   ts_tile_let(i0, "iend", TS_DTYPE_INT32, "min(i0 + BM, M)");
   TsTileNode *rows = ts_tile_for(i0, "i", "i0", "iend", "1", TS_FOR_SERIAL);
   TsTileNode *jc = ts_tile_for(i0, "jc", "0", "N", "TN", TS_FOR_SERIAL);
@@ -709,13 +722,11 @@ softmax_skewed(TsTileKernel *k, const TsSchedPoint *point, const char *e_xm, GEr
   gboolean stream;
   if (!store_knob("softmax_safe", point, &stream, error))
     return FALSE;
-  ts_tile_kernel_define(k, "BM", KNOB("BM"));
-  ts_tile_kernel_define(k, "VEC", KNOB("vector"));
-  TsTileNode *par = ts_tile_parallel(k->body, KNOB("threads"));
+  TsTileNode *par = row_team(k, point);
   ts_tile_alloc_row(par, k, "W", "2 * N", "two f32 rows: this row's exps and the last one's");
   ts_tile_alloc(par, k, "R", TS_MEM_REGISTER, TS_DTYPE_F32, "1", TRUE,
                 "1 / the sum of the last row's exps");
-  TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
+  TsTileNode *i0 = row_items_in(par);
   ts_tile_let(i0, "iend", TS_DTYPE_INT32, "min(i0 + BM, M)");
   TsTileNode *first = ts_tile_reduce(i0, "m", "max", "x", "N");
   ts_tile_node_add_view(first, "x", "X", "i0 * N");
@@ -931,10 +942,10 @@ layernorm_variance(TsTileNode *row)
 static gboolean
 layernorm_jammed(TsTileKernel *k, const TsSchedPoint *point, GError **error)
 {
-  TsTileNode *par = ts_tile_parallel(k->body, KNOB("threads"));
-  ts_tile_kernel_define(k, "BM", KNOB("BM"));
-  ts_tile_kernel_define(k, "VEC", KNOB("vector"));
-  TsTileNode *i0 = ts_tile_for(par, "i0", "0", "M", "BM", TS_FOR_PARALLEL_DYNAMIC);
+  gboolean stream;
+  if (!store_knob("layernorm_safe", point, &stream, error))
+    return FALSE;
+  TsTileNode *i0 = row_items(k, point, NULL);
   ts_tile_let(i0, "iend", TS_DTYPE_INT32, "min(i0 + BM, M)");
   TsTileNode *s = ts_tile_reduce(i0, "s", "sum", "x", "N");
   ts_tile_node_add_view(s, "x", "X", "i0 * N");
@@ -949,9 +960,6 @@ layernorm_jammed(TsTileKernel *k, const TsSchedPoint *point, GError **error)
   ts_tile_node_add_view(q2, "x", "X", "i1 * N");
   ts_tile_let(row, "rstd2", TS_DTYPE_F32, "1.0f / sqrt(q2 / (float)N + eps)");
   TsTileNode *map = ts_tile_map(row, "y", "(x - mean) * rstd * g + b", "N");
-  gboolean stream;
-  if (!store_knob("layernorm_safe", point, &stream, error))
-    return FALSE;
   ts_tile_map_set_drain(map, "y2", "(x2 - mean2) * rstd2 * g + b", stream);
   ts_tile_map_add_carry(map, "s", "sum", "xn");
   ts_tile_map_add_carry(map, "s2", "sum", "xn2");
