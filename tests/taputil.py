@@ -1,11 +1,13 @@
 """taputil.py — what the end-to-end Python tests share: TAP lines that stop at the first
 failure, a subprocess run that shows what a failing command printed, and SQLite queries on a
 schedule cache. Imported from the test's own folder (Python puts it first on sys.path)."""
+import atexit
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 
 count = 0
 
@@ -18,6 +20,17 @@ def ok(cond, what):
     if not cond:
         print("1..%d" % count)
         sys.exit(1)
+
+
+def scratch(prefix):
+    """A fresh directory for the test's files, removed when the test exits however it ends (a
+    failed check, an exception); KEEP=1 in the environment keeps it and prints its path."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    if os.environ.get("KEEP"):
+        print("# scratch directory kept: %s" % path)
+    else:
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def done():

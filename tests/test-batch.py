@@ -5,15 +5,13 @@ line is not tuned again), the line's options over the batch's, a re-run that mea
 the JSON output, and files with bad lines refused before anything is tuned. Prints TAP."""
 import json
 import os
-import shutil
 import socket
 import sys
-import tempfile
 
-from taputil import done, ok, rows, run
+from taputil import done, ok, rows, run, scratch
 
 TT = sys.argv[1]
-TMP = tempfile.mkdtemp(prefix="tessera-batch-test-")
+TMP = scratch("tessera-batch-test-")
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
 
 
@@ -102,5 +100,4 @@ ok(p.returncode == 2 and "missing.txt" in p.stderr, "a missing file is named")
 p = tt("batch", good, "--shape", "M=1,N=1,K=1", check=2)
 ok(p.returncode == 2, "--shape belongs to a line, not the batch")
 
-shutil.rmtree(TMP)
 done()

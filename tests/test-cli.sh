@@ -4,7 +4,12 @@
 # fails on the first broken expectation.
 set -u
 TT=$1
-export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
+# A cache of its own unless the caller gave one, removed however the test ends.
+if [ -z "${XDG_CACHE_HOME:-}" ]; then
+  XDG_CACHE_HOME=$(mktemp -d)
+  trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
+fi
+export XDG_CACHE_HOME
 n=0
 fail() { echo "not ok $n - $*"; exit 1; }
 ok() { n=$((n+1)); echo "ok $n - $*"; }

@@ -10,17 +10,15 @@ Usage: test-coll.py TESSERA_TUNE WITH_MPI(yes|no) [TESSERA_STUDIO|none]. Prints 
 without mpirun or MPI."""
 import json
 import os
-import shutil
 import stat
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 
-from taputil import done, mpi_env, ok, rows, run
+from taputil import done, mpi_env, ok, rows, run, scratch
 
 TT, WITH_MPI = sys.argv[1], sys.argv[2] == "yes"
 STUDIO = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] != "none" else None
-TMP = tempfile.mkdtemp(prefix="tessera-coll-test-")
+TMP = scratch("tessera-coll-test-")
 MPIRUN, ENV = mpi_env(WITH_MPI, os.path.join(TMP, "cache"))
 DB = os.path.join(TMP, "coll.db")
 # Short launches: a few rounds of a few ms each.
@@ -240,5 +238,4 @@ ok(p.returncode == 2 and "outside mpirun" in p.stderr,
 ok(rows(DB, "SELECT COUNT(*) FROM workload WHERE shape = 'BYTES=64,RANKS=2'") == [(0,)],
    "nothing refused was stored")
 
-shutil.rmtree(TMP, ignore_errors=True)
 done()

@@ -7,15 +7,13 @@ bad input is a usage error that says what was wrong. Prints TAP."""
 import json
 import os
 import re
-import shutil
 import sqlite3
 import sys
-import tempfile
 
-from taputil import done, ok, run
+from taputil import done, ok, run, scratch
 
 TT, SRC = sys.argv[1], sys.argv[2]
-TMP = tempfile.mkdtemp(prefix="tessera-kernels-test-")
+TMP = scratch("tessera-kernels-test-")
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
 SAXPY = os.path.join(SRC, "examples", "saxpy.tsk")
 AFFINE = os.path.join(SRC, "tests", "kernels", "affine_relu.tsk")
@@ -431,4 +429,3 @@ for args, want in cases:
                             if p.stderr.strip() else "no message"))
 
 done()
-shutil.rmtree(TMP, ignore_errors=True)

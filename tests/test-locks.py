@@ -11,13 +11,12 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
-from taputil import done, ok, run
+from taputil import done, ok, run, scratch
 
 TT, GATE = sys.argv[1], sys.argv[2]
-TMP = tempfile.mkdtemp(prefix="tessera-locks-test-")
+TMP = scratch("tessera-locks-test-")
 LOCKS = os.path.join(TMP, "locks")
 os.makedirs(LOCKS)
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"), TESSERA_LOCK_DIR=LOCKS)

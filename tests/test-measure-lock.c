@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test-util.h"
 #include "ts-measure-lock.h"
 
 typedef struct {
@@ -20,7 +21,18 @@ on_wait(gpointer data, const char *holder)
   g_ptr_array_add(w->told, g_strdup(holder ? holder : ""));
 }
 
-static char *
+/* A lock directory of the test's own, removed with its lock files when the test ends. */
+typedef char LockDir;
+
+static void
+lock_dir_free(LockDir *dir)
+{
+  ts_test_remove_tree(dir);
+  g_free(dir);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(LockDir, lock_dir_free)
+
+static LockDir *
 fresh_dir(void)
 {
   char *dir = g_dir_make_tmp("tessera-lock-test-XXXXXX", NULL);
@@ -32,7 +44,7 @@ fresh_dir(void)
 static void
 test_exclusive_waits(void)
 {
-  g_autofree char *dir = fresh_dir();
+  g_autoptr(LockDir) dir = fresh_dir();
   g_setenv("TESSERA_MEASURE_LOCK", "0.3", TRUE);
   g_autoptr(TsMeasureLock) a =
     ts_measure_lock_acquire("cuda-pci-0000:19:00", TS_MEASURE_LOCK_EXCLUSIVE, "gemm A", NULL, NULL);
@@ -79,7 +91,7 @@ test_exclusive_waits(void)
 static void
 test_shared_and_stale(void)
 {
-  g_autofree char *dir = fresh_dir();
+  g_autoptr(LockDir) dir = fresh_dir();
   g_setenv("TESSERA_MEASURE_LOCK", "0.2", TRUE);
   g_autoptr(TsMeasureLock) s1 =
     ts_measure_lock_acquire(TS_MEASURE_LOCK_HOST, TS_MEASURE_LOCK_SHARED, NULL, NULL, NULL);
@@ -121,7 +133,7 @@ test_shared_and_stale(void)
 static void
 test_file_replaced(void)
 {
-  g_autofree char *dir = fresh_dir();
+  g_autoptr(LockDir) dir = fresh_dir();
   g_setenv("TESSERA_MEASURE_LOCK", "0.2", TRUE);
   g_autoptr(TsMeasureLock) old =
     ts_measure_lock_acquire("host", TS_MEASURE_LOCK_EXCLUSIVE, "old", NULL, NULL);
@@ -140,7 +152,7 @@ test_file_replaced(void)
 static void
 test_off_and_unusable(void)
 {
-  g_autofree char *dir = fresh_dir();
+  g_autoptr(LockDir) dir = fresh_dir();
   g_setenv("TESSERA_MEASURE_LOCK", "off", TRUE);
   g_assert_cmpfloat(ts_measure_lock_max_wait_s(), <, 0);
   g_autoptr(TsMeasureLock) a =

@@ -10,14 +10,14 @@ import json
 import math
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
+
+from taputil import scratch
 
 TT = sys.argv[1]
-TMP = tempfile.mkdtemp(prefix="tessera-model-test-")
+TMP = scratch("tessera-model-test-")
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
 DB = os.path.join(TMP, "m.db")
 # 16 points, all valid: enough to rank, small enough to measure exhaustively in seconds.
@@ -149,4 +149,3 @@ ok(p.returncode == 2 and "stored cost model" in p.stderr, "a corrupt model: exit
 ok(rows("SELECT count(*) FROM trial")[0][0] == 54, "and no trial is lost")
 
 print("1..%d" % count)
-shutil.rmtree(TMP, ignore_errors=True)

@@ -8,18 +8,16 @@ the job down without losing what was stored: a re-run resumes and measures only 
 Usage: test-mpi.py TESSERA_TUNE WITH_MPI(yes|no). Prints TAP; skips (77) without mpirun or MPI."""
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 
-from taputil import done, mpi_env, ok, rows, run
+from taputil import done, mpi_env, ok, rows, run, scratch
 
 TT, WITH_MPI = sys.argv[1], sys.argv[2] == "yes"
-TMP = tempfile.mkdtemp(prefix="tessera-mpi-test-")
+TMP = scratch("tessera-mpi-test-")
 MPIRUN, ENV = mpi_env(WITH_MPI, os.path.join(TMP, "cache"), TESSERA_TEST_OPS="1")
 MPI = [MPIRUN, "--oversubscribe"]
 
@@ -145,5 +143,4 @@ ok(p.returncode == 0 and res["resumed"] == before and res["measured"] == valid -
    rows(kdb, "SELECT count(*) FROM trial")[0][0] == valid and res["exhausted"],
    "a re-run resumes the stored trials and measures only the rest")
 
-print("# tmp", TMP) if os.environ.get("KEEP") else shutil.rmtree(TMP, ignore_errors=True)
 done()

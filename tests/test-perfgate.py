@@ -10,11 +10,12 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 
+from taputil import scratch
+
 GATE = sys.argv[1]
-TMP = tempfile.mkdtemp(prefix="tessera-perfgate-test-")
+TMP = scratch("tessera-perfgate-test-")
 DB = os.path.join(TMP, "gate.db")
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"), TESSERA_TEST_OPS="1")
 count = 0

@@ -8,14 +8,14 @@ its phases and kernels nested, the timed launches being the stored samples. Prin
 import json
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
+
+from taputil import scratch
 
 TT = sys.argv[1]
-TMP = tempfile.mkdtemp(prefix="tessera-profile-test-")
+TMP = scratch("tessera-profile-test-")
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
 DB = os.path.join(TMP, "p.db")
 GEMM = ["gemm", "--shape", "M=64,N=48,K=32", "--db", DB]
@@ -269,4 +269,3 @@ ok(p.returncode == 0 and all(w in p.stdout for w in
    "profile --help documents the outputs")
 
 print("1..%d" % count)
-shutil.rmtree(TMP, ignore_errors=True)

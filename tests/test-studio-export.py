@@ -8,16 +8,16 @@ decode to the asked size; bad input fails with a message naming it. Prints TAP."
 import json
 import os
 import re
-import shutil
 import sqlite3
 import struct
 import subprocess
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 
+from taputil import scratch
+
 TT, STUDIO, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
-TMP = tempfile.mkdtemp(prefix="tessera-studio-export-")
+TMP = scratch("tessera-studio-export-")
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
 ENV.pop("DISPLAY", None)  # exports need no display
 ENV.pop("WAYLAND_DISPLAY", None)
@@ -243,4 +243,3 @@ ok(p.returncode == 3 and "bad.db" in p.stderr, "a corrupt cache exits 3 naming t
 ok(open(bad, "rb").read() == b"this is not a database" * 100, "the corrupt file is left as it was")
 
 print("1..%d" % count)
-shutil.rmtree(TMP, ignore_errors=True)

@@ -13,12 +13,13 @@ import sqlite3
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 
+from taputil import scratch
+
 TT, STUDIO = sys.argv[1], sys.argv[2]
-TMP = tempfile.mkdtemp(prefix="tessera-studio-test-")
+TMP = scratch("tessera-studio-test-")
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"),
            XDG_DATA_HOME=os.path.join(TMP, "data"), XDG_CONFIG_HOME=os.path.join(TMP, "config"),
            GTK_A11Y="none", GSETTINGS_BACKEND="memory",
@@ -268,4 +269,3 @@ p, out, m = screenshots(BADTRACE, "badtrace")
 ok(p.returncode != 0 and BADTRACE in p.stderr, "a malformed trace fails with a message naming it")
 
 print("1..%d" % count)
-shutil.rmtree(TMP, ignore_errors=True)

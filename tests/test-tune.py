@@ -11,11 +11,12 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 
+from taputil import scratch
+
 TT = sys.argv[1]
-TMP = tempfile.mkdtemp(prefix="tessera-tune-test-")
+TMP = scratch("tessera-tune-test-")
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"), TESSERA_TEST_OPS="1")
 # Artifacts are content-addressed: share them with the other tests' runs to save compiles.
 count = 0
