@@ -22,6 +22,7 @@ typedef struct {
   gboolean streamed; /* a map since the last fence wrote with non-temporal stores */
   /* thread-private f32 rows -> 1 if loops use them in lane pairs, 2 if in order */
   GHashTable *row_order;
+  guint row_consts; /* TsExpSub constants declared so far (hoist_row_consts) */
 } Emitter;
 
 static gboolean
@@ -145,6 +146,8 @@ rewrite_float_expr(const char *expr, gboolean vector)
     {"exp_fast", "ts_vf_exp_fast", "ts_exp_fast_f32"},
     /* exp_fast_sub(x, m) = exp(x - m), m the same for every lane */
     {"exp_fast_sub", "ts_vf_exp_fast_sub", "ts_exp_fast_sub_f32"},
+    /* the same with m's constants made ahead of the loop (hoist_row_consts) */
+    {"exp_fast_sub_row", "ts_vf_exp_fast_sub_row", "ts_exp_fast_sub_row_f32"},
     {"sqrt", "ts_vf_sqrt", "sqrtf"},
     {"max", "ts_vf_max", "fmaxf"},
     /* a value with no view in it, where a vector is wanted (an argument of max) */
@@ -181,6 +184,60 @@ expr_mentions(const char *expr, const char *name)
       return TRUE;
   }
   return FALSE;
+}
+
+/* End of the parenthesised list opening at open (its ')'), and its top-level comma, or NULL. */
+static const char *
+call_end(const char *open, const char **comma)
+{
+  int depth = 0;
+  *comma = NULL;
+  for (const char *p = open; *p; p++) {
+    if (*p == '(')
+      depth++;
+    else if (*p == ')' && --depth == 0)
+      return p;
+    else if (*p == ',' && depth == 1 && *comma == NULL)
+      *comma = p;
+  }
+  return NULL;
+}
+
+/* exp_fast_sub(a, m) where m is the same for every column (it names none of the node's views):
+ * m's constants (TsExpSub) are declared once, ahead of the loop, and the call becomes
+ * exp_fast_sub_row(a, ts_esK_). Made in the loop, they cost as much as the exp (the compiler
+ * does not hoist the branches of the exp they need). Returns expr rewritten. */
+static char *
+hoist_row_consts(Emitter *e, const TsTileNode *n, const char *expr)
+{
+  static const char fn[] = "exp_fast_sub";
+  GString *out = g_string_new(NULL);
+  const char *p = expr;
+  for (const char *hit = strstr(p, fn); hit; hit = strstr(p, fn)) {
+    const char *open = hit + strlen(fn);
+    const char *comma, *end = NULL;
+    gboolean word = hit == expr || !(g_ascii_isalnum(hit[-1]) || hit[-1] == '_');
+    if (word && *open == '(')
+      end = call_end(open, &comma);
+    g_autofree char *m = end && comma ? g_strstrip(g_strndup(comma + 1, end - comma - 1)) : NULL;
+    gboolean per_column = m == NULL;
+    for (guint i = 0; m && i < n->views->len; i++)
+      per_column |= expr_mentions(m, ((const TsTileView *)g_ptr_array_index(n->views, i))->name);
+    if (per_column) {
+      g_string_append_len(out, p, open - p);
+      p = open;
+      continue;
+    }
+    g_autofree char *a = g_strndup(open + 1, comma - open - 1);
+    g_autofree char *inner = hoist_row_consts(e, n, a);
+    guint k = e->row_consts++;
+    line(e, "const TsExpSub ts_es%u_ = ts_exp_sub_row(%s);", k, m);
+    g_string_append_len(out, p, hit - p);
+    g_string_append_printf(out, "exp_fast_sub_row(%s, ts_es%u_)", inner, k);
+    p = end + 1;
+  }
+  g_string_append(out, p);
+  return g_string_free(out, FALSE);
 }
 
 /* Declares the views read by expr at column j, as vectors or scalars. */
@@ -431,12 +488,13 @@ emit_reduce(Emitter *e, const TsTileNode *n)
     fail(e, TS_EMIT_ERROR_UNSUPPORTED, "C target: reduction '%s' (only sum and max)", n->step);
     return;
   }
-  g_autofree char *vexpr = rewrite_float_expr(n->expr, TRUE);
-  g_autofree char *sexpr = rewrite_float_expr(n->expr, FALSE);
   const char *init = is_max ? "-INFINITY" : "0.0f";
   line(e, "float %s;", n->var);
   line(e, "{");
   e->depth++;
+  g_autofree char *expr = hoist_row_consts(e, n, n->expr);
+  g_autofree char *vexpr = rewrite_float_expr(expr, TRUE);
+  g_autofree char *sexpr = rewrite_float_expr(expr, FALSE);
   /* Two independent vector accumulators hide the FMA/add latency of one dependent chain. */
   line(e, "ts_vf acc0 = ts_vf_splat(%s), acc1 = ts_vf_splat(%s);", init, init);
   line(e, "int64_t j = 0;");
@@ -618,8 +676,6 @@ emit_map(Emitter *e, const TsTileNode *n)
          n->drain);
     return;
   }
-  g_autofree char *vexpr = rewrite_float_expr(n->expr, TRUE);
-  g_autofree char *sexpr = rewrite_float_expr(n->expr, FALSE);
   g_autofree char *dsexpr = n->drain ? rewrite_float_expr(n->drain_expr, FALSE) : NULL;
   gboolean reads = FALSE;
   for (guint i = 0; i < n->views->len; i++) {
@@ -631,6 +687,9 @@ emit_map(Emitter *e, const TsTileNode *n)
     line(e, "float %s;", n->var);
   line(e, "{");
   e->depth++;
+  g_autofree char *expr = hoist_row_consts(e, n, n->expr);
+  g_autofree char *vexpr = rewrite_float_expr(expr, TRUE);
+  g_autofree char *sexpr = rewrite_float_expr(expr, FALSE);
   if (n->var)
     line(e, "ts_vf ts_sum_v = ts_vf_splat(0.0f);");
   for (guint c = 0; c < n_carries; c++) {

@@ -1812,6 +1812,46 @@ test_emit_map_drain(void)
   }
 }
 
+/* exp_fast_sub(a, m) with m the same for every column gets m's constants made once, ahead of
+ * the loop; an m that reads a view stays in the loop, and calls nest (the softmax tests run
+ * the kernels this makes). */
+static void
+test_emit_row_consts(void)
+{
+  GError *error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("softmax_safe", "M=1,N=37", "f32", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsTileKernel) k = ts_tile_kernel_new("rows", "softmax_safe",
+                                                 ts_op_instance_dtype(inst));
+  ts_tile_kernel_add_param(k, "X", TS_DTYPE_F32, "N");
+  ts_tile_kernel_add_param(k, "Y", TS_DTYPE_F32, "N");
+  ts_tile_kernel_add_int_param(k, "N");
+  ts_tile_kernel_define(k, "VEC", 8);
+  TsTileNode *par = ts_tile_parallel(k->body, 1);
+  TsTileNode *r = ts_tile_reduce(par, "m", "max", "x", "N");
+  ts_tile_node_add_view(r, "x", "X", "0");
+  TsTileNode *s = ts_tile_reduce(par, "l", "sum", "exp_fast_sub(exp_fast_sub(x, m), m - 1.0f)", "N");
+  ts_tile_node_add_view(s, "x", "X", "0");
+  TsTileNode *mp = ts_tile_map(par, "y", "exp_fast_sub(x, m) + exp_fast_sub(x, x) + l", "N");
+  ts_tile_node_add_view(mp, "x", "X", "0");
+  ts_tile_node_add_view(mp, "y", "Y", "0");
+  g_autofree char *src = ts_emit_c(k, "rows", NULL, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(src, "const TsExpSub ts_es0_ = ts_exp_sub_row(m);"));
+  g_assert_nonnull(strstr(src, "const TsExpSub ts_es1_ = ts_exp_sub_row(m - 1.0f);"));
+  g_assert_nonnull(strstr(
+      src, "ts_vf_exp_fast_sub_row(ts_vf_exp_fast_sub_row(x, ts_es0_), ts_es1_)"));
+  g_assert_nonnull(strstr(src, "const TsExpSub ts_es2_ = ts_exp_sub_row(m);"));
+  g_assert_nonnull(strstr(src, "ts_vf_exp_fast_sub_row(x, ts_es2_) + ts_vf_exp_fast_sub(x, x) + l"));
+  g_assert_nonnull(strstr(src, "ts_exp_fast_sub_row_f32(x, ts_es2_) + ts_exp_fast_sub_f32(x, x) + l"));
+  g_assert_null(strstr(src, "ts_es3_"));
+  /* the declaration comes before the loop that uses it */
+  const char *decl = strstr(src, "ts_es2_ = ");
+  const char *loop = strstr(decl, "for (");
+  g_assert_nonnull(loop);
+  g_assert_true(loop < strstr(src, "ts_vf_exp_fast_sub_row(x, ts_es2_)"));
+}
+
 static void
 test_gemm_tma_lowering(void)
 {
@@ -2268,6 +2308,7 @@ main(int argc, char **argv)
   g_test_add_func("/ops/emit/private-row-order", test_emit_private_row_order);
   g_test_add_func("/ops/emit/tile-set", test_emit_tile_set);
   g_test_add_func("/ops/emit/map-drain", test_emit_map_drain);
+  g_test_add_func("/ops/emit/row-consts", test_emit_row_consts);
   g_test_add_func("/ops/cpu/gemm-bf16dot", test_cpu_gemm_bf16dot);
   g_test_add_func("/ops/cpu/gemm-amx", test_cpu_gemm_amx);
   g_test_add_func("/ops/cpu/gemm-fp8", test_cpu_gemm_fp8);

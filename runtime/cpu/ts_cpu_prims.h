@@ -256,6 +256,7 @@ ts_cpu_f32_to_f16(float f)
 #define TS_EXP_LO -110.0f
 #define TS_EXP_HI 89.0f
 #define TS_EXP_LOG2E 1.44269504088896341f
+#define TS_EXP_LN2 0.693147180559945309f
 #define TS_EXP_C1 0.693359375f
 #define TS_EXP_C2 -2.12194440e-4f
 #define TS_EXP_ROUND 12582912.0f /* 1.5 * 2^23 */
@@ -306,28 +307,42 @@ ts_exp_f32(float x)
 }
 
 /* exp for results that are rounded to a 16-bit float (bf16: 2^-8 relative, f16: 2^-11), where
- * exp bounds the kernel (softmax's math("fast")): 2^t with t = x log2(e), n = t rounded to the
- * nearest integer, 2^(t - n) by a degree-4 polynomial fitted for relative error on
- * [-1/2, 1/2] (2.8e-6), then scaled by 2^n. t is a float, not split Cody-Waite style: its
+ * exp bounds the kernel (softmax's math("fast")): 2^t with t = x log2(e), n = floor(t),
+ * 2^(t - n) by a degree-4 polynomial fitted for relative error on [0, 1) with p(0) = 1 (3.0e-6
+ * with float coefficients), then scaled by 2^n. t is a float, not split Cody-Waite style: its
  * rounding and log2(e)'s cost under 6e-6 more for |x| <= 88, so the whole is measured within
  * 1e-5 of exp (tests/test-cpu-prims.c), a fiftieth of f16's half ulp, with half the
  * multiply-adds of ts_exp_f32.
+ * - n is the floor, not the nearest integer, because vscalefps scales by 2^floor(t) itself:
+ *   the AVX-512 version passes t, not n, and saves the subtraction n = t - f (with the folded
+ *   low part below, the two were 15% of a bf16 softmax on a Zen 4 core).
  * - t is clamped to [-160, 129], integers, where 2^t is 0 and Inf: ±Inf, huge values and NaN
  *   need no special case, and n fits the scale's integer arithmetic.
  * - On AVX-512 (DQ) the vector version takes t - n from one vreduceps and scales with
  *   vscalefps, which need no clamp (vreduceps gives 0 for ±Inf, vscalefps saturates): the
  *   clamp's min and max were a sixth of the time on a Zen 4 core. Both give the same bits:
- *   out of range the polynomial's value does not matter, 2^n decides. */
+ *   out of range the polynomial's value does not matter, 2^n decides.
+ * - The coefficients come scaled by a factor c (TsExp2Poly_), 1 except in exp(x - m) below. */
 #define TS_EXP2_LO -160.0f
 #define TS_EXP2_HI 129.0f
-#define TS_EXP2_Q1 6.931241932e-01f
-#define TS_EXP2_Q2 2.402409862e-01f
-#define TS_EXP2_Q3 5.590642673e-02f
-#define TS_EXP2_Q4 9.582853144e-03f
-/* 2^f on [-1/2, 1/2] by Horner's rule, for a float or a ts_vf f (the same operations, so the
- * same bits, in both) */
-#define TS_EXP2_POLY_(f)                                                                      \
-  ((((TS_EXP2_Q4 * (f) + TS_EXP2_Q3) * (f) + TS_EXP2_Q2) * (f) + TS_EXP2_Q1) * (f) + 1.0f)
+#define TS_EXP2_Q1 6.930446625e-01f
+#define TS_EXP2_Q2 2.412810326e-01f
+#define TS_EXP2_Q3 5.224115774e-02f
+#define TS_EXP2_Q4 1.342733763e-02f
+
+/* c * 2^f for f in [0, 1): the polynomial's coefficients times c */
+typedef struct {
+  float q0, q1, q2, q3, q4;
+} TsExp2Poly_;
+
+static inline TsExp2Poly_
+ts_exp2_poly_(float c)
+{
+  return (TsExp2Poly_){c, c * TS_EXP2_Q1, c * TS_EXP2_Q2, c * TS_EXP2_Q3, c * TS_EXP2_Q4};
+}
+
+/* Horner's rule for a float or a ts_vf f (the same operations, so the same bits, in both) */
+#define TS_EXP2_POLY_(q, f) ((((q).q4 * (f) + (q).q3) * (f) + (q).q2) * (f) + (q).q1) * (f) + (q).q0
 
 /* m log2(e) as a float mh and the low part left over (exact with FMA), for exp(x - m) */
 static inline float
@@ -338,39 +353,81 @@ ts_exp_split_(float m, float *ml)
   return mh;
 }
 
-/* 2^t, the part ts_exp_fast_f32 and ts_exp_fast_sub_f32 share */
+/* t - n for n = floor(t), rounded down as vreduceps rounds it: for t < 0 the difference can
+ * need more bits than a float in [0, 1) has (t = -2^-30: 1 - 2^-30). The error of the
+ * rounded difference is exact (Fast2Sum: |n| >= |t| there; for t >= 0 there is none). */
 static inline float
-ts_exp2_fast_(float t)
+ts_exp2_frac_(float t, float n)
+{
+  float f = t - n;
+  if (t - (f + n) < 0.0f)
+    f = ts_cpu_bits_f32(ts_cpu_f32_bits(f) - 1u);
+  return f;
+}
+
+/* c * 2^t, the part ts_exp_fast_f32 and ts_exp_fast_sub_f32 share */
+static inline float
+ts_exp2_fast_(float t, TsExp2Poly_ q)
 {
   t = t < TS_EXP2_LO ? TS_EXP2_LO : t;
   t = t > TS_EXP2_HI ? TS_EXP2_HI : t;
   const float u = t + TS_EXP_ROUND;
-  const float n = u - TS_EXP_ROUND;
-  const int32_t ni = (int32_t)(ts_cpu_f32_bits(u) - ts_cpu_f32_bits(TS_EXP_ROUND));
-  const float f = t - n;
-  return ts_exp_scale_(TS_EXP2_POLY_(f), ni);
+  float n = u - TS_EXP_ROUND;
+  int32_t ni = (int32_t)(ts_cpu_f32_bits(u) - ts_cpu_f32_bits(TS_EXP_ROUND));
+  if (n > t) { /* rounded up: the floor is one less */
+    n -= 1.0f;
+    ni -= 1;
+  }
+  return ts_exp_scale_(TS_EXP2_POLY_(q, ts_exp2_frac_(t, n)), ni);
 }
 
 static inline float
 ts_exp_fast_f32(float x)
 {
-  return ts_exp2_fast_(x * TS_EXP_LOG2E);
+  return ts_exp2_fast_(x * TS_EXP_LOG2E, ts_exp2_poly_(1.0f));
 }
 
 /* exp(x - m) for softmax, where the row's max m is the same for a whole row: with FMA,
- * t = x log2(e) - m log2(e) is one multiply-add less the low part of m log2(e) (computed once
- * a row), so t is as accurate as (x - m) log2(e) for any m, large logits included, and the
- * subtraction x - m costs nothing. */
+ * t = x log2(e) - m log2(e) is one multiply-add less the low part ml of m log2(e), so t is as
+ * accurate as (x - m) log2(e) for any m, large logits included, and the subtraction x - m
+ * costs nothing. The low part is not subtracted from every t either: 2^(t' - ml) is
+ * 2^t' * 2^-ml, and 2^-ml, once per row, scales the polynomial's coefficients. That holds
+ * while |ml| <= 1 (|m| up to about 2^24), where 2^-ml is within [1/2, 2] and the clamps of t'
+ * keep their meaning; beyond, t' - ml is computed as before (sub = ml).
+ * The row's constants are a TsExpSub, made once per row by ts_exp_sub_row (generated code
+ * declares one ahead of a row's loop: the compiler does not hoist the branches of its exp). */
+typedef struct {
+  float m, nmh, sub; /* m; -m log2(e) rounded; what is left to subtract from each t (or 0) */
+  TsExp2Poly_ q;
+} TsExpSub;
+
+static inline TsExpSub
+ts_exp_sub_row(float m)
+{
+  float ml;
+  const float mh = ts_exp_split_(m, &ml);
+  TsExpSub s = {m, -mh, 0.0f, ts_exp2_poly_(1.0f)};
+  if (__builtin_fabsf(ml) <= 1.0f)
+    s.q = ts_exp2_poly_(ts_exp_f32(-ml * TS_EXP_LN2));
+  else /* also NaN */
+    s.sub = ml;
+  return s;
+}
+
+static inline float
+ts_exp_fast_sub_row_f32(float x, TsExpSub s)
+{
+#ifdef __FMA__
+  return ts_exp2_fast_(__builtin_fmaf(x, TS_EXP_LOG2E, s.nmh) - s.sub, s.q);
+#else
+  return ts_exp2_fast_((x - s.m) * TS_EXP_LOG2E, ts_exp2_poly_(1.0f));
+#endif
+}
+
 static inline float
 ts_exp_fast_sub_f32(float x, float m)
 {
-#ifdef __FMA__
-  float ml;
-  const float mh = ts_exp_split_(m, &ml);
-  return ts_exp2_fast_(__builtin_fmaf(x, TS_EXP_LOG2E, -mh) - ml);
-#else
-  return ts_exp2_fast_((x - m) * TS_EXP_LOG2E);
-#endif
+  return ts_exp_fast_sub_row_f32(x, ts_exp_sub_row(m));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1483,61 +1540,72 @@ ts_vf_exp(ts_vf x)
 
 /* ts_exp2_fast_ lane by lane (the same bits, see ts_exp_fast_f32). */
 static inline ts_vf
-ts_vf_exp2_fast_(ts_vf t)
+ts_vf_exp2_fast_(ts_vf t, TsExp2Poly_ q)
 {
-  ts_vf n, f;
-  ts_vi ni;
 #if defined(__AVX512DQ__) && (TS_VEC == 16 || (defined(__AVX512VL__) && TS_VEC == 8))
-  /* imm 0x08: round to nearest even, no precision exception, no fraction bits kept */
+  /* imm 0x09: round down, no precision exception, no fraction bits kept: f = t - floor(t);
+   * vscalefps multiplies by 2^floor(t) */
 #if TS_VEC == 16
-  f = (ts_vf)_mm512_reduce_ps((__m512)t, 0x08);
+  const __m512 f = _mm512_reduce_ps((__m512)t, 0x09);
+  return (ts_vf)_mm512_scalef_ps((__m512)(TS_EXP2_POLY_(q, (ts_vf)f)), (__m512)t);
 #else
-  f = (ts_vf)_mm256_reduce_ps((__m256)t, 0x08);
+  const __m256 f = _mm256_reduce_ps((__m256)t, 0x09);
+  return (ts_vf)_mm256_scalef_ps((__m256)(TS_EXP2_POLY_(q, (ts_vf)f)), (__m256)t);
 #endif
-  n = t - f;
-  ni = (ts_vi){0}; /* unused: ts_vf_exp_scale_ takes vscalefps */
 #else
   const ts_vf lo = ts_vf_splat(TS_EXP2_LO), hi = ts_vf_splat(TS_EXP2_HI);
   t = ts_vf_select_((ts_vi)(t < lo), lo, t);
   t = ts_vf_select_((ts_vi)(t > hi), hi, t);
   const ts_vf round = ts_vf_splat(TS_EXP_ROUND);
   const ts_vf u = t + round;
-  n = u - round;
-  ni = (ts_vi)u - (ts_vi)round;
-  f = t - n;
+  ts_vf n = u - round;
+  ts_vi ni = (ts_vi)u - (ts_vi)round;
+  const ts_vi up = (ts_vi)(n > t); /* all-ones (-1) where rounded up: the floor is one less */
+  n = ts_vf_select_(up, n - 1.0f, n);
+  ni += up;
+  ts_vf f = t - n; /* rounded down as ts_exp2_frac_ does */
+  f = (ts_vf)((ts_vi)f + (ts_vi)(t - (f + n) < 0.0f));
+  return ts_vf_exp_scale_(TS_EXP2_POLY_(q, f), n, ni);
 #endif
-  return ts_vf_exp_scale_(TS_EXP2_POLY_(f), n, ni);
 }
 
 /* ts_exp_fast_f32 lane by lane: for results rounded to 16 bits. */
 static inline ts_vf
 ts_vf_exp_fast(ts_vf x)
 {
-  return ts_vf_exp2_fast_(x * TS_EXP_LOG2E);
+  return ts_vf_exp2_fast_(x * TS_EXP_LOG2E, ts_exp2_poly_(1.0f));
 }
 
-/* ts_exp_fast_sub_f32 lane by lane: exp(x - m) for one m. */
+/* ts_exp_fast_sub_row_f32 lane by lane: exp(x - m) for the m of s. The branch is the same for
+ * every vector of a row. */
+static inline ts_vf
+ts_vf_exp_fast_sub_row(ts_vf x, TsExpSub s)
+{
+#ifdef __FMA__
+  ts_vf t;
+#if defined(__AVX512F__) && TS_VEC == 16
+  t = (ts_vf)_mm512_fmadd_ps((__m512)x, _mm512_set1_ps(TS_EXP_LOG2E), _mm512_set1_ps(s.nmh));
+#elif TS_VEC == 8
+  t = (ts_vf)_mm256_fmadd_ps((__m256)x, _mm256_set1_ps(TS_EXP_LOG2E), _mm256_set1_ps(s.nmh));
+#elif TS_VEC == 4
+  t = (ts_vf)_mm_fmadd_ps((__m128)x, _mm_set1_ps(TS_EXP_LOG2E), _mm_set1_ps(s.nmh));
+#else /* 16 lanes without AVX-512 */
+  for (int i = 0; i < TS_VEC; i++)
+    t[i] = __builtin_fmaf(x[i], TS_EXP_LOG2E, s.nmh);
+#endif
+  if (__builtin_expect(s.sub == 0.0f, 1))
+    return ts_vf_exp2_fast_(t, s.q);
+  return ts_vf_exp2_fast_(t - s.sub, s.q);
+#else
+  return ts_vf_exp2_fast_((x - s.m) * TS_EXP_LOG2E, ts_exp2_poly_(1.0f));
+#endif
+}
+
+/* ts_exp_fast_sub_f32 lane by lane; generated code calls ts_vf_exp_fast_sub_row */
 static inline ts_vf
 ts_vf_exp_fast_sub(ts_vf x, float m)
 {
-#ifdef __FMA__
-  float ml;
-  const float mh = ts_exp_split_(m, &ml);
-  ts_vf t;
-#if defined(__AVX512F__) && TS_VEC == 16
-  t = (ts_vf)_mm512_fmadd_ps((__m512)x, _mm512_set1_ps(TS_EXP_LOG2E), _mm512_set1_ps(-mh));
-#elif TS_VEC == 8
-  t = (ts_vf)_mm256_fmadd_ps((__m256)x, _mm256_set1_ps(TS_EXP_LOG2E), _mm256_set1_ps(-mh));
-#elif TS_VEC == 4
-  t = (ts_vf)_mm_fmadd_ps((__m128)x, _mm_set1_ps(TS_EXP_LOG2E), _mm_set1_ps(-mh));
-#else /* 16 lanes without AVX-512 */
-  for (int i = 0; i < TS_VEC; i++)
-    t[i] = __builtin_fmaf(x[i], TS_EXP_LOG2E, -mh);
-#endif
-  return ts_vf_exp2_fast_(t - ml);
-#else
-  return ts_vf_exp2_fast_((x - m) * TS_EXP_LOG2E);
-#endif
+  return ts_vf_exp_fast_sub_row(x, ts_exp_sub_row(m));
 }
 
 /* ------------------------------------------------------------------------------------------ */
