@@ -240,6 +240,25 @@ hoist_row_consts(Emitter *e, const TsTileNode *n, const char *expr)
   return g_string_free(out, FALSE);
 }
 
+/* A max over expr that can be taken on the bits (ts_vk_*): expr is a bare view of f16 or bf16
+ * values. Returns the view, and in *neg_inf the dtype's -Inf bits, the max's start. */
+static const TsTileView *
+key_max_view(Emitter *e, const TsTileNode *n, const char *expr, const char **neg_inf)
+{
+  g_autofree char *name = g_strstrip(g_strdup(expr));
+  for (guint i = 0; i < n->views->len; i++) {
+    const TsTileView *v = g_ptr_array_index(n->views, i);
+    if (g_strcmp0(v->name, name) != 0)
+      continue;
+    const TsTileBuffer *b = buffer_of(e, v->buffer);
+    if (b == NULL || b->any_order)
+      return NULL;
+    *neg_inf = b->dtype == TS_DTYPE_F16 ? "0xfc00" : b->dtype == TS_DTYPE_BF16 ? "0xff80" : NULL;
+    return *neg_inf ? v : NULL;
+  }
+  return NULL;
+}
+
 /* Declares the views read by expr at column j, as vectors or scalars. */
 static void
 emit_view_loads_at(Emitter *e, const TsTileNode *n, const char *expr, const char *skip,
@@ -480,12 +499,50 @@ emit_mma(Emitter *e, const TsTileNode *n)
 static void emit_reduce_tail(Emitter *e, const TsTileNode *n, gboolean is_max,
                              const char *sexpr);
 
+/* A max of 16-bit floats on their bits (ts_vk_*, key_max_view): no conversion per element. */
+static void
+emit_reduce_keys(Emitter *e, const TsTileNode *n, const TsTileView *v, const char *neg_inf)
+{
+  line(e, "float %s;", n->var);
+  line(e, "{");
+  e->depth++;
+  line(e, "ts_vk acc0 = ts_vk_splat(%s), acc1 = acc0;", neg_inf);
+  line(e, "int64_t j = 0;");
+  line(e, "for (; j + 2 * TS_VEC <= (%s); j += 2 * TS_VEC) {", n->hi);
+  e->depth++;
+  line(e, "acc0 = ts_vk_max(acc0, ts_vk_load(%s + (%s) + j));", v->buffer, v->offset);
+  line(e, "acc1 = ts_vk_max(acc1, ts_vk_load(%s + (%s) + j + TS_VEC));", v->buffer, v->offset);
+  e->depth--;
+  line(e, "}");
+  line(e, "for (; j + TS_VEC <= (%s); j += TS_VEC)", n->hi);
+  line(e, "  acc0 = ts_vk_max(acc0, ts_vk_load(%s + (%s) + j));", v->buffer, v->offset);
+  line(e, "float acc = ts_cpu_%s_to_f32(ts_vk_hmax_bits(ts_vk_max(acc0, acc1)));",
+       suffix_of(e, v->buffer));
+  g_autofree char *sexpr = rewrite_float_expr(n->expr, FALSE);
+  /* the tail's own float max, as the other reductions end */
+  line(e, "for (; j < (%s); j++) {", n->hi);
+  e->depth++;
+  emit_view_loads(e, n, n->expr, NULL, FALSE);
+  line(e, "acc = fmaxf(acc, %s);", sexpr);
+  e->depth--;
+  line(e, "}");
+  line(e, "%s = acc;", n->var);
+  e->depth--;
+  line(e, "}");
+}
+
 static void
 emit_reduce(Emitter *e, const TsTileNode *n)
 {
   gboolean is_max = g_strcmp0(n->step, "max") == 0;
   if (!is_max && g_strcmp0(n->step, "sum") != 0) {
     fail(e, TS_EMIT_ERROR_UNSUPPORTED, "C target: reduction '%s' (only sum and max)", n->step);
+    return;
+  }
+  const char *neg_inf = NULL;
+  const TsTileView *kv = is_max ? key_max_view(e, n, n->expr, &neg_inf) : NULL;
+  if (kv != NULL) {
+    emit_reduce_keys(e, n, kv, neg_inf);
     return;
   }
   const char *init = is_max ? "-INFINITY" : "0.0f";
@@ -563,7 +620,9 @@ emit_softmax_online(Emitter *e, const TsTileNode *n)
   line(e, "float %s, %s;", n->var, n->var2);
   line(e, "{");
   e->depth++;
-  /* Per-lane running max and sum rescaled whenever the max grows (Milakov & Gimelshein). */
+  /* Per-lane running max and sum rescaled whenever the max grows (Milakov & Gimelshein). The
+   * max is subtracted as at least -FLT_MAX (-0x1.fffffep+127f): a lane that has seen only -Inf
+   * (a mask) would otherwise take exp(-Inf - -Inf), NaN, where its sum is 0. */
   line(e, "ts_vf mv = ts_vf_splat(-INFINITY), lv = ts_vf_splat(0.0f);");
   line(e, "int64_t j = 0;");
   line(e, "for (; j + TS_VEC <= (%s); j += TS_VEC) {", n->hi);
@@ -571,7 +630,8 @@ emit_softmax_online(Emitter *e, const TsTileNode *n)
   emit_view_loads(e, n, n->expr, NULL, TRUE);
   line(e, "const ts_vf v = %s;", vexpr);
   line(e, "const ts_vf mn = ts_vf_max(mv, v);");
-  line(e, "lv = lv * ts_vf_exp(mv - mn) + ts_vf_exp(v - mn);");
+  line(e, "const ts_vf mf = ts_vf_max(mn, ts_vf_splat(-0x1.fffffep+127f));");
+  line(e, "lv = lv * ts_vf_exp(mv - mf) + ts_vf_exp(v - mf);");
   line(e, "mv = mn;");
   e->depth--;
   line(e, "}");
@@ -582,8 +642,8 @@ emit_softmax_online(Emitter *e, const TsTileNode *n)
   e->depth++;
   emit_view_loads(e, n, n->expr, NULL, FALSE);
   line(e, "const float v = %s;", sexpr);
-  line(e, "const float mn = fmaxf(ms, v);");
-  line(e, "ls = (ls == 0.0f ? 0.0f : ls * ts_exp_f32(ms - mn)) + ts_exp_f32(v - mn);");
+  line(e, "const float mn = fmaxf(ms, v), mf = fmaxf(mn, -0x1.fffffep+127f);");
+  line(e, "ls = (ls == 0.0f ? 0.0f : ls * ts_exp_f32(ms - mf)) + ts_exp_f32(v - mf);");
   line(e, "ms = mn;");
   e->depth--;
   line(e, "}");
@@ -623,10 +683,11 @@ carry_is_max(const TsTileCarry *c)
 
 /* One vector step of a map at column j: the value (ts_v_ plus suffix) of the lanes the views
  * are bound to, added to the map's sum and to each carried reduction (its accumulator `half`:
- * 0 for the even lanes of a pair or a whole vector, 1 for the odd lanes). */
+ * 0 for the even lanes of a pair or a whole vector, 1 for the odd lanes). Carries with keys[c]
+ * are not: they are maxes taken on the bits. */
 static void
 emit_map_value(Emitter *e, const TsTileNode *n, const char *suffix, const char *vexpr,
-               int half, gboolean reads)
+               int half, gboolean reads, const TsTileView *const *keys)
 {
   /* A map of scalars only still needs a vector-typed value (GCC widens scalar operands). */
   line(e, reads ? "const ts_vf ts_v%s_ = %s;" : "const ts_vf ts_v%s_ = ts_vf_splat(0.0f) + (%s);",
@@ -635,6 +696,8 @@ emit_map_value(Emitter *e, const TsTileNode *n, const char *suffix, const char *
     line(e, "ts_sum_v += ts_v%s_;", suffix);
   for (guint c = 0; n->carries && c < n->carries->len; c++) {
     const TsTileCarry *cr = g_ptr_array_index(n->carries, c);
+    if (keys && keys[c])
+      continue; /* taken on the bits, once a step (emit_map) */
     g_autofree char *cexpr = rewrite_float_expr(cr->expr, TRUE);
     line(e, carry_is_max(cr) ? "ts_car%u_%d = ts_vf_max(ts_car%u_%d, %s);"
                              : "ts_car%u_%d = ts_car%u_%d + (%s);",
@@ -655,20 +718,28 @@ emit_map(Emitter *e, const TsTileNode *n)
     return;
   }
   const guint n_carries = n->carries ? n->carries->len : 0;
-  /* What the loop reads: the map's views, the carried reductions' and the second store's. */
-  GString *reads_all = g_string_new(n->expr);
+  /* What the loop reads: the map's views, the carried reductions' and the second store's; the
+   * vector steps read the views of carried maxes taken on the bits (keys) as keys only. */
+  GString *reads_vec = g_string_new(n->expr);
+  GString *reads_all = g_string_new(NULL);
+  g_autofree const TsTileView **keys = g_new0(const TsTileView *, n_carries + 1);
+  g_autofree const char **key_inf = g_new0(const char *, n_carries + 1);
   for (guint c = 0; c < n_carries; c++) {
     const TsTileCarry *cr = g_ptr_array_index(n->carries, c);
     if (!carry_is_max(cr) && g_strcmp0(cr->op, "sum") != 0) {
       fail(e, TS_EMIT_ERROR_UNSUPPORTED, "C target: carried reduction '%s' (only sum and max)",
            cr->op);
+      g_string_free(reads_vec, TRUE);
       g_string_free(reads_all, TRUE);
       return;
     }
-    g_string_append_printf(reads_all, " %s", cr->expr);
+    keys[c] = carry_is_max(cr) ? key_max_view(e, n, cr->expr, &key_inf[c]) : NULL;
+    g_string_append_printf(keys[c] ? reads_all : reads_vec, " %s", cr->expr);
   }
   if (n->drain)
-    g_string_append_printf(reads_all, " %s", n->drain_expr);
+    g_string_append_printf(reads_vec, " %s", n->drain_expr);
+  g_string_prepend(reads_all, reads_vec->str);
+  g_autofree char *vall = g_string_free(reads_vec, FALSE);
   g_autofree char *all = g_string_free(reads_all, FALSE);
   const TsTileView *drain = n->drain ? find_view(n, n->drain) : NULL;
   if (n->drain && drain == NULL) {
@@ -682,7 +753,7 @@ emit_map(Emitter *e, const TsTileNode *n)
     const TsTileView *v = g_ptr_array_index(n->views, i);
     reads |= expr_mentions(n->expr, v->name);
   }
-  gboolean paired = paired_lanes(e, n, all);
+  gboolean paired = paired_lanes(e, n, vall);
   if (n->var)
     line(e, "float %s;", n->var);
   line(e, "{");
@@ -694,8 +765,11 @@ emit_map(Emitter *e, const TsTileNode *n)
     line(e, "ts_vf ts_sum_v = ts_vf_splat(0.0f);");
   for (guint c = 0; c < n_carries; c++) {
     const char *init = carry_is_max(g_ptr_array_index(n->carries, c)) ? "-INFINITY" : "0.0f";
-    line(e, "ts_vf ts_car%u_0 = ts_vf_splat(%s), ts_car%u_1 = ts_vf_splat(%s);", c, init, c,
-         init);
+    if (keys[c])
+      line(e, "ts_vk ts_car%u_0 = ts_vk_splat(%s), ts_car%u_1 = ts_car%u_0;", c, key_inf[c], c, c);
+    else
+      line(e, "ts_vf ts_car%u_0 = ts_vf_splat(%s), ts_car%u_1 = ts_vf_splat(%s);", c, init, c,
+           init);
   }
   line(e, "int64_t j = 0;");
   line(e, paired ? "for (; j + 2 * TS_VEC <= (%s); j += 2 * TS_VEC) {"
@@ -705,14 +779,23 @@ emit_map(Emitter *e, const TsTileNode *n)
   for (guint p = 0; n->prefetch && p < n->prefetch->len; p++)
     line(e, "__builtin_prefetch((%s) + j, 0, %d);", (const char *)g_ptr_array_index(n->prefetch, p),
          n->prefetch_l2 ? 1 : 3);
+  for (guint c = 0; c < n_carries; c++) {
+    if (keys[c] == NULL)
+      continue;
+    line(e, "ts_car%u_0 = ts_vk_max(ts_car%u_0, ts_vk_load(%s + (%s) + j));", c, c,
+         keys[c]->buffer, keys[c]->offset);
+    if (paired)
+      line(e, "ts_car%u_1 = ts_vk_max(ts_car%u_1, ts_vk_load(%s + (%s) + j + TS_VEC));", c, c,
+           keys[c]->buffer, keys[c]->offset);
+  }
   if (paired) {
-    emit_view_loads2(e, n, all);
+    emit_view_loads2(e, n, vall);
     line(e, drain ? "ts_vf ts_ve_, ts_vo_, ts_de_, ts_do_;" : "ts_vf ts_ve_, ts_vo_;");
     for (int h = 0; h < 2; h++) {
       line(e, "{");
       e->depth++;
-      emit_view_binds(e, n, all, h ? "o" : "e");
-      emit_map_value(e, n, h ? "1" : "0", vexpr, h, reads);
+      emit_view_binds(e, n, vall, h ? "o" : "e");
+      emit_map_value(e, n, h ? "1" : "0", vexpr, h, reads, keys);
       line(e, "%s = ts_v%d_;", h ? "ts_vo_" : "ts_ve_", h);
       if (drain)
         line(e, "%s = ts_d%d_;", h ? "ts_do_" : "ts_de_", h);
@@ -724,8 +807,8 @@ emit_map(Emitter *e, const TsTileNode *n)
       emit_map_store(e, drain, n->drain_stream, TRUE, "ts_de_", "ts_do_");
   } else {
     /* The destination is loaded too when the expression reads it: an in-place map (y = y * r). */
-    emit_view_loads(e, n, all, NULL, TRUE);
-    emit_map_value(e, n, "", vexpr, 0, reads);
+    emit_view_loads(e, n, vall, NULL, TRUE);
+    emit_map_value(e, n, "", vexpr, 0, reads, keys);
     emit_map_store(e, dst, n->stream, TRUE, "ts_v_", NULL);
     if (drain)
       emit_map_store(e, drain, n->drain_stream, TRUE, "ts_d_", NULL);
@@ -734,12 +817,17 @@ emit_map(Emitter *e, const TsTileNode *n)
   line(e, "}");
   if (n->var)
     line(e, "float ts_sum_s = ts_vf_hsum(ts_sum_v);");
-  for (guint c = 0; c < n_carries; c++)
-    line(e,
-         carry_is_max(g_ptr_array_index(n->carries, c))
-             ? "float ts_car%u_s = ts_vf_hmax(ts_vf_max(ts_car%u_0, ts_car%u_1));"
-             : "float ts_car%u_s = ts_vf_hsum(ts_car%u_0 + ts_car%u_1);",
-         c, c, c);
+  for (guint c = 0; c < n_carries; c++) {
+    if (keys[c])
+      line(e, "float ts_car%u_s = ts_cpu_%s_to_f32(ts_vk_hmax_bits(ts_vk_max(ts_car%u_0, "
+              "ts_car%u_1)));", c, suffix_of(e, keys[c]->buffer), c, c);
+    else
+      line(e,
+           carry_is_max(g_ptr_array_index(n->carries, c))
+               ? "float ts_car%u_s = ts_vf_hmax(ts_vf_max(ts_car%u_0, ts_car%u_1));"
+               : "float ts_car%u_s = ts_vf_hsum(ts_car%u_0 + ts_car%u_1);",
+           c, c, c);
+  }
   line(e, "for (; j < (%s); j++) {", n->hi);
   e->depth++;
   emit_view_loads(e, n, all, NULL, FALSE);

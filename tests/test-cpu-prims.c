@@ -876,6 +876,44 @@ test_vec_exp_fast_sub(void)
   g_assert_cmpfloat(max_rel, <=, 1e-5);
 }
 
+/* Maxes of f16 and bf16 vectors on their bits equal the maxes of the floats they hold: random
+ * bit patterns (every sign, subnormals, zeros, infinities; NaNs left out), from the dtype's -Inf
+ * as softmax starts. */
+static void
+test_vec_key_max(void)
+{
+  for (int bf = 0; bf <= 1; bf++) {
+    const uint16_t neg_inf = bf ? 0xff80 : 0xfc00, exp_mask = bf ? 0x7f80 : 0x7c00;
+    ts_vk acc = ts_vk_splat(neg_inf);
+    float want_all = -INFINITY;
+    for (guint32 trial = 0; trial < 20000; trial++) {
+      uint16_t h[TS_VEC];
+      float want = -INFINITY;
+      for (int l = 0; l < TS_VEC; l++) {
+        do
+          h[l] = (uint16_t)(g_random_int() >> 7);
+        while ((h[l] & exp_mask) == exp_mask && (h[l] & ~(exp_mask | 0x8000)) != 0);
+        const float f = bf ? ts_cpu_bf16_to_f32(h[l]) : ts_cpu_f16_to_f32(h[l]);
+        want = f > want ? f : want;
+      }
+      const ts_vk k = ts_vk_max(ts_vk_splat(neg_inf), ts_vk_load(h));
+      const uint16_t got = ts_vk_hmax_bits(k);
+      g_assert_cmpfloat(bf ? ts_cpu_bf16_to_f32(got) : ts_cpu_f16_to_f32(got), ==, want);
+      acc = ts_vk_max(acc, k);
+      want_all = want > want_all ? want : want_all;
+    }
+    const uint16_t all = ts_vk_hmax_bits(acc);
+    g_assert_cmpfloat(bf ? ts_cpu_bf16_to_f32(all) : ts_cpu_f16_to_f32(all), ==, want_all);
+    g_assert_cmpuint(ts_vk_hmax_bits(ts_vk_splat(neg_inf)), ==, neg_inf);
+    /* +0 above -0, and negatives ordered by magnitude */
+    const uint16_t pair[2][TS_VEC] = {{0x8000}, {0}};
+    g_assert_cmpuint(ts_vk_hmax_bits(ts_vk_max(ts_vk_load(pair[0]), ts_vk_load(pair[1]))), ==, 0);
+    const uint16_t neg[2] = {(uint16_t)(bf ? 0xbf80 : 0xbc00), 0xc000};
+    g_assert_cmpuint(ts_vk_hmax_bits(ts_vk_max(ts_vk_splat(neg[0]), ts_vk_splat(neg[1]))), ==,
+                     neg[0]); /* -1 above -2 */
+  }
+}
+
 static void
 test_alloc(void)
 {
@@ -964,6 +1002,7 @@ main(int argc, char **argv)
   g_test_add_func("/cpu-prims/vec/exp", test_vec_exp);
   g_test_add_func("/cpu-prims/vec/exp-fast", test_vec_exp_fast);
   g_test_add_func("/cpu-prims/vec/exp-fast-sub", test_vec_exp_fast_sub);
+  g_test_add_func("/cpu-prims/vec/key-max", test_vec_key_max);
   g_test_add_func("/cpu-prims/alloc", test_alloc);
   g_test_add_func("/cpu-prims/example/default", test_example_default);
   g_test_add_func("/cpu-prims/example/small", test_example_small);

@@ -954,6 +954,15 @@ assert_cpu_point_refused(TsOpInstance *inst, const char *text, const char *says)
 /* How many points of the instance's CPU space on `dev` have the string `value` for `knob`
  * (*total: all of them). */
 static guint
+count_substr(const char *text, const char *what)
+{
+  guint n = 0;
+  for (const char *p = strstr(text, what); p != NULL; p = strstr(p + 1, what))
+    n++;
+  return n;
+}
+
+static guint
 count_knob_value(TsOpInstance *inst, const TsDeviceInfo *dev, const char *knob,
                  const char *value, guint *total)
 {
@@ -1370,10 +1379,11 @@ test_cpu_softmax_passes(void)
 /* The TMA point's record and tensor maps: A read as K-contiguous rows of M in boxes of one
  * 128-byte swizzle row by BM rows, B as N-contiguous rows of K in 64 x 64 boxes; the record's
  * words plan (ts-cuda-tma.h) into the maps the backend encodes; a C target refuses them. */
-/* A row op's output (raw bytes of Y) at a point, on fixed inputs: X in [-4, 4), G in [0.5, 1.5),
- * Bt in [-0.5, 0.5), all rounded to the op's dtype. */
+/* A row op's output (raw bytes of Y) at a point, on fixed inputs: X in [-4, 4) (or x_raw, X's
+ * bytes), G in [0.5, 1.5), Bt in [-0.5, 0.5), all rounded to the op's dtype. */
 static GBytes *
-row_op_output(const char *op, gint64 m, gint64 n, const char *dtype, const char *partial)
+row_op_output_x(const char *op, gint64 m, gint64 n, const char *dtype, const char *partial,
+                const void *x_raw)
 {
   g_autofree char *shape = g_strdup_printf("M=%" G_GINT64_FORMAT ",N=%" G_GINT64_FORMAT, m, n);
   g_autoptr(TsOpInstance) inst = NULL;
@@ -1391,7 +1401,9 @@ row_op_output(const char *op, gint64 m, gint64 n, const char *dtype, const char 
     for (gint64 i = 0; i < count; i++) {
       const float lo = b == 0 ? -4.0f : b == 1 ? 0.5f : -0.5f, span = b == 0 ? 8.0f : 1.0f;
       const float v = lo + span * (float)((i * 2654435761u) % 1000u) / 1000.0f;
-      if (esz == 4)
+      if (b == 0 && x_raw != NULL)
+        memcpy(host + i * esz, (const guint8 *)x_raw + i * esz, esz);
+      else if (esz == 4)
         memcpy(host + i * 4, &v, 4);
       else {
         const guint16 h = g_str_has_prefix(dtype, "bf16") ? ts_f32_to_bf16(v) : ts_f32_to_f16(v);
@@ -1418,6 +1430,12 @@ row_op_output(const char *op, gint64 m, gint64 n, const char *dtype, const char 
   for (guint b = 0; b <= n_in; b++)
     ts_backend_buffer_free(backend, bufs[b]);
   return g_bytes_new_take(out, bytes);
+}
+
+static GBytes *
+row_op_output(const char *op, gint64 m, gint64 n, const char *dtype, const char *partial)
+{
+  return row_op_output_x(op, m, n, dtype, partial, NULL);
 }
 
 /* store("stream") writes exactly what store("cached") writes: rows whose start is aligned to
@@ -1618,6 +1636,80 @@ test_cpu_softmax_skew(void)
         g_assert_no_error(error);
         assert_cpu_point_refused(bi, bad[b].point, bad[b].says);
       }
+    }
+}
+
+/* Softmax on rows of negative values, of masks (-Inf) around a few values, of signed zeros and
+ * subnormals, of huge values (bf16 past 2^24, where the fast exp subtracts the low part of
+ * m log2(e)), and with the max in the scalar tail, against softmax in double: masked entries
+ * exactly 0, the rest within the dtype's rounding. Every pipeline, both exps where the dtype
+ * has two; 16-bit rows take their maxes on the bits (ts_vk_*). The online form once gave NaN
+ * for a vector of lanes that had seen only masks. */
+static void
+test_cpu_softmax_special(void)
+{
+  static const char *const points[] = {
+      "softmax(\"stored\").pipeline(\"none\")", "softmax(\"stored\").pipeline(\"next\")",
+      "softmax(\"stored\").pipeline(\"skew\")", "softmax(\"max_first\").pipeline(\"none\")",
+      "softmax(\"max_first\").pipeline(\"next\")", "softmax(\"online\")"};
+  const TsDeviceInfo *dev = ts_backend_describe(backend);
+  const gint64 m = 5;
+  for (guint d = 0; d < G_N_ELEMENTS(dtypes); d++)
+    for (gint64 n = 45; n <= 64; n += 19) {
+      const gboolean bf = g_str_has_prefix(dtypes[d], "bf16"), f32 = d == 0;
+      float *x = g_new(float, m * n);
+      for (gint64 j = 0; j < n; j++) {
+        const float u = (float)((j * 2654435761u) % 1000u) / 1000.0f;
+        x[0 * n + j] = -180.0f + 179.0f * u; /* negative, too wide for a wrong max */
+        x[1 * n + j] = j % 7 == 3 ? 2.0f * u : -INFINITY;         /* masked */
+        x[2 * n + j] = j % 3 == 0 ? -0.0f : j % 3 == 1 ? 0.0f : -1e-7f * (float)(j + 1);
+        x[3 * n + j] = (f32 || bf ? 3e30f : 60000.0f) - (j % 4 == 0 ? 0.0f : bf ? 1e29f : 32.0f);
+        x[4 * n + j] = j == n - 1 ? 3.0f : -3.0f + u;            /* the max in the tail */
+      }
+      guint16 *x16 = g_new(guint16, m * n);
+      for (gint64 i = 0; i < m * n && !f32; i++) {
+        x16[i] = bf ? ts_f32_to_bf16(x[i]) : ts_f32_to_f16(x[i]);
+        x[i] = bf ? ts_bf16_to_f32(x16[i]) : ts_f16_to_f32(x16[i]);
+      }
+      for (guint p = 0; p < G_N_ELEMENTS(points); p++)
+        for (guint v = 8; v <= 16 && v <= (guint)dev->vector_bits / 32; v *= 2)
+          for (int fast = 0; fast <= !f32; fast++) {
+            g_autofree char *point = g_strdup_printf(
+                "block(m=2).vector(%u).threads(2).math(\"%s\").%s", v, fast ? "fast" : "exact",
+                points[p]);
+            g_autoptr(GBytes) out =
+                row_op_output_x("softmax_safe", m, n, dtypes[d], point, f32 ? (void *)x : x16);
+            const guint16 *y = g_bytes_get_data(out, NULL);
+            const float *yf = g_bytes_get_data(out, NULL);
+            for (gint64 i = 0; i < m; i++) {
+              double mx = -INFINITY, sum = 0;
+              for (gint64 j = 0; j < n; j++)
+                mx = fmax(mx, x[i * n + j]);
+              for (gint64 j = 0; j < n; j++)
+                sum += exp((double)x[i * n + j] - mx);
+              for (gint64 j = 0; j < n; j++) {
+                const double ref = exp((double)x[i * n + j] - mx) / sum;
+                const double got = f32  ? yf[i * n + j]
+                                   : bf ? ts_bf16_to_f32(y[i * n + j])
+                                        : ts_f16_to_f32(y[i * n + j]);
+                const double tol = (f32 ? 1e-6 : bf ? 1.0 / 128 : 1.0 / 1024) * ref + 1e-7;
+                if (!(fabs(got - ref) <= tol) || (ref == 0 && got != 0))
+                  g_error("softmax %s N=%" G_GINT64_FORMAT " %s: row %" G_GINT64_FORMAT
+                          " col %" G_GINT64_FORMAT ": %g, want %g", dtypes[d], n, point, i, j, got,
+                          ref);
+              }
+            }
+          }
+      g_free(x);
+      g_free(x16);
+      /* the max pass and the carried max on the bits in 16 bits, as floats in f32 */
+      g_autoptr(TsOpInstance) inst = NULL;
+      g_autofree char *entry = NULL;
+      g_autofree char *src = point_source_dt(
+          "softmax_safe", "M=5,N=64", dtypes[d],
+          "softmax(\"stored\").pipeline(\"skew\").math(\"exact\")", &inst, &entry);
+      /* the first row's max: 3 (two accumulators, then one); each carry: 2 in bf16 lane pairs, 1 */
+      g_assert_cmpuint(count_substr(src, "= ts_vk_max("), ==, f32 ? 0 : bf ? 3 + 2 * 2 : 3 + 2);
     }
 }
 
@@ -1830,7 +1922,8 @@ test_emit_row_consts(void)
   TsTileNode *par = ts_tile_parallel(k->body, 1);
   TsTileNode *r = ts_tile_reduce(par, "m", "max", "x", "N");
   ts_tile_node_add_view(r, "x", "X", "0");
-  TsTileNode *s = ts_tile_reduce(par, "l", "sum", "exp_fast_sub(exp_fast_sub(x, m), m - 1.0f)", "N");
+  TsTileNode *s =
+      ts_tile_reduce(par, "l", "sum", "exp_fast_sub(exp_fast_sub(x, m), m - 1.0f)", "N");
   ts_tile_node_add_view(s, "x", "X", "0");
   TsTileNode *mp = ts_tile_map(par, "y", "exp_fast_sub(x, m) + exp_fast_sub(x, x) + l", "N");
   ts_tile_node_add_view(mp, "x", "X", "0");
@@ -1842,8 +1935,10 @@ test_emit_row_consts(void)
   g_assert_nonnull(strstr(
       src, "ts_vf_exp_fast_sub_row(ts_vf_exp_fast_sub_row(x, ts_es0_), ts_es1_)"));
   g_assert_nonnull(strstr(src, "const TsExpSub ts_es2_ = ts_exp_sub_row(m);"));
-  g_assert_nonnull(strstr(src, "ts_vf_exp_fast_sub_row(x, ts_es2_) + ts_vf_exp_fast_sub(x, x) + l"));
-  g_assert_nonnull(strstr(src, "ts_exp_fast_sub_row_f32(x, ts_es2_) + ts_exp_fast_sub_f32(x, x) + l"));
+  g_assert_nonnull(
+      strstr(src, "ts_vf_exp_fast_sub_row(x, ts_es2_) + ts_vf_exp_fast_sub(x, x) + l"));
+  g_assert_nonnull(
+      strstr(src, "ts_exp_fast_sub_row_f32(x, ts_es2_) + ts_exp_fast_sub_f32(x, x) + l"));
   g_assert_null(strstr(src, "ts_es3_"));
   /* the declaration comes before the loop that uses it */
   const char *decl = strstr(src, "ts_es2_ = ");
@@ -2304,6 +2399,7 @@ main(int argc, char **argv)
   g_test_add_func("/ops/cpu/rows-pipeline", test_cpu_rows_pipeline);
   g_test_add_func("/ops/cpu/rows-apply-tile", test_cpu_rows_apply_tile);
   g_test_add_func("/ops/cpu/softmax-skew", test_cpu_softmax_skew);
+  g_test_add_func("/ops/cpu/softmax-special", test_cpu_softmax_special);
   g_test_add_func("/ops/cpu/layernorm-jam", test_cpu_layernorm_jam);
   g_test_add_func("/ops/emit/private-row-order", test_emit_private_row_order);
   g_test_add_func("/ops/emit/tile-set", test_emit_tile_set);
