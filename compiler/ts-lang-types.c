@@ -48,7 +48,8 @@ struct Ty {
 /* Knobs the lowering consumes itself (a body has no use for them). */
 static const char *const lowering_knobs[] = {"warps",  "stages", "vector", "swizzle",
                                              "threads", "unroll", "raster", "mma",
-                                             "load",    "MR",     "NR",     "store", NULL};
+                                             "load",    "MR",     "NR",     "store",
+                                             "pipeline", NULL};
 
 typedef struct {
   const char *src, *file;

@@ -24,6 +24,7 @@ typedef struct {
   gboolean cuda;
   TsTileNode *hoist;
   GHashTable *hoisted; /* Ex* -> its let's name: a part shared by several passes, once */
+  gboolean next;       /* the views of [M, N] inputs as the next row's (NAME_nx) */
 } Printer;
 
 static void print_ex(const Printer *p, const Ex *e, GString *out);
@@ -39,7 +40,7 @@ print_ex(const Printer *p, const Ex *e, GString *out)
   if (p->hoist && scalar && has_row_value(e) && e->kind != EX_ROW && e->kind != EX_DIM) {
     const char *known = g_hash_table_lookup(p->hoisted, e);
     if (known == NULL) {
-      Printer inner = {o, p->cuda, NULL, NULL};
+      Printer inner = {o, p->cuda, NULL, NULL, FALSE};
       GString *text = g_string_new(NULL);
       print_ex(&inner, e, text);
       char *name = g_strdup_printf("h%u", g_hash_table_size(p->hoisted));
@@ -66,6 +67,8 @@ print_ex(const Printer *p, const Ex *e, GString *out)
     break;
   case EX_VIEW:
     g_string_append(out, o->views[e->index]);
+    if (p->next && !o->broadcast[e->index])
+      g_string_append(out, "_nx");
     break;
   case EX_FLOAT:
     g_string_append(out, o->float_names[e->index]);
@@ -118,7 +121,7 @@ print_ex(const Printer *p, const Ex *e, GString *out)
 char *
 ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist, GHashTable *hoisted)
 {
-  Printer p = {o, cuda, hoist, hoisted};
+  Printer p = {o, cuda, hoist, hoisted, FALSE};
   GString *out = g_string_new(NULL);
   print_ex(&p, e, out);
   return g_string_free(out, FALSE);
@@ -318,17 +321,62 @@ ts__lang_reference_rows(const TsOpInstance *inst, void *const *in, double *out)
   return NULL;
 }
 
+/* The views of row `row` of the inputs (and the scratch rows) on node: NAME, or NAME_nx (the
+ * next row's, suffix "_nx") for the [M, N] inputs. */
 static void
-add_row_views(const LangOp *o, TsTileNode *node)
+add_row_views_of(const LangOp *o, TsTileNode *node, const char *row, const char *suffix)
 {
-  g_autofree char *offset = g_strdup_printf("i * %s", o->col_dim);
-  for (guint a = 0; a < o->def.n_inputs; a++)
-    ts_tile_node_add_view(node, o->views[a], o->def.inputs[a].name,
-                          o->broadcast[a] ? "0" : offset);
+  g_autofree char *offset = g_strdup_printf(strchr(row, ' ') ? "(%s) * %s" : "%s * %s", row,
+                                            o->col_dim);
+  for (guint a = 0; a < o->def.n_inputs; a++) {
+    g_autofree char *name = g_strconcat(o->views[a], suffix, NULL);
+    if (!o->broadcast[a] || *suffix == '\0')
+      ts_tile_node_add_view(node, name, o->def.inputs[a].name, o->broadcast[a] ? "0" : offset);
+  }
+  if (*suffix != '\0')
+    return;
   for (guint k = 0; k < o->n_scratch; k++) {
     g_autofree char *v = g_strdup_printf("w%u", k), *b = g_strdup_printf("W%u", k);
     ts_tile_node_add_view(node, v, b, "0");
   }
+}
+
+static void
+add_row_views(const LangOp *o, TsTileNode *node)
+{
+  add_row_views_of(o, node, "i", "");
+}
+
+/* pipeline("none" | "next"): with "next" a row's first step, a reduction, is taken in the pass
+ * that writes the row before it (the output's map carries it over the next row's inputs), so
+ * that pass reads memory while it writes, as a copy does, and the row's own passes run from
+ * cache; a work item's first row is reduced before its loop. The built-in row ops do the same
+ * (op-rowwise.c). */
+static gboolean
+lang_pipeline_next(const LangOp *o, const TsSchedPoint *point, GError **error)
+{
+  const char *how = ts_sched_point_get_str(point, "pipeline", "none");
+  if (g_strcmp0(how, "none") == 0)
+    return FALSE;
+  if (g_strcmp0(how, "next") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: pipeline(\"%s\") is not one of \"none\", \"next\"", o->name, how);
+    return FALSE;
+  }
+  if (!ts__lang_pipeline_applies(o)) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: pipeline(\"next\") carries a row's first reduction into the pass before "
+                "it, and this kernel's first step is %s", o->name,
+                o->steps->len == 0 ? "its output" : "a scratch row");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+ts__lang_pipeline_applies(const LangOp *o)
+{
+  return o->steps && o->steps->len > 0 && !g_array_index(o->steps, Step, 0).scratch;
 }
 
 /* BM rows a program, shared among the threads as they free up; in each row, the steps in
@@ -345,6 +393,12 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
                 "%s: the CPU lowering needs positive BM, vector and threads knobs", o->name);
     return FALSE;
   }
+  GError *local = NULL;
+  const gboolean next = lang_pipeline_next(o, point, &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
   const char *m = o->row_dim, *n = o->col_dim;
   ts_tile_kernel_define(k, "BM", bm);
   ts_tile_kernel_define(k, "VEC", vec);
@@ -355,10 +409,18 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   }
   TsTileNode *i0 = ts_tile_for(par, "i0", "0", m, "BM", TS_FOR_PARALLEL_DYNAMIC);
   g_autofree char *last = g_strdup_printf("min(i0 + BM, %s)", m);
-  TsTileNode *row = ts_tile_for(i0, "i", "i0", last, "1", TS_FOR_SERIAL);
   g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  const Step *first = next ? &g_array_index(o->steps, Step, 0) : NULL;
+  g_autofree char *first_var = first ? g_strdup_printf("r%u", first->index) : NULL;
+  if (next) { /* the work item's first row, before its loop */
+    ts_tile_let(i0, "iend", TS_DTYPE_INT32, last);
+    g_autofree char *text = ts__lang_print(o, first->expr, FALSE, i0, hoisted);
+    TsTileNode *r = ts_tile_reduce(i0, first_var, first->max ? "max" : "sum", text, n);
+    add_row_views_of(o, r, "i0", "");
+  }
+  TsTileNode *row = ts_tile_for(i0, "i", "i0", next ? "iend" : last, "1", TS_FOR_SERIAL);
   TsTileNode *prev = NULL;
-  for (guint s = 0; s < o->steps->len; s++) {
+  for (guint s = next ? 1 : 0; s < o->steps->len; s++) {
     const Step *st = &g_array_index(o->steps, Step, s);
     g_autofree char *text = ts__lang_print(o, st->expr, FALSE, row, hoisted);
     TsTileNode *node;
@@ -386,13 +448,27 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   add_row_views(o, map);
   g_autofree char *offset = g_strdup_printf("i * %s", n);
   ts_tile_node_add_view(map, o->views[o->def.n_inputs], o->def.output.name, offset);
+  if (next) {
+    /* the next row of the item (its last row re-reads itself, from cache), and the rows three
+     * ahead into L2, so the next map's reads find them there */
+    Printer p = {o, FALSE, i0, hoisted, TRUE};
+    GString *carried = g_string_new(NULL);
+    print_ex(&p, first->expr, carried);
+    ts_tile_map_add_carry(map, first_var, first->max ? "max" : "sum", carried->str);
+    g_string_free(carried, TRUE);
+    add_row_views_of(o, map, "min(i + 1, iend - 1)", "_nx");
+  }
   /* The last pass over row i asks for row i + 1 of the first [M, N] input, whose first pass
-   * would otherwise wait on memory (as the built-in row ops do: 1.08-1.20x). */
+   * would otherwise wait on memory (as the built-in row ops do: 1.08-1.20x); a carrying pass
+   * reads that row itself and asks for the one three ahead, into L2. */
   for (guint a = 0; a < o->def.n_inputs; a++)
     if (!o->broadcast[a]) {
-      g_autofree char *next = g_strdup_printf("%s + min(i + 1, %s - 1) * %s",
-                                              o->def.inputs[a].name, m, n);
-      ts_tile_map_set_prefetch(map, next);
+      g_autofree char *ahead = g_strdup_printf("%s + min(i + %d, %s - 1) * %s",
+                                               o->def.inputs[a].name, next ? 3 : 1, m, n);
+      if (next)
+        ts_tile_map_set_prefetch_l2(map, ahead);
+      else
+        ts_tile_map_set_prefetch(map, ahead);
       break;
     }
   return ts__op_store_knob(o->name, point, map, error);
@@ -461,6 +537,13 @@ ts__lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point, Ts
   const LangOp *o = lang_op(inst);
   const gint64 w = KNOB("warps", 4);
   const TsShape *shape = ts_op_instance_shape(inst);
+  const char *how = ts_sched_point_get_str(point, "pipeline", "none");
+  if (g_strcmp0(how, "none") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: pipeline(\"%s\") is a CPU knob (a row's passes from cache); on CUDA a row "
+                "is held in registers, and the space has pipeline(\"none\")", o->name, how);
+    return FALSE;
+  }
   TsCudaRowTile t;
   /* Long rows are refused, not streamed, until the kernel-file lowering streams them. */
   if (!ts__cuda_row_tile(o->name, ts_shape_get(shape, o->row_dim),

@@ -173,6 +173,8 @@ gboolean ts__lang_build_attention(Reader *r, const TsLangKernel *k);
 
 /* ---- ts-op-lang-lower.c ---- */
 /* The element as C (cuda: CUDA C); hoist/hoisted: where per-row parts go as lets, or NULL. */
+/* Whether pipeline("next") applies to a row kernel: its first step is a reduction. */
+gboolean ts__lang_pipeline_applies(const LangOp *o);
 char *ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist,
                      GHashTable *hoisted);
 double ts__lang_count_flops(const Ex *e);

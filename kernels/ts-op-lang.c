@@ -190,11 +190,17 @@ build(Reader *r, const TsLangKernel *k)
  * space's first valid point (the first point outright when a constraint needs the shape). */
 static gboolean
 target_space(Reader *r, const char *text, const char *const *knobs, const gint64 *values,
-             const char *where, char **space_out, char **point_out)
+             const char *where, gboolean cuda, char **space_out, char **point_out)
 {
   g_autoptr(TsSchedSpace) space = ts_sched_space_parse(text, r->error);
   if (space == NULL)
     return FALSE;
+  /* pipeline is a CPU row-pass knob: on CUDA a row is in registers, and one value of it, not
+   * the space's several, says so */
+  if (cuda && ts_sched_space_knob_index(space, "pipeline") >= 0) {
+    const TsSchedValue none = {.kind = TS_SCHED_STR, .s = g_intern_static_string("none")};
+    ts_sched_space_set_knob(space, "pipeline", &none, 1);
+  }
   for (guint i = 0; knobs[i]; i++)
     if (ts_sched_space_knob_index(space, knobs[i]) < 0) {
       TsSchedValue v = {.kind = TS_SCHED_INT, .i = values[i]};
@@ -219,16 +225,26 @@ static gboolean
 spaces(Reader *r, const TsLangKernel *k)
 {
   LangOp *o = r->o;
+  /* a row kernel whose first step is a reduction may take it in the pass before (pipeline) */
   const char *text = k->space ? k->space
                      : k->schedule ? k->schedule
-                     : o->rows     ? "block(m=[1,4,16]).vector([4,8,16])"
-                                   : "block(n=[4096,16384,65536]).vector([4,8,16])";
+                     : o->rows && ts__lang_pipeline_applies(o)
+                         ? "block(m=[1,4,16]).vector([4,8,16]).pipeline([\"none\", \"next\"])"
+                     : o->rows ? "block(m=[1,4,16]).vector([4,8,16])"
+                               : "block(n=[4096,16384,65536]).vector([4,8,16])";
   static const char *const cpu_knobs[] = {"threads", "vector", NULL};
   const gint64 cpu_values[] = {MAX(1, (gint64)g_get_num_processors()), 8};
   static const char *const cuda_knobs[] = {"warps", "vector", NULL};
   static const gint64 cuda_values[] = {4, 4};
-  if (!target_space(r, text, cpu_knobs, cpu_values, NULL, &o->space, &o->default_point))
+  if (!target_space(r, text, cpu_knobs, cpu_values, NULL, FALSE, &o->space,
+                    &o->default_point))
     return FALSE;
+  if (!(o->rows && ts__lang_pipeline_applies(o)) && strstr(o->space, "pipeline(") != NULL)
+    return ts__lang_fail(r, k->space_node ? k->space_node : k->def,
+                         "the space's knob pipeline takes a row's first reduction into the pass "
+                         "before it, and kernel %s %s: take pipeline out of the space",
+                         k->name, o->rows ? "starts its rows with a scratch row, not a reduction"
+                                          : "is elementwise, with no rows");
   o->def.cpu_space = o->space;
   o->def.cpu_default = o->default_point;
   /* CUDA: elementwise, at most 32 elements of a tile a thread; rows, a row group of a power of
@@ -240,7 +256,7 @@ spaces(Reader *r, const TsLangKernel *k)
   if (!target_space(r, text, cuda_knobs, cuda_values,
                     o->rows ? rows_where
                             : "BN % (warps * 32 * vector) == 0 && BN <= 32 * warps * 32",
-                    &o->cuda_space, &o->cuda_default))
+                    TRUE, &o->cuda_space, &o->cuda_default))
     return FALSE;
   o->def.cuda_space = o->cuda_space;
   o->def.cuda_default = o->cuda_default;

@@ -99,6 +99,54 @@ p = tt("lower", "--kernel", SM_STREAM, "--shape", "M=64,N=1000",
        "--schedule", 'block(m=4).store("nt")', "--stage", "tile")
 ok(p.returncode == 2 and 'store("nt") is not one of "cached", "stream"' in p.stderr,
    "an unknown store() is a schedule error naming it (%s)" % p.stderr.strip())
+# pipeline("next"): a row's first reduction taken in the pass that writes the row before it,
+# the work item's first row reduced before its loop; as accurate as "none" (the carried max of
+# bf16 rows taken on the bits); refused where the first step is a scratch row, on an
+# elementwise kernel, and on CUDA, where the space has "none" alone.
+p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=64,N=1000",
+       "--schedule", 'block(m=4).pipeline("next")', "--stage", "tile")
+ok(p.returncode == 0 and re.search(
+    r"let iend: index = min\(i0 \+ BM, M\)\n\s*r0 = tile\.reduce_max\(x, j < N\)  with x = X\[i0 \* N:\]"
+    r".*\n\s*for i in tile\.range\(i0, iend, 1\):\n\s*w0 = tile\.map\(exp", p.stdout)
+   and re.search(r"y = tile\.map\(\(w0 / r1\), j < N\) carry r0 = reduce_max\(x_nx\)  with .*"
+                 r"x_nx = X\[\(min\(i \+ 1, iend - 1\)\) \* N:\] prefetch_l2=", p.stdout)
+   and p.stdout.count("reduce_max") == 2,
+   "softmax.tsk with pipeline(\"next\") carries each row's max in the pass before it (%s)"
+   % p.stderr.strip())
+SM_NEXT = os.path.join(SRC, "tests", "kernels", "softmax_next_bf16.tsk")
+for f, extra in ((os.path.join(EX, "softmax.tsk"), ""), (os.path.join(EX, "layernorm.tsk"), ""),
+                 (SM_NEXT, ".vector(16)"), (SM_NEXT, ".vector(8)")):
+    errs = []
+    for pl in ("none", "next"):
+        p = tt("run", "--kernel", f, "--shape", "M=37,N=203", "--schedule",
+               'block(m=4)%s.pipeline("%s")' % (extra, pl), "--json")
+        r = json.loads(p.stdout) if p.returncode == 0 else {}
+        errs.append(r.get("rel_error") if r.get("status") == "ok" else None)
+    ok(None not in errs and errs[1] <= max(1.5 * errs[0], 1e-6),
+       "%s%s verifies with pipeline(\"next\"), as accurate as \"none\" (%s)"
+       % (os.path.basename(f), extra, errs))
+p = tt("lower", "--kernel", os.path.join(SRC, "tests", "kernels", "expnorm_scratch.tsk"),
+       "--shape", "M=37,N=203")
+ok(p.returncode == 2 and "expnorm_scratch.tsk:4:24: the space's knob pipeline takes a row's "
+   "first reduction" in p.stderr and "starts its rows with a scratch row" in p.stderr,
+   "a space naming pipeline for a kernel whose first step is a scratch row is refused (%s)"
+   % p.stderr.strip())
+piped = os.path.join(TMP, "saxpy_piped.tsk")
+with open(SAXPY) as f:
+    text = f.read()
+with open(piped, "w") as f:
+    f.write(text.replace("space=dict(", 'space=dict(pipeline=["none", "next"], ', 1))
+p = tt("lower", "--kernel", piped, "--shape", "N=4096")
+ok(p.returncode == 2 and "the space's knob pipeline" in p.stderr and "is elementwise" in p.stderr,
+   "an elementwise kernel's space may not name pipeline (%s)" % p.stderr.strip())
+p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=37,N=203",
+       "--backend", "cuda", "--schedule", 'pipeline("next")', "--stage", "tile")
+ok(p.returncode == 2 and 'pipeline("next") is a CPU knob' in p.stderr,
+   "on CUDA pipeline(\"next\") is refused, the space holding \"none\" (%s)" % p.stderr.strip())
+p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=37,N=203",
+       "--backend", "cuda", "--stage", "schedule")
+ok(p.returncode == 0 and '.pipeline("none").' in p.stdout,
+   "the CUDA space of a kernel whose space names pipeline has one value, \"none\"")
 p = tt("lower", "--kernel", os.path.join(EX, "layernorm.tsk"), "--shape", "M=64,N=1000",
        "--stage", "tile")
 ok(p.returncode == 0 and "let h0: f32 = (r0 / (float)N)" in p.stdout
