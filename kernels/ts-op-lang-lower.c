@@ -405,7 +405,7 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   TsTileNode *par = ts_tile_parallel(k->body, threads);
   for (guint s = 0; s < o->n_scratch; s++) {
     g_autofree char *name = g_strdup_printf("W%u", s);
-    ts_tile_alloc(par, k, name, TS_MEM_SHARED, TS_DTYPE_F32, n, TRUE, "one f32 row");
+    ts_tile_alloc_row(par, k, name, n, "one f32 row");
   }
   TsTileNode *i0 = ts_tile_for(par, "i0", "0", m, "BM", TS_FOR_PARALLEL_DYNAMIC);
   g_autofree char *last = g_strdup_printf("min(i0 + BM, %s)", m);
