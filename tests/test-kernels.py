@@ -125,6 +125,14 @@ for f, extra in ((os.path.join(EX, "softmax.tsk"), ""), (os.path.join(EX, "layer
     ok(None not in errs and errs[1] <= max(1.5 * errs[0], 1e-6),
        "%s%s verifies with pipeline(\"next\"), as accurate as \"none\" (%s)"
        % (os.path.basename(f), extra, errs))
+p = tt("lower", "--kernel", SM_NEXT, "--shape", "M=64,N=1000", "--schedule",
+       'block(m=4).vector(16).pipeline("next")', "--stage", "target")
+ok(p.returncode == 0 and "ts_vf_load2_bf16(X + (i * N) + j, &x_e_, &x_o_);" in p.stdout
+   and "ts_vf_store2_bf16(Y + (i * N) + j, ts_ve_, ts_vo_);" in p.stdout
+   and "const ts_vf w0_o_ = ts_vf_load_f32(W0 + (0) + j + TS_VEC);" in p.stdout
+   and p.stdout.count("= ts_vk_max(") == 3 + 2,
+   "a bf16 row kernel runs in lane pairs, its scratch row holding the pairs, its maxes on the "
+   "bits (%s)" % p.stderr.strip())
 p = tt("lower", "--kernel", os.path.join(SRC, "tests", "kernels", "expnorm_scratch.tsk"),
        "--shape", "M=37,N=203")
 ok(p.returncode == 2 and "expnorm_scratch.tsk:4:24: the space's knob pipeline takes a row's "
