@@ -496,6 +496,14 @@ emit_mma(Emitter *e, const TsTileNode *n)
   emit_ukr_call(e, n, name, define);
 }
 
+/* The vector accumulators acc0 and acc1 folded into float acc. */
+static void
+emit_reduce_fold(Emitter *e, gboolean is_max)
+{
+  line(e, is_max ? "float acc = ts_vf_hmax(ts_vf_max(acc0, acc1));"
+                 : "float acc = ts_vf_hsum(acc0 + acc1);");
+}
+
 static void emit_reduce_tail(Emitter *e, const TsTileNode *n, gboolean is_max,
                              const char *sexpr);
 
@@ -519,16 +527,7 @@ emit_reduce_keys(Emitter *e, const TsTileNode *n, const TsTileView *v, const cha
   line(e, "float acc = ts_cpu_%s_to_f32(ts_vk_hmax_bits(ts_vk_max(acc0, acc1)));",
        suffix_of(e, v->buffer));
   g_autofree char *sexpr = rewrite_float_expr(n->expr, FALSE);
-  /* the tail's own float max, as the other reductions end */
-  line(e, "for (; j < (%s); j++) {", n->hi);
-  e->depth++;
-  emit_view_loads(e, n, n->expr, NULL, FALSE);
-  line(e, "acc = fmaxf(acc, %s);", sexpr);
-  e->depth--;
-  line(e, "}");
-  line(e, "%s = acc;", n->var);
-  e->depth--;
-  line(e, "}");
+  emit_reduce_tail(e, n, TRUE, sexpr); /* the tail's own float max */
 }
 
 static void
@@ -569,6 +568,7 @@ emit_reduce(Emitter *e, const TsTileNode *n)
     }
     e->depth--;
     line(e, "}");
+    emit_reduce_fold(e, is_max);
     emit_reduce_tail(e, n, is_max, sexpr);
     return;
   }
@@ -592,15 +592,14 @@ emit_reduce(Emitter *e, const TsTileNode *n)
   line(e, is_max ? "acc0 = ts_vf_max(acc0, %s);" : "acc0 = acc0 + (%s);", vexpr);
   e->depth--;
   line(e, "}");
+  emit_reduce_fold(e, is_max);
   emit_reduce_tail(e, n, is_max, sexpr);
 }
 
-/* The vector accumulators folded, the columns left over done one by one, the result stored. */
+/* After the fold (float acc): the columns left over done one by one, the result stored. */
 static void
 emit_reduce_tail(Emitter *e, const TsTileNode *n, gboolean is_max, const char *sexpr)
 {
-  line(e, is_max ? "float acc = ts_vf_hmax(ts_vf_max(acc0, acc1));"
-                 : "float acc = ts_vf_hsum(acc0 + acc1);");
   line(e, "for (; j < (%s); j++) {", n->hi);
   e->depth++;
   emit_view_loads(e, n, n->expr, NULL, FALSE);

@@ -135,9 +135,9 @@ row_last_map(TsTileNode *map, gboolean next, const char *var, const char *op, co
 
 /* pipeline("none" | "next" | "skew"): *next TRUE for "next", *skew for "skew"; skew is NULL
  * for an op without "skew". */
-static gboolean
-pipeline_knob(const char *op, const TsSchedPoint *point, gboolean *next, gboolean *skew,
-              GError **error)
+gboolean
+ts__op_pipeline_knob(const char *op, const TsSchedPoint *point, gboolean *next, gboolean *skew,
+                     GError **error)
 {
   const char *how = ts_sched_point_get_str(point, "pipeline", "none");
   *next = g_strcmp0(how, "next") == 0;
@@ -789,7 +789,7 @@ softmax_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
     return FALSE;
   }
   gboolean next, skew;
-  if (!pipeline_knob("softmax_safe", point, &next, &skew, error))
+  if (!ts__op_pipeline_knob("softmax_safe", point, &next, &skew, error))
     return FALSE;
   if (next && g_strcmp0(how, "online") == 0) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
@@ -984,7 +984,7 @@ layernorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileK
 {
   gboolean next, tiled;
   if (!check_knobs("layernorm_safe", KNOB("BM"), KNOB("vector"), KNOB("threads"), error) ||
-      !pipeline_knob("layernorm_safe", point, &next, NULL, error) ||
+      !ts__op_pipeline_knob("layernorm_safe", point, &next, NULL, error) ||
       !apply_knob("layernorm_safe", point, next, &tiled, error))
     return FALSE;
   const gint64 jam = ts_sched_point_get_int(point, "jam", 1);
@@ -1104,7 +1104,7 @@ rmsnorm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
 {
   gboolean next;
   if (!check_knobs("rmsnorm_safe", KNOB("BM"), KNOB("vector"), KNOB("threads"), error) ||
-      !pipeline_knob("rmsnorm_safe", point, &next, NULL, error))
+      !ts__op_pipeline_knob("rmsnorm_safe", point, &next, NULL, error))
     return FALSE;
   TsTileNode *row = row_loop_first(k, point, next, NULL, "q", "sum", "x * x");
   ts_tile_let(row, "rstd", TS_DTYPE_F32, "1.0f / sqrt(q / (float)N + eps)");

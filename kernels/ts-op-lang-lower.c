@@ -353,17 +353,11 @@ add_row_views(const LangOp *o, TsTileNode *node)
  * cache; a work item's first row is reduced before its loop. The built-in row ops do the same
  * (op-rowwise.c). */
 static gboolean
-lang_pipeline_next(const LangOp *o, const TsSchedPoint *point, GError **error)
+lang_pipeline_knob(const LangOp *o, const TsSchedPoint *point, gboolean *next, GError **error)
 {
-  const char *how = ts_sched_point_get_str(point, "pipeline", "none");
-  if (g_strcmp0(how, "none") == 0)
+  if (!ts__op_pipeline_knob(o->name, point, next, NULL, error))
     return FALSE;
-  if (g_strcmp0(how, "next") != 0) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: pipeline(\"%s\") is not one of \"none\", \"next\"", o->name, how);
-    return FALSE;
-  }
-  if (!ts__lang_pipeline_applies(o)) {
+  if (*next && !ts__lang_pipeline_applies(o)) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "%s: pipeline(\"next\") carries a row's first reduction into the pass before "
                 "it, and this kernel's first step is %s", o->name,
@@ -393,12 +387,9 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
                 "%s: the CPU lowering needs positive BM, vector and threads knobs", o->name);
     return FALSE;
   }
-  GError *local = NULL;
-  const gboolean next = lang_pipeline_next(o, point, &local);
-  if (local != NULL) {
-    g_propagate_error(error, local);
+  gboolean next;
+  if (!lang_pipeline_knob(o, point, &next, error))
     return FALSE;
-  }
   const char *m = o->row_dim, *n = o->col_dim;
   ts_tile_kernel_define(k, "BM", bm);
   ts_tile_kernel_define(k, "VEC", vec);

@@ -200,6 +200,14 @@ target_space(Reader *r, const char *text, const char *const *knobs, const gint64
   if (cuda && ts_sched_space_knob_index(space, "pipeline") >= 0) {
     const TsSchedValue none = {.kind = TS_SCHED_STR, .s = g_intern_static_string("none")};
     ts_sched_space_set_knob(space, "pipeline", &none, 1);
+  } else if (ts_sched_space_knob_index(space, "pipeline") >= 0 &&
+             !(r->o->rows && ts__lang_pipeline_applies(r->o))) {
+    const TsLangKernel *k = r->k;
+    return ts__lang_fail(r, k->space_node ? k->space_node : k->def,
+                         "the space's knob pipeline takes a row's first reduction into the pass "
+                         "before it, and kernel %s %s: take pipeline out of the space",
+                         k->name, r->o->rows ? "starts its rows with a scratch row, not a reduction"
+                                             : "is elementwise, with no rows");
   }
   for (guint i = 0; knobs[i]; i++)
     if (ts_sched_space_knob_index(space, knobs[i]) < 0) {
@@ -239,12 +247,6 @@ spaces(Reader *r, const TsLangKernel *k)
   if (!target_space(r, text, cpu_knobs, cpu_values, NULL, FALSE, &o->space,
                     &o->default_point))
     return FALSE;
-  if (!(o->rows && ts__lang_pipeline_applies(o)) && strstr(o->space, "pipeline(") != NULL)
-    return ts__lang_fail(r, k->space_node ? k->space_node : k->def,
-                         "the space's knob pipeline takes a row's first reduction into the pass "
-                         "before it, and kernel %s %s: take pipeline out of the space",
-                         k->name, o->rows ? "starts its rows with a scratch row, not a reduction"
-                                          : "is elementwise, with no rows");
   o->def.cpu_space = o->space;
   o->def.cpu_default = o->default_point;
   /* CUDA: elementwise, at most 32 elements of a tile a thread; rows, a row group of a power of

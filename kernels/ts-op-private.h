@@ -125,6 +125,10 @@ extern const TsOpDef ts__op_test_fault;
 gint64 ts__op_instance_numel(const TsOpInstance *inst, guint arg);
 /* Float parameter i of the instance (the op's in order, then the fp8 scales). */
 double ts__op_instance_float(const TsOpInstance *inst, guint i);
+/* pipeline("none" | "next" | "skew") of a CPU row op: *next TRUE for "next", *skew for "skew";
+ * skew NULL for an op without "skew" (the value is then refused). Defined in op-rowwise.c. */
+gboolean ts__op_pipeline_knob(const char *op, const TsSchedPoint *point, gboolean *next,
+                              gboolean *skew, GError **error);
 /* The CPU lowerings' store("cached"|"stream") knob applied to the map that writes the output
  * (stream: non-temporal stores, ts_tile_map_set_stream); another value is a schedule error
  * naming `op`. Defined in op-rowwise.c. */
