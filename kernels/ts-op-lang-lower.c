@@ -24,10 +24,20 @@ typedef struct {
   gboolean cuda;
   TsTileNode *hoist;
   GHashTable *hoisted; /* Ex* -> its let's name: a part shared by several passes, once */
-  gboolean next;       /* the views of [M, N] inputs as the next row's (NAME_nx) */
+  const char *sfx;     /* appended to the views of [M, N] inputs: "_nx" the next row's */
+  /* pipeline("skew")'s drain, which writes the row before: its scratch rows (w<k>_pv) and its
+   * hoisted parts, named p<k> where the row's own are h<k> */
+  gboolean prev;
+  guint base; /* the number of the first hoisted part (after those of an earlier print) */
 } Printer;
 
 static void print_ex(const Printer *p, const Ex *e, GString *out);
+
+static char *
+hoisted_name(const Printer *p)
+{
+  return g_strdup_printf("%c%u", p->prev ? 'p' : 'h', p->base + g_hash_table_size(p->hoisted));
+}
 
 /* C text over the map's views and the kernel's float parameters. For the CPU, a call with no
  * view in it stays scalar (__builtin_*): the map's vector path rewrites the names exp, sqrt and
@@ -40,10 +50,10 @@ print_ex(const Printer *p, const Ex *e, GString *out)
   if (p->hoist && scalar && has_row_value(e) && e->kind != EX_ROW && e->kind != EX_DIM) {
     const char *known = g_hash_table_lookup(p->hoisted, e);
     if (known == NULL) {
-      Printer inner = {o, p->cuda, NULL, NULL, FALSE};
+      Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0};
       GString *text = g_string_new(NULL);
       print_ex(&inner, e, text);
-      char *name = g_strdup_printf("h%u", g_hash_table_size(p->hoisted));
+      char *name = hoisted_name(p);
       ts_tile_let(p->hoist, name, TS_DTYPE_F32, text->str);
       g_string_free(text, TRUE);
       g_hash_table_insert(p->hoisted, (gpointer)e, name);
@@ -67,8 +77,8 @@ print_ex(const Printer *p, const Ex *e, GString *out)
     break;
   case EX_VIEW:
     g_string_append(out, o->views[e->index]);
-    if (p->next && !o->broadcast[e->index])
-      g_string_append(out, "_nx");
+    if (p->sfx && !o->broadcast[e->index])
+      g_string_append(out, p->sfx);
     break;
   case EX_FLOAT:
     g_string_append(out, o->float_names[e->index]);
@@ -77,12 +87,34 @@ print_ex(const Printer *p, const Ex *e, GString *out)
     g_string_append_printf(out, "r%u", e->index);
     break;
   case EX_SCRATCH:
-    g_string_append_printf(out, "w%u", e->index);
+    g_string_append_printf(out, p->prev ? "w%u_pv" : "w%u", e->index);
     break;
   case EX_DIM:
     g_string_append_printf(out, "(float)%s", e->dim);
     break;
   case EX_BIN:
+    if (p->hoist && e->op == '/' && !scalar && !ts__lang_has_view(e->b) &&
+        has_row_value(e->b)) {
+      /* an element divided by a value of the row (softmax's e / s): a multiply by the row's
+       * reciprocal, taken once in a let, as the built-in ops do; a vector division costs
+       * several multiplies' throughput. Within 1.5 ulp of the quotient. */
+      const char *rcp = g_hash_table_lookup(p->hoisted, e);
+      if (rcp == NULL) {
+        Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0};
+        GString *text = g_string_new("1.0f / ");
+        print_ex(&inner, e->b, text);
+        char *name = hoisted_name(p);
+        ts_tile_let(p->hoist, name, TS_DTYPE_F32, text->str);
+        g_string_free(text, TRUE);
+        /* keyed by the division, which has a view, so never hoisted as a value itself */
+        g_hash_table_insert(p->hoisted, (gpointer)e, name);
+        rcp = name;
+      }
+      g_string_append_c(out, '(');
+      print_ex(p, e->a, out);
+      g_string_append_printf(out, " * %s)", rcp);
+      break;
+    }
     g_string_append_c(out, '(');
     print_ex(p, e->a, out);
     g_string_append_printf(out, " %c ", e->op);
@@ -121,7 +153,7 @@ print_ex(const Printer *p, const Ex *e, GString *out)
 char *
 ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist, GHashTable *hoisted)
 {
-  Printer p = {o, cuda, hoist, hoisted, FALSE};
+  Printer p = {o, cuda, hoist, hoisted, NULL, FALSE, 0};
   GString *out = g_string_new(NULL);
   print_ex(&p, e, out);
   return g_string_free(out, FALSE);
@@ -321,10 +353,12 @@ ts__lang_reference_rows(const TsOpInstance *inst, void *const *in, double *out)
   return NULL;
 }
 
-/* The views of row `row` of the inputs (and the scratch rows) on node: NAME, or NAME_nx (the
- * next row's, suffix "_nx") for the [M, N] inputs. */
+/* The views of row `row` of the inputs on node: NAME, or NAME<suffix> for the [M, N] inputs
+ * (the next row's "_nx", the last one's "_pv"), the [N] ones under their own names once; and
+ * with scratch_at, the scratch rows (w<k> from that offset of W<k>). */
 static void
-add_row_views_of(const LangOp *o, TsTileNode *node, const char *row, const char *suffix)
+add_row_views_of(const LangOp *o, TsTileNode *node, const char *row, const char *suffix,
+                 const char *scratch_at)
 {
   g_autofree char *offset = g_strdup_printf(strchr(row, ' ') ? "(%s) * %s" : "%s * %s", row,
                                             o->col_dim);
@@ -333,44 +367,207 @@ add_row_views_of(const LangOp *o, TsTileNode *node, const char *row, const char 
     if (!o->broadcast[a] || *suffix == '\0')
       ts_tile_node_add_view(node, name, o->def.inputs[a].name, o->broadcast[a] ? "0" : offset);
   }
-  if (*suffix != '\0')
-    return;
-  for (guint k = 0; k < o->n_scratch; k++) {
+  for (guint k = 0; scratch_at && k < o->n_scratch; k++) {
     g_autofree char *v = g_strdup_printf("w%u", k), *b = g_strdup_printf("W%u", k);
-    ts_tile_node_add_view(node, v, b, "0");
+    ts_tile_node_add_view(node, v, b, scratch_at);
   }
 }
 
 static void
 add_row_views(const LangOp *o, TsTileNode *node)
 {
-  add_row_views_of(o, node, "i", "");
+  add_row_views_of(o, node, "i", "", "0");
 }
 
-/* pipeline("none" | "next"): with "next" a row's first step, a reduction, is taken in the pass
- * that writes the row before it (the output's map carries it over the next row's inputs), so
- * that pass reads memory while it writes, as a copy does, and the row's own passes run from
- * cache; a work item's first row is reduced before its loop. The built-in row ops do the same
- * (op-rowwise.c). */
+/* pipeline("none" | "next" | "skew"): with "next" a row's first step, a reduction, is taken
+ * in the pass that writes the row before it (the output's map carries it over the next row's
+ * inputs), so that pass reads memory while it writes, as a copy does, and the row's own passes
+ * run from cache; a work item's first row is reduced before its loop. The built-in row ops do
+ * the same (op-rowwise.c). "skew": lower_rows_skewed. */
 static gboolean
-lang_pipeline_knob(const LangOp *o, const TsSchedPoint *point, gboolean *next, GError **error)
+lang_pipeline_knob(const LangOp *o, const TsSchedPoint *point, gboolean *next, gboolean *skew,
+                   GError **error)
 {
-  if (!ts__op_pipeline_knob(o->name, point, next, NULL, error))
+  if (!ts__op_pipeline_knob(o->name, point, next, skew, error))
     return FALSE;
-  if (*next && !ts__lang_pipeline_applies(o)) {
+  if ((*next || *skew) && !ts__lang_pipeline_applies(o)) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: pipeline(\"next\") carries a row's first reduction into the pass before "
-                "it, and this kernel's first step is %s", o->name,
+                "%s: pipeline(\"%s\") carries a row's first reduction into the pass before "
+                "it, and this kernel's first step is %s", o->name, *next ? "next" : "skew",
                 o->steps->len == 0 ? "its output" : "a scratch row");
     return FALSE;
   }
+  const char *why = *skew ? ts__lang_skew_refusal(o) : NULL;
+  if (why) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: pipeline(\"skew\") %s, and this kernel %s", o->name, TS_LANG_SKEW_WHAT,
+                why);
+    return FALSE;
+  }
   return TRUE;
+}
+
+static gboolean
+reads_row_value(const Ex *e, guint index)
+{
+  return e && ((e->kind == EX_ROW && e->index == index) || reads_row_value(e->a, index) ||
+               reads_row_value(e->b, index));
+}
+
+const char *
+ts__lang_skew_refusal(const LangOp *o)
+{
+  if (!ts__lang_pipeline_applies(o))
+    return "does not start its rows with a reduction";
+  const guint n = o->steps->len;
+  const Step *first = &g_array_index(o->steps, Step, 0);
+  const Step *w = n >= 2 ? &g_array_index(o->steps, Step, 1) : NULL;
+  const Step *sum = n >= 3 ? &g_array_index(o->steps, Step, 2) : NULL;
+  if (w == NULL || !w->scratch || n > 3 ||
+      (sum && (sum->scratch || sum->max || sum->expr->kind != EX_SCRATCH ||
+               sum->expr->index != w->index)))
+    return "is not a reduction, one scratch row (its row_sum, if any, right after it) and "
+           "the output";
+  if (reads_row_value(o->value, first->index))
+    return "writes its output from the first reduction, which the pass has moved on to the "
+           "next row";
+  return NULL;
 }
 
 gboolean
 ts__lang_pipeline_applies(const LangOp *o)
 {
   return o->steps && o->steps->len > 0 && !g_array_index(o->steps, Step, 0).scratch;
+}
+
+/* The output's per-row parts as a pass would print them (into a detached block, as lets), and
+ * its text: prev for the drain of pipeline("skew"), which writes the row before. */
+static char *
+print_output(const LangOp *o, gboolean prev, guint base, TsTileNode **lets)
+{
+  *lets = ts_tile_block_new();
+  g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                                        g_free);
+  Printer p = {o, FALSE, *lets, hoisted, prev ? "_pv" : NULL, prev, base};
+  GString *out = g_string_new(NULL);
+  print_ex(&p, o->value, out);
+  return g_string_free(out, FALSE);
+}
+
+/* pipeline("skew"), as the built-in softmax's: row i's scratch pass (from cache) also takes
+ * row i + 1's first reduction (from memory) and writes row i - 1's output from its scratch
+ * row (to memory), so the one pass bound by arithmetic carries all of the memory traffic. A
+ * thread keeps two scratch rows, this row's and the last one's, and the last row's per-row
+ * parts of the output in P0.
+ *   for i0 in range(0, M, BM) parallel:
+ *     r0 = reduce row i0
+ *     w[0] = step of row i0, carry r0 = reduce row i0 + 1; h... ; P0[k] = h<k>
+ *     for i in range(i0 + 1, iend):
+ *       p<k> = P0[k]
+ *       w[this] = step of row i, carry r0 = reduce row i + 1, drain Y[i - 1] = out(w[last], p)
+ *       h... ; P0[k] = h<k>
+ *     p<k> = P0[k]; Y[iend - 1] = out(w[last], p) */
+static gboolean
+lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, TsTileKernel *k, TsTileNode *par,
+                  GError **error)
+{
+  const char *m = o->row_dim, *n = o->col_dim, *y = o->views[o->def.n_inputs];
+  const Step *first = &g_array_index(o->steps, Step, 0), *ws = &g_array_index(o->steps, Step, 1);
+  const Step *sum = o->steps->len == 3 ? &g_array_index(o->steps, Step, 2) : NULL;
+  gboolean stream;
+  if (!ts__op_store_stream(o->name, point, &stream, error))
+    return FALSE;
+  g_autofree char *wb = g_strdup_printf("W%u", ws->index), *wv = g_strdup_printf("w%u", ws->index);
+  g_autofree char *wpv = g_strdup_printf("w%u_pv", ws->index);
+  g_autofree char *rows2 = g_strdup_printf("2 * %s", n);
+  ts_tile_alloc_row(par, k, wb, rows2, "two f32 rows: this row's and the last one's");
+  TsTileNode *probe;
+  g_free(print_output(o, FALSE, 0, &probe));
+  g_autofree char *n_parts = g_strdup_printf("%u", MAX(1u, probe->children->len));
+  ts_tile_node_free(probe);
+  ts_tile_alloc(par, k, "P0", TS_MEM_REGISTER, TS_DTYPE_F32, n_parts, TRUE,
+                "the last row's per-row parts of the output");
+  TsTileNode *i0 = ts_tile_for(par, "i0", "0", m, "BM", TS_FOR_PARALLEL_DYNAMIC);
+  g_autofree char *last = g_strdup_printf("min(i0 + BM, %s)", m);
+  ts_tile_let(i0, "iend", TS_DTYPE_INT32, last);
+  g_autofree char *first_var = g_strdup_printf("r%u", first->index);
+  g_autofree char *first_text = ts__lang_print(o, first->expr, FALSE, NULL, NULL);
+  TsTileNode *r = ts_tile_reduce(i0, first_var, first->max ? "max" : "sum", first_text, n);
+  add_row_views_of(o, r, "i0", "", NULL);
+  Printer carry = {o, FALSE, NULL, NULL, "_nx", FALSE, 0};
+  GString *carried = g_string_new(NULL);
+  print_ex(&carry, first->expr, carried);
+  g_autofree char *drain = NULL;
+  for (int peeled = 1; peeled >= 0; peeled--) {
+    TsTileNode *at = peeled ? i0 : ts_tile_for(i0, "i", "i0 + 1", "iend", "1", TS_FOR_SERIAL);
+    const char *i = peeled ? "i0" : "i";
+    g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                                          g_free);
+    g_autofree char *text = ts__lang_print(o, ws->expr, FALSE, at, hoisted);
+    const guint base = g_hash_table_size(hoisted);
+    TsTileNode *lets, *prevs;
+    g_free(print_output(o, FALSE, base, &lets));
+    g_free(drain);
+    drain = print_output(o, TRUE, base, &prevs);
+    for (guint p = 0; !peeled && p < prevs->children->len; p++) {
+      const TsTileNode *let = g_ptr_array_index(prevs->children, p);
+      g_autofree char *slot = g_strdup_printf("P0[%u]", p);
+      ts_tile_let(at, let->var, TS_DTYPE_F32, slot);
+    }
+    TsTileNode *e = ts_tile_map(at, wv, text, n);
+    if (sum) {
+      g_autofree char *sv = g_strdup_printf("r%u", sum->index);
+      ts_tile_map_set_sum(e, sv);
+    }
+    g_autofree char *w_at = peeled ? g_strdup("0") : g_strdup_printf("(i - i0) %% 2 * %s", n);
+    add_row_views_of(o, e, i, "", w_at);
+    ts_tile_map_add_carry(e, first_var, first->max ? "max" : "sum", carried->str);
+    g_autofree char *nx = g_strdup_printf("min(%s + 1, iend - 1)", i);
+    add_row_views_of(o, e, nx, "_nx", NULL);
+    for (guint a = 0; a < o->def.n_inputs; a++)
+      if (!o->broadcast[a]) {
+        g_autofree char *ahead = g_strdup_printf("%s + min(%s + 2, %s - 1) * %s",
+                                                 o->def.inputs[a].name, i, m, n);
+        ts_tile_map_set_prefetch_l2(e, ahead);
+        break;
+      }
+    if (!peeled) {
+      ts_tile_map_set_drain(e, y, drain, stream);
+      g_autofree char *y_at = g_strdup_printf("(i - 1) * %s", n);
+      ts_tile_node_add_view(e, y, o->def.output.name, y_at);
+      g_autofree char *wp_at = g_strdup_printf("(i - i0 + 1) %% 2 * %s", n);
+      ts_tile_node_add_view(e, wpv, wb, wp_at);
+      add_row_views_of(o, e, "i - 1", "_pv", NULL);
+    }
+    for (guint p = 0; p < lets->children->len; p++) {
+      const TsTileNode *let = g_ptr_array_index(lets->children, p);
+      g_autofree char *slot = g_strdup_printf("%u", p);
+      ts_tile_let(at, let->var, TS_DTYPE_F32, let->expr);
+      ts_tile_set(at, "P0", slot, let->var);
+    }
+    if (peeled)
+      ts_tile_node_free(prevs);
+    else { /* the last row's parts, after the loop */
+      for (guint p = 0; p < prevs->children->len; p++) {
+        const TsTileNode *let = g_ptr_array_index(prevs->children, p);
+        g_autofree char *slot = g_strdup_printf("P0[%u]", p);
+        ts_tile_let(i0, let->var, TS_DTYPE_F32, slot);
+      }
+      ts_tile_node_free(prevs);
+    }
+    ts_tile_node_free(lets);
+  }
+  g_string_free(carried, TRUE);
+  TsTileNode *map = ts_tile_map(i0, y, drain, n);
+  g_autofree char *y_at = g_strdup_printf("(iend - 1) * %s", n);
+  ts_tile_node_add_view(map, y, o->def.output.name, y_at);
+  g_autofree char *wp_at = g_strdup_printf("(iend - 1 - i0) %% 2 * %s", n);
+  ts_tile_node_add_view(map, wpv, wb, wp_at);
+  add_row_views_of(o, map, "iend - 1", "", NULL);
+  add_row_views_of(o, map, "iend - 1", "_pv", NULL);
+  if (stream)
+    ts_tile_map_set_stream(map);
+  return TRUE;
 }
 
 /* BM rows a program, shared among the threads as they free up; in each row, the steps in
@@ -387,13 +584,15 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
                 "%s: the CPU lowering needs positive BM, vector and threads knobs", o->name);
     return FALSE;
   }
-  gboolean next;
-  if (!lang_pipeline_knob(o, point, &next, error))
+  gboolean next, skew;
+  if (!lang_pipeline_knob(o, point, &next, &skew, error))
     return FALSE;
   const char *m = o->row_dim, *n = o->col_dim;
   ts_tile_kernel_define(k, "BM", bm);
   ts_tile_kernel_define(k, "VEC", vec);
   TsTileNode *par = ts_tile_parallel(k->body, threads);
+  if (skew)
+    return lower_rows_skewed(o, point, k, par, error);
   for (guint s = 0; s < o->n_scratch; s++) {
     g_autofree char *name = g_strdup_printf("W%u", s);
     ts_tile_alloc_row(par, k, name, n, "one f32 row");
@@ -407,7 +606,7 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
     ts_tile_let(i0, "iend", TS_DTYPE_INT32, last);
     g_autofree char *text = ts__lang_print(o, first->expr, FALSE, i0, hoisted);
     TsTileNode *r = ts_tile_reduce(i0, first_var, first->max ? "max" : "sum", text, n);
-    add_row_views_of(o, r, "i0", "");
+    add_row_views_of(o, r, "i0", "", "0");
   }
   TsTileNode *row = ts_tile_for(i0, "i", "i0", next ? "iend" : last, "1", TS_FOR_SERIAL);
   TsTileNode *prev = NULL;
@@ -442,12 +641,12 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   if (next) {
     /* the next row of the item (its last row re-reads itself, from cache), and the rows three
      * ahead into L2, so the next map's reads find them there */
-    Printer p = {o, FALSE, i0, hoisted, TRUE};
+    Printer p = {o, FALSE, i0, hoisted, "_nx", FALSE, 0};
     GString *carried = g_string_new(NULL);
     print_ex(&p, first->expr, carried);
     ts_tile_map_add_carry(map, first_var, first->max ? "max" : "sum", carried->str);
     g_string_free(carried, TRUE);
-    add_row_views_of(o, map, "min(i + 1, iend - 1)", "_nx");
+    add_row_views_of(o, map, "min(i + 1, iend - 1)", "_nx", NULL);
   }
   /* The last pass over row i asks for row i + 1 of the first [M, N] input, whose first pass
    * would otherwise wait on memory (as the built-in row ops do: 1.08-1.20x); a carrying pass
@@ -465,6 +664,29 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   return ts__op_store_knob(o->name, point, map, error);
 }
 
+/* pipeline and store are CPU knobs, which a CUDA space holds at one value ("none",
+ * "cached"); a point asking for another is refused rather than run as the same kernel. */
+static gboolean
+cuda_leaves_cpu_knobs(const LangOp *o, const TsSchedPoint *point, GError **error)
+{
+  const char *how = ts_sched_point_get_str(point, "pipeline", "none");
+  if (g_strcmp0(how, "none") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: pipeline(\"%s\") is a CPU knob (a row's passes from cache); on CUDA a row "
+                "is held in registers, and the space has pipeline(\"none\")", o->name, how);
+    return FALSE;
+  }
+  how = ts_sched_point_get_str(point, "store", "cached");
+  if (g_strcmp0(how, "cached") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: store(\"%s\") is a CPU knob (non-temporal stores); on CUDA the output's "
+                "stores are coalesced as they are, and the space has store(\"cached\")",
+                o->name, how);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* One CTA per BN elements, each thread holding PER * VEC elements of every tile in registers
  * (the row tile of ts_cuda_rows.cuh, one row of N columns): the inputs loaded, the map applied
  * element by element, the output stored. */
@@ -473,6 +695,8 @@ ts__lang_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileK
                 GError **error)
 {
   const LangOp *o = lang_op(inst);
+  if (!cuda_leaves_cpu_knobs(o, point, error))
+    return FALSE;
   TsCudaRowTile t;
   if (!ts__cuda_map_tile(o->name, ts_shape_get(ts_op_instance_shape(inst), o->def.dims),
                          KNOB("BN", -1), KNOB("warps", 4), KNOB("vector", 4), k, &t, error))
@@ -528,13 +752,8 @@ ts__lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point, Ts
   const LangOp *o = lang_op(inst);
   const gint64 w = KNOB("warps", 4);
   const TsShape *shape = ts_op_instance_shape(inst);
-  const char *how = ts_sched_point_get_str(point, "pipeline", "none");
-  if (g_strcmp0(how, "none") != 0) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: pipeline(\"%s\") is a CPU knob (a row's passes from cache); on CUDA a row "
-                "is held in registers, and the space has pipeline(\"none\")", o->name, how);
+  if (!cuda_leaves_cpu_knobs(o, point, error))
     return FALSE;
-  }
   TsCudaRowTile t;
   /* Long rows are refused, not streamed, until the kernel-file lowering streams them. */
   if (!ts__cuda_row_tile(o->name, ts_shape_get(shape, o->row_dim),

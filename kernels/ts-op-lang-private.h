@@ -175,6 +175,12 @@ gboolean ts__lang_build_attention(Reader *r, const TsLangKernel *k);
 /* The element as C (cuda: CUDA C); hoist/hoisted: where per-row parts go as lets, or NULL. */
 /* Whether pipeline("next") applies to a row kernel: its first step is a reduction. */
 gboolean ts__lang_pipeline_applies(const LangOp *o);
+/* Why pipeline("skew") does not apply to a row kernel (a sentence's end: "this kernel ..."),
+ * or NULL where it does: a first reduction, one scratch row (its sum taken as it is written)
+ * and an output that does not read the first reduction. */
+const char *ts__lang_skew_refusal(const LangOp *o);
+#define TS_LANG_SKEW_WHAT                                                                      \
+  "takes a row's scratch pass with the next row's first reduction and the last row's output"
 char *ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist,
                      GHashTable *hoisted);
 double ts__lang_count_flops(const Ex *e);

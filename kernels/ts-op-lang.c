@@ -195,19 +195,32 @@ target_space(Reader *r, const char *text, const char *const *knobs, const gint64
   g_autoptr(TsSchedSpace) space = ts_sched_space_parse(text, r->error);
   if (space == NULL)
     return FALSE;
-  /* pipeline is a CPU row-pass knob: on CUDA a row is in registers, and one value of it, not
-   * the space's several, says so */
-  if (cuda && ts_sched_space_knob_index(space, "pipeline") >= 0) {
-    const TsSchedValue none = {.kind = TS_SCHED_STR, .s = g_intern_static_string("none")};
-    ts_sched_space_set_knob(space, "pipeline", &none, 1);
-  } else if (ts_sched_space_knob_index(space, "pipeline") >= 0 &&
-             !(r->o->rows && ts__lang_pipeline_applies(r->o))) {
+  /* pipeline and store are CPU knobs (a row's passes from cache; non-temporal stores): on
+   * CUDA a row is in registers and its stores are coalesced, and one value of each, not the
+   * space's several, says so */
+  static const char *const cpu_only[][2] = {{"pipeline", "none"}, {"store", "cached"}};
+  for (guint i = 0; cuda && i < G_N_ELEMENTS(cpu_only); i++)
+    if (ts_sched_space_knob_index(space, cpu_only[i][0]) >= 0) {
+      const TsSchedValue one = {.kind = TS_SCHED_STR, .s = g_intern_string(cpu_only[i][1])};
+      ts_sched_space_set_knob(space, cpu_only[i][0], &one, 1);
+    }
+  if (!cuda && ts_sched_space_knob_index(space, "pipeline") >= 0 &&
+      !(r->o->rows && ts__lang_pipeline_applies(r->o))) {
     const TsLangKernel *k = r->k;
     return ts__lang_fail(r, k->space_node ? k->space_node : k->def,
                          "the space's knob pipeline takes a row's first reduction into the pass "
                          "before it, and kernel %s %s: take pipeline out of the space",
                          k->name, r->o->rows ? "starts its rows with a scratch row, not a reduction"
                                              : "is elementwise, with no rows");
+  }
+  const int pk = ts_sched_space_knob_index(space, "pipeline");
+  const char *why = !cuda && pk >= 0 ? ts__lang_skew_refusal(r->o) : NULL;
+  for (guint v = 0; why && v < ts_sched_space_n_values(space, (guint)pk); v++) {
+    const TsSchedValue val = ts_sched_space_value(space, (guint)pk, v);
+    if (val.kind == TS_SCHED_STR && g_strcmp0(val.s, "skew") == 0)
+      return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
+                           "the space's pipeline(\"skew\") %s, and kernel %s %s: take "
+                           "\"skew\" out of the space", TS_LANG_SKEW_WHAT, r->k->name, why);
   }
   for (guint i = 0; knobs[i]; i++)
     if (ts_sched_space_knob_index(space, knobs[i]) < 0) {
@@ -233,13 +246,18 @@ static gboolean
 spaces(Reader *r, const TsLangKernel *k)
 {
   LangOp *o = r->o;
-  /* a row kernel whose first step is a reduction may take it in the pass before (pipeline) */
-  const char *text = k->space ? k->space
-                     : k->schedule ? k->schedule
-                     : o->rows && ts__lang_pipeline_applies(o)
-                         ? "block(m=[1,4,16]).vector([4,8,16]).pipeline([\"none\", \"next\"])"
-                     : o->rows ? "block(m=[1,4,16]).vector([4,8,16])"
-                               : "block(n=[4096,16384,65536]).vector([4,8,16])";
+  /* every kernel writes its output once, so it may write it past the caches (store); a row
+   * kernel whose first step is a reduction may take it in the pass before (pipeline), and
+   * one of a scratch row may take that pass with the scratch row's (skew) */
+  const char *pipeline = !(o->rows && ts__lang_pipeline_applies(o)) ? ""
+                         : ts__lang_skew_refusal(o) ? ".pipeline([\"none\", \"next\"])"
+                                                    : ".pipeline([\"none\", \"next\", \"skew\"])";
+  g_autofree char *fallback =
+    g_strdup_printf("%s.store([\"cached\", \"stream\"])%s",
+                    o->rows ? "block(m=[1,4,16]).vector([4,8,16])"
+                            : "block(n=[4096,16384,65536]).vector([4,8,16])",
+                    pipeline);
+  const char *text = k->space ? k->space : k->schedule ? k->schedule : fallback;
   static const char *const cpu_knobs[] = {"threads", "vector", NULL};
   const gint64 cpu_values[] = {MAX(1, (gint64)g_get_num_processors()), 8};
   static const char *const cuda_knobs[] = {"warps", "vector", NULL};

@@ -134,6 +134,10 @@ gboolean ts__op_pipeline_knob(const char *op, const TsSchedPoint *point, gboolea
  * naming `op`. Defined in op-rowwise.c. */
 gboolean ts__op_store_knob(const char *op, const TsSchedPoint *point, TsTileNode *map,
                            GError **error);
+/* The same knob's value: *stream TRUE for "stream" (for a lowering whose output is written by
+ * more than one map, or as a map's second destination). */
+gboolean ts__op_store_stream(const char *op, const TsSchedPoint *point, gboolean *stream,
+                             GError **error);
 /* An fp8 input's per-tensor scale: the value its stored element stands for is scale * stored
  * (1.0 for other dtypes). */
 double ts__op_instance_input_scale(const TsOpInstance *inst, guint input);

@@ -33,7 +33,8 @@ op = re.search(r"^graph (kernel:saxpy@[0-9a-f]{8})\(N=100000\)", p.stdout, re.M)
 ok(op is not None, "the Graph IR names the kernel's op kernel:saxpy@HASH")
 ok('%Y_OUT = ' + op.group(1) + '(%X, %Y) {alpha=1.5} : Tensor["N", f32]' in p.stdout,
    "y, read and written, is an input and the output; alpha takes saxpy's value")
-ok(re.search(r"^space: block\(n=\[2048,4096,8192\]\)\.vector\(\[4,8\]\)\.threads\(\d+\)$",
+ok(re.search(r'^space: block\(n=\[2048,4096,8192\]\)\.vector\(\[4,8\]\)'
+             r'\.store\(\["cached","stream"\]\)\.threads\(\d+\)$',
              p.stdout, re.M) is not None, "the space is the decorator's, with the threads")
 ok("y_out = tile.map(((alpha * x) + y), j < min(BN, N - i0))" in p.stdout,
    "the body lowers to a Tile IR map")
@@ -80,14 +81,15 @@ p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=64,N=
        "--stage", "tile")
 ok(p.returncode == 0 and re.search(
     r"r0 = tile\.reduce_max\(x, j < N\).*\n.*w0 = tile\.map\(exp\(\(x - r0\)\), j < N\) sum->r1 .*\n"
-    r".*y = tile\.map\(\(w0 / r1\), j < N\)", p.stdout)
+    r".*let h0: f32 = 1\.0f / r1\n.*y = tile\.map\(\(w0 \* h0\), j < N\)", p.stdout)
    and "W0 = tile.alloc(shared f32[N], one f32 row, per-worker)" in p.stdout
    and "reduce_sum" not in p.stdout,
-   "softmax.tsk lowers to max, a stored exp row summed as it is written, and the scaled row")
+   "softmax.tsk lowers to max, a stored exp row summed as it is written, and the row scaled "
+   "by its sum's reciprocal, taken once")
 SM_STREAM = os.path.join(SRC, "tests", "kernels", "softmax_stream.tsk")
 p = tt("lower", "--kernel", SM_STREAM, "--shape", "M=64,N=1000",
        "--schedule", 'block(m=4).store("stream")', "--stage", "all")
-ok(p.returncode == 0 and re.search(r"y = tile\.map\(\(w0 / r1\), j < N\)  with .* stream", p.stdout)
+ok(p.returncode == 0 and re.search(r"y = tile\.map\(\(w0 \* h0\), j < N\)  with .* stream", p.stdout)
    and "ts_vf_stream_f32(Y + (i * N) + j, ts_v_);" in p.stdout
    and "ts_stream_fence();" in p.stdout,
    "a row kernel's store(\"stream\") writes its output with non-temporal stores (%s)" % p.stderr.strip())
@@ -95,6 +97,15 @@ p = tt("run", "--kernel", SM_STREAM, "--shape", "M=37,N=203",
        "--schedule", 'block(m=4).store("stream")', "--json")
 r = json.loads(p.stdout) if p.returncode == 0 else {}
 ok(r.get("status") == "ok", "softmax.tsk streaming its output verifies (%s)" % (r or p.stderr))
+p = tt("lower", "--kernel", SM_STREAM, "--shape", "M=37,N=203", "--backend", "cuda",
+       "--stage", "schedule")
+ok(p.returncode == 0 and '.store("cached").' in p.stdout and "6 points" in p.stdout,
+   "on CUDA a space's store() holds \"cached\" alone: no point repeats another (%s)"
+   % (p.stdout.splitlines()[1:3] if p.returncode == 0 else p.stderr.strip()))
+p = tt("lower", "--kernel", SM_STREAM, "--shape", "M=37,N=203", "--backend", "cuda",
+       "--schedule", 'store("stream")', "--stage", "tile")
+ok(p.returncode == 2 and 'store("stream") is a CPU knob' in p.stderr,
+   "on CUDA store(\"stream\") is refused (%s)" % p.stderr.strip())
 p = tt("lower", "--kernel", SM_STREAM, "--shape", "M=64,N=1000",
        "--schedule", 'block(m=4).store("nt")', "--stage", "tile")
 ok(p.returncode == 2 and 'store("nt") is not one of "cached", "stream"' in p.stderr,
@@ -108,7 +119,7 @@ p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=64,N=
 ok(p.returncode == 0 and re.search(
     r"let iend: index = min\(i0 \+ BM, M\)\n\s*r0 = tile\.reduce_max\(x, j < N\)  with x = X\[i0 \* N:\]"
     r".*\n\s*for i in tile\.range\(i0, iend, 1\):\n\s*w0 = tile\.map\(exp", p.stdout)
-   and re.search(r"y = tile\.map\(\(w0 / r1\), j < N\) carry r0 = reduce_max\(x_nx\)  with .*"
+   and re.search(r"y = tile\.map\(\(w0 \* h0\), j < N\) carry r0 = reduce_max\(x_nx\)  with .*"
                  r"x_nx = X\[\(min\(i \+ 1, iend - 1\)\) \* N:\] prefetch_l2=", p.stdout)
    and p.stdout.count("reduce_max") == 2,
    "softmax.tsk with pipeline(\"next\") carries each row's max in the pass before it (%s)"
@@ -125,6 +136,61 @@ for f, extra in ((os.path.join(EX, "softmax.tsk"), ""), (os.path.join(EX, "layer
     ok(None not in errs and errs[1] <= max(1.5 * errs[0], 1e-6),
        "%s%s verifies with pipeline(\"next\"), as accurate as \"none\" (%s)"
        % (os.path.basename(f), extra, errs))
+# pipeline("skew"): row i's scratch pass takes row i + 1's max and writes row i - 1 from the
+# other of two scratch rows, with that row's per-row parts kept in P0; refused where the
+# kernel's rows are not a reduction, a scratch row and the output, or the output reads the
+# first reduction, and on CUDA.
+p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=64,N=1000",
+       "--schedule", 'block(m=4).pipeline("skew").store("stream")', "--stage", "tile")
+ok(p.returncode == 0
+   and "W0 = tile.alloc(shared f32[2 * N], two f32 rows" in p.stdout
+   and "P0 = tile.alloc(register f32[1]," in p.stdout
+   and re.search(r"for i in tile\.range\(i0 \+ 1, iend, 1\):\n\s*let p0: f32 = P0\[0\]\n"
+                 r"\s*w0 = tile\.map\(exp\(\(x - r0\)\), j < N\) sum->r1 carry r0 = "
+                 r"reduce_max\(x_nx\) and y = \(w0_pv \* p0\) \(stream\)  with .*"
+                 r"y = Y\[\(i - 1\) \* N:\], w0_pv = W0\[\(i - i0 \+ 1\) % 2 \* N:\]", p.stdout)
+   and re.search(r"let h0: f32 = 1\.0f / r1\n\s*P0\[0\] = h0\n\s*let p0: f32 = P0\[0\]\n"
+                 r"\s*y = tile\.map\(\(w0_pv \* p0\), j < N\)  with y = Y\[\(iend - 1\) \* N:\]",
+                 p.stdout)
+   and p.stdout.count("reduce_max(x, j < N)") == 1,
+   "softmax.tsk with pipeline(\"skew\") writes the row before from the pass over this one (%s)"
+   % p.stderr.strip())
+MIX = os.path.join(SRC, "tests", "kernels", "softmax_mix.tsk")
+for f, extra in ((os.path.join(EX, "softmax.tsk"), ""), (MIX, ".vector(16)"),
+                 (SM_NEXT, ".vector(16)"), (SM_NEXT, ".vector(8)")):
+    errs = []
+    for pl, bm in (("none", 4), ("skew", 1), ("skew", 4), ("skew", 16)):
+        p = tt("run", "--kernel", f, "--shape", "M=37,N=203", "--schedule",
+               'block(m=%d)%s.pipeline("%s").store("stream")' % (bm, extra, pl)
+               if f != MIX else 'block(m=%d)%s.pipeline("%s")' % (bm, extra, pl), "--json")
+        r = json.loads(p.stdout) if p.returncode == 0 else {}
+        errs.append(r.get("rel_error") if r.get("status") == "ok" else (r or p.stderr))
+    ok(all(isinstance(x, float) for x in errs) and max(errs[1:]) <= max(1.5 * errs[0], 1e-6),
+       "%s%s verifies with pipeline(\"skew\") at 1, 4 and 16 rows an item, as accurate as "
+       "\"none\" (%s)" % (os.path.basename(f), extra, errs))
+p = tt("lower", "--kernel", MIX, "--shape", "M=64,N=1000", "--schedule",
+       'block(m=4).pipeline("skew")', "--stage", "tile")
+ok(p.returncode == 0 and "P0 = tile.alloc(register f32[2]," in p.stdout
+   and "and y = ((w0_pv * p0) + ((x_pv * g) * p1))" in p.stdout
+   and "x_pv = X[(i - 1) * N:]" in p.stdout and "let h1: f32 = (0.5f / r1)" in p.stdout,
+   "a skewed output reading x, an [N] tensor and two per-row parts reads the row before's (%s)"
+   % p.stderr.strip())
+p = tt("lower", "--kernel", os.path.join(SRC, "tests", "kernels", "softmax_shift.tsk"),
+       "--shape", "M=37,N=203")
+ok(p.returncode == 2 and "softmax_shift.tsk:4:24: the space's pipeline(\"skew\")" in p.stderr
+   and "writes its output from the first reduction" in p.stderr,
+   "a space naming skew for a kernel whose output reads the first reduction is refused (%s)"
+   % p.stderr.strip())
+p = tt("lower", "--kernel", os.path.join(EX, "layernorm.tsk"), "--shape", "M=37,N=203",
+       "--schedule", 'pipeline("skew")', "--stage", "tile")
+ok(p.returncode == 2 and 'pipeline("skew") takes a row\'s scratch pass' in p.stderr
+   and "is not a reduction, one scratch row" in p.stderr,
+   "pipeline(\"skew\") at a point of layernorm.tsk, two reductions, is refused (%s)"
+   % p.stderr.strip())
+p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=37,N=203",
+       "--backend", "cuda", "--schedule", 'pipeline("skew")', "--stage", "tile")
+ok(p.returncode == 2 and 'pipeline("skew") is a CPU knob' in p.stderr,
+   "on CUDA pipeline(\"skew\") is refused (%s)" % p.stderr.strip())
 p = tt("lower", "--kernel", SM_NEXT, "--shape", "M=64,N=1000", "--schedule",
        'block(m=4).vector(16).pipeline("next")', "--stage", "target")
 ok(p.returncode == 0 and "ts_vf_load2_bf16(X + (i * N) + j, &x_e_, &x_o_);" in p.stdout
@@ -155,6 +221,29 @@ p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=37,N=
        "--backend", "cuda", "--stage", "schedule")
 ok(p.returncode == 0 and '.pipeline("none").' in p.stdout,
    "the CUDA space of a kernel whose space names pipeline has one value, \"none\"")
+# A row kernel with no space of its own gets both CPU knobs; on CUDA each holds one value.
+spaceless = os.path.join(TMP, "rms_scale_spaceless.tsk")
+with open(os.path.join(SRC, "tests", "kernels", "rms_scale.tsk")) as f:
+    text = f.read()
+with open(spaceless, "w") as f:
+    f.write(re.sub(r"@kernel\.autotune\(.*\)\n", "", text, count=1))
+spaces = {}
+for be in ("cpu", "cuda"):
+    p = tt("lower", "--kernel", spaceless, "--shape", "M=37,N=203", "--backend", be,
+           "--stage", "schedule")
+    spaces[be] = p.stdout.splitlines()[1] if p.returncode == 0 else p.stderr.strip()
+ok('.store(["cached","stream"]).pipeline(["none","next"])' in spaces["cpu"]
+   and '.store("cached").pipeline("none")' in spaces["cuda"],
+   "a row kernel without a space searches store and pipeline on the CPU, not on CUDA (%s)"
+   % spaces)
+with open(SM_STREAM) as f:
+    text = f.read()
+with open(spaceless, "w") as f:
+    f.write(re.sub(r"@kernel\.autotune\(.*?\)\n(?=@)", "", text, count=1, flags=re.S))
+p = tt("lower", "--kernel", spaceless, "--shape", "M=37,N=203", "--stage", "schedule")
+ok(p.returncode == 0 and '.pipeline(["none","next","skew"])' in p.stdout,
+   "a softmax-shaped row kernel without a space searches pipeline(\"skew\") too (%s)"
+   % (p.stdout.splitlines()[1:2] if p.returncode == 0 else p.stderr.strip()))
 p = tt("lower", "--kernel", os.path.join(EX, "layernorm.tsk"), "--shape", "M=64,N=1000",
        "--stage", "tile")
 ok(p.returncode == 0 and "let h0: f32 = (r0 / (float)N)" in p.stdout

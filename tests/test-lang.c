@@ -253,7 +253,7 @@ test_check_examples(void)
     const char *file, *space, *implements, *params;
     double budget_ms;
   } ex[] = {
-    {"saxpy.tsk", "block(n=[2048,4096,8192]).vector([4,8])", "saxpy",
+    {"saxpy.tsk", "block(n=[2048,4096,8192]).vector([4,8]).store([\"cached\",\"stream\"])", "saxpy",
      "x: Tensor[\"N\", f32]; y: mut Tensor[\"N\", f32]; alpha: f32", 30000},
     {"flash_attention.tsk", "block(m=[64,128], n=[64,128]).warps([4,8]).stages([2,3])",
      "flash_attention",
