@@ -23,6 +23,7 @@ export XDG_CACHE_HOME=$work/cache
 pairs=(
   "saxpy|examples/saxpy.tsk|N=4194304"
   "softmax_safe|examples/softmax.tsk|M=1024,N=4096"
+  "softmax_safe|tests/kernels/softmax_next_bf16.tsk|M=1024,N=4096|bf16"
   "layernorm_safe|examples/layernorm.tsk|M=1024,N=4096"
   "flash_attention|examples/flash_attention.tsk|B=1,H=4,S=1024,D=64|bf16|B=1,H=4,S=1024,D_h=64"
   "flash_attention_causal|examples/flash_attention.tsk#flash_attention+causal|B=1,H=4,S=1024,D=64|bf16|B=1,H=4,S=1024,D_h=64"

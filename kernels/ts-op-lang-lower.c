@@ -28,7 +28,8 @@ typedef struct {
   /* pipeline("skew")'s drain, which writes the row before: its scratch rows (w<k>_pv) and its
    * hoisted parts, named p<k> where the row's own are h<k> */
   gboolean prev;
-  guint base; /* the number of the first hoisted part (after those of an earlier print) */
+  guint base;     /* the number of the first hoisted part (after those of an earlier print) */
+  gboolean fast;  /* math("fast"): a vector exp by the short polynomial (exp_fast) */
 } Printer;
 
 static void print_ex(const Printer *p, const Ex *e, GString *out);
@@ -50,7 +51,7 @@ print_ex(const Printer *p, const Ex *e, GString *out)
   if (p->hoist && scalar && has_row_value(e) && e->kind != EX_ROW && e->kind != EX_DIM) {
     const char *known = g_hash_table_lookup(p->hoisted, e);
     if (known == NULL) {
-      Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0};
+      Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0, FALSE};
       GString *text = g_string_new(NULL);
       print_ex(&inner, e, text);
       char *name = hoisted_name(p);
@@ -100,7 +101,7 @@ print_ex(const Printer *p, const Ex *e, GString *out)
        * several multiplies' throughput. Within 1.5 ulp of the quotient. */
       const char *rcp = g_hash_table_lookup(p->hoisted, e);
       if (rcp == NULL) {
-        Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0};
+        Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0, FALSE};
         GString *text = g_string_new("1.0f / ");
         print_ex(&inner, e->b, text);
         char *name = hoisted_name(p);
@@ -127,6 +128,22 @@ print_ex(const Printer *p, const Ex *e, GString *out)
     g_string_append_c(out, ')');
     break;
   case EX_EXP:
+    if (p->fast && !p->cuda && !scalar) {
+      /* exp(a - m) with m the same for the whole row: the emitter folds m into the
+       * polynomial's constants once a row (exp_fast_sub) */
+      const Ex *a = e->a;
+      const gboolean sub = a->kind == EX_BIN && a->op == '-' && ts__lang_has_view(a->a) &&
+                           !ts__lang_has_view(a->b);
+      g_string_append(out, sub ? "exp_fast_sub(" : "exp_fast(");
+      print_ex(p, sub ? a->a : a, out);
+      if (sub) {
+        g_string_append(out, ", ");
+        print_ex(p, a->b, out);
+      }
+      g_string_append_c(out, ')');
+      break;
+    }
+    G_GNUC_FALLTHROUGH;
   case EX_SQRT:
   case EX_MAX: {
     static const char *const vec[] = {[EX_EXP] = "exp", [EX_SQRT] = "sqrt", [EX_MAX] = "max"};
@@ -153,7 +170,17 @@ print_ex(const Printer *p, const Ex *e, GString *out)
 char *
 ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist, GHashTable *hoisted)
 {
-  Printer p = {o, cuda, hoist, hoisted, NULL, FALSE, 0};
+  Printer p = {o, cuda, hoist, hoisted, NULL, FALSE, 0, FALSE};
+  GString *out = g_string_new(NULL);
+  print_ex(&p, e, out);
+  return g_string_free(out, FALSE);
+}
+
+/* A CPU lowering's print: ts__lang_print with math("fast")'s exp. */
+static char *
+print_cpu(const LangOp *o, const Ex *e, TsTileNode *hoist, GHashTable *hoisted, gboolean fast)
+{
+  Printer p = {o, FALSE, hoist, hoisted, NULL, FALSE, 0, fast};
   GString *out = g_string_new(NULL);
   print_ex(&p, e, out);
   return g_string_free(out, FALSE);
@@ -287,6 +314,41 @@ ts__lang_implemented_reference(const TsOpInstance *inst, void *const *in, double
 
 #define KNOB(name, def) ts_sched_point_get_int(point, name, def)
 
+/* math("exact" | "fast"): "fast" takes a vector exp by the degree-4 polynomial of the built-in
+ * softmax's math("fast") (7.6e-6 relative), which only a 16-bit output's rounding (2^-9 or
+ * 2^-12) hides; an f32 kernel is refused it. */
+static gboolean
+lang_math_knob(const LangOp *o, const TsSchedPoint *point, gboolean *fast, GError **error)
+{
+  const char *how = ts_sched_point_get_str(point, "math", "exact");
+  *fast = g_strcmp0(how, "fast") == 0;
+  if (!*fast && g_strcmp0(how, "exact") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: math(\"%s\") is not one of \"exact\", \"fast\"", o->name, how);
+    return FALSE;
+  }
+  const char *why = *fast ? ts__lang_fast_math_refusal(o) : NULL;
+  if (why) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE, "%s: math(\"fast\") %s, and this "
+                "kernel %s", o->name, TS_LANG_FAST_MATH_WHAT, why);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+const char *
+ts__lang_fast_math_refusal(const LangOp *o)
+{
+  gboolean exp = ts__lang_has_exp(o->value);
+  for (guint s = 0; o->steps && s < o->steps->len; s++)
+    exp |= ts__lang_has_exp(g_array_index(o->steps, Step, s).expr);
+  if (!exp)
+    return "has no tile.exp";
+  if (g_strcmp0(o->dtype, "bf16") != 0 && g_strcmp0(o->dtype, "f16") != 0)
+    return "writes f32, whose rounding would show it";
+  return NULL;
+}
+
 /* One program per BN elements, shared among the threads; a vectorised map within it. */
 gboolean
 ts__lang_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
@@ -299,13 +361,17 @@ ts__lang_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKe
                 "%s: the CPU lowering needs positive BN, vector and threads knobs", o->name);
     return FALSE;
   }
+  gboolean fast;
+  if (!lang_math_knob(o, point, &fast, error))
+    return FALSE;
   const char *n = o->def.dims;
   ts_tile_kernel_define(k, "BN", bn);
   ts_tile_kernel_define(k, "VEC", vec);
   TsTileNode *par = ts_tile_parallel(k->body, threads);
   TsTileNode *i0 = ts_tile_for(par, "i0", "0", n, "BN", TS_FOR_PARALLEL);
   g_autofree char *count = g_strdup_printf("min(BN, %s - i0)", n);
-  TsTileNode *map = ts_tile_map(i0, o->views[o->def.n_inputs], o->expr, count);
+  g_autofree char *expr = fast ? print_cpu(o, o->value, NULL, NULL, TRUE) : g_strdup(o->expr);
+  TsTileNode *map = ts_tile_map(i0, o->views[o->def.n_inputs], expr, count);
   for (guint a = 0; a <= o->def.n_inputs; a++)
     ts_tile_node_add_view(map, o->views[a], a < o->def.n_inputs ? o->def.inputs[a].name
                                                                 : o->def.output.name, "i0");
@@ -443,12 +509,12 @@ ts__lang_pipeline_applies(const LangOp *o)
 /* The output's per-row parts as a pass would print them (into a detached block, as lets), and
  * its text: prev for the drain of pipeline("skew"), which writes the row before. */
 static char *
-print_output(const LangOp *o, gboolean prev, guint base, TsTileNode **lets)
+print_output(const LangOp *o, gboolean prev, guint base, gboolean fast, TsTileNode **lets)
 {
   *lets = ts_tile_block_new();
   g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                                         g_free);
-  Printer p = {o, FALSE, *lets, hoisted, prev ? "_pv" : NULL, prev, base};
+  Printer p = {o, FALSE, *lets, hoisted, prev ? "_pv" : NULL, prev, base, fast};
   GString *out = g_string_new(NULL);
   print_ex(&p, o->value, out);
   return g_string_free(out, FALSE);
@@ -468,8 +534,8 @@ print_output(const LangOp *o, gboolean prev, guint base, TsTileNode **lets)
  *       h... ; P0[k] = h<k>
  *     p<k> = P0[k]; Y[iend - 1] = out(w[last], p) */
 static gboolean
-lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, TsTileKernel *k, TsTileNode *par,
-                  GError **error)
+lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsTileKernel *k,
+                  TsTileNode *par, GError **error)
 {
   const char *m = o->row_dim, *n = o->col_dim, *y = o->views[o->def.n_inputs];
   const Step *first = &g_array_index(o->steps, Step, 0), *ws = &g_array_index(o->steps, Step, 1);
@@ -482,7 +548,7 @@ lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, TsTileKernel *k, T
   g_autofree char *rows2 = g_strdup_printf("2 * %s", n);
   ts_tile_alloc_row(par, k, wb, rows2, "two f32 rows: this row's and the last one's");
   TsTileNode *probe;
-  g_free(print_output(o, FALSE, 0, &probe));
+  g_free(print_output(o, FALSE, 0, fast, &probe));
   g_autofree char *n_parts = g_strdup_printf("%u", MAX(1u, probe->children->len));
   ts_tile_node_free(probe);
   ts_tile_alloc(par, k, "P0", TS_MEM_REGISTER, TS_DTYPE_F32, n_parts, TRUE,
@@ -491,10 +557,10 @@ lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, TsTileKernel *k, T
   g_autofree char *last = g_strdup_printf("min(i0 + BM, %s)", m);
   ts_tile_let(i0, "iend", TS_DTYPE_INT32, last);
   g_autofree char *first_var = g_strdup_printf("r%u", first->index);
-  g_autofree char *first_text = ts__lang_print(o, first->expr, FALSE, NULL, NULL);
+  g_autofree char *first_text = print_cpu(o, first->expr, NULL, NULL, fast);
   TsTileNode *r = ts_tile_reduce(i0, first_var, first->max ? "max" : "sum", first_text, n);
   add_row_views_of(o, r, "i0", "", NULL);
-  Printer carry = {o, FALSE, NULL, NULL, "_nx", FALSE, 0};
+  Printer carry = {o, FALSE, NULL, NULL, "_nx", FALSE, 0, fast};
   GString *carried = g_string_new(NULL);
   print_ex(&carry, first->expr, carried);
   g_autofree char *drain = NULL;
@@ -503,12 +569,12 @@ lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, TsTileKernel *k, T
     const char *i = peeled ? "i0" : "i";
     g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                                           g_free);
-    g_autofree char *text = ts__lang_print(o, ws->expr, FALSE, at, hoisted);
+    g_autofree char *text = print_cpu(o, ws->expr, at, hoisted, fast);
     const guint base = g_hash_table_size(hoisted);
     TsTileNode *lets, *prevs;
-    g_free(print_output(o, FALSE, base, &lets));
+    g_free(print_output(o, FALSE, base, fast, &lets));
     g_free(drain);
-    drain = print_output(o, TRUE, base, &prevs);
+    drain = print_output(o, TRUE, base, fast, &prevs);
     for (guint p = 0; !peeled && p < prevs->children->len; p++) {
       const TsTileNode *let = g_ptr_array_index(prevs->children, p);
       g_autofree char *slot = g_strdup_printf("P0[%u]", p);
@@ -584,15 +650,15 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
                 "%s: the CPU lowering needs positive BM, vector and threads knobs", o->name);
     return FALSE;
   }
-  gboolean next, skew;
-  if (!lang_pipeline_knob(o, point, &next, &skew, error))
+  gboolean next, skew, fast;
+  if (!lang_pipeline_knob(o, point, &next, &skew, error) || !lang_math_knob(o, point, &fast, error))
     return FALSE;
   const char *m = o->row_dim, *n = o->col_dim;
   ts_tile_kernel_define(k, "BM", bm);
   ts_tile_kernel_define(k, "VEC", vec);
   TsTileNode *par = ts_tile_parallel(k->body, threads);
   if (skew)
-    return lower_rows_skewed(o, point, k, par, error);
+    return lower_rows_skewed(o, point, fast, k, par, error);
   for (guint s = 0; s < o->n_scratch; s++) {
     g_autofree char *name = g_strdup_printf("W%u", s);
     ts_tile_alloc_row(par, k, name, n, "one f32 row");
@@ -604,7 +670,7 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   g_autofree char *first_var = first ? g_strdup_printf("r%u", first->index) : NULL;
   if (next) { /* the work item's first row, before its loop */
     ts_tile_let(i0, "iend", TS_DTYPE_INT32, last);
-    g_autofree char *text = ts__lang_print(o, first->expr, FALSE, i0, hoisted);
+    g_autofree char *text = print_cpu(o, first->expr, i0, hoisted, fast);
     TsTileNode *r = ts_tile_reduce(i0, first_var, first->max ? "max" : "sum", text, n);
     add_row_views_of(o, r, "i0", "", "0");
   }
@@ -612,7 +678,7 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   TsTileNode *prev = NULL;
   for (guint s = next ? 1 : 0; s < o->steps->len; s++) {
     const Step *st = &g_array_index(o->steps, Step, s);
-    g_autofree char *text = ts__lang_print(o, st->expr, FALSE, row, hoisted);
+    g_autofree char *text = print_cpu(o, st->expr, row, hoisted, fast);
     TsTileNode *node;
     if (st->scratch) {
       g_autofree char *dst = g_strdup_printf("w%u", st->index);
@@ -633,7 +699,7 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
     add_row_views(o, node);
     prev = node;
   }
-  g_autofree char *text = ts__lang_print(o, o->value, FALSE, row, hoisted);
+  g_autofree char *text = print_cpu(o, o->value, row, hoisted, fast);
   TsTileNode *map = ts_tile_map(row, o->views[o->def.n_inputs], text, n);
   add_row_views(o, map);
   g_autofree char *offset = g_strdup_printf("i * %s", n);
@@ -641,7 +707,7 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   if (next) {
     /* the next row of the item (its last row re-reads itself, from cache), and the rows three
      * ahead into L2, so the next map's reads find them there */
-    Printer p = {o, FALSE, i0, hoisted, "_nx", FALSE, 0};
+    Printer p = {o, FALSE, i0, hoisted, "_nx", FALSE, 0, fast};
     GString *carried = g_string_new(NULL);
     print_ex(&p, first->expr, carried);
     ts_tile_map_add_carry(map, first_var, first->max ? "max" : "sum", carried->str);
@@ -664,8 +730,9 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   return ts__op_store_knob(o->name, point, map, error);
 }
 
-/* pipeline and store are CPU knobs, which a CUDA space holds at one value ("none",
- * "cached"); a point asking for another is refused rather than run as the same kernel. */
+/* pipeline, math and store are CPU knobs, which a CUDA space holds at one value ("none",
+ * "exact", "cached"); a point asking for another is refused rather than run as the same
+ * kernel. */
 static gboolean
 cuda_leaves_cpu_knobs(const LangOp *o, const TsSchedPoint *point, GError **error)
 {
@@ -674,6 +741,13 @@ cuda_leaves_cpu_knobs(const LangOp *o, const TsSchedPoint *point, GError **error
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "%s: pipeline(\"%s\") is a CPU knob (a row's passes from cache); on CUDA a row "
                 "is held in registers, and the space has pipeline(\"none\")", o->name, how);
+    return FALSE;
+  }
+  how = ts_sched_point_get_str(point, "math", "exact");
+  if (g_strcmp0(how, "exact") != 0) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: math(\"%s\") is a CPU knob (the AVX polynomial exp); on CUDA the space "
+                "has math(\"exact\")", o->name, how);
     return FALSE;
   }
   how = ts_sched_point_get_str(point, "store", "cached");

@@ -179,6 +179,11 @@ gboolean ts__lang_pipeline_applies(const LangOp *o);
  * or NULL where it does: a first reduction, one scratch row (its sum taken as it is written)
  * and an output that does not read the first reduction. */
 const char *ts__lang_skew_refusal(const LangOp *o);
+/* Why math("fast") does not apply (a sentence's end: "this kernel ..."), or NULL where it
+ * does: a kernel with an exp that writes a 16-bit output. */
+const char *ts__lang_fast_math_refusal(const LangOp *o);
+#define TS_LANG_FAST_MATH_WHAT                                                                 \
+  "takes exp by a polynomial of 7.6e-6 relative error, which a 16-bit output's rounding hides"
 #define TS_LANG_SKEW_WHAT                                                                      \
   "takes a row's scratch pass with the next row's first reduction and the last row's output"
 char *ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist,

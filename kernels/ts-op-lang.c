@@ -185,6 +185,18 @@ build(Reader *r, const TsLangKernel *k)
   return TRUE;
 }
 
+static gboolean
+space_offers(const TsSchedSpace *space, const char *knob, const char *value)
+{
+  const int k = ts_sched_space_knob_index(space, knob);
+  for (guint v = 0; k >= 0 && v < ts_sched_space_n_values(space, (guint)k); v++) {
+    const TsSchedValue val = ts_sched_space_value(space, (guint)k, v);
+    if (val.kind == TS_SCHED_STR && g_strcmp0(val.s, value) == 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
 /* A target's space: the kernel's, plus the knobs the target's lowering reads that the kernel
  * leaves out (with one value each) and the target's constraints; its default point is the
  * space's first valid point (the first point outright when a constraint needs the shape). */
@@ -195,10 +207,11 @@ target_space(Reader *r, const char *text, const char *const *knobs, const gint64
   g_autoptr(TsSchedSpace) space = ts_sched_space_parse(text, r->error);
   if (space == NULL)
     return FALSE;
-  /* pipeline and store are CPU knobs (a row's passes from cache; non-temporal stores): on
-   * CUDA a row is in registers and its stores are coalesced, and one value of each, not the
-   * space's several, says so */
-  static const char *const cpu_only[][2] = {{"pipeline", "none"}, {"store", "cached"}};
+  /* pipeline, store and math are CPU knobs (a row's passes from cache; non-temporal stores;
+   * the AVX polynomial exp): on CUDA a row is in registers and its stores are coalesced, and
+   * one value of each, not the space's several, says so */
+  static const char *const cpu_only[][2] = {
+    {"pipeline", "none"}, {"store", "cached"}, {"math", "exact"}};
   for (guint i = 0; cuda && i < G_N_ELEMENTS(cpu_only); i++)
     if (ts_sched_space_knob_index(space, cpu_only[i][0]) >= 0) {
       const TsSchedValue one = {.kind = TS_SCHED_STR, .s = g_intern_string(cpu_only[i][1])};
@@ -213,15 +226,15 @@ target_space(Reader *r, const char *text, const char *const *knobs, const gint64
                          k->name, r->o->rows ? "starts its rows with a scratch row, not a reduction"
                                              : "is elementwise, with no rows");
   }
-  const int pk = ts_sched_space_knob_index(space, "pipeline");
-  const char *why = !cuda && pk >= 0 ? ts__lang_skew_refusal(r->o) : NULL;
-  for (guint v = 0; why && v < ts_sched_space_n_values(space, (guint)pk); v++) {
-    const TsSchedValue val = ts_sched_space_value(space, (guint)pk, v);
-    if (val.kind == TS_SCHED_STR && g_strcmp0(val.s, "skew") == 0)
-      return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
-                           "the space's pipeline(\"skew\") %s, and kernel %s %s: take "
-                           "\"skew\" out of the space", TS_LANG_SKEW_WHAT, r->k->name, why);
-  }
+  const char *why;
+  if (!cuda && space_offers(space, "pipeline", "skew") && (why = ts__lang_skew_refusal(r->o)))
+    return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
+                         "the space's pipeline(\"skew\") %s, and kernel %s %s: take \"skew\" "
+                         "out of the space", TS_LANG_SKEW_WHAT, r->k->name, why);
+  if (!cuda && space_offers(space, "math", "fast") && (why = ts__lang_fast_math_refusal(r->o)))
+    return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
+                         "the space's math(\"fast\") %s, and kernel %s %s: take \"fast\" out "
+                         "of the space", TS_LANG_FAST_MATH_WHAT, r->k->name, why);
   for (guint i = 0; knobs[i]; i++)
     if (ts_sched_space_knob_index(space, knobs[i]) < 0) {
       TsSchedValue v = {.kind = TS_SCHED_INT, .i = values[i]};
@@ -252,11 +265,12 @@ spaces(Reader *r, const TsLangKernel *k)
   const char *pipeline = !(o->rows && ts__lang_pipeline_applies(o)) ? ""
                          : ts__lang_skew_refusal(o) ? ".pipeline([\"none\", \"next\"])"
                                                     : ".pipeline([\"none\", \"next\", \"skew\"])";
+  /* and one with an exp and a 16-bit output may take it by the short polynomial (math) */
   g_autofree char *fallback =
-    g_strdup_printf("%s.store([\"cached\", \"stream\"])%s",
+    g_strdup_printf("%s.store([\"cached\", \"stream\"])%s%s",
                     o->rows ? "block(m=[1,4,16]).vector([4,8,16])"
                             : "block(n=[4096,16384,65536]).vector([4,8,16])",
-                    pipeline);
+                    pipeline, ts__lang_fast_math_refusal(o) ? "" : ".math([\"exact\", \"fast\"])");
   const char *text = k->space ? k->space : k->schedule ? k->schedule : fallback;
   static const char *const cpu_knobs[] = {"threads", "vector", NULL};
   const gint64 cpu_values[] = {MAX(1, (gint64)g_get_num_processors()), 8};

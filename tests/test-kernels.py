@@ -191,6 +191,65 @@ p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=37,N=
        "--backend", "cuda", "--schedule", 'pipeline("skew")', "--stage", "tile")
 ok(p.returncode == 2 and 'pipeline("skew") is a CPU knob' in p.stderr,
    "on CUDA pipeline(\"skew\") is refused (%s)" % p.stderr.strip())
+# math("fast"): a 16-bit kernel's vector exps by the built-in softmax's short polynomial, with
+# exp(x - m) folding m into its constants once a row; refused for f32, for a kernel without an
+# exp, and on CUDA.
+errs = {}
+for pl in ("none", "next", "skew"):
+    for how in ("exact", "fast"):
+        p = tt("run", "--kernel", SM_NEXT, "--shape", "M=37,N=203", "--schedule",
+               'block(m=4).vector(16).pipeline("%s").math("%s")' % (pl, how), "--json")
+        r = json.loads(p.stdout) if p.returncode == 0 else {}
+        errs[pl, how] = r.get("rel_error") if r.get("status") == "ok" else (r or p.stderr)
+ok(all(isinstance(v, float) for v in errs.values())
+   and all(errs[pl, "fast"] <= 1.05 * errs[pl, "exact"] for pl in ("none", "next", "skew")),
+   "softmax_next_bf16.tsk verifies with math(\"fast\") in every pipeline, as accurate as "
+   "\"exact\" at bf16's rounding (%s)" % errs)
+p = tt("lower", "--kernel", SM_NEXT, "--shape", "M=64,N=1000", "--schedule",
+       'block(m=4).vector(16).pipeline("skew").math("fast")', "--stage", "all")
+ok(p.returncode == 0 and p.stdout.count("tile.map(exp_fast_sub(x, r0), j < N) sum->r1") == 2
+   and "const TsExpSub ts_es" in p.stdout and "ts_vf_exp_fast_sub_row(x, ts_es" in p.stdout
+   and "ts_vf_exp(" not in p.stdout,
+   "math(\"fast\") takes exp(x - m) as exp_fast_sub, its row constants made once a row (%s)"
+   % p.stderr.strip())
+fast32 = os.path.join(TMP, "softmax_fast32.tsk")
+with open(os.path.join(EX, "softmax.tsk")) as f:
+    text = f.read()
+with open(fast32, "w") as f:
+    f.write(text.replace("space=dict(", 'space=dict(math=["exact", "fast"], ', 1))
+p = tt("lower", "--kernel", fast32, "--shape", "M=37,N=203")
+ok(p.returncode == 2 and "the space's math(\"fast\") takes exp by a polynomial" in p.stderr
+   and "writes f32" in p.stderr, "an f32 kernel's space may not offer math(\"fast\") (%s)"
+   % p.stderr.strip())
+p = tt("lower", "--kernel", SM_NEXT, "--shape", "M=37,N=203", "--backend", "cuda",
+       "--schedule", 'math("fast")', "--stage", "tile")
+ok(p.returncode == 2 and 'math("fast") is a CPU knob' in p.stderr,
+   "on CUDA math(\"fast\") is refused (%s)" % p.stderr.strip())
+expo = os.path.join(TMP, "expo_bf16.tsk")
+with open(expo, "w") as f:
+    f.write('@kernel.autotune(space=dict(BN=[4096], vector=[16], math=["exact", "fast"]))\n'
+            'def expo(x: Tensor["N", bf16], y: mut Tensor["N", bf16]):\n'
+            '    i = tile.linear_id()\n'
+            '    y[i] = tile.exp(x[i] * 0.5) + 1.0\n')
+errs = []
+for how in ("exact", "fast"):
+    p = tt("run", "--kernel", expo, "--shape", "N=10007", "--schedule", 'math("%s")' % how,
+           "--json")
+    r = json.loads(p.stdout) if p.returncode == 0 else {}
+    errs.append(r.get("rel_error") if r.get("status") == "ok" else (r or p.stderr))
+p = tt("lower", "--kernel", expo, "--shape", "N=10007", "--schedule", 'math("fast")',
+       "--stage", "tile")
+ok(all(isinstance(v, float) for v in errs) and errs[1] <= 1.05 * errs[0]
+   and "exp_fast((x * 0.5f))" in p.stdout,
+   "an elementwise bf16 kernel verifies with math(\"fast\") (%s)" % errs)
+mathless = os.path.join(TMP, "saxpy_math.tsk")
+with open(SAXPY) as f:
+    text = f.read()
+with open(mathless, "w") as f:
+    f.write(text.replace("space=dict(", 'space=dict(math=["exact", "fast"], ', 1))
+p = tt("lower", "--kernel", mathless, "--shape", "N=4096")
+ok(p.returncode == 2 and "the space's math(\"fast\")" in p.stderr and "has no tile.exp" in p.stderr,
+   "a kernel without an exp may not offer math(\"fast\") (%s)" % p.stderr.strip())
 p = tt("lower", "--kernel", SM_NEXT, "--shape", "M=64,N=1000", "--schedule",
        'block(m=4).vector(16).pipeline("next")', "--stage", "target")
 ok(p.returncode == 0 and "ts_vf_load2_bf16(X + (i * N) + j, &x_e_, &x_o_);" in p.stdout
@@ -241,8 +300,16 @@ with open(SM_STREAM) as f:
 with open(spaceless, "w") as f:
     f.write(re.sub(r"@kernel\.autotune\(.*?\)\n(?=@)", "", text, count=1, flags=re.S))
 p = tt("lower", "--kernel", spaceless, "--shape", "M=37,N=203", "--stage", "schedule")
-ok(p.returncode == 0 and '.pipeline(["none","next","skew"])' in p.stdout,
+ok(p.returncode == 0 and '.pipeline(["none","next","skew"]).threads' in p.stdout,
    "a softmax-shaped row kernel without a space searches pipeline(\"skew\") too (%s)"
+   % (p.stdout.splitlines()[1:2] if p.returncode == 0 else p.stderr.strip()))
+with open(SM_NEXT) as f:
+    text = f.read()
+with open(spaceless, "w") as f:
+    f.write(re.sub(r"@kernel\.autotune\(.*?\)\n(?=@)", "", text, count=1, flags=re.S))
+p = tt("lower", "--kernel", spaceless, "--shape", "M=37,N=203", "--stage", "schedule")
+ok(p.returncode == 0 and '.pipeline(["none","next","skew"]).math(["exact","fast"])' in p.stdout,
+   "a bf16 row kernel with an exp and no space searches math(\"fast\") too (%s)"
    % (p.stdout.splitlines()[1:2] if p.returncode == 0 else p.stderr.strip()))
 p = tt("lower", "--kernel", os.path.join(EX, "layernorm.tsk"), "--shape", "M=64,N=1000",
        "--stage", "tile")
