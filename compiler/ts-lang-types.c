@@ -49,7 +49,7 @@ struct Ty {
 static const char *const lowering_knobs[] = {"warps",  "stages", "vector", "swizzle",
                                              "threads", "unroll", "raster", "mma",
                                              "load",    "MR",     "NR",     "store",
-                                             "pipeline", "math",  NULL};
+                                             "pipeline", "math",  "jam",   NULL};
 
 typedef struct {
   const char *src, *file;

@@ -30,6 +30,8 @@ typedef struct {
   gboolean prev;
   guint base;     /* the number of the first hoisted part (after those of an earlier print) */
   gboolean fast;  /* math("fast"): a vector exp by the short polynomial (exp_fast) */
+  /* jam(2)'s second row of a pair: appended to its row values and hoisted parts (r0_b) */
+  const char *row_sfx;
 } Printer;
 
 static void print_ex(const Printer *p, const Ex *e, GString *out);
@@ -37,7 +39,8 @@ static void print_ex(const Printer *p, const Ex *e, GString *out);
 static char *
 hoisted_name(const Printer *p)
 {
-  return g_strdup_printf("%c%u", p->prev ? 'p' : 'h', p->base + g_hash_table_size(p->hoisted));
+  return g_strdup_printf("%c%u%s", p->prev ? 'p' : 'h', p->base + g_hash_table_size(p->hoisted),
+                         p->row_sfx ? p->row_sfx : "");
 }
 
 /* C text over the map's views and the kernel's float parameters. For the CPU, a call with no
@@ -51,7 +54,7 @@ print_ex(const Printer *p, const Ex *e, GString *out)
   if (p->hoist && scalar && has_row_value(e) && e->kind != EX_ROW && e->kind != EX_DIM) {
     const char *known = g_hash_table_lookup(p->hoisted, e);
     if (known == NULL) {
-      Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0, FALSE};
+      Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0, FALSE, p->row_sfx};
       GString *text = g_string_new(NULL);
       print_ex(&inner, e, text);
       char *name = hoisted_name(p);
@@ -85,7 +88,7 @@ print_ex(const Printer *p, const Ex *e, GString *out)
     g_string_append(out, o->float_names[e->index]);
     break;
   case EX_ROW:
-    g_string_append_printf(out, "r%u", e->index);
+    g_string_append_printf(out, "r%u%s", e->index, p->row_sfx ? p->row_sfx : "");
     break;
   case EX_SCRATCH:
     g_string_append_printf(out, p->prev ? "w%u_pv" : "w%u", e->index);
@@ -101,7 +104,7 @@ print_ex(const Printer *p, const Ex *e, GString *out)
        * several multiplies' throughput. Within 1.5 ulp of the quotient. */
       const char *rcp = g_hash_table_lookup(p->hoisted, e);
       if (rcp == NULL) {
-        Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0, FALSE};
+        Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0, FALSE, p->row_sfx};
         GString *text = g_string_new("1.0f / ");
         print_ex(&inner, e->b, text);
         char *name = hoisted_name(p);
@@ -170,7 +173,7 @@ print_ex(const Printer *p, const Ex *e, GString *out)
 char *
 ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist, GHashTable *hoisted)
 {
-  Printer p = {o, cuda, hoist, hoisted, NULL, FALSE, 0, FALSE};
+  Printer p = {o, cuda, hoist, hoisted, NULL, FALSE, 0, FALSE, NULL};
   GString *out = g_string_new(NULL);
   print_ex(&p, e, out);
   return g_string_free(out, FALSE);
@@ -180,7 +183,7 @@ ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist, G
 static char *
 print_cpu(const LangOp *o, const Ex *e, TsTileNode *hoist, GHashTable *hoisted, gboolean fast)
 {
-  Printer p = {o, FALSE, hoist, hoisted, NULL, FALSE, 0, fast};
+  Printer p = {o, FALSE, hoist, hoisted, NULL, FALSE, 0, fast, NULL};
   GString *out = g_string_new(NULL);
   print_ex(&p, e, out);
   return g_string_free(out, FALSE);
@@ -514,7 +517,7 @@ print_output(const LangOp *o, gboolean prev, guint base, gboolean fast, TsTileNo
   *lets = ts_tile_block_new();
   g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                                         g_free);
-  Printer p = {o, FALSE, *lets, hoisted, prev ? "_pv" : NULL, prev, base, fast};
+  Printer p = {o, FALSE, *lets, hoisted, prev ? "_pv" : NULL, prev, base, fast, NULL};
   GString *out = g_string_new(NULL);
   print_ex(&p, o->value, out);
   return g_string_free(out, FALSE);
@@ -560,7 +563,7 @@ lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   g_autofree char *first_text = print_cpu(o, first->expr, NULL, NULL, fast);
   TsTileNode *r = ts_tile_reduce(i0, first_var, first->max ? "max" : "sum", first_text, n);
   add_row_views_of(o, r, "i0", "", NULL);
-  Printer carry = {o, FALSE, NULL, NULL, "_nx", FALSE, 0, fast};
+  Printer carry = {o, FALSE, NULL, NULL, "_nx", FALSE, 0, fast, NULL};
   GString *carried = g_string_new(NULL);
   print_ex(&carry, first->expr, carried);
   g_autofree char *drain = NULL;
@@ -636,6 +639,128 @@ lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   return TRUE;
 }
 
+const char *
+ts__lang_jam_refusal(const LangOp *o)
+{
+  if (!ts__lang_pipeline_applies(o))
+    return "does not start its rows with a reduction";
+  if (o->n_scratch > 0)
+    return "keeps a scratch row (a kernel of softmax's shape takes pipeline(\"skew\") instead)";
+  return NULL;
+}
+
+static gboolean
+lang_jam_knob(const LangOp *o, gint64 jam, gboolean next, GError **error)
+{
+  const char *why = jam == 2 ? ts__lang_jam_refusal(o) : NULL;
+  if (jam != 1 && jam != 2)
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: jam(%" G_GINT64_FORMAT ") is not 1 or 2 rows a pass", o->name, jam);
+  else if (why)
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE, "%s: jam(2) %s, and this kernel %s",
+                o->name, TS_LANG_JAM_WHAT, why);
+  else if (jam == 2 && !next)
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: jam(2) carries the next pair's first reductions in the pair's output pass: "
+                "it runs with pipeline(\"next\")", o->name);
+  else
+    return TRUE;
+  return FALSE;
+}
+
+/* jam(2), as the built-in layernorm's: a work item's rows in pairs, row i and i1 = i + 1 (the
+ * item's last row paired with itself where its count is odd: computed twice, the same bytes),
+ * each row's reductions as with jam(1), then one output pass for both, which reads the [N]
+ * inputs (layernorm's G and Bt) once for the two rows and carries the next pair's first
+ * reductions. The second row's values and parts are named r<k>_b, h<k>_b, its views NAME_b.
+ *   for i0 in range(0, M, BM) parallel:
+ *     r0, r0_b = first reductions of rows i0, min(i0 + 1, iend - 1)
+ *     for i in range(i0, iend, 2):
+ *       i1 = min(i + 1, iend - 1); the other reductions of row i, then of row i1
+ *       y = out(row i) and y_b = out(row i1), carry r0 = over row i + 2, r0_b = over i + 3 */
+static gboolean
+lower_rows_jammed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsTileKernel *k,
+                  TsTileNode *par, GError **error)
+{
+  const char *m = o->row_dim, *n = o->col_dim, *y = o->views[o->def.n_inputs];
+  const Step *first = &g_array_index(o->steps, Step, 0);
+  const char *op = first->max ? "max" : "sum";
+  gboolean stream;
+  if (!ts__op_store_stream(o->name, point, &stream, error))
+    return FALSE;
+  TsTileNode *i0 = ts_tile_for(par, "i0", "0", m, "BM", TS_FOR_PARALLEL_DYNAMIC);
+  g_autofree char *last = g_strdup_printf("min(i0 + BM, %s)", m);
+  ts_tile_let(i0, "iend", TS_DTYPE_INT32, last);
+  static const char *const sfx[2] = {NULL, "_b"}, *const item_rows[2] = {"i0", "min(i0 + 1, iend - 1)"};
+  g_autofree char *first_text = print_cpu(o, first->expr, NULL, NULL, fast);
+  char *first_var[2];
+  for (int h = 0; h < 2; h++) {
+    first_var[h] = g_strdup_printf("r%u%s", first->index, h ? "_b" : "");
+    TsTileNode *r = ts_tile_reduce(i0, first_var[h], op, first_text, n);
+    add_row_views_of(o, r, item_rows[h], "", NULL);
+  }
+  TsTileNode *row = ts_tile_for(i0, "i", "i0", "iend", "2", TS_FOR_SERIAL);
+  ts_tile_let(row, "i1", TS_DTYPE_INT32, "min(i + 1, iend - 1)");
+  GHashTable *hoisted[2];
+  for (int h = 0; h < 2; h++) {
+    hoisted[h] = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    for (guint s = 1; s < o->steps->len; s++) {
+      const Step *st = &g_array_index(o->steps, Step, s);
+      Printer p = {o, FALSE, row, hoisted[h], NULL, FALSE, 0, fast, sfx[h]};
+      GString *text = g_string_new(NULL);
+      print_ex(&p, st->expr, text);
+      g_autofree char *var = g_strdup_printf("r%u%s", st->index, h ? "_b" : "");
+      TsTileNode *r = ts_tile_reduce(row, var, st->max ? "max" : "sum", text->str, n);
+      g_string_free(text, TRUE);
+      add_row_views_of(o, r, h ? "i1" : "i", "", NULL);
+    }
+  }
+  GString *out[2];
+  for (int h = 0; h < 2; h++) {
+    Printer p = {o, FALSE, row, hoisted[h], sfx[h], FALSE, 0, fast, sfx[h]};
+    out[h] = g_string_new(NULL);
+    print_ex(&p, o->value, out[h]);
+  }
+  TsTileNode *map = ts_tile_map(row, y, out[0]->str, n);
+  g_autofree char *y_b = g_strconcat(y, "_b", NULL);
+  ts_tile_map_set_drain(map, y_b, out[1]->str, stream);
+  add_row_views_of(o, map, "i", "", NULL);
+  add_row_views_of(o, map, "i1", "_b", NULL);
+  g_autofree char *y_at = g_strdup_printf("i * %s", n), *y_b_at = g_strdup_printf("i1 * %s", n);
+  ts_tile_node_add_view(map, y, o->def.output.name, y_at);
+  ts_tile_node_add_view(map, y_b, o->def.output.name, y_b_at);
+  static const char *const carry_sfx[2] = {"_nx", "_nx2"};
+  static const char *const carry_rows[2] = {"min(i + 2, iend - 1)", "min(i + 3, iend - 1)"};
+  for (int h = 0; h < 2; h++) {
+    Printer p = {o, FALSE, NULL, NULL, carry_sfx[h], FALSE, 0, fast, NULL};
+    GString *carried = g_string_new(NULL);
+    print_ex(&p, first->expr, carried);
+    ts_tile_map_add_carry(map, first_var[h], op, carried->str);
+    g_string_free(carried, TRUE);
+    add_row_views_of(o, map, carry_rows[h], carry_sfx[h], NULL);
+  }
+  for (guint a = 0; a < o->def.n_inputs; a++)
+    if (!o->broadcast[a]) { /* the pair after the next, into L2 */
+      for (int h = 0; h < 2; h++) {
+        g_autofree char *ahead = g_strdup_printf("%s + min(i + %d, %s - 1) * %s",
+                                                 o->def.inputs[a].name, 4 + h, m, n);
+        if (h == 0)
+          ts_tile_map_set_prefetch_l2(map, ahead);
+        else
+          ts_tile_map_add_prefetch(map, ahead);
+      }
+      break;
+    }
+  if (stream)
+    ts_tile_map_set_stream(map);
+  for (int h = 0; h < 2; h++) {
+    g_free(first_var[h]);
+    g_hash_table_unref(hoisted[h]);
+    g_string_free(out[h], TRUE);
+  }
+  return TRUE;
+}
+
 /* BM rows a program, shared among the threads as they free up; in each row, the steps in
  * order (a reduction, or a scratch row of the thread's own) and the output's map, with every
  * per-row part of an element computed once before the pass that uses it. */
@@ -657,8 +782,13 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   ts_tile_kernel_define(k, "BM", bm);
   ts_tile_kernel_define(k, "VEC", vec);
   TsTileNode *par = ts_tile_parallel(k->body, threads);
+  const gint64 jam = KNOB("jam", 1);
+  if (!lang_jam_knob(o, jam, next, error))
+    return FALSE;
   if (skew)
     return lower_rows_skewed(o, point, fast, k, par, error);
+  if (jam == 2)
+    return lower_rows_jammed(o, point, fast, k, par, error);
   for (guint s = 0; s < o->n_scratch; s++) {
     g_autofree char *name = g_strdup_printf("W%u", s);
     ts_tile_alloc_row(par, k, name, n, "one f32 row");
@@ -707,7 +837,7 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   if (next) {
     /* the next row of the item (its last row re-reads itself, from cache), and the rows three
      * ahead into L2, so the next map's reads find them there */
-    Printer p = {o, FALSE, i0, hoisted, "_nx", FALSE, 0, fast};
+    Printer p = {o, FALSE, i0, hoisted, "_nx", FALSE, 0, fast, NULL};
     GString *carried = g_string_new(NULL);
     print_ex(&p, first->expr, carried);
     ts_tile_map_add_carry(map, first_var, first->max ? "max" : "sum", carried->str);
@@ -748,6 +878,12 @@ cuda_leaves_cpu_knobs(const LangOp *o, const TsSchedPoint *point, GError **error
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "%s: math(\"%s\") is a CPU knob (the AVX polynomial exp); on CUDA the space "
                 "has math(\"exact\")", o->name, how);
+    return FALSE;
+  }
+  if (ts_sched_point_get_int(point, "jam", 1) != 1) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: jam(%" G_GINT64_FORMAT ") is a CPU knob (two rows' output passes as one); "
+                "on CUDA the space has jam(1)", o->name, ts_sched_point_get_int(point, "jam", 1));
     return FALSE;
   }
   how = ts_sched_point_get_str(point, "store", "cached");

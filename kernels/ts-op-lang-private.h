@@ -184,6 +184,10 @@ const char *ts__lang_skew_refusal(const LangOp *o);
 const char *ts__lang_fast_math_refusal(const LangOp *o);
 #define TS_LANG_FAST_MATH_WHAT                                                                 \
   "takes exp by a polynomial of 7.6e-6 relative error, which a 16-bit output's rounding hides"
+/* Why jam(2) does not apply (a sentence's end), or NULL where it does: a row kernel of
+ * reductions (the first one carried, pipeline("next")) and its output, with no scratch row. */
+const char *ts__lang_jam_refusal(const LangOp *o);
+#define TS_LANG_JAM_WHAT "runs the output passes of two rows as one"
 #define TS_LANG_SKEW_WHAT                                                                      \
   "takes a row's scratch pass with the next row's first reduction and the last row's output"
 char *ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist,

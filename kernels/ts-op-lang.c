@@ -235,6 +235,29 @@ target_space(Reader *r, const char *text, const char *const *knobs, const gint64
     return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
                          "the space's math(\"fast\") %s, and kernel %s %s: take \"fast\" out "
                          "of the space", TS_LANG_FAST_MATH_WHAT, r->k->name, why);
+  /* jam(2) pairs rows and carries the next pair's first reductions: on CUDA, jam(1) */
+  const int jk = ts_sched_space_knob_index(space, "jam");
+  gboolean jam2 = FALSE;
+  for (guint v = 0; jk >= 0 && v < ts_sched_space_n_values(space, (guint)jk); v++)
+    jam2 |= ts_sched_space_value(space, (guint)jk, v).i == 2;
+  if (cuda && jk >= 0) {
+    const TsSchedValue one = {.kind = TS_SCHED_INT, .i = 1};
+    ts_sched_space_set_knob(space, "jam", &one, 1);
+  } else if (jam2 && (why = ts__lang_jam_refusal(r->o))) {
+    return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
+                         "the space's jam(2) %s, and kernel %s %s: take 2 out of the space's jam",
+                         TS_LANG_JAM_WHAT, r->k->name, why);
+  } else if (jam2 && !space_offers(space, "pipeline", "next")) {
+    return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
+                         "the space's jam(2) carries the next pair's first reductions in the "
+                         "pair's output pass, and kernel %s's space has no pipeline(\"next\"): "
+                         "add pipeline=[\"none\", \"next\"]", r->k->name);
+  } else if (jam2 &&
+             (!ts_sched_space_add_constraint(space, "jam == 1 || pipeline == \"next\"", r->error) ||
+              (ts_sched_space_knob_index(space, "BM") >= 0 &&
+               !ts_sched_space_add_constraint(space, "jam == 1 || BM > 1", r->error)))) {
+    return FALSE;
+  }
   for (guint i = 0; knobs[i]; i++)
     if (ts_sched_space_knob_index(space, knobs[i]) < 0) {
       TsSchedValue v = {.kind = TS_SCHED_INT, .i = values[i]};
@@ -266,11 +289,13 @@ spaces(Reader *r, const TsLangKernel *k)
                          : ts__lang_skew_refusal(o) ? ".pipeline([\"none\", \"next\"])"
                                                     : ".pipeline([\"none\", \"next\", \"skew\"])";
   /* and one with an exp and a 16-bit output may take it by the short polynomial (math) */
+  /* and one of reductions alone may run the output passes of two rows as one (jam) */
   g_autofree char *fallback =
-    g_strdup_printf("%s.store([\"cached\", \"stream\"])%s%s",
+    g_strdup_printf("%s.store([\"cached\", \"stream\"])%s%s%s",
                     o->rows ? "block(m=[1,4,16]).vector([4,8,16])"
                             : "block(n=[4096,16384,65536]).vector([4,8,16])",
-                    pipeline, ts__lang_fast_math_refusal(o) ? "" : ".math([\"exact\", \"fast\"])");
+                    pipeline, ts__lang_fast_math_refusal(o) ? "" : ".math([\"exact\", \"fast\"])",
+                    o->rows && !ts__lang_jam_refusal(o) ? ".jam([1, 2])" : "");
   const char *text = k->space ? k->space : k->schedule ? k->schedule : fallback;
   static const char *const cpu_knobs[] = {"threads", "vector", NULL};
   const gint64 cpu_values[] = {MAX(1, (gint64)g_get_num_processors()), 8};

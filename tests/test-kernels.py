@@ -191,6 +191,67 @@ p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=37,N=
        "--backend", "cuda", "--schedule", 'pipeline("skew")', "--stage", "tile")
 ok(p.returncode == 2 and 'pipeline("skew") is a CPU knob' in p.stderr,
    "on CUDA pipeline(\"skew\") is refused (%s)" % p.stderr.strip())
+# jam(2): a kernel of reductions runs the output passes of two rows as one, the second row's
+# values r<k>_b, its views NAME_b, the next pair's first reductions carried; the item's last
+# row paired with itself when its count is odd. Refused for a kernel with a scratch row,
+# without pipeline("next"), and on CUDA.
+LN = os.path.join(EX, "layernorm.tsk")
+p = tt("lower", "--kernel", LN, "--shape", "M=64,N=1000", "--schedule",
+       'block(m=4).pipeline("next").jam(2)', "--stage", "tile")
+ok(p.returncode == 0 and re.search(
+    r"r0 = tile\.reduce_sum\(x, j < N\)  with x = X\[i0 \* N:\].*\n\s*r0_b = tile\.reduce_sum"
+    r"\(x, j < N\)  with x = X\[\(min\(i0 \+ 1, iend - 1\)\) \* N:\].*\n\s*for i in tile\.range"
+    r"\(i0, iend, 2\):\n\s*let i1: index = min\(i \+ 1, iend - 1\)", p.stdout)
+   and "r1_b = tile.reduce_sum(((x - h0_b) * (x - h0_b)), j < N)  with x = X[i1 * N:]" in p.stdout
+   and re.search(r"y = tile\.map\(\(\(\(\(x - h0\) \* h1\) \* gamma\) \+ beta\), j < N\) carry r0 = "
+                 r"reduce_sum\(x_nx\) carry r0_b = reduce_sum\(x_nx2\) and y_b = \(\(\(\(x_b - h0_b\) "
+                 r"\* h1_b\) \* gamma\) \+ beta\)  with .*x_nx2 = X\[\(min\(i \+ 3, iend - 1\)\) \* N:\]",
+                 p.stdout),
+   "layernorm.tsk with jam(2) writes two rows a pass, carrying the next pair's sums (%s)"
+   % p.stderr.strip())
+lnb = os.path.join(TMP, "layernorm_bf16_jam.tsk")
+with open(os.path.join(SRC, "tests", "kernels", "layernorm_bf16.tsk")) as f:
+    text = f.read()
+with open(lnb, "w") as f:
+    f.write(text.replace("space=dict(", 'space=dict(pipeline=["none", "next"], jam=[1, 2], ', 1))
+for f, extra in ((LN, ""), (lnb, ".vector(16)"), (lnb, ".vector(8)")):
+    errs = []
+    for bm, jam in ((4, 1), (4, 2), (16, 2), (37, 2)):
+        p = tt("run", "--kernel", f, "--shape", "M=37,N=203", "--schedule",
+               'block(m=%d)%s.pipeline("next").jam(%d)' % (bm, extra, jam), "--json")
+        r = json.loads(p.stdout) if p.returncode == 0 else {}
+        errs.append(r.get("rel_error") if r.get("status") == "ok" else (r or p.stderr))
+    ok(all(isinstance(v, float) for v in errs) and max(errs[1:]) <= max(1.5 * errs[0], 1e-6),
+       "%s%s verifies with jam(2) (odd items, 37 rows), as accurate as jam(1) (%s)"
+       % (os.path.basename(f), extra, errs))
+with open(os.path.join(EX, "softmax.tsk")) as f:
+    text = f.read()
+jammed = os.path.join(TMP, "softmax_jam.tsk")
+with open(jammed, "w") as f:
+    f.write(text.replace("space=dict(", "space=dict(jam=[1, 2], ", 1))
+p = tt("lower", "--kernel", jammed, "--shape", "M=37,N=203")
+ok(p.returncode == 2 and "the space's jam(2) runs the output passes of two rows as one" in p.stderr
+   and "keeps a scratch row" in p.stderr,
+   "a space offering jam(2) to a kernel with a scratch row is refused (%s)" % p.stderr.strip())
+with open(os.path.join(SRC, "tests", "kernels", "rms_scale.tsk")) as f:
+    text = f.read()
+jammed = os.path.join(TMP, "rms_jam.tsk")
+with open(jammed, "w") as f:
+    f.write(text.replace("space=dict(", "space=dict(jam=[1, 2], ", 1))
+p = tt("lower", "--kernel", jammed, "--shape", "M=37,N=203")
+ok(p.returncode == 2 and "has no pipeline(\"next\")" in p.stderr,
+   "a space offering jam(2) without pipeline(\"next\") is refused (%s)" % p.stderr.strip())
+p = tt("lower", "--kernel", LN, "--shape", "M=37,N=203", "--schedule",
+       'block(m=4).pipeline("none").jam(2)', "--stage", "tile")
+ok(p.returncode == 2 and "violates the constraint 'jam == 1 || pipeline == \"next\"'" in p.stderr,
+   "jam(2) without pipeline(\"next\") is outside the space (%s)" % p.stderr.strip())
+p = tt("lower", "--kernel", LN, "--shape", "M=37,N=203", "--backend", "cuda", "--stage",
+       "schedule")
+q = tt("lower", "--kernel", LN, "--shape", "M=37,N=203", "--backend", "cuda", "--schedule",
+       "jam(2)", "--stage", "tile")
+ok(p.returncode == 0 and ".jam(1)." in p.stdout and q.returncode == 2
+   and "jam(2) is a CPU knob" in q.stderr,
+   "on CUDA the space holds jam(1) and jam(2) is refused (%s)" % q.stderr.strip())
 # math("fast"): a 16-bit kernel's vector exps by the built-in softmax's short polynomial, with
 # exp(x - m) folding m into its constants once a row; refused for f32, for a kernel without an
 # exp, and on CUDA.
@@ -291,7 +352,7 @@ for be in ("cpu", "cuda"):
     p = tt("lower", "--kernel", spaceless, "--shape", "M=37,N=203", "--backend", be,
            "--stage", "schedule")
     spaces[be] = p.stdout.splitlines()[1] if p.returncode == 0 else p.stderr.strip()
-ok('.store(["cached","stream"]).pipeline(["none","next"])' in spaces["cpu"]
+ok('.store(["cached","stream"]).pipeline(["none","next"]).jam([1,2])' in spaces["cpu"]
    and '.store("cached").pipeline("none")' in spaces["cuda"],
    "a row kernel without a space searches store and pipeline on the CPU, not on CUDA (%s)"
    % spaces)
