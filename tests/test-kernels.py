@@ -14,6 +14,16 @@ from taputil import done, ok, run, scratch
 
 TT, SRC = sys.argv[1], sys.argv[2]
 TMP = scratch("tessera-kernels-test-")
+
+
+def with_space(src, name, knobs):
+    """A copy of kernel file src in TMP whose space also names knobs ('math=[...], ')."""
+    with open(src) as f:
+        text = f.read()
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write(text.replace("space=dict(", "space=dict(" + knobs, 1))
+    return path
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
 SAXPY = os.path.join(SRC, "examples", "saxpy.tsk")
 AFFINE = os.path.join(SRC, "tests", "kernels", "affine_relu.tsk")
@@ -209,11 +219,8 @@ ok(p.returncode == 0 and re.search(
                  p.stdout),
    "layernorm.tsk with jam(2) writes two rows a pass, carrying the next pair's sums (%s)"
    % p.stderr.strip())
-lnb = os.path.join(TMP, "layernorm_bf16_jam.tsk")
-with open(os.path.join(SRC, "tests", "kernels", "layernorm_bf16.tsk")) as f:
-    text = f.read()
-with open(lnb, "w") as f:
-    f.write(text.replace("space=dict(", 'space=dict(pipeline=["none", "next"], jam=[1, 2], ', 1))
+lnb = with_space(os.path.join(SRC, "tests", "kernels", "layernorm_bf16.tsk"),
+                 "layernorm_bf16_jam.tsk", 'pipeline=["none", "next"], jam=[1, 2], ')
 for f, extra in ((LN, ""), (lnb, ".vector(16)"), (lnb, ".vector(8)")):
     errs = []
     for bm, jam in ((4, 1), (4, 2), (16, 2), (37, 2)):
@@ -224,20 +231,13 @@ for f, extra in ((LN, ""), (lnb, ".vector(16)"), (lnb, ".vector(8)")):
     ok(all(isinstance(v, float) for v in errs) and max(errs[1:]) <= max(1.5 * errs[0], 1e-6),
        "%s%s verifies with jam(2) (odd items, 37 rows), as accurate as jam(1) (%s)"
        % (os.path.basename(f), extra, errs))
-with open(os.path.join(EX, "softmax.tsk")) as f:
-    text = f.read()
-jammed = os.path.join(TMP, "softmax_jam.tsk")
-with open(jammed, "w") as f:
-    f.write(text.replace("space=dict(", "space=dict(jam=[1, 2], ", 1))
+jammed = with_space(os.path.join(EX, "softmax.tsk"), "softmax_jam.tsk", "jam=[1, 2], ")
 p = tt("lower", "--kernel", jammed, "--shape", "M=37,N=203")
 ok(p.returncode == 2 and "the space's jam(2) runs the output passes of two rows as one" in p.stderr
    and "keeps a scratch row" in p.stderr,
    "a space offering jam(2) to a kernel with a scratch row is refused (%s)" % p.stderr.strip())
-with open(os.path.join(SRC, "tests", "kernels", "rms_scale.tsk")) as f:
-    text = f.read()
-jammed = os.path.join(TMP, "rms_jam.tsk")
-with open(jammed, "w") as f:
-    f.write(text.replace("space=dict(", "space=dict(jam=[1, 2], ", 1))
+jammed = with_space(os.path.join(SRC, "tests", "kernels", "rms_scale.tsk"), "rms_jam.tsk",
+                    "jam=[1, 2], ")
 p = tt("lower", "--kernel", jammed, "--shape", "M=37,N=203")
 ok(p.returncode == 2 and "has no pipeline(\"next\")" in p.stderr,
    "a space offering jam(2) without pipeline(\"next\") is refused (%s)" % p.stderr.strip())
@@ -273,11 +273,7 @@ ok(p.returncode == 0 and p.stdout.count("tile.map(exp_fast_sub(x, r0), j < N) su
    and "ts_vf_exp(" not in p.stdout,
    "math(\"fast\") takes exp(x - m) as exp_fast_sub, its row constants made once a row (%s)"
    % p.stderr.strip())
-fast32 = os.path.join(TMP, "softmax_fast32.tsk")
-with open(os.path.join(EX, "softmax.tsk")) as f:
-    text = f.read()
-with open(fast32, "w") as f:
-    f.write(text.replace("space=dict(", 'space=dict(math=["exact", "fast"], ', 1))
+fast32 = with_space(os.path.join(EX, "softmax.tsk"), "softmax_fast32.tsk", 'math=["exact", "fast"], ')
 p = tt("lower", "--kernel", fast32, "--shape", "M=37,N=203")
 ok(p.returncode == 2 and "the space's math(\"fast\") takes exp by a polynomial" in p.stderr
    and "writes f32" in p.stderr, "an f32 kernel's space may not offer math(\"fast\") (%s)"
@@ -303,11 +299,7 @@ p = tt("lower", "--kernel", expo, "--shape", "N=10007", "--schedule", 'math("fas
 ok(all(isinstance(v, float) for v in errs) and errs[1] <= 1.05 * errs[0]
    and "exp_fast((x * 0.5f))" in p.stdout,
    "an elementwise bf16 kernel verifies with math(\"fast\") (%s)" % errs)
-mathless = os.path.join(TMP, "saxpy_math.tsk")
-with open(SAXPY) as f:
-    text = f.read()
-with open(mathless, "w") as f:
-    f.write(text.replace("space=dict(", 'space=dict(math=["exact", "fast"], ', 1))
+mathless = with_space(SAXPY, "saxpy_math.tsk", 'math=["exact", "fast"], ')
 p = tt("lower", "--kernel", mathless, "--shape", "N=4096")
 ok(p.returncode == 2 and "the space's math(\"fast\")" in p.stderr and "has no tile.exp" in p.stderr,
    "a kernel without an exp may not offer math(\"fast\") (%s)" % p.stderr.strip())
@@ -325,11 +317,7 @@ ok(p.returncode == 2 and "expnorm_scratch.tsk:4:24: the space's knob pipeline ta
    "first reduction" in p.stderr and "starts its rows with a scratch row" in p.stderr,
    "a space naming pipeline for a kernel whose first step is a scratch row is refused (%s)"
    % p.stderr.strip())
-piped = os.path.join(TMP, "saxpy_piped.tsk")
-with open(SAXPY) as f:
-    text = f.read()
-with open(piped, "w") as f:
-    f.write(text.replace("space=dict(", 'space=dict(pipeline=["none", "next"], ', 1))
+piped = with_space(SAXPY, "saxpy_piped.tsk", 'pipeline=["none", "next"], ')
 p = tt("lower", "--kernel", piped, "--shape", "N=4096")
 ok(p.returncode == 2 and "the space's knob pipeline" in p.stderr and "is elementwise" in p.stderr,
    "an elementwise kernel's space may not name pipeline (%s)" % p.stderr.strip())
