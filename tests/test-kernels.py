@@ -329,34 +329,33 @@ p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=37,N=
        "--backend", "cuda", "--stage", "schedule")
 ok(p.returncode == 0 and '.pipeline("none").' in p.stdout,
    "the CUDA space of a kernel whose space names pipeline has one value, \"none\"")
-# A row kernel with no space of its own gets both CPU knobs; on CUDA each holds one value.
-spaceless = os.path.join(TMP, "rms_scale_spaceless.tsk")
-with open(os.path.join(SRC, "tests", "kernels", "rms_scale.tsk")) as f:
-    text = f.read()
-with open(spaceless, "w") as f:
-    f.write(re.sub(r"@kernel\.autotune\(.*\)\n", "", text, count=1))
+# A row kernel with no space of its own gets the CPU knobs that apply to it; on CUDA each
+# holds one value.
+def spaceless(src):
+    """A copy of kernel file src in TMP without its @kernel.autotune decorator."""
+    with open(src) as f:
+        text = f.read()
+    path = os.path.join(TMP, "spaceless-" + os.path.basename(src))
+    with open(path, "w") as f:
+        f.write(re.sub(r"@kernel\.autotune\(.*?\)\n(?=@|def )", "", text, count=1, flags=re.S))
+    return path
+
+
+bare = spaceless(os.path.join(SRC, "tests", "kernels", "rms_scale.tsk"))
 spaces = {}
 for be in ("cpu", "cuda"):
-    p = tt("lower", "--kernel", spaceless, "--shape", "M=37,N=203", "--backend", be,
+    p = tt("lower", "--kernel", bare, "--shape", "M=37,N=203", "--backend", be,
            "--stage", "schedule")
     spaces[be] = p.stdout.splitlines()[1] if p.returncode == 0 else p.stderr.strip()
 ok('.store(["cached","stream"]).pipeline(["none","next"]).jam([1,2])' in spaces["cpu"]
    and '.store("cached").pipeline("none")' in spaces["cuda"],
    "a row kernel without a space searches store and pipeline on the CPU, not on CUDA (%s)"
    % spaces)
-with open(SM_STREAM) as f:
-    text = f.read()
-with open(spaceless, "w") as f:
-    f.write(re.sub(r"@kernel\.autotune\(.*?\)\n(?=@)", "", text, count=1, flags=re.S))
-p = tt("lower", "--kernel", spaceless, "--shape", "M=37,N=203", "--stage", "schedule")
+p = tt("lower", "--kernel", spaceless(SM_STREAM), "--shape", "M=37,N=203", "--stage", "schedule")
 ok(p.returncode == 0 and '.pipeline(["none","next","skew"]).threads' in p.stdout,
    "a softmax-shaped row kernel without a space searches pipeline(\"skew\") too (%s)"
    % (p.stdout.splitlines()[1:2] if p.returncode == 0 else p.stderr.strip()))
-with open(SM_NEXT) as f:
-    text = f.read()
-with open(spaceless, "w") as f:
-    f.write(re.sub(r"@kernel\.autotune\(.*?\)\n(?=@)", "", text, count=1, flags=re.S))
-p = tt("lower", "--kernel", spaceless, "--shape", "M=37,N=203", "--stage", "schedule")
+p = tt("lower", "--kernel", spaceless(SM_NEXT), "--shape", "M=37,N=203", "--stage", "schedule")
 ok(p.returncode == 0 and '.pipeline(["none","next","skew"]).math(["exact","fast"])' in p.stdout,
    "a bf16 row kernel with an exp and no space searches math(\"fast\") too (%s)"
    % (p.stdout.splitlines()[1:2] if p.returncode == 0 else p.stderr.strip()))
