@@ -36,11 +36,32 @@ typedef struct {
 
 static void print_ex(const Printer *p, const Ex *e, GString *out);
 
-static char *
-hoisted_name(const Printer *p)
+/* The name of the let holding `lead` + e (printed without hoisting) once a row, made on first
+ * use and remembered under key. */
+static const char *
+hoisted_let(const Printer *p, const Ex *key, const char *lead, const Ex *e)
 {
-  return g_strdup_printf("%c%u%s", p->prev ? 'p' : 'h', p->base + g_hash_table_size(p->hoisted),
-                         p->row_sfx ? p->row_sfx : "");
+  const char *known = g_hash_table_lookup(p->hoisted, key);
+  if (known)
+    return known;
+  Printer inner = {p->o, p->cuda, NULL, NULL, NULL, FALSE, 0, FALSE, p->row_sfx};
+  GString *text = g_string_new(lead);
+  print_ex(&inner, e, text);
+  char *name = g_strdup_printf("%c%u%s", p->prev ? 'p' : 'h',
+                               p->base + g_hash_table_size(p->hoisted),
+                               p->row_sfx ? p->row_sfx : "");
+  ts_tile_let(p->hoist, name, TS_DTYPE_F32, text->str);
+  g_string_free(text, TRUE);
+  g_hash_table_insert(p->hoisted, (gpointer)key, name);
+  return name;
+}
+
+static char *
+print_text(const Printer *p, const Ex *e)
+{
+  GString *out = g_string_new(NULL);
+  print_ex(p, e, out);
+  return g_string_free(out, FALSE);
 }
 
 /* C text over the map's views and the kernel's float parameters. For the CPU, a call with no
@@ -52,18 +73,7 @@ print_ex(const Printer *p, const Ex *e, GString *out)
   const LangOp *o = p->o;
   const gboolean scalar = !ts__lang_has_view(e);
   if (p->hoist && scalar && has_row_value(e) && e->kind != EX_ROW && e->kind != EX_DIM) {
-    const char *known = g_hash_table_lookup(p->hoisted, e);
-    if (known == NULL) {
-      Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0, FALSE, p->row_sfx};
-      GString *text = g_string_new(NULL);
-      print_ex(&inner, e, text);
-      char *name = hoisted_name(p);
-      ts_tile_let(p->hoist, name, TS_DTYPE_F32, text->str);
-      g_string_free(text, TRUE);
-      g_hash_table_insert(p->hoisted, (gpointer)e, name);
-      known = name;
-    }
-    g_string_append(out, known);
+    g_string_append(out, hoisted_let(p, e, "", e));
     return;
   }
   switch (e->kind) {
@@ -101,19 +111,9 @@ print_ex(const Printer *p, const Ex *e, GString *out)
         has_row_value(e->b)) {
       /* an element divided by a value of the row (softmax's e / s): a multiply by the row's
        * reciprocal, taken once in a let, as the built-in ops do; a vector division costs
-       * several multiplies' throughput. Within 1.5 ulp of the quotient. */
-      const char *rcp = g_hash_table_lookup(p->hoisted, e);
-      if (rcp == NULL) {
-        Printer inner = {o, p->cuda, NULL, NULL, NULL, FALSE, 0, FALSE, p->row_sfx};
-        GString *text = g_string_new("1.0f / ");
-        print_ex(&inner, e->b, text);
-        char *name = hoisted_name(p);
-        ts_tile_let(p->hoist, name, TS_DTYPE_F32, text->str);
-        g_string_free(text, TRUE);
-        /* keyed by the division, which has a view, so never hoisted as a value itself */
-        g_hash_table_insert(p->hoisted, (gpointer)e, name);
-        rcp = name;
-      }
+       * several multiplies' throughput. Within 1.5 ulp of the quotient. Keyed by the
+       * division, which has a view, so never hoisted as a value itself. */
+      const char *rcp = hoisted_let(p, e, "1.0f / ", e->b);
       g_string_append_c(out, '(');
       print_ex(p, e->a, out);
       g_string_append_printf(out, " * %s)", rcp);
@@ -174,9 +174,7 @@ char *
 ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist, GHashTable *hoisted)
 {
   Printer p = {o, cuda, hoist, hoisted, NULL, FALSE, 0, FALSE, NULL};
-  GString *out = g_string_new(NULL);
-  print_ex(&p, e, out);
-  return g_string_free(out, FALSE);
+  return print_text(&p, e);
 }
 
 /* A CPU lowering's print: ts__lang_print with math("fast")'s exp. */
@@ -184,9 +182,7 @@ static char *
 print_cpu(const LangOp *o, const Ex *e, TsTileNode *hoist, GHashTable *hoisted, gboolean fast)
 {
   Printer p = {o, FALSE, hoist, hoisted, NULL, FALSE, 0, fast, NULL};
-  GString *out = g_string_new(NULL);
-  print_ex(&p, e, out);
-  return g_string_free(out, FALSE);
+  return print_text(&p, e);
 }
 
 /* Where an element's inputs come from in the f64 evaluation: the values at j (elementwise), or
@@ -518,9 +514,28 @@ print_output(const LangOp *o, gboolean prev, guint base, gboolean fast, TsTileNo
   g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                                         g_free);
   Printer p = {o, FALSE, *lets, hoisted, prev ? "_pv" : NULL, prev, base, fast, NULL};
-  GString *out = g_string_new(NULL);
-  print_ex(&p, o->value, out);
-  return g_string_free(out, FALSE);
+  return print_text(&p, o->value);
+}
+
+/* The buffer of the first [M, N] input: the rows a pass prefetches are its. */
+static const char *
+first_row_input(const LangOp *o)
+{
+  for (guint a = 0; a < o->def.n_inputs; a++)
+    if (!o->broadcast[a])
+      return o->def.inputs[a].name;
+  return NULL;
+}
+
+/* at: let p<k> = P0[k] for each of the last row's parts (prevs' lets, in order). */
+static void
+load_last_parts(TsTileNode *at, const TsTileNode *prevs)
+{
+  for (guint p = 0; p < prevs->children->len; p++) {
+    const TsTileNode *let = g_ptr_array_index(prevs->children, p);
+    g_autofree char *slot = g_strdup_printf("P0[%u]", p);
+    ts_tile_let(at, let->var, TS_DTYPE_F32, slot);
+  }
 }
 
 /* pipeline("skew"), as the built-in softmax's: row i's scratch pass (from cache) also takes
@@ -546,14 +561,21 @@ lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   gboolean stream;
   if (!ts__op_store_stream(o->name, point, &stream, error))
     return FALSE;
+  /* The output's parts are numbered after the scratch step's (both are lets of one row's
+   * scope): the step printed once aside tells how many it has. */
+  g_autoptr(GHashTable) aside = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  TsTileNode *step_lets = ts_tile_block_new();
+  g_free(print_cpu(o, ws->expr, step_lets, aside, fast));
+  ts_tile_node_free(step_lets);
+  const guint base = g_hash_table_size(aside);
+  TsTileNode *lets, *prevs;
+  g_free(print_output(o, FALSE, base, fast, &lets));
+  g_autofree char *drain = print_output(o, TRUE, base, fast, &prevs);
   g_autofree char *wb = g_strdup_printf("W%u", ws->index), *wv = g_strdup_printf("w%u", ws->index);
   g_autofree char *wpv = g_strdup_printf("w%u_pv", ws->index);
   g_autofree char *rows2 = g_strdup_printf("2 * %s", n);
   ts_tile_alloc_row(par, k, wb, rows2, "two f32 rows: this row's and the last one's");
-  TsTileNode *probe;
-  g_free(print_output(o, FALSE, 0, fast, &probe));
-  g_autofree char *n_parts = g_strdup_printf("%u", MAX(1u, probe->children->len));
-  ts_tile_node_free(probe);
+  g_autofree char *n_parts = g_strdup_printf("%u", MAX(1u, lets->children->len));
   ts_tile_alloc(par, k, "P0", TS_MEM_REGISTER, TS_DTYPE_F32, n_parts, TRUE,
                 "the last row's per-row parts of the output");
   TsTileNode *i0 = ts_tile_for(par, "i0", "0", m, "BM", TS_FOR_PARALLEL_DYNAMIC);
@@ -563,26 +585,17 @@ lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   g_autofree char *first_text = print_cpu(o, first->expr, NULL, NULL, fast);
   TsTileNode *r = ts_tile_reduce(i0, first_var, first->max ? "max" : "sum", first_text, n);
   add_row_views_of(o, r, "i0", "", NULL);
-  Printer carry = {o, FALSE, NULL, NULL, "_nx", FALSE, 0, fast, NULL};
-  GString *carried = g_string_new(NULL);
-  print_ex(&carry, first->expr, carried);
-  g_autofree char *drain = NULL;
+  const Printer carry = {o, FALSE, NULL, NULL, "_nx", FALSE, 0, fast, NULL};
+  g_autofree char *carried = print_text(&carry, first->expr);
+  const char *ahead_of = first_row_input(o);
   for (int peeled = 1; peeled >= 0; peeled--) {
     TsTileNode *at = peeled ? i0 : ts_tile_for(i0, "i", "i0 + 1", "iend", "1", TS_FOR_SERIAL);
     const char *i = peeled ? "i0" : "i";
     g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                                           g_free);
     g_autofree char *text = print_cpu(o, ws->expr, at, hoisted, fast);
-    const guint base = g_hash_table_size(hoisted);
-    TsTileNode *lets, *prevs;
-    g_free(print_output(o, FALSE, base, fast, &lets));
-    g_free(drain);
-    drain = print_output(o, TRUE, base, fast, &prevs);
-    for (guint p = 0; !peeled && p < prevs->children->len; p++) {
-      const TsTileNode *let = g_ptr_array_index(prevs->children, p);
-      g_autofree char *slot = g_strdup_printf("P0[%u]", p);
-      ts_tile_let(at, let->var, TS_DTYPE_F32, slot);
-    }
+    if (!peeled)
+      load_last_parts(at, prevs);
     TsTileNode *e = ts_tile_map(at, wv, text, n);
     if (sum) {
       g_autofree char *sv = g_strdup_printf("r%u", sum->index);
@@ -590,16 +603,13 @@ lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
     }
     g_autofree char *w_at = peeled ? g_strdup("0") : g_strdup_printf("(i - i0) %% 2 * %s", n);
     add_row_views_of(o, e, i, "", w_at);
-    ts_tile_map_add_carry(e, first_var, first->max ? "max" : "sum", carried->str);
+    ts_tile_map_add_carry(e, first_var, first->max ? "max" : "sum", carried);
     g_autofree char *nx = g_strdup_printf("min(%s + 1, iend - 1)", i);
     add_row_views_of(o, e, nx, "_nx", NULL);
-    for (guint a = 0; a < o->def.n_inputs; a++)
-      if (!o->broadcast[a]) {
-        g_autofree char *ahead = g_strdup_printf("%s + min(%s + 2, %s - 1) * %s",
-                                                 o->def.inputs[a].name, i, m, n);
-        ts_tile_map_set_prefetch_l2(e, ahead);
-        break;
-      }
+    if (ahead_of) {
+      g_autofree char *ahead = g_strdup_printf("%s + min(%s + 2, %s - 1) * %s", ahead_of, i, m, n);
+      ts_tile_map_set_prefetch_l2(e, ahead);
+    }
     if (!peeled) {
       ts_tile_map_set_drain(e, y, drain, stream);
       g_autofree char *y_at = g_strdup_printf("(i - 1) * %s", n);
@@ -614,19 +624,10 @@ lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
       ts_tile_let(at, let->var, TS_DTYPE_F32, let->expr);
       ts_tile_set(at, "P0", slot, let->var);
     }
-    if (peeled)
-      ts_tile_node_free(prevs);
-    else { /* the last row's parts, after the loop */
-      for (guint p = 0; p < prevs->children->len; p++) {
-        const TsTileNode *let = g_ptr_array_index(prevs->children, p);
-        g_autofree char *slot = g_strdup_printf("P0[%u]", p);
-        ts_tile_let(i0, let->var, TS_DTYPE_F32, slot);
-      }
-      ts_tile_node_free(prevs);
-    }
-    ts_tile_node_free(lets);
   }
-  g_string_free(carried, TRUE);
+  load_last_parts(i0, prevs); /* the item's last row, after the loop */
+  ts_tile_node_free(lets);
+  ts_tile_node_free(prevs);
   TsTileNode *map = ts_tile_map(i0, y, drain, n);
   g_autofree char *y_at = g_strdup_printf("(iend - 1) * %s", n);
   ts_tile_node_add_view(map, y, o->def.output.name, y_at);
@@ -691,7 +692,8 @@ lower_rows_jammed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   TsTileNode *i0 = ts_tile_for(par, "i0", "0", m, "BM", TS_FOR_PARALLEL_DYNAMIC);
   g_autofree char *last = g_strdup_printf("min(i0 + BM, %s)", m);
   ts_tile_let(i0, "iend", TS_DTYPE_INT32, last);
-  static const char *const sfx[2] = {NULL, "_b"}, *const item_rows[2] = {"i0", "min(i0 + 1, iend - 1)"};
+  static const char *const sfx[2] = {NULL, "_b"};
+  static const char *const item_rows[2] = {"i0", "min(i0 + 1, iend - 1)"};
   g_autofree char *first_text = print_cpu(o, first->expr, NULL, NULL, fast);
   char *first_var[2];
   for (int h = 0; h < 2; h++) {
@@ -704,26 +706,23 @@ lower_rows_jammed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   GHashTable *hoisted[2];
   for (int h = 0; h < 2; h++) {
     hoisted[h] = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    const Printer p = {o, FALSE, row, hoisted[h], NULL, FALSE, 0, fast, sfx[h]};
     for (guint s = 1; s < o->steps->len; s++) {
       const Step *st = &g_array_index(o->steps, Step, s);
-      Printer p = {o, FALSE, row, hoisted[h], NULL, FALSE, 0, fast, sfx[h]};
-      GString *text = g_string_new(NULL);
-      print_ex(&p, st->expr, text);
+      g_autofree char *text = print_text(&p, st->expr);
       g_autofree char *var = g_strdup_printf("r%u%s", st->index, h ? "_b" : "");
-      TsTileNode *r = ts_tile_reduce(row, var, st->max ? "max" : "sum", text->str, n);
-      g_string_free(text, TRUE);
+      TsTileNode *r = ts_tile_reduce(row, var, st->max ? "max" : "sum", text, n);
       add_row_views_of(o, r, h ? "i1" : "i", "", NULL);
     }
   }
-  GString *out[2];
+  char *out[2];
   for (int h = 0; h < 2; h++) {
-    Printer p = {o, FALSE, row, hoisted[h], sfx[h], FALSE, 0, fast, sfx[h]};
-    out[h] = g_string_new(NULL);
-    print_ex(&p, o->value, out[h]);
+    const Printer p = {o, FALSE, row, hoisted[h], sfx[h], FALSE, 0, fast, sfx[h]};
+    out[h] = print_text(&p, o->value);
   }
-  TsTileNode *map = ts_tile_map(row, y, out[0]->str, n);
+  TsTileNode *map = ts_tile_map(row, y, out[0], n);
   g_autofree char *y_b = g_strconcat(y, "_b", NULL);
-  ts_tile_map_set_drain(map, y_b, out[1]->str, stream);
+  ts_tile_map_set_drain(map, y_b, out[1], stream);
   add_row_views_of(o, map, "i", "", NULL);
   add_row_views_of(o, map, "i1", "_b", NULL);
   g_autofree char *y_at = g_strdup_printf("i * %s", n), *y_b_at = g_strdup_printf("i1 * %s", n);
@@ -731,32 +730,27 @@ lower_rows_jammed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   ts_tile_node_add_view(map, y_b, o->def.output.name, y_b_at);
   static const char *const carry_sfx[2] = {"_nx", "_nx2"};
   static const char *const carry_rows[2] = {"min(i + 2, iend - 1)", "min(i + 3, iend - 1)"};
+  const char *ahead_of = first_row_input(o);
   for (int h = 0; h < 2; h++) {
-    Printer p = {o, FALSE, NULL, NULL, carry_sfx[h], FALSE, 0, fast, NULL};
-    GString *carried = g_string_new(NULL);
-    print_ex(&p, first->expr, carried);
-    ts_tile_map_add_carry(map, first_var[h], op, carried->str);
-    g_string_free(carried, TRUE);
+    const Printer p = {o, FALSE, NULL, NULL, carry_sfx[h], FALSE, 0, fast, NULL};
+    g_autofree char *carried = print_text(&p, first->expr);
+    ts_tile_map_add_carry(map, first_var[h], op, carried);
     add_row_views_of(o, map, carry_rows[h], carry_sfx[h], NULL);
-  }
-  for (guint a = 0; a < o->def.n_inputs; a++)
-    if (!o->broadcast[a]) { /* the pair after the next, into L2 */
-      for (int h = 0; h < 2; h++) {
-        g_autofree char *ahead = g_strdup_printf("%s + min(i + %d, %s - 1) * %s",
-                                                 o->def.inputs[a].name, 4 + h, m, n);
-        if (h == 0)
-          ts_tile_map_set_prefetch_l2(map, ahead);
-        else
-          ts_tile_map_add_prefetch(map, ahead);
-      }
-      break;
+    if (ahead_of) { /* the pair after the next, into L2 */
+      g_autofree char *ahead = g_strdup_printf("%s + min(i + %d, %s - 1) * %s", ahead_of, 4 + h,
+                                               m, n);
+      if (h == 0)
+        ts_tile_map_set_prefetch_l2(map, ahead);
+      else
+        ts_tile_map_add_prefetch(map, ahead);
     }
+  }
   if (stream)
     ts_tile_map_set_stream(map);
   for (int h = 0; h < 2; h++) {
     g_free(first_var[h]);
     g_hash_table_unref(hoisted[h]);
-    g_string_free(out[h], TRUE);
+    g_free(out[h]);
   }
   return TRUE;
 }
@@ -837,61 +831,57 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   if (next) {
     /* the next row of the item (its last row re-reads itself, from cache), and the rows three
      * ahead into L2, so the next map's reads find them there */
-    Printer p = {o, FALSE, i0, hoisted, "_nx", FALSE, 0, fast, NULL};
-    GString *carried = g_string_new(NULL);
-    print_ex(&p, first->expr, carried);
-    ts_tile_map_add_carry(map, first_var, first->max ? "max" : "sum", carried->str);
-    g_string_free(carried, TRUE);
+    const Printer p = {o, FALSE, i0, hoisted, "_nx", FALSE, 0, fast, NULL};
+    g_autofree char *carried = print_text(&p, first->expr);
+    ts_tile_map_add_carry(map, first_var, first->max ? "max" : "sum", carried);
     add_row_views_of(o, map, "min(i + 1, iend - 1)", "_nx", NULL);
   }
   /* The last pass over row i asks for row i + 1 of the first [M, N] input, whose first pass
    * would otherwise wait on memory (as the built-in row ops do: 1.08-1.20x); a carrying pass
    * reads that row itself and asks for the one three ahead, into L2. */
-  for (guint a = 0; a < o->def.n_inputs; a++)
-    if (!o->broadcast[a]) {
-      g_autofree char *ahead = g_strdup_printf("%s + min(i + %d, %s - 1) * %s",
-                                               o->def.inputs[a].name, next ? 3 : 1, m, n);
-      if (next)
-        ts_tile_map_set_prefetch_l2(map, ahead);
-      else
-        ts_tile_map_set_prefetch(map, ahead);
-      break;
-    }
+  const char *ahead_of = first_row_input(o);
+  if (ahead_of) {
+    g_autofree char *ahead = g_strdup_printf("%s + min(i + %d, %s - 1) * %s", ahead_of,
+                                             next ? 3 : 1, m, n);
+    if (next)
+      ts_tile_map_set_prefetch_l2(map, ahead);
+    else
+      ts_tile_map_set_prefetch(map, ahead);
+  }
   return ts__op_store_knob(o->name, point, map, error);
 }
 
-/* pipeline, math and store are CPU knobs, which a CUDA space holds at one value ("none",
- * "exact", "cached"); a point asking for another is refused rather than run as the same
- * kernel. */
+const TsLangCpuKnob ts__lang_cpu_knobs[TS_LANG_N_CPU_KNOBS] = {
+  {"pipeline", "none", 0, "a row's passes from cache; CUDA holds a row in registers"},
+  {"store", "cached", 0, "non-temporal stores; CUDA's stores are coalesced as they are"},
+  {"math", "exact", 0, "the AVX polynomial exp"},
+  {"jam", NULL, 1, "two rows' output passes as one"},
+};
+
+/* A CUDA space holds each CPU knob at one value; a point asking for another is refused rather
+ * than run as the same kernel. */
 static gboolean
 cuda_leaves_cpu_knobs(const LangOp *o, const TsSchedPoint *point, GError **error)
 {
-  const char *how = ts_sched_point_get_str(point, "pipeline", "none");
-  if (g_strcmp0(how, "none") != 0) {
+  for (guint c = 0; c < TS_LANG_N_CPU_KNOBS; c++) {
+    const TsLangCpuKnob *kn = &ts__lang_cpu_knobs[c];
+    g_autofree char *asked = NULL, *held = NULL;
+    if (kn->str) {
+      const char *how = ts_sched_point_get_str(point, kn->knob, kn->str);
+      if (g_strcmp0(how, kn->str) == 0)
+        continue;
+      asked = g_strdup_printf("\"%s\"", how);
+      held = g_strdup_printf("\"%s\"", kn->str);
+    } else {
+      const gint64 how = ts_sched_point_get_int(point, kn->knob, kn->i);
+      if (how == kn->i)
+        continue;
+      asked = g_strdup_printf("%" G_GINT64_FORMAT, how);
+      held = g_strdup_printf("%" G_GINT64_FORMAT, kn->i);
+    }
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: pipeline(\"%s\") is a CPU knob (a row's passes from cache); on CUDA a row "
-                "is held in registers, and the space has pipeline(\"none\")", o->name, how);
-    return FALSE;
-  }
-  how = ts_sched_point_get_str(point, "math", "exact");
-  if (g_strcmp0(how, "exact") != 0) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: math(\"%s\") is a CPU knob (the AVX polynomial exp); on CUDA the space "
-                "has math(\"exact\")", o->name, how);
-    return FALSE;
-  }
-  if (ts_sched_point_get_int(point, "jam", 1) != 1) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: jam(%" G_GINT64_FORMAT ") is a CPU knob (two rows' output passes as one); "
-                "on CUDA the space has jam(1)", o->name, ts_sched_point_get_int(point, "jam", 1));
-    return FALSE;
-  }
-  how = ts_sched_point_get_str(point, "store", "cached");
-  if (g_strcmp0(how, "cached") != 0) {
-    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
-                "%s: store(\"%s\") is a CPU knob (non-temporal stores); on CUDA the output's "
-                "stores are coalesced as they are, and the space has store(\"cached\")",
-                o->name, how);
+                "%s: %s(%s) is a CPU knob (%s); on CUDA the space has %s(%s)", o->name, kn->knob,
+                asked, kn->what, kn->knob, held);
     return FALSE;
   }
   return TRUE;

@@ -172,7 +172,6 @@ gboolean ts__lang_read_attention(Reader *r, const TsLangNode *block);
 gboolean ts__lang_build_attention(Reader *r, const TsLangKernel *k);
 
 /* ---- ts-op-lang-lower.c ---- */
-/* The element as C (cuda: CUDA C); hoist/hoisted: where per-row parts go as lets, or NULL. */
 /* Whether pipeline("next") applies to a row kernel: its first step is a reduction. */
 gboolean ts__lang_pipeline_applies(const LangOp *o);
 /* Why pipeline("skew") does not apply to a row kernel (a sentence's end: "this kernel ..."),
@@ -188,8 +187,18 @@ const char *ts__lang_fast_math_refusal(const LangOp *o);
  * reductions (the first one carried, pipeline("next")) and its output, with no scratch row. */
 const char *ts__lang_jam_refusal(const LangOp *o);
 #define TS_LANG_JAM_WHAT "runs the output passes of two rows as one"
+/* The knobs only the CPU lowerings read, each with the one value a CUDA space holds (str, or
+ * the integer i where str is NULL) and what it does on the CPU. */
+typedef struct {
+  const char *knob, *str;
+  gint64 i;
+  const char *what;
+} TsLangCpuKnob;
+#define TS_LANG_N_CPU_KNOBS 4
+extern const TsLangCpuKnob ts__lang_cpu_knobs[TS_LANG_N_CPU_KNOBS];
 #define TS_LANG_SKEW_WHAT                                                                      \
   "takes a row's scratch pass with the next row's first reduction and the last row's output"
+/* The element as C (cuda: CUDA C); hoist/hoisted: where per-row parts go as lets, or NULL. */
 char *ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist,
                      GHashTable *hoisted);
 double ts__lang_count_flops(const Ex *e);

@@ -185,13 +185,15 @@ build(Reader *r, const TsLangKernel *k)
   return TRUE;
 }
 
+/* Whether the space's knob has the value str (or, str NULL, the integer i) among its own. */
 static gboolean
-space_offers(const TsSchedSpace *space, const char *knob, const char *value)
+space_offers(const TsSchedSpace *space, const char *knob, const char *str, gint64 i)
 {
   const int k = ts_sched_space_knob_index(space, knob);
   for (guint v = 0; k >= 0 && v < ts_sched_space_n_values(space, (guint)k); v++) {
     const TsSchedValue val = ts_sched_space_value(space, (guint)k, v);
-    if (val.kind == TS_SCHED_STR && g_strcmp0(val.s, value) == 0)
+    if (str ? val.kind == TS_SCHED_STR && g_strcmp0(val.s, str) == 0
+            : val.kind == TS_SCHED_INT && val.i == i)
       return TRUE;
   }
   return FALSE;
@@ -207,16 +209,17 @@ target_space(Reader *r, const char *text, const char *const *knobs, const gint64
   g_autoptr(TsSchedSpace) space = ts_sched_space_parse(text, r->error);
   if (space == NULL)
     return FALSE;
-  /* pipeline, store and math are CPU knobs (a row's passes from cache; non-temporal stores;
-   * the AVX polynomial exp): on CUDA a row is in registers and its stores are coalesced, and
-   * one value of each, not the space's several, says so */
-  static const char *const cpu_only[][2] = {
-    {"pipeline", "none"}, {"store", "cached"}, {"math", "exact"}};
-  for (guint i = 0; cuda && i < G_N_ELEMENTS(cpu_only); i++)
-    if (ts_sched_space_knob_index(space, cpu_only[i][0]) >= 0) {
-      const TsSchedValue one = {.kind = TS_SCHED_STR, .s = g_intern_string(cpu_only[i][1])};
-      ts_sched_space_set_knob(space, cpu_only[i][0], &one, 1);
-    }
+  /* the CPU knobs (a row's passes from cache, non-temporal stores, the polynomial exp, two
+   * rows a pass): on CUDA one value of each, not the space's several, says so */
+  for (guint i = 0; cuda && i < TS_LANG_N_CPU_KNOBS; i++) {
+    const TsLangCpuKnob *kn = &ts__lang_cpu_knobs[i];
+    if (ts_sched_space_knob_index(space, kn->knob) < 0)
+      continue;
+    const TsSchedValue one = kn->str ? (TsSchedValue){.kind = TS_SCHED_STR,
+                                                      .s = g_intern_static_string(kn->str)}
+                                     : (TsSchedValue){.kind = TS_SCHED_INT, .i = kn->i};
+    ts_sched_space_set_knob(space, kn->knob, &one, 1);
+  }
   if (!cuda && ts_sched_space_knob_index(space, "pipeline") >= 0 &&
       !(r->o->rows && ts__lang_pipeline_applies(r->o))) {
     const TsLangKernel *k = r->k;
@@ -227,27 +230,21 @@ target_space(Reader *r, const char *text, const char *const *knobs, const gint64
                                              : "is elementwise, with no rows");
   }
   const char *why;
-  if (!cuda && space_offers(space, "pipeline", "skew") && (why = ts__lang_skew_refusal(r->o)))
+  if (!cuda && space_offers(space, "pipeline", "skew", 0) && (why = ts__lang_skew_refusal(r->o)))
     return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
                          "the space's pipeline(\"skew\") %s, and kernel %s %s: take \"skew\" "
                          "out of the space", TS_LANG_SKEW_WHAT, r->k->name, why);
-  if (!cuda && space_offers(space, "math", "fast") && (why = ts__lang_fast_math_refusal(r->o)))
+  if (!cuda && space_offers(space, "math", "fast", 0) && (why = ts__lang_fast_math_refusal(r->o)))
     return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
                          "the space's math(\"fast\") %s, and kernel %s %s: take \"fast\" out "
                          "of the space", TS_LANG_FAST_MATH_WHAT, r->k->name, why);
-  /* jam(2) pairs rows and carries the next pair's first reductions: on CUDA, jam(1) */
-  const int jk = ts_sched_space_knob_index(space, "jam");
-  gboolean jam2 = FALSE;
-  for (guint v = 0; jk >= 0 && v < ts_sched_space_n_values(space, (guint)jk); v++)
-    jam2 |= ts_sched_space_value(space, (guint)jk, v).i == 2;
-  if (cuda && jk >= 0) {
-    const TsSchedValue one = {.kind = TS_SCHED_INT, .i = 1};
-    ts_sched_space_set_knob(space, "jam", &one, 1);
-  } else if (jam2 && (why = ts__lang_jam_refusal(r->o))) {
+  /* jam(2) pairs rows and carries the next pair's first reductions */
+  const gboolean jam2 = !cuda && space_offers(space, "jam", NULL, 2);
+  if (jam2 && (why = ts__lang_jam_refusal(r->o))) {
     return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
                          "the space's jam(2) %s, and kernel %s %s: take 2 out of the space's jam",
                          TS_LANG_JAM_WHAT, r->k->name, why);
-  } else if (jam2 && !space_offers(space, "pipeline", "next")) {
+  } else if (jam2 && !space_offers(space, "pipeline", "next", 0)) {
     return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
                          "the space's jam(2) carries the next pair's first reductions in the "
                          "pair's output pass, and kernel %s's space has no pipeline(\"next\"): "
@@ -288,8 +285,8 @@ spaces(Reader *r, const TsLangKernel *k)
   const char *pipeline = !(o->rows && ts__lang_pipeline_applies(o)) ? ""
                          : ts__lang_skew_refusal(o) ? ".pipeline([\"none\", \"next\"])"
                                                     : ".pipeline([\"none\", \"next\", \"skew\"])";
-  /* and one with an exp and a 16-bit output may take it by the short polynomial (math) */
-  /* and one of reductions alone may run the output passes of two rows as one (jam) */
+  /* one with an exp and a 16-bit output may take it by the short polynomial (math), and one
+   * of reductions alone may run the output passes of two rows as one (jam) */
   g_autofree char *fallback =
     g_strdup_printf("%s.store([\"cached\", \"stream\"])%s%s%s",
                     o->rows ? "block(m=[1,4,16]).vector([4,8,16])"
