@@ -108,6 +108,32 @@ describe_holder(int fd)
   return g_strdup("other processes compiling or verifying kernels on this host");
 }
 
+/* Turns are taken in line: a process first holds the unit's queue lock, exclusively, and only
+ * then tries the unit's lock itself, letting go of the queue once it has it. Without the line,
+ * compiles (shared) could follow each other on a busy host so that the shared lock is never
+ * free and a measurement waits out its whole bound every time; in line, compiles that come
+ * after a waiting measurement wait behind it. -1 when the queue file cannot be had: the turn is
+ * then taken out of line. */
+static int
+open_queue(const char *unit)
+{
+  g_autofree char *name = g_strconcat(unit, ".queue", NULL);
+  g_autofree char *path = NULL;
+  return open_lock(name, &path, NULL);
+}
+
+/* After a failed try at the queue: FALSE while another process is ahead in it; TRUE, with the
+ * queue given up (*queue = -1), when flock cannot work on it at all. */
+static gboolean
+queue_held(int *queue)
+{
+  if (errno == EWOULDBLOCK || errno == EINTR)
+    return FALSE;
+  close(*queue);
+  *queue = -1;
+  return TRUE;
+}
+
 TsMeasureLock *
 ts_measure_lock_acquire(const char *unit, TsMeasureLockMode mode, const char *what,
                         TsMeasureLockWait wait, gpointer data)
@@ -127,12 +153,14 @@ ts_measure_lock_acquire(const char *unit, TsMeasureLockMode mode, const char *wh
     return lock;
   }
   int op = mode == TS_MEASURE_LOCK_EXCLUSIVE ? LOCK_EX : LOCK_SH;
+  int queue = open_queue(unit);
   gint64 start = g_get_monotonic_time();
   gboolean told = FALSE;
   g_autofree char *holder = NULL;
   gulong sleep_us = 500;
   for (;;) {
-    if (flock(fd, op | LOCK_NB) == 0) {
+    gboolean first = queue < 0 || flock(queue, LOCK_EX | LOCK_NB) == 0 || queue_held(&queue);
+    if (first && flock(fd, op | LOCK_NB) == 0) {
       /* A lock file removed and made anew (a /tmp cleaner) while this one was opened is no
        * longer the one others lock: take the lock on the file the path names now. */
       struct stat held, named;
@@ -148,7 +176,7 @@ ts_measure_lock_acquire(const char *unit, TsMeasureLockMode mode, const char *wh
       }
       continue;
     }
-    if (errno != EWOULDBLOCK && errno != EINTR) {
+    if (first && errno != EWOULDBLOCK && errno != EINTR) {
       int e = errno;
       lock->note = g_strdup_printf("without the %s lock: flock %s: %s", unit, path, g_strerror(e));
       close(fd);
@@ -175,6 +203,8 @@ ts_measure_lock_acquire(const char *unit, TsMeasureLockMode mode, const char *wh
     g_usleep(sleep_us);
     sleep_us = MIN(sleep_us * 2, 10000);
   }
+  if (queue >= 0)
+    close(queue); /* the next in line may try */
   lock->waited_s = (double)(g_get_monotonic_time() - start) / G_USEC_PER_SEC;
   if (told && wait)
     wait(data, NULL);

@@ -128,6 +128,51 @@ test_shared_and_stale(void)
   g_assert_nonnull(ts_measure_lock_note(z));
 }
 
+typedef struct {
+  TsMeasureLockMode mode;
+  gulong hold_ms;
+  gint64 got_us;
+  gboolean noted;
+} Turn;
+
+static gpointer
+take_turn(gpointer data)
+{
+  Turn *t = data;
+  TsMeasureLock *lock = ts_measure_lock_acquire(TS_MEASURE_LOCK_HOST, t->mode, "t", NULL, NULL);
+  t->got_us = g_get_monotonic_time();
+  t->noted = ts_measure_lock_note(lock) != NULL;
+  g_usleep(t->hold_ms * 1000);
+  ts_measure_lock_release(lock);
+  return NULL;
+}
+
+/* Turns are taken in line: a compile that comes while a measurement waits for earlier compiles
+ * waits behind it, so compiles that overlap one another cannot keep a measurement out. */
+static void
+test_in_line(void)
+{
+  g_autoptr(LockDir) dir = fresh_dir();
+  g_setenv("TESSERA_MEASURE_LOCK", "20", TRUE);
+  TsMeasureLock *compiling =
+    ts_measure_lock_acquire(TS_MEASURE_LOCK_HOST, TS_MEASURE_LOCK_SHARED, NULL, NULL, NULL);
+  Turn measure = {TS_MEASURE_LOCK_EXCLUSIVE, 100, 0, FALSE};
+  Turn compile = {TS_MEASURE_LOCK_SHARED, 0, 0, FALSE};
+  GThread *m = g_thread_new("measure", take_turn, &measure);
+  g_usleep(200 * 1000); /* the measurement waits for the first compile */
+  GThread *c = g_thread_new("compile", take_turn, &compile);
+  g_usleep(300 * 1000);
+  gint64 released = g_get_monotonic_time();
+  ts_measure_lock_release(compiling);
+  g_thread_join(m);
+  g_thread_join(c);
+  g_assert_false(measure.noted);
+  g_assert_false(compile.noted);
+  /* The later compile did not join the first: it waited for the measurement. */
+  g_assert_cmpint(measure.got_us, >=, released);
+  g_assert_cmpint(compile.got_us, >=, measure.got_us + 100 * 1000);
+}
+
 /* The lock file removed and made anew while a holder has the old one: a newcomer's lock is on the
  * new file, and the holder's release does not free it. */
 static void
@@ -186,6 +231,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/measure-lock/exclusive-waits", test_exclusive_waits);
   g_test_add_func("/measure-lock/shared-and-stale", test_shared_and_stale);
+  g_test_add_func("/measure-lock/in-line", test_in_line);
   g_test_add_func("/measure-lock/file-replaced", test_file_replaced);
   g_test_add_func("/measure-lock/off-and-unusable", test_off_and_unusable);
   return g_test_run();

@@ -164,6 +164,53 @@ ok("signal 11" in msg or "exited with status" in msg, "the crash is explained: %
 best = db_rows(db2, "SELECT t.schedule FROM best b JOIN trial t ON t.id = b.trial_id")
 ok(best and best[0][0] in ('dict(mode="ok")', 'dict(mode="slow")'), "only a verified trial is best")
 
+
+
+def children(pid):
+    """The pids whose parent is pid, with their command lines."""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            out.append((int(d), cmd))
+    return out
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+# A tuner killed while its worker runs a hung candidate takes the worker with it: an orphan
+# would spin on, holding the host's compile/verify lock that every other tuner then waits for.
+proc = subprocess.Popen([TT, "tune", "test_fault", "--shape", "N=1000", "--space",
+                         'dict(mode=["hang"])', "--timeout", "300", "--db",
+                         os.path.join(TMP, "orphan.db")], env=ENV, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+worker, deadline = None, time.time() + 120
+while worker is None and time.time() < deadline and proc.poll() is None:
+    time.sleep(0.2)
+    worker = next((c for c, cmd in children(proc.pid) if b"worker" in cmd), None)
+time.sleep(2)  # into the hung candidate
+proc.send_signal(signal.SIGKILL)
+proc.wait()
+gone_at = time.time() + 10
+while worker is not None and alive(worker) and time.time() < gone_at:
+    time.sleep(0.1)
+stopped = worker is not None and not alive(worker)
+if worker is not None and not stopped:
+    os.kill(worker, signal.SIGKILL)  # not left to stall the tests after this one
+ok(stopped, "a worker whose tuner is killed mid-candidate stops too (worker %s)" % worker)
+
 # 3. kill -9 mid-run, then a re-run: integrity, nothing lost, nothing measured twice.
 db3 = os.path.join(TMP, "kill.db")
 BIG = ("block(m=[12,24,36], n=[32,64], k=[8,16]).micro(m=[4,6], n=[8,16]).vector([8])"

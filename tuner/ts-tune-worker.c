@@ -394,11 +394,48 @@ serve(gpointer data, const char *line, gboolean *exiting)
   return result_to_json(r, NULL, trace, FALSE);
 }
 
+typedef struct {
+  int in_fd;
+  pid_t parent;
+} Watch;
+
+/* A worker outlives a parent killed from outside (kill -9, a test's timeout, MPI taking a job
+ * down) unless it notices: mid-request, it would go on compiling, verifying or looping in a
+ * hung kernel, holding the host's lock (ts-measure-lock.h) that every other tuner on the host
+ * then waits for. The parent's death closes the request pipe's last writer; poll() reports that
+ * hang-up even with no events asked for, so this thread sleeps until then, and stops the worker
+ * once the parent is really gone — a parent that closed the pipe on purpose, or a pipe fed from
+ * a finished `printf`, leaves the worker to answer and exit by itself. Exit runs after the
+ * parent's files are closed, so getppid() is polled a while before it changes. */
+static gpointer
+watch_parent(gpointer data)
+{
+  Watch *w = data;
+  struct pollfd p = {.fd = w->in_fd, .events = 0};
+  while (poll(&p, 1, -1) < 0 && errno == EINTR)
+    ;
+  if ((p.revents & (POLLHUP | POLLERR)) == 0)
+    return NULL;
+  for (;;) {
+    if (getppid() != w->parent) {
+      g_printerr("tessera-tune worker: its parent (pid %ld) is gone; stopping\n",
+                 (long)w->parent);
+      _exit(1);
+    }
+    g_usleep(20 * 1000);
+  }
+}
+
 int
 ts_tune_worker_loop(int in_fd, int out_fd, TsTuneWorkerServe serve_line, gpointer data)
 {
   g_autoptr(GString) buf = g_string_new(NULL);
   announce_fd = out_fd;
+  static Watch watch;
+  watch.in_fd = in_fd;
+  watch.parent = getppid();
+  if (watch.parent > 1)
+    g_thread_unref(g_thread_new("ts-watch-parent", watch_parent, &watch));
   for (;;) {
     gboolean timed_out;
     g_autofree char *line = read_line(in_fd, buf, -1, &timed_out);
