@@ -36,6 +36,14 @@ def tt(*args):
     return p
 
 
+# Runs at 16 lanes need 512-bit registers; a CPU without them runs its widest, 8.
+_cpu = re.search(r"^cpu .* (\d+)-bit SIMD", run([TT, "devices"], ENV).stdout, re.M)
+WIDE = 16 if _cpu and int(_cpu.group(1)) >= 512 else 8
+VECS = [".vector(16)", ".vector(8)"] if WIDE == 16 else [".vector(8)"]
+if WIDE < 16:
+    print("# this CPU has no 512-bit SIMD: runs at vector(16) are run at vector(8)")
+
+
 # lower: every stage, from the kernel's own signature and space.
 p = tt("lower", "--kernel", SAXPY, "--shape", "N=100000", "--stage", "all")
 ok(p.returncode == 0, "lower --kernel saxpy.tsk exits 0 (%s)" % p.stderr.strip())
@@ -135,8 +143,8 @@ ok(p.returncode == 0 and re.search(
    "softmax.tsk with pipeline(\"next\") carries each row's max in the pass before it (%s)"
    % p.stderr.strip())
 SM_NEXT = os.path.join(SRC, "tests", "kernels", "softmax_next_bf16.tsk")
-for f, extra in ((os.path.join(EX, "softmax.tsk"), ""), (os.path.join(EX, "layernorm.tsk"), ""),
-                 (SM_NEXT, ".vector(16)"), (SM_NEXT, ".vector(8)")):
+for f, extra in ([(os.path.join(EX, "softmax.tsk"), ""), (os.path.join(EX, "layernorm.tsk"), "")]
+                 + [(SM_NEXT, v) for v in VECS]):
     errs = []
     for pl in ("none", "next"):
         p = tt("run", "--kernel", f, "--shape", "M=37,N=203", "--schedule",
@@ -166,8 +174,8 @@ ok(p.returncode == 0
    "softmax.tsk with pipeline(\"skew\") writes the row before from the pass over this one (%s)"
    % p.stderr.strip())
 MIX = os.path.join(SRC, "tests", "kernels", "softmax_mix.tsk")
-for f, extra in ((os.path.join(EX, "softmax.tsk"), ""), (MIX, ".vector(16)"),
-                 (SM_NEXT, ".vector(16)"), (SM_NEXT, ".vector(8)")):
+for f, extra in [(os.path.join(EX, "softmax.tsk"), ""), (MIX, VECS[0])] + [(SM_NEXT, v)
+                                                                        for v in VECS]:
     errs = []
     for pl, bm in (("none", 4), ("skew", 1), ("skew", 4), ("skew", 16)):
         p = tt("run", "--kernel", f, "--shape", "M=37,N=203", "--schedule",
@@ -221,7 +229,7 @@ ok(p.returncode == 0 and re.search(
    % p.stderr.strip())
 lnb = with_space(os.path.join(SRC, "tests", "kernels", "layernorm_bf16.tsk"),
                  "layernorm_bf16_jam.tsk", 'pipeline=["none", "next"], jam=[1, 2], ')
-for f, extra in ((LN, ""), (lnb, ".vector(16)"), (lnb, ".vector(8)")):
+for f, extra in [(LN, "")] + [(lnb, v) for v in VECS]:
     errs = []
     for bm, jam in ((4, 1), (4, 2), (16, 2), (37, 2)):
         p = tt("run", "--kernel", f, "--shape", "M=37,N=203", "--schedule",
@@ -259,7 +267,7 @@ errs = {}
 for pl in ("none", "next", "skew"):
     for how in ("exact", "fast"):
         p = tt("run", "--kernel", SM_NEXT, "--shape", "M=37,N=203", "--schedule",
-               'block(m=4).vector(16).pipeline("%s").math("%s")' % (pl, how), "--json")
+               'block(m=4).vector(%d).pipeline("%s").math("%s")' % (WIDE, pl, how), "--json")
         r = json.loads(p.stdout) if p.returncode == 0 else {}
         errs[pl, how] = r.get("rel_error") if r.get("status") == "ok" else (r or p.stderr)
 ok(all(isinstance(v, float) for v in errs.values())
@@ -284,7 +292,8 @@ ok(p.returncode == 2 and 'math("fast") is a CPU knob' in p.stderr,
    "on CUDA math(\"fast\") is refused (%s)" % p.stderr.strip())
 expo = os.path.join(TMP, "expo_bf16.tsk")
 with open(expo, "w") as f:
-    f.write('@kernel.autotune(space=dict(BN=[4096], vector=[16], math=["exact", "fast"]))\n'
+    f.write('@kernel.autotune(space=dict(BN=[4096], vector=[%d], math=["exact", "fast"]))\n'
+            % WIDE +
             'def expo(x: Tensor["N", bf16], y: mut Tensor["N", bf16]):\n'
             '    i = tile.linear_id()\n'
             '    y[i] = tile.exp(x[i] * 0.5) + 1.0\n')
