@@ -171,6 +171,8 @@ test_in_line(void)
   /* The later compile did not join the first: it waited for the measurement. */
   g_assert_cmpint(measure.got_us, >=, released);
   g_assert_cmpint(compile.got_us, >=, measure.got_us + 100 * 1000);
+  g_autofree char *queue = g_build_filename(dir, "host.queue.lock", NULL);
+  g_assert_true(g_file_test(queue, G_FILE_TEST_EXISTS));
 }
 
 /* The lock file removed and made anew while a holder has the old one: a newcomer's lock is on the
