@@ -165,7 +165,6 @@ best = db_rows(db2, "SELECT t.schedule FROM best b JOIN trial t ON t.id = b.tria
 ok(best and best[0][0] in ('dict(mode="ok")', 'dict(mode="slow")'), "only a verified trial is best")
 
 
-
 def children(pid):
     """The pids whose parent is pid, with their command lines."""
     out = []
