@@ -114,17 +114,23 @@ ts__sched_point_push_interned(TsSchedPoint *point, const char *name, TsSchedValu
   g_array_append_val(point->knobs, nk);
 }
 
+/* A knob in canonical order: the methods' knobs in the seeds' order, then the others by name.
+ * Each knob's place in the method table is looked up once, not at every comparison. */
+typedef struct {
+  int method; /* -1: not a method's knob */
+  guint arg;
+  const PKnob *k;
+} Ranked;
+
 static int
 canon_cmp(gconstpointer pa, gconstpointer pb)
 {
-  const PKnob *a = pa, *b = pb;
-  guint aa = 0, ab = 0;
-  int ma = ts__sched_knob_method(a->name, &aa), mb = ts__sched_knob_method(b->name, &ab);
-  if (ma >= 0 && mb >= 0)
-    return ma != mb ? ma - mb : (int)aa - (int)ab;
-  if (ma >= 0 || mb >= 0)
-    return ma >= 0 ? -1 : 1;
-  return strcmp(a->name, b->name);
+  const Ranked *a = pa, *b = pb;
+  if (a->method >= 0 && b->method >= 0)
+    return a->method != b->method ? a->method - b->method : (int)a->arg - (int)b->arg;
+  if (a->method >= 0 || b->method >= 0)
+    return a->method >= 0 ? -1 : 1;
+  return strcmp(a->k->name, b->k->name);
 }
 
 char *
@@ -132,14 +138,16 @@ ts_sched_point_to_string(const TsSchedPoint *point)
 {
   g_return_val_if_fail(point != NULL, NULL);
   guint n = point->knobs->len;
-  g_autofree PKnob *sorted = g_new(PKnob, MAX(n, 1));
-  if (n) {
-    memcpy(sorted, point->knobs->data, sizeof(PKnob) * n);
-    qsort(sorted, n, sizeof(PKnob), canon_cmp);
+  g_autofree Ranked *sorted = g_new(Ranked, MAX(n, 1));
+  for (guint i = 0; i < n; i++) {
+    sorted[i].k = &g_array_index(point->knobs, PKnob, i);
+    sorted[i].method = ts__sched_knob_method(sorted[i].k->name, &sorted[i].arg);
   }
+  if (n)
+    qsort(sorted, n, sizeof(Ranked), canon_cmp);
   g_autofree TsKnobView *views = g_new0(TsKnobView, MAX(n, 1));
   for (guint i = 0; i < n; i++)
-    views[i] = (TsKnobView){sorted[i].name, &sorted[i].v, 1};
+    views[i] = (TsKnobView){sorted[i].k->name, &sorted[i].k->v, 1};
   GString *s = g_string_new(NULL);
   ts__sched_print_knobs(s, views, n);
   return g_string_free(s, FALSE);

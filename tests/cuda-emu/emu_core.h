@@ -59,6 +59,8 @@ struct EmuThread {
                                             // (cp.async data, stmatrix rows)
   std::vector<std::vector<struct EmuTmaStore>> bulk; // committed TMA-store groups, oldest first
   std::vector<struct EmuTmaStore> bulk_open;          // issued, not yet committed
+  int wait_kind = -1;           // EmuWaitKind while suspended in a refused wait, else -1
+  const char *wait_what = nullptr;
 };
 // The element types wgmma multiplies: 16-bit (k16 an instruction) and fp8 (k32).
 enum EmuType { EMU_BF16, EMU_F16, EMU_E4M3, EMU_E5M2 };
@@ -181,10 +183,18 @@ struct Emu {
                  // 13: wgmma.wait_group N leaves N + 1 groups unfinished;
                  // 14: an fp8 wgmma is issued with imm-trans-b (emu_subst.cuh)
   long errors = 0;
-  long stalled = 0; // mbarrier and named-barrier waits answered "not yet" since a phase last
-                    // completed
+  long round = 0;              // scheduler rounds (every live thread run once until it yields)
+  long stalled_rounds = 0;     // rounds with a refused wait since a barrier phase last completed
+  long last_refused_round = -1;
 };
+
 extern Emu emu;
+
+// A barrier phase completed: the waits refused until now were not a deadlock.
+static inline void emu_progress()
+{
+  emu.stalled_rounds = 0;
+}
 
 static inline Dim3 emu_tidx() { return Dim3{emu.cur->tid, 0, 0}; }
 #define threadIdx (emu_tidx())
@@ -205,19 +215,51 @@ static inline void emu_fail(const char *what)
             emu.cur ? emu.cur->tid : 0u);
 }
 
-// A wait (mbarrier, named or cluster barrier) answered "not yet": yield to the other threads.
-// Millions of refused waits with no phase completing in between mean that every live thread
-// waits for a phase no one will complete, which hangs a GPU (no watchdog on datacenter parts):
-// fail with `deadlock` instead of spinning forever.
-static inline void emu_refused_wait(const char *deadlock)
+// A wait (mbarrier, named or cluster barrier, register increase) answered "not yet": yield to
+// the other threads. Thousands of scheduler rounds with refused waits and no phase completing
+// mean that every live thread waits for a phase no one will complete, which hangs a GPU (no
+// watchdog on datacenter parts): fail with `deadlock` instead of spinning forever. The kernels
+// of run-emu.sh go at most 42 such rounds between phases. Counting rounds, not refusals: a wait
+// only one thread refuses (the warpgroup's register increase) would take ~10^9 thread switches
+// to reach a count of refusals.
+#define EMU_DEADLOCK_ROUNDS 10000
+// What a thread waits for, in the order a deadlock report names them, likeliest cause first: a
+// warpgroup stuck on its register increase never reaches the arrivals that the others then wait
+// for; a cluster barrier is mostly the teardown's, where CTAs wait for a peer stuck elsewhere.
+enum EmuWaitKind { EMU_WAIT_REGS, EMU_WAIT_NAMED, EMU_WAIT_MBAR, EMU_WAIT_CLUSTER, EMU_WAIT_KINDS };
+// Each kind of wait the cluster's threads are stuck in, once, with the first thread stuck in it.
+static inline void emu_report_deadlock()
 {
-  if (++emu.stalled > 4000000) {
-    emu_fail(deadlock);
+  for (int k = 0; k < EMU_WAIT_KINDS; k++) {
+    auto report = [k]() {
+      for (auto &c : emu.ctas)
+        for (auto &th : c.th)
+          if (!th.done && th.wait_kind == k) {
+            emu.cta = &c;
+            emu.cur = &th;
+            emu_fail(th.wait_what);
+            return;
+          }
+    };
+    report();
+  }
+}
+static inline void emu_refused_wait(EmuWaitKind kind, const char *deadlock)
+{
+  if (emu.last_refused_round != emu.round) {
+    emu.last_refused_round = emu.round;
+    emu.stalled_rounds++;
+  }
+  emu.cur->wait_kind = kind;
+  emu.cur->wait_what = deadlock;
+  if (emu.stalled_rounds > EMU_DEADLOCK_ROUNDS) {
+    emu_report_deadlock();
     fflush(stdout);
     fflush(stderr);
     _exit(1); // on a fiber's stack: no atexit handlers or destructors
   }
   emu_yield();
+  emu.cur->wait_kind = -1;
 }
 
 // A warp collective: the 32nd lane to arrive runs op over all lanes' inputs.
@@ -780,7 +822,7 @@ static inline void emu_mbar_progress(EmuBar &b)
   if (b.pending == 0 && b.tx == 0) {
     b.phase++;
     b.pending = b.count;
-    emu.stalled = 0;
+    emu_progress();
   }
 }
 
@@ -839,7 +881,7 @@ static inline void emu_setmaxnreg(int n, bool inc)
       return total;
     };
     while (used() > (long)launch * emu.block.x)
-      emu_refused_wait("deadlock: setmaxnreg.inc waits for registers no warpgroup will release "
+      emu_refused_wait(EMU_WAIT_REGS, "deadlock: setmaxnreg.inc waits for registers no warpgroup will release "
                        "(the CTA keeps its launch's registers)");
     if (inc || emu.plant != 12)
       g.regs = n;
@@ -928,7 +970,7 @@ static inline bool emu_mbar_try_wait(unsigned addr, unsigned parity)
     return true;
   // Between two phase completions a working kernel makes a few scheduler rounds of progress
   // (a handful of warp collectives).
-  emu_refused_wait("deadlock: every thread waits on an mbarrier phase that cannot complete");
+  emu_refused_wait(EMU_WAIT_MBAR, "deadlock: an mbarrier wait on a phase that cannot complete");
   return false;
 }
 
@@ -956,7 +998,7 @@ static inline void emu_named_complete(EmuNamedBar &b)
   if (b.arrived == b.count) {
     b.arrived = 0;
     b.gen++;
-    emu.stalled = 0;
+    emu_progress();
   }
 }
 
@@ -980,7 +1022,7 @@ static inline void emu_bar_sync_named(unsigned id, unsigned count)
   b->arrived++;
   emu_named_complete(*b);
   while (b->gen == g)
-    emu_refused_wait("deadlock: a bar.sync on a named barrier whose phase cannot complete");
+    emu_refused_wait(EMU_WAIT_NAMED, "deadlock: a bar.sync on a named barrier whose phase cannot complete");
 }
 
 // ---- thread-block clusters ----
@@ -1032,11 +1074,11 @@ static inline void emu_cluster_sync()
   if (++emu.cluster_arrived + done == (int)(emu.cluster * emu.block.x)) {
     emu.cluster_arrived = 0;
     emu.cluster_gen++;
-    emu.stalled = 0;
+    emu_progress();
     return;
   }
   while (emu.cluster_gen == g)
-    emu_refused_wait("deadlock: a barrier.cluster wait that cannot complete");
+    emu_refused_wait(EMU_WAIT_CLUSTER, "deadlock: a barrier.cluster wait that cannot complete");
 }
 
 static inline void emu_tma_copy_2d(unsigned dst, const void *map_ptr, int c0, int c1, unsigned bar);

@@ -1,25 +1,22 @@
-// emu_driver.cpp — runs one generated CUDA kernel (ENTRY, compiled into the same binary) over its
-// whole launch on the host emulator (emu_core.h) and checks every output element against an f64
+// emu_driver.cpp — runs one generated CUDA kernel (linked in, its entry and launch record under
+// the names emu_entry.inc gives them) over its whole launch on the host emulator (emu_core.h) and checks every output element against an f64
 // reference from the same (rounded) inputs, with ts_numerics_rel_error's norm-wise relative error
 // and ts_numerics_tolerance's bound. Inputs are random and nonzero; outputs are NaN-poisoned.
 // usage: emu-kernel OP DIM... (gemm M N K | gemm_bias_relu M N K | flash_attention[_causal] B H S D | rows ops M N |
 // saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1..14 plants a bug (emu_core.h).
-// The CTAs of a cluster (-DEMU_CLUSTER=n, consecutive along x) run together, each with its own
-// shared memory.
+// The CTAs of a cluster (emu_cluster_size, consecutive along x) run together, each with its own
+// shared memory. Compiled once per element type (-DSTORE, -DSTORE_NAME; -DFP8_IN, -DFP8_E5M2).
 #include "ts_cuda_prims.cuh"
 #include "ts-cuda-tma.h"
 #include <string>
 
-extern "C" unsigned int LAUNCH[7];
-#ifdef TMA_RECORD
-// A kernel that reads through the TMA takes its tensor maps as a second parameter; they are
-// planned from its record exactly as the CUDA backend plans them (ts-cuda-tma.h), then encoded
-// by the emulator instead of the driver.
-extern "C" void ENTRY(const TsArgs, const TsTmaMaps);
-extern "C" unsigned int TMA_RECORD[];
-#else
-extern "C" void ENTRY(const TsArgs);
-#endif
+// The kernel's side (emu_entry.inc). A kernel that reads through the TMA has a record of its
+// tensor maps (emu_tma_record, else null); they are planned from it exactly as the CUDA backend
+// plans them (ts-cuda-tma.h), then encoded by the emulator instead of the driver.
+extern "C" const unsigned *const emu_launch;
+extern "C" const unsigned emu_cluster_size;
+extern "C" const unsigned *const emu_tma_record;
+extern "C" void emu_entry(const TsArgs &args, const TsTmaMaps &maps);
 
 Emu emu;
 static TsArgs g_args;
@@ -27,11 +24,7 @@ static TsTmaMaps g_maps;
 
 static void trampoline()
 {
-#ifdef TMA_RECORD
-  ENTRY(g_args, g_maps);
-#else
-  ENTRY(g_args);
-#endif
+  emu_entry(g_args, g_maps);
   emu.cur->done = true;
   emu.cta->n_done++;
   swapcontext(&emu.cur->ctx, &emu.sched);
@@ -75,10 +68,12 @@ static std::vector<FP8_IN> random_fp8(size_t n, uint64_t &seed)
 // cuTensorMapEncodeTiled's checks (those the plan does not make), then the emulator's encoding.
 static int encode_maps()
 {
-#ifdef TMA_RECORD
+  if (!emu_tma_record)
+    return 0;
   TsTmaPlan plans[TS_TMA_MAX_MAPS];
   const char *why = nullptr;
-  const int n = ts_tma_plan(TMA_RECORD, 1 + TS_TMA_WORDS * TMA_RECORD[0], g_args.ints, 8, 8, plans, &why);
+  const int n = ts_tma_plan(emu_tma_record, 1 + TS_TMA_WORDS * emu_tma_record[0], g_args.ints, 8, 8,
+                            plans, &why);
   if (n < 0) { fprintf(stderr, "emu: tensor maps: %s\n", why); return 2; }
   for (int i = 0; i < n; i++) {
     const TsTmaPlan &p = plans[i];
@@ -91,20 +86,16 @@ static int encode_maps()
     static_assert(sizeof m <= sizeof g_maps.map[0], "an encoded map fits the opaque bytes");
     memcpy(&g_maps.map[i], &m, sizeof m);
   }
-#endif
   return 0;
 }
 
-#ifndef EMU_CLUSTER
-#define EMU_CLUSTER 1 // CTAs a cluster (the kernel's __cluster_dims__ x; run-emu.sh passes it)
-#endif
 static int run_launch()
 {
   if (int rc = encode_maps()) return rc;
-  const unsigned *L = LAUNCH;
+  const unsigned *L = emu_launch;
   emu.grid = Dim3{L[0], L[1], L[2]};
   emu.block = Dim3{L[3], L[4], L[5]};
-  emu.cluster = EMU_CLUSTER;
+  emu.cluster = emu_cluster_size;
   if (L[4] != 1 || L[5] != 1 || L[3] % 32) { fprintf(stderr, "emu: block shape not emulated\n"); return 2; }
   if (L[6] > 228 * 1024) { fprintf(stderr, "emu: %u bytes of shared memory\n", L[6]); return 2; }
   if (emu.cluster < 1 || emu.cluster > 8 || L[0] % emu.cluster) {
@@ -153,6 +144,7 @@ static int run_launch()
         long spins = 0;
         while (alive > 0) {
           alive = 0;
+          emu.round++;
           for (auto &c : emu.ctas) {
             for (auto &th : c.th)
               if (!th.done) {

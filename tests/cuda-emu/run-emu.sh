@@ -3,7 +3,8 @@
 # default CUDA point and a few others with the real tessera-tune, compiles the unmodified
 # generated source and op-family headers with g++ against a host emulator (emu_core.h; only the
 # inline-PTX functions are substituted, see prep.py and emu_subst.cuh), runs every CTA and checks
-# every output element against an f64 reference (emu_driver.cpp). Fourteen planted bugs must be caught.
+# every output element against an f64 reference (emu_driver.cpp, compiled once per element type and
+# linked with each kernel). Fourteen planted bugs must be caught.
 # TAP output; exit 77 when g++ (C++17 with _Float16) or python3 is missing.
 set -u
 TUNE=$1
@@ -236,6 +237,20 @@ if [ -n "${EMU_ONLY:-}" ]; then
   CASES=("${sel[@]}")
 fi
 
+# The driver for an element type: its storage type, and fp8's input format (fp8 writes bf16, and
+# its bound is bf16's). Writes $W/driver-TYPE.o, or the compiler's complaint in $W/driver-TYPE.log.
+build_driver() {
+  local f=(-DSTORE=ts_bf16 -DSTORE_NAME='"bf16"')
+  case $1 in
+    bf16) ;;
+    fp8_e4m3) f+=(-DFP8_IN=ts_e4m3 -DFP8_E5M2=0) ;;
+    fp8_e5m2) f+=(-DFP8_IN=ts_e5m2 -DFP8_E5M2=1) ;;
+    *) f=(-DSTORE="ts_$1" -DSTORE_NAME="\"$1\"") ;;
+  esac
+  "$CXX" -std=c++17 -O1 -w -include "$HERE/emu_core.h" -I"$W/inc" "${f[@]}" \
+    -c "$HERE/emu_driver.cpp" -o "$W/driver-$1.o" 2>"$W/driver-$1.log"
+}
+
 run_case() { # index, case line; writes $W/r.INDEX
   local i=$1 op shape dims dt pt env expect entry store rc
   IFS='|' read -r op shape dims dt pt env expect <<<"$2"
@@ -253,19 +268,17 @@ run_case() { # index, case line; writes $W/r.INDEX
   # The emulator's ts_smem is the running CTA's (emu_core.h): the kernel's declaration goes.
   sed -e 1d -e 's/^\( *\)extern __shared__ .*unsigned char ts_smem\[\];/\1\/\/ (emu: per CTA)/' \
     "$d/lower.txt" >"$d/k.cu"
+  cat "$HERE/emu_entry.inc" >>"$d/k.cu"
   entry=$(grep -o 'extern "C" __constant__ unsigned int [a-z_0-9]*_launch' "$d/k.cu" | awk '{print $NF}')
   entry=${entry%_launch}
-  store=ts_bf16; [ "$dt" = f16 ] && store=ts_f16
-  local fp8=""
-  case $dt in fp8_e4m3*) fp8="-DFP8_IN=ts_e4m3 -DFP8_E5M2=0" ;; fp8_e5m2*) fp8="-DFP8_IN=ts_e5m2 -DFP8_E5M2=1" ;; esac
-  local sname=$dt; [ -n "$fp8" ] && sname=bf16 # fp8 writes bf16, and its bound is bf16's
+  if [ ! -f "$W/driver-$dt.o" ]; then
+    echo "not ok $i - $name # g++ failed on the driver: $(grep -m1 error "$W/driver-$dt.log")" >"$W/r.$i"; return; fi
   local tma="" cluster
   grep -q "unsigned int ${entry}_tma\[" "$d/k.cu" && tma="-DTMA_RECORD=${entry}_tma"
   cluster=$(grep -o '__cluster_dims__([0-9]*' "$d/k.cu" | head -1 | tr -dc 0-9)
   # shellcheck disable=SC2086
   if ! "$CXX" -std=c++17 -O1 -w -include "$HERE/emu_core.h" -I"$W/inc" -DENTRY="$entry" $tma -DEMU_CLUSTER="${cluster:-1}" \
-      -DLAUNCH="${entry}_launch" -DSTORE=$store -DSTORE_NAME="\"$sname\"" $fp8 -x c++ "$d/k.cu" \
-      -x c++ "$HERE/emu_driver.cpp" -o "$d/emu" 2>"$d/log"; then
+      -DLAUNCH="${entry}_launch" -x c++ "$d/k.cu" -x none "$W/driver-$dt.o" -o "$d/emu" 2>"$d/log"; then
     echo "not ok $i - $name # g++ failed: $(grep -m1 error "$d/log")" >"$W/r.$i"; return; fi
   # shellcheck disable=SC2086
   env $env "$d/emu" "$op" $dims >"$d/out" 2>"$d/err"; rc=$?
@@ -280,6 +293,14 @@ run_case() { # index, case line; writes $W/r.INDEX
 JOBS=${EMU_JOBS:-$(nproc 2>/dev/null || echo 2)}
 n=${#CASES[@]}
 echo "1..$n"
+# One driver object per element type the cases use.
+declare -A types=()
+for c in "${CASES[@]}"; do IFS='|' read -r _ _ _ dt _ <<<"$c"; types[$dt]=1; done
+for dt in "${!types[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  build_driver "$dt" &
+done
+wait
 for ((i = 1; i <= n; i++)); do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   run_case "$i" "${CASES[$((i - 1))]}" &
