@@ -420,14 +420,10 @@ ts_sched_space_index_of(const TsSchedSpace *space, const TsSchedPoint *point, gu
   return TRUE;
 }
 
-gboolean
-ts_sched_space_check(const TsSchedSpace *space, const TsSchedEnv *env, const TsSchedPoint *point,
-                     gboolean *valid, GError **error)
+static gboolean
+plan_check(TsSchedPlan *plan, const TsSchedPoint *point, gboolean *valid, GError **error)
 {
-  g_return_val_if_fail(space != NULL && point != NULL, FALSE);
-  g_autoptr(TsSchedPlan) plan = ts__sched_plan_new(space, env, error);
-  if (!plan)
-    return FALSE;
+  const TsSchedSpace *space = plan->space;
   for (guint d = 0; d < plan->n; d++) {
     const TsKnob *k = g_ptr_array_index(space->knobs, d);
     const TsSchedValue *v = ts__sched_point_lookup(point, k->name);
@@ -454,4 +450,46 @@ ts_sched_space_check(const TsSchedSpace *space, const TsSchedEnv *env, const TsS
   if (valid)
     *valid = TRUE;
   return TRUE;
+}
+
+gboolean
+ts_sched_space_check(const TsSchedSpace *space, const TsSchedEnv *env, const TsSchedPoint *point,
+                     gboolean *valid, GError **error)
+{
+  g_return_val_if_fail(space != NULL && point != NULL, FALSE);
+  g_autoptr(TsSchedPlan) plan = ts__sched_plan_new(space, env, error);
+  return plan && plan_check(plan, point, valid, error);
+}
+
+struct _TsSchedChecker {
+  TsSchedPlan *plan;
+};
+
+TsSchedChecker *
+ts_sched_checker_new(const TsSchedSpace *space, const TsSchedEnv *env, GError **error)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  TsSchedPlan *plan = ts__sched_plan_new(space, env, error);
+  if (!plan)
+    return NULL;
+  TsSchedChecker *checker = g_new(TsSchedChecker, 1);
+  checker->plan = plan;
+  return checker;
+}
+
+gboolean
+ts_sched_checker_check(TsSchedChecker *checker, const TsSchedPoint *point, gboolean *valid,
+                       GError **error)
+{
+  g_return_val_if_fail(checker != NULL && point != NULL, FALSE);
+  return plan_check(checker->plan, point, valid, error);
+}
+
+void
+ts_sched_checker_free(TsSchedChecker *checker)
+{
+  if (!checker)
+    return;
+  ts__sched_plan_free(checker->plan);
+  g_free(checker);
 }

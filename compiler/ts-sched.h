@@ -126,6 +126,16 @@ TsSchedPoint *ts_sched_space_point_at(const TsSchedSpace *space, guint64 index);
 /* *valid = whether point satisfies the constraints (point may lack no knob of the space). */
 gboolean ts_sched_space_check(const TsSchedSpace *space, const TsSchedEnv *env,
                               const TsSchedPoint *point, gboolean *valid, GError **error);
+/* The same check prepared for many points (a tuner's candidates): the constraints are compiled
+ * against env once, not for every point. space must outlive the checker; env is read when it is
+ * made. Not for use by two threads at once. */
+typedef struct _TsSchedChecker TsSchedChecker;
+TsSchedChecker *ts_sched_checker_new(const TsSchedSpace *space, const TsSchedEnv *env,
+                                     GError **error);
+gboolean ts_sched_checker_check(TsSchedChecker *checker, const TsSchedPoint *point,
+                                gboolean *valid, GError **error);
+void ts_sched_checker_free(TsSchedChecker *checker);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsSchedChecker, ts_sched_checker_free)
 /* Index of point in the space (inverse of point_at); FALSE if a value is not in the space. */
 gboolean ts_sched_space_index_of(const TsSchedSpace *space, const TsSchedPoint *point,
                                  guint64 *index);

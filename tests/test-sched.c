@@ -367,15 +367,21 @@ check_against_brute_force(const TsSchedSpace *s, const TsSchedEnv *env)
   guint64 size;
   g_assert_true(ts_sched_space_size(s, &size));
   g_autoptr(GArray) valid = g_array_new(FALSE, FALSE, sizeof(guint64));
+  /* One checker for every point: it must answer as a fresh check of each. */
+  g_autoptr(TsSchedChecker) checker = ts_sched_checker_new(s, env, NULL);
+  g_assert_nonnull(checker);
   for (guint64 i = 0; i < size; i++) {
     g_autoptr(TsSchedPoint) p = ts_sched_space_point_at(s, i);
     guint64 back = G_MAXUINT64;
     g_assert_true(ts_sched_space_index_of(s, p, &back));
     g_assert_cmpuint(back, ==, i);
-    gboolean ok = FALSE;
+    gboolean ok = FALSE, prepared = !ok;
     g_autoptr(GError) error = NULL;
     g_assert_true(ts_sched_space_check(s, env, p, &ok, &error));
     g_assert_no_error(error);
+    g_assert_true(ts_sched_checker_check(checker, p, &prepared, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(prepared, ==, ok);
     if (ok)
       g_array_append_val(valid, i);
   }
@@ -784,6 +790,26 @@ test_check_point(void)
   g_autoptr(TsSchedPoint) wrong = point_ok("block(m=64).swizzle(3)");
   g_assert_false(ts_sched_space_check(s, NULL, wrong, &ok, &error));
   g_assert_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_TYPE);
+  g_clear_error(&error);
+
+  /* A prepared checker: the same answers and errors, and still usable after an error. */
+  g_autoptr(TsSchedChecker) checker = ts_sched_checker_new(s, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_false(ts_sched_checker_check(checker, lacking, &ok, &error));
+  g_assert_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_NOT_POINT);
+  g_clear_error(&error);
+  ok = FALSE;
+  g_assert_true(ts_sched_checker_check(checker, p, &ok, &error)); /* BM 128, xor */
+  g_assert_true(ok);
+  g_autoptr(TsSchedPoint) small = point_ok("block(m=64).swizzle(\"xor\")");
+  g_assert_true(ts_sched_checker_check(checker, small, &ok, &error));
+  g_assert_false(ok);
+  g_assert_no_error(error);
+  /* A constraint that cannot be compiled fails when the checker is made, naming it. */
+  g_autoptr(TsSchedSpace) unknown = parse_ok("block(m=[64]).where(Q > 1)");
+  g_assert_null(ts_sched_checker_new(unknown, NULL, &error));
+  g_assert_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EVAL);
+  g_assert_nonnull(strstr(error->message, "unknown name 'Q'"));
 }
 
 static void

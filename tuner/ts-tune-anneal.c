@@ -42,6 +42,7 @@ typedef struct {
 typedef struct {
   const TsSchedSpace *space;
   const TsSchedEnv *env;
+  TsSchedChecker *checker; /* made at the first check */
   GRand *rng;
   TsTuneSampler *sampler;
   guint n;
@@ -88,6 +89,7 @@ anneal_destroy(gpointer state)
   if (!a)
     return;
   ts__tune_sampler_free(a->sampler);
+  ts_sched_checker_free(a->checker);
   g_ptr_array_unref(a->chains);
   g_free(a->best);
   g_free(a->tmp);
@@ -116,7 +118,7 @@ try_candidate(Anneal *a, TsTuneSeenFunc seen, gpointer seen_data, int *err, GErr
   g_autoptr(TsSchedPoint) p = ts__tune_point_from_digits(a->space, a->tmp);
   if (seen(seen_data, p))
     return NULL;
-  int v = ts__tune_point_valid(a->space, a->env, p, error);
+  int v = ts__tune_point_valid(&a->checker, a->space, a->env, p, error);
   if (v < 0)
     *err = 1;
   return v > 0 ? g_steal_pointer(&p) : NULL;

@@ -38,6 +38,7 @@ typedef struct {
 typedef struct {
   const TsSchedSpace *space;
   const TsSchedEnv *env;
+  TsSchedChecker *checker; /* made at the first check */
   GRand *rng;
   TsTuneSampler *sampler;
   guint n;
@@ -95,6 +96,7 @@ evolve_destroy(gpointer state)
     g_ptr_array_unref(e->ranked);
   if (e->seeds)
     g_ptr_array_unref(e->seeds);
+  ts_sched_checker_free(e->checker);
   g_free(e);
 }
 
@@ -208,7 +210,7 @@ take_seed(Evolve *e, TsTuneSeenFunc seen, gpointer seen_data, GError **error)
     const TsSchedPoint *p = e->seeds->pdata[e->seed_at++];
     if (seen(seen_data, p))
       continue;
-    int v = ts__tune_point_valid(e->space, e->env, p, error);
+    int v = ts__tune_point_valid(&e->checker, e->space, e->env, p, error);
     if (v < 0)
       return NULL;
     if (v > 0)
@@ -243,7 +245,7 @@ evolve_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data,
       g_autoptr(TsSchedPoint) c = ts__tune_point_from_digits(e->space, e->tmp);
       if (seen(seen_data, c))
         continue;
-      int v = ts__tune_point_valid(e->space, e->env, c, error);
+      int v = ts__tune_point_valid(&e->checker, e->space, e->env, c, error);
       if (v < 0)
         return FALSE;
       if (v > 0)

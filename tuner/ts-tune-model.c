@@ -75,6 +75,7 @@ typedef struct {
 typedef struct {
   const TsSchedSpace *space;
   const TsSchedEnv *env;
+  TsSchedChecker *checker; /* made at the first check */
   GRand *rng;
   TsTuneSampler *sampler;
   const TsCostTarget *target;
@@ -164,6 +165,7 @@ model_destroy(gpointer state)
   g_free(m->scale);
   g_ptr_array_unref(m->ran.digits);
   g_ptr_array_unref(m->failed.digits);
+  ts_sched_checker_free(m->checker);
   g_free(m);
 }
 
@@ -300,7 +302,7 @@ add_neighbours(Model *m, GError **error)
         g_autoptr(TsSchedPoint) q = ts__tune_point_from_digits(m->space, d);
         if (pool_seen(m, q))
           continue;
-        int valid = ts__tune_point_valid(m->space, m->env, q, error);
+        int valid = ts__tune_point_valid(&m->checker, m->space, m->env, q, error);
         if (valid < 0)
           return FALSE;
         if (valid)
@@ -322,7 +324,7 @@ pool_seeds(Model *m, GError **error)
     const TsSchedPoint *p = m->seeds->pdata[i];
     if (pool_seen(m, p))
       continue;
-    int valid = ts__tune_point_valid(m->space, m->env, p, error);
+    int valid = ts__tune_point_valid(&m->checker, m->space, m->env, p, error);
     if (valid < 0)
       return FALSE;
     if (valid)

@@ -59,11 +59,13 @@ ts__tune_point_from_digits(const TsSchedSpace *space, const guint *digits)
 }
 
 int
-ts__tune_point_valid(const TsSchedSpace *space, const TsSchedEnv *env, const TsSchedPoint *point,
-                     GError **error)
+ts__tune_point_valid(TsSchedChecker **checker, const TsSchedSpace *space, const TsSchedEnv *env,
+                     const TsSchedPoint *point, GError **error)
 {
   gboolean valid = FALSE;
-  if (!ts_sched_space_check(space, env, point, &valid, error))
+  if (!*checker && !(*checker = ts_sched_checker_new(space, env, error)))
+    return -1;
+  if (!ts_sched_checker_check(*checker, point, &valid, error))
     return -1;
   return valid ? 1 : 0;
 }
@@ -78,6 +80,7 @@ ts__tune_rand_below(GRand *rng, guint n)
 struct _TsTuneSampler {
   const TsSchedSpace *space;
   const TsSchedEnv *env;
+  TsSchedChecker *checker; /* made at the first check */
   GRand *rng;
   guint n;
   guint *digits;
@@ -114,6 +117,7 @@ ts__tune_sampler_free(TsTuneSampler *sampler)
     return;
   if (sampler->pool)
     g_array_unref(sampler->pool);
+  ts_sched_checker_free(sampler->checker);
   g_free(sampler->digits);
   g_free(sampler);
 }
@@ -201,10 +205,10 @@ ts__tune_sampler_next(TsTuneSampler *s, TsTuneSeenFunc seen, gpointer seen_data,
     for (guint k = 0; k < s->n; k++)
       s->digits[k] = ts__tune_rand_below(s->rng, ts_sched_space_n_values(s->space, k));
     g_autoptr(TsSchedPoint) p = ts__tune_point_from_digits(s->space, s->digits);
-    /* Seen first: it is a hash lookup, the constraint check compiles a plan. */
+    /* Seen first: it is a hash lookup, the constraint check runs the constraints. */
     if (seen(seen_data, p))
       continue;
-    int v = ts__tune_point_valid(s->space, s->env, p, error);
+    int v = ts__tune_point_valid(&s->checker, s->space, s->env, p, error);
     if (v < 0)
       return NULL;
     if (v == 0)

@@ -15,8 +15,8 @@ typedef gboolean (*TsTuneSeenFunc)(gpointer data, const TsSchedPoint *point);
 gboolean ts__tune_point_digits(const TsSchedSpace *space, const TsSchedPoint *point, guint *digits);
 TsSchedPoint *ts__tune_point_from_digits(const TsSchedSpace *space, const guint *digits);
 /* 1 valid, 0 invalid, -1 error (set). */
-int ts__tune_point_valid(const TsSchedSpace *space, const TsSchedEnv *env,
-                         const TsSchedPoint *point, GError **error);
+int ts__tune_point_valid(TsSchedChecker **checker, const TsSchedSpace *space,
+                         const TsSchedEnv *env, const TsSchedPoint *point, GError **error);
 /* A uniform integer in [0, n), n >= 1. */
 guint ts__tune_rand_below(GRand *rng, guint n);
 

@@ -96,6 +96,7 @@ struct _TsTuneStrategy {
   gpointer state;
   TsSchedSpace *space;
   const TsSchedEnv *env;
+  TsSchedChecker *checker; /* made at the first check */
   GRand *rng;      /* the class's */
   GRand *safe_rng; /* the safety net's, so that it never perturbs the class's sequence */
   TsTuneSampler *safety;
@@ -189,6 +190,7 @@ ts_tune_strategy_free(TsTuneStrategy *strategy)
   g_clear_pointer(&strategy->seen, g_hash_table_unref);
   g_clear_pointer(&strategy->rng, g_rand_free);
   g_clear_pointer(&strategy->safe_rng, g_rand_free);
+  ts_sched_checker_free(strategy->checker); /* before the space it reads */
   ts_sched_space_free(strategy->space);
   g_free(strategy->digits);
   g_free(strategy);
@@ -297,7 +299,7 @@ accept(TsTuneStrategy *s, TsSchedPoint *p, GPtrArray *out, GError **error)
     g_free(key);
     return 0;
   }
-  int v = ts__tune_point_valid(s->space, s->env, p, error);
+  int v = ts__tune_point_valid(&s->checker, s->space, s->env, p, error);
   if (v <= 0) {
     g_free(key);
     return v;
@@ -371,7 +373,7 @@ ts_tune_strategy_observe(TsTuneStrategy *strategy, const TsSchedPoint *point, gb
      * shown to the class, which only reasons about valid points. */
     e = g_new0(Entry, 1);
     g_autoptr(TsSchedPoint) canon = ts__tune_point_from_digits(s->space, s->digits);
-    e->valid = ts__tune_point_valid(s->space, s->env, canon, NULL) > 0;
+    e->valid = ts__tune_point_valid(&s->checker, s->space, s->env, canon, NULL) > 0;
     g_hash_table_insert(s->seen, key, e);
     if (e->valid)
       s->n_seen_valid++;
