@@ -230,19 +230,16 @@ enum EmuWaitKind { EMU_WAIT_REGS, EMU_WAIT_NAMED, EMU_WAIT_MBAR, EMU_WAIT_CLUSTE
 // Each kind of wait the cluster's threads are stuck in, once, with the first thread stuck in it.
 static inline void emu_report_deadlock()
 {
-  for (int k = 0; k < EMU_WAIT_KINDS; k++) {
-    auto report = [k]() {
-      for (auto &c : emu.ctas)
-        for (auto &th : c.th)
-          if (!th.done && th.wait_kind == k) {
-            emu.cta = &c;
-            emu.cur = &th;
-            emu_fail(th.wait_what);
-            return;
-          }
-    };
-    report();
-  }
+  bool named[EMU_WAIT_KINDS] = {};
+  for (int k = 0; k < EMU_WAIT_KINDS; k++)
+    for (auto &c : emu.ctas)
+      for (auto &th : c.th)
+        if (!th.done && th.wait_kind == k && !named[k]) {
+          named[k] = true;
+          emu.cta = &c;
+          emu.cur = &th;
+          emu_fail(th.wait_what);
+        }
 }
 static inline void emu_refused_wait(EmuWaitKind kind, const char *deadlock)
 {
@@ -881,8 +878,9 @@ static inline void emu_setmaxnreg(int n, bool inc)
       return total;
     };
     while (used() > (long)launch * emu.block.x)
-      emu_refused_wait(EMU_WAIT_REGS, "deadlock: setmaxnreg.inc waits for registers no warpgroup will release "
-                       "(the CTA keeps its launch's registers)");
+      emu_refused_wait(EMU_WAIT_REGS, "deadlock: setmaxnreg.inc waits for registers no "
+                                      "warpgroup will release (the CTA keeps its launch's "
+                                      "registers)");
     if (inc || emu.plant != 12)
       g.regs = n;
   });
@@ -970,7 +968,8 @@ static inline bool emu_mbar_try_wait(unsigned addr, unsigned parity)
     return true;
   // Between two phase completions a working kernel makes a few scheduler rounds of progress
   // (a handful of warp collectives).
-  emu_refused_wait(EMU_WAIT_MBAR, "deadlock: an mbarrier wait on a phase that cannot complete");
+  emu_refused_wait(EMU_WAIT_MBAR,
+                   "deadlock: an mbarrier wait on a phase that cannot complete");
   return false;
 }
 
@@ -1022,7 +1021,8 @@ static inline void emu_bar_sync_named(unsigned id, unsigned count)
   b->arrived++;
   emu_named_complete(*b);
   while (b->gen == g)
-    emu_refused_wait(EMU_WAIT_NAMED, "deadlock: a bar.sync on a named barrier whose phase cannot complete");
+    emu_refused_wait(EMU_WAIT_NAMED,
+                     "deadlock: a bar.sync on a named barrier whose phase cannot complete");
 }
 
 // ---- thread-block clusters ----

@@ -1,6 +1,6 @@
 // emu_driver.cpp — runs one generated CUDA kernel (linked in, its entry and launch record under
-// the names emu_entry.inc gives them) over its whole launch on the host emulator (emu_core.h) and checks every output element against an f64
-// reference from the same (rounded) inputs, with ts_numerics_rel_error's norm-wise relative error
+// the names emu_entry.inc gives them) over its whole launch on the host emulator (emu_core.h)
+// and checks every output element against an f64 reference from the same (rounded) inputs, with ts_numerics_rel_error's norm-wise relative error
 // and ts_numerics_tolerance's bound. Inputs are random and nonzero; outputs are NaN-poisoned.
 // usage: emu-kernel OP DIM... (gemm M N K | gemm_bias_relu M N K | flash_attention[_causal] B H S D | rows ops M N |
 // saxpy N); env EMU_EAGER=1 applies cp.async at issue, EMU_PLANT=1..14 plants a bug (emu_core.h).

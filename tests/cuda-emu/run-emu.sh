@@ -252,7 +252,7 @@ build_driver() {
 }
 
 run_case() { # index, case line; writes $W/r.INDEX
-  local i=$1 op shape dims dt pt env expect entry store rc
+  local i=$1 op shape dims dt pt env expect entry rc
   IFS='|' read -r op shape dims dt pt env expect <<<"$2"
   local d="$W/c$i" name="$op $shape $dt ${pt:-default} $env"
   mkdir -p "$d"
