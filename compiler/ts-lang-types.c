@@ -49,7 +49,8 @@ struct Ty {
 static const char *const lowering_knobs[] = {"warps",  "stages", "vector", "swizzle",
                                              "threads", "unroll", "raster", "mma",
                                              "load",    "MR",     "NR",     "store",
-                                             "pipeline", "math",  "jam",   NULL};
+                                             "pipeline", "math",  "jam",   "apply",
+                                             NULL};
 
 typedef struct {
   const char *src, *file;

@@ -70,9 +70,9 @@ const TsSchedMethod ts__sched_methods[] = {
      * softmax("stored") also "skew", the passes of three rows in one loop (row i's exps,
      * row i + 1's max, row i - 1 written). Appended, as raster. */
     {"pipeline", 1, {"pipeline"}, {NULL}},
-    /* CPU layernorm: how the normalization is applied ("row": each row's last pass over all
-     * its columns; "tile": in tiles of the work item's rows, each tile's G and Bt widened to
-     * f32 once for all of them). Appended, as raster. */
+    /* CPU layernorm and a kernel file's row kernels: how the output is written ("row": each
+     * row's last pass over all its columns; "tile": in tiles of the work item's rows, each
+     * tile's [N] inputs (G and Bt) widened to f32 once for all of them). Appended, as raster. */
     {"apply", 1, {"apply"}, {NULL}},
     /* CPU layernorm: rows per pass (1, or 2: two rows' last passes jammed into one loop that
      * loads G and Bt once for both and carries the next pair's sums). Appended, as raster. */

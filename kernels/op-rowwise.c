@@ -179,10 +179,6 @@ typedef struct {
   const char *buffer, *view;
 } RowParam;
 
-/* Columns of a tile of apply("tile"): 2 KB of f32 per parameter, which stay in L1 with the
- * tile's rows; 128 and 512 were no faster (f16 layernorm, 4096 x 4096, one core of Zen 4). */
-#define ROW_TILE_N 256
-
 /* apply("tile"): the last pass of a work item runs in tiles of its BM rows by TN columns, each
  * tile's per-column parameters widened to f32 once, into thread-private rows (Gw, Btw), for
  * all BM rows. A 16-bit G and Bt are then converted once per BM rows instead of once per row:
@@ -199,7 +195,7 @@ row_tiles(TsTileKernel *k, const TsSchedPoint *point, const RowParam *params, gu
           TsTileNode **tile)
 {
   TsTileNode *par = row_team(k, point);
-  ts_tile_kernel_define(k, "TN", ROW_TILE_N);
+  ts_tile_kernel_define(k, "TN", TS_OP_ROW_TILE_N);
   for (guint p = 0; p < n_params; p++) {
     g_autofree char *w = g_strdup_printf("%sw", params[p].buffer);
     ts_tile_alloc_row(par, k, w, "TN", "one f32 column tile");

@@ -32,6 +32,9 @@ typedef struct {
   gboolean fast;  /* math("fast"): a vector exp by the short polynomial (exp_fast) */
   /* jam(2)'s second row of a pair: appended to its row values and hoisted parts (r0_b) */
   const char *row_sfx;
+  /* apply("tile"): where not NULL, rows_read[k] is set when row value r<k> is printed as
+   * itself (not inside a hoisted part), so the tiles load just the values they read */
+  gboolean *rows_read;
 } Printer;
 
 static void print_ex(const Printer *p, const Ex *e, GString *out);
@@ -44,7 +47,7 @@ hoisted_let(const Printer *p, const Ex *key, const char *lead, const Ex *e)
   const char *known = g_hash_table_lookup(p->hoisted, key);
   if (known)
     return known;
-  Printer inner = {p->o, p->cuda, NULL, NULL, NULL, FALSE, 0, FALSE, p->row_sfx};
+  Printer inner = {p->o, p->cuda, NULL, NULL, NULL, FALSE, 0, FALSE, p->row_sfx, NULL};
   GString *text = g_string_new(lead);
   print_ex(&inner, e, text);
   char *name = g_strdup_printf("%c%u%s", p->prev ? 'p' : 'h',
@@ -98,6 +101,8 @@ print_ex(const Printer *p, const Ex *e, GString *out)
     g_string_append(out, o->float_names[e->index]);
     break;
   case EX_ROW:
+    if (p->rows_read)
+      p->rows_read[e->index] = TRUE;
     g_string_append_printf(out, "r%u%s", e->index, p->row_sfx ? p->row_sfx : "");
     break;
   case EX_SCRATCH:
@@ -173,7 +178,7 @@ print_ex(const Printer *p, const Ex *e, GString *out)
 char *
 ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist, GHashTable *hoisted)
 {
-  Printer p = {o, cuda, hoist, hoisted, NULL, FALSE, 0, FALSE, NULL};
+  Printer p = {o, cuda, hoist, hoisted, NULL, FALSE, 0, FALSE, NULL, NULL};
   return print_text(&p, e);
 }
 
@@ -181,7 +186,7 @@ ts__lang_print(const LangOp *o, const Ex *e, gboolean cuda, TsTileNode *hoist, G
 static char *
 print_cpu(const LangOp *o, const Ex *e, TsTileNode *hoist, GHashTable *hoisted, gboolean fast)
 {
-  Printer p = {o, FALSE, hoist, hoisted, NULL, FALSE, 0, fast, NULL};
+  Printer p = {o, FALSE, hoist, hoisted, NULL, FALSE, 0, fast, NULL, NULL};
   return print_text(&p, e);
 }
 
@@ -513,7 +518,7 @@ print_output(const LangOp *o, gboolean prev, guint base, gboolean fast, TsTileNo
   *lets = ts_tile_block_new();
   g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                                         g_free);
-  Printer p = {o, FALSE, *lets, hoisted, prev ? "_pv" : NULL, prev, base, fast, NULL};
+  Printer p = {o, FALSE, *lets, hoisted, prev ? "_pv" : NULL, prev, base, fast, NULL, NULL};
   return print_text(&p, o->value);
 }
 
@@ -585,7 +590,7 @@ lower_rows_skewed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   g_autofree char *first_text = print_cpu(o, first->expr, NULL, NULL, fast);
   TsTileNode *r = ts_tile_reduce(i0, first_var, first->max ? "max" : "sum", first_text, n);
   add_row_views_of(o, r, "i0", "", NULL);
-  const Printer carry = {o, FALSE, NULL, NULL, "_nx", FALSE, 0, fast, NULL};
+  const Printer carry = {o, FALSE, NULL, NULL, "_nx", FALSE, 0, fast, NULL, NULL};
   g_autofree char *carried = print_text(&carry, first->expr);
   const char *ahead_of = first_row_input(o);
   for (int peeled = 1; peeled >= 0; peeled--) {
@@ -706,7 +711,7 @@ lower_rows_jammed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   GHashTable *hoisted[2];
   for (int h = 0; h < 2; h++) {
     hoisted[h] = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-    const Printer p = {o, FALSE, row, hoisted[h], NULL, FALSE, 0, fast, sfx[h]};
+    const Printer p = {o, FALSE, row, hoisted[h], NULL, FALSE, 0, fast, sfx[h], NULL};
     for (guint s = 1; s < o->steps->len; s++) {
       const Step *st = &g_array_index(o->steps, Step, s);
       g_autofree char *text = print_text(&p, st->expr);
@@ -717,7 +722,7 @@ lower_rows_jammed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   }
   char *out[2];
   for (int h = 0; h < 2; h++) {
-    const Printer p = {o, FALSE, row, hoisted[h], sfx[h], FALSE, 0, fast, sfx[h]};
+    const Printer p = {o, FALSE, row, hoisted[h], sfx[h], FALSE, 0, fast, sfx[h], NULL};
     out[h] = print_text(&p, o->value);
   }
   TsTileNode *map = ts_tile_map(row, y, out[0], n);
@@ -732,7 +737,7 @@ lower_rows_jammed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   static const char *const carry_rows[2] = {"min(i + 2, iend - 1)", "min(i + 3, iend - 1)"};
   const char *ahead_of = first_row_input(o);
   for (int h = 0; h < 2; h++) {
-    const Printer p = {o, FALSE, NULL, NULL, carry_sfx[h], FALSE, 0, fast, NULL};
+    const Printer p = {o, FALSE, NULL, NULL, carry_sfx[h], FALSE, 0, fast, NULL, NULL};
     g_autofree char *carried = print_text(&p, first->expr);
     ts_tile_map_add_carry(map, first_var[h], op, carried);
     add_row_views_of(o, map, carry_rows[h], carry_sfx[h], NULL);
@@ -755,6 +760,134 @@ lower_rows_jammed(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsT
   return TRUE;
 }
 
+const char *
+ts__lang_tile_refusal(const LangOp *o)
+{
+  if (!ts__lang_pipeline_applies(o))
+    return "does not start its rows with a reduction";
+  if (o->n_scratch > 0)
+    return "keeps a scratch row, which a tile of BM rows would need BM of";
+  for (guint a = 0; a < o->def.n_inputs; a++)
+    if (o->broadcast[a])
+      return NULL;
+  return "has no [N] input to widen";
+}
+
+/* apply("row" | "tile"): TRUE for "tile". */
+static gboolean
+lang_apply_knob(const LangOp *o, const TsSchedPoint *point, gboolean carried, gboolean *tiled,
+                GError **error)
+{
+  const char *how = ts_sched_point_get_str(point, "apply", "row");
+  const char *why;
+  *tiled = g_strcmp0(how, "tile") == 0;
+  if (!*tiled && g_strcmp0(how, "row") != 0)
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: apply(\"%s\") is not one of \"row\", \"tile\"", o->name, how);
+  else if (*tiled && (why = ts__lang_tile_refusal(o)))
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE, "%s: apply(\"tile\") %s, and this "
+                "kernel %s", o->name, TS_LANG_TILE_WHAT, why);
+  else if (*tiled && carried)
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: apply(\"tile\") takes the reductions of all of a work item's rows before "
+                "its tiles, so no pass carries the next row's: use pipeline(\"none\")", o->name);
+  else
+    return TRUE;
+  return FALSE;
+}
+
+/* apply("tile"), as the built-in layernorm's: a work item first takes its rows' reductions
+ * (each row's passes from memory), keeping per row the output's per-row parts (ST); then
+ * writes its rows in tiles of TN columns, each [N] input's tile widened to f32 once (into the
+ * thread's T<a>) for all BM rows, where a row's pass converts it again for every row: in a
+ * 16-bit layernorm those conversions bound the last pass. The tiles read the rows again, from
+ * L2.
+ *   for i0 in range(0, M, BM) parallel:
+ *     for i in range(i0, iend): r... = the row's reductions; h... = its parts; ST[..] = h...
+ *     for jc in range(0, N, TN):
+ *       t<a>[0:nc] = P<a>[jc:jc + nc] for each [N] input
+ *       for i in range(i0, iend): h... = ST[..]; Y[i, jc:jc + nc] = out(row i, t<a>) */
+static gboolean
+lower_rows_tiled(const LangOp *o, const TsSchedPoint *point, gboolean fast, TsTileKernel *k,
+                 TsTileNode *par, GError **error)
+{
+  const char *m = o->row_dim, *n = o->col_dim, *y = o->views[o->def.n_inputs];
+  /* the output's parts first, into a detached block, numbered after the steps' (printed once
+   * aside for their count), and which row values it reads as themselves */
+  g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                                        g_free);
+  TsTileNode *aside = ts_tile_block_new();
+  for (guint s = 0; s < o->steps->len; s++)
+    g_free(print_cpu(o, g_array_index(o->steps, Step, s).expr, aside, hoisted, fast));
+  ts_tile_node_free(aside);
+  const guint base = g_hash_table_size(hoisted);
+  g_autofree gboolean *rows_read = g_new0(gboolean, MAX(1u, o->n_rowvars));
+  g_autoptr(GHashTable) out_hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                                            g_free);
+  TsTileNode *lets = ts_tile_block_new();
+  const Printer pr = {o, FALSE, lets, out_hoisted, NULL, FALSE, base, fast, NULL, rows_read};
+  g_autofree char *text = print_text(&pr, o->value);
+  /* the values a row keeps: its parts, then the row values read as themselves */
+  g_autoptr(GPtrArray) kept = g_ptr_array_new_with_free_func(g_free);
+  for (guint p = 0; p < lets->children->len; p++)
+    g_ptr_array_add(kept, g_strdup(((const TsTileNode *)g_ptr_array_index(lets->children, p))->var));
+  for (guint v = 0; v < o->n_rowvars; v++)
+    if (rows_read[v])
+      g_ptr_array_add(kept, g_strdup_printf("r%u", v));
+
+  ts_tile_kernel_define(k, "TN", TS_OP_ROW_TILE_N);
+  for (guint a = 0; a < o->def.n_inputs; a++)
+    if (o->broadcast[a]) {
+      g_autofree char *tb = g_strdup_printf("T%u", a);
+      ts_tile_alloc_row(par, k, tb, "TN", "one f32 column tile");
+    }
+  g_autofree char *st_size = g_strdup_printf("%u * BM", MAX(1u, kept->len));
+  ts_tile_alloc(par, k, "ST", TS_MEM_REGISTER, TS_DTYPE_F32, st_size, TRUE,
+                "the output's per-row parts, per row");
+  TsTileNode *i0 = ts_tile_for(par, "i0", "0", m, "BM", TS_FOR_PARALLEL_DYNAMIC);
+  g_autofree char *last = g_strdup_printf("min(i0 + BM, %s)", m);
+  ts_tile_let(i0, "iend", TS_DTYPE_INT32, last);
+  TsTileNode *rows = ts_tile_for(i0, "i", "i0", "iend", "1", TS_FOR_SERIAL);
+  g_hash_table_remove_all(hoisted);
+  for (guint s = 0; s < o->steps->len; s++) {
+    const Step *st = &g_array_index(o->steps, Step, s);
+    g_autofree char *step = print_cpu(o, st->expr, rows, hoisted, fast);
+    g_autofree char *var = g_strdup_printf("r%u", st->index);
+    add_row_views(o, ts_tile_reduce(rows, var, st->max ? "max" : "sum", step, n));
+  }
+  for (guint p = 0; p < lets->children->len; p++) {
+    const TsTileNode *let = g_ptr_array_index(lets->children, p);
+    ts_tile_let(rows, let->var, TS_DTYPE_F32, let->expr);
+  }
+  ts_tile_node_free(lets);
+  TsTileNode *jc = ts_tile_for(i0, "jc", "0", n, "TN", TS_FOR_SERIAL);
+  g_autofree char *nc = g_strdup_printf("min(TN, %s - jc)", n);
+  ts_tile_let(jc, "nc", TS_DTYPE_INT32, nc);
+  for (guint a = 0; a < o->def.n_inputs; a++)
+    if (o->broadcast[a]) {
+      g_autofree char *tb = g_strdup_printf("T%u", a), *tv = g_strdup_printf("t%u", a);
+      TsTileNode *widen = ts_tile_map(jc, tv, o->views[a], "nc");
+      ts_tile_node_add_view(widen, o->views[a], o->def.inputs[a].name, "jc");
+      ts_tile_node_add_view(widen, tv, tb, "0");
+    }
+  TsTileNode *tile = ts_tile_for(jc, "i", "i0", "iend", "1", TS_FOR_SERIAL);
+  for (guint p = 0; p < kept->len; p++) {
+    g_autofree char *slot = g_strdup_printf("%u * (i - i0) + %u", kept->len, p);
+    g_autofree char *load = g_strdup_printf("ST[%s]", slot);
+    ts_tile_set(rows, "ST", slot, g_ptr_array_index(kept, p));
+    ts_tile_let(tile, g_ptr_array_index(kept, p), TS_DTYPE_F32, load);
+  }
+  TsTileNode *map = ts_tile_map(tile, y, text, "nc");
+  g_autofree char *at = g_strdup_printf("i * %s + jc", n);
+  for (guint a = 0; a < o->def.n_inputs; a++) {
+    g_autofree char *tb = g_strdup_printf("T%u", a);
+    ts_tile_node_add_view(map, o->views[a], o->broadcast[a] ? tb : o->def.inputs[a].name,
+                          o->broadcast[a] ? "0" : at);
+  }
+  ts_tile_node_add_view(map, y, o->def.output.name, at);
+  return ts__op_store_knob(o->name, point, map, error);
+}
+
 /* BM rows a program, shared among the threads as they free up; in each row, the steps in
  * order (a reduction, or a scratch row of the thread's own) and the output's map, with every
  * per-row part of an element computed once before the pass that uses it. */
@@ -769,8 +902,10 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
                 "%s: the CPU lowering needs positive BM, vector and threads knobs", o->name);
     return FALSE;
   }
-  gboolean next, skew, fast;
-  if (!lang_pipeline_knob(o, point, &next, &skew, error) || !lang_math_knob(o, point, &fast, error))
+  gboolean next, skew, fast, tiled;
+  if (!lang_pipeline_knob(o, point, &next, &skew, error) ||
+      !lang_math_knob(o, point, &fast, error) ||
+      !lang_apply_knob(o, point, next || skew, &tiled, error))
     return FALSE;
   const char *m = o->row_dim, *n = o->col_dim;
   ts_tile_kernel_define(k, "BM", bm);
@@ -783,6 +918,8 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
     return lower_rows_skewed(o, point, fast, k, par, error);
   if (jam == 2)
     return lower_rows_jammed(o, point, fast, k, par, error);
+  if (tiled)
+    return lower_rows_tiled(o, point, fast, k, par, error);
   for (guint s = 0; s < o->n_scratch; s++) {
     g_autofree char *name = g_strdup_printf("W%u", s);
     ts_tile_alloc_row(par, k, name, n, "one f32 row");
@@ -831,7 +968,7 @@ ts__lang_lower_cpu_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsT
   if (next) {
     /* the next row of the item (its last row re-reads itself, from cache), and the rows three
      * ahead into L2, so the next map's reads find them there */
-    const Printer p = {o, FALSE, i0, hoisted, "_nx", FALSE, 0, fast, NULL};
+    const Printer p = {o, FALSE, i0, hoisted, "_nx", FALSE, 0, fast, NULL, NULL};
     g_autofree char *carried = print_text(&p, first->expr);
     ts_tile_map_add_carry(map, first_var, first->max ? "max" : "sum", carried);
     add_row_views_of(o, map, "min(i + 1, iend - 1)", "_nx", NULL);
@@ -856,6 +993,7 @@ const TsLangCpuKnob ts__lang_cpu_knobs[TS_LANG_N_CPU_KNOBS] = {
   {"store", "cached", 0, "non-temporal stores; CUDA's stores are coalesced as they are"},
   {"math", "exact", 0, "the AVX polynomial exp"},
   {"jam", NULL, 1, "two rows' output passes as one"},
+  {"apply", "row", 0, "a tile of rows' [N] inputs widened once"},
 };
 
 /* A CUDA space holds each CPU knob at one value; a point asking for another is refused rather

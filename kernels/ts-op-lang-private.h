@@ -187,6 +187,10 @@ const char *ts__lang_fast_math_refusal(const LangOp *o);
  * reductions (the first one carried, pipeline("next")) and its output, with no scratch row. */
 const char *ts__lang_jam_refusal(const LangOp *o);
 #define TS_LANG_JAM_WHAT "runs the output passes of two rows as one"
+/* Why apply("tile") does not apply (a sentence's end), or NULL where it does: a row kernel of
+ * reductions and its output, with no scratch row, reading an [N] input. */
+const char *ts__lang_tile_refusal(const LangOp *o);
+#define TS_LANG_TILE_WHAT "writes a work item's rows in tiles, each [N] input's tile widened once"
 /* The knobs only the CPU lowerings read, each with the one value a CUDA space holds (str, or
  * the integer i where str is NULL) and what it does on the CPU. */
 typedef struct {
@@ -194,7 +198,7 @@ typedef struct {
   gint64 i;
   const char *what;
 } TsLangCpuKnob;
-#define TS_LANG_N_CPU_KNOBS 4
+#define TS_LANG_N_CPU_KNOBS 5
 extern const TsLangCpuKnob ts__lang_cpu_knobs[TS_LANG_N_CPU_KNOBS];
 #define TS_LANG_SKEW_WHAT                                                                      \
   "takes a row's scratch pass with the next row's first reduction and the last row's output"

@@ -255,6 +255,19 @@ target_space(Reader *r, const char *text, const char *const *knobs, const gint64
                !ts_sched_space_add_constraint(space, "jam == 1 || BM > 1", r->error)))) {
     return FALSE;
   }
+  /* apply("tile") takes all of an item's reductions before its tiles: no pass to carry the
+   * next row's in, and tiles of more than one row */
+  const gboolean tile = !cuda && space_offers(space, "apply", "tile", 0);
+  if (tile && (why = ts__lang_tile_refusal(r->o)))
+    return ts__lang_fail(r, r->k->space_node ? r->k->space_node : r->k->def,
+                         "the space's apply(\"tile\") %s, and kernel %s %s: take \"tile\" out "
+                         "of the space", TS_LANG_TILE_WHAT, r->k->name, why);
+  if (tile && ((ts_sched_space_knob_index(space, "pipeline") >= 0 &&
+                !ts_sched_space_add_constraint(space, "apply == \"row\" || pipeline == \"none\"",
+                                               r->error)) ||
+               (ts_sched_space_knob_index(space, "BM") >= 0 &&
+                !ts_sched_space_add_constraint(space, "apply == \"row\" || BM > 1", r->error))))
+    return FALSE;
   for (guint i = 0; knobs[i]; i++)
     if (ts_sched_space_knob_index(space, knobs[i]) < 0) {
       TsSchedValue v = {.kind = TS_SCHED_INT, .i = values[i]};
@@ -285,14 +298,16 @@ spaces(Reader *r, const TsLangKernel *k)
   const char *pipeline = !(o->rows && ts__lang_pipeline_applies(o)) ? ""
                          : ts__lang_skew_refusal(o) ? ".pipeline([\"none\", \"next\"])"
                                                     : ".pipeline([\"none\", \"next\", \"skew\"])";
-  /* one with an exp and a 16-bit output may take it by the short polynomial (math), and one
-   * of reductions alone may run the output passes of two rows as one (jam) */
+  /* one with an exp and a 16-bit output may take it by the short polynomial (math), one of
+   * reductions alone may run the output passes of two rows as one (jam), and one that also
+   * reads an [N] input may write a work item's rows in tiles (apply) */
   g_autofree char *fallback =
-    g_strdup_printf("%s.store([\"cached\", \"stream\"])%s%s%s",
+    g_strdup_printf("%s.store([\"cached\", \"stream\"])%s%s%s%s",
                     o->rows ? "block(m=[1,4,16]).vector([4,8,16])"
                             : "block(n=[4096,16384,65536]).vector([4,8,16])",
                     pipeline, ts__lang_fast_math_refusal(o) ? "" : ".math([\"exact\", \"fast\"])",
-                    o->rows && !ts__lang_jam_refusal(o) ? ".jam([1, 2])" : "");
+                    o->rows && !ts__lang_jam_refusal(o) ? ".jam([1, 2])" : "",
+                    o->rows && !ts__lang_tile_refusal(o) ? ".apply([\"row\", \"tile\"])" : "");
   const char *text = k->space ? k->space : k->schedule ? k->schedule : fallback;
   static const char *const cpu_knobs[] = {"threads", "vector", NULL};
   const gint64 cpu_values[] = {MAX(1, (gint64)g_get_num_processors()), 8};

@@ -260,6 +260,65 @@ q = tt("lower", "--kernel", LN, "--shape", "M=37,N=203", "--backend", "cuda", "-
 ok(p.returncode == 0 and ".jam(1)." in p.stdout and q.returncode == 2
    and "jam(2) is a CPU knob" in q.stderr,
    "on CUDA the space holds jam(1) and jam(2) is refused (%s)" % q.stderr.strip())
+# apply("tile"): a kernel of reductions that reads [N] inputs takes a work item's reductions
+# first, keeping each row's parts of the output (ST), then writes its rows in tiles of TN
+# columns with each [N] input's tile widened to f32 once (t<a>). Verified as accurately as
+# apply("row") (test-ops checks the bytes); refused with pipeline("next"), for a kernel with a
+# scratch row or without an [N] input, and on CUDA.
+p = tt("lower", "--kernel", LN, "--shape", "M=37,N=600", "--schedule",
+       'block(m=4).pipeline("none").apply("tile")', "--stage", "tile")
+ok(p.returncode == 0
+   and "let h2: f32 = (1.0f / __builtin_sqrtf(((r1 / (float)N) + eps)))" in p.stdout
+   and "ST[2 * (i - i0) + 1] = h2" in p.stdout
+   and re.search(r"for jc in tile\.range\(0, N, TN\):\n\s*let nc: index = min\(TN, N - jc\)\n"
+                 r"\s*t1 = tile\.map\(gamma, j < nc\)  with gamma = GAMMA\[jc:\], t1 = T1\[0:\]\n"
+                 r"\s*t2 = tile\.map\(beta, j < nc\)  with beta = BETA\[jc:\], t2 = T2\[0:\]\n"
+                 r"\s*for i in tile\.range\(i0, iend, 1\):\n\s*let h1: f32 = ST\[2 \* \(i - i0\) \+ 0\]"
+                 r"\n\s*let h2: f32 = ST\[2 \* \(i - i0\) \+ 1\]\n\s*y = tile\.map\(\(\(\(\(x - h1\) \* h2\) "
+                 r"\* gamma\) \+ beta\), j < nc\)  with x = X\[i \* N \+ jc:\], gamma = T1\[0:\], "
+                 r"beta = T2\[0:\], y = Y\[i \* N \+ jc:\]", p.stdout),
+   "layernorm.tsk with apply(\"tile\") keeps each row's mean and 1/std, then writes tiles of "
+   "rows with gamma and beta widened once a tile (%s)" % p.stderr.strip())
+lnt = with_space(os.path.join(SRC, "tests", "kernels", "layernorm_bf16.tsk"),
+                 "layernorm_bf16_tile.tsk", 'apply=["row", "tile"], ')
+rmt = with_space(os.path.join(SRC, "tests", "kernels", "rms_scale.tsk"), "rms_tile.tsk",
+                 'apply=["row", "tile"], ')
+for f, extra in [(LN, ""), (rmt, "")] + [(lnt, v) for v in VECS]:
+    errs = []
+    for bm, apply in ((4, "row"), (4, "tile"), (16, "tile"), (37, "tile")):
+        p = tt("run", "--kernel", f, "--shape", "M=37,N=600", "--schedule",
+               'block(m=%d)%s.apply("%s")' % (bm, extra, apply), "--json")
+        r = json.loads(p.stdout) if p.returncode == 0 else {}
+        errs.append(r.get("rel_error") if r.get("status") == "ok" else (r or p.stderr))
+    ok(all(isinstance(v, float) for v in errs) and max(errs[1:]) <= max(1.5 * errs[0], 1e-6),
+       "%s%s verifies with apply(\"tile\") (two tiles and a tail, odd items), as accurate as "
+       "apply(\"row\") (%s)" % (os.path.basename(f), extra, errs))
+p = tt("lower", "--kernel", LN, "--shape", "M=37,N=203", "--schedule",
+       'block(m=4).pipeline("next").apply("tile")', "--stage", "tile")
+ok(p.returncode == 2 and "violates the constraint 'apply == \"row\" || pipeline == \"none\"'"
+   in p.stderr, "apply(\"tile\") with pipeline(\"next\") is outside the space (%s)"
+   % p.stderr.strip())
+p = tt("lower", "--kernel", with_space(os.path.join(EX, "softmax.tsk"), "softmax_tile.tsk",
+                                       'apply=["row", "tile"], '), "--shape", "M=37,N=203")
+ok(p.returncode == 2 and "the space's apply(\"tile\") writes a work item's rows in tiles"
+   in p.stderr and "keeps a scratch row" in p.stderr,
+   "a space offering apply(\"tile\") to a kernel with a scratch row is refused (%s)"
+   % p.stderr.strip())
+centre = os.path.join(TMP, "centre.tsk")
+with open(centre, "w") as f:
+    f.write('@kernel.autotune(space=dict(BM=[4], apply=["row", "tile"]))\n'
+            'def centre(x: Tensor["M", "N", f32], y: mut Tensor["M", "N", f32]):\n'
+            '    T = tile.context()\n'
+            '    xr = tile.load(x, rows=T.m)\n'
+            '    tile.store(y, xr - (tile.row_sum(xr) / x.shape[1])[:, None])\n')
+p = tt("lower", "--kernel", centre, "--shape", "M=37,N=203")
+ok(p.returncode == 2 and "has no [N] input to widen" in p.stderr and "take \"tile\" out" in p.stderr,
+   "a space offering apply(\"tile\") to a kernel without an [N] input is refused (%s)"
+   % p.stderr.strip())
+p = tt("lower", "--kernel", LN, "--shape", "M=37,N=203", "--backend", "cuda", "--schedule",
+       'apply("tile")', "--stage", "tile")
+ok(p.returncode == 2 and 'apply("tile") is a CPU knob' in p.stderr,
+   "on CUDA apply(\"tile\") is refused (%s)" % p.stderr.strip())
 # math("fast"): a 16-bit kernel's vector exps by the built-in softmax's short polynomial, with
 # exp(x - m) folding m into its constants once a row; refused for f32, for a kernel without an
 # exp, and on CUDA.

@@ -1392,7 +1392,10 @@ row_op_output_x(const char *op, gint64 m, gint64 n, const char *dtype, const cha
   g_autoptr(TsModule) module = compile_source(src, entry);
   const guint esz = g_strcmp0(dtype, "f32") == 0 ? 4 : 2;
   /* X, then G and Bt as far as the op takes them, then Y. */
-  const guint n_in = g_strcmp0(op, "layernorm_safe") == 0 ? 3 : g_strcmp0(op, "rmsnorm_safe") == 0 ? 2 : 1;
+  /* (a kernel file's layernorm takes layernorm_safe's inputs) */
+  const guint n_in = g_strcmp0(op, "layernorm_safe") == 0 || g_str_has_prefix(op, "kernel:layernorm")
+                         ? 3
+                         : g_strcmp0(op, "rmsnorm_safe") == 0 ? 2 : 1;
   TsBuffer *bufs[4];
   g_autoptr(GError) error = NULL;
   for (guint b = 0; b <= n_in; b++) {
@@ -1531,6 +1534,61 @@ test_cpu_rows_apply_tile(void)
         for (guint b = 0; b < G_N_ELEMENTS(bad); b++)
           assert_cpu_point_refused(inst, bad[b].point, bad[b].says);
       }
+}
+
+/* A kernel file's layernorm (examples/layernorm.tsk's body) in each dtype: apply("tile") (its
+ * rows' reductions first, then tiles of TN columns with gamma and beta widened once a tile)
+ * writes the bytes apply("row") writes, and the built-in layernorm_safe's tile writes, with
+ * one tile and a tail (N = 45) and several and a tail (N = 300), 4 and 7 rows a work item (7
+ * rows: one item of 4, one of 3), every vector width the machine has, one and two threads; with
+ * pipeline("next") or an unknown value it is refused. */
+static void
+test_cpu_lang_apply_tile(void)
+{
+  static const char body[] =
+      "@kernel.autotune(space=dict(BM=[1, 4, 16], vector=[8, 16], pipeline=[\"none\", \"next\"],\n"
+      "                            store=[\"cached\", \"stream\"], apply=[\"row\", \"tile\"]))\n"
+      "@kernel.implements(\"layernorm_safe\")\n"
+      "def layernorm(x: Tensor[\"M\", \"N\", DT], gamma: Tensor[\"N\", DT],\n"
+      "              beta: Tensor[\"N\", DT], y: mut Tensor[\"M\", \"N\", DT], eps: f32 = 1e-5):\n"
+      "    T = tile.context()\n"
+      "    xr = tile.load(x, rows=T.m)\n"
+      "    mean = tile.row_sum(xr) / x.shape[1]\n"
+      "    d = xr - mean[:, None]\n"
+      "    var = tile.row_sum(d * d) / x.shape[1]\n"
+      "    rstd = tile.rsqrt(var + eps)\n"
+      "    tile.store(y, d * rstd[:, None] * tile.load(gamma) + tile.load(beta))\n";
+  static const char *const decl[] = {"f32", "bf16 @accum(f32)", "f16"};
+  const TsDeviceInfo *dev = ts_backend_describe(backend);
+  for (guint d = 0; d < G_N_ELEMENTS(dtypes); d++) {
+    g_auto(GStrv) parts = g_strsplit(body, "DT", -1);
+    g_autofree char *src = g_strjoinv(decl[d], parts);
+    g_autoptr(GError) error = NULL;
+    const TsOpDef *op = ts_op_register_kernel(src, NULL, NULL, &error);
+    g_assert_no_error(error);
+    for (gint64 n = 45; n <= 300; n += 255)
+      for (guint v = 8; v <= 16 && v <= (guint)dev->vector_bits / 32; v *= 2)
+        for (gint64 bm = 4; bm <= 7; bm += 3) {
+          g_autofree char *base = g_strdup_printf(
+              "block(m=%" G_GINT64_FORMAT ").vector(%u).threads(%d).store(\"%s\")"
+              ".pipeline(\"none\")", bm, v, bm == 4 ? 1 : 2, bm == 4 ? "stream" : "cached");
+          g_autofree char *row = g_strdup_printf("%s.apply(\"row\")", base);
+          g_autofree char *tile = g_strdup_printf("%s.apply(\"tile\")", base);
+          g_autoptr(GBytes) a = row_op_output(ts_op_name(op), 7, n, dtypes[d], row);
+          g_autoptr(GBytes) b = row_op_output(ts_op_name(op), 7, n, dtypes[d], tile);
+          g_autoptr(GBytes) c = row_op_output("layernorm_safe", 7, n, dtypes[d], tile);
+          if (!g_bytes_equal(a, b) || !g_bytes_equal(b, c))
+            g_error("%s N=%" G_GINT64_FORMAT " %s: differs from %s", dtypes[d], n, tile,
+                    g_bytes_equal(a, b) ? "the built-in's" : "apply(\"row\")");
+        }
+    /* with a pipeline, or a value the lowering does not know: refused, saying why */
+    g_autoptr(TsOpInstance) inst = ts_op_instance_new(ts_op_name(op), "M=7,N=45", dtypes[d], &error);
+    g_assert_no_error(error);
+    assert_cpu_point_refused(inst, "block(m=4).pipeline(\"next\").apply(\"tile\")",
+                             "use pipeline(\"none\")");
+    assert_cpu_point_refused(inst, "block(m=4).pipeline(\"none\").apply(\"tiles\")",
+                             "apply(\"tiles\") is not one of");
+  }
 }
 
 /* layernorm's jam(2) (two rows' last passes in one loop, G and Bt loaded once for both, the
@@ -2398,6 +2456,7 @@ main(int argc, char **argv)
   g_test_add_func("/ops/cpu/rows-stream", test_cpu_rows_stream);
   g_test_add_func("/ops/cpu/rows-pipeline", test_cpu_rows_pipeline);
   g_test_add_func("/ops/cpu/rows-apply-tile", test_cpu_rows_apply_tile);
+  g_test_add_func("/ops/cpu/lang-apply-tile", test_cpu_lang_apply_tile);
   g_test_add_func("/ops/cpu/softmax-skew", test_cpu_softmax_skew);
   g_test_add_func("/ops/cpu/softmax-special", test_cpu_softmax_special);
   g_test_add_func("/ops/cpu/layernorm-jam", test_cpu_layernorm_jam);
