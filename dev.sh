@@ -3,8 +3,8 @@
 # build needs (when missing), configures and builds, then runs the main job or the tests.
 #   ./dev.sh tune [tessera-tune args...]   build, then the main job (default: tune f32 GEMM 1024^3)
 #   ./dev.sh test                          build, then the whole test suite, then the same suite
-#                                          under ASan+UBSan built by gcc, then the unit, fuzz and
-#                                          MPI tests under ASan+UBSan built by clang
+#                                          under ASan+UBSan built by gcc, then the unit and fuzz
+#                                          tests under ASan+UBSan built by clang
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -73,14 +73,14 @@ case "$cmd" in
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       meson test -C build-asan --print-errorlogs --no-suite cuda --no-suite gpu-kit
     # Built by clang 14 with ASan and UBSan (its sanitizers and warnings are not gcc's), plus
-    # libFuzzer: the unit tests, the fuzz suite (each harness in tests/fuzz/ briefly, seeded
-    # from the test data and with inputs nested past every depth limit) and the MPI end-to-end
-    # tests (several processes taking turns at one host). The other end-to-end tests run the
-    # same code paths as under gcc's sanitizers above, at twice the time again.
+    # libFuzzer: the unit tests and the fuzz suite (each harness in tests/fuzz/ briefly, seeded
+    # from the test data and with inputs nested past every depth limit). The end-to-end tests,
+    # the MPI ones among them, run the same code paths as under gcc's sanitizers above, at
+    # twice the time again.
     build build-clang -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
       -Dbuildtype=debug
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      meson test -C build-clang --print-errorlogs --suite unit --suite fuzz --suite mpi
+      meson test -C build-clang --print-errorlogs --suite unit --suite fuzz
     ;;
   *)
     echo "usage: ./dev.sh tune [tessera-tune args...] | ./dev.sh test" >&2

@@ -484,12 +484,27 @@ measure_speed(Shape shape, guint batch, Speed *out)
   ts_sched_point_free(ls.opt);
 }
 
+/* The speed comparisons run 20 seeds of every strategy to the optimum: about 40% of this
+ * program's time, and under the sanitizers (whose builds run it without -m slow) minutes that
+ * check no code the other tests do not run. */
+static gboolean
+slow_test(void)
+{
+  if (g_test_slow())
+    return TRUE;
+  g_test_skip("a statistical comparison of the strategies over 20 seeds each: run with -m slow "
+              "(meson does, in builds without sanitizers)");
+  return FALSE;
+}
+
 /* The guided strategies beat random search on a smooth bowl. Random needs about half the valid
  * points on average; the inequality tested is a loose one (half of random's mean) so that it
  * holds for any reasonable tuning of the strategies. */
 static void
 test_speed_smooth(void)
 {
+  if (!slow_test())
+    return;
   Speed sp;
   measure_speed(SMOOTH, 1, &sp);
   g_assert_cmpfloat(sp.mean[2], <, 0.5 * sp.mean[1]);
@@ -503,6 +518,8 @@ test_speed_smooth(void)
 static void
 test_speed_rugged(void)
 {
+  if (!slow_test())
+    return;
   Speed sp;
   measure_speed(RUGGED, 1, &sp);
 }
