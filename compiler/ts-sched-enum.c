@@ -102,6 +102,72 @@ ts_sched_iter_next(TsSchedIter *iter, TsSchedPoint **point, GError **error)
   return TRUE;
 }
 
+static gboolean
+count_overflow(GError **error)
+{
+  g_set_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EVAL,
+              "schedule: the number of valid points overflows 64 bits");
+  return FALSE;
+}
+
+/* The valid assignments of one group of knobs (m[0..k-1], in order), which no constraint shares
+ * with a knob outside it: a walk over its own knobs alone, checking at each the constraints
+ * decided there, a subtree past the group's last constraint counted at once. */
+static gboolean
+count_group(TsSchedPlan *plan, const guint *m, guint k, guint64 *count, GError **error)
+{
+  int last = -1; /* the deepest member at which a constraint is decided */
+  for (guint j = 0; j < k; j++)
+    if (plan->at[m[j] + 1]->len > 0)
+      last = (int)j;
+  /* rest[j]: the assignments of the members after j (rest[k - 1] = 1); rest[-1] as `all` */
+  g_autofree guint64 *rest = g_new(guint64, k);
+  guint64 all = 1;
+  for (guint j = k; j-- > 0;) {
+    rest[j] = all;
+    if (__builtin_mul_overflow(all, (guint64)plan->radix[m[j]], &all))
+      return count_overflow(error);
+  }
+  if (last < 0) {
+    *count = all;
+    return TRUE;
+  }
+  guint64 total = 0;
+  int j = 0;
+  plan->idx[m[0]] = 0;
+  for (;;) {
+    const guint d = m[j];
+    if (plan->idx[d] >= plan->radix[d]) {
+      if (j == 0)
+        break;
+      j--;
+      plan->idx[m[j]]++;
+      continue;
+    }
+    ts__sched_plan_bind(plan, d, plan->idx[d]);
+    int ok = ts__sched_plan_check_depth(plan, (int)d, error);
+    if (ok < 0)
+      return FALSE;
+    if (ok > 0 && j >= last) {
+      if (__builtin_add_overflow(total, rest[j], &total))
+        return count_overflow(error);
+    } else if (ok > 0) {
+      j++;
+      plan->idx[m[j]] = 0;
+      continue;
+    }
+    plan->idx[d]++;
+  }
+  *count = total;
+  return TRUE;
+}
+
+/* The product of each group's count (ts__sched_plan_new's groups: knobs that share no
+ * constraint are counted apart), so a space of independent parts is counted in the sum of
+ * their sizes, not their product: 10^7 points in three groups of 100, 1000 and 100. The groups
+ * are counted in the order of their first knob; an empty one ends the count (the space is
+ * empty, however large the groups before it), so a later group's constraints are not
+ * evaluated. */
 gboolean
 ts_sched_space_count_valid(const TsSchedSpace *space, const TsSchedEnv *env, guint64 *count,
                            GError **error)
@@ -110,66 +176,27 @@ ts_sched_space_count_valid(const TsSchedSpace *space, const TsSchedEnv *env, gui
   g_autoptr(TsSchedPlan) plan = ts__sched_plan_new(space, env, error);
   if (!plan)
     return FALSE;
-  guint64 total = 0;
   int r = ts__sched_plan_check_depth(plan, -1, error);
   if (r < 0)
     return FALSE;
-  if (r > 0 && plan->last_depth < 0) {
-    total = plan->suffix[0];
-    if (total == G_MAXUINT64 && !ts_sched_space_size(space, NULL)) {
-      g_set_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EVAL,
-                  "schedule: the number of valid points overflows 64 bits");
+  guint64 total = r > 0;
+  gboolean overflow = FALSE; /* an error unless a later group is empty */
+  g_autofree guint *members = g_new(guint, MAX(plan->n, 1));
+  for (guint g = 0; g < plan->n && total > 0; g++) {
+    if (plan->group[g] != g)
+      continue;
+    guint k = 0;
+    for (guint d = g; d < plan->n; d++)
+      if (plan->group[d] == g)
+        members[k++] = d;
+    guint64 part;
+    if (!count_group(plan, members, k, &part, error))
       return FALSE;
-    }
-  } else if (r > 0) {
-    int d = 0;
-    plan->idx[0] = 0;
-    for (;;) {
-      if (plan->idx[d] >= plan->radix[d]) {
-        if (d == 0)
-          break;
-        d--;
-        plan->idx[d]++;
-        continue;
-      }
-      if (d == (int)plan->n - 1) {
-        /* The leaf level is where the time goes: a tight loop over its values. */
-        const gint64 *vals = plan->vals[d];
-        for (guint i = plan->idx[d]; i < plan->radix[d]; i++) {
-          plan->idx[d] = i;
-          plan->slots[d] = vals[i];
-          int ok = ts__sched_plan_check_depth(plan, d, error);
-          if (ok < 0)
-            return FALSE;
-          if (__builtin_add_overflow(total, (guint64)ok, &total)) {
-            g_set_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EVAL,
-                        "schedule: the number of valid points overflows 64 bits");
-            return FALSE;
-          }
-        }
-        plan->idx[d] = plan->radix[d];
-        continue;
-      }
-      ts__sched_plan_bind(plan, (guint)d, plan->idx[d]);
-      int ok = ts__sched_plan_check_depth(plan, d, error);
-      if (ok < 0)
-        return FALSE;
-      if (ok > 0 && d >= plan->last_depth) {
-        /* No constraint reads a deeper knob: the whole subtree is valid, count it at once. */
-        if (plan->suffix[d + 1] == G_MAXUINT64 ||
-            __builtin_add_overflow(total, plan->suffix[d + 1], &total)) {
-          g_set_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EVAL,
-                      "schedule: the number of valid points overflows 64 bits");
-          return FALSE;
-        }
-      } else if (ok > 0) {
-        d++;
-        plan->idx[d] = 0;
-        continue;
-      }
-      plan->idx[d]++;
-    }
+    overflow = part > 0 && (overflow || __builtin_mul_overflow(total, part, &total));
+    total = part > 0 ? total : 0;
   }
+  if (overflow)
+    return count_overflow(error);
   if (count)
     *count = total;
   return TRUE;

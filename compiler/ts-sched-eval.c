@@ -51,6 +51,7 @@ typedef struct {
   const TsSchedEnv *env;
   Prog *prog;
   int depth;
+  GArray *reads; /* guint: the knobs the constraint reads */
 } Compiler;
 
 static void
@@ -96,6 +97,8 @@ compile(Compiler *c, const TsExpr *e, TsSchedKind *kind, GError **error)
     if (k >= 0) {
       *kind = ((const TsKnob *)g_ptr_array_index(c->space->knobs, k))->kind;
       c->depth = MAX(c->depth, k);
+      guint knob = (guint)k;
+      g_array_append_val(c->reads, knob);
       emit(c, C_SLOT, k);
     } else if (ts_sched_env_get(c->env, e->s, &v)) {
       emit(c, C_CONST, v);
@@ -271,6 +274,17 @@ run(const Prog *p, const gint64 *slots, gint64 *out)
   return 0;
 }
 
+/* The group of knob d: its smallest member (union by the smaller index). */
+static guint
+group_find(guint *group, guint d)
+{
+  while (group[d] != d) {
+    group[d] = group[group[d]];
+    d = group[d];
+  }
+  return d;
+}
+
 TsSchedPlan *
 ts__sched_plan_new(const TsSchedSpace *space, const TsSchedEnv *env, GError **error)
 {
@@ -284,6 +298,9 @@ ts__sched_plan_new(const TsSchedSpace *space, const TsSchedEnv *env, GError **er
   plan->suffix = g_new0(guint64, n + 1);
   plan->slots = g_new0(gint64, MAX(n, 1));
   plan->idx = g_new0(guint, MAX(n, 1));
+  plan->group = g_new(guint, MAX(n, 1));
+  for (guint d = 0; d < n; d++)
+    plan->group[d] = d;
   plan->last_depth = -1;
   for (guint d = 0; d < n; d++) {
     const TsKnob *k = g_ptr_array_index(space->knobs, d);
@@ -306,11 +323,17 @@ ts__sched_plan_new(const TsSchedSpace *space, const TsSchedEnv *env, GError **er
     Prog *prog = g_new0(Prog, 1);
     prog->code = g_array_new(FALSE, FALSE, sizeof(CNode));
     prog->text = ts__sched_expr_to_string(e);
-    Compiler c = {space, env, prog, -1};
+    g_autoptr(GArray) reads = g_array_new(FALSE, FALSE, sizeof(guint));
+    Compiler c = {space, env, prog, -1, reads};
     TsSchedKind kind;
     if (!compile(&c, e, &kind, error)) {
       prog_free(prog);
       return NULL;
+    }
+    for (guint r = 1; r < reads->len; r++) {
+      guint a = group_find(plan->group, g_array_index(reads, guint, 0));
+      guint b = group_find(plan->group, g_array_index(reads, guint, r));
+      plan->group[MAX(a, b)] = MIN(a, b);
     }
     if (kind != TS_SCHED_INT) {
       type_error(&c, error, "a string used as a condition");
@@ -321,6 +344,8 @@ ts__sched_plan_new(const TsSchedSpace *space, const TsSchedEnv *env, GError **er
     g_ptr_array_add(plan->at[c.depth + 1], prog);
     plan->last_depth = MAX(plan->last_depth, c.depth);
   }
+  for (guint d = 0; d < n; d++)
+    plan->group[d] = group_find(plan->group, d);
   return g_steal_pointer(&plan);
 }
 
@@ -340,6 +365,7 @@ ts__sched_plan_free(TsSchedPlan *plan)
   g_free(plan->suffix);
   g_free(plan->slots);
   g_free(plan->idx);
+  g_free(plan->group);
   g_free(plan);
 }
 

@@ -239,6 +239,9 @@ struct _TsSchedPlan {
   guint64 *suffix; /* suffix[d]: product of radix[d..n-1], saturating at G_MAXUINT64 */
   gint64 *slots;   /* current knob values */
   guint *idx;      /* current value indices */
+  /* group[d]: the smallest knob that shares a constraint with knob d, directly or through other
+   * knobs (d itself where none does): the valid points are the product of each group's own */
+  guint *group;
 };
 
 TsSchedPlan *ts__sched_plan_new(const TsSchedSpace *space, const TsSchedEnv *env, GError **error);

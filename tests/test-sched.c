@@ -559,6 +559,67 @@ test_count_ten_million(void)
   g_test_message("iterated them in %.1f ms", (g_get_monotonic_time() - t1) / 1000.0);
 }
 
+/* Knobs that share no constraint are counted group by group: 10^7 points in the groups {a, b},
+ * {c, d, e} and {f, g}, counted as nested loops over each group count them. An empty group makes
+ * the space empty however many points the others have (no overflow error), and the groups are
+ * counted in the order of their first knob: one that cannot be evaluated (a division by zero)
+ * is an error, unless a group before it is empty; a product past 64 bits is an error. (Walked
+ * as one group, the 10^20 points before z's empty one would never be counted.) */
+static void
+test_count_groups(void)
+{
+  g_autoptr(TsSchedSpace) s = parse_ok(
+      "dict(a=[1,2,3,4,5,6,7,8,9,10], b=[1,2,3,4,5,6,7,8,9,10], c=[1,2,3,4,5,6,7,8,9,10],"
+      " d=[1,2,3,4,5,6,7,8,9,10], e=[1,2,3,4,5,6,7,8,9,10], f=[1,2,3,4,5,6,7,8,9,10],"
+      " g=[1,2,3,4,5,6,7,8,9,10]).where(a * b <= 60, c + d + e >= 8, (f * g) % 3 != 1)");
+  guint64 ab = 0, cde = 0, fg = 0;
+  for (int x = 1; x <= 10; x++)
+    for (int y = 1; y <= 10; y++) {
+      ab += x * y <= 60;
+      fg += (x * y) % 3 != 1;
+      for (int z = 1; z <= 10; z++)
+        cde += x + y + z >= 8;
+    }
+  guint64 count = 0;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(ts_sched_space_count_valid(s, NULL, &count, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(count, ==, ab * cde * fg);
+
+  GString *t = g_string_new("dict(");
+  for (int k = 0; k < 20; k++)
+    g_string_append_printf(t, "k%d=[1,2,3,4,5,6,7,8,9,10], ", k);
+  g_autofree char *free20 = g_string_free(t, FALSE);
+  static const struct {
+    const char *tail; /* after the 20 free knobs of 10 values each (10^20 points) */
+    gboolean ok;
+    guint64 count;
+    const char *says;
+  } cases[] = {
+      {"z=[1,2]).where(z > 5)", TRUE, 0, NULL},
+      {"z=[1,2]).where(z > 1)", FALSE, 0, "overflows 64 bits"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strconcat(free20, cases[i].tail, NULL);
+    g_autoptr(TsSchedSpace) big = parse_ok(text);
+    g_autoptr(GError) e = NULL;
+    count = 7;
+    g_assert_cmpint(ts_sched_space_count_valid(big, NULL, &count, &e), ==, cases[i].ok);
+    if (cases[i].ok)
+      g_assert_cmpuint(count, ==, cases[i].count);
+    else
+      g_assert_true(e != NULL && strstr(e->message, cases[i].says) != NULL);
+  }
+  g_autoptr(TsSchedSpace) empty_first = parse_ok("dict(a=[1,2], b=[0,1]).where(a > 5, 10 / b > 1)");
+  g_assert_true(ts_sched_space_count_valid(empty_first, NULL, &count, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(count, ==, 0);
+  g_autoptr(TsSchedSpace) error_first = parse_ok("dict(b=[0,1], a=[1,2]).where(a > 5, 10 / b > 1)");
+  g_assert_false(ts_sched_space_count_valid(error_first, NULL, &count, &error));
+  g_assert_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_EVAL);
+  g_assert_nonnull(strstr(error->message, "division by zero"));
+}
+
 /* ---- sampling ---- */
 
 static void
@@ -1042,6 +1103,7 @@ main(int argc, char **argv)
   g_test_add_func("/sched/env-constraints", test_env_constraints);
   g_test_add_func("/sched/size-overflow", test_size_overflow);
   g_test_add_func("/sched/count-ten-million", test_count_ten_million);
+  g_test_add_func("/sched/count-groups", test_count_groups);
   g_test_add_func("/sched/sample-determinism", test_sample_determinism);
   g_test_add_func("/sched/sample-uniform", test_sample_uniform);
   g_test_add_func("/sched/sample-low-acceptance", test_sample_low_acceptance);

@@ -538,9 +538,10 @@ test_ten_million(void)
   g_assert_cmpuint(size, ==, 10000000);
   /* The yardstick, measured in the same run: enumerating 10^5 of the space's valid points. A
    * strategy that walked the whole space would take about a hundred of these (10^7 points
-   * to walk); the bound is forty, so a slow or sanitized build is judged
-   * against its own speed (exhaustive's setup costs 5x the yardstick with gcc -O2, 14x under
-   * clang's sanitizers on a 2-core Zen 3 VM). */
+   * to walk); the bound is ten, so a slow or sanitized build is judged against its own speed.
+   * Counting the valid points group by group, as the strategies' creation does, walks 1,200
+   * points here (with gcc -O2 on a 2-core Zen 1 VM: 3-4 ms a strategy, the model's 160 ms with
+   * its training set-up, against a 50 ms yardstick; walking all 10^7 it was 300 ms, 6x). */
   gint64 e0 = g_get_monotonic_time();
   g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, NULL);
   TsSchedPoint *p;
@@ -562,7 +563,7 @@ test_ten_million(void)
     double ms = (g_get_monotonic_time() - t0) / 1000.0;
     g_assert_cmpuint(r.proposed, ==, 100);
     g_test_message("10^7 points: %s proposed 100 in %.1f ms (creation included)", all[i], ms);
-    g_assert_cmpfloat(ms, <, MAX(40 * yardstick_ms, 50.0));
+    g_assert_cmpfloat(ms, <, MAX(10 * yardstick_ms, 50.0));
     run_clear(&r);
   }
 }
