@@ -27,8 +27,48 @@ static void trampoline()
   emu_entry(g_args, g_maps);
   emu.cur->done = true;
   emu.cta->n_done++;
-  swapcontext(&emu.cur->ctx, &emu.sched);
+  emu_fiber_switch(&emu.cur->fiber, &emu.sched); // never resumed
+  abort();
 }
+
+#if defined(__x86_64__)
+// emu_switch(save_sp, load_sp): pushes the System V callee-saved registers, stores the stack
+// pointer through save_sp, loads load_sp and pops the other fiber's registers; its ret resumes
+// that fiber. SSE and x87 control words are the same in every fiber and are not switched.
+asm(".text\n"
+    ".globl emu_switch\n"
+    ".type emu_switch, @function\n"
+    "emu_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size emu_switch, .-emu_switch\n");
+
+// A fresh fiber's stack as emu_switch leaves a suspended one: six saved registers (zero), then
+// the address its ret jumps to (entry), then a return address entry never uses, placed so that
+// entry starts with the stack aligned as after a call (rsp = 8 mod 16).
+static void fiber_init(EmuFiber *f, char *stack, size_t size, void (*entry)())
+{
+  uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)15;
+  void **sp = (void **)top;
+  *--sp = nullptr;
+  *--sp = (void *)entry;
+  for (int r = 0; r < 6; r++)
+    *--sp = nullptr;
+  f->sp = sp;
+}
+#else
+static void fiber_init(EmuFiber *f, char *stack, size_t size, void (*entry)())
+{
+  getcontext(&f->ctx);
+  f->ctx.uc_stack.ss_sp = stack;
+  f->ctx.uc_stack.ss_size = size;
+  f->ctx.uc_link = nullptr;
+  makecontext(&f->ctx, entry, 0);
+}
+#endif
 static double urand(uint64_t &s)
 {
   s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -132,11 +172,7 @@ static int run_launch()
             th.cta = &c;
             th.done = false;
             th.stack.resize(256 * 1024);
-            getcontext(&th.ctx);
-            th.ctx.uc_stack.ss_sp = th.stack.data();
-            th.ctx.uc_stack.ss_size = th.stack.size();
-            th.ctx.uc_link = nullptr;
-            makecontext(&th.ctx, trampoline, 0);
+            fiber_init(&th.fiber, th.stack.data(), th.stack.size(), trampoline);
           }
         }
         emu.cluster_arrived = 0;
@@ -150,7 +186,7 @@ static int run_launch()
               if (!th.done) {
                 emu.cur = &th;
                 emu.cta = &c;
-                swapcontext(&emu.sched, &th.ctx);
+                emu_fiber_switch(&emu.sched, &th.fiber);
                 alive += !th.done;
               }
             if (c.cta_arrived > 0 && c.cta_arrived + c.n_done == (int)L[3]) { // exited threads
