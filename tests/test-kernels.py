@@ -36,6 +36,21 @@ def tt(*args):
     return p
 
 
+def rel_errors(f, shape, schedules):
+    """`run --kernel f` at each schedule: its relative error, or what went wrong."""
+    errs = []
+    for sched in schedules:
+        p = tt("run", "--kernel", f, "--shape", shape, "--schedule", sched, "--json")
+        r = json.loads(p.stdout) if p.returncode == 0 else {}
+        errs.append(r.get("rel_error") if r.get("status") == "ok" else (r or p.stderr))
+    return errs
+
+
+def as_accurate(errs):
+    """Every run verified, the later ones within 1.5x the first's error (or 1e-6)."""
+    return all(isinstance(v, float) for v in errs) and max(errs[1:]) <= max(1.5 * errs[0], 1e-6)
+
+
 # Runs at 16 lanes need 512-bit registers; a CPU without them runs its widest, 8.
 _cpu = re.search(r"^cpu .* (\d+)-bit SIMD", run([TT, "devices"], ENV).stdout, re.M)
 WIDE = 16 if _cpu and int(_cpu.group(1)) >= 512 else 8
@@ -145,13 +160,9 @@ ok(p.returncode == 0 and re.search(
 SM_NEXT = os.path.join(SRC, "tests", "kernels", "softmax_next_bf16.tsk")
 for f, extra in ([(os.path.join(EX, "softmax.tsk"), ""), (os.path.join(EX, "layernorm.tsk"), "")]
                  + [(SM_NEXT, v) for v in VECS]):
-    errs = []
-    for pl in ("none", "next"):
-        p = tt("run", "--kernel", f, "--shape", "M=37,N=203", "--schedule",
-               'block(m=4)%s.pipeline("%s")' % (extra, pl), "--json")
-        r = json.loads(p.stdout) if p.returncode == 0 else {}
-        errs.append(r.get("rel_error") if r.get("status") == "ok" else None)
-    ok(None not in errs and errs[1] <= max(1.5 * errs[0], 1e-6),
+    errs = rel_errors(f, "M=37,N=203",
+                      ['block(m=4)%s.pipeline("%s")' % (extra, pl) for pl in ("none", "next")])
+    ok(as_accurate(errs),
        "%s%s verifies with pipeline(\"next\"), as accurate as \"none\" (%s)"
        % (os.path.basename(f), extra, errs))
 # pipeline("skew"): row i's scratch pass takes row i + 1's max and writes row i - 1 from the
@@ -176,14 +187,10 @@ ok(p.returncode == 0
 MIX = os.path.join(SRC, "tests", "kernels", "softmax_mix.tsk")
 for f, extra in [(os.path.join(EX, "softmax.tsk"), ""), (MIX, VECS[0])] + [(SM_NEXT, v)
                                                                         for v in VECS]:
-    errs = []
-    for pl, bm in (("none", 4), ("skew", 1), ("skew", 4), ("skew", 16)):
-        p = tt("run", "--kernel", f, "--shape", "M=37,N=203", "--schedule",
-               'block(m=%d)%s.pipeline("%s").store("stream")' % (bm, extra, pl)
-               if f != MIX else 'block(m=%d)%s.pipeline("%s")' % (bm, extra, pl), "--json")
-        r = json.loads(p.stdout) if p.returncode == 0 else {}
-        errs.append(r.get("rel_error") if r.get("status") == "ok" else (r or p.stderr))
-    ok(all(isinstance(x, float) for x in errs) and max(errs[1:]) <= max(1.5 * errs[0], 1e-6),
+    errs = rel_errors(f, "M=37,N=203", [
+        'block(m=%d)%s.pipeline("%s")%s' % (bm, extra, pl, "" if f == MIX else '.store("stream")')
+        for pl, bm in (("none", 4), ("skew", 1), ("skew", 4), ("skew", 16))])
+    ok(as_accurate(errs),
        "%s%s verifies with pipeline(\"skew\") at 1, 4 and 16 rows an item, as accurate as "
        "\"none\" (%s)" % (os.path.basename(f), extra, errs))
 p = tt("lower", "--kernel", MIX, "--shape", "M=64,N=1000", "--schedule",
@@ -230,13 +237,9 @@ ok(p.returncode == 0 and re.search(
 lnb = with_space(os.path.join(SRC, "tests", "kernels", "layernorm_bf16.tsk"),
                  "layernorm_bf16_jam.tsk", 'pipeline=["none", "next"], jam=[1, 2], ')
 for f, extra in [(LN, "")] + [(lnb, v) for v in VECS]:
-    errs = []
-    for bm, jam in ((4, 1), (4, 2), (16, 2), (37, 2)):
-        p = tt("run", "--kernel", f, "--shape", "M=37,N=203", "--schedule",
-               'block(m=%d)%s.pipeline("next").jam(%d)' % (bm, extra, jam), "--json")
-        r = json.loads(p.stdout) if p.returncode == 0 else {}
-        errs.append(r.get("rel_error") if r.get("status") == "ok" else (r or p.stderr))
-    ok(all(isinstance(v, float) for v in errs) and max(errs[1:]) <= max(1.5 * errs[0], 1e-6),
+    errs = rel_errors(f, "M=37,N=203", ['block(m=%d)%s.pipeline("next").jam(%d)' % (bm, extra, jam)
+                                        for bm, jam in ((4, 1), (4, 2), (16, 2), (37, 2))])
+    ok(as_accurate(errs),
        "%s%s verifies with jam(2) (odd items, 37 rows), as accurate as jam(1) (%s)"
        % (os.path.basename(f), extra, errs))
 jammed = with_space(os.path.join(EX, "softmax.tsk"), "softmax_jam.tsk", "jam=[1, 2], ")
@@ -284,13 +287,10 @@ lnt = with_space(os.path.join(SRC, "tests", "kernels", "layernorm_bf16.tsk"),
 rmt = with_space(os.path.join(SRC, "tests", "kernels", "rms_scale.tsk"), "rms_tile.tsk",
                  'apply=["row", "tile"], ')
 for f, extra in [(LN, ""), (rmt, "")] + [(lnt, v) for v in VECS]:
-    errs = []
-    for bm, apply in ((4, "row"), (4, "tile"), (16, "tile"), (37, "tile")):
-        p = tt("run", "--kernel", f, "--shape", "M=37,N=600", "--schedule",
-               'block(m=%d)%s.apply("%s")' % (bm, extra, apply), "--json")
-        r = json.loads(p.stdout) if p.returncode == 0 else {}
-        errs.append(r.get("rel_error") if r.get("status") == "ok" else (r or p.stderr))
-    ok(all(isinstance(v, float) for v in errs) and max(errs[1:]) <= max(1.5 * errs[0], 1e-6),
+    errs = rel_errors(f, "M=37,N=600", ['block(m=%d)%s.apply("%s")' % (bm, extra, apply)
+                                        for bm, apply in ((4, "row"), (4, "tile"), (16, "tile"),
+                                                          (37, "tile"))])
+    ok(as_accurate(errs),
        "%s%s verifies with apply(\"tile\") (two tiles and a tail, odd items), as accurate as "
        "apply(\"row\") (%s)" % (os.path.basename(f), extra, errs))
 p = tt("lower", "--kernel", LN, "--shape", "M=37,N=203", "--schedule",
