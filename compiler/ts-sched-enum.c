@@ -110,30 +110,21 @@ count_overflow(GError **error)
   return FALSE;
 }
 
-/* The valid assignments of one group of knobs (m[0..k-1], in order), which no constraint shares
+/* The valid assignments of one group of knobs (m[0..k-1], in order), which shares no constraint
  * with a knob outside it: a walk over its own knobs alone, checking at each the constraints
- * decided there, a subtree past the group's last constraint counted at once. */
+ * decided there. The group's last knob is where one of its constraints is decided (a
+ * constraint reading it reads no deeper knob of the group), so every leaf of the walk is a
+ * whole assignment; a knob no constraint reads is a group of its own, all of its values valid. */
 static gboolean
 count_group(TsSchedPlan *plan, const guint *m, guint k, guint64 *count, GError **error)
 {
-  int last = -1; /* the deepest member at which a constraint is decided */
-  for (guint j = 0; j < k; j++)
-    if (plan->at[m[j] + 1]->len > 0)
-      last = (int)j;
-  /* rest[j]: the assignments of the members after j (rest[k - 1] = 1); rest[-1] as `all` */
-  g_autofree guint64 *rest = g_new(guint64, k);
-  guint64 all = 1;
-  for (guint j = k; j-- > 0;) {
-    rest[j] = all;
-    if (__builtin_mul_overflow(all, (guint64)plan->radix[m[j]], &all))
-      return count_overflow(error);
-  }
-  if (last < 0) {
-    *count = all;
+  if (plan->at[m[k - 1] + 1]->len == 0) {
+    g_assert(k == 1);
+    *count = plan->radix[m[0]];
     return TRUE;
   }
   guint64 total = 0;
-  int j = 0;
+  guint j = 0;
   plan->idx[m[0]] = 0;
   for (;;) {
     const guint d = m[j];
@@ -148,14 +139,12 @@ count_group(TsSchedPlan *plan, const guint *m, guint k, guint64 *count, GError *
     int ok = ts__sched_plan_check_depth(plan, (int)d, error);
     if (ok < 0)
       return FALSE;
-    if (ok > 0 && j >= last) {
-      if (__builtin_add_overflow(total, rest[j], &total))
-        return count_overflow(error);
-    } else if (ok > 0) {
+    if (ok > 0 && j + 1 < k) {
       j++;
       plan->idx[m[j]] = 0;
       continue;
     }
+    total += ok > 0;
     plan->idx[d]++;
   }
   *count = total;
