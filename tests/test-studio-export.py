@@ -142,7 +142,13 @@ ok(not has_alloc or len(groups(svg("tl.svg"), "memory")) == 1,
 ok(re.search(r" — profile \d+ of gemm ", p.stdout), "the summary names whose profile it is: %s"
    % p.stdout.strip())
 kinds = {g.get("class").split()[1] for g in drawn}
-ok({"compile", "kernel"} <= kinds, "kernels and compiles are on the timeline (%s)" % sorted(kinds))
+# Compiles take milliseconds and are drawn alone; a 64^3 kernel's few microseconds are folded
+# with their neighbours where the gaps between them come under TS_TL_FOLD_PX (a loaded machine
+# stretches the compiles and the span), so kernels are drawn alone or folded, never dropped.
+n_kernels = sum(1 for e in events if e[0] == "kernel")
+ok("compile" in kinds and n_kernels > 0 and ("kernel" in kinds or n_folded > 0),
+   "kernels and compiles are on the timeline (%d kernels; drawn alone: %s; %d folded)"
+   % (n_kernels, sorted(kinds), n_folded))
 p = run(STUDIO, "--export", "timeline", "--trace", trace, "--width", "4000",
         "--output", os.path.join(TMP, "tl2.svg"))
 ok(p.returncode == 0, "export timeline from a Chrome trace file, no cache")
