@@ -295,13 +295,11 @@ ts__sched_plan_new(const TsSchedSpace *space, const TsSchedEnv *env, GError **er
   plan->radix = g_new0(guint, MAX(n, 1));
   plan->vals = g_new0(gint64 *, MAX(n, 1));
   plan->at = g_new0(GPtrArray *, n + 1);
-  plan->suffix = g_new0(guint64, n + 1);
   plan->slots = g_new0(gint64, MAX(n, 1));
   plan->idx = g_new0(guint, MAX(n, 1));
   plan->group = g_new(guint, MAX(n, 1));
   for (guint d = 0; d < n; d++)
     plan->group[d] = d;
-  plan->last_depth = -1;
   for (guint d = 0; d < n; d++) {
     const TsKnob *k = g_ptr_array_index(space->knobs, d);
     plan->radix[d] = k->values->len;
@@ -311,10 +309,6 @@ ts__sched_plan_new(const TsSchedSpace *space, const TsSchedEnv *env, GError **er
       plan->vals[d][i] = v.kind == TS_SCHED_INT ? v.i : (gint64)(gintptr)v.s;
     }
   }
-  plan->suffix[n] = 1;
-  for (guint d = n; d-- > 0;)
-    if (__builtin_mul_overflow(plan->suffix[d + 1], (guint64)plan->radix[d], &plan->suffix[d]))
-      plan->suffix[d] = G_MAXUINT64;
   for (guint d = 0; d <= n; d++)
     plan->at[d] = g_ptr_array_new_with_free_func(prog_free);
 
@@ -342,7 +336,6 @@ ts__sched_plan_new(const TsSchedSpace *space, const TsSchedEnv *env, GError **er
     }
     prog->stack = g_new(gint64, max_stack(prog->code));
     g_ptr_array_add(plan->at[c.depth + 1], prog);
-    plan->last_depth = MAX(plan->last_depth, c.depth);
   }
   for (guint d = 0; d < n; d++)
     plan->group[d] = group_find(plan->group, d);
@@ -362,7 +355,6 @@ ts__sched_plan_free(TsSchedPlan *plan)
   g_free(plan->radix);
   g_free(plan->vals);
   g_free(plan->at);
-  g_free(plan->suffix);
   g_free(plan->slots);
   g_free(plan->idx);
   g_free(plan->group);

@@ -235,8 +235,6 @@ struct _TsSchedPlan {
   guint *radix;    /* values per knob */
   gint64 **vals;   /* per knob: ints, or interned string pointers cast to gint64 */
   GPtrArray **at;  /* at[d + 1]: programs checked once knob d is bound (at[0]: env only) */
-  int last_depth;  /* deepest knob any constraint reads, -1 if none */
-  guint64 *suffix; /* suffix[d]: product of radix[d..n-1], saturating at G_MAXUINT64 */
   gint64 *slots;   /* current knob values */
   guint *idx;      /* current value indices */
   /* group[d]: the smallest knob that shares a constraint with knob d, directly or through other
