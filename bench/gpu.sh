@@ -303,7 +303,7 @@ coll_nccl() {
 TMA_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma")'
 COOP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("coop").persistent(2)'
 PP_POINT='block(m=128,n=128,k=64).warps(8).stages(3).mma("wgmma").load("tma").schedule("pingpong").persistent(2).epilogue("tma").cluster(m=2)'
-ATTN_WG_POINT='block(m=128,n=64).warps(8).stages(2).mma("wgmma")'
+ATTN_WG_POINT='block(m=128,n=64).warps(8).stages(2).mma("wgmma").schedule("pingpong").persistent(2).epilogue("tma")'
 export TMA_POINT COOP_POINT PP_POINT ATTN_WG_POINT
 
 sanitizer() {  # racecheck | memcheck: the TMA gemm, plain and warp-specialized, and the wgmma attention, one launch each

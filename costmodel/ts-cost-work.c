@@ -196,7 +196,9 @@ attn_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   w->accumulators = (16 * D + 16 * BN) / 32; /* O and S fragments of a warp's 16 rows */
   double regs = wg ? w->accumulators + BN / 4 + 30 : w->accumulators + D / 4 + 40;
   /* persistent(P) (wgmma): two Q buffers, so the next tile's loads run under this one's
-   * last products and store. */
+   * last products and store. epilogue() does not enter the estimate: O is written once a
+   * query tile, after S / BN key tiles of products, and the TMA form stages it in the Q
+   * buffer, so it costs no shared memory either; the measurements decide. */
   gboolean persistent = wg && ts_sched_point_get_int(p, "persistent", 0) > 0;
   double qbufs = persistent ? 2 : 1;
   gpu_occupancy(t, threads + (wg ? 128 : 0), res, regs,

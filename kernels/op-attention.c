@@ -294,6 +294,8 @@ attn_lower_cuda_wgmma(const TsOpInstance *inst, const TsSchedPoint *point, TsTil
   const char *sched = ts_sched_point_get_str(point, "schedule", "coop");
   const gboolean pingpong = g_strcmp0(sched, "pingpong") == 0;
   const gboolean overlap = pingpong || g_strcmp0(sched, "overlap") == 0;
+  const gboolean tma_store =
+    g_strcmp0(ts_sched_point_get_str(point, "epilogue", "direct"), "tma") == 0;
   if (!overlap && g_strcmp0(sched, "coop") != 0) {
     g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
                 "%s: schedule(\"%s\"): mma(\"wgmma\") has \"coop\" (each consumer "
@@ -336,6 +338,8 @@ attn_lower_cuda_wgmma(const TsOpInstance *inst, const TsSchedPoint *point, TsTil
   ts_tile_kernel_add_tensor_map(k, "tma_q", "Q", "D", "B*H*S", 128 / elem, BM, 128);
   ts_tile_kernel_add_tensor_map(k, "tma_k", "K", "D", "B*H*S", 128 / elem, BN, 128);
   ts_tile_kernel_add_tensor_map(k, "tma_v", "V", "D", "B*H*S", 128 / elem, BN, 128);
+  if (tma_store) /* a consumer's 64 rows of one panel a box */
+    ts_tile_kernel_add_tensor_map(k, "tma_o", "O", "D", "B*H*S", 128 / elem, 64, 128);
 
   const char *t = ts_dtype_name(dt);
   TsTileNode *g = ts_tile_grid(k->body, ctas, 1, 1, 384, smem);
@@ -418,12 +422,26 @@ attn_lower_cuda_wgmma(const TsOpInstance *inst, const TsSchedPoint *point, TsTil
   } else {
     attn_wgmma_overlap(ct, k, t, pingpong);
   }
-  /* Every Q·Kᵀ of the tile has finished: its Q buffer may be refilled. */
-  ts_tile_intrinsic(ct, "mbar_arrive_wg", NULL, "bars + 2 * (2 * STAGES + QBUFS + qb)", "true",
-                    NULL);
+  /* Every Q·Kᵀ of the tile has finished: its Q buffer may be refilled — with epilogue("tma")
+   * once O has been staged in the consumer's rows of it and stored (the stores read, by the
+   * thread that arrives), where the consumer's 64 rows lie inside the head; rows past S are
+   * stored by each thread, as with "direct". */
+  const char *q_empty = "bars + 2 * (2 * STAGES + QBUFS + qb)";
   g_autofree char *store = g_strdup_printf("T=%s,D=HD,T0=128", t);
-  ts_tile_intrinsic(ct, "attn_store", store, "O + bh * S * HD", "o", "l", "q0", "S", NULL);
+  TsTileNode *direct = ct;
+  if (tma_store) {
+    g_autofree char *staged = g_strdup_printf("T=%s,BM=BM,D=HD,T0=128", t);
+    TsTileNode *whole = ts_tile_if(ct, "q0 + 64 * wg <= S");
+    ts_tile_intrinsic(whole, "attn_store_tma", staged, "Qs + qb * BM * HD", "tma_o",
+                      "bh * S + q0", "o", "l", NULL);
+    ts_tile_intrinsic(whole, "mbar_arrive_wg", NULL, q_empty, "true", NULL);
+    direct = ts_tile_if(ct, "q0 + 64 * wg > S");
+  }
+  ts_tile_intrinsic(direct, "mbar_arrive_wg", NULL, q_empty, "true", NULL);
+  ts_tile_intrinsic(direct, "attn_store", store, "O + bh * S * HD", "o", "l", "q0", "S", NULL);
   ts_tile_intrinsic(ct, "count_add", NULL, "kv", "n_kv", NULL);
+  if (tma_store)
+    ts_tile_intrinsic(cons, "tma_store_drain", NULL, NULL);
   return TRUE;
 }
 
@@ -451,6 +469,15 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
     return FALSE;
   }
   const char *mma_knob = ts_sched_point_get_str(point, "mma", "sync");
+  const char *epilogue = ts_sched_point_get_str(point, "epilogue", "direct");
+  if (g_strcmp0(epilogue, "direct") != 0 &&
+      (g_strcmp0(epilogue, "tma") != 0 || g_strcmp0(mma_knob, "wgmma") != 0)) {
+    g_set_error(error, TS_OP_ERROR, TS_OP_ERROR_SCHEDULE,
+                "%s: epilogue(\"%s\"): the CUDA lowering has \"direct\" (each thread stores its "
+                "rows of O) and, with mma(\"wgmma\"), \"tma\" (O staged in the Q buffer by "
+                "stmatrix, stored by the TMA)", name, epilogue);
+    return FALSE;
+  }
   if (g_strcmp0(mma_knob, "wgmma") == 0)
     return attn_lower_cuda_wgmma(inst, point, k, error);
   if (g_strcmp0(mma_knob, "sync") != 0) {
@@ -563,13 +590,16 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
  * counting the consumers), key tiles of whole 64-row wgmma widths and the ring's mbarriers;
  * schedule() picks among its consumer loops ("coop" only on mma.sync, which has one);
  * persistent(P) (wgmma only; the device's SM count, pruned above gpu_sms) walks the query
- * tiles with P CTAs and double-buffers Q. Its Q lives in shared memory, so at D=128 a thread
+ * tiles with P CTAs and double-buffers Q; epilogue("tma") (wgmma only) stages O in the Q
+ * buffer, so it costs no shared memory. Its Q lives in shared memory, so at D=128 a thread
  * holds 64 O and BN / 2 score floats and BN / 4 packed probabilities within its 232
  * registers. */
 #define ATTN_CUDA_SPACE                                                                        \
   "block(m=[64,128], n=[32,64,128]).warps([4,8]).stages([2,3]).mma([\"sync\",\"wgmma\"])"      \
   ".schedule([\"coop\",\"overlap\",\"pingpong\"]).persistent([0,132])"                            \
+  ".epilogue([\"direct\",\"tma\"])"                                                               \
   ".where(warps * 16 == BM, schedule == \"coop\" || mma == \"wgmma\","                           \
+  " epilogue == \"direct\" || mma == \"wgmma\","                                                  \
   " persistent == 0 || mma == \"wgmma\" && persistent <= gpu_sms"                                \
   " && (2 * BM + 2 * stages * BN) * D * 2 + 8 * (2 * stages + 4) <= smem_bytes,"                \
   " (BM + 2 * stages * BN) * D * 2 <= smem_bytes,"                                             \
@@ -577,7 +607,8 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   " || mma == \"wgmma\" && has_wgmma == 1 && BM == 128 && BN % 64 == 0"                         \
   " && (BM + 2 * stages * BN) * D * 2 + 8 * (2 * stages + 2) <= smem_bytes)"
 #define ATTN_CUDA_DEFAULT                                                                      \
-  "block(m=128,n=64).warps(8).stages(2).mma(\"sync\").schedule(\"coop\").persistent(0)"
+  "block(m=128,n=64).warps(8).stages(2).mma(\"sync\").schedule(\"coop\").persistent(0)"             \
+  ".epilogue(\"direct\")"
 
 #define ATTN_COMMON                                                                            \
   .n_inputs = 3,                                                                               \

@@ -619,7 +619,7 @@ p = tt("lower", "--kernel", ATTN, "flash_attention+causal", "--shape", "B=4,H=16
        "--backend", "cuda", "--stage", "all")
 ok(p.returncode == 0 and re.search(r"^space: block\(m=\[64,128\], n=\[64,128\]\)\.warps\(\[4,8\]\)"
                                    r"\.stages\(\[2,3\]\)\.mma\(\[\"sync\",\"wgmma\"\]\)", p.stdout, re.M)
-   and "25 valid at B=4,H=16,S=4096,D_h=128" in p.stdout
+   and "46 valid at B=4,H=16,S=4096,D_h=128" in p.stdout
    and "static constexpr long long CAUSAL = 1;" in p.stdout and "ts_attn_softmax_online<BN, HD>" in p.stdout,
    "on CUDA: the kernel's tiles, warps and stages, the template's mma searched, causal "
    "(%s)" % p.stderr.strip())

@@ -569,20 +569,33 @@ test_attention_cuda_lowering(void)
   g_assert_null(ts_op_lower(bf, "cuda", bad_sched, &error));
   assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "rotate");
   g_clear_error(&error);
+  /* epilogue("tma") stages O where a wgmma consumer's Q was: mma.sync has no such buffer. */
+  g_autoptr(TsSchedPoint) sync_tma = ts_sched_point_parse(
+    "block(m=64,n=64).warps(4).stages(2).mma(\"sync\").epilogue(\"tma\")", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_lower(bf, "cuda", sync_tma, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "with mma(\"wgmma\"), \"tma\"");
+  g_clear_error(&error);
+  g_autoptr(TsSchedPoint) bad_epi = ts_sched_point_parse(
+    "block(m=128,n=64).warps(8).stages(2).mma(\"wgmma\").epilogue(\"smem\")", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_lower(bf, "cuda", bad_epi, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "epilogue(\"smem\")");
+  g_clear_error(&error);
 
   /* The default spaces are small, and every point lowers and emits (compiling needs NVRTC:
    * tests/cuda-compile-all.sh). On mma.sync D=64 has 12 points, D=128 8 (BN <= 64 keeps the
    * score registers in check); mma("wgmma") adds BN 64 or 128 at 2 or 3 stages in its three
    * schedules, with and without persistent(132) (at D=128 with BN=128 two Q buffers leave
-   * room for 2 stages only), where the arch has wgmma (sm_90a, and the no-device default),
-   * none on sm_80. */
+   * room for 2 stages only), each with either epilogue, where the arch has wgmma (sm_90a, and
+   * the no-device default), none on sm_80. */
   static const struct {
     const char *op, *shape, *arch;
     guint64 points, wgmma;
   } spaces[] = {
-    {"flash_attention", "B=1,H=3,S=77,D=64", NULL, 36, 24},
-    {"flash_attention_causal", "B=2,H=1,S=200,D=128", NULL, 29, 21},
-    {"flash_attention_causal", "B=2,H=1,S=200,D=128", "sm_90a", 29, 21},
+    {"flash_attention", "B=1,H=3,S=77,D=64", NULL, 60, 48},
+    {"flash_attention_causal", "B=2,H=1,S=200,D=128", NULL, 50, 42},
+    {"flash_attention_causal", "B=2,H=1,S=200,D=128", "sm_90a", 50, 42},
     {"flash_attention", "B=1,H=3,S=77,D=64", "sm_80", 12, 0},
   };
   for (guint i = 0; i < G_N_ELEMENTS(spaces); i++) {
@@ -627,7 +640,16 @@ test_attention_cuda_lowering(void)
           strstr(src, "ts_attn_ws_init<STAGES, QBUFS>(bars, tma_q, tma_k, tma_v);"));
         const gint64 P = ts_sched_point_get_int(point, "persistent", -1);
         g_assert_nonnull(strstr(src, P > 0 ? "QBUFS = 2;" : "QBUFS = 1;"));
-        g_assert_nonnull(strstr(src, "_tma[25] = {3, 0, 2, 3, 0, 64, 128, 128, 6, 1, 2, 3, 0, 64, "));
+        /* epilogue("tma") adds a map of O (boxes of 64 x 64: a consumer's rows of a panel),
+         * and keeps the direct store for rows past S. */
+        const gboolean staged =
+          g_strcmp0(ts_sched_point_get_str(point, "epilogue", NULL), "tma") == 0;
+        g_assert_nonnull(strstr(src, staged ? "_tma[33] = {4, 0, 2, 3, 0, 64, 128, 128, 6, 1, "
+                                            : "_tma[25] = {3, 0, 2, 3, 0, 64, 128, 128, 6, 1, "));
+        g_assert_true(!staged || strstr(src, ", 3, 2, 3, 0, 64, 64, 128, 6};") != NULL);
+        g_assert_true((strstr(src, "ts_attn_store_tma<") != NULL) == staged);
+        g_assert_true((strstr(src, "ts_tma_store_drain();") != NULL) == staged);
+        g_assert_nonnull(strstr(src, "ts_attn_store<"));
       }
     }
     g_assert_no_error(error);

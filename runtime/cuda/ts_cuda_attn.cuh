@@ -259,15 +259,10 @@ __device__ __forceinline__ void ts_attn_mma_pv(float *o, const float *p, const T
   }
 }
 
-// O = o / l for the warp's rows below S, rounded to T and stored as pairs (32-bit stores). The
-// row sums are completed across the quad here; a row that never saw a key (l = 0) stores 0.
-// T0 as in ts_attn_mask.
-template <class T, int D, int T0 = 0>
-__device__ __forceinline__ void ts_attn_store(T *O, const float *o, const float *l, long long q0,
-                                              long long S)
+// 1 / l of the thread's rows lane / 4 and lane / 4 + 8, the row sums completed across the quad
+// (each lane summed its own columns); a row that never saw a key (l = 0) gets 0.
+__device__ __forceinline__ void ts_attn_row_inv(const float *l, float *inv)
 {
-  const int warp = ((int)threadIdx.x - T0) / 32, lane = (int)threadIdx.x % 32;
-  float inv[2];
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     float sum = l[r];
@@ -275,6 +270,17 @@ __device__ __forceinline__ void ts_attn_store(T *O, const float *o, const float 
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     inv[r] = sum > 0.f ? 1.f / sum : 0.f;
   }
+}
+
+// O = o / l for the warp's rows below S, rounded to T and stored as pairs (32-bit stores); a
+// row that never saw a key stores 0. T0 as in ts_attn_mask.
+template <class T, int D, int T0 = 0>
+__device__ __forceinline__ void ts_attn_store(T *O, const float *o, const float *l, long long q0,
+                                              long long S)
+{
+  const int warp = ((int)threadIdx.x - T0) / 32, lane = (int)threadIdx.x % 32;
+  float inv[2];
+  ts_attn_row_inv(l, inv);
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     const long long row = q0 + warp * 16 + lane / 4 + r * 8;
@@ -289,6 +295,7 @@ __device__ __forceinline__ void ts_attn_store(T *O, const float *o, const float 
 }
 
 // ---- FlashAttention-3 style on wgmma (sm_90a; mma("wgmma"), op-attention.c) ----
+// (ts_attn_store_tma, the epilogue("tma") form of ts_attn_store, is at the end of the file.)
 // A CTA of three warpgroups walks one or more query tiles: warpgroup 0 is the producer, whose
 // thread 0 loads each tile's BM x D Q into one of QBUFS buffers and the BN x D K and V tiles of
 // each key tile into a STAGES-deep ring by TMA; warpgroups 1 and 2 are the consumers, each
@@ -409,4 +416,47 @@ __device__ __forceinline__ void ts_attn_wg_pv(float *o, const float *p, const T 
   ts_attn_pack_p<T, BN>(a, p);
   ts_attn_wg_pv_issue<T, BN, D>(o, a, Vs);
   ts_attn_wg_wait<0, D / 2>(o);
+}
+
+// epilogue("tma"): ts_attn_store through shared memory and the TMA. The consumer warpgroup
+// writes O / l, rounded to T, with stmatrix over its own 64 rows of the tile's Q buffer Qs —
+// every wgmma that read them has finished, and the other consumer's read only its rows — in
+// the Q tile's layout (ts_tile_offset<BM, D, 2>: D / 64 panels of BM 128-byte rows, the
+// 128-byte swizzle, so the eight rows of a stmatrix hit eight bank groups), fences the writes
+// into the async proxy, and its first thread stores them as D / 64 boxes of 64 x 64 through the
+// map of O ([B*H*S, D] from row0, the tile's first row) and waits until the boxes have been
+// read: the buffer may then go back to the producer (the caller's arrival, from the same
+// thread). Every thread writes whole 16-byte rows, where ts_attn_store writes 4 bytes a lane.
+// Only for parts of the tile that lie inside the head (the map would store rows past S into
+// the next head's); the caller stores the others with ts_attn_store.
+template <class T, int BM, int D, int T0>
+__device__ __forceinline__ void ts_attn_store_tma(T *Qs, const TsTmaMap *map, long long row0,
+                                                  const float *o, const float *l)
+{
+  static_assert(BM % 64 == 0 && D % 64 == 0 && sizeof(T) == 2,
+                "64-row parts of whole 64-column panels of 16-bit elements");
+  const int w = ((int)threadIdx.x - T0) / 128, t = ((int)threadIdx.x - T0) % 128, lane = t % 32;
+  float inv[2];
+  ts_attn_row_inv(l, inv);
+  // Every warp of the warpgroup is past its last wgmma's wait before any row is overwritten.
+  ts_wg_sync(w);
+  // Matrix q of a stmatrix.x4: rows 8 (q % 2) of the warp's 16, columns 8 (j + q / 2).
+  const int q = lane / 8, row = w * 64 + t / 32 * 16 + (q % 2) * 8 + lane % 8;
+#pragma unroll
+  for (int j = 0; j < D / 8; j += 2) {
+    const float *v = o + j * 4;
+    const int col = (j + q / 2) * 8;
+    ts_stmatrix_x4(ts_smem_addr(Qs + ts_tile_offset<BM, D, 2>(row, col)),
+                   ts_pack2<T>(v[0] * inv[0], v[1] * inv[0]), ts_pack2<T>(v[2] * inv[1], v[3] * inv[1]),
+                   ts_pack2<T>(v[4] * inv[0], v[5] * inv[0]), ts_pack2<T>(v[6] * inv[1], v[7] * inv[1]));
+  }
+  ts_async_proxy_fence();
+  ts_wg_sync(w);
+  if (t == 0) {
+#pragma unroll
+    for (int p = 0; p < D / 64; p++)
+      ts_tma_store_2d(map, p * 64, (int)(row0 + w * 64), ts_smem_addr(Qs + p * BM * 64 + w * 64 * 64));
+    ts_bulk_commit();
+    ts_bulk_wait_read<0>();
+  }
 }

@@ -13,8 +13,8 @@
 // bar.arrive) count threads per id; a wait no arrival can complete, or an arrival left over at
 // the CTA's end, is an error. stmatrix writes the fragment layout as generic-proxy writes that
 // need a fence.proxy.async before a TMA store (cp.async.bulk.tensor shared -> global) reads them;
-// a store reads and writes when its thread's bulk wait_group allows, and a stmatrix into bytes a
-// pending store reads is a race. fp8 wgmma (k32, e4m3/e5m2) reads both operands K-major from
+// a store reads and writes when its thread's bulk wait_group allows, and a stmatrix, cp.async
+// or TMA copy into bytes a pending store reads is a race. fp8 wgmma (k32, e4m3/e5m2) reads both operands K-major from
 // shared memory: a transposed operand is an error. EMU_PLANT selects a deliberate bug
 // (self-test: must fail).
 #pragma once
@@ -432,8 +432,10 @@ static inline void emu_cp_async(unsigned dst, const void *src, int bytes, bool v
     emu_fail("cp.async misaligned or outside shared memory");
   else {
     for (int i = 0; i < bytes; i++)
-      if (emu.cta->wg_reads[dst + i]) {
-        emu_fail("cp.async into shared memory that an unfinished wgmma reads");
+      if (emu.cta->wg_reads[dst + i] || emu.cta->store_reads[dst + i]) {
+        emu_fail(emu.cta->wg_reads[dst + i]
+                     ? "cp.async into shared memory that an unfinished wgmma reads"
+                     : "cp.async into shared memory that a TMA store still reads");
         break;
       }
     EmuCopy c{dst, src, bytes, valid};
@@ -955,8 +957,9 @@ static inline void emu_tma_copy_2d(unsigned dst, const void *map_ptr, int c0, in
   for (unsigned r = 0; r < m.box[1]; r++)
     for (unsigned i = 0; i < m.box[0] * m.elem; i++) {
       const unsigned a = emu_tma_smem_addr(m, dst, r, i);
-      if (emu.cta->wg_reads[a]) {
-        emu_fail("TMA copy into shared memory that an unfinished wgmma reads");
+      if (emu.cta->wg_reads[a] || emu.cta->store_reads[a]) {
+        emu_fail(emu.cta->wg_reads[a] ? "TMA copy into shared memory that an unfinished wgmma reads"
+                                      : "TMA copy into shared memory that a TMA store still reads");
         r = m.box[1];
         break;
       }

@@ -98,6 +98,12 @@ F5='block(m=128,n=128).warps(8).stages(2).mma("wgmma").schedule("pingpong")'
 # tiles), the ring's slots and phases running on across tiles, Q double-buffered.
 G4='block(m=128,n=64).warps(8).stages(2).mma("wgmma").schedule("coop").persistent(2)'
 G5='block(m=128,n=128).warps(8).stages(2).mma("wgmma").schedule("overlap").persistent(3)'
+# ... with epilogue("tma"): O staged in the consumer's rows of the Q buffer by stmatrix and
+# stored by the TMA, the buffer handed back once the stores have read it; a consumer whose 64
+# rows run past S (S=300: the last tile's both, S=200: its second) stores them directly.
+H1='block(m=128,n=64).warps(8).stages(2).mma("wgmma").schedule("coop").epilogue("tma")'
+H2='block(m=128,n=64).warps(8).stages(2).mma("wgmma").schedule("overlap").persistent(2).epilogue("tma")'
+H3='block(m=128,n=64).warps(8).stages(3).mma("wgmma").schedule("pingpong").persistent(3).epilogue("tma")'
 G6='block(m=128,n=64).warps(8).stages(3).mma("wgmma").schedule("pingpong").persistent(2)'
 # fp8 (e4m3, e5m2) on the k32 wgmma: both operands K-major, B stored [N, K] and loaded by the
 # TMA as A is; the scales multiply the finished tile, written as bf16. K=528: a partial last
@@ -168,6 +174,11 @@ for p in "$G4" "$G5" "$G6"; do
 done
 CASES+=("flash_attention|B=2,H=1,S=300,D=128|2 1 300 128|f16|$G6|EMU_EAGER=0|pass")
 CASES+=("flash_attention_causal|B=2,H=1,S=300,D=128|2 1 300 128|bf16|$G5|EMU_EAGER=1|pass")
+for p in "$H1" "$H2" "$H3"; do
+  CASES+=("flash_attention|B=1,H=2,S=300,D=64|1 2 300 64|bf16|$p|EMU_EAGER=0|pass")
+  CASES+=("flash_attention_causal|B=1,H=3,S=200,D=128|1 3 200 128|f16|$p|EMU_EAGER=0|pass")
+done
+CASES+=("flash_attention|B=2,H=1,S=256,D=128|2 1 256 128|bf16|$H1|EMU_EAGER=1|pass")
 for op in softmax_safe layernorm_safe rmsnorm_safe reduce_sum; do
   for p in '' "$R1" "$R2"; do CASES+=("$op|M=37,N=203|37 203|bf16|$p|EMU_EAGER=0|pass"); done
 done
@@ -218,6 +229,9 @@ CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$Q3|EMU_PLANT=8|fail")
 # ... and a bulk wait that does not wait: the next tile's stmatrix overwrites a staging tile the
 # last tile's TMA stores still read.
 CASES+=("gemm|M=136,N=200,K=520|136 200 520|bf16|$E2|EMU_PLANT=9|fail")
+# In attention, whose staging is the Q buffer: the producer loads a later tile's Q into rows
+# the stores still read.
+CASES+=("flash_attention_causal|B=1,H=3,S=300,D=64|1 3 300 64|bf16|$H2|EMU_PLANT=9|fail")
 # ... and a multicast that lands in its own CTA only: the peer waits for half a slice forever.
 CASES+=("gemm|M=256,N=200,K=520|256 200 520|bf16|$K1|EMU_PLANT=10|fail")
 # ... and, in attention's wgmmas, a K-major B read N-major, and P's registers in the wrong
