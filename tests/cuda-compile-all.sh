@@ -7,12 +7,16 @@
 # OUT_DIR/<op>-<dtype>.jsonl.
 # Skips (77) when NVRTC / nvJitLink cannot be loaded.
 # Kernel files of the kernel language (examples/, tests/kernels/) are compiled the same way.
+# A kernel whose code was already compiled in this run for the arch (a kernel file lowered
+# through a built-in op's templates at the built-in's shape) is not compiled twice: check
+# --reuse reads its resources from OUT_DIR/reuse, which starts empty each run.
 #   cuda-compile-all.sh TESSERA_TUNE OUT_DIR SOURCE_DIR
 set -uo pipefail
 tt=$1
 out=$2
 src=${3:-.}
 mkdir -p "$out"
+rm -rf "$out/reuse"
 
 "$tt" check gemm --shape M=256,N=256,K=256 --dtype bf16 --schedule 'block(m=64,n=64,k=32)' \
   --arch sm_90a >/dev/null 2>"$out/probe.err"
@@ -82,10 +86,11 @@ check() {  # op shape dtype [--schedule POINT]; op "kernel:FILE" is a kernel fil
   elif [[ $op == kernel:* ]]; then
     what=(--kernel "$src/${op#kernel:}")
   fi
-  "$tt" check "${what[@]}" --shape "$shape" --arch sm_90a,sm_80 --json "$@" >"$file" || rc=1
+  "$tt" check "${what[@]}" --shape "$shape" --arch sm_90a,sm_80 --json --reuse "$out/reuse" "$@" \
+    >"$file" || rc=1
   spills=$(grep -c '"spill_stores": [1-9]' "$file")
   if [ $rc -eq 0 ] && [ "$spills" -eq 0 ]; then
-    echo "ok $n - $op $shape $dtype: $(wc -l <"$file") kernels compiled, none spills"
+    echo "ok $n - $op $shape $dtype: $(wc -l <"$file") kernels compiled ($(grep -c '"reused": true' "$file") compiled before), none spills"
   else
     local why="does not compile within the arch's limits"
     [ "$spills" -eq 0 ] || why="$spills kernels spill registers"
@@ -94,7 +99,7 @@ check() {  # op shape dtype [--schedule POINT]; op "kernel:FILE" is a kernel fil
     status=1
   fi
 }
-echo "1..$((${#full[@]} + ${#fp8[@]} + ${#extra[@]} + ${#kernels[@]}))"
+echo "1..$((${#full[@]} + ${#fp8[@]} + ${#extra[@]} + ${#kernels[@]} + 1))"
 for c in "${full[@]}"; do
   IFS='|' read -r op shape <<<"$c"
   check "$op" "$shape" bf16
@@ -115,4 +120,24 @@ for c in "${kernels[@]}"; do
   IFS='|' read -r file shape <<<"$c"
   check "kernel:$file" "$shape" declared
 done
+
+# check --reuse itself: a second check of a kernel reads back what the first one's compile
+# reported; a record that is not one (a damaged file) is a miss, compiled again and rewritten.
+n=$((n + 1))
+r="$out/reuse-test"
+rm -rf "$r"
+one() { "$tt" check saxpy --shape N=5001 --dtype bf16 --schedule '' --arch sm_90a --json --reuse "$r"; }
+regs() { grep -o '"registers": [0-9]*' <<<"$1"; }
+first=$(one) && second=$(one) && records=("$r"/*.json) && echo '{"registers": "x"}' >"${records[0]}" &&
+  third=$(one)
+if [ "${#records[@]}" -eq 1 ] && ! grep -q '"reused"' <<<"$first" && grep -q '"reused": true' <<<"$second" &&
+  [ -n "$(regs "$first")" ] && [ "$(regs "$first")" = "$(regs "$second")" ] &&
+  ! grep -q '"reused"' <<<"$third" && [ "$(regs "$third")" = "$(regs "$first")" ] &&
+  grep -q '"registers": [0-9]' "${records[0]}"; then
+  echo "ok $n - check --reuse: read back with the same resources; a damaged record is compiled again"
+else
+  echo "not ok $n - check --reuse"
+  printf '# %s\n' "first: $first" "second: ${second:-}" "third: ${third:-}" "records: ${records[*]:-}"
+  status=1
+fi
 exit $status

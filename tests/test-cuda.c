@@ -281,6 +281,57 @@ test_compile(gconstpointer data)
   g_assert_true(g_bytes_equal(cubin, cubin2));
 }
 
+/* The key of a compile (check --reuse) ignores the kernel's name and a leading comment, and
+ * nothing else: a kernel file lowered through a built-in op's templates shares the built-in's
+ * compiled resources, and any change to the code or the target is compiled anew. */
+static char *
+key_of(const char *src, const char *entry, const char *arch)
+{
+  g_autoptr(GError) error = NULL;
+  char *key = ts_cuda_compile_key(src, entry, arch, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(key);
+  g_assert_cmpuint(strlen(key), ==, 64);
+  return key;
+}
+
+static char *
+replace_all(const char *s, const char *from, const char *to)
+{
+  g_auto(GStrv) parts = g_strsplit(s, from, -1);
+  return g_strjoinv(to, parts);
+}
+
+static void
+test_compile_key(void)
+{
+  if (!have_toolchain())
+    return;
+  g_autofree char *base = key_of(prims_src, "kk", "sm_90a");
+  /* Renamed (the entry and its launch record), and under another comment: the same key. */
+  g_autofree char *renamed_src = replace_all(prims_src, "kk", "ts_kernel_gemm_0d82_bf16");
+  g_autofree char *renamed = key_of(renamed_src, "ts_kernel_gemm_0d82_bf16", "sm_90a");
+  g_assert_cmpstr(renamed, ==, base);
+  g_autofree char *commented_src =
+    g_strconcat("/* Tessera: kernel:gemm@0d82 M=64\n * schedule block(m=64) */\n", prims_src, NULL);
+  g_autofree char *commented = key_of(commented_src, "kk", "sm_90a");
+  g_assert_cmpstr(commented, ==, base);
+  /* The same name in another place of the code, another target, one character of code, the
+   * entry named otherwise than the code names it: other keys. */
+  g_autofree char *arch = key_of(prims_src, "kk", "sm_80");
+  g_assert_cmpstr(arch, !=, base);
+  g_autofree char *edited_src = replace_all(prims_src, "threadIdx.x * 8]", "threadIdx.x * 4]");
+  g_assert_cmpstr(edited_src, !=, prims_src);
+  g_autofree char *edited = key_of(edited_src, "kk", "sm_90a");
+  g_assert_cmpstr(edited, !=, base);
+  g_autofree char *other_entry = key_of(prims_src, "not_there", "sm_90a");
+  g_assert_cmpstr(other_entry, !=, base);
+  /* A comment that is not at the start is code as far as the key goes. */
+  g_autofree char *inner_src = replace_all(prims_src, "\"\n", "\" /* x */\n");
+  g_autofree char *inner = key_of(inner_src, "kk", "sm_90a");
+  g_assert_cmpstr(inner, !=, base);
+}
+
 static void
 test_compile_no_entry(void)
 {
@@ -799,6 +850,7 @@ main(int argc, char **argv)
   g_test_add_data_func("/cuda/compile/sm_80", "sm_80", test_compile);
   g_test_add_func("/cuda/compile/twice", test_compile_twice);
   g_test_add_func("/cuda/compile/no-entry", test_compile_no_entry);
+  g_test_add_func("/cuda/compile/key", test_compile_key);
   g_test_add_func("/cuda/compile/errors", test_compile_errors);
   g_test_add_func("/cuda/nvtx", test_nvtx);
   g_test_add_func("/cuda/open/unavailable", test_open_unavailable);

@@ -7,6 +7,8 @@
 
 #include "ts-cuda.h"
 
+#include <errno.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 typedef struct {
@@ -18,6 +20,7 @@ typedef struct {
   TsModuleResources res;
   double ms;
   int ctas_per_sm;
+  gboolean reused; /* resources read from --reuse's directory, not compiled */
 } Job;
 
 static void
@@ -32,7 +35,62 @@ job_free(Job *j)
 typedef struct {
   TsOpInstance *inst;
   const TsCudaArch *arch;
+  const char *reuse; /* --reuse DIR, or NULL */
 } Ctx;
+
+/* --reuse: what the linker reported for a kernel, one small JSON file a compile key
+ * (ts_cuda_compile_key). A file that is missing, unreadable or not such a record is a miss:
+ * the kernel is compiled again and the file replaced. */
+static const char *const reuse_fields[] = {"registers", "smem_static", "local_bytes",
+                                           "spill_stores", "spill_loads"};
+
+static gint *
+reuse_field(TsModuleResources *r, guint i)
+{
+  gint *const at[] = {&r->registers, &r->smem_static, &r->local_bytes, &r->spill_stores,
+                      &r->spill_loads};
+  G_STATIC_ASSERT(G_N_ELEMENTS(at) == G_N_ELEMENTS(reuse_fields));
+  return at[i];
+}
+
+static gboolean
+reuse_load(const char *path, TsModuleResources *out)
+{
+  g_autoptr(JsonParser) parser = json_parser_new();
+  if (!json_parser_load_from_file(parser, path, NULL))
+    return FALSE;
+  JsonNode *root = json_parser_get_root(parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+    return FALSE;
+  JsonObject *o = json_node_get_object(root);
+  TsModuleResources r = *out;
+  for (guint i = 0; i < G_N_ELEMENTS(reuse_fields); i++) {
+    JsonNode *v = json_object_get_member(o, reuse_fields[i]);
+    if (v == NULL || json_node_get_value_type(v) != G_TYPE_INT64)
+      return FALSE;
+    gint64 x = json_node_get_int(v);
+    if (x < -1 || x > G_MAXINT)
+      return FALSE;
+    *reuse_field(&r, i) = (gint)x;
+  }
+  *out = r;
+  return TRUE;
+}
+
+/* Written whole under a temporary name and renamed, so a reader never sees half a record. */
+static void
+reuse_store(const char *path, TsModuleResources *res)
+{
+  g_autoptr(GString) text = g_string_new("{");
+  for (guint i = 0; i < G_N_ELEMENTS(reuse_fields); i++)
+    g_string_append_printf(text, "%s\"%s\": %d", i ? ", " : "", reuse_fields[i],
+                           *reuse_field(res, i));
+  g_string_append(text, "}\n");
+  g_autoptr(GError) error = NULL;
+  if (!g_file_set_contents(path, text->str, (gssize)text->len, &error))
+    g_printerr("tessera-tune check: cannot keep the kernel's resources for --reuse: %s\n",
+               error->message);
+}
 
 /* Resident CTAs per SM by registers, shared memory and threads: what limits occupancy. */
 static int
@@ -66,12 +124,27 @@ run_job(gpointer data, gpointer user)
   const TsTileNode *grid = ts_tile_kernel_grid(kernel);
   j->smem_dynamic = grid ? grid->ints[4] : 0;
   j->threads = grid ? grid->ints[3] : 0;
-  gint64 t0 = g_get_monotonic_time();
-  g_autoptr(GBytes) cubin = ts_cuda_compile(src, entry, c->arch->arch, &j->res, NULL, &error);
-  j->ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
-  if (cubin == NULL) {
-    j->error = g_strdup(error->message);
-    return;
+  g_autofree char *kept = NULL;
+  if (c->reuse != NULL) {
+    g_autofree char *key = ts_cuda_compile_key(src, entry, c->arch->arch, &error);
+    if (key == NULL) {
+      j->error = g_strdup(error->message);
+      return;
+    }
+    g_autofree char *name = g_strconcat(key, ".json", NULL);
+    kept = g_build_filename(c->reuse, name, NULL);
+    j->reused = reuse_load(kept, &j->res);
+  }
+  if (!j->reused) {
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(GBytes) cubin = ts_cuda_compile(src, entry, c->arch->arch, &j->res, NULL, &error);
+    j->ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
+    if (cubin == NULL) {
+      j->error = g_strdup(error->message);
+      return;
+    }
+    if (kept != NULL)
+      reuse_store(kept, &j->res);
   }
   j->res.smem_dynamic = (gint)j->smem_dynamic;
   j->res.threads = (gint)j->threads;
@@ -95,20 +168,21 @@ print_job(const Job *j, const char *arch, gboolean json)
     g_print("{\"arch\": \"%s\", \"schedule\": \"%s\", \"ok\": %s, \"registers\": %d, "
             "\"smem_static\": %d, \"smem_dynamic\": %" G_GINT64_FORMAT ", \"threads\": %"
             G_GINT64_FORMAT ", \"local_bytes\": %d, \"spill_stores\": %d, \"spill_loads\": %d, "
-            "\"ctas_per_sm\": %d, \"compile_ms\": %.0f%s%s%s}\n",
+            "\"ctas_per_sm\": %d, \"compile_ms\": %.0f%s%s%s%s}\n",
             arch, p, j->ok ? "true" : "false", j->res.registers, j->res.smem_static,
             j->smem_dynamic, j->threads, j->res.local_bytes, j->res.spill_stores,
-            j->res.spill_loads, j->ctas_per_sm, j->ms, e ? ", \"error\": \"" : "", e ? e : "",
-            e ? "\"" : "");
+            j->res.spill_loads, j->ctas_per_sm, j->ms, j->reused ? ", \"reused\": true" : "",
+            e ? ", \"error\": \"" : "", e ? e : "", e ? "\"" : "");
     return;
   }
   if (!j->ok) {
     g_print("  %-7s FAILED  %s\n          %s\n", arch, j->text, j->error);
     return;
   }
-  g_print("  %-7s %4d %7.1f %6d %5d %4d %6.0f  %s\n", arch, j->res.registers,
+  g_autofree char *ms = j->reused ? g_strdup("kept") : g_strdup_printf("%.0f", j->ms);
+  g_print("  %-7s %4d %7.1f %6d %5d %4d %6s  %s\n", arch, j->res.registers,
           (j->smem_dynamic + MAX(j->res.smem_static, 0)) / 1024.0, j->res.spill_stores,
-          j->res.local_bytes, j->ctas_per_sm, j->ms, j->text);
+          j->res.local_bytes, j->ctas_per_sm, ms, j->text);
 }
 
 int
@@ -119,9 +193,12 @@ tt_cmd_check(int argc, char **argv)
                 "Compile every valid point of OP's CUDA space (or --space, or one --schedule)\n"
                 "for each GPU arch with NVRTC + nvJitLink — no GPU needed — and report\n"
                 "registers, shared memory, spills and resident CTAs per SM of each kernel.\n"
-                "Fails (exit 1) when a point does not compile or exceeds the arch's limits.",
+                "Fails (exit 1) when a point does not compile or exceeds the arch's limits.\n"
+                "With --reuse DIR, a kernel whose code was compiled before for the arch (by\n"
+                "any op or kernel file) is not compiled again: its resources are read from DIR\n"
+                "(ms shows 'kept').",
                 TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_SPACE | TT_OPT_JSON | TT_OPT_ARCH |
-                  TT_OPT_KERNEL,
+                  TT_OPT_KERNEL | TT_OPT_REUSE,
                 &a, &argc, &argv))
     return TT_EXIT_USAGE;
   const char *op = NULL;
@@ -136,9 +213,15 @@ tt_cmd_check(int argc, char **argv)
   if (inst == NULL)
     return tt_fail(TT_EXIT_USAGE, error);
   g_auto(GStrv) archs = g_strsplit(a.arch ? a.arch : "sm_90a,sm_80", ",", -1);
+  if (a.reuse != NULL && g_mkdir_with_parents(a.reuse, 0755) != 0) {
+    int saved = errno;
+    g_set_error(&error, G_FILE_ERROR, g_file_error_from_errno(saved),
+                "--reuse %s: cannot create the directory: %s", a.reuse, g_strerror(saved));
+    return tt_fail(TT_EXIT_MACHINE, error);
+  }
 
   int status = TT_EXIT_OK;
-  guint n_ok = 0, n_failed = 0;
+  guint n_ok = 0, n_failed = 0, n_kept = 0;
   for (guint ai = 0; archs[ai]; ai++) {
     const TsCudaArch *arch = ts_cuda_arch_lookup(g_strstrip(archs[ai]));
     if (arch == NULL)
@@ -178,7 +261,7 @@ tt_cmd_check(int argc, char **argv)
       j->text = ts_sched_point_to_string(j->point);
     }
     /* NVRTC and nvJitLink are thread-safe per program: compile on every core. */
-    Ctx ctx = {inst, arch};
+    Ctx ctx = {inst, arch, a.reuse};
     GThreadPool *pool = g_thread_pool_new(run_job, &ctx, (gint)MAX(g_get_num_processors(), 1),
                                           FALSE, NULL);
     for (guint i = 0; i < jobs->len; i++)
@@ -193,14 +276,18 @@ tt_cmd_check(int argc, char **argv)
     for (guint i = 0; i < jobs->len; i++) {
       const Job *j = g_ptr_array_index(jobs, i);
       print_job(j, arch->arch, a.json);
+      n_kept += j->reused;
       if (j->ok)
         n_ok++;
       else
         n_failed++;
     }
   }
-  if (!a.json)
+  if (!a.json && n_kept == 0)
     g_print("%u kernels compiled, %u failed\n", n_ok, n_failed);
+  else if (!a.json)
+    g_print("%u kernels compiled, %u failed; %u of them compiled before, read from --reuse\n",
+            n_ok, n_failed, n_kept);
   if (n_failed)
     status = TT_EXIT_CANDIDATE;
   return status;

@@ -38,11 +38,12 @@ enum {
   TT_OPT_TIMEOUT = 1 << 18, /* --timeout alone (run) */
   TT_OPT_COLL = 1 << 19,    /* --ranks --launcher (collectives) */
   TT_OPT_KERNEL = 1 << 20,  /* --kernel */
+  TT_OPT_REUSE = 1 << 21,   /* --reuse */
 };
 
 typedef struct {
   char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output, *replay;
-  char *arch, *trace_output, *launcher, *kernel;
+  char *arch, *trace_output, *launcher, *kernel, *reuse;
   char **prior; /* --prior FILE, repeatable */
   gint64 seed;
   gboolean json, nearest, measure, no_metrics, profile;

@@ -468,6 +468,46 @@ ts_cuda_compile(const char *source, const char *entry, const char *arch,
   return cubin;
 }
 
+char *
+ts_cuda_compile_key(const char *source, const char *entry, const char *arch, GError **error)
+{
+  g_return_val_if_fail(source != NULL && entry != NULL && *entry && arch != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  g_autofree char *toolchain = ts_cuda_toolchain(error);
+  const Headers *h = toolchain ? embedded_headers(error) : NULL;
+  if (h == NULL)
+    return NULL;
+  g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+  /* Each part NUL-terminated, so no two splits of the same bytes collide. */
+#define PART(text, len) (g_checksum_update(sum, (const guchar *)(text), (gssize)(len)), \
+                         g_checksum_update(sum, (const guchar *)"", 1))
+  PART(toolchain, strlen(toolchain));
+  Options o;
+  options_init(&o, arch);
+  for (gsize i = 0; i < G_N_ELEMENTS(o.nvrtc); i++)
+    PART(o.nvrtc[i], strlen(o.nvrtc[i]));
+  for (gsize i = 0; i < G_N_ELEMENTS(o.link); i++)
+    PART(o.link[i], strlen(o.link[i]));
+  options_clear(&o);
+  for (gsize i = 0; i < G_N_ELEMENTS(header_names); i++)
+    PART(h->texts[i], h->lens[i]);
+  /* The leading comment names the op and its point; the code after it is what compiles. */
+  const char *code = source;
+  if (g_str_has_prefix(code, "/*")) {
+    const char *end = strstr(code + 2, "*/");
+    if (end != NULL)
+      for (code = end + 2; g_ascii_isspace(*code); code++) {
+      }
+  }
+  /* The name is the entry and the prefix of its launch and tensor-map records. */
+  const gsize n = strlen(entry);
+  for (const char *at; (at = strstr(code, entry)) != NULL; code = at + n)
+    PART(code, at - code);
+  PART(code, strlen(code));
+#undef PART
+  return g_strdup(g_checksum_get_string(sum));
+}
+
 #else /* !TS_HAVE_CUDA */
 
 static void
@@ -500,6 +540,15 @@ ts_cuda_compile(const char *source, const char *entry, const char *arch,
   /* Still checked, so a build without CUDA finds a broken .gresource.xml as well. */
   if (!arch_is_valid(arch) || embedded_headers(error) == NULL)
     return NULL;
+  set_unavailable(error);
+  return NULL;
+}
+
+char *
+ts_cuda_compile_key(const char *source, const char *entry, const char *arch, GError **error)
+{
+  g_return_val_if_fail(source != NULL && entry != NULL && *entry && arch != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   set_unavailable(error);
   return NULL;
 }

@@ -46,6 +46,14 @@ char *ts_cuda_toolchain(GError **error);
 GBytes *ts_cuda_compile(const char *source, const char *entry, const char *arch,
                         TsModuleResources *resources, char **log, GError **error);
 
+/* What ts_cuda_compile(source, entry, arch) yields depends on the toolchain, the options, the
+ * embedded primitive headers and the source; this is a digest of them all (hex SHA-256) in
+ * which the kernel's name and a leading comment (with the blank space after it) do not count: two ops lowered to the same code
+ * under different names (a kernel file through a built-in op's templates) share it. NULL with
+ * the error ts_cuda_compile would give when NVRTC, nvJitLink or the headers are missing. */
+char *ts_cuda_compile_key(const char *source, const char *entry, const char *arch,
+                          GError **error);
+
 /* Parses the ptxas report of one kernel in a linker log ("ptxas info : Used 128 registers,
  * used 1 barriers, 65536 bytes smem ..."; "... bytes stack frame, N bytes spill stores, M bytes
  * spill loads"). FALSE when the log has no report for entry. Exposed for tests. */
