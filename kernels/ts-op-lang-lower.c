@@ -1079,10 +1079,124 @@ add_reg_views(const LangOp *o, TsTileNode *node)
   }
 }
 
+static const Ex *
+scratch_expr(const LangOp *o, guint index)
+{
+  for (guint s = 0; s < o->steps->len; s++) {
+    const Step *st = &g_array_index(o->steps, Step, s);
+    if (st->scratch && st->index == index)
+      return st->expr;
+  }
+  g_assert_not_reached();
+}
+
+/* What a streamed pass over e reads: the inputs, and the scratch rows with their own reads
+ * (a streamed pass recomputes each scratch row it reads, tile by tile). */
+static void
+pass_reads(const LangOp *o, const Ex *e, gboolean *views, gboolean *scratch)
+{
+  if (e == NULL)
+    return;
+  if (e->kind == EX_VIEW)
+    views[e->index] = TRUE;
+  if (e->kind == EX_SCRATCH && !scratch[e->index]) {
+    scratch[e->index] = TRUE;
+    pass_reads(o, scratch_expr(o, e->index), views, scratch);
+  }
+  pass_reads(o, e->a, views, scratch);
+  pass_reads(o, e->b, views, scratch);
+}
+
+/* A row too long for the registers (and one row a CTA): a pass over its column tiles of COLS
+ * for e, loading at c0 the inputs e reads, recomputing the scratch rows it reads (in step
+ * order) and mapping e into `dst` (register tile r_<dst>). The texts are printed before the
+ * loop is made, so the per-row parts they hoist are computed once, ahead of it. */
+static TsTileNode *
+stream_pass(const LangOp *o, TsTileNode *g, GHashTable *hoisted, const char *ttile, const Ex *e,
+            const char *dst)
+{
+  gboolean views[TS_OP_MAX_ARGS + 1] = {FALSE};
+  g_autofree gboolean *scratch = g_new0(gboolean, o->n_scratch + 1);
+  pass_reads(o, e, views, scratch);
+  g_autoptr(GPtrArray) maps = g_ptr_array_new_with_free_func(g_free);
+  for (guint s = 0; s < o->steps->len; s++) {
+    const Step *st = &g_array_index(o->steps, Step, s);
+    if (st->scratch && scratch[st->index])
+      g_ptr_array_add(maps, ts__lang_print(o, st->expr, TRUE, g, hoisted));
+  }
+  g_autofree char *text = ts__lang_print(o, e, TRUE, g, hoisted);
+  TsTileNode *c = ts_tile_for(g, "c0", "0", o->col_dim, "COLS", TS_FOR_SERIAL);
+  for (guint a = 0; a < o->def.n_inputs; a++) {
+    g_autofree char *reg = g_strdup_printf("r_%s", o->views[a]);
+    if (!views[a])
+      continue;
+    if (o->broadcast[a])
+      ts_tile_intrinsic(c, "rows_load_bcast", ttile, reg, o->def.inputs[a].name, "c0", NULL);
+    else
+      ts_tile_intrinsic(c, "rows_load", ttile, reg, o->def.inputs[a].name, "r0_", "c0",
+                        o->row_dim, o->col_dim, NULL);
+  }
+  guint m = 0;
+  for (guint s = 0; s < o->steps->len; s++) {
+    const Step *st = &g_array_index(o->steps, Step, s);
+    if (!st->scratch || !scratch[st->index])
+      continue;
+    g_autofree char *w = g_strdup_printf("w%u", st->index);
+    add_reg_views(o, ts_tile_map(c, w, g_ptr_array_index(maps, m++), "PER * VEC"));
+  }
+  g_autofree char *reg = g_strdup_printf("r_%s", dst);
+  TsTileNode *map = ts_tile_map(c, dst, text, "PER * VEC");
+  add_reg_views(o, map);
+  ts_tile_node_add_view(map, dst, reg, "0");
+  return c;
+}
+
+/* The streamed form of ts__lang_lower_cuda_rows, after the grid, the input tiles, r_t and the
+ * reduction slots: a pass for each reduction (accumulated tile by tile at c0, then reduced
+ * across the row's threads), a pass for the output (stored tile by tile). */
+static gboolean
+lower_cuda_rows_streamed(const LangOp *o, TsTileKernel *k, TsTileNode *g, const char *ttile,
+                         gboolean shared)
+{
+  const char *tile = "BM=BM,THREADS=THREADS,VEC=VEC,COLS=COLS,NCOLS=NCOLS";
+  for (guint j = 0; j < o->n_scratch; j++) {
+    g_autofree char *reg = g_strdup_printf("r_w%u", j);
+    ts_tile_alloc(g, k, reg, TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC", FALSE,
+                  "a scratch row's tile, recomputed in each pass that reads it");
+  }
+  g_autoptr(GHashTable) hoisted = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  guint n_reductions = 0;
+  for (guint s = 0; s < o->steps->len; s++) {
+    const Step *st = &g_array_index(o->steps, Step, s);
+    if (st->scratch)
+      continue;
+    g_autofree char *var = g_strdup_printf("r%u", st->index);
+    ts_tile_let(g, var, TS_DTYPE_F32, st->max ? "__int_as_float(0xff800000)" : "0.0f");
+    TsTileNode *c = stream_pass(o, g, hoisted, ttile, st->expr, "t");
+    g_autofree char *acc = g_strdup_printf("OP=%s,%s", st->max ? "ts_max" : "ts_sum", tile);
+    ts_tile_intrinsic(c, "rows_accum", acc, var, "r_t", "c0", NULL);
+    g_autofree char *all = g_strdup_printf("OP=%s,BM=BM,THREADS=THREADS",
+                                           st->max ? "ts_max" : "ts_sum");
+    ts_tile_intrinsic(g, "rows_allreduce", all, var,
+                      shared ? (n_reductions++ % 2 ? "red + WARPS" : "red") : "nullptr", NULL);
+  }
+  const char *y = o->views[o->def.n_inputs];
+  g_autofree char *out = g_strdup_printf("r_%s", y);
+  ts_tile_alloc(g, k, out, TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC", FALSE,
+                "the output's tile");
+  TsTileNode *c = stream_pass(o, g, hoisted, ttile, o->value, y);
+  ts_tile_intrinsic(c, "rows_store", ttile, o->def.output.name, "r0_", "c0", o->row_dim, out,
+                    "1.0f", "nullptr", "nullptr", NULL);
+  return TRUE;
+}
+
 /* A CTA per BM rows, each row held whole in the registers of its row group (the row tile of
  * ts_cuda_rows.cuh): the inputs loaded once ([N] ones broadcast to every row group), each step
  * a map over the registers (a reduction's operand into a temporary, then the row group's
- * reduction; a scratch row into its own tile), the output mapped and stored. */
+ * reduction; a scratch row into its own tile), the output mapped and stored. A row too long
+ * for the registers (BM = 1, as the built-in row ops) is streamed instead: each reduction and
+ * the output a pass over its column tiles (stream_pass), a scratch row recomputed in each pass
+ * that reads it rather than kept. */
 gboolean
 ts__lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel *k,
                      GError **error)
@@ -1093,10 +1207,9 @@ ts__lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point, Ts
   if (!cuda_leaves_cpu_knobs(o, point, error))
     return FALSE;
   TsCudaRowTile t;
-  /* Long rows are refused, not streamed, until the kernel-file lowering streams them. */
   if (!ts__cuda_row_tile(o->name, ts_shape_get(shape, o->row_dim),
                          ts_shape_get(shape, o->col_dim), KNOB("BM", -1), w, KNOB("vector", 4),
-                         FALSE, k, &t, error))
+                         TRUE, k, &t, error))
     return FALSE;
   const gint64 threads = t.threads, tpr = t.tpr, gx = t.gx;
   const char *tile = "BM=BM,THREADS=THREADS,VEC=VEC,COLS=COLS,NCOLS=NCOLS";
@@ -1116,6 +1229,8 @@ ts__lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point, Ts
     ts_tile_alloc(g, k, "red", TS_MEM_SHARED, TS_DTYPE_F32, "2 * WARPS", FALSE,
                   "two slots of one partial per warp, used alternately by consecutive reductions");
   ts_tile_let(g, "r0_", TS_DTYPE_INT32, "bx * BM");
+  if (!t.resident)
+    return lower_cuda_rows_streamed(o, k, g, ttile, shared);
   for (guint a = 0; a < o->def.n_inputs; a++) {
     g_autofree char *reg = g_strdup_printf("r_%s", o->views[a]);
     if (o->broadcast[a])

@@ -319,10 +319,11 @@ spaces(Reader *r, const TsLangKernel *k)
   o->def.cpu_space = o->space;
   o->def.cpu_default = o->default_point;
   /* CUDA: elementwise, at most 32 elements of a tile a thread; rows, a row group of a power of
-   * two or a multiple of 32 threads holding the whole row in registers. */
+   * two or a multiple of 32 threads holding the whole row in registers, or one row a CTA
+   * streamed in column tiles (as the built-in row ops). */
   g_autofree char *rows_where =
-    o->rows ? g_strdup_printf("warps * 32 %% BM == 0 && %s * BM <= %d * 32 * warps", o->col_dim,
-                              TS_CUDA_ROW_REGS)
+    o->rows ? g_strdup_printf("warps * 32 %% BM == 0 && (BM == 1 || %s * BM <= %d * 32 * warps)",
+                              o->col_dim, TS_CUDA_ROW_REGS)
             : NULL;
   if (!target_space(r, text, cuda_knobs, cuda_values,
                     o->rows ? rows_where

@@ -55,13 +55,16 @@ extra=(
   "saxpy|N=1001|f16"
 )
 
-# Every point of each kernel file's space, in the dtype its tensors declare.
+# Every point of each kernel file's space, in the dtype its tensors declare (rows of 100000:
+# streamed in column tiles on CUDA).
 kernels=(
   "examples/saxpy.tsk|N=16777216"
   "tests/kernels/affine_relu.tsk|N=1000003"
   "examples/softmax.tsk|M=16384,N=8192"
   "examples/layernorm.tsk|M=1000,N=1000"
   "tests/kernels/layernorm_bf16.tsk|M=16384,N=8192"
+  "examples/softmax.tsk|M=64,N=100000"
+  "tests/kernels/layernorm_bf16.tsk|M=64,N=100000"
   "examples/gemm.tsk|M=4096,N=4096,K=4096"
   "tests/kernels/gemm_f16.tsk|M=1000,N=1000,K=1000"
   "examples/gemm_bias_relu.tsk|M=4096,N=4096,K=4096"
