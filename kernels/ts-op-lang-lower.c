@@ -1151,6 +1151,33 @@ stream_pass(const LangOp *o, TsTileNode *g, GHashTable *hoisted, const char *tti
   return c;
 }
 
+/* The row tile's template constants (ts_cuda_rows.cuh). */
+#define ROW_TILE "BM=BM,THREADS=THREADS,VEC=VEC,COLS=COLS,NCOLS=NCOLS"
+
+/* Row value r<k> of a reduction step, at its identity. */
+static void
+reduction_let(TsTileNode *g, const Step *st)
+{
+  g_autofree char *var = g_strdup_printf("r%u", st->index);
+  ts_tile_let(g, var, TS_DTYPE_F32, st->max ? "__int_as_float(0xff800000)" : "0.0f");
+}
+
+/* Folds the step's operand tile r_t at column c0 into r<k> (under `at`, a pass's body), then
+ * reduces r<k> across the row's threads (under g, after the pass); consecutive reductions of a
+ * row that spans warps alternate the two shared slots (*n counts them). */
+static void
+reduce_row(TsTileNode *g, TsTileNode *at, const Step *st, const char *c0, gboolean shared,
+           guint *n)
+{
+  const char *op = st->max ? "ts_max" : "ts_sum";
+  g_autofree char *var = g_strdup_printf("r%u", st->index);
+  g_autofree char *acc = g_strdup_printf("OP=%s," ROW_TILE, op);
+  ts_tile_intrinsic(at, "rows_accum", acc, var, "r_t", c0, NULL);
+  g_autofree char *all = g_strdup_printf("OP=%s,BM=BM,THREADS=THREADS", op);
+  ts_tile_intrinsic(g, "rows_allreduce", all, var,
+                    shared ? ((*n)++ % 2 ? "red + WARPS" : "red") : "nullptr", NULL);
+}
+
 /* The streamed form of ts__lang_lower_cuda_rows, after the grid, the input tiles, r_t and the
  * reduction slots: a pass for each reduction (accumulated tile by tile at c0, then reduced
  * across the row's threads), a pass for the output (stored tile by tile). */
@@ -1158,7 +1185,6 @@ static gboolean
 lower_cuda_rows_streamed(const LangOp *o, TsTileKernel *k, TsTileNode *g, const char *ttile,
                          gboolean shared)
 {
-  const char *tile = "BM=BM,THREADS=THREADS,VEC=VEC,COLS=COLS,NCOLS=NCOLS";
   for (guint j = 0; j < o->n_scratch; j++) {
     g_autofree char *reg = g_strdup_printf("r_w%u", j);
     ts_tile_alloc(g, k, reg, TS_MEM_REGISTER, TS_DTYPE_F32, "PER * VEC", FALSE,
@@ -1170,15 +1196,9 @@ lower_cuda_rows_streamed(const LangOp *o, TsTileKernel *k, TsTileNode *g, const 
     const Step *st = &g_array_index(o->steps, Step, s);
     if (st->scratch)
       continue;
-    g_autofree char *var = g_strdup_printf("r%u", st->index);
-    ts_tile_let(g, var, TS_DTYPE_F32, st->max ? "__int_as_float(0xff800000)" : "0.0f");
+    reduction_let(g, st);
     TsTileNode *c = stream_pass(o, g, hoisted, ttile, st->expr, "t");
-    g_autofree char *acc = g_strdup_printf("OP=%s,%s", st->max ? "ts_max" : "ts_sum", tile);
-    ts_tile_intrinsic(c, "rows_accum", acc, var, "r_t", "c0", NULL);
-    g_autofree char *all = g_strdup_printf("OP=%s,BM=BM,THREADS=THREADS",
-                                           st->max ? "ts_max" : "ts_sum");
-    ts_tile_intrinsic(g, "rows_allreduce", all, var,
-                      shared ? (n_reductions++ % 2 ? "red + WARPS" : "red") : "nullptr", NULL);
+    reduce_row(g, c, st, "c0", shared, &n_reductions);
   }
   const char *y = o->views[o->def.n_inputs];
   g_autofree char *out = g_strdup_printf("r_%s", y);
@@ -1212,9 +1232,8 @@ ts__lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point, Ts
                          TRUE, k, &t, error))
     return FALSE;
   const gint64 threads = t.threads, tpr = t.tpr, gx = t.gx;
-  const char *tile = "BM=BM,THREADS=THREADS,VEC=VEC,COLS=COLS,NCOLS=NCOLS";
-  g_autofree char *ttile = g_strdup_printf("T=%s,%s",
-                                           ts_dtype_name(ts_op_instance_dtype(inst)->storage), tile);
+  g_autofree char *ttile = g_strdup_printf("T=%s," ROW_TILE,
+                                           ts_dtype_name(ts_op_instance_dtype(inst)->storage));
   const gboolean shared = tpr > 32; /* a row spans warps: partials meet in shared memory */
   TsTileNode *g = ts_tile_grid(k->body, gx, 1, 1, threads, shared ? 2 * w * 4 : 0);
   for (guint a = 0; a < o->def.n_inputs; a++) {
@@ -1255,14 +1274,8 @@ ts__lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point, Ts
     TsTileNode *map = ts_tile_map(g, "t", text, "PER * VEC");
     add_reg_views(o, map);
     ts_tile_node_add_view(map, "t", "r_t", "0");
-    g_autofree char *var = g_strdup_printf("r%u", st->index);
-    ts_tile_let(g, var, TS_DTYPE_F32, st->max ? "__int_as_float(0xff800000)" : "0.0f");
-    g_autofree char *acc = g_strdup_printf("OP=%s,%s", st->max ? "ts_max" : "ts_sum", tile);
-    ts_tile_intrinsic(g, "rows_accum", acc, var, "r_t", "0", NULL);
-    g_autofree char *all = g_strdup_printf("OP=%s,BM=BM,THREADS=THREADS",
-                                           st->max ? "ts_max" : "ts_sum");
-    ts_tile_intrinsic(g, "rows_allreduce", all, var,
-                      shared ? (n_reductions++ % 2 ? "red + WARPS" : "red") : "nullptr", NULL);
+    reduction_let(g, st);
+    reduce_row(g, g, st, "0", shared, &n_reductions);
   }
   g_autofree char *text = ts__lang_print(o, o->value, TRUE, g, hoisted);
   g_autofree char *out = g_strdup_printf("r_%s", o->views[o->def.n_inputs]);
