@@ -367,7 +367,8 @@ export FP8_SPACE
 table() {
   python3 "$ROOT/bench/gpu_table.py" "$WORK/refs.jsonl" "$WORK/ours.jsonl" >"$WORK/table"
   local rc=$?
-  # What each gemm design (schedule, persistence, epilogue, cluster) was worth in the tunes.
+  # What each gemm design (schedule, persistence, epilogue, cluster) and attention design (mma,
+  # schedule, persistence, epilogue) was worth in the tunes.
   [ ! -f "$WORK/gpu.db" ] || { echo; python3 "$ROOT/bench/gpu_variants.py" "$WORK/gpu.db"; } >>"$WORK/table"
   cat "$WORK/table"
   cp "$WORK/table" "$DEST/table.txt"

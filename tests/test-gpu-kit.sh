@@ -178,9 +178,10 @@ check "a target is judged against the faster measurement of its library (0.70x o
   grep -Eq '^gemm 8192\^3 +630.0 TFLOP/s +cublasLt \(C\) +700.0 TFLOP/s +0.90x +>= 0.80 MISSED at 0.70x \(cuBLAS at its faster: torch.matmul \(cuBLAS\)\)' <<<"$table"
 check "the count of missed targets" grep -q 'targets missed or not measured: 3' <<<"$table"
 
-# ---- what each gemm design was worth (bench/gpu_variants.py on the tune's cache) ----
+# ---- what each gemm and attention design was worth (bench/gpu_variants.py on the cache) ----
 # A real schedule cache (its schema from a CPU tune), with wgmma gemm trials as a GPU tune would
-# store them: per design the fastest verified trial, against plain one-CTA-a-tile direct stores.
+# store them: per design the fastest verified trial, against plain one-CTA-a-tile direct stores;
+# and causal attention trials, against FlashAttention-2 on mma.sync.
 "$BUILD/tools/tessera-tune" tune saxpy --shape N=4096 --backend cpu --db "$TMP/designs.db" \
   --budget 2 >/dev/null 2>&1
 python3 - "$TMP/designs.db" <<'PY'
@@ -198,6 +199,18 @@ for i, (tail, status, ns) in enumerate([
     db.execute("INSERT INTO trial (workload_id, device_id, toolchain_id, schedule, schedule_hash, "
                "status, median_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
                (w, dev, tc, base + tail, "%016x" % i, status, ns))
+db.execute("INSERT INTO workload (op, shape, dtype) "
+           "VALUES ('flash_attention_causal', 'B=4,H=16,S=4096,D=128', 'bf16')")
+w = db.execute("SELECT id FROM workload WHERE op = 'flash_attention_causal'").fetchone()[0]
+for i, (point, status, ns) in enumerate([
+        ('block(m=128, n=64).warps(8).stages(2).mma("sync").schedule("coop").persistent(0).epilogue("direct")', "ok", 400000.0),
+        ('block(m=64, n=64).warps(4).stages(2).mma("sync").schedule("coop").persistent(0).epilogue("direct")', "ok", 440000.0),
+        ('block(m=128, n=128).warps(8).stages(2).mma("wgmma").schedule("pingpong").persistent(132).epilogue("tma")', "ok", 250000.0),
+        ('block(m=128, n=128).warps(8).stages(2).mma("wgmma").schedule("coop").persistent(0).epilogue("direct")', "ok", 300000.0),
+        ('block(m=128, n=64).warps(8).stages(3).mma("wgmma").schedule("overlap").persistent(132).epilogue("direct")', "wrong_result", None)]):
+    db.execute("INSERT INTO trial (workload_id, device_id, toolchain_id, schedule, schedule_hash, "
+               "status, median_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+               (w, dev, tc, point, "a%015x" % i, status, ns))
 db.commit()
 PY
 designs=$(python3 "$SRC/bench/gpu_variants.py" "$TMP/designs.db")
@@ -210,6 +223,12 @@ check "coop, persistent, TMA stores, a cluster pair: 1.25x plain" \
   grep -Eq '^  coop +persistent +tma +cluster 2x1 +859.0 +1.25x' <<<"$designs"
 check "a design none of whose trials verified says how they ended" \
   grep -Eq '^  pingpong +persistent +direct +cluster 1x1 .*no trial verified: timeout' <<<"$designs"
+check "attention: FlashAttention-2 on mma.sync at its fastest (687.2 TFLOP/s, causal: half the FLOPs), 1.00x" \
+  grep -Eq '^  sync +coop +tile-per-cta +direct +687.2 +1.00x' <<<"$designs"
+check "attention: wgmma ping-pong, persistent, TMA stores, 1.60x FlashAttention-2" \
+  grep -Eq '^  wgmma +pingpong +persistent +tma +1099.5 +1.60x' <<<"$designs"
+check "attention: a design that never verified says so" \
+  grep -Eq '^  wgmma +overlap +persistent +direct .*no trial verified: wrong_result' <<<"$designs"
 
 echo "1..$n"
 exit $FAILED
