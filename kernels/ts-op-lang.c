@@ -200,10 +200,11 @@ space_offers(const TsSchedSpace *space, const char *knob, const char *str, gint6
 }
 
 /* A target's space: the kernel's, plus the knobs the target's lowering reads that the kernel
- * leaves out (with one value each) and the target's constraints; its default point is the
- * space's first valid point (the first point outright when a constraint needs the shape). */
+ * leaves out (with the values of values[i], a list ending in 0) and the target's constraints;
+ * its default point is the space's first valid point (the first point outright when a
+ * constraint needs the shape). */
 static gboolean
-target_space(Reader *r, const char *text, const char *const *knobs, const gint64 *values,
+target_space(Reader *r, const char *text, const char *const *knobs, const gint64 *const *values,
              const char *where, gboolean cuda, char **space_out, char **point_out)
 {
   g_autoptr(TsSchedSpace) space = ts_sched_space_parse(text, r->error);
@@ -270,8 +271,11 @@ target_space(Reader *r, const char *text, const char *const *knobs, const gint64
     return FALSE;
   for (guint i = 0; knobs[i]; i++)
     if (ts_sched_space_knob_index(space, knobs[i]) < 0) {
-      TsSchedValue v = {.kind = TS_SCHED_INT, .i = values[i]};
-      ts_sched_space_set_knob(space, knobs[i], &v, 1);
+      TsSchedValue v[4];
+      guint n = 0;
+      for (; values[i][n] && n < G_N_ELEMENTS(v); n++)
+        v[n] = (TsSchedValue){.kind = TS_SCHED_INT, .i = values[i][n]};
+      ts_sched_space_set_knob(space, knobs[i], v, n);
     }
   if (where && !ts_sched_space_add_constraint(space, where, r->error))
     return FALSE;
@@ -310,9 +314,14 @@ spaces(Reader *r, const TsLangKernel *k)
                     o->rows && !ts__lang_tile_refusal(o) ? ".apply([\"row\", \"tile\"])" : "");
   const char *text = k->space ? k->space : k->schedule ? k->schedule : fallback;
   static const char *const cpu_knobs[] = {"threads", "vector", NULL};
-  const gint64 cpu_values[] = {MAX(1, (gint64)g_get_num_processors()), 8};
+  const gint64 cpu_threads[] = {MAX(1, (gint64)g_get_num_processors()), 0};
+  static const gint64 eight[] = {8, 0}, four[] = {4, 0};
+  const gint64 *const cpu_values[] = {cpu_threads, eight};
+  /* warps, where the kernel leaves them out, searched over the built-in ops' values: a row
+   * group of more warps holds a longer row in registers */
   static const char *const cuda_knobs[] = {"warps", "vector", NULL};
-  static const gint64 cuda_values[] = {4, 4};
+  static const gint64 row_warps[] = {4, 8, 16, 0}, map_warps[] = {4, 8, 0};
+  const gint64 *const cuda_values[] = {o->rows ? row_warps : map_warps, four};
   if (!target_space(r, text, cpu_knobs, cpu_values, NULL, FALSE, &o->space,
                     &o->default_point))
     return FALSE;
