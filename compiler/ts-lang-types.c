@@ -46,11 +46,15 @@ struct Ty {
 };
 
 /* Knobs the lowering consumes itself (a body has no use for them). */
-static const char *const lowering_knobs[] = {"warps",  "stages", "vector", "swizzle",
-                                             "threads", "unroll", "raster", "mma",
-                                             "load",    "MR",     "NR",     "store",
-                                             "pipeline", "math",  "jam",   "apply",
-                                             NULL};
+/* Knobs a lowering reads rather than the body: the row and elementwise lowerings' and the
+ * gemm and attention templates' (schedule, persistent, epilogue and the cluster's CM, CN on
+ * CUDA; dot and walk on the CPU), so a kernel through a template may narrow them too. */
+static const char *const lowering_knobs[] = {"warps",    "stages",     "vector",   "swizzle",
+                                             "threads",  "unroll",     "raster",   "mma",
+                                             "load",     "MR",         "NR",       "store",
+                                             "pipeline", "math",       "jam",      "apply",
+                                             "schedule", "persistent", "epilogue", "CM",
+                                             "CN",       "dot",        "walk",     NULL};
 
 typedef struct {
   const char *src, *file;

@@ -530,6 +530,27 @@ ok(p.returncode == 0 and re.search(r"^space: block\(m=\[64,128\], n=\[64,128\], 
    and "ts_mma_tile<ts_bf16, BM, BN, BK" in p.stdout,
    "gemm.tsk on CUDA: its tiles, warps and stages, the template's mma and loads searched "
    "(%s)" % p.stderr.strip())
+# A kernel's space may narrow the template's own knobs too (schedule, persistent, epilogue,
+# the cluster's CM and CN; dot and walk on the CPU): they are the lowering's, not unused.
+gemm_ws = os.path.join(TMP, "gemm_ws.tsk")
+with open(GEMM) as f:
+    text = f.read()
+narrow = ('space=block(m=[128], n=[128], k=[64]).warps([8]).stages([3,4]).mma(["wgmma"])'
+          '.load(["tma"]).schedule(["plain","coop"]).persistent([0,132])'
+          '.epilogue(["direct","tma"]).cluster(m=[1], n=[1]).dot(["fma"]).walk(["tiles"])')
+with open(gemm_ws, "w") as f:
+    f.write(re.sub(r"space=dict\([^)]*\)", lambda m: narrow, text, count=1))
+p = tt("lower", "--kernel", gemm_ws, "--shape", "M=4096,N=4096,K=4096", "--backend", "cuda",
+       "--stage", "schedule")
+ok(p.returncode == 0 and '.schedule(["plain","coop"]).persistent([0,132]).epilogue(["direct","tma"])'
+   '.cluster(m=1, n=1)' in p.stdout and "12 valid at M=4096,N=4096,K=4096" in p.stdout,
+   "a gemm kernel's space narrows the template's schedule, persistent, epilogue and cluster "
+   "(%s)" % (p.stdout.splitlines()[1:3] if p.returncode == 0 else p.stderr.strip()))
+p = tt("lower", "--kernel", gemm_ws, "--shape", "M=256,N=256,K=256", "--stage", "schedule")
+ok(p.returncode == 0 and re.search(r'^space: block\(m=128, n=128, k=64\)\..*\.dot\("fma"\)'
+                                   r'\.walk\("tiles"\)', p.stdout, re.M),
+   "... and on the CPU the template's dot and walk (%s)"
+   % (p.stdout.splitlines()[1:2] if p.returncode == 0 else p.stderr.strip()))
 p = tt("run", "--kernel", GEMM, "--shape", "M=100,N=72,K=40", "--json")
 r = json.loads(p.stdout) if p.returncode == 0 else {}
 ok(r.get("status") == "ok" and r["verification"].startswith("full f64 reference")
