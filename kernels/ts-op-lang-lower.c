@@ -1178,6 +1178,36 @@ reduce_row(TsTileNode *g, TsTileNode *at, const Step *st, const char *c0, gboole
                     shared ? ((*n)++ % 2 ? "red + WARPS" : "red") : "nullptr", NULL);
 }
 
+static gboolean
+ex_equal(const Ex *a, const Ex *b)
+{
+  if (a == b)
+    return TRUE;
+  if (a == NULL || b == NULL || a->kind != b->kind || a->op != b->op || a->index != b->index ||
+      a->dim != b->dim || !(a->num == b->num || (isnan(a->num) && isnan(b->num))))
+    return FALSE;
+  return ex_equal(a->a, b->a) && ex_equal(a->b, b->b);
+}
+
+/* Softmax's row statistics: step s a max of e, step s + 1 the scratch row exp(e - that max),
+ * step s + 2 the sum of that row. A streamed row takes the two reductions in one online pass
+ * (a running max and a sum rescaled whenever the max grows, ts_rows_accum_softmax), as the
+ * built-in softmax streams, instead of a pass for each. */
+static gboolean
+online_softmax_at(const LangOp *o, guint s)
+{
+  if (s + 2 >= o->steps->len)
+    return FALSE;
+  const Step *m = &g_array_index(o->steps, Step, s), *w = &g_array_index(o->steps, Step, s + 1),
+             *sum = &g_array_index(o->steps, Step, s + 2);
+  if (m->scratch || !m->max || !w->scratch || sum->scratch || sum->max ||
+      sum->expr->kind != EX_SCRATCH || sum->expr->index != w->index)
+    return FALSE;
+  const Ex *x = w->expr;
+  return x->kind == EX_EXP && x->a->kind == EX_BIN && x->a->op == '-' &&
+         x->a->b->kind == EX_ROW && x->a->b->index == m->index && ex_equal(x->a->a, m->expr);
+}
+
 /* The streamed form of ts__lang_lower_cuda_rows, after the grid, the input tiles, r_t and the
  * reduction slots: a pass for each reduction (accumulated tile by tile at c0, then reduced
  * across the row's threads), a pass for the output (stored tile by tile). */
@@ -1197,8 +1227,29 @@ lower_cuda_rows_streamed(const LangOp *o, TsTileKernel *k, TsTileNode *g, const 
     if (st->scratch)
       continue;
     reduction_let(g, st);
+    if (!online_softmax_at(o, s)) {
+      TsTileNode *c = stream_pass(o, g, hoisted, ttile, st->expr, "t");
+      reduce_row(g, c, st, "c0", shared, &n_reductions);
+      continue;
+    }
+    const Step *sum = &g_array_index(o->steps, Step, s + 2);
+    reduction_let(g, sum);
+    g_autofree char *m = g_strdup_printf("r%u", st->index), *l = g_strdup_printf("r%u", sum->index);
     TsTileNode *c = stream_pass(o, g, hoisted, ttile, st->expr, "t");
-    reduce_row(g, c, st, "c0", shared, &n_reductions);
+    ts_tile_intrinsic(c, "rows_accum_softmax", ROW_TILE, m, l, "r_t", "c0", NULL);
+    /* The pair's reduction fills both shared slots: a barrier keeps it from the readers of an
+     * earlier reduction's slot, and a later reduction from its readers. */
+    if (shared && n_reductions > 0)
+      ts_tile_barrier(g);
+    ts_tile_intrinsic(g, "rows_allreduce_softmax", "BM=BM,THREADS=THREADS", m, l,
+                      shared ? "red" : "nullptr", NULL);
+    s += 2;
+    n_reductions = 0;
+    for (guint later = s + 1; shared && later < o->steps->len; later++)
+      if (!g_array_index(o->steps, Step, later).scratch) {
+        ts_tile_barrier(g);
+        break;
+      }
   }
   const char *y = o->views[o->def.n_inputs];
   g_autofree char *out = g_strdup_printf("r_%s", y);

@@ -65,6 +65,7 @@ kernels=(
   "tests/kernels/layernorm_bf16.tsk|M=16384,N=8192"
   "examples/softmax.tsk|M=64,N=100000"
   "tests/kernels/layernorm_bf16.tsk|M=64,N=100000"
+  "tests/kernels/softmax_recompute_bf16.tsk|M=64,N=100000"
   "examples/gemm.tsk|M=4096,N=4096,K=4096"
   "tests/kernels/gemm_f16.tsk|M=1000,N=1000,K=1000"
   "examples/gemm_bias_relu.tsk|M=4096,N=4096,K=4096"

@@ -454,15 +454,27 @@ ok(p.returncode == 0 and re.search(r"ts_rows_load_bcast<float, .*>\(r_gamma, GAM
    "on CUDA a row kernel holds its rows in registers: gamma broadcast, reductions alternating "
    "their shared slots, the output mapped and stored (%s)" % p.stderr.strip())
 # A row too long for the registers is streamed, one row a CTA: a pass over its column tiles
-# for each reduction and one for the output, the scratch row of exps recomputed in the passes
-# that read it (the CUDA emulator runs such kernels: tests/cuda-emu).
+# for each reduction and one for the output, a scratch row recomputed in the passes that read
+# it; softmax's max and sum of exps in one online pass (the CUDA emulator runs such kernels:
+# tests/cuda-emu).
+LOOP = "for (long long c0 = 0; c0 < (N); c0 += COLS) {"
 p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=8,N=100000",
        "--backend", "cuda", "--schedule", "block(m=1)", "--stage", "target")
-ok(p.returncode == 0 and p.stdout.count("for (long long c0 = 0; c0 < (N); c0 += COLS) {") == 3
-   and p.stdout.count("r_w0[(0) + j] = expf((x - r0));") == 2
-   and "ts_rows_accum<ts_sum, BM, THREADS, VEC, COLS, NCOLS>(r1, r_t, c0);" in p.stdout
+ok(p.returncode == 0 and p.stdout.count(LOOP) == 2
+   and "ts_rows_accum_softmax<BM, THREADS, VEC, COLS, NCOLS>(r0, r1, r_t, c0);" in p.stdout
+   and "ts_rows_allreduce_softmax<BM, THREADS>(r0, r1, red);" in p.stdout
+   and p.stdout.count("r_w0[(0) + j] = expf((x - r0));") == 1
    and re.search(r"ts_rows_store<float, .*>\(Y, r0_, c0, M, r_y,", p.stdout),
-   "a row too long for the registers is streamed in column tiles (%s)" % p.stderr.strip())
+   "a softmax row too long for the registers is streamed in two passes: the online max and "
+   "sum, then the output (%s)" % p.stderr.strip())
+p = tt("lower", "--kernel", os.path.join(SRC, "tests", "kernels", "softmax_recompute_bf16.tsk"),
+       "--shape", "M=8,N=100000", "--backend", "cuda", "--schedule", "block(m=1)",
+       "--stage", "target")
+ok(p.returncode == 0 and p.stdout.count(LOOP) == 3 and "softmax<" not in p.stdout
+   and p.stdout.count("r_w0[(0) + j] = expf(((x - r0) - 1.0f));") == 2
+   and "ts_rows_accum<ts_sum, BM, THREADS, VEC, COLS, NCOLS>(r1, r_t, c0);" in p.stdout,
+   "exps shifted past the max: a pass for the max, one for the sum and one for the output, "
+   "the scratch row of exps recomputed in both (%s)" % p.stderr.strip())
 p = tt("lower", "--kernel", os.path.join(EX, "softmax.tsk"), "--shape", "M=8,N=100000",
        "--backend", "cuda", "--schedule", "block(m=4)")
 ok(p.returncode == 2 and "violates the constraint" in p.stderr and "BM == 1 ||" in p.stderr,

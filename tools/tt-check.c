@@ -8,7 +8,6 @@
 #include "ts-cuda.h"
 
 #include <errno.h>
-#include <glib/gstdio.h>
 #include <string.h>
 
 typedef struct {

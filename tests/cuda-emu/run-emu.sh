@@ -194,15 +194,19 @@ for p in '' 'block(m=4).warps(4).vector(8)'; do
   CASES+=("softmax_safe:tests/kernels/softmax_bf16.tsk|M=37,N=203|37 203|bf16|$p|EMU_EAGER=0|pass")
   CASES+=("layernorm_safe:tests/kernels/layernorm_bf16.tsk|M=37,N=203|37 203|bf16|$p|EMU_EAGER=0|pass")
 done
-# ... and the same rows too long for the registers (9000 and 9001 columns over 4 warps, more than
-# 64 floats a thread): one row a CTA, each reduction and the output a pass over column tiles,
-# the scratch rows (softmax's exps, layernorm's deviations) recomputed in each pass; 9001 loads
-# one element at a time, its last tile partial.
+# ... and the same rows too long for the registers (9000 and 9001 columns over 4 or 2 warps, more
+# than 64 floats a thread): one row a CTA, each reduction and the output a pass over column
+# tiles (softmax's max and sum in one online pass; the shifted softmax's a pass each, its scratch
+# row of exps recomputed in both later passes); 9001 loads one element at a time, its last tile
+# partial.
 for n in 9000 9001; do
   for p in 'block(m=1).warps(4).vector(8)' 'block(m=1).warps(2).vector(16)'; do
     CASES+=("softmax_safe:tests/kernels/softmax_bf16.tsk|M=3,N=$n|3 $n|bf16|$p|EMU_EAGER=0|pass")
     CASES+=("layernorm_safe:tests/kernels/layernorm_bf16.tsk|M=3,N=$n|3 $n|bf16|$p|EMU_EAGER=0|pass")
   done
+done
+for p in 'block(m=1).warps(4).vector(8)' 'block(m=1).warps(1).vector(8)'; do
+  CASES+=("softmax_safe:tests/kernels/softmax_recompute_bf16.tsk|M=3,N=9001|3 9001|bf16|$p|EMU_EAGER=0|pass")
 done
 # ... and GEMM kernels through the gemm templates: gemm.tsk at its default point (mma.sync) and
 # at a warp-specialized wgmma one of its space, the f16 one at its default.
