@@ -239,7 +239,8 @@ ok(any(c in p.stdout for c in CRASH) and "hung" in p.stdout,
 ts, cases = junit(xml)
 ok(os.path.exists(md) and cases["boom"].find("failure") is not None
    and cases["spin"].find("failure") is not None and cases["gemm"].find("failure") is None,
-   "... the Markdown and JUnit reports are written; the healthy workload is not failed")
+   "... the Markdown and JUnit reports are written; the healthy workload is not failed (%s)"
+   % (lines.get("gemm", "no gemm line"),))
 con = sqlite3.connect(CDB)
 runs = con.execute("SELECT kind, status FROM gate_run ORDER BY id").fetchall()
 stored = con.execute("SELECT name, status FROM gate_result WHERE run_id = 2 ORDER BY id").fetchall()
