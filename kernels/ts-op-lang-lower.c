@@ -477,6 +477,14 @@ lang_pipeline_knob(const LangOp *o, const TsSchedPoint *point, gboolean *next, g
   return TRUE;
 }
 
+/* Step `sum` is the plain row sum of scratch row `w` (softmax's s = row_sum(e)). */
+static gboolean
+sums_scratch_row(const Step *sum, const Step *w)
+{
+  return !sum->scratch && !sum->max && sum->expr->kind == EX_SCRATCH &&
+         sum->expr->index == w->index;
+}
+
 static gboolean
 reads_row_value(const Ex *e, guint index)
 {
@@ -493,9 +501,7 @@ ts__lang_skew_refusal(const LangOp *o)
   const Step *first = &g_array_index(o->steps, Step, 0);
   const Step *w = n >= 2 ? &g_array_index(o->steps, Step, 1) : NULL;
   const Step *sum = n >= 3 ? &g_array_index(o->steps, Step, 2) : NULL;
-  if (w == NULL || !w->scratch || n > 3 ||
-      (sum && (sum->scratch || sum->max || sum->expr->kind != EX_SCRATCH ||
-               sum->expr->index != w->index)))
+  if (w == NULL || !w->scratch || n > 3 || (sum && !sums_scratch_row(sum, w)))
     return "is not a reduction, one scratch row (its row_sum, if any, right after it) and "
            "the output";
   if (reads_row_value(o->value, first->index))
@@ -1127,9 +1133,9 @@ stream_pass(const LangOp *o, TsTileNode *g, GHashTable *hoisted, const char *tti
   g_autofree char *text = ts__lang_print(o, e, TRUE, g, hoisted);
   TsTileNode *c = ts_tile_for(g, "c0", "0", o->col_dim, "COLS", TS_FOR_SERIAL);
   for (guint a = 0; a < o->def.n_inputs; a++) {
-    g_autofree char *reg = g_strdup_printf("r_%s", o->views[a]);
     if (!views[a])
       continue;
+    g_autofree char *reg = g_strdup_printf("r_%s", o->views[a]);
     if (o->broadcast[a])
       ts_tile_intrinsic(c, "rows_load_bcast", ttile, reg, o->def.inputs[a].name, "c0", NULL);
     else
@@ -1200,8 +1206,7 @@ online_softmax_at(const LangOp *o, guint s)
     return FALSE;
   const Step *m = &g_array_index(o->steps, Step, s), *w = &g_array_index(o->steps, Step, s + 1),
              *sum = &g_array_index(o->steps, Step, s + 2);
-  if (m->scratch || !m->max || !w->scratch || sum->scratch || sum->max ||
-      sum->expr->kind != EX_SCRATCH || sum->expr->index != w->index)
+  if (m->scratch || !m->max || !w->scratch || !sums_scratch_row(sum, w))
     return FALSE;
   const Ex *x = w->expr;
   return x->kind == EX_EXP && x->a->kind == EX_BIN && x->a->op == '-' &&

@@ -191,29 +191,30 @@ python3 - "$TMP/designs.db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 dev, tc = db.execute("SELECT device_id, toolchain_id FROM trial LIMIT 1").fetchone()
-db.execute("INSERT INTO workload (op, shape, dtype) VALUES ('gemm', 'M=4096,N=4096,K=4096', 'bf16')")
-w = db.execute("SELECT id FROM workload WHERE op = 'gemm'").fetchone()[0]
+
+
+def workload(op, shape, trials, tag):
+    """A workload of op at shape (bf16) and its trials: (schedule, status, median ns)."""
+    w = db.execute("INSERT INTO workload (op, shape, dtype) VALUES (?, ?, 'bf16')",
+                   (op, shape)).lastrowid
+    for i, (point, status, ns) in enumerate(trials):
+        db.execute("INSERT INTO trial (workload_id, device_id, toolchain_id, schedule, "
+                   "schedule_hash, status, median_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (w, dev, tc, point, "%s%015x" % (tag, i), status, ns))
+
+
 base = 'block(m=128, n=256, k=64).warps(8).stages(3).mma("wgmma").load("tma")'
-for i, (tail, status, ns) in enumerate([
-        ('.schedule("plain").persistent(0).epilogue("direct").cluster(m=1, n=1)', "ok", 200000.0),
-        ('.schedule("plain").persistent(0).epilogue("direct").cluster(m=1, n=1).stages(4)', "ok", 220000.0),
-        ('.schedule("coop").persistent(132).epilogue("tma").cluster(m=2, n=1)', "ok", 160000.0),
-        ('.schedule("pingpong").persistent(132).epilogue("direct").cluster(m=1, n=1)', "timeout", None)]):
-    db.execute("INSERT INTO trial (workload_id, device_id, toolchain_id, schedule, schedule_hash, "
-               "status, median_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
-               (w, dev, tc, base + tail, "%016x" % i, status, ns))
-db.execute("INSERT INTO workload (op, shape, dtype) "
-           "VALUES ('flash_attention_causal', 'B=4,H=16,S=4096,D=128', 'bf16')")
-w = db.execute("SELECT id FROM workload WHERE op = 'flash_attention_causal'").fetchone()[0]
-for i, (point, status, ns) in enumerate([
-        ('block(m=128, n=64).warps(8).stages(2).mma("sync").schedule("coop").persistent(0).epilogue("direct")', "ok", 400000.0),
-        ('block(m=64, n=64).warps(4).stages(2).mma("sync").schedule("coop").persistent(0).epilogue("direct")', "ok", 440000.0),
-        ('block(m=128, n=128).warps(8).stages(2).mma("wgmma").schedule("pingpong").persistent(132).epilogue("tma")', "ok", 250000.0),
-        ('block(m=128, n=128).warps(8).stages(2).mma("wgmma").schedule("coop").persistent(0).epilogue("direct")', "ok", 300000.0),
-        ('block(m=128, n=64).warps(8).stages(3).mma("wgmma").schedule("overlap").persistent(132).epilogue("direct")', "wrong_result", None)]):
-    db.execute("INSERT INTO trial (workload_id, device_id, toolchain_id, schedule, schedule_hash, "
-               "status, median_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
-               (w, dev, tc, point, "a%015x" % i, status, ns))
+workload("gemm", "M=4096,N=4096,K=4096", [
+    (base + '.schedule("plain").persistent(0).epilogue("direct").cluster(m=1, n=1)', "ok", 200000.0),
+    (base + '.schedule("plain").persistent(0).epilogue("direct").cluster(m=1, n=1).stages(4)', "ok", 220000.0),
+    (base + '.schedule("coop").persistent(132).epilogue("tma").cluster(m=2, n=1)', "ok", 160000.0),
+    (base + '.schedule("pingpong").persistent(132).epilogue("direct").cluster(m=1, n=1)', "timeout", None)], "0")
+workload("flash_attention_causal", "B=4,H=16,S=4096,D=128", [
+    ('block(m=128, n=64).warps(8).stages(2).mma("sync").schedule("coop").persistent(0).epilogue("direct")', "ok", 400000.0),
+    ('block(m=64, n=64).warps(4).stages(2).mma("sync").schedule("coop").persistent(0).epilogue("direct")', "ok", 440000.0),
+    ('block(m=128, n=128).warps(8).stages(2).mma("wgmma").schedule("pingpong").persistent(132).epilogue("tma")', "ok", 250000.0),
+    ('block(m=128, n=128).warps(8).stages(2).mma("wgmma").schedule("coop").persistent(0).epilogue("direct")', "ok", 300000.0),
+    ('block(m=128, n=64).warps(8).stages(3).mma("wgmma").schedule("overlap").persistent(132).epilogue("direct")', "wrong_result", None)], "a")
 db.commit()
 PY
 designs=$(python3 "$SRC/bench/gpu_variants.py" "$TMP/designs.db")
