@@ -37,7 +37,7 @@ typedef struct {
   double swizzle, wgmma, tma, raster;
 
   double flops;         /* the op's exact FLOP count */
-  double work_flops;    /* FLOPs the kernel executes, edge tiles padded */
+  double work_flops;    /* FLOPs the kernel executes: edge tiles padded, a CPU's exps at cost */
   double units;         /* independent work units (CTAs, or the tasks a CPU team splits) */
   double workers;       /* units that run at once: SMs x resident blocks, or threads */
   double waves;         /* ceil(units / workers) */
@@ -46,7 +46,7 @@ typedef struct {
   double dram_bytes;    /* modelled DRAM traffic, re-reads of the tiling included */
   double cache_bytes;   /* traffic from the last cache level that holds the tiles */
   double tile_intensity;/* FLOPs per byte one unit loads */
-  double pad_waste;     /* work_flops / flops - 1 */
+  double pad_waste;     /* work_flops / flops - 1: the work beyond the op's FLOPs */
 
   /* what a unit needs of the machine; GPU only (NaN on the CPU) */
   double regs;          /* per thread: from the link log, else estimated */

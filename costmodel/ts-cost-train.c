@@ -37,6 +37,12 @@ ts_cost_key_device(const TsDbTrialKey *k, TsDeviceInfo *out)
 static gboolean
 add_key(TsDb *db, TsCostDataset *ds, const TsDbTrialKey *k, guint *skipped, GError **error)
 {
+  /* A kernel file's trials count as any op's: its op is registered from the source the cache
+   * keeps with them. */
+  g_autofree char *src = NULL, *path = NULL;
+  if (ts_op_lookup(k->op) == NULL && g_str_has_prefix(k->op, "kernel:") &&
+      ts_db_get_kernel_source(db, k->op, &path, &src, NULL))
+    ts_op_register_kernel_op(k->op, src, path, NULL);
   g_autoptr(TsOpInstance) inst = ts_op_instance_new(k->op, k->shape, k->dtype, NULL);
   if (inst == NULL) {
     *skipped += k->n_trials;

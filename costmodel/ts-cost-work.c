@@ -225,18 +225,25 @@ attn_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources 
   w->tensor = TRUE;
 }
 
-/* Row ops on the GPU: a CTA of W warps takes BM rows (or BN elements for saxpy). */
+/* Row ops on the GPU: a CTA of W warps takes BM rows (or BN elements of a map). A row too
+ * long for the registers is streamed in column tiles, read again for each of the kernel's
+ * passes: from L2 while the rows the resident CTAs stream fit half of it, else from DRAM. */
 static void
-rows_cuda(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources *res,
-          TsCostWork *w, double rows, double cols)
+rows_cuda(const TsCostTarget *t, const TsModuleResources *res, TsCostWork *w,
+          const TsOpRowWork *rw)
 {
+  double rows = rw->rows, cols = rw->cols, e = t->elem_bytes;
   double threads = w->warps * 32, V = isnan(w->vector) ? 1 : w->vector;
   double per_unit = isnan(w->tile_m) ? w->tile_n : w->tile_m * cols;
   w->units = cdiv(rows * cols, per_unit);
   w->work_flops = w->flops * w->units * per_unit / (rows * cols);
   w->accumulators = V;
   gpu_occupancy(t, threads, res, 32 + 4 * V, 0, w);
-  w->cache_bytes = w->dram_bytes = ts_op_instance_bytes(t->inst);
+  double rereads = (rw->passes - 1) * rows * cols * e;
+  double streaming = MIN(w->workers, w->units) * per_unit * e;
+  w->cache_bytes = ts_op_instance_bytes(t->inst) + rereads;
+  w->dram_bytes = ts_op_instance_bytes(t->inst) +
+                  (streaming > 0.5 * t->device.l2_bytes ? rereads : 0);
   w->compute_eff = 0.5;
   w->overlap = 1 - 1 / (2 * w->blocks_per_sm);
   w->mem_eff = gpu_mem_eff(t, w, V * t->elem_bytes * MIN(per_unit / threads / V, 4));
@@ -371,17 +378,24 @@ gemm_cpu(const TsCostTarget *t, const TsSchedPoint *p, TsCostWork *w)
   w->launch_s = 3e-6 + (T > 1 ? 8e-6 + blocks * 2 * 1e-6 : 0);
 }
 
-/* Rows split into tasks of BM rows (saxpy: BN elements), each streamed once per pass. */
+/* A vector exp of ts_cpu_prims.h (range reduction, a degree-6 polynomial, two scalings: about
+ * 24 instructions) in FLOPs of the FMA roof at the row ops' efficiency below: fitted to
+ * softmax_safe on the Zen 1 VM, 256 x 65536 f32 on two threads, whose softmax("stored"),
+ * ("max_first") and ("online") take 17.5, 31 and 47 ms for 1, 2 and 3 exps an element. */
+#define EXP_FLOPS 32.0
+
+/* Rows split into tasks of BM rows (maps: BN elements), each streamed once per pass. */
 static void
-rows_cpu(const TsCostTarget *t, TsCostWork *w, double rows, double cols, double passes)
+rows_cpu(const TsCostTarget *t, TsCostWork *w, const TsOpRowWork *rw)
 {
-  double T = w->threads, e = t->elem_bytes;
+  double T = w->threads, e = t->elem_bytes, rows = rw->rows, cols = rw->cols;
+  double passes = rw->passes;
   double per_task = isnan(w->tile_m) ? w->tile_n : w->tile_m * cols;
   w->units = cdiv(rows * cols, per_task);
   w->workers = T;
   w->cores_used = MIN(MIN(T, MAX(t->device.compute_units, 1)), w->units);
   w->balance = balance(w->units, T);
-  w->work_flops = w->flops;
+  w->work_flops = w->flops + rw->exps * rows * cols * EXP_FLOPS;
   w->accumulators = 1;
   w->compute_eff = cpu_vector_eff(t, w->vector) * 0.5;
   double compulsory = ts_op_instance_bytes(t->inst);
@@ -420,19 +434,6 @@ attn_cpu(const TsCostTarget *t, TsCostWork *w)
   w->launch_s = 3e-6 + (T > 1 ? 8e-6 : 0);
 }
 
-/* Passes over the input a row op makes (kernels/op-rowwise.c): the online softmax reads a row
- * twice (max and sum together, then normalise), layernorm three times (mean, variance,
- * normalise), rmsnorm twice. */
-static double
-row_passes(const char *op)
-{
-  if (strcmp(op, "layernorm_safe") == 0)
-    return 3;
-  if (strcmp(op, "softmax_safe") == 0 || strcmp(op, "rmsnorm_safe") == 0)
-    return 2;
-  return 1;
-}
-
 gboolean
 ts__cost_work(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResources *res,
               TsCostWork *w)
@@ -459,10 +460,10 @@ ts__cost_work(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResour
   w->flops = ts_op_instance_flops(t->inst);
   const char *op = t->op;
   gboolean gemm = strcmp(op, "gemm") == 0, attn = g_str_has_prefix(op, "flash_attention");
-  gboolean saxpy = strcmp(op, "saxpy") == 0;
-  gboolean rows = saxpy || strcmp(op, "reduce_sum") == 0 || strcmp(op, "softmax_safe") == 0 ||
-                  strcmp(op, "layernorm_safe") == 0 || strcmp(op, "rmsnorm_safe") == 0;
-  double R = saxpy ? 1 : dim(t, "M"), C = saxpy ? dim(t, "N") : dim(t, "N");
+  /* Row ops, maps and a kernel file's of either form: how the lowering sweeps the rows at
+   * this point (passes over a row) comes from the op. */
+  TsOpRowWork rw;
+  gboolean rows = !gemm && !attn && ts_op_instance_row_work(t->inst, p, t->gpu, &rw);
   if (t->gpu) {
     if (isnan(w->warps))
       return FALSE;
@@ -471,7 +472,7 @@ ts__cost_work(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResour
     else if (attn && !isnan(w->tile_m) && !isnan(w->tile_n))
       attn_cuda(t, p, res, w);
     else if (rows && (!isnan(w->tile_m) || !isnan(w->tile_n)))
-      rows_cuda(t, p, res, w, R, C);
+      rows_cuda(t, res, w, &rw);
     else
       return FALSE;
     w->cores_used = MIN(w->units, MAX(t->device.compute_units, 1));
@@ -485,7 +486,7 @@ ts__cost_work(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResour
     else if (attn && !isnan(w->tile_m))
       attn_cpu(t, w);
     else if (rows && (!isnan(w->tile_m) || !isnan(w->tile_n)))
-      rows_cpu(t, w, R, C, row_passes(op));
+      rows_cpu(t, w, &rw);
     else
       return FALSE;
   }

@@ -338,6 +338,24 @@ ts__cuda_map_tile(const char *op, gint64 n, gint64 bn, gint64 warps, gint64 vect
 
 /* The vector is the largest power of two up to the vector knob that divides n, so that every
  * row starts aligned to it. */
+static gint64
+row_vec(gint64 n, gint64 vector)
+{
+  gint64 vec = vector;
+  while (vec > 1 && n % vec != 0)
+    vec /= 2;
+  return vec;
+}
+
+gboolean
+ts__cuda_row_resident(gint64 n, gint64 bm, gint64 warps, gint64 vector)
+{
+  if (bm <= 0 || warps <= 0 || vector <= 0 || warps * 32 % bm != 0)
+    return FALSE;
+  const gint64 tpr = warps * 32 / bm, vec = row_vec(n, vector);
+  return (n + tpr * vec - 1) / (tpr * vec) * vec <= ROW_REGS;
+}
+
 gboolean
 ts__cuda_row_tile(const char *op, gint64 m, gint64 n, gint64 bm, gint64 warps, gint64 vector,
                   gboolean can_stream, TsTileKernel *k, TsCudaRowTile *t, GError **error)
@@ -359,9 +377,7 @@ ts__cuda_row_tile(const char *op, gint64 m, gint64 n, gint64 bm, gint64 warps, g
                 op, tpr);
     return FALSE;
   }
-  gint64 vec = vector;
-  while (n % vec != 0)
-    vec /= 2;
+  const gint64 vec = row_vec(n, vector);
   gint64 per = (n + tpr * vec - 1) / (tpr * vec);
   const gboolean resident = per * vec <= ROW_REGS;
   if (!resident && !can_stream) {
@@ -535,6 +551,69 @@ saxpy_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKern
   return TRUE;
 }
 
+/* ---- how each kernel sweeps its rows (ts_op_instance_row_work, for the cost model) ---- */
+
+/* M rows of N: `cpu` reads of each row on the CPU; on CUDA one when the row tile holds the row
+ * in registers, else `streamed`, a pass over memory for each of the kernel's sweeps. */
+static gboolean
+rows_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean cuda, double cpu,
+          double streamed, TsOpRowWork *w)
+{
+  const TsShape *s = ts_op_instance_shape(inst);
+  w->rows = DIM(s, "M");
+  w->cols = DIM(s, "N");
+  w->passes = !cuda ? cpu
+              : ts__cuda_row_resident(ts_shape_get(s, "N"), KNOB("BM"), KNOB("warps"),
+                                      KNOB("vector"))
+                ? 1
+                : streamed;
+  return cpu > 0;
+}
+
+static gboolean
+saxpy_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean cuda, TsOpRowWork *w)
+{
+  (void)point, (void)cuda;
+  *w = (TsOpRowWork){.rows = 1, .cols = DIM(ts_op_instance_shape(inst), "N"), .passes = 1};
+  return TRUE;
+}
+
+static gboolean
+reduce_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean cuda, TsOpRowWork *w)
+{
+  return rows_work(inst, point, cuda, 1, 1, w);
+}
+
+/* The CPU's softmax(): online and stored read a row twice, max_first three times; stored reads
+ * its row of exps a third time. Exps an element: online 3, max_first 2, stored 1. Streamed on
+ * CUDA: the online pass, then the output's; an exp in each. */
+static gboolean
+softmax_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean cuda, TsOpRowWork *w)
+{
+  const char *how = ts_sched_point_get_str(point, "softmax", "online");
+  const gboolean online = g_strcmp0(how, "online") == 0, stored = g_strcmp0(how, "stored") == 0;
+  const double cpu = online ? 2 : stored || g_strcmp0(how, "max_first") == 0 ? 3 : 0;
+  if (!rows_work(inst, point, cuda, cpu, 2, w))
+    return FALSE;
+  const gboolean fast = g_strcmp0(ts_sched_point_get_str(point, "math", "exact"), "fast") == 0;
+  w->exps = cuda ? (w->passes > 1 ? 2 : 1) : (online ? 3 : stored ? 1 : 2) * (fast ? TS_OP_FAST_EXP : 1);
+  return TRUE;
+}
+
+/* The mean, the centred sum of squares, the output. */
+static gboolean
+layernorm_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean cuda,
+               TsOpRowWork *w)
+{
+  return rows_work(inst, point, cuda, 3, 3, w);
+}
+
+static gboolean
+rmsnorm_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean cuda, TsOpRowWork *w)
+{
+  return rows_work(inst, point, cuda, 2, 2, w);
+}
+
 const TsOpDef ts__op_saxpy = {
   .name = "saxpy",
   .summary = "Z[N] = alpha * X[N] + Y[N]",
@@ -552,6 +631,7 @@ const TsOpDef ts__op_saxpy = {
   .cpu_default = "block(n=16384).vector(8).threads(2).store(\"cached\")",
   .flops = saxpy_flops,
   .bytes = saxpy_bytes,
+  .row_work = saxpy_work,
   .reference = saxpy_reference,
   .lower_cpu = saxpy_lower_cpu,
   /* At most 32 floats of each input per thread (BN <= 32 * threads): both tiles stay in
@@ -667,6 +747,7 @@ const TsOpDef ts__op_reduce_sum = {
   .cpu_default = ROW_DEFAULT,
   .flops = rows_flops,
   .bytes = reduce_bytes,
+  .row_work = reduce_work,
   .reference = reduce_reference,
   .lower_cpu = reduce_lower_cpu,
   .cuda_space = ROW_CUDA_SPACE,
@@ -883,6 +964,7 @@ const TsOpDef ts__op_softmax_safe = {
   .cpu_default = SOFTMAX_DEFAULT,
   .flops = softmax_flops,
   .bytes = rows_bytes,
+  .row_work = softmax_work,
   .reference = softmax_reference,
   .lower_cpu = softmax_lower_cpu,
   .cuda_space = ROW_CUDA_SPACE,
@@ -1066,6 +1148,7 @@ const TsOpDef ts__op_layernorm_safe = {
   .cpu_default = LAYERNORM_DEFAULT,
   .flops = layernorm_flops,
   .bytes = layernorm_bytes,
+  .row_work = layernorm_work,
   .reference = layernorm_reference,
   .lower_cpu = layernorm_lower_cpu,
   .cuda_space = ROW_CUDA_SPACE,
@@ -1143,6 +1226,7 @@ const TsOpDef ts__op_rmsnorm_safe = {
   .cpu_default = ROW_MAP_DEFAULT,
   .flops = rmsnorm_flops,
   .bytes = rmsnorm_bytes,
+  .row_work = rmsnorm_work,
   .reference = rmsnorm_reference,
   .lower_cpu = rmsnorm_lower_cpu,
   .cuda_space = ROW_CUDA_SPACE,

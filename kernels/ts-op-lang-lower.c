@@ -1343,3 +1343,53 @@ ts__lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point, Ts
                     "1.0f", "nullptr", "nullptr", NULL);
   return TRUE;
 }
+
+static double
+count_exps(const Ex *e)
+{
+  return e == NULL ? 0 : (e->kind == EX_EXP) + count_exps(e->a) + count_exps(e->b);
+}
+
+/* A map reads each element once. A row kernel reads a row once per step and once for the
+ * output, on the CPU (a scratch row's plain sum rides in the pass that writes it) and streamed
+ * on CUDA (a scratch row recomputed in each pass that reads it rather than read; softmax's max,
+ * exps and their sum one online pass); held in registers, once. */
+gboolean
+ts__lang_row_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean cuda,
+                  TsOpRowWork *w)
+{
+  const LangOp *o = lang_op(inst);
+  const TsShape *shape = ts_op_instance_shape(inst);
+  /* Each step's and the output's exps once an element (a scratch row is computed once on the
+   * CPU: the recomputing CUDA passes' exps go uncounted, where memory is what bounds them). */
+  w->exps = count_exps(o->value);
+  for (guint s = 0; o->rows && s < o->steps->len; s++)
+    w->exps += count_exps(g_array_index(o->steps, Step, s).expr);
+  gboolean fast = FALSE;
+  if (!cuda && !lang_math_knob(o, point, &fast, NULL))
+    return FALSE;
+  w->exps *= fast ? TS_OP_FAST_EXP : 1;
+  if (!o->rows) {
+    w->rows = 1;
+    w->cols = (double)ts_shape_get(shape, o->def.dims);
+    w->passes = 1;
+    return TRUE;
+  }
+  const gint64 n = ts_shape_get(shape, o->col_dim);
+  w->rows = (double)ts_shape_get(shape, o->row_dim);
+  w->cols = (double)n;
+  w->passes = 1;
+  if (cuda && ts__cuda_row_resident(n, KNOB("BM", -1), KNOB("warps", 4), KNOB("vector", 4)))
+    return TRUE;
+  for (guint s = 0; s < o->steps->len; s++) {
+    const Step *st = &g_array_index(o->steps, Step, s);
+    if (cuda && online_softmax_at(o, s))
+      s += 2;
+    else if (cuda ? st->scratch
+                  : s > 0 && sums_scratch_row(st, &g_array_index(o->steps, Step, s - 1)) &&
+                      g_array_index(o->steps, Step, s - 1).scratch)
+      continue;
+    w->passes++;
+  }
+  return TRUE;
+}

@@ -219,3 +219,5 @@ gboolean ts__lang_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point
                              GError **error);
 gboolean ts__lang_lower_cuda_rows(const TsOpInstance *inst, const TsSchedPoint *point,
                                   TsTileKernel *k, GError **error);
+gboolean ts__lang_row_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean cuda,
+                           TsOpRowWork *work);

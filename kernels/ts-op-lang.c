@@ -324,7 +324,9 @@ spaces(Reader *r, const TsLangKernel *k)
   static const char *const cuda_knobs[] = {"warps", "vector", NULL};
   static const gint64 row_warps[] = {4, 8, 0}, map_warps[] = {4, 8, 0};
   const gint64 *const cuda_values[] = {o->rows ? row_warps : map_warps, four};
-  if (!target_space(r, text, cpu_knobs, cpu_values, NULL, FALSE, &o->space,
+  /* A vector wider than the machine's registers is pruned before anything compiles; as a
+   * constraint (the built-in ops' too) the search spends no evaluation of its budget on it. */
+  if (!target_space(r, text, cpu_knobs, cpu_values, "vector <= simd_floats", FALSE, &o->space,
                     &o->default_point))
     return FALSE;
   o->def.cpu_space = o->space;
@@ -554,6 +556,7 @@ ts_op_register_kernel(const char *src, const char *path, const char *name_flags,
     o->def.inst_flops = ts__lang_flops;
     o->def.lower_cpu = o->rows ? ts__lang_lower_cpu_rows : ts__lang_lower_cpu;
     o->def.lower_cuda = o->rows ? ts__lang_lower_cuda_rows : ts__lang_lower_cuda;
+    o->def.row_work = ts__lang_row_work;
   }
   if (!match_implements(&r, k))
     return NULL;

@@ -81,6 +81,10 @@ struct _TsOpDef {
   const char *dim_names;
   const TsGemmEpilogue *gemm_epilogue; /* gemm's templates: applied before the store */
   const char *cpu_why, *cuda_why; /* why a kernel op has no space on that target, or NULL */
+  /* A row-wise op (rows, elementwise maps): how its kernel at a point sweeps the rows, for the
+   * cost model (ts_op_instance_row_work); NULL for ops of other forms. */
+  gboolean (*row_work)(const TsOpInstance *inst, const TsSchedPoint *point, gboolean cuda,
+                       TsOpRowWork *work);
   /* Test ops only: C source written directly instead of lowered through Tile IR. */
   char *(*emit_cpu_source)(const TsOpInstance *inst, const TsSchedPoint *point,
                            const char *entry, GError **error);
@@ -171,5 +175,8 @@ gboolean ts__cuda_map_tile(const char *op, gint64 n, gint64 bn, gint64 warps, gi
 gboolean ts__cuda_row_tile(const char *op, gint64 m, gint64 n, gint64 bm, gint64 warps,
                            gint64 vector, gboolean can_stream, TsTileKernel *k, TsCudaRowTile *t,
                            GError **error);
+/* Whether ts__cuda_row_tile holds a row of n in registers (else it streams the row in column
+ * tiles, a pass over memory for each of the kernel's sweeps); FALSE for knobs it refuses. */
+gboolean ts__cuda_row_resident(gint64 n, gint64 bm, gint64 warps, gint64 vector);
 /* Declares the kernel's params (buffers, dims, floats) in ABI order. */
 void ts__op_declare_params(const TsOpInstance *inst, TsTileKernel *kernel);

@@ -471,6 +471,14 @@ ts_op_instance_bytes(const TsOpInstance *inst)
   return inst->op->bytes(inst->shape, in) + (out - in) * (double)inst->numel[inst->op->n_inputs];
 }
 
+gboolean
+ts_op_instance_row_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean cuda,
+                        TsOpRowWork *work)
+{
+  *work = (TsOpRowWork){0};
+  return inst->op->row_work && inst->op->row_work(inst, point, cuda, work);
+}
+
 TsSchedEnv *
 ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device)
 {

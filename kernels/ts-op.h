@@ -107,6 +107,22 @@ const double *ts_op_instance_reference(TsOpInstance *inst, guint64 seed, gsize *
 char *ts_op_instance_describe(const TsOpInstance *inst);
 double ts_op_instance_flops(const TsOpInstance *inst);
 double ts_op_instance_bytes(const TsOpInstance *inst);
+/* How a row-wise op's kernel (the row ops, elementwise maps, a kernel file's of either form)
+ * reads its data at a point: rows of cols elements (a map: one row of all of them), each row
+ * read `passes` times, the first from memory and the others from wherever its rows then live
+ * (a CPU's caches; on a GPU its registers, or L2 when it is streamed through them in tiles). */
+typedef struct {
+  double rows, cols, passes;
+  /* exps evaluated an element (a CPU's vector exp costs dozens of FMA slots: softmax is bound
+   * by them), one by math("fast")'s short polynomial counted as TS_OP_FAST_EXP of one */
+  double exps;
+} TsOpRowWork;
+/* A fast exp's time over an exact one's: 6.1 and 9.5 cycles a 16-float vector in L1 on Zen 4
+ * (on the Zen 1 VM a bf16 softmax took as long with either, bound by its conversions). */
+#define TS_OP_FAST_EXP 0.65
+/* FALSE for ops of other forms (gemm, attention) and for knobs the op's lowering refuses. */
+gboolean ts_op_instance_row_work(const TsOpInstance *inst, const TsSchedPoint *point,
+                                 gboolean cuda, TsOpRowWork *work);
 /* The environment a space's constraints see: shape dims plus device limits. */
 TsSchedEnv *ts_op_instance_env(const TsOpInstance *inst, const TsDeviceInfo *device);
 

@@ -108,6 +108,94 @@ test_kernel_gemm(void)
   g_assert_cmpstr(ek.bound, ==, eg.bound);
 }
 
+static const TsOpDef *
+register_kernel(const char *src)
+{
+  g_autoptr(GError) error = NULL;
+  const TsOpDef *op = ts_op_register_kernel(src, NULL, NULL, &error);
+  g_assert_no_error(error);
+  return op;
+}
+
+/* A row kernel file is estimated from how its lowering sweeps a row: on the CPU a read of the
+ * row for each step and the output (a scratch row's sum rides in the pass writing it); on
+ * CUDA one read while the row fits the registers, a pass over L2 for each reduction and the
+ * output once it is streamed (softmax's three steps one online pass), as the built-ins. */
+static void
+test_kernel_rows(void)
+{
+  const TsOpDef *op = register_kernel(
+    "def sm(x: Tensor[\"M\", \"N\", f32], y: mut Tensor[\"M\", \"N\", f32]):\n"
+    "    T = tile.context()\n"
+    "    xr = tile.load(x, rows=T.m)\n"
+    "    m = tile.row_max(xr)\n"
+    "    e = tile.exp(xr - m[:, None])\n"
+    "    s = tile.row_sum(e)\n"
+    "    tile.store(y, e / s[:, None])\n");
+  g_autoptr(TsProfCeilings) c = cpu_ceilings();
+  const char *shape = "M=1024,N=4096";
+  g_autoptr(TsOpInstance) k = instance(ts_op_name(op), shape, "f32");
+  g_autoptr(TsOpInstance) b = instance("softmax_safe", shape, "f32");
+  g_autoptr(TsCostTarget) kc = ts_cost_target_new(k, "cpu", &cpu_dev, c);
+  g_autoptr(TsCostTarget) bc = ts_cost_target_new(b, "cpu", &cpu_dev, c);
+  TsCostEstimate ek, stored, online;
+  const char *rest = ".vector(8).threads(2).store(\"cached\").pipeline(\"none\")";
+  g_autofree char *kp = g_strconcat("block(m=4)", rest, NULL);
+  g_autofree char *sp = g_strconcat("block(m=4).softmax(\"stored\").math(\"exact\")", rest, NULL);
+  g_autofree char *op_ = g_strconcat("block(m=4).softmax(\"online\").math(\"exact\")", rest, NULL);
+  estimate(kc, kp, &ek);
+  estimate(bc, sp, &stored);
+  estimate(bc, op_, &online);
+  const double row_bytes = 1024.0 * 4096 * 4;
+  /* max, the exps with their sum, the output: three reads, as softmax("stored"); two of
+   * them again from cache */
+  g_assert_cmpfloat(ek.cache_bytes, ==, 2 * row_bytes);
+  g_assert_cmpfloat(stored.cache_bytes, ==, 2 * row_bytes);
+  g_assert_cmpfloat(online.cache_bytes, ==, row_bytes);
+  /* one exp an element, as stored's (online takes three), and the FLOPs of its own count */
+  g_assert_cmpfloat(ts_op_instance_flops(k), ==, ts_op_instance_flops(b));
+  g_assert_cmpfloat(ek.compute_s, ==, stored.compute_s);
+  g_assert_cmpfloat(online.compute_s, >, 2.5 * stored.compute_s);
+
+  /* CUDA: 4096 columns over 256 threads stay in registers; 100000 are streamed. */
+  g_autoptr(TsOpInstance) kl = instance(ts_op_name(op), "M=1024,N=100000", "f32");
+  g_autoptr(TsOpInstance) bl = instance("softmax_safe", "M=1024,N=100000", "f32");
+  g_autoptr(TsCostTarget) kg = ts_cost_target_new(k, "cuda", &h100, NULL);
+  g_autoptr(TsCostTarget) kgl = ts_cost_target_new(kl, "cuda", &h100, NULL);
+  g_autoptr(TsCostTarget) bgl = ts_cost_target_new(bl, "cuda", &h100, NULL);
+  const char *gpu = "block(m=1).warps(8).vector(4)";
+  TsCostEstimate resident, streamed, builtin;
+  estimate(kg, gpu, &resident);
+  estimate(kgl, gpu, &streamed);
+  estimate(bgl, gpu, &builtin);
+  g_assert_cmpfloat(resident.cache_bytes, ==, ts_op_instance_bytes(k));
+  g_assert_cmpfloat(streamed.cache_bytes, ==, ts_op_instance_bytes(kl) + 1024.0 * 100000 * 4);
+  g_assert_cmpfloat(builtin.cache_bytes, ==, streamed.cache_bytes);
+  /* ... from DRAM: the 1056 resident CTAs stream 400 KB rows, far over the 50 MiB L2; 32
+   * rows of them fit half of it */
+  g_assert_cmpfloat(streamed.dram_bytes, ==, streamed.cache_bytes);
+  g_autoptr(TsOpInstance) kf = instance(ts_op_name(op), "M=32,N=100000", "f32");
+  g_autoptr(TsCostTarget) kgf = ts_cost_target_new(kf, "cuda", &h100, NULL);
+  estimate(kgf, gpu, &streamed);
+  g_assert_cmpfloat(streamed.cache_bytes, ==, ts_op_instance_bytes(kf) + 32.0 * 100000 * 4);
+  g_assert_cmpfloat(streamed.dram_bytes, ==, ts_op_instance_bytes(kf));
+
+  /* an elementwise kernel file: one read of each element, on both targets */
+  const TsOpDef *map = register_kernel(
+    "def ax(x: Tensor[\"N\", f32], y: mut Tensor[\"N\", f32]):\n"
+    "    i = tile.linear_id()\n"
+    "    y[i] = 2.0 * x[i] + 1.0\n");
+  g_autoptr(TsOpInstance) mi = instance(ts_op_name(map), "N=1048576", "f32");
+  g_autoptr(TsCostTarget) mc = ts_cost_target_new(mi, "cpu", &cpu_dev, c);
+  g_autoptr(TsCostTarget) mg = ts_cost_target_new(mi, "cuda", &h100, NULL);
+  TsCostEstimate e;
+  estimate(mc, "block(n=4096).vector(8).threads(2).store(\"cached\")", &e);
+  g_assert_cmpfloat(e.cache_bytes, ==, 0);
+  g_assert_cmpfloat(e.dram_bytes, ==, ts_op_instance_bytes(mi));
+  estimate(mg, "block(n=4096).warps(4).vector(4)", &e);
+  g_assert_cmpfloat(e.cache_bytes, ==, ts_op_instance_bytes(mi));
+}
+
 static void
 test_features_deterministic(void)
 {
@@ -332,16 +420,23 @@ test_resources_and_bounds(void)
   g_assert_cmpfloat(fat.occupancy, <, lean.occupancy);
   g_assert_cmpfloat(fat.time_s, >, lean.time_s);
 
-  /* Row ops are memory-bound on both backends. */
+  /* Row ops are memory-bound on the GPU and, without exps, on the CPU; a CPU's softmax is
+   * bound by its vector exps, three an element online, one when the exps are stored. */
   g_autoptr(TsOpInstance) sm = instance("softmax_safe", "M=4096,N=8192", "f32");
   g_autoptr(TsCostTarget) tg = ts_cost_target_new(sm, "cuda", &h100, NULL);
-  TsCostEstimate e;
+  TsCostEstimate e, stored;
   estimate(tg, "block(m=1).warps(8).vector(4)", &e);
   g_assert_cmpstr(e.bound, ==, "dram");
   g_autoptr(TsProfCeilings) c = cpu_ceilings();
-  g_autoptr(TsCostTarget) tc = ts_cost_target_new(sm, "cpu", &cpu_dev, c);
-  estimate(tc, "block(m=4).vector(8).threads(2)", &e);
+  g_autoptr(TsOpInstance) ln = instance("layernorm_safe", "M=4096,N=8192", "f32");
+  g_autoptr(TsCostTarget) tl = ts_cost_target_new(ln, "cpu", &cpu_dev, c);
+  estimate(tl, "block(m=4).vector(8).threads(2)", &e);
   g_assert_true(strcmp(e.bound, "dram") == 0 || strcmp(e.bound, "cache") == 0);
+  g_autoptr(TsCostTarget) tc = ts_cost_target_new(sm, "cpu", &cpu_dev, c);
+  estimate(tc, "block(m=4).vector(8).threads(2).softmax(\"online\")", &e);
+  estimate(tc, "block(m=4).vector(8).threads(2).softmax(\"stored\")", &stored);
+  g_assert_cmpstr(e.bound, ==, "compute");
+  g_assert_cmpfloat(e.time_s, >, 2 * stored.time_s);
 }
 
 /* Over whole spaces: every valid point gets a finite estimate no faster than the roofline of
@@ -414,5 +509,6 @@ main(int argc, char **argv)
   g_test_add_func("/cost/analytic/resources-bounds", test_resources_and_bounds);
   g_test_add_func("/cost/analytic/whole-spaces", test_whole_spaces);
   g_test_add_func("/cost/analytic/kernel-gemm", test_kernel_gemm);
+  g_test_add_func("/cost/analytic/kernel-rows", test_kernel_rows);
   return g_test_run();
 }

@@ -148,4 +148,22 @@ p = tt("model", "show", "--db", DB)
 ok(p.returncode == 2 and "stored cost model" in p.stderr, "a corrupt model: exit 2 naming it")
 ok(rows("SELECT count(*) FROM trial")[0][0] == 54, "and no trial is lost")
 
+# ---- a kernel file's trials: estimated, and ranked as any op's ----
+KSM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "softmax.tsk")
+p = tt("tune", "--kernel", KSM, "--shape", "M=8,N=64", "--backend", "cpu", "--strategy",
+       "exhaustive", "--budget", "100", "--db", DB, "--json")
+res = json.loads(p.stdout) if p.returncode == 0 else {}
+ok(res.get("ok", 0) >= 10 and res.get("ok") == res.get("measured"),
+   "exhaustive tune of softmax.tsk at M=8,N=64 (%s)" % (res.get("ok") or p.stderr[-300:]))
+kt = rows("SELECT count(*), min(predicted_cost) FROM trial t JOIN workload w"
+          " ON w.id = t.workload_id WHERE w.op LIKE 'kernel:softmax@%'")
+ok(kt[0][0] == res.get("measured") and kt[0][1] is not None and kt[0][1] > 0,
+   "every trial of the kernel file carries the analytic estimate (%s)" % (kt,))
+p = tt("model", "eval", "--db", DB, "--json")
+e = json.loads(p.stdout)["cpu"] if p.returncode == 0 else {"workloads": []}
+kw = [w for w in e["workloads"] if w["group"].startswith("kernel:softmax@")]
+ok(len(kw) == 1 and kw[0]["rows"] == res.get("measured") and kw[0]["analytic_tau"] is not None,
+   "model eval holds the kernel file's workload out as any op's, with the analytic's tau (%s)"
+   % (kw or p.stderr[-300:]))
+
 print("1..%d" % count)
