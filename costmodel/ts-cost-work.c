@@ -253,11 +253,23 @@ rows_cuda(const TsCostTarget *t, const TsModuleResources *res, TsCostWork *w,
 
 /* ---- CPU ---- */
 
+/* A vector of V floats' share of the f32 roof: V over the lanes, or where the ceilings have it
+ * the measured roof of V-lane FMAs over the widest's (a core that splits its widest vectors in
+ * halves, as Zen 1 and Zen 4, multiplies as fast on narrower ones). */
 static double
 cpu_vector_eff(const TsCostTarget *t, double V)
 {
   double lanes = MAX(t->device.vector_bits, 128) / 32.0;
-  return isnan(V) ? 1 / lanes : MIN(1, V / lanes);
+  if (isnan(V))
+    return 1 / lanes;
+  if (V >= lanes)
+    return 1;
+  char name[32];
+  g_snprintf(name, sizeof name, "f32x%.0f", V);
+  gboolean measured = FALSE;
+  double narrow = ts__cost_roof(t, name, TRUE, &measured);
+  double wide = ts__cost_roof(t, "f32", TRUE, NULL);
+  return measured && wide > 0 ? MIN(1, narrow / wide) : V / lanes;
 }
 
 /* Bytes streamed from the level where a working set of `set` bytes lives, per core. */

@@ -439,6 +439,27 @@ test_resources_and_bounds(void)
   g_assert_cmpfloat(e.time_s, >, 2 * stored.time_s);
 }
 
+/* A narrower vector takes the share of the f32 roof its measured FMA peak says: all of it on
+ * a core that splits its widest vectors in halves, else its lanes' share. */
+static void
+test_vector_roofs(void)
+{
+  g_autoptr(TsOpInstance) sm = instance("softmax_safe", "M=1024,N=4096", "f32");
+  g_autoptr(TsProfCeilings) c = cpu_ceilings();
+  g_autoptr(TsCostTarget) lanes = ts_cost_target_new(sm, "cpu", &cpu_dev, c);
+  TsCostEstimate v4, v8;
+  const char *p4 = "block(m=4).vector(4).threads(2).softmax(\"stored\")";
+  const char *p8 = "block(m=4).vector(8).threads(2).softmax(\"stored\")";
+  estimate(lanes, p4, &v4);
+  estimate(lanes, p8, &v8);
+  g_assert_cmpfloat(fabs(v4.compute_s / v8.compute_s - 2), <, 1e-9);
+  ts_prof_ceilings_set(c, "f32x4", TS_PROF_COMPUTE, 178.0, 92.0); /* a split 256-bit FMA */
+  g_autoptr(TsCostTarget) split = ts_cost_target_new(sm, "cpu", &cpu_dev, c);
+  estimate(split, p4, &v4);
+  estimate(split, p8, &v8);
+  g_assert_cmpfloat(fabs(v4.compute_s / v8.compute_s - 93.9 / 92.0), <, 1e-9);
+}
+
 /* Over whole spaces: every valid point gets a finite estimate no faster than the roofline of
  * its op, on both backends. */
 static void
@@ -510,5 +531,6 @@ main(int argc, char **argv)
   g_test_add_func("/cost/analytic/whole-spaces", test_whole_spaces);
   g_test_add_func("/cost/analytic/kernel-gemm", test_kernel_gemm);
   g_test_add_func("/cost/analytic/kernel-rows", test_kernel_rows);
+  g_test_add_func("/cost/analytic/vector-roofs", test_vector_roofs);
   return g_test_run();
 }

@@ -22,6 +22,8 @@ check_cpu_ceilings(const TsProfCeilings *c, const TsDeviceInfo *d)
     TsProfCeilingKind kind;
     gboolean present;
   } want[] = {{"f32", TS_PROF_COMPUTE, TRUE},       {"f64", TS_PROF_COMPUTE, TRUE},
+              {"f32x4", TS_PROF_COMPUTE, d->vector_bits > 128},
+              {"f32x8", TS_PROF_COMPUTE, d->vector_bits > 256},
               {"bf16_amx", TS_PROF_COMPUTE, d->arch && strstr(d->arch, "+amxbf16") != NULL},
               {"bf16_dot", TS_PROF_COMPUTE, d->arch && strstr(d->arch, "+avx512bf16") != NULL},
               {"l1", TS_PROF_MEMORY, d->l1_bytes > 0}, {"l2", TS_PROF_MEMORY, d->l2_bytes > 0},
@@ -112,9 +114,19 @@ test_screen(void)
   g_assert_false(g[1].keep);
   g_assert_true(g[2].keep && g[3].keep);
   g_assert_true(g[4].keep); /* l3 measuring like DRAM (a VM's shared L3) is possible */
+  /* A narrower vector's FMAs no faster than the widest's (within 10%). */
+  TsProfCpuFigure v[] = {{"f32", 200, 100, TRUE}, {"f32x4", 200, 108, TRUE},
+                         {"f32x8", 240, 100, TRUE}};
+  g_string_truncate(notes, 0);
+  ts__prof_cpu_screen(v, G_N_ELEMENTS(v), notes);
+  g_assert_true(v[0].keep && v[1].keep);
+  g_assert_false(v[2].keep);
+  g_assert_nonnull(strstr(notes->str, "f32x8 not stored: 240.0 GFLOP/s (100.0 on one core) "
+                                      "above f32's 200.0 (100.0)"));
   /* A sane set is left alone. */
   TsProfCpuFigure h[] = {{"f32", 200, 100, TRUE}, {"f64", 100, 50, TRUE},
-                         {"l2", 500, 150, TRUE},  {"dram", 40, 15, TRUE}};
+                         {"f32x4", 100, 50, TRUE}, {"l2", 500, 150, TRUE},
+                         {"dram", 40, 15, TRUE}};
   g_string_truncate(notes, 0);
   ts__prof_cpu_screen(h, G_N_ELEMENTS(h), notes);
   for (gsize i = 0; i < G_N_ELEMENTS(h); i++)
