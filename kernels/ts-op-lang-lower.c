@@ -477,11 +477,11 @@ lang_pipeline_knob(const LangOp *o, const TsSchedPoint *point, gboolean *next, g
   return TRUE;
 }
 
-/* Step `sum` is the plain row sum of scratch row `w` (softmax's s = row_sum(e)). */
+/* Step `sum` is the plain row sum of step `w`, a scratch row (softmax's s = row_sum(e)). */
 static gboolean
 sums_scratch_row(const Step *sum, const Step *w)
 {
-  return !sum->scratch && !sum->max && sum->expr->kind == EX_SCRATCH &&
+  return w->scratch && !sum->scratch && !sum->max && sum->expr->kind == EX_SCRATCH &&
          sum->expr->index == w->index;
 }
 
@@ -1383,12 +1383,13 @@ ts__lang_row_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean 
     return TRUE;
   for (guint s = 0; s < o->steps->len; s++) {
     const Step *st = &g_array_index(o->steps, Step, s);
+    const Step *prev = s > 0 ? &g_array_index(o->steps, Step, s - 1) : NULL;
     if (cuda && online_softmax_at(o, s))
-      s += 2;
-    else if (cuda ? st->scratch
-                  : s > 0 && sums_scratch_row(st, &g_array_index(o->steps, Step, s - 1)) &&
-                      g_array_index(o->steps, Step, s - 1).scratch)
-      continue;
+      s += 2; /* the three steps' one online pass */
+    else if (cuda && st->scratch)
+      continue; /* recomputed in the passes that read it */
+    else if (!cuda && prev && sums_scratch_row(st, prev))
+      continue; /* taken in the pass that writes the scratch row */
     w->passes++;
   }
   return TRUE;
