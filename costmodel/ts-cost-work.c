@@ -390,11 +390,26 @@ gemm_cpu(const TsCostTarget *t, const TsSchedPoint *p, TsCostWork *w)
   w->launch_s = 3e-6 + (T > 1 ? 8e-6 + blocks * 2 * 1e-6 : 0);
 }
 
-/* A vector exp of ts_cpu_prims.h (range reduction, a degree-6 polynomial, two scalings: about
- * 24 instructions) in FLOPs of the FMA roof at the row ops' efficiency below: fitted to
- * softmax_safe on the Zen 1 VM, 256 x 65536 f32 on two threads, whose softmax("stored"),
- * ("max_first") and ("online") take 17.5, 31 and 47 ms for 1, 2 and 3 exps an element. */
-#define EXP_FLOPS 32.0
+/* The fraction of the FMA roof a row op's arithmetic reaches between its loads and stores. */
+#define ROW_EFF 0.5
+
+/* An element's exps in FLOPs of the compute roof, at the row ops' efficiency: the time of
+ * exps_per_element exps is that of this many FLOPs. The exps take the measured rate of the
+ * kernels' own vector exp ("exp", or "exp_fast" for math("fast"); profiler/ts-prof-ceiling-cpu.c)
+ * on one core, at the point's vector width as its FMAs are (cpu_vector_eff), not the row ops'
+ * efficiency: an exp is all arithmetic. On the Zen 1 VM (0.56 G exps/s a core, 40.2 GFLOP/s
+ * of f32 FMAs), softmax_safe 256 x 65536 f32 on two threads at 1, 2 and 3 exps an element
+ * ("stored", "max_first", "online") comes out 15, 30 and 45 ms against 17.5, 31 and 47
+ * measured. */
+static double
+exp_flops(const TsCostTarget *t, const TsOpRowWork *rw)
+{
+  if (rw->exps <= 0)
+    return 0;
+  double rate = ts__cost_roof(t, rw->fast_exp ? "exp_fast" : "exp", TRUE, NULL);
+  double roof = ts__cost_roof(t, t->compute_roof, TRUE, NULL);
+  return rw->exps * roof * ROW_EFF / rate;
+}
 
 /* Rows split into tasks of BM rows (maps: BN elements), each streamed once per pass. */
 static void
@@ -407,9 +422,9 @@ rows_cpu(const TsCostTarget *t, TsCostWork *w, const TsOpRowWork *rw)
   w->workers = T;
   w->cores_used = MIN(MIN(T, MAX(t->device.compute_units, 1)), w->units);
   w->balance = balance(w->units, T);
-  w->work_flops = w->flops + rw->exps * rows * cols * EXP_FLOPS;
+  w->work_flops = w->flops + rows * cols * exp_flops(t, rw);
   w->accumulators = 1;
-  w->compute_eff = cpu_vector_eff(t, w->vector) * 0.5;
+  w->compute_eff = cpu_vector_eff(t, w->vector) * ROW_EFF;
   double compulsory = ts_op_instance_bytes(t->inst);
   double row_set = cols * e * (isnan(w->tile_m) ? 1 : w->tile_m);
   const char *reread = cpu_level(t, row_set);
@@ -417,7 +432,9 @@ rows_cpu(const TsCostTarget *t, TsCostWork *w, const TsOpRowWork *rw)
   w->dram_bytes = compulsory + (strcmp(reread, "dram") == 0 ? rereads : 0);
   w->cache_bytes = rereads;
   w->cache_s = cpu_stream_s(t, reread, rereads, w->cores_used);
-  w->overlap = 0.8;
+  /* Hardware prefetch overlaps most of a pass's loads with its arithmetic; a skewed pipeline
+   * runs the passes that only move data inside the exps' loop, all of them hidden. */
+  w->overlap = rw->skewed ? 1.0 : 0.8;
   w->mem_eff = 1;
   w->launch_s = 3e-6 + (T > 1 ? 8e-6 : 0) + w->units / T * 0.1e-6;
 }

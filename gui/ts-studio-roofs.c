@@ -63,7 +63,8 @@ ts__plot_roofs_init(TsPlotRoofs *r, const TsStudioWorkload *w)
   guint n = c ? ts_prof_ceilings_count(c) : 0;
   for (guint i = 0; i < n; i++) {
     const TsProfCeiling *ceil = ts_prof_ceilings_nth(c, i);
-    if (!(ceil->value > 0) || !isfinite(ceil->value))
+    /* a rate (exps a second) is no roof of FLOPs or bytes */
+    if (!(ceil->value > 0) || !isfinite(ceil->value) || ceil->kind == TS_PROF_RATE)
       continue;
     TsPlotRoof roof = {g_strdup(ceil->name), ceil->kind, ceil->value};
     g_array_append_val(r->roofs, roof);

@@ -596,7 +596,9 @@ softmax_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean cuda,
   if (!rows_work(inst, point, cuda, cpu, 2, w))
     return FALSE;
   const gboolean fast = g_strcmp0(ts_sched_point_get_str(point, "math", "exact"), "fast") == 0;
-  w->exps = cuda ? (w->passes > 1 ? 2 : 1) : (online ? 3 : stored ? 1 : 2) * (fast ? TS_OP_FAST_EXP : 1);
+  w->exps = cuda ? (w->passes > 1 ? 2 : 1) : online ? 3 : stored ? 1 : 2;
+  w->fast_exp = fast;
+  w->skewed = !cuda && g_strcmp0(ts_sched_point_get_str(point, "pipeline", "none"), "skew") == 0;
   return TRUE;
 }
 

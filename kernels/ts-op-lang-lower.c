@@ -1368,7 +1368,7 @@ ts__lang_row_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean 
   gboolean fast = FALSE;
   if (!cuda && !lang_math_knob(o, point, &fast, NULL))
     return FALSE;
-  w->exps *= fast ? TS_OP_FAST_EXP : 1;
+  w->fast_exp = fast;
   if (!o->rows) {
     w->rows = 1;
     w->cols = (double)ts_shape_get(shape, o->def.dims);

@@ -114,12 +114,15 @@ double ts_op_instance_bytes(const TsOpInstance *inst);
 typedef struct {
   double rows, cols, passes;
   /* exps evaluated an element (a CPU's vector exp costs dozens of FMA slots: softmax is bound
-   * by them), one by math("fast")'s short polynomial counted as TS_OP_FAST_EXP of one */
+   * by them); fast_exp: by math("fast")'s short polynomial (ts_vf_exp_fast), whose time the
+   * device's measured rate says (6.1 against exp's 9.5 cycles a vector on Zen 4, slower than
+   * exp on Zen 1) */
   double exps;
+  gboolean fast_exp;
+  /* the passes that only move data run in the loop of the one bound by its exps, on other
+   * rows (the CPU softmax's pipeline("skew")): hidden under it, not beside it */
+  gboolean skewed;
 } TsOpRowWork;
-/* A fast exp's time over an exact one's: 6.1 and 9.5 cycles a 16-float vector in L1 on Zen 4
- * (on the Zen 1 VM a bf16 softmax took as long with either, bound by its conversions). */
-#define TS_OP_FAST_EXP 0.65
 /* FALSE for ops of other forms (gemm, attention) and for knobs the op's lowering refuses. */
 gboolean ts_op_instance_row_work(const TsOpInstance *inst, const TsSchedPoint *point,
                                  gboolean cuda, TsOpRowWork *work);

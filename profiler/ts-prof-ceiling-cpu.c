@@ -122,6 +122,36 @@ static const char BF16DOT_SRC[] =
   "  }\n"
   "}\n";
 
+/* The kernels' own vector exp (ts_cpu_prims.h, at the widest vector): EXP_CHAINS independent
+ * chains a = exp(-a), which converge on 0.567 (no overflow, no denormals, whatever the count).
+ * An exp is dozens of instructions with a long dependency chain: 8 chains keep the pipes busy
+ * (4, 8 and 12 measured alike on Zen 1), and its temporaries still fit 16 registers. */
+#define EXP_CHAINS 8
+static const char EXP_SRC[] =
+  "#include \"ts_cpu_prims.h\"\n"
+  "__attribute__((visibility(\"default\"))) void ENTRY(void *const *b, const int64_t *n,"
+  " const double *f);\n"
+  "#define STEP(k) a##k = EXPF(z - a##k);\n"
+  "void ENTRY(void *const *b, const int64_t *n, const double *f)\n"
+  "{\n"
+  "  (void)f;\n"
+  "#pragma omp parallel num_threads((int)n[1])\n"
+  "  {\n"
+  "    const ts_vf z = ts_vf_splat(0.0f);\n"
+  "    ts_vf a0 = z + 0.1f, a1 = z + 0.2f, a2 = z + 0.3f, a3 = z + 0.4f, a4 = z + 0.5f,\n"
+  "          a5 = z + 0.6f, a6 = z + 0.7f, a7 = z + 0.8f;\n"
+  "    for (int64_t i = 0; i < n[0]; i++) {\n"
+  "      STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5) STEP(6) STEP(7)\n"
+  "    }\n"
+  "    ts_vf s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;\n"
+  "    float t = 0;\n"
+  "    for (int k = 0; k < TS_VEC; k++)\n"
+  "      t += s[k];\n"
+  "    if (t == 12345.0f)\n"
+  "      ((float *)b[0])[0] = t;\n"
+  "  }\n"
+  "}\n";
+
 /* ints: repeats, threads, vectors per thread (a multiple of 8); b[0] the data (one slice per
  * thread), b[1] a sink. */
 static const char READ_SRC[] =
@@ -249,6 +279,24 @@ add_fma(Cpu *c, const char *roof, const char *type, gsize type_bytes, guint vbyt
   return TRUE;
 }
 
+/* The rate of one of ts_cpu_prims.h's vector exps ("exp": ts_vf_exp, "exp_fast":
+ * ts_vf_exp_fast), in exps a second, lane by lane. */
+static gboolean
+add_exp(Cpu *c, const char *roof, const char *fn, GError **error)
+{
+  g_autofree char *entry = g_strdup_printf("ts_peak_%s", roof);
+  g_autofree char *src = g_strdup_printf("#define TS_VEC %u\n#define ENTRY %s\n#define EXPF %s\n"
+                                         "%s",
+                                         c->vbytes / 4, entry, fn, EXP_SRC);
+  TsModule *m = compile(c, src, entry, error);
+  if (m == NULL)
+    return FALSE;
+  double per_thread = (double)EXP_CHAINS * (c->vbytes / 4);
+  add_bench(c, roof, 1, m, &c->sink, 1, 1000, 0, per_thread);
+  add_bench(c, roof, c->cores, m, &c->sink, 1, 1000, 0, per_thread * c->cores);
+  return TRUE;
+}
+
 static guint64
 round_down(guint64 bytes, guint64 unit)
 {
@@ -338,6 +386,8 @@ build(Cpu *c, GError **error)
     if (!add_fma(c, g_intern_string(roof), "float", sizeof(float), vb, error))
       return FALSE;
   }
+  if (!add_exp(c, "exp", "ts_vf_exp", error) || !add_exp(c, "exp_fast", "ts_vf_exp_fast", error))
+    return FALSE;
   g_autofree char *src = g_strdup_printf("#define VB %u\n%s", c->vbytes, READ_SRC);
   const struct {
     const char *roof;
@@ -398,6 +448,14 @@ ts__prof_cpu_screen(TsProfCpuFigure *f, guint n, GString *notes)
         (f[i].value > 1.1 * f32->value || f[i].per_core > 1.1 * f32->per_core))
       drop(&f[i], notes, "%s not stored: %.1f GFLOP/s (%.1f on one core) above f32's %.1f "
            "(%.1f)", f[i].roof, f[i].value, f[i].per_core, f32->value, f32->per_core);
+  /* An exp takes a dozen FMA slots or more (a range reduction, a polynomial, a scaling): one
+   * faster than a quarter of the FMA rate in FLOPs was not computed. */
+  for (guint i = 0; f32 && i < n; i++)
+    if (f[i].keep && g_str_has_prefix(f[i].roof, "exp") &&
+        (f[i].value > f32->value / 4 || f[i].per_core > f32->per_core / 4))
+      drop(&f[i], notes, "%s not stored: %.2f G/s (%.2f on one core) above a quarter of f32's "
+           "%.1f GFLOP/s (%.1f)", f[i].roof, f[i].value, f[i].per_core, f32->value,
+           f32->per_core);
   /* From DRAM inwards: each level must be at least about as fast as every level beyond it. */
   static const char *const chain[] = {"dram", "l3", "l2", "l1"};
   const TsProfCpuFigure *outer = NULL;
@@ -413,6 +471,17 @@ ts__prof_cpu_screen(TsProfCpuFigure *f, guint n, GString *notes)
     }
     outer = level;
   }
+}
+
+static TsProfCeilingKind
+roof_kind(const char *roof)
+{
+  if (g_str_has_prefix(roof, "exp"))
+    return TS_PROF_RATE;
+  if (g_str_has_prefix(roof, "f32") || strcmp(roof, "f64") == 0 ||
+      g_str_has_prefix(roof, "bf16_"))
+    return TS_PROF_COMPUTE;
+  return TS_PROF_MEMORY;
 }
 
 TsProfCeilings *
@@ -449,17 +518,12 @@ ts__prof_measure_cpu(TsBackend *be, GError **error)
     ts__prof_cpu_screen(fig, nf, notes);
     for (guint i = 0; i < nf; i++)
       if (fig[i].keep)
-        ts_prof_ceilings_set(out, fig[i].roof,
-                             g_str_has_prefix(fig[i].roof, "f32") ||
-                                 strcmp(fig[i].roof, "f64") == 0 ||
-                                 strcmp(fig[i].roof, "bf16_amx") == 0 ||
-                                 strcmp(fig[i].roof, "bf16_dot") == 0
-                               ? TS_PROF_COMPUTE
-                               : TS_PROF_MEMORY,
-                             fig[i].value, fig[i].per_core);
+        ts_prof_ceilings_set(out, fig[i].roof, roof_kind(fig[i].roof), fig[i].value,
+                             fig[i].per_core);
     g_autofree char *method = g_strdup_printf(
       "FMA: %d chains of %u-byte vectors per thread (f32 also of each narrower one, from 16 "
-      "bytes: f32x4 ...)%s; cache reads: %d accumulators of %u-byte "
+      "bytes: f32x4 ...)%s; exp: %d chains of ts_cpu_prims.h's %u-float exp and exp_fast; "
+      "cache reads: %d accumulators of %u-byte "
       "loads over half of each level (a quarter of a private one per thread on all cores); "
       "DRAM: STREAM triad over 3 x %" G_GUINT64_FORMAT " MiB; fastest of %d interleaved runs of "
       "~%.0f ms",
@@ -467,7 +531,7 @@ ts__prof_measure_cpu(TsBackend *be, GError **error)
       strstr(d->arch ? d->arch : "", "+amxbf16")      ? "; AMX: 4 tdpbf16ps a repeat on 8 tiles"
       : strstr(d->arch ? d->arch : "", "+avx512bf16") ? "; bf16: 12 chains of vdpbf16ps"
                                                       : "",
-      READ_ACCS, c.vbytes,
+      EXP_CHAINS, c.vbytes / 4, READ_ACCS, c.vbytes,
       c.triad_bytes >> 20, ROUNDS, TARGET_NS / 1e6);
     if (notes->len > 0) {
       g_autofree char *m = g_strconcat(method, "; IMPOSSIBLE, so left out: ", notes->str, NULL);

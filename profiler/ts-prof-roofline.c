@@ -11,6 +11,16 @@ struct _TsProfCeilings {
   char *toolchain;
   char *method;
   GArray *roofs; /* TsProfCeiling, in the order set */
+  int format;    /* the JSON version it was read from */
+};
+
+/* Each kind's section of the JSON and the unit its figures are in. */
+static const struct {
+  const char *section, *unit;
+} kinds[] = {
+  [TS_PROF_COMPUTE] = {"compute", "gflops"},
+  [TS_PROF_MEMORY] = {"memory", "gbps"},
+  [TS_PROF_RATE] = {"rates", "gops"},
 };
 
 static void
@@ -27,6 +37,7 @@ ts_prof_ceilings_new(const char *backend, const char *toolchain)
   c->backend = g_strdup(backend ? backend : "");
   c->toolchain = g_strdup(toolchain ? toolchain : "");
   c->method = g_strdup("");
+  c->format = TS_PROF_CEILINGS_FORMAT;
   c->roofs = g_array_new(FALSE, TRUE, sizeof(TsProfCeiling));
   g_array_set_clear_func(c->roofs, roof_clear);
   return c;
@@ -97,6 +108,12 @@ ts_prof_ceilings_toolchain(const TsProfCeilings *c)
   return c->toolchain;
 }
 
+int
+ts_prof_ceilings_format(const TsProfCeilings *c)
+{
+  return c->format;
+}
+
 const char *
 ts_prof_ceilings_method(const TsProfCeilings *c)
 {
@@ -116,15 +133,15 @@ ts_prof_ceilings_to_json(const TsProfCeilings *c)
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
   json_builder_set_member_name(b, "version");
-  json_builder_add_int_value(b, 2);
+  json_builder_add_int_value(b, TS_PROF_CEILINGS_FORMAT);
   json_builder_set_member_name(b, "backend");
   json_builder_add_string_value(b, c->backend);
   json_builder_set_member_name(b, "toolchain");
   json_builder_add_string_value(b, c->toolchain);
   json_builder_set_member_name(b, "method");
   json_builder_add_string_value(b, c->method);
-  for (int kind = TS_PROF_COMPUTE; kind <= TS_PROF_MEMORY; kind++) {
-    json_builder_set_member_name(b, kind == TS_PROF_COMPUTE ? "compute" : "memory");
+  for (int kind = TS_PROF_COMPUTE; kind <= TS_PROF_RATE; kind++) {
+    json_builder_set_member_name(b, kinds[kind].section);
     json_builder_begin_object(b);
     for (guint i = 0; i < c->roofs->len; i++) {
       const TsProfCeiling *r = &g_array_index(c->roofs, TsProfCeiling, i);
@@ -132,7 +149,7 @@ ts_prof_ceilings_to_json(const TsProfCeilings *c)
         continue;
       json_builder_set_member_name(b, r->name);
       json_builder_begin_object(b);
-      json_builder_set_member_name(b, kind == TS_PROF_COMPUTE ? "gflops" : "gbps");
+      json_builder_set_member_name(b, kinds[kind].unit);
       json_builder_add_double_value(b, r->value);
       if (r->per_core > 0) {
         json_builder_set_member_name(b, "per_core");
@@ -147,12 +164,17 @@ ts_prof_ceilings_to_json(const TsProfCeilings *c)
   return json_to_string(root, FALSE);
 }
 
+/* optional: the section may be missing or empty (the rates: a GPU has none, version 2 none) */
 static gboolean
-read_roofs(TsProfCeilings *c, JsonObject *o, const char *member, TsProfCeilingKind kind,
+read_roofs(TsProfCeilings *c, JsonObject *o, TsProfCeilingKind kind, gboolean optional,
            GError **error)
 {
+  const char *member = kinds[kind].section;
   JsonNode *n = json_object_get_member(o, member);
-  if (n == NULL || !JSON_NODE_HOLDS_OBJECT(n) || json_object_get_size(json_node_get_object(n)) == 0) {
+  if (optional && n == NULL)
+    return TRUE;
+  if (n == NULL || !JSON_NODE_HOLDS_OBJECT(n) ||
+      (!optional && json_object_get_size(json_node_get_object(n)) == 0)) {
     g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO,
                 "device ceilings: no \"%s\" roofs (re-measure with 'tessera-tune devices "
                 "--measure')",
@@ -160,7 +182,7 @@ read_roofs(TsProfCeilings *c, JsonObject *o, const char *member, TsProfCeilingKi
     return FALSE;
   }
   JsonObject *roofs = json_node_get_object(n);
-  const char *unit = kind == TS_PROF_COMPUTE ? "gflops" : "gbps";
+  const char *unit = kinds[kind].unit;
   g_autoptr(GList) names = json_object_get_members(roofs);
   for (GList *l = names; l; l = l->next) {
     JsonNode *rn = json_object_get_member(roofs, l->data);
@@ -195,18 +217,22 @@ ts_prof_ceilings_from_json(const char *json, GError **error)
     return NULL;
   }
   JsonObject *o = json_node_get_object(root);
-  if (json_object_get_int_member_with_default(o, "version", 1) != 2) {
+  gint64 format = json_object_get_int_member_with_default(o, "version", 1);
+  if (format < 2 || format > TS_PROF_CEILINGS_FORMAT) {
     g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO,
-                "device ceilings: stored in an older format (re-measure with 'tessera-tune "
-                "devices --measure')");
+                "device ceilings: stored in %s format (re-measure with 'tessera-tune "
+                "devices --measure')",
+                format < 2 ? "an older" : "a newer");
     return NULL;
   }
   g_autoptr(TsProfCeilings) c =
     ts_prof_ceilings_new(json_object_get_string_member_with_default(o, "backend", ""),
                          json_object_get_string_member_with_default(o, "toolchain", ""));
   ts_prof_ceilings_set_method(c, json_object_get_string_member_with_default(o, "method", ""));
-  if (!read_roofs(c, o, "compute", TS_PROF_COMPUTE, error) ||
-      !read_roofs(c, o, "memory", TS_PROF_MEMORY, error))
+  c->format = (int)format;
+  if (!read_roofs(c, o, TS_PROF_COMPUTE, FALSE, error) ||
+      !read_roofs(c, o, TS_PROF_MEMORY, FALSE, error) ||
+      !read_roofs(c, o, TS_PROF_RATE, TRUE, error))
     return NULL;
   return g_steal_pointer(&c);
 }

@@ -4,7 +4,8 @@
  * A ceiling set is a list of named roofs. Compute roofs are named by the math they measure
  * ("f32", "f64" FMA on CPU cores or CUDA cores; "bf16_tensor", "f16_tensor", "fp8_tensor",
  * "tf32_tensor" on tensor cores) in GFLOP/s; memory roofs by the level they stream from
- * ("dram", "l3", "l2", "l1") in GB/s. Each has the whole-device figure and, on the CPU, the
+ * ("dram", "l3", "l2", "l1") in GB/s; rates by the function they time ("exp") in G results
+ * a second. Each has the whole-device figure and, on the CPU, the
  * figure of one core. The set remembers the toolchain it was measured with: ceilings are
  * re-measured when the device or the toolchain changes (the device row is per device; the
  * caller compares ts_prof_ceilings_toolchain with the backend's). */
@@ -20,6 +21,9 @@ G_BEGIN_DECLS
 typedef enum {
   TS_PROF_COMPUTE, /* GFLOP/s */
   TS_PROF_MEMORY,  /* GB/s */
+  /* G results/s of one function the kernels call, lane by lane: the CPU's vector exp ("exp",
+   * "exp_fast": softmax is bound by them). Not a roofline roof: its unit is not a FLOP. */
+  TS_PROF_RATE,
 } TsProfCeilingKind;
 
 typedef struct {
@@ -47,13 +51,18 @@ const char *ts_prof_ceilings_toolchain(const TsProfCeilings *ceilings);
 const char *ts_prof_ceilings_method(const TsProfCeilings *ceilings);
 void ts_prof_ceilings_set_method(TsProfCeilings *ceilings, const char *method);
 
-/* {"version": 2, "backend": "cpu", "toolchain": "gcc 12.2.0", "method": "...",
+/* {"version": 3, "backend": "cpu", "toolchain": "gcc 12.2.0", "method": "...",
  *  "compute": {"f32": {"gflops": 812.5, "per_core": 101.3}, ...},
- *  "memory": {"dram": {"gbps": 18.2, "per_core": 9.1}, "l1": {...}, ...}} */
+ *  "memory": {"dram": {"gbps": 18.2, "per_core": 9.1}, "l1": {...}, ...},
+ *  "rates": {"exp": {"gops": 1.1, "per_core": 0.56}, ...}} */
 char *ts_prof_ceilings_to_json(const TsProfCeilings *ceilings);
 /* NULL with a GError naming what is missing or malformed; a set needs at least one compute and
- * one memory roof. */
+ * one memory roof. Version 2 (before the rates) is still read. */
 TsProfCeilings *ts_prof_ceilings_from_json(const char *json, GError **error);
+/* The JSON format a set was read from; TS_PROF_CEILINGS_FORMAT for one measured or built. A
+ * device row in an older format is measured again: its benchmarks lack later roofs. */
+#define TS_PROF_CEILINGS_FORMAT 3
+int ts_prof_ceilings_format(const TsProfCeilings *ceilings);
 
 /* Runs the microbenchmarks on backend's device: cpu (FMA per dtype on one and all cores, triad
  * bandwidth far beyond the last-level cache, read bandwidth at each cache level) or cuda

@@ -460,6 +460,65 @@ test_vector_roofs(void)
   g_assert_cmpfloat(fabs(v4.compute_s / v8.compute_s - 93.9 / 92.0), <, 1e-9);
 }
 
+/* A CPU's exps take the time the device's measured exp rates say: each exp an element more
+ * adds rows x cols over the rate of the cores (one core's rate, times the cores used), the
+ * fast polynomial its own rate (slower here, as on Zen 1), and without measured rates the
+ * nominal one. A skewed pipeline hides the data passes under the exps. */
+static void
+test_exp_rates(void)
+{
+  const double M = 1024, N = 4096;
+  g_autoptr(TsOpInstance) f32 = instance("softmax_safe", "M=1024,N=4096", "f32");
+  g_autoptr(TsOpInstance) bf16 = instance("softmax_safe", "M=1024,N=4096", "bf16");
+  g_autoptr(TsProfCeilings) c = cpu_ceilings();
+  ts_prof_ceilings_set(c, "exp", TS_PROF_RATE, 1.2, 0.6);
+  ts_prof_ceilings_set(c, "exp_fast", TS_PROF_RATE, 0.8, 0.4);
+  g_autoptr(TsCostTarget) t = ts_cost_target_new(f32, "cpu", &cpu_dev, c);
+  const char *rest = ".vector(8).threads(2).store(\"stream\").pipeline(\"none\")";
+  g_autofree char *ps = g_strconcat("block(m=4).softmax(\"stored\")", rest, NULL);
+  g_autofree char *pm = g_strconcat("block(m=4).softmax(\"max_first\")", rest, NULL);
+  g_autofree char *po = g_strconcat("block(m=4).softmax(\"online\")", rest, NULL);
+  TsCostEstimate s, m, o;
+  estimate(t, ps, &s);
+  estimate(t, pm, &m);
+  estimate(t, po, &o);
+  /* 1024 tasks of 4 rows on 2 threads: both cores, evenly */
+  const double per_exp = M * N / (0.6e9 * 2);
+  g_assert_cmpfloat(fabs((m.compute_s - s.compute_s) / per_exp - 1), <, 1e-9);
+  g_assert_cmpfloat(fabs((o.compute_s - s.compute_s) / (2 * per_exp) - 1), <, 1e-9);
+  g_assert_cmpstr(o.bound, ==, "compute");
+
+  g_autoptr(TsCostTarget) tb = ts_cost_target_new(bf16, "cpu", &cpu_dev, c);
+  g_autofree char *exact = g_strconcat(po, ".math(\"exact\")", NULL);
+  g_autofree char *fast = g_strconcat(po, ".math(\"fast\")", NULL);
+  TsCostEstimate ex, fa;
+  estimate(tb, exact, &ex);
+  estimate(tb, fast, &fa);
+  g_assert_cmpfloat(fabs((fa.compute_s - ex.compute_s) / (3 * M * N * (1 / 0.8e9 - 1 / 1.2e9)) - 1),
+                    <, 1e-9);
+
+  /* Without measured rates: a nominal exp of 72 FLOPs of the measured FMA roof a core. */
+  g_autoptr(TsProfCeilings) bare = cpu_ceilings();
+  g_autoptr(TsCostTarget) tn = ts_cost_target_new(f32, "cpu", &cpu_dev, bare);
+  estimate(tn, ps, &s);
+  estimate(tn, pm, &m);
+  g_assert_cmpfloat(m.compute_s, >, s.compute_s);
+
+  /* skew: time = the longer phase and the launch; none: a fifth of the shorter one shows */
+  g_autofree char *skew = g_strconcat("block(m=4).softmax(\"stored\").vector(8).threads(2)"
+                                      ".store(\"stream\").pipeline(\"skew\")",
+                                      NULL);
+  TsCostEstimate k;
+  estimate(t, skew, &k);
+  estimate(t, ps, &s);
+  g_assert_cmpfloat(fabs(k.time_s - (MAX(k.compute_s, k.memory_s) + k.launch_s)), <,
+                    1e-12 + 1e-9 * k.time_s);
+  g_assert_cmpfloat(fabs(s.time_s - (MAX(s.compute_s, s.memory_s) +
+                                     0.2 * MIN(s.compute_s, s.memory_s) + s.launch_s)),
+                    <, 1e-12 + 1e-9 * s.time_s);
+  g_assert_cmpfloat(k.time_s, <, s.time_s);
+}
+
 /* Over whole spaces: every valid point gets a finite estimate no faster than the roofline of
  * its op, on both backends. */
 static void
@@ -532,5 +591,6 @@ main(int argc, char **argv)
   g_test_add_func("/cost/analytic/kernel-gemm", test_kernel_gemm);
   g_test_add_func("/cost/analytic/kernel-rows", test_kernel_rows);
   g_test_add_func("/cost/analytic/vector-roofs", test_vector_roofs);
+  g_test_add_func("/cost/analytic/exp-rates", test_exp_rates);
   return g_test_run();
 }

@@ -329,6 +329,11 @@ test_roofline(void)
   }
   g_assert_nonnull(strstr(svg, "f32: 1 TFLOP/s (compute roof, the one this op is held to)"));
   g_assert_nonnull(strstr(svg, "ridge 20 FLOP/B")); /* 1000 GFLOP/s over 50 GB/s */
+  /* A rate (exps a second) is no roof: the plot is drawn as without it, axes and all. */
+  ts_prof_ceilings_set(f.device.ceilings, "exp", TS_PROF_RATE, 1.2, 0.6);
+  g_autoptr(TsStudioView) with_rate = ts_studio_roofline_new(&f.workload, trials);
+  g_autofree char *svg_rate = render_svg(with_rate);
+  g_assert_cmpstr(svg_rate, ==, svg);
   g_assert_nonnull(strstr(svg, ">dram 50 GB/s</text>"));
   g_assert_nonnull(strstr(svg, "Roofline: gemm M=256,N=256,K=256 f32"));
   g_assert_nonnull(strstr(svg, "Test CPU"));

@@ -573,7 +573,7 @@ tt_ceilings(TsDb *db, TsBackend *backend, gint64 device_id, gboolean remeasure, 
   }
   /* Say so before the microbenchmarks run: they take seconds, on a machine better left quiet. */
   if (!quiet)
-    g_print("measuring the device ceilings (FMA peaks, memory bandwidths)...\n");
+    g_print("measuring the device ceilings (FMA peaks, memory bandwidths, exp rates)...\n");
   return ts_prof_ceilings_ensure(db, device_id, backend, TRUE, NULL, error);
 }
 
@@ -582,11 +582,15 @@ print_ceilings(const TsProfCeilings *c, const TsDeviceInfo *d)
 {
   for (guint i = 0; i < ts_prof_ceilings_count(c); i++) {
     const TsProfCeiling *r = ts_prof_ceilings_nth(c, i);
-    const char *unit = r->kind == TS_PROF_COMPUTE ? "GFLOP/s" : "GB/s";
-    g_autofree char *one = r->per_core > 0 ? g_strdup_printf(", %.1f %s on one core", r->per_core,
-                                                             unit)
+    static const char *const units[] = {
+      [TS_PROF_COMPUTE] = "GFLOP/s", [TS_PROF_MEMORY] = "GB/s", [TS_PROF_RATE] = "G/s"};
+    const char *unit = units[r->kind];
+    g_autofree char *one = r->per_core > 0 ? g_strdup_printf(", %.*f %s on one core",
+                                                             r->kind == TS_PROF_RATE ? 2 : 1,
+                                                             r->per_core, unit)
                                            : g_strdup("");
-    g_print("       %-12s %10.1f %-7s on %u %s%s\n", r->name, r->value, unit, d->compute_units,
+    g_print("       %-12s %10.*f %-7s on %u %s%s\n", r->name, r->kind == TS_PROF_RATE ? 2 : 1,
+            r->value, unit, d->compute_units,
             strcmp(d->backend, "cuda") == 0 ? "SMs" : "cores", one);
   }
   g_print("       method: %s\n", ts_prof_ceilings_method(c));
@@ -599,7 +603,8 @@ cmd_devices(int argc, char **argv)
   if (!tt_parse("devices", "",
                 "List the backends and their devices. With --measure, run the ceiling\n"
                 "microbenchmarks (FMA peak per dtype on one and all cores, memory bandwidth\n"
-                "of DRAM and each cache level; tensor-core peaks on a GPU)\n"
+                "of DRAM and each cache level, the vector exp's rate on a CPU; tensor-core\n"
+                "peaks on a GPU)\n"
                 "and store them in the schedule cache's device row; tune's table reports each\n"
                 "candidate against them (fraction of the roofline bound).",
                 TT_OPT_MEASURE | TT_OPT_DB, &a, &argc, &argv))
