@@ -32,7 +32,7 @@
 #define SPREAD_TRY 64     /* pool members an exploration pick chooses among */
 /* Observed points an exploration pick keeps away from, the most recent of each kind. A search
  * of hundreds of evaluations keeps every point that ran; failures can pile up at no cost (a
- * replayed recording of 3 of 10^9 configurations proposes 10^5 of them), and a pick compares
+ * replayed recording of 3 of 10^9 configurations proposes 10^4 of them), and a pick compares
  * with each point kept. */
 #define SPREAD_RAN 512
 #define SPREAD_FAILED 64

@@ -65,10 +65,10 @@ run_once(const TsTuneReplay *replay, const char *name, const TsSchedEnv *env, gu
   /* A strategy never proposes a point twice, so at most `size` proposals. A recording that
    * covers a sliver of a huge space (3 configurations of 10^9) would still let exhaustive
    * search walk it all, counting nothing: unrecorded proposals are capped at 4096 per recorded
-   * configuration plus 10^5, far past what a real recording needs (Kernel Tuner's caches record
+   * configuration plus 10^4, far past what a real recording needs (Kernel Tuner's caches record
    * every valid configuration; the recorded spaces checked here are at most 8.3 times larger than
    * what they record). */
-  size = MIN(size, (guint64)replay->entries->len * 4096 + 100000);
+  size = MIN(size, (guint64)replay->entries->len * 4096 + 10000);
   /* budget 0: only the recorded time limits the run; budget_ms 0: only the count does. Each
    * evaluation is charged its recorded compile + benchmark time, as a real tune would pay. */
   while ((budget == 0 || out->evals < budget) && (budget_ms <= 0 || out->cost_ms < budget_ms) &&
