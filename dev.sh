@@ -75,12 +75,12 @@ case "$cmd" in
     # Built by clang 14 with ASan and UBSan (its sanitizers and warnings are not gcc's), plus
     # libFuzzer: the unit tests and the fuzz suite (each harness in tests/fuzz/ briefly, seeded
     # from the test data and with inputs nested past every depth limit). The end-to-end tests,
-    # the MPI ones among them, run the same code paths as under gcc's sanitizers above, at
-    # twice the time again.
+    # the MPI ones among them, and test-strategy (the longest unit test, suite 'strategy') run
+    # the same code paths as under gcc's sanitizers above, at twice the time again.
     build build-clang -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
       -Dbuildtype=debug
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      meson test -C build-clang --print-errorlogs --suite unit --suite fuzz
+      meson test -C build-clang --print-errorlogs --suite unit --suite fuzz --no-suite strategy
     ;;
   *)
     echo "usage: ./dev.sh tune [tessera-tune args...] | ./dev.sh test" >&2

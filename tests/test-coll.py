@@ -191,7 +191,7 @@ exec %s "$@"
 os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IEXEC)
 DB2 = os.path.join(TMP, "faults.db")
 p = run([TT, "all_reduce", "--shape", "BYTES=4096", "--ranks", "2", "--db", DB2, "--samples",
-         "2", "--json", "--timeout", "6", "--launcher", wrapper, "--space",
+         "2", "--json", "--timeout", "10", "--launcher", wrapper, "--space",
          'dict(algorithm=["ring", "recursive_doubling", "nonoverlapping", "basic_linear"])'],
         ENV, 0)
 out = json.loads(p.stdout) if p.returncode == 0 else None
