@@ -14,13 +14,13 @@ struct _TsProfCeilings {
   int format;    /* the JSON version it was read from */
 };
 
-/* Each kind's section of the JSON and the unit its figures are in. */
+/* Each kind's section of the JSON, the key its figures are under, and their unit for people. */
 static const struct {
-  const char *section, *unit;
+  const char *section, *unit, *display;
 } kinds[] = {
-  [TS_PROF_COMPUTE] = {"compute", "gflops"},
-  [TS_PROF_MEMORY] = {"memory", "gbps"},
-  [TS_PROF_RATE] = {"rates", "gops"},
+  [TS_PROF_COMPUTE] = {"compute", "gflops", "GFLOP/s"},
+  [TS_PROF_MEMORY] = {"memory", "gbps", "GB/s"},
+  [TS_PROF_RATE] = {"rates", "gops", "G/s"},
 };
 
 static void
@@ -112,6 +112,13 @@ int
 ts_prof_ceilings_format(const TsProfCeilings *c)
 {
   return c->format;
+}
+
+const char *
+ts_prof_ceiling_unit(TsProfCeilingKind kind)
+{
+  g_return_val_if_fail(kind <= TS_PROF_RATE, "");
+  return kinds[kind].display;
 }
 
 const char *

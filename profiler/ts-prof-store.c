@@ -15,7 +15,8 @@ ts_prof_ceilings_load(TsDb *db, gint64 device_id, TsBackend *backend, GError **e
   /* A stale or unreadable row is not an error: the microbenchmarks rebuild it. A row in an
    * older format lacks the roofs added since (the CPU's exp rates). */
   g_autoptr(TsProfCeilings) stored = json ? ts_prof_ceilings_from_json(json, NULL) : NULL;
-  if (stored && ts_prof_ceilings_format(stored) == TS_PROF_CEILINGS_FORMAT && g_strcmp0(ts_prof_ceilings_toolchain(stored), d->toolchain) == 0 &&
+  if (stored && ts_prof_ceilings_format(stored) == TS_PROF_CEILINGS_FORMAT &&
+      g_strcmp0(ts_prof_ceilings_toolchain(stored), d->toolchain) == 0 &&
       g_strcmp0(ts_prof_ceilings_backend(stored), d->backend) == 0)
     return g_steal_pointer(&stored);
   return NULL;

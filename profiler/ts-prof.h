@@ -33,6 +33,9 @@ typedef struct {
   double per_core; /* one core (CPU); 0 when not measured */
 } TsProfCeiling;
 
+/* "GFLOP/s", "GB/s" or "G/s": a kind's figures' unit, for people. */
+const char *ts_prof_ceiling_unit(TsProfCeilingKind kind);
+
 typedef struct _TsProfCeilings TsProfCeilings;
 
 TsProfCeilings *ts_prof_ceilings_new(const char *backend, const char *toolchain);

@@ -121,8 +121,7 @@ test_measure(void)
   g_assert_cmpuint(ts_prof_ceilings_count(c), ==, sources->len);
   for (guint i = 0; i < ts_prof_ceilings_count(c); i++) {
     const TsProfCeiling *r = ts_prof_ceilings_nth(c, i);
-    g_test_message("%-12s %10.1f %s", r->name, r->value,
-                   r->kind == TS_PROF_COMPUTE ? "GFLOP/s" : "GB/s");
+    g_test_message("%-12s %10.1f %s", r->name, r->value, ts_prof_ceiling_unit(r->kind));
     g_assert_cmpfloat(r->value, >, 0);
   }
   g_test_message("%s", ts_prof_ceilings_method(c));

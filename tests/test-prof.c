@@ -46,10 +46,7 @@ check_cpu_ceilings(const TsProfCeilings *c, const TsDeviceInfo *d)
     }
     n++;
     g_test_message("%-4s %8.2f %s on %u cores, %8.2f on one", r->name, r->value,
-                   r->kind == TS_PROF_COMPUTE ? "GFLOP/s"
-                   : r->kind == TS_PROF_MEMORY ? "GB/s"
-                                               : "G/s",
-                   d->compute_units, r->per_core);
+                   ts_prof_ceiling_unit(r->kind), d->compute_units, r->per_core);
     g_assert_cmpint(r->kind, ==, want[i].kind);
     g_assert_true(isfinite(r->value) && isfinite(r->per_core));
     g_assert_cmpfloat(r->per_core, >, 0);

@@ -582,15 +582,13 @@ print_ceilings(const TsProfCeilings *c, const TsDeviceInfo *d)
 {
   for (guint i = 0; i < ts_prof_ceilings_count(c); i++) {
     const TsProfCeiling *r = ts_prof_ceilings_nth(c, i);
-    static const char *const units[] = {
-      [TS_PROF_COMPUTE] = "GFLOP/s", [TS_PROF_MEMORY] = "GB/s", [TS_PROF_RATE] = "G/s"};
-    const char *unit = units[r->kind];
-    g_autofree char *one = r->per_core > 0 ? g_strdup_printf(", %.*f %s on one core",
-                                                             r->kind == TS_PROF_RATE ? 2 : 1,
+    const char *unit = ts_prof_ceiling_unit(r->kind);
+    const int digits = r->kind == TS_PROF_RATE ? 2 : 1; /* rates are a few G/s */
+    g_autofree char *one = r->per_core > 0 ? g_strdup_printf(", %.*f %s on one core", digits,
                                                              r->per_core, unit)
                                            : g_strdup("");
-    g_print("       %-12s %10.*f %-7s on %u %s%s\n", r->name, r->kind == TS_PROF_RATE ? 2 : 1,
-            r->value, unit, d->compute_units,
+    g_print("       %-12s %10.*f %-7s on %u %s%s\n", r->name, digits, r->value, unit,
+            d->compute_units,
             strcmp(d->backend, "cuda") == 0 ? "SMs" : "cores", one);
   }
   g_print("       method: %s\n", ts_prof_ceilings_method(c));
