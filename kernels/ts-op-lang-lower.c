@@ -1369,6 +1369,12 @@ ts__lang_row_work(const TsOpInstance *inst, const TsSchedPoint *point, gboolean 
   if (!cuda && !lang_math_knob(o, point, &fast, NULL))
     return FALSE;
   w->fast_exp = fast;
+  /* pipeline("skew") runs the passes that only move data inside the exps' pass (on the CPU;
+   * a refused point has no lowering to estimate). */
+  gboolean next = FALSE, skew = FALSE;
+  if (!cuda && o->rows && !lang_pipeline_knob(o, point, &next, &skew, NULL))
+    return FALSE;
+  w->skewed = skew;
   if (!o->rows) {
     w->rows = 1;
     w->cols = (double)ts_shape_get(shape, o->def.dims);

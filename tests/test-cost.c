@@ -156,6 +156,15 @@ test_kernel_rows(void)
   g_assert_cmpfloat(ts_op_instance_flops(k), ==, ts_op_instance_flops(b));
   g_assert_cmpfloat(ek.compute_s, ==, stored.compute_s);
   g_assert_cmpfloat(online.compute_s, >, 2.5 * stored.compute_s);
+  /* pipeline("skew") hides the data passes under the exps as the built-in's does */
+  const char *skew = ".vector(8).threads(2).store(\"cached\").pipeline(\"skew\")";
+  g_autofree char *kps = g_strconcat("block(m=4)", skew, NULL);
+  g_autofree char *sps = g_strconcat("block(m=4).softmax(\"stored\").math(\"exact\")", skew, NULL);
+  TsCostEstimate eks, skewed;
+  estimate(kc, kps, &eks);
+  estimate(bc, sps, &skewed);
+  g_assert_cmpfloat(skewed.time_s, <, stored.time_s);
+  g_assert_cmpfloat(eks.time_s, ==, skewed.time_s);
 
   /* CUDA: 4096 columns over 256 threads stay in registers; 100000 are streamed. */
   g_autoptr(TsOpInstance) kl = instance(ts_op_name(op), "M=1024,N=100000", "f32");
