@@ -144,6 +144,12 @@ void ts_cost_eval_free(TsCostEval *eval);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsCostEval, ts_cost_eval_free)
 /* {"heldout": "workload", "mean_tau": .., ..., "workloads": [{"group", "rows", "tau", ...}]} */
 char *ts_cost_eval_to_json(const TsCostEval *eval);
+/* Which ranks better in a held-out evaluation's JSON (a stored model's quality): the mean
+ * Kendall tau of the learned model (*tau) and of the analytic estimate (*analytic_tau) over
+ * the held-out workloads of op (NULL: of every op); *n how many. FALSE when the JSON holds no
+ * such workload with both figures. */
+gboolean ts_cost_eval_json_taus(const char *quality_json, const char *op, double *tau,
+                                double *analytic_tau, guint *n);
 
 /* ---- judging a ranking ---- */
 

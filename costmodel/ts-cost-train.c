@@ -316,3 +316,48 @@ ts_cost_eval_to_json(const TsCostEval *e)
   json_generator_set_root(gen, root);
   return json_generator_to_data(gen, NULL);
 }
+
+/* The op of a group name: its workload's first word ("gemm M=512,N=512,K=512 f32 | ..."). */
+static gboolean
+group_is_op(const char *group, const char *op)
+{
+  gsize n = strlen(op);
+  return strncmp(group, op, n) == 0 && group[n] == ' ';
+}
+
+static double
+member_num(JsonObject *o, const char *name)
+{
+  JsonNode *n = json_object_get_member(o, name);
+  return n && JSON_NODE_HOLDS_VALUE(n) ? json_node_get_double(n) : NAN;
+}
+
+gboolean
+ts_cost_eval_json_taus(const char *quality_json, const char *op, double *tau,
+                       double *analytic_tau, guint *n)
+{
+  *tau = *analytic_tau = NAN;
+  *n = 0;
+  g_autoptr(JsonParser) parser = json_parser_new();
+  if (quality_json == NULL || !json_parser_load_from_data(parser, quality_json, -1, NULL))
+    return FALSE;
+  JsonNode *root = json_parser_get_root(parser);
+  JsonObject *o = root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
+  JsonNode *wn = o ? json_object_get_member(o, "workloads") : NULL;
+  JsonArray *ws = wn && JSON_NODE_HOLDS_ARRAY(wn) ? json_node_get_array(wn) : NULL;
+  if (ws == NULL)
+    return FALSE;
+  double sum = 0, asum = 0;
+  for (guint i = 0; i < json_array_get_length(ws); i++) {
+    JsonNode *en = json_array_get_element(ws, i);
+    JsonObject *w = JSON_NODE_HOLDS_OBJECT(en) ? json_node_get_object(en) : NULL;
+    const char *group = w ? json_object_get_string_member_with_default(w, "group", "") : "";
+    double t = w ? member_num(w, "tau") : NAN, a = w ? member_num(w, "analytic_tau") : NAN;
+    if (!isfinite(t) || !isfinite(a) || (op && !group_is_op(group, op)))
+      continue;
+    sum += t, asum += a, (*n)++;
+  }
+  if (*n > 0)
+    *tau = sum / *n, *analytic_tau = asum / *n;
+  return *n > 0;
+}

@@ -142,6 +142,10 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
      "Keep each compiled kernel's resources in DIR and read them from there for a kernel "
      "compiled before (the same code for the same arch, toolchain and headers, whatever the "
      "kernel's name) instead of compiling it again", "DIR"},
+    {"estimate", 0, 0, G_OPTION_ARG_NONE, &a->estimate,
+     "Beside each trial, the cost model's analytic estimate (with the device's stored "
+     "ceilings) and what bounds it; then how well its order agrees with the measured one",
+     NULL},
   };
   static const guint masks[] = {
     TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
@@ -149,7 +153,7 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
     TT_OPT_TUNE | TT_OPT_TIMEOUT,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
     TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,  TT_OPT_ARCH,   TT_OPT_METRICS,
     TT_OPT_PROFILE,  TT_OPT_PROFILE,  TT_OPT_SAMPLES, TT_OPT_COLL,    TT_OPT_COLL,
-    TT_OPT_KERNEL,   TT_OPT_REUSE,
+    TT_OPT_KERNEL,   TT_OPT_REUSE,    TT_OPT_ESTIMATE,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "ts-coll.h"
+#include "ts-cost-model.h"
 #include "ts-tune.h"
 #include "tt-cli.h"
 
@@ -99,6 +100,66 @@ tt_cmd_lookup(int argc, char **argv)
   return TT_EXIT_OK;
 }
 
+/* show --estimate: each trial's analytic estimate (time_s NaN where the model has none for
+ * its schedule), with the device's stored ceilings: show only reads, so it measures none and
+ * says so when the estimates fall back to nominal figures. */
+static TsCostEstimate *
+show_estimates(const TsOpInstance *inst, TsBackend *backend, TsDb *db, gint64 device_id,
+               const GPtrArray *trials, gboolean json)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsProfCeilings) ceilings = ts_prof_ceilings_load(db, device_id, backend, &error);
+  if (ceilings == NULL && !json)
+    g_print("# no current ceilings stored for this device: estimates from nominal figures "
+            "('tessera-tune devices --measure' measures them)%s%s\n",
+            error ? ": " : "", error ? error->message : "");
+  const TsDeviceInfo *dev = ts_backend_describe(backend);
+  g_autoptr(TsCostTarget) target = ts_cost_target_new(inst, dev->backend, dev, ceilings);
+  TsCostEstimate *est = g_new0(TsCostEstimate, MAX(trials->len, 1));
+  for (guint i = 0; i < trials->len; i++) {
+    const TsDbTrial *tr = g_ptr_array_index(trials, i);
+    g_autoptr(TsSchedPoint) p = ts_sched_point_parse(tr->schedule, NULL);
+    if (p == NULL || !ts_cost_analytic(target, p, NULL, &est[i], NULL)) {
+      est[i].time_s = NAN;
+      est[i].bound = "-";
+    }
+  }
+  return est;
+}
+
+/* How well the estimates order the verified trials: Kendall's tau, and the measured time of
+ * the trial the model would have run first against the fastest. */
+static void
+print_estimate_summary(const GPtrArray *trials, const TsCostEstimate *est)
+{
+  g_autoptr(GArray) scores = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) times = g_array_new(FALSE, FALSE, sizeof(double));
+  const TsDbTrial *pick = NULL, *fastest = NULL;
+  double pick_est = INFINITY;
+  for (guint i = 0; i < trials->len; i++) {
+    const TsDbTrial *tr = g_ptr_array_index(trials, i);
+    if (tr->status != TS_DB_TRIAL_OK || !(est[i].time_s > 0) || !isfinite(est[i].time_s))
+      continue;
+    double score = -est[i].time_s, t = tr->median_ns;
+    g_array_append_val(scores, score);
+    g_array_append_val(times, t);
+    if (est[i].time_s < pick_est)
+      pick_est = est[i].time_s, pick = tr;
+    if (fastest == NULL || tr->median_ns < fastest->median_ns)
+      fastest = tr;
+  }
+  if (scores->len < 2) {
+    g_print("# model: fewer than two verified trials with an estimate, nothing to compare\n");
+    return;
+  }
+  double tau = ts_cost_kendall_tau((double *)(void *)scores->data, (double *)(void *)times->data,
+                                   scores->len);
+  g_print("# model: Kendall tau %.2f against the measured order over %u verified trials; its "
+          "first pick, trial %" G_GINT64_FORMAT ", measured %.2fx the fastest (trial %"
+          G_GINT64_FORMAT ")\n",
+          tau, scores->len, pick->id, pick->median_ns / fastest->median_ns, fastest->id);
+}
+
 int
 tt_cmd_show(int argc, char **argv)
 {
@@ -106,9 +167,9 @@ tt_cmd_show(int argc, char **argv)
     return tt_cmd_coll_show(argc, argv, FALSE);
   g_auto(TtArgs) a = {0};
   if (!tt_parse("show", "OP", "List the stored trials of a workload, best first.",
-                TT_OPT_WORKLOAD | TT_OPT_BACKEND | TT_OPT_DB | TT_OPT_LIMIT | TT_OPT_JSON | TT_OPT_KERNEL,
-                &a,
-                &argc, &argv))
+                TT_OPT_WORKLOAD | TT_OPT_BACKEND | TT_OPT_DB | TT_OPT_LIMIT | TT_OPT_JSON |
+                  TT_OPT_KERNEL | TT_OPT_ESTIMATE,
+                &a, &argc, &argv))
     return TT_EXIT_USAGE;
   const char *op = NULL;
   int rc = tt_op_arg(&a, argc, argv, "show", &op);
@@ -131,30 +192,42 @@ tt_cmd_show(int argc, char **argv)
   double flops = ts_op_instance_flops(inst);
   g_autoptr(TsDbTrial) best = ts_db_get_best(db, w, d, t, NULL);
   g_autoptr(TsDbTrial) fastest = best ? fastest_other(db, best) : NULL;
+  g_autofree TsCostEstimate *est =
+    a.estimate ? show_estimates(inst, backend, db, d, trials, a.json) : NULL;
   if (a.json)
     g_print("[");
   else
-    g_print("%7s  %-13s %11s %10s %8s  %-12s %s\n", "trial", "status", "median ms", "GFLOP/s",
-            "samples", "strategy", "schedule");
+    g_print("%7s  %-13s %11s %10s %8s  %s%-12s %s\n", "trial", "status", "median ms", "GFLOP/s",
+            "samples", est ? "  model ms  bound     " : "", "strategy", "schedule");
   for (guint i = 0; i < n; i++) {
     const TsDbTrial *tr = g_ptr_array_index(trials, i);
     gboolean ok = tr->status == TS_DB_TRIAL_OK;
+    g_autofree char *model = NULL;
+    if (est && a.json)
+      model = isnan(est[i].time_s) ? g_strdup(", \"estimate_ns\": null, \"bound\": null")
+                                   : g_strdup_printf(", \"estimate_ns\": %.1f, \"bound\": \"%s\"",
+                                                     est[i].time_s * 1e9, est[i].bound);
+    else if (est)
+      model = isnan(est[i].time_s) ? g_strdup_printf("%10s  %-8s  ", "-", "-")
+                                   : g_strdup_printf("%10.4f  %-8s  ", est[i].time_s * 1e3,
+                                                     est[i].bound);
     if (a.json) {
       g_autofree char *sc = g_strescape(tr->schedule, NULL);
       g_autofree char *er = g_strescape(tr->error_text ? tr->error_text : "", NULL);
       g_print("%s{\"trial\": %" G_GINT64_FORMAT ", \"status\": \"%s\", \"median_ns\": %.1f, "
-              "\"schedule\": \"%s\", \"error\": \"%s\", \"best\": %s}",
+              "\"schedule\": \"%s\", \"error\": \"%s\", \"best\": %s%s}",
               i ? ", " : "", tr->id, ts_db_trial_status_name(tr->status),
-              ok ? tr->median_ns : -1.0, sc, er, best && best->id == tr->id ? "true" : "false");
+              ok ? tr->median_ns : -1.0, sc, er, best && best->id == tr->id ? "true" : "false",
+              model ? model : "");
     } else if (ok) {
-      g_print("%s%6" G_GINT64_FORMAT "  %-13s %11.4f %10.2f %8u  %-12s %s\n",
+      g_print("%s%6" G_GINT64_FORMAT "  %-13s %11.4f %10.2f %8u  %s%-12s %s\n",
               best && best->id == tr->id ? "*" : " ", tr->id, "ok",
               tr->median_ns / 1e6, flops / tr->median_ns,
-              tr->samples_ns ? tr->samples_ns->len : 0, tr->strategy ? tr->strategy : "-",
-              tr->schedule);
+              tr->samples_ns ? tr->samples_ns->len : 0, model ? model : "",
+              tr->strategy ? tr->strategy : "-", tr->schedule);
     } else {
-      g_print(" %6" G_GINT64_FORMAT "  %-13s %11s %10s %8s  %-12s %s\n", tr->id,
-              ts_db_trial_status_name(tr->status), "-", "-", "-",
+      g_print(" %6" G_GINT64_FORMAT "  %-13s %11s %10s %8s  %s%-12s %s\n", tr->id,
+              ts_db_trial_status_name(tr->status), "-", "-", "-", model ? model : "",
               tr->strategy ? tr->strategy : "-", tr->schedule);
     }
   }
@@ -168,6 +241,8 @@ tt_cmd_show(int argc, char **argv)
     if (fastest)
       print_fastest(best, fastest, "  ");
   }
+  if (est && !a.json)
+    print_estimate_summary(trials, est);
   return TT_EXIT_OK;
 }
 

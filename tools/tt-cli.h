@@ -39,6 +39,7 @@ enum {
   TT_OPT_COLL = 1 << 19,    /* --ranks --launcher (collectives) */
   TT_OPT_KERNEL = 1 << 20,  /* --kernel */
   TT_OPT_REUSE = 1 << 21,   /* --reuse */
+  TT_OPT_ESTIMATE = 1 << 22, /* --estimate */
 };
 
 typedef struct {
@@ -46,7 +47,7 @@ typedef struct {
   char *arch, *trace_output, *launcher, *kernel, *reuse;
   char **prior; /* --prior FILE, repeatable */
   gint64 seed;
-  gboolean json, nearest, measure, no_metrics, profile;
+  gboolean json, nearest, measure, no_metrics, profile, estimate;
   gint budget, limit, top, repeats, samples, ranks;
   double budget_ms, timeout_s;
 } TtArgs;
@@ -79,6 +80,10 @@ TsDb *tt_db(const TtArgs *a, TsDbOpenFlags flags, GError **error);
  * take all three. Returns TT_EXIT_OK, or prints the error and returns the exit code. */
 int tt_open(const char *op, const TtArgs *a, TsDbOpenFlags flags, TsOpInstance **inst,
             TsBackend **backend, TsDb **db);
+
+/* A workload takes part in a held-out evaluation of the learned model with this many verified
+ * trials (model eval, model train, and the tuner's check of its prior). */
+#define TT_EVAL_MIN_ROWS 10
 
 /* The device's measured ceilings from the cache, measured and stored first when missing (or
  * always, with remeasure). Prints a line when it measures, unless quiet. */

@@ -9,7 +9,6 @@
 #include "tt-cli.h"
 
 /* Workloads need this many verified trials to be judged: fewer make tau meaningless. */
-#define EVAL_MIN_ROWS 10
 
 static const char *const backends[] = {"cpu", "cuda"};
 
@@ -52,7 +51,7 @@ cmd_eval(TsDb *db, const TtArgs *a)
       return tt_fail(tt_error_code(error), error);
     if (ts_cost_dataset_n_rows(ds) == 0)
       continue;
-    g_autoptr(TsCostEval) e = ts_cost_evaluate(ds, NULL, EVAL_MIN_ROWS, &error);
+    g_autoptr(TsCostEval) e = ts_cost_evaluate(ds, NULL, TT_EVAL_MIN_ROWS, &error);
     if (e == NULL)
       return tt_fail(tt_error_code(error), error);
     if (a->json) {
@@ -93,7 +92,7 @@ cmd_train(TsDb *db, const TtArgs *a)
     /* The quality stored with the model is the held-out one, when the cache has enough
      * workloads to hold one out; the model itself learns from all of them. */
     g_autofree char *quality = NULL;
-    g_autoptr(TsCostEval) e = ts_cost_evaluate(ds, NULL, EVAL_MIN_ROWS, &error);
+    g_autoptr(TsCostEval) e = ts_cost_evaluate(ds, NULL, TT_EVAL_MIN_ROWS, &error);
     if (e) {
       quality = ts_cost_eval_to_json(e);
       print_eval(e, backends[b]);

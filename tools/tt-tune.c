@@ -214,37 +214,72 @@ store_session(TtTimeline *tl, TsDb *db, const TsTuneSummary *s, const TsTuneConf
   return tt_timeline_store(tl, db, &prof, process, output, &id, error) ? id : 0;
 }
 
+/* A learned prior that ranked the held-out workloads of this op worse than the analytic
+ * estimate does (mean Kendall tau of the evaluation stored with it, or run here) would put the
+ * search's first candidates behind what the estimate alone picks: a model trained on a few
+ * workloads of another kind learns their knobs' effects, not this op's. Says which it takes. */
+static gboolean
+prior_ranks_worse(const char *quality, const char *op, const char *what, gboolean quiet)
+{
+  double tau, analytic;
+  guint n;
+  /* This op's held-out workloads where the evaluation has any, else all of them. */
+  gboolean of_op = ts_cost_eval_json_taus(quality, op, &tau, &analytic, &n);
+  if ((!of_op && !ts_cost_eval_json_taus(quality, NULL, &tau, &analytic, &n)) || tau >= analytic)
+    return FALSE;
+  if (!quiet)
+    g_print("model: %s ranks held-out %s%s workloads below the analytic estimate (mean Kendall "
+            "tau %.2f against %.2f over %u): the analytic estimate ranks the first candidates\n",
+            what, of_op ? op : "", of_op ? "" : "other ops'", tau, analytic, n);
+  return TRUE;
+}
+
 /* The model strategy's prior: the cache's stored model of this backend, else one trained now on
- * the cache's other workloads, else none (the analytic estimate ranks the first candidates). */
+ * the cache's other workloads, else none (the analytic estimate ranks the first candidates);
+ * none either where its held-out evaluation says the analytic estimate ranks better. */
 static TsCostModel *
 load_prior(TsDb *db, TsOpInstance *inst, TsBackend *backend, gboolean quiet)
 {
   const char *be = ts_backend_name(backend);
+  const char *op = ts_op_name(ts_op_instance_op(inst));
   g_autofree char *kind = ts_cost_model_kind(be);
   g_autoptr(GError) error = NULL;
   gint64 id = 0;
-  TsCostModel *m = ts_cost_model_load(db, kind, &id, NULL, &error);
+  g_autofree char *quality = NULL;
+  g_autoptr(TsCostModel) m = ts_cost_model_load(db, kind, &id, &quality, &error);
   if (m) {
+    g_autofree char *what = g_strdup_printf("learned prior %" G_GINT64_FORMAT " (%s)", id, kind);
+    if (prior_ranks_worse(quality, op, what, quiet))
+      return NULL;
     if (!quiet)
-      g_print("model: learned prior %" G_GINT64_FORMAT " (%s) from the cache\n", id, kind);
-    return m;
+      g_print("model: %s from the cache\n", what);
+    return g_steal_pointer(&m);
   }
   g_autoptr(TsCostDataset) all = ts_cost_dataset_from_db(db, be, NULL, NULL);
-  g_autofree char *what = ts_op_instance_describe(inst);
-  g_autoptr(TsCostDataset) others = all ? ts_cost_dataset_select(all, what, FALSE) : NULL;
+  g_autofree char *workload = ts_op_instance_describe(inst);
+  g_autoptr(TsCostDataset) others = all ? ts_cost_dataset_select(all, workload, FALSE) : NULL;
   m = others ? ts_cost_model_train(others, NULL, NULL) : NULL;
-  if (!quiet) {
-    if (m)
+  if (m) {
+    /* Two workloads or more: one held out at a time says how well it ranks shapes it never saw. */
+    g_autoptr(TsCostEval) e = ts_cost_evaluate(others, NULL, TT_EVAL_MIN_ROWS, NULL);
+    g_autofree char *q = e ? ts_cost_eval_to_json(e) : NULL;
+    g_autofree char *what = g_strdup_printf("a prior trained on %u stored trials of %u other "
+                                            "workloads", ts_cost_dataset_n_rows(others),
+                                            ts_cost_dataset_n_groups(others));
+    if (prior_ranks_worse(q, op, what, quiet))
+      return NULL;
+    if (!quiet)
       g_print("model: prior trained on %u stored trials of %u other workloads\n",
               ts_cost_dataset_n_rows(others), ts_cost_dataset_n_groups(others));
-    else
-      g_print("model: no stored trials of other workloads yet; the analytic estimate ranks the "
-              "first candidates\n");
+  } else if (!quiet) {
+    g_print("model: no stored trials of other workloads yet; the analytic estimate ranks the "
+            "first candidates\n");
   }
-  return m;
+  return g_steal_pointer(&m);
 }
 
-/* After a model-guided tune the cache's model learns from the new trials too. */
+/* After a model-guided tune the cache's model learns from the new trials too, stored with its
+ * held-out evaluation (what the next tune's choice of prior reads). */
 static void
 retrain_stored(TsDb *db, TsBackend *backend, gboolean quiet)
 {
@@ -252,8 +287,10 @@ retrain_stored(TsDb *db, TsBackend *backend, gboolean quiet)
   g_autoptr(GError) error = NULL;
   g_autoptr(TsCostDataset) ds = ts_cost_dataset_from_db(db, be, NULL, &error);
   g_autoptr(TsCostModel) m = ds ? ts_cost_model_train(ds, NULL, &error) : NULL;
+  g_autoptr(TsCostEval) e = m ? ts_cost_evaluate(ds, NULL, TT_EVAL_MIN_ROWS, NULL) : NULL;
+  g_autofree char *quality = e ? ts_cost_eval_to_json(e) : NULL;
   g_autofree char *kind = ts_cost_model_kind(be);
-  gint64 id = m ? ts_cost_model_store(db, m, kind, ds, NULL, &error) : 0;
+  gint64 id = m ? ts_cost_model_store(db, m, kind, ds, quality, &error) : 0;
   if (quiet)
     return;
   if (id)
