@@ -569,9 +569,16 @@ conversion_inputs(size_t *n_out)
   const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65520.0f, 65519.996f, 0x1p-24f,
                             0x1p-25f, 0x1.8p-25f, 0x1p-14f, INFINITY, -INFINITY, NAN, 3.4e38f,
                             1.00390625f, 1.01171875f, 1e-40f};
+  /* NaNs whose payload a rounding increment would carry into the exponent or the sign, a
+   * signalling one, the largest finite value (rounds to Inf) and bf16 ties to even, down and up */
+  const uint32_t bits[] = {0x7fffffffu, 0xffffffffu, 0x7f800001u, 0xffbfffffu, 0x7fbfffffu,
+                           0x7f7fffffu, 0x3f808000u, 0x3f818000u, 0xbf818000u};
+  const size_t n_special = G_N_ELEMENTS(specials) + G_N_ELEMENTS(bits);
   for (size_t i = 0; i < n; i++) {
     if (i < G_N_ELEMENTS(specials))
       x[i] = specials[i];
+    else if (i < n_special)
+      memcpy(&x[i], &bits[i - G_N_ELEMENTS(specials)], sizeof(float));
     else
       x[i] = (float)(g_rand_double_range(rng, -1, 1) * exp2(g_rand_int_range(rng, -30, 20)));
   }
