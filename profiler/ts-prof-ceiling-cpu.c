@@ -513,7 +513,8 @@ ts__prof_measure_cpu(TsBackend *be, GError **error)
   ok = ok && ts__prof_run_benches(be, b, c.benches->len, ROUNDS, error);
   TsProfCeilings *out = NULL;
   if (ok) {
-    out = ts_prof_ceilings_new(d->backend, d->toolchain);
+    g_autofree char *toolchain = ts_prof_toolchain_of(d);
+    out = ts_prof_ceilings_new(d->backend, toolchain);
     /* Benches come in pairs, one core then all cores. */
     guint nf = c.benches->len / 2;
     g_autofree TsProfCpuFigure *fig = g_new0(TsProfCpuFigure, nf);

@@ -345,7 +345,8 @@ ts__prof_measure_cuda(TsBackend *be, GError **error)
   }
   ok = ok && ts__prof_run_benches(be, benches, sources->len, ROUNDS, error);
   if (ok) {
-    out = ts_prof_ceilings_new(d->backend, d->toolchain);
+    g_autofree char *toolchain = ts_prof_toolchain_of(d);
+    out = ts_prof_ceilings_new(d->backend, toolchain);
     g_autoptr(GString) method = g_string_new("");
     for (guint i = 0; i < sources->len; i++) {
       const TsProfCudaSource *s = sources->pdata[i];

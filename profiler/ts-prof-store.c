@@ -1,6 +1,14 @@
-/* ts-prof-store.c — ceilings kept in the device row: measured once per device and toolchain
- * (a new compiler can change what the FMA microbenchmark reaches), read back otherwise. */
+/* ts-prof-store.c — ceilings kept in the device row: measured once per device, toolchain and
+ * kernel-generator version (a new compiler can change what the FMA microbenchmark reaches, a
+ * new ts_cpu_prims.h what its exp does), read back otherwise. */
 #include "ts-prof.h"
+#include "ts-op.h"
+
+char *
+ts_prof_toolchain_of(const TsDeviceInfo *d)
+{
+  return g_strdup_printf("%s %s", d->toolchain ? d->toolchain : "", TS_OP_EMIT_VERSION);
+}
 
 TsProfCeilings *
 ts_prof_ceilings_load(TsDb *db, gint64 device_id, TsBackend *backend, GError **error)
@@ -15,8 +23,9 @@ ts_prof_ceilings_load(TsDb *db, gint64 device_id, TsBackend *backend, GError **e
   /* A stale or unreadable row is not an error: the microbenchmarks rebuild it. A row in an
    * older format lacks the roofs added since (the CPU's exp rates). */
   g_autoptr(TsProfCeilings) stored = json ? ts_prof_ceilings_from_json(json, NULL) : NULL;
+  g_autofree char *toolchain = ts_prof_toolchain_of(d);
   if (stored && ts_prof_ceilings_format(stored) == TS_PROF_CEILINGS_FORMAT &&
-      g_strcmp0(ts_prof_ceilings_toolchain(stored), d->toolchain) == 0 &&
+      g_strcmp0(ts_prof_ceilings_toolchain(stored), toolchain) == 0 &&
       g_strcmp0(ts_prof_ceilings_backend(stored), d->backend) == 0)
     return g_steal_pointer(&stored);
   return NULL;

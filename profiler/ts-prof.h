@@ -8,7 +8,7 @@
  * a second. Each has the whole-device figure and, on the CPU, the
  * figure of one core. The set remembers the toolchain it was measured with: ceilings are
  * re-measured when the device or the toolchain changes (the device row is per device; the
- * caller compares ts_prof_ceilings_toolchain with the backend's). */
+ * caller compares ts_prof_ceilings_toolchain with ts_prof_toolchain_of's). */
 #pragma once
 
 #include <glib.h>
@@ -50,11 +50,15 @@ guint ts_prof_ceilings_count(const TsProfCeilings *ceilings);
 const TsProfCeiling *ts_prof_ceilings_nth(const TsProfCeilings *ceilings, guint i);
 const char *ts_prof_ceilings_backend(const TsProfCeilings *ceilings);
 const char *ts_prof_ceilings_toolchain(const TsProfCeilings *ceilings);
+/* What a device's ceilings are measured with, and stale without: the backend's compiler and
+ * the kernel generators' version ("gcc 12.2.0 tessera-kgen-2"), since the CPU's rates time the
+ * generators' own primitives (a faster exp in ts_cpu_prims.h is a new version). */
+char *ts_prof_toolchain_of(const TsDeviceInfo *device);
 /* How they were measured, one line for people; "" when unknown. */
 const char *ts_prof_ceilings_method(const TsProfCeilings *ceilings);
 void ts_prof_ceilings_set_method(TsProfCeilings *ceilings, const char *method);
 
-/* {"version": 3, "backend": "cpu", "toolchain": "gcc 12.2.0", "method": "...",
+/* {"version": 3, "backend": "cpu", "toolchain": "gcc 12.2.0 tessera-kgen-2", "method": "...",
  *  "compute": {"f32": {"gflops": 812.5, "per_core": 101.3}, ...},
  *  "memory": {"dram": {"gbps": 18.2, "per_core": 9.1}, "l1": {...}, ...},
  *  "rates": {"exp": {"gops": 1.1, "per_core": 0.56}, ...}} */

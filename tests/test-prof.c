@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "test-util.h"
+#include "ts-op.h"
 #include "ts-prof-private.h"
 
 /* What a CPU ceiling set must hold. Timings on a shared VM drift by 30-80% between runs and a
@@ -167,7 +168,10 @@ test_measure_and_store(void)
   g_assert_nonnull(c);
   const TsDeviceInfo *d = ts_backend_describe(be);
   check_cpu_ceilings(c, d);
-  g_assert_cmpstr(ts_prof_ceilings_toolchain(c), ==, d->toolchain);
+  g_autofree char *toolchain = ts_prof_toolchain_of(d);
+  g_assert_cmpstr(ts_prof_ceilings_toolchain(c), ==, toolchain);
+  g_assert_nonnull(strstr(toolchain, d->toolchain));
+  g_assert_nonnull(strstr(toolchain, TS_OP_EMIT_VERSION));
 
   /* JSON round trip, every roof. */
   g_autofree char *json = ts_prof_ceilings_to_json(c);
@@ -192,7 +196,7 @@ test_measure_and_store(void)
                     d->l1_bytes, d->l2_bytes, d->l3_bytes, d->smem_per_block, d->vector_bits};
   gint64 id = ts_db_ensure_device(db, &dev, &error);
   g_assert_no_error(error);
-  g_autoptr(TsProfCeilings) planted = ts_prof_ceilings_new(d->backend, d->toolchain);
+  g_autoptr(TsProfCeilings) planted = ts_prof_ceilings_new(d->backend, toolchain);
   ts_prof_ceilings_set(planted, "f32", TS_PROF_COMPUTE, 1234.5, 0);
   ts_prof_ceilings_set(planted, "dram", TS_PROF_MEMORY, 67.8, 0);
   g_autofree char *pj = ts_prof_ceilings_to_json(planted);
@@ -211,13 +215,23 @@ test_measure_and_store(void)
   g_autoptr(TsProfCeilings) fresh = ts_prof_ceilings_ensure(db, id, be, FALSE, &measured, &error);
   g_assert_no_error(error);
   g_assert_true(measured);
-  g_assert_cmpstr(ts_prof_ceilings_toolchain(fresh), ==, d->toolchain);
+  g_assert_cmpstr(ts_prof_ceilings_toolchain(fresh), ==, toolchain);
   g_assert_cmpfloat(ts_prof_ceilings_get(fresh, "f32")->value, !=, 1234.5);
   /* ... and stored: the next call reads it. */
   g_autoptr(TsProfCeilings) again = ts_prof_ceilings_ensure(db, id, be, FALSE, &measured, &error);
   g_assert_false(measured);
   g_assert_cmpfloat(ts_prof_ceilings_get(again, "f32")->value, ==,
                     ts_prof_ceilings_get(fresh, "f32")->value);
+  /* The same compiler with an older kernel generator (whose exp the rates timed) too. */
+  g_autofree char *older_kgen = g_strdup_printf("%s tessera-kgen-0", d->toolchain);
+  g_autoptr(TsProfCeilings) kg = ts_prof_ceilings_new(d->backend, older_kgen);
+  ts_prof_ceilings_set(kg, "f32", TS_PROF_COMPUTE, 1234.5, 0);
+  g_autofree char *kj = ts_prof_ceilings_to_json(kg);
+  g_assert_true(ts_db_set_device_peaks(db, id, kj, &error));
+  g_autoptr(TsProfCeilings) fresh2 = ts_prof_ceilings_ensure(db, id, be, FALSE, &measured, &error);
+  g_assert_no_error(error);
+  g_assert_true(measured);
+  g_assert_cmpstr(ts_prof_ceilings_toolchain(fresh2), ==, toolchain);
   /* A row of the format before the exp rates is read (the studio shows it) but measured again
    * for the cost model, whatever its toolchain. */
   g_autofree char *v2 = g_strdup_printf(
