@@ -155,6 +155,20 @@ test_screen(void)
   g_assert_cmpuint(notes->len, ==, 0);
 }
 
+/* A device row holding an f32 and a DRAM roof that no machine measures, as if measured with
+ * toolchain. */
+static void
+plant_ceilings(TsDb *db, gint64 id, const char *backend, const char *toolchain)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsProfCeilings) c = ts_prof_ceilings_new(backend, toolchain);
+  ts_prof_ceilings_set(c, "f32", TS_PROF_COMPUTE, 1234.5, 0);
+  ts_prof_ceilings_set(c, "dram", TS_PROF_MEMORY, 67.8, 0);
+  g_autofree char *json = ts_prof_ceilings_to_json(c);
+  g_assert_true(ts_db_set_device_peaks(db, id, json, &error));
+  g_assert_no_error(error);
+}
+
 static void
 test_measure_and_store(void)
 {
@@ -196,22 +210,14 @@ test_measure_and_store(void)
                     d->l1_bytes, d->l2_bytes, d->l3_bytes, d->smem_per_block, d->vector_bits};
   gint64 id = ts_db_ensure_device(db, &dev, &error);
   g_assert_no_error(error);
-  g_autoptr(TsProfCeilings) planted = ts_prof_ceilings_new(d->backend, toolchain);
-  ts_prof_ceilings_set(planted, "f32", TS_PROF_COMPUTE, 1234.5, 0);
-  ts_prof_ceilings_set(planted, "dram", TS_PROF_MEMORY, 67.8, 0);
-  g_autofree char *pj = ts_prof_ceilings_to_json(planted);
-  g_assert_true(ts_db_set_device_peaks(db, id, pj, &error));
+  plant_ceilings(db, id, d->backend, toolchain);
   gboolean measured = TRUE;
   g_autoptr(TsProfCeilings) got = ts_prof_ceilings_ensure(db, id, be, FALSE, &measured, &error);
   g_assert_no_error(error);
   g_assert_false(measured);
   g_assert_cmpfloat(ts_prof_ceilings_get(got, "f32")->value, ==, 1234.5);
 
-  g_autoptr(TsProfCeilings) old = ts_prof_ceilings_new(d->backend, "gcc 1.0 (another)");
-  ts_prof_ceilings_set(old, "f32", TS_PROF_COMPUTE, 1234.5, 0);
-  ts_prof_ceilings_set(old, "dram", TS_PROF_MEMORY, 67.8, 0);
-  g_autofree char *oj = ts_prof_ceilings_to_json(old);
-  g_assert_true(ts_db_set_device_peaks(db, id, oj, &error));
+  plant_ceilings(db, id, d->backend, "gcc 1.0 (another)");
   g_autoptr(TsProfCeilings) fresh = ts_prof_ceilings_ensure(db, id, be, FALSE, &measured, &error);
   g_assert_no_error(error);
   g_assert_true(measured);
@@ -224,20 +230,17 @@ test_measure_and_store(void)
                     ts_prof_ceilings_get(fresh, "f32")->value);
   /* The same compiler with an older kernel generator (whose exp the rates timed) too. */
   g_autofree char *older_kgen = g_strdup_printf("%s tessera-kgen-0", d->toolchain);
-  g_autoptr(TsProfCeilings) kg = ts_prof_ceilings_new(d->backend, older_kgen);
-  ts_prof_ceilings_set(kg, "f32", TS_PROF_COMPUTE, 1234.5, 0);
-  g_autofree char *kj = ts_prof_ceilings_to_json(kg);
-  g_assert_true(ts_db_set_device_peaks(db, id, kj, &error));
+  plant_ceilings(db, id, d->backend, older_kgen);
   g_autoptr(TsProfCeilings) fresh2 = ts_prof_ceilings_ensure(db, id, be, FALSE, &measured, &error);
   g_assert_no_error(error);
   g_assert_true(measured);
   g_assert_cmpstr(ts_prof_ceilings_toolchain(fresh2), ==, toolchain);
   /* A row of the format before the exp rates is read (the studio shows it) but measured again
-   * for the cost model, whatever its toolchain. */
+   * for the cost model, whatever its toolchain: here the current one. */
   g_autofree char *v2 = g_strdup_printf(
     "{\"version\": 2, \"backend\": \"%s\", \"toolchain\": \"%s\", \"compute\": {\"f32\": "
     "{\"gflops\": 1234.5}}, \"memory\": {\"dram\": {\"gbps\": 67.8}}}",
-    d->backend, d->toolchain);
+    d->backend, toolchain);
   g_autoptr(TsProfCeilings) read2 = ts_prof_ceilings_from_json(v2, &error);
   g_assert_no_error(error);
   g_assert_cmpint(ts_prof_ceilings_format(read2), ==, 2);

@@ -82,7 +82,8 @@ int tt_open(const char *op, const TtArgs *a, TsDbOpenFlags flags, TsOpInstance *
             TsBackend **backend, TsDb **db);
 
 /* A workload takes part in a held-out evaluation of the learned model with this many verified
- * trials (model eval, model train, and the tuner's check of its prior). */
+ * trials, fewer making its tau meaningless (model eval, model train, and the tuner's check of
+ * its prior). */
 #define TT_EVAL_MIN_ROWS 10
 
 /* The device's measured ceilings from the cache, measured and stored first when missing (or

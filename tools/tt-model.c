@@ -8,8 +8,6 @@
 #include "ts-cost-model.h"
 #include "tt-cli.h"
 
-/* Workloads need this many verified trials to be judged: fewer make tau meaningless. */
-
 static const char *const backends[] = {"cpu", "cuda"};
 
 static gboolean

@@ -263,14 +263,13 @@ load_prior(TsDb *db, TsOpInstance *inst, TsBackend *backend, gboolean quiet)
     /* Two workloads or more: one held out at a time says how well it ranks shapes it never saw. */
     g_autoptr(TsCostEval) e = ts_cost_evaluate(others, NULL, TT_EVAL_MIN_ROWS, NULL);
     g_autofree char *q = e ? ts_cost_eval_to_json(e) : NULL;
-    g_autofree char *what = g_strdup_printf("a prior trained on %u stored trials of %u other "
+    g_autofree char *what = g_strdup_printf("prior trained on %u stored trials of %u other "
                                             "workloads", ts_cost_dataset_n_rows(others),
                                             ts_cost_dataset_n_groups(others));
     if (prior_ranks_worse(q, op, what, quiet))
       return NULL;
     if (!quiet)
-      g_print("model: prior trained on %u stored trials of %u other workloads\n",
-              ts_cost_dataset_n_rows(others), ts_cost_dataset_n_groups(others));
+      g_print("model: %s\n", what);
   } else if (!quiet) {
     g_print("model: no stored trials of other workloads yet; the analytic estimate ranks the "
             "first candidates\n");
