@@ -48,6 +48,15 @@ build() {  # build DIR [meson options...]; build-clang* is configured with clang
   fi
 }
 
+# Each stage of the test command says how long it took: the whole run must stay well inside
+# CI's limit, and this is where to look first when it grows.
+timed() {  # timed LABEL command...
+  local label=$1 t0=$SECONDS rc=0; shift
+  "$@" || rc=$?
+  echo "dev.sh: $label: $((SECONDS - t0)) s" >&2
+  return $rc
+}
+
 cmd=${1:-}; shift || true
 case "$cmd" in
   tune)
@@ -62,25 +71,28 @@ case "$cmd" in
     ;;
   test)
     install_missing
-    build build
-    meson test -C build --print-errorlogs
+    timed "build (gcc)" build build
+    timed "tests (gcc)" meson test -C build --print-errorlogs
     # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
-    build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+    timed "build (gcc, ASan+UBSan)" build build-asan -Db_sanitize=address,undefined \
+      -Db_lundef=false -Dbuildtype=debug
     # (Without the 'cuda' suite: compiling every GPU kernel again proves nothing new about our
     # memory safety — test-cuda exercises the same NVRTC path under the sanitizers. Without
     # 'gpu-kit': it bundles release-style binaries for a GPU machine, which sanitized ones are
     # not.)
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      meson test -C build-asan --print-errorlogs --no-suite cuda --no-suite gpu-kit
+      timed "tests (gcc, ASan+UBSan)" meson test -C build-asan --print-errorlogs \
+        --no-suite cuda --no-suite gpu-kit
     # Built by clang 14 with ASan and UBSan (its sanitizers and warnings are not gcc's), plus
     # libFuzzer: the unit tests and the fuzz suite (each harness in tests/fuzz/ briefly, seeded
     # from the test data and with inputs nested past every depth limit). The end-to-end tests,
     # the MPI ones among them, and test-strategy (the longest unit test, suite 'strategy') run
     # the same code paths as under gcc's sanitizers above, at twice the time again.
-    build build-clang -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
-      -Dbuildtype=debug
+    timed "build (clang, ASan+UBSan, libFuzzer)" build build-clang -Dfuzz=true \
+      -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      meson test -C build-clang --print-errorlogs --suite unit --suite fuzz --no-suite strategy
+      timed "tests (clang, ASan+UBSan, libFuzzer)" meson test -C build-clang --print-errorlogs \
+        --suite unit --suite fuzz --no-suite strategy
     ;;
   *)
     echo "usage: ./dev.sh tune [tessera-tune args...] | ./dev.sh test" >&2
