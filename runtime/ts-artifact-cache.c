@@ -36,9 +36,15 @@ ts__artifact_cache_free(TsArtifactCache *cache)
   g_free(cache);
 }
 
+/* TESSERA_ARTIFACT_DIR moves the compiled kernels alone, apart from the schedule cache beside
+ * them: onto a larger disk, or shared by runs that each keep their own schedule cache (the
+ * test suites' scratch caches share one, so each kernel compiles once per machine). */
 char *
 ts__artifact_cache_default_dir(void)
 {
+  const char *env = g_getenv("TESSERA_ARTIFACT_DIR");
+  if (env != NULL && *env != '\0')
+    return g_strdup(env);
   return g_build_filename(g_get_user_cache_dir(), "tessera", "artifacts", NULL);
 }
 
@@ -57,7 +63,7 @@ ts__artifact_cache_ensure(TsArtifactCache *cache, GError **error)
     int saved = errno;
     g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO,
                 "cannot create the artifact cache directory '%s': %s; point "
-                "ts_backend_set_cache_dir (or XDG_CACHE_HOME) at a writable directory",
+                "TESSERA_ARTIFACT_DIR (or XDG_CACHE_HOME) at a writable directory",
                 cache->dir, g_strerror(saved));
     return FALSE;
   }
@@ -67,8 +73,8 @@ ts__artifact_cache_ensure(TsArtifactCache *cache, GError **error)
   if (g_stat(cache->dir, &st) == 0 && (st.st_uid != geteuid() || (st.st_mode & 022) != 0)) {
     g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO,
                 "the artifact cache directory '%s' is %s: kernels loaded from it could be "
-                "anyone's code; make it yours alone (chmod go-w) or point XDG_CACHE_HOME at a "
-                "private directory",
+                "anyone's code; make it yours alone (chmod go-w) or point TESSERA_ARTIFACT_DIR "
+                "(or XDG_CACHE_HOME) at a private directory",
                 cache->dir, st.st_uid != geteuid() ? "owned by another user" : "writable by others");
     return FALSE;
   }
@@ -76,7 +82,7 @@ ts__artifact_cache_ensure(TsArtifactCache *cache, GError **error)
     int saved = errno;
     g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_IO,
                 "the artifact cache directory '%s' is not writable: %s; point "
-                "ts_backend_set_cache_dir (or XDG_CACHE_HOME) at a writable directory",
+                "TESSERA_ARTIFACT_DIR (or XDG_CACHE_HOME) at a writable directory",
                 cache->dir, g_strerror(saved));
     return FALSE;
   }

@@ -16,7 +16,7 @@ typedef struct _TsArtifactCache TsArtifactCache;
 TsArtifactCache *ts__artifact_cache_new(const char *dir);
 void ts__artifact_cache_free(TsArtifactCache *cache);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsArtifactCache, ts__artifact_cache_free)
-/* Default root: $XDG_CACHE_HOME/tessera/artifacts. Newly allocated. */
+/* Default root: $TESSERA_ARTIFACT_DIR, or $XDG_CACHE_HOME/tessera/artifacts. Newly allocated. */
 char *ts__artifact_cache_default_dir(void);
 
 const char *ts__artifact_cache_dir(const TsArtifactCache *cache);

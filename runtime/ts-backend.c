@@ -160,19 +160,46 @@ ts_backend_get_cache_dir(TsBackend *backend)
 /* ------------------------------------------------------------------------------------------ */
 /* Compile: key, cache, recovery */
 
+/* Where the code of a source starts: past a leading block comment, the banner that names the
+ * op, shape and point it was emitted for. Compilers drop comments, so two sources that differ
+ * only there build the same bytes (the CPU kernels take their shape at launch: a gemm point's
+ * code is the same at every M, N, K), and a tuner going through many shapes of an op compiles
+ * each code once.
+ * The comment's lines are counted into the key all the same: they number the code's lines. */
+static const char *
+code_after_banner(const char *text, guint32 *banner_lines)
+{
+  *banner_lines = 0;
+  const char *p = text;
+  while (g_ascii_isspace(*p))
+    p++;
+  if (p[0] != '/' || p[1] != '*')
+    return text;
+  const char *end = strstr(p + 2, "*/");
+  if (end == NULL)
+    return text; /* not a comment: the compiler will say so */
+  end += 2;
+  for (const char *c = text; c < end; c++)
+    *banner_lines += *c == '\n';
+  return end;
+}
+
 /* Everything that decides the artifact's bytes. The version tag lets a change of this scheme
  * (or of the kernel ABI) retire old entries without anyone cleaning the cache. */
 static char *
 artifact_key(TsBackend *backend, const TsSource *source)
 {
   g_autoptr(GChecksum) checksum = g_checksum_new(G_CHECKSUM_SHA256);
-  ts__checksum_field(checksum, "tessera-artifact-v1", -1);
+  ts__checksum_field(checksum, "tessera-artifact-v2", -1);
   ts__checksum_field(checksum, backend->klass->name, -1);
   ts__checksum_field(checksum, backend->info.toolchain, -1);
   guint32 lang = (guint32)source->lang;
   ts__checksum_field(checksum, &lang, sizeof lang);
   backend->klass->hash_inputs(backend, source, checksum);
-  ts__checksum_field(checksum, source->text, -1);
+  guint32 banner_lines = 0;
+  const char *code = code_after_banner(source->text, &banner_lines);
+  ts__checksum_field(checksum, &banner_lines, sizeof banner_lines);
+  ts__checksum_field(checksum, code, -1);
   return g_strdup(g_checksum_get_string(checksum));
 }
 
@@ -325,7 +352,7 @@ compile_untraced(TsBackend *backend, const TsSource *source, GError **error)
 }
 
 /* The key is the plain SHA-256 of the bytes, as ts-backend.h promises. It cannot meet a compile
- * key: those hash a length-prefixed record that starts with the "tessera-artifact-v1" tag, and
+ * key: those hash a length-prefixed record that starts with the "tessera-artifact-v2" tag, and
  * no loadable artifact has those bytes. */
 TsModule *
 ts_backend_load_artifact(TsBackend *backend, GBytes *artifact, const char *entry, GError **error)

@@ -115,9 +115,9 @@ const char *ts_backend_name(TsBackend *backend);
 /* The language of the sources the backend compiles (what ts_op_emit writes for it). */
 TsSourceLang ts_backend_source_lang(TsBackend *backend);
 
-/* Artifact cache root: $XDG_CACHE_HOME/tessera/artifacts by default; NULL restores it. Takes
- * effect from the next compile. The directory is created on first use; one that cannot be is
- * TS_BACKEND_ERROR_IO from ts_backend_compile, naming the path. */
+/* Artifact cache root: $TESSERA_ARTIFACT_DIR or $XDG_CACHE_HOME/tessera/artifacts by default;
+ * NULL restores it. Takes effect from the next compile. The directory is created on first use;
+ * one that cannot be is TS_BACKEND_ERROR_IO from ts_backend_compile, naming the path. */
 void ts_backend_set_cache_dir(TsBackend *backend, const char *dir);
 const char *ts_backend_get_cache_dir(TsBackend *backend);
 

@@ -170,6 +170,36 @@ test_changed_source(Fixture *f, gconstpointer data)
   g_assert_cmpstr(ts_module_hash(a), !=, ts_module_hash(b));
 }
 
+/* The banner the emitter writes first (op, shape, point) is not code: sources that differ only
+ * there share one artifact, as a row op's kernels at two shapes do. A banner of another number
+ * of lines numbers the code differently, and code after it is code, so either compiles anew;
+ * so does a source whose comment is not at its start. */
+static void
+test_banner_shared(Fixture *f, gconstpointer data)
+{
+  static const char *const heads[] = {
+      "/* Tessera: saxpy N=1000\n * schedule block(n=64) */\n",
+      "  /* Tessera: saxpy N=5000\n * schedule block(n=64) */\n",
+      "/* Tessera: saxpy N=1000 */\n",
+      "/* Tessera: saxpy N=1000\n * schedule block(n=64) */\n#define UNUSED 1\n",
+      "#define UNUSED 1\n/* Tessera: saxpy N=1000\n * schedule */\n",
+      "#define UNUSED 1\n/* Tessera: saxpy N=5000\n * schedule */\n",
+  };
+  static const gboolean shares_first[] = {TRUE, TRUE, FALSE, FALSE, FALSE, FALSE};
+  g_autoptr(GPtrArray) modules = g_ptr_array_new_with_free_func((GDestroyNotify)ts_module_free);
+  for (guint i = 0; i < G_N_ELEMENTS(heads); i++) {
+    g_autofree char *text = g_strconcat(heads[i], saxpy_src, NULL);
+    TsModule *m = compile_ok(f, text, "ts_kernel");
+    g_ptr_array_add(modules, m);
+    const char *first = ts_module_hash(g_ptr_array_index(modules, 0));
+    if (i == 0)
+      continue;
+    g_assert_cmpint(ts_module_from_cache(m), ==, shares_first[i]);
+    g_assert_cmpint(g_strcmp0(ts_module_hash(m), first) == 0, ==, shares_first[i]);
+    run_saxpy(f, m);
+  }
+}
+
 static void
 test_missing_entry(Fixture *f, gconstpointer data)
 {
@@ -529,6 +559,38 @@ test_registry(void)
   g_assert_true(g_strv_contains(names, ts_backend_name(best)));
   g_autofree char *want = g_build_filename(g_get_user_cache_dir(), "tessera", "artifacts", NULL);
   g_assert_cmpstr(ts_backend_get_cache_dir(best), ==, want);
+}
+
+/* TESSERA_ARTIFACT_DIR places the artifacts alone (a schedule cache under XDG_CACHE_HOME stays
+ * where it was); set empty, it is as if unset. */
+static void
+test_artifact_dir_env(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp("ts-test-artifact-env-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_autofree char *root = g_build_filename(dir, "kernels", NULL);
+  g_setenv("TESSERA_ARTIFACT_DIR", root, TRUE);
+  g_autoptr(TsBackend) backend = ts_backend_open("cpu", &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(ts_backend_get_cache_dir(backend), ==, root);
+  TsSource src = {TS_LANG_C, saxpy_src, "ts_kernel"};
+  g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &error);
+  g_assert_no_error(error);
+  g_autofree char *name = g_strconcat(ts_module_hash(module), ".so", NULL);
+  g_autofree char *path = g_build_filename(root, name, NULL);
+  g_assert_true(g_file_test(path, G_FILE_TEST_IS_REGULAR));
+  ts_backend_set_cache_dir(backend, "/nonexistent-elsewhere");
+  ts_backend_set_cache_dir(backend, NULL); /* back to the default: the variable's */
+  g_assert_cmpstr(ts_backend_get_cache_dir(backend), ==, root);
+
+  g_setenv("TESSERA_ARTIFACT_DIR", "", TRUE);
+  g_autoptr(TsBackend) plain = ts_backend_open("cpu", &error);
+  g_assert_no_error(error);
+  g_autofree char *want = g_build_filename(g_get_user_cache_dir(), "tessera", "artifacts", NULL);
+  g_assert_cmpstr(ts_backend_get_cache_dir(plain), ==, want);
+  g_unsetenv("TESSERA_ARTIFACT_DIR");
+  ts_test_remove_tree(dir);
 }
 
 /* A second backend on its own cache: another machine, in effect, that has never compiled the
@@ -1150,6 +1212,8 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  /* The defaults under test are XDG_CACHE_HOME's, whatever the caller's shell exports. */
+  g_unsetenv("TESSERA_ARTIFACT_DIR");
 #define ADD(path, fn) \
   g_test_add(path, Fixture, NULL, fixture_set_up, fn, fixture_tear_down)
   ADD("/backend/cpu/compile-launch", test_compile_launch);
@@ -1157,6 +1221,7 @@ main(int argc, char **argv)
   ADD("/backend/cpu/warnings-logged", test_warnings_logged);
   ADD("/backend/cpu/cache-hit", test_cache_hit);
   ADD("/backend/cpu/changed-source", test_changed_source);
+  ADD("/backend/cpu/banner-shared", test_banner_shared);
   ADD("/backend/cpu/missing-entry", test_missing_entry);
   ADD("/backend/cpu/corrupt-artifact", test_corrupt_artifact);
   ADD("/backend/cpu/bad-cache-dir", test_bad_cache_dir);
@@ -1180,6 +1245,7 @@ main(int argc, char **argv)
   ADD("/backend/cpu/outline", test_outline);
 #undef ADD
   g_test_add_func("/backend/registry", test_registry);
+  g_test_add_func("/backend/cpu/artifact-dir-env", test_artifact_dir_env);
   g_test_add_func("/backend/cpu/missing-compiler", test_missing_compiler);
   return g_test_run();
 }
