@@ -71,6 +71,11 @@ case "$cmd" in
     ;;
   test)
     install_missing
+    # One artifact cache for the tests of all three builds: their kernels are the same code for
+    # the same compiler (the system cc, whichever compiler built the tools), and the cache is
+    # content-addressed, so each kernel compiles once, not once a test and a build. Each test's
+    # schedule caches stay its own.
+    export TESSERA_ARTIFACT_DIR=${TESSERA_ARTIFACT_DIR:-$PWD/build/test-artifacts}
     timed "build (gcc)" build build
     timed "tests (gcc)" meson test -C build --print-errorlogs
     # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.

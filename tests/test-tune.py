@@ -18,7 +18,9 @@ from taputil import scratch
 TT = sys.argv[1]
 TMP = scratch("tessera-tune-test-")
 ENV = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"), TESSERA_TEST_OPS="1")
-# Artifacts are content-addressed: share them with the other tests' runs to save compiles.
+# Its own artifact cache, not the one dev.sh shares among the suites: it checks what compiling
+# its candidates cost, which another test's compiles of the same code would hide.
+ENV.pop("TESSERA_ARTIFACT_DIR", None)
 count = 0
 
 
