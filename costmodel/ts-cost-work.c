@@ -272,6 +272,29 @@ cpu_vector_eff(const TsCostTarget *t, double V)
   return measured && wide > 0 ? MIN(1, narrow / wide) : V / lanes;
 }
 
+/* A row kernel's share of its widest vector's rate at V floats: where the ceilings have it, the
+ * measured rate of ts_cpu_prims.h's exp at V lanes over the widest's ("exp_x4" over "exp"; the
+ * fast exp's for math("fast")), else the FMAs' (cpu_vector_eff). A row pass is loads,
+ * conversions, an exp's shifts and blends and a store around each few FMAs, so it narrows as
+ * the exp does, not as bare FMAs: on Zen 1, which splits 256-bit operations in two, 4-lane FMAs
+ * are as fast as 8-lane ones, the exp's 8 chains 6% slower, softmax's row kernels 12-44% slower
+ * (docs/costmodel.md): the exp's share orders each vector(4)/vector(8) pair, if short of the
+ * whole gap. */
+static double
+row_vector_eff(const TsCostTarget *t, double V, gboolean fast)
+{
+  double lanes = MAX(t->device.vector_bits, 128) / 32.0;
+  if (isnan(V) || V >= lanes)
+    return cpu_vector_eff(t, V);
+  const char *widest = fast ? "exp_fast" : "exp";
+  char name[32];
+  g_snprintf(name, sizeof name, "%s_x%.0f", widest, V);
+  gboolean measured = FALSE, wide_measured = FALSE;
+  double narrow = ts__cost_roof(t, name, TRUE, &measured);
+  double wide = ts__cost_roof(t, widest, TRUE, &wide_measured);
+  return measured && wide_measured && wide > 0 ? MIN(1, narrow / wide) : cpu_vector_eff(t, V);
+}
+
 /* Bytes streamed from the level where a working set of `set` bytes lives, per core. */
 static const char *
 cpu_level(const TsCostTarget *t, double set)
@@ -396,8 +419,8 @@ gemm_cpu(const TsCostTarget *t, const TsSchedPoint *p, TsCostWork *w)
 /* An element's exps in FLOPs of the compute roof, at the row ops' efficiency: the time of
  * exps_per_element exps is that of this many FLOPs. The exps take the measured rate of the
  * kernels' own vector exp ("exp", or "exp_fast" for math("fast"); profiler/ts-prof-ceiling-cpu.c)
- * on one core, at the point's vector width as its FMAs are (cpu_vector_eff), not the row ops'
- * efficiency: an exp is all arithmetic. On the Zen 1 VM (0.56 G exps/s a core, 40.2 GFLOP/s
+ * on one core, at the point's vector width (row_vector_eff: the measured exp at that width), not
+ * the row ops' efficiency: an exp is all arithmetic. On the Zen 1 VM (0.56 G exps/s a core, 40.2 GFLOP/s
  * of f32 FMAs), softmax_safe 256 x 65536 f32 on two threads at 1, 2 and 3 exps an element
  * ("stored", "max_first", "online") comes out 15, 30 and 45 ms against 17.5, 31 and 47
  * measured. */
@@ -424,7 +447,7 @@ rows_cpu(const TsCostTarget *t, TsCostWork *w, const TsOpRowWork *rw)
   w->balance = balance(w->units, T);
   w->work_flops = w->flops + rows * cols * exp_flops(t, rw);
   w->accumulators = 1;
-  w->compute_eff = cpu_vector_eff(t, w->vector) * ROW_EFF;
+  w->compute_eff = row_vector_eff(t, w->vector, rw->fast_exp) * ROW_EFF;
   double compulsory = ts_op_instance_bytes(t->inst);
   double row_set = cols * e * (isnan(w->tile_m) ? 1 : w->tile_m);
   const char *reread = cpu_level(t, row_set);

@@ -131,7 +131,7 @@ static const char BF16DOT_SRC[] =
  * both, its header first (so the backend's precompiled ts_cpu_prims.h serves it): one compile. */
 static const char EXP_SRC[] =
   "#include \"ts_cpu_prims.h\"\n"
-  "__attribute__((visibility(\"default\"))) void ts_peak_exp(void *const *b, const int64_t *n,"
+  "__attribute__((visibility(\"default\"))) void ENTRY(void *const *b, const int64_t *n,"
   " const double *f);\n"
   "#define STEP(k, F) a##k = F(z - a##k);\n"
   "#define CHAINS(F)                                                          \\\n"
@@ -139,7 +139,7 @@ static const char EXP_SRC[] =
   "    STEP(0, F) STEP(1, F) STEP(2, F) STEP(3, F)                             \\\n"
   "    STEP(4, F) STEP(5, F) STEP(6, F) STEP(7, F)                             \\\n"
   "  }\n"
-  "void ts_peak_exp(void *const *b, const int64_t *n, const double *f)\n"
+  "void ENTRY(void *const *b, const int64_t *n, const double *f)\n"
   "{\n"
   "  (void)f;\n"
   "#pragma omp parallel num_threads((int)n[1])\n"
@@ -288,19 +288,27 @@ add_fma(Cpu *c, const char *roof, const char *type, gsize type_bytes, guint vbyt
 }
 
 /* The rates of ts_cpu_prims.h's vector exps ("exp": ts_vf_exp, "exp_fast": ts_vf_exp_fast),
- * in exps a second, lane by lane. */
+ * in exps a second, lane by lane, at the widest vector and at each narrower one ("exp_x4",
+ * "exp_fast_x4"...). A row kernel at vector(4) runs them as such: on Zen 1, which splits its
+ * 256-bit operations in two, the FMAs are as fast at 4 lanes (f32x4), the exps, with their
+ * conversions, shifts and blends, 6% slower, and softmax's row kernels 12-44% slower. */
 static gboolean
-add_exps(Cpu *c, GError **error)
+add_exps(Cpu *c, guint vbytes, GError **error)
 {
-  g_autofree char *src = g_strdup_printf("#define TS_VEC %u\n%s", c->vbytes / 4, EXP_SRC);
-  TsModule *m = compile(c, src, "ts_peak_exp", error);
+  const gboolean widest = vbytes == c->vbytes;
+  g_autofree char *entry = g_strdup_printf("ts_peak_exp_x%u", vbytes / 4);
+  g_autofree char *src = g_strdup_printf("#define TS_VEC %u\n#define ENTRY %s\n%s", vbytes / 4,
+                                         entry, EXP_SRC);
+  TsModule *m = compile(c, src, entry, error);
   if (m == NULL)
     return FALSE;
-  double per_thread = (double)EXP_CHAINS * (c->vbytes / 4);
-  static const char *const roofs[] = {"exp", "exp_fast"};
+  double per_thread = (double)EXP_CHAINS * (vbytes / 4);
+  static const char *const names[] = {"exp", "exp_fast"};
   for (gint64 fast = 0; fast < 2; fast++) {
-    add_bench(c, roofs[fast], 1, m, &c->sink, 1, 1000, fast, per_thread);
-    add_bench(c, roofs[fast], c->cores, m, &c->sink, 1, 1000, fast, per_thread * c->cores);
+    g_autofree char *narrow = g_strdup_printf("%s_x%u", names[fast], vbytes / 4);
+    const char *roof = widest ? names[fast] : g_intern_string(narrow);
+    add_bench(c, roof, 1, m, &c->sink, 1, 1000, fast, per_thread);
+    add_bench(c, roof, c->cores, m, &c->sink, 1, 1000, fast, per_thread * c->cores);
   }
   return TRUE;
 }
@@ -394,8 +402,9 @@ build(Cpu *c, GError **error)
     if (!add_fma(c, g_intern_string(roof), "float", sizeof(float), vb, error))
       return FALSE;
   }
-  if (!add_exps(c, error))
-    return FALSE;
+  for (guint vb = 16; vb <= c->vbytes; vb *= 2)
+    if (!add_exps(c, vb, error))
+      return FALSE;
   g_autofree char *src = g_strdup_printf("#define VB %u\n%s", c->vbytes, READ_SRC);
   const struct {
     const char *roof;
@@ -456,6 +465,18 @@ ts__prof_cpu_screen(TsProfCpuFigure *f, guint n, GString *notes)
         (f[i].value > 1.1 * f32->value || f[i].per_core > 1.1 * f32->per_core))
       drop(&f[i], notes, "%s not stored: %.1f GFLOP/s (%.1f on one core) above f32's %.1f "
            "(%.1f)", f[i].roof, f[i].value, f[i].per_core, f32->value, f32->per_core);
+  /* Nor an exp on a narrower vector faster than on the widest. */
+  for (guint i = 0; i < n; i++) {
+    const char *x = f[i].keep && g_str_has_prefix(f[i].roof, "exp") ? strstr(f[i].roof, "_x")
+                                                                      : NULL;
+    if (x == NULL)
+      continue;
+    g_autofree char *wide_name = g_strndup(f[i].roof, (gsize)(x - f[i].roof));
+    const TsProfCpuFigure *wide = find_figure(f, n, wide_name);
+    if (wide && (f[i].value > 1.1 * wide->value || f[i].per_core > 1.1 * wide->per_core))
+      drop(&f[i], notes, "%s not stored: %.2f G/s (%.2f on one core) above %s's %.2f (%.2f)",
+           f[i].roof, f[i].value, f[i].per_core, wide->roof, wide->value, wide->per_core);
+  }
   /* An exp takes a dozen FMA slots or more (a range reduction, a polynomial, a scaling): one
    * faster than a quarter of the FMA rate in FLOPs was not computed. */
   for (guint i = 0; f32 && i < n; i++)
@@ -531,7 +552,8 @@ ts__prof_measure_cpu(TsBackend *be, GError **error)
                              fig[i].per_core);
     g_autofree char *method = g_strdup_printf(
       "FMA: %d chains of %u-byte vectors per thread (f32 also of each narrower one, from 16 "
-      "bytes: f32x4 ...)%s; exp: %d chains of ts_cpu_prims.h's %u-float exp and exp_fast; "
+      "bytes: f32x4 ...)%s; exp: %d chains of ts_cpu_prims.h's %u-float exp and exp_fast (and "
+      "of each narrower vector: exp_x4 ...); "
       "cache reads: %d accumulators of %u-byte "
       "loads over half of each level (a quarter of a private one per thread on all cores); "
       "DRAM: STREAM triad over 3 x %" G_GUINT64_FORMAT " MiB; fastest of %d interleaved runs of "

@@ -449,7 +449,8 @@ test_resources_and_bounds(void)
 }
 
 /* A narrower vector takes the share of the f32 roof its measured FMA peak says: all of it on
- * a core that splits its widest vectors in halves, else its lanes' share. */
+ * a core that splits its widest vectors in halves, else its lanes' share; a row kernel, the
+ * share its measured exp at that width says. */
 static void
 test_vector_roofs(void)
 {
@@ -467,6 +468,28 @@ test_vector_roofs(void)
   estimate(split, p4, &v4);
   estimate(split, p8, &v8);
   g_assert_cmpfloat(fabs(v4.compute_s / v8.compute_s - 93.9 / 92.0), <, 1e-9);
+
+  /* A row kernel narrows as its exp does where both widths' exps were measured (the fast exp's
+   * for math("fast")); with the narrow one alone, as its FMAs do. */
+  ts_prof_ceilings_set(c, "exp_x4", TS_PROF_RATE, 1.1, 0.55);
+  g_autoptr(TsCostTarget) only_narrow = ts_cost_target_new(sm, "cpu", &cpu_dev, c);
+  estimate(only_narrow, p4, &v4);
+  estimate(only_narrow, p8, &v8);
+  g_assert_cmpfloat(fabs(v4.compute_s / v8.compute_s - 93.9 / 92.0), <, 1e-9);
+  ts_prof_ceilings_set(c, "exp", TS_PROF_RATE, 1.2, 0.6);
+  ts_prof_ceilings_set(c, "exp_fast", TS_PROF_RATE, 1.6, 0.8);
+  ts_prof_ceilings_set(c, "exp_fast_x4", TS_PROF_RATE, 1.2, 0.6);
+  g_autoptr(TsCostTarget) exps = ts_cost_target_new(sm, "cpu", &cpu_dev, c);
+  estimate(exps, p4, &v4);
+  estimate(exps, p8, &v8);
+  g_assert_cmpfloat(fabs(v4.compute_s / v8.compute_s - 0.6 / 0.55), <, 1e-9);
+  g_autoptr(TsOpInstance) sb = instance("softmax_safe", "M=1024,N=4096", "bf16");
+  g_autoptr(TsCostTarget) fast = ts_cost_target_new(sb, "cpu", &cpu_dev, c);
+  g_autofree char *f4 = g_strconcat(p4, ".math(\"fast\")", NULL);
+  g_autofree char *f8 = g_strconcat(p8, ".math(\"fast\")", NULL);
+  estimate(fast, f4, &v4);
+  estimate(fast, f8, &v8);
+  g_assert_cmpfloat(fabs(v4.compute_s / v8.compute_s - 0.8 / 0.6), <, 1e-9);
 }
 
 /* A CPU's exps take the time the device's measured exp rates say: each exp an element more

@@ -29,7 +29,11 @@ check_cpu_ceilings(const TsProfCeilings *c, const TsDeviceInfo *d)
               {"bf16_dot", TS_PROF_COMPUTE, d->arch && strstr(d->arch, "+avx512bf16") != NULL},
               {"l1", TS_PROF_MEMORY, d->l1_bytes > 0}, {"l2", TS_PROF_MEMORY, d->l2_bytes > 0},
               {"l3", TS_PROF_MEMORY, d->l3_bytes > 0}, {"dram", TS_PROF_MEMORY, TRUE},
-              {"exp", TS_PROF_RATE, TRUE},      {"exp_fast", TS_PROF_RATE, TRUE}};
+              {"exp", TS_PROF_RATE, TRUE},      {"exp_fast", TS_PROF_RATE, TRUE},
+              {"exp_x4", TS_PROF_RATE, d->vector_bits > 128},
+              {"exp_fast_x4", TS_PROF_RATE, d->vector_bits > 128},
+              {"exp_x8", TS_PROF_RATE, d->vector_bits > 256},
+              {"exp_fast_x8", TS_PROF_RATE, d->vector_bits > 256}};
   guint n = 0;
   const char *method = ts_prof_ceilings_method(c);
   for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
@@ -144,10 +148,21 @@ test_screen(void)
   g_assert_false(x[2].keep);
   g_assert_nonnull(strstr(notes->str, "exp_fast not stored: 40.00 G/s (30.00 on one core) above "
                                       "a quarter of f32's 200.0 GFLOP/s (100.0)"));
+  /* Nor an exp on a narrower vector faster than on the widest (within 10%). */
+  TsProfCpuFigure y[] = {{"f32", 200, 100, TRUE},      {"exp", 2.4, 1.2, TRUE},
+                         {"exp_fast", 3.0, 1.5, TRUE}, {"exp_x4", 2.6, 1.3, TRUE},
+                         {"exp_fast_x4", 3.0, 1.7, TRUE}};
+  g_string_truncate(notes, 0);
+  ts__prof_cpu_screen(y, G_N_ELEMENTS(y), notes);
+  g_assert_true(y[0].keep && y[1].keep && y[2].keep && y[3].keep);
+  g_assert_false(y[4].keep);
+  g_assert_nonnull(strstr(notes->str, "exp_fast_x4 not stored: 3.00 G/s (1.70 on one core) "
+                                      "above exp_fast's 3.00 (1.50)"));
   /* A sane set is left alone. */
-  TsProfCpuFigure h[] = {{"f32", 200, 100, TRUE}, {"f64", 100, 50, TRUE},
-                         {"f32x4", 100, 50, TRUE}, {"l2", 500, 150, TRUE},
-                         {"dram", 40, 15, TRUE}, {"exp", 2.4, 1.2, TRUE}};
+  TsProfCpuFigure h[] = {{"f32", 200, 100, TRUE},   {"f64", 100, 50, TRUE},
+                         {"f32x4", 100, 50, TRUE},  {"l2", 500, 150, TRUE},
+                         {"dram", 40, 15, TRUE},    {"exp", 2.4, 1.2, TRUE},
+                         {"exp_x4", 2.2, 1.1, TRUE}};
   g_string_truncate(notes, 0);
   ts__prof_cpu_screen(h, G_N_ELEMENTS(h), notes);
   for (gsize i = 0; i < G_N_ELEMENTS(h); i++)
