@@ -175,6 +175,21 @@ expect 2 "'wraps'" -- lower gemm --shape M=64,N=64,K=64 --schedule 'block(m=48).
 expect 2 'violates the constraint' -- run gemm --shape M=64,N=64,K=64 --schedule 'micro(m=6,n=12)'
 expect 2 "unknown --stage" -- lower gemm --shape M=64,N=64,K=64 --stage tiles
 expect 2 'unknown command' -- frobnicate
+expect 2 'names one point already' -- check saxpy --shape N=4096 --schedule '' --where 'BN == 4096'
+# check --where: a constraint added to the space (with NVRTC; cuda-compile-all selects with it).
+if "$TT" check saxpy --shape N=4096 --dtype bf16 --schedule '' --arch sm_90a >/dev/null 2>&1; then
+  expect 2 '--where: schedule:1:6: expected' -- check saxpy --shape N=4096 --where 'BN =='
+  expect 2 "unknown name 'BNN'" -- check saxpy --shape N=4096 --where 'BNN == 2'
+  all=$("$TT" check saxpy --shape N=4096 --dtype bf16 --arch sm_90a --json | wc -l)
+  some=$("$TT" check saxpy --shape N=4096 --dtype bf16 --arch sm_90a --json --where 'BN == 4096')
+  n=$((n+1))
+  if [ "$(wc -l <<<"$some")" -ge 1 ] && [ "$(wc -l <<<"$some")" -lt "$all" ] &&
+     ! grep -v '"schedule": "block(n=4096)' <<<"$some" | grep -q .; then
+    echo "ok $n - check --where compiles the points of the space that satisfy it, and no other"
+  else
+    echo "$some" | head -5; echo "not ok $n - check --where (of $all)"; exit 1
+  fi
+fi
 expect 3 'auto, cpu|known' -- run saxpy --shape N=64 --backend tpu
 
 # Strategy comparison on a recorded (replayed) space: exhaustive with a budget covering every

@@ -42,6 +42,7 @@ tt_args_clear(TtArgs *a)
   g_free(a->trace_output);
   g_free(a->kernel);
   g_free(a->reuse);
+  g_free(a->where);
 }
 
 int
@@ -146,6 +147,9 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
      "Beside each trial, the cost model's analytic estimate (with the device's stored "
      "ceilings) and what bounds it; then how well its order agrees with the measured one",
      NULL},
+    {"where", 0, 0, G_OPTION_ARG_STRING, &a->where,
+     "Only the points of the space that also satisfy EXPR, a constraint in the space's "
+     "syntax, e.g. 'schedule == \"pingpong\" && BM == 128'", "EXPR"},
   };
   static const guint masks[] = {
     TT_OPT_WORKLOAD, TT_OPT_WORKLOAD, TT_OPT_SCHEDULE, TT_OPT_SPACE, TT_OPT_BACKEND, TT_OPT_SEED,
@@ -153,7 +157,7 @@ tt_parse(const char *name, const char *params, const char *summary, guint opts, 
     TT_OPT_TUNE | TT_OPT_TIMEOUT,     TT_OPT_TUNE,     TT_OPT_NEAREST,  TT_OPT_OUTPUT, TT_OPT_LIMIT,
     TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_REPLAY,   TT_OPT_MEASURE,  TT_OPT_ARCH,   TT_OPT_METRICS,
     TT_OPT_PROFILE,  TT_OPT_PROFILE,  TT_OPT_SAMPLES, TT_OPT_COLL,    TT_OPT_COLL,
-    TT_OPT_KERNEL,   TT_OPT_REUSE,    TT_OPT_ESTIMATE,
+    TT_OPT_KERNEL,   TT_OPT_REUSE,    TT_OPT_ESTIMATE, TT_OPT_WHERE,
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(masks) == G_N_ELEMENTS(all));
   GOptionEntry chosen[G_N_ELEMENTS(all) + 1];

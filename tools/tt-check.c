@@ -195,15 +195,18 @@ tt_cmd_check(int argc, char **argv)
                 "Fails (exit 1) when a point does not compile or exceeds the arch's limits.\n"
                 "With --reuse DIR, a kernel whose code was compiled before for the arch (by\n"
                 "any op or kernel file) is not compiled again: its resources are read from DIR\n"
-                "(ms shows 'kept').",
+                "(ms shows 'kept'). --where EXPR keeps the points of the space that satisfy\n"
+                "EXPR as well.",
                 TT_OPT_WORKLOAD | TT_OPT_SCHEDULE | TT_OPT_SPACE | TT_OPT_JSON | TT_OPT_ARCH |
-                  TT_OPT_KERNEL | TT_OPT_REUSE,
+                  TT_OPT_KERNEL | TT_OPT_REUSE | TT_OPT_WHERE,
                 &a, &argc, &argv))
     return TT_EXIT_USAGE;
   const char *op = NULL;
   int rc = tt_op_arg(&a, argc, argv, "check", &op);
   if (rc != TT_EXIT_OK)
     return rc;
+  if (a.where && a.schedule)
+    return tt_usage("--where selects points of a space; --schedule names one point already");
   g_autoptr(GError) error = NULL;
   g_autofree char *toolchain = ts_cuda_toolchain(&error);
   if (toolchain == NULL)
@@ -243,8 +246,10 @@ tt_cmd_check(int argc, char **argv)
       g_ptr_array_add(jobs, j);
     } else {
       g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cuda", a.space, &error);
-      if (space == NULL)
+      if (space == NULL || (a.where && !ts_sched_space_add_constraint(space, a.where, &error))) {
+        g_prefix_error(&error, "%s", space && a.where ? "--where: " : "");
         return tt_fail(TT_EXIT_USAGE, error);
+      }
       g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
       TsSchedPoint *p = NULL;
       while (ts_sched_iter_next(it, &p, &error)) {

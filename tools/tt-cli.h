@@ -40,11 +40,12 @@ enum {
   TT_OPT_KERNEL = 1 << 20,  /* --kernel */
   TT_OPT_REUSE = 1 << 21,   /* --reuse */
   TT_OPT_ESTIMATE = 1 << 22, /* --estimate */
+  TT_OPT_WHERE = 1 << 23,    /* --where (check) */
 };
 
 typedef struct {
   char *shape, *dtype, *schedule, *space, *backend, *stage, *db, *strategy, *output, *replay;
-  char *arch, *trace_output, *launcher, *kernel, *reuse;
+  char *arch, *trace_output, *launcher, *kernel, *reuse, *where;
   char **prior; /* --prior FILE, repeatable */
   gint64 seed;
   gboolean json, nearest, measure, no_metrics, profile, estimate;
