@@ -121,6 +121,10 @@ extern const TsBackendClass ts__backend_cuda_class;
 gboolean ts__run_capture(const char *const *argv, const char *cwd,
                          const char *const *env_override, char **output, int *exit_status,
                          GError **error);
+/* Where a source's code starts: past a leading block comment (the emitter's banner naming the
+ * op, shape and point), which compilers drop; text itself when there is none. *banner_lines:
+ * the newlines up to there, which number the code's lines. */
+const char *ts__source_code_start(const char *text, guint32 *banner_lines);
 /* Removes a directory and the plain files in it (build dirs are flat). NULL is fine. */
 void ts__remove_flat_dir(const char *dir);
 /* All fields unknown (-1). */

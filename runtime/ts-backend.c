@@ -160,14 +160,8 @@ ts_backend_get_cache_dir(TsBackend *backend)
 /* ------------------------------------------------------------------------------------------ */
 /* Compile: key, cache, recovery */
 
-/* Where the code of a source starts: past a leading block comment, the banner that names the
- * op, shape and point it was emitted for. Compilers drop comments, so two sources that differ
- * only there build the same bytes (the CPU kernels take their shape at launch: a gemm point's
- * code is the same at every M, N, K), and a tuner going through many shapes of an op compiles
- * each code once.
- * The comment's lines are counted into the key all the same: they number the code's lines. */
-static const char *
-code_after_banner(const char *text, guint32 *banner_lines)
+const char *
+ts__source_code_start(const char *text, guint32 *banner_lines)
 {
   *banner_lines = 0;
   const char *p = text;
@@ -196,8 +190,12 @@ artifact_key(TsBackend *backend, const TsSource *source)
   guint32 lang = (guint32)source->lang;
   ts__checksum_field(checksum, &lang, sizeof lang);
   backend->klass->hash_inputs(backend, source, checksum);
+  /* The code, not the banner: two sources that differ only there build the same bytes (the CPU
+   * kernels take their shape at launch: a gemm point's code is the same at every M, N, K), so a
+   * tuner going through many shapes of an op compiles each code once. The banner's line count
+   * goes in all the same: it numbers the code's lines. */
   guint32 banner_lines = 0;
-  const char *code = code_after_banner(source->text, &banner_lines);
+  const char *code = ts__source_code_start(source->text, &banner_lines);
   ts__checksum_field(checksum, &banner_lines, sizeof banner_lines);
   ts__checksum_field(checksum, code, -1);
   return g_strdup(g_checksum_get_string(checksum));

@@ -246,8 +246,10 @@ tt_cmd_check(int argc, char **argv)
       g_ptr_array_add(jobs, j);
     } else {
       g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cuda", a.space, &error);
-      if (space == NULL || (a.where && !ts_sched_space_add_constraint(space, a.where, &error))) {
-        g_prefix_error(&error, "%s", space && a.where ? "--where: " : "");
+      if (space == NULL)
+        return tt_fail(TT_EXIT_USAGE, error);
+      if (a.where && !ts_sched_space_add_constraint(space, a.where, &error)) {
+        g_prefix_error(&error, "--where: ");
         return tt_fail(TT_EXIT_USAGE, error);
       }
       g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);

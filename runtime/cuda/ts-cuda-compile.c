@@ -491,14 +491,12 @@ ts_cuda_compile_key(const char *source, const char *entry, const char *arch, GEr
   options_clear(&o);
   for (gsize i = 0; i < G_N_ELEMENTS(header_names); i++)
     PART(h->texts[i], h->lens[i]);
-  /* The leading comment names the op and its point; the code after it is what compiles. */
-  const char *code = source;
-  if (g_str_has_prefix(code, "/*")) {
-    const char *end = strstr(code + 2, "*/");
-    if (end != NULL)
-      for (code = end + 2; g_ascii_isspace(*code); code++) {
-      }
-  }
+  /* The leading comment names the op and its point; the code after it is what compiles (its
+   * line numbers do not change the resources). */
+  guint32 banner_lines = 0;
+  const char *code = ts__source_code_start(source, &banner_lines);
+  while (code != source && g_ascii_isspace(*code))
+    code++;
   /* The name is the entry and the prefix of its launch and tensor-map records. */
   const gsize n = strlen(entry);
   for (const char *at; (at = strstr(code, entry)) != NULL; code = at + n)
