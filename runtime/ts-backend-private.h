@@ -131,5 +131,8 @@ void ts__remove_flat_dir(const char *dir);
 void ts__module_resources_init(TsModuleResources *resources);
 /* Frees the strings inside info (not info itself). */
 void ts__device_info_clear(TsDeviceInfo *info);
+/* An x86 core's family and model from CPUID leaf 1's EAX (the signature), extended fields
+ * included: 0x00a00f11 is family 25, model 1 (a Zen 3 EPYC). */
+void ts__x86_family_model(guint32 signature, guint *family, guint *model);
 
 G_END_DECLS

@@ -7,6 +7,7 @@
 
 #include "test-util.h"
 #include "ts-backend.h"
+#include "ts-backend-private.h"
 
 #include <glib/gstdio.h>
 #include <string.h>
@@ -519,6 +520,20 @@ test_describe(Fixture *f, gconstpointer data)
 #if defined(__x86_64__) || defined(__aarch64__)
   g_assert_cmpuint(info->vector_bits, >=, 128);
 #endif
+#if defined(__x86_64__)
+  /* The name ends with the core's family and model, as the kernel reads them from CPUID. */
+  g_autofree char *cpuinfo = NULL;
+  if (g_file_get_contents("/proc/cpuinfo", &cpuinfo, NULL, NULL)) {
+    const char *fam = strstr(cpuinfo, "\ncpu family");
+    const char *mod = strstr(cpuinfo, "\nmodel\t");
+    g_assert_nonnull(fam);
+    g_assert_nonnull(mod);
+    g_autofree char *want = g_strdup_printf(" (family %d, model %d)", atoi(strchr(fam, ':') + 1),
+                                            atoi(strchr(mod, ':') + 1));
+    g_assert_true(g_str_has_suffix(info->name, want));
+    g_assert_cmpuint(strlen(info->name), >, strlen(want)); /* the model name before it */
+  }
+#endif
   /* The L3 a core shares, as sysfs describes it, where it does (not glibc's whole-package
    * figure). */
   for (int i = 0; i < 8; i++) {
@@ -538,6 +553,33 @@ test_describe(Fixture *f, gconstpointer data)
                  " L3 %" G_GUINT64_FORMAT " | %u-bit vectors",
                  info->name, info->arch, info->toolchain, info->compute_units, info->l1_bytes,
                  info->l2_bytes, info->l3_bytes, info->vector_bits);
+}
+
+/* CPUID signatures of real cores: the extended family adds to 15 only, the extended model
+ * counts for families 6 and 15 and up only. */
+static void
+test_x86_family_model(void)
+{
+  static const struct {
+    guint32 signature;
+    guint family, model;
+  } cores[] = {
+    {0x00800f12, 23, 1},   /* Zen 1 EPYC 7601 */
+    {0x00a00f11, 25, 1},   /* Zen 3 EPYC 7763 */
+    {0x00a10f11, 25, 17},  /* Zen 4 EPYC 9654 */
+    {0x00b00f21, 26, 2},   /* Zen 5 EPYC 9005 */
+    {0x00050654, 6, 85},   /* Skylake-SP Xeon */
+    {0x000806f8, 6, 143},  /* Sapphire Rapids Xeon */
+    {0x00000f29, 15, 2},   /* Pentium 4: family 15, no extended family */
+    {0x00010f29, 15, 18},  /* ... an extended model on family 15 counts */
+    {0x00010529, 5, 2},    /* family 5: the extended model does not count */
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cores); i++) {
+    guint family = 0, model = 0;
+    ts__x86_family_model(cores[i].signature, &family, &model);
+    g_assert_cmpuint(family, ==, cores[i].family);
+    g_assert_cmpuint(model, ==, cores[i].model);
+  }
 }
 
 static void
@@ -1245,6 +1287,7 @@ main(int argc, char **argv)
   ADD("/backend/cpu/outline", test_outline);
 #undef ADD
   g_test_add_func("/backend/registry", test_registry);
+  g_test_add_func("/backend/x86-family-model", test_x86_family_model);
   g_test_add_func("/backend/cpu/artifact-dir-env", test_artifact_dir_env);
   g_test_add_func("/backend/cpu/missing-compiler", test_missing_compiler);
   return g_test_run();
