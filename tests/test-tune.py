@@ -132,8 +132,37 @@ ok(all(m.get("verification", "").startswith("full f64 reference (") for m in met
 # A CPU kernel's CPU time is stored beside its wall time, and the table relates the two.
 ok(all(m["process_cpu_ns"] >= m["thread_cpu_ns"] > 0 for m in metrics),
    "every CPU trial stores its thread and process CPU time")
-ok(re.search(r"^ +1 +ok .* \d+\.\d\d  block", p.stdout, re.M) and "cpu/wall:" in p.stdout,
+ok(re.search(r"^[ *] +1 +ok .* \d+\.\d\d  block", p.stdout, re.M) and "cpu/wall:" in p.stdout,
    "the final table gives each CPU candidate's CPU time over its wall time")
+# The table marks the cache's best with *, as `show` does, and says why a faster-looking rank 1
+# is not it. A copy of the cache where trial x is the best, at 1000 ns every sample (no spread:
+# nothing is measured again), and trial y's samples straddle it with a lower median: not
+# faster at p < 0.01, so a run that measures nothing keeps x.
+db1b = os.path.join(TMP, "one-marked.db")
+shutil.copyfile(db1, db1b)
+con = sqlite3.connect(db1b)
+(x, ), (y, ) = con.execute("SELECT id FROM trial WHERE status = 'ok' ORDER BY id LIMIT 2").fetchall()
+con.execute("UPDATE trial SET samples = ?, median_ns = 1000 WHERE id = ?",
+            ("[1000,1000,1000,1000,1000]", x))
+con.execute("UPDATE trial SET samples = ?, median_ns = 998 WHERE id = ?",
+            ("[990,1005,998,1002,995]", y))
+con.execute("UPDATE best SET trial_id = ?", (x, ))
+con.commit()
+con.close()
+p = tt("tune", *GEMM, "--space", SPACE, "--strategy", "exhaustive", "--db", db1b, check=0)
+ok(db_rows(db1b, "SELECT trial_id FROM best") == [(x, )] and
+   re.search(r"^  +1  ok +0\.0010 ", p.stdout, re.M) and
+   re.search(r"^\*  +2  ok +0\.0010 ", p.stdout, re.M) and
+   re.search(r"^\(rank 1's median is 0\.2% lower, within the noise .* \* marks the best\)$",
+             p.stdout, re.M),
+   "the table marks the best (rank 2) and says why rank 1, faster-looking, is not it")
+con = sqlite3.connect(db1b)
+con.execute("UPDATE best SET trial_id = ?", (y, ))
+con.commit()
+con.close()
+p = tt("tune", *GEMM, "--space", SPACE, "--strategy", "exhaustive", "--db", db1b, check=0)
+ok(re.search(r"^\*  +1  ok +0\.0010 ", p.stdout, re.M) and "rank 1's median" not in p.stdout,
+   "where the best is rank 1 the table marks it and adds nothing")
 f32, dram = peaks["compute"]["f32"]["gflops"], peaks["memory"]["dram"]["gbps"]
 ok(len(roofs) == 16 and all(
     r["compute"] == "f32" and r["intensity"] > 0 and

@@ -71,16 +71,17 @@ cpu_per_wall(const TsDbTrial *t)
 
 static void
 print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top,
-            const TsProfCeilings *c)
+            const TsProfCeilings *c, gint64 best_id)
 {
   double flops = ts_op_instance_flops(inst), bytes = ts_op_instance_bytes(inst);
   const char *roof_name = ts_tune_compute_roof(inst, backend);
   gboolean host = ts_backend_runs_on_host(backend);
-  g_print("\n%4s  %-13s %11s %11s %10s %7s %10s%s  %s\n", "rank", "status", "median ms",
+  g_print("\n %4s  %-13s %11s %11s %10s %7s %10s%s  %s\n", "rank", "status", "median ms",
           "GFLOP/s", "GB/s", "% roof", "compile ms", host ? "  cpu/wall" : "", "schedule");
   TsProfRoofline roof = {0};
   for (guint i = 0; i < MIN(top, trials->len); i++) {
     const TsDbTrial *t = g_ptr_array_index(trials, i);
+    const char mark = t->id == best_id ? '*' : ' '; /* the cache's best, as `show` marks it */
     /* 0: the artifact came from the cache (or the trial predates the column). */
     g_autofree char *cms = t->compile_ms > 0 ? g_strdup_printf("%.0f", t->compile_ms)
                                              : g_strdup("-");
@@ -90,11 +91,11 @@ print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top
                                           : g_strdup_printf("  %8s", "-");
     if (t->status == TS_DB_TRIAL_OK &&
         ts_prof_roofline(c, roof_name, flops, bytes, t->median_ns * 1e-9, &roof))
-      g_print("%4u  %-13s %11.4f %11.2f %10.2f %6.1f%% %10s%s  %s\n", i + 1,
+      g_print("%c%4u  %-13s %11.4f %11.2f %10.2f %6.1f%% %10s%s  %s\n", mark, i + 1,
               ts_db_trial_status_name(t->status), t->median_ns / 1e6, flops / t->median_ns,
               bytes / t->median_ns, 100.0 * roof.fraction, cms, cpu, t->schedule);
     else
-      g_print("%4u  %-13s %11s %11s %10s %7s %10s%s  %s\n", i + 1,
+      g_print("%c%4u  %-13s %11s %11s %10s %7s %10s%s  %s\n", mark, i + 1,
               ts_db_trial_status_name(t->status), "-", "-", "-", "-", cms, cpu, t->schedule);
   }
   if (host)
@@ -449,10 +450,19 @@ tt_cmd_tune(int argc, char **argv)
       g_print("%u proposed points were left to other tuners of this workload running at the "
               "same time: %u measured by them, %u still being measured when this run ended\n",
               sum.n_shared + sum.n_pending, sum.n_shared, sum.n_pending);
-    print_table(trials, inst, backend, (guint)MAX(a.top, 0), ceil);
-    if (sum.best_trial_id)
+    print_table(trials, inst, backend, (guint)MAX(a.top, 0), ceil, sum.best_trial_id);
+    if (sum.best_trial_id) {
       g_print("\nbest: %s  (%.4f ms)\n", sum.best_schedule, sum.best_median_ns / 1e6);
-    else
+      /* Trials come fastest median first: a faster-looking one that is not the best lost the
+       * significance test (ts_stats_faster), which users would otherwise take for a bug. */
+      const TsDbTrial *first = trials->len ? g_ptr_array_index(trials, 0) : NULL;
+      if (first && first->id != sum.best_trial_id && first->status == TS_DB_TRIAL_OK &&
+          first->median_ns < sum.best_median_ns)
+        g_print("(rank 1's median is %.1f%% lower, within the noise of the two trials' samples: "
+                "the cache replaces its best only for a trial faster at p < 0.01, one-sided "
+                "Mann-Whitney U; * marks the best)\n",
+                100.0 * (1.0 - first->median_ns / sum.best_median_ns));
+    } else
       g_print("\nno candidate verified: nothing cached as best\n");
     if (profile) {
       tt_timeline_print(&tl);
