@@ -845,6 +845,40 @@ test_vec_exp_fast(void)
   }
 }
 
+/* Vectors where one lane is beyond what the exps' short path takes (a result that is not a
+ * normal float: underflow, overflow, Inf, NaN) and the others are not: the whole vector takes
+ * the long path and every lane keeps the scalar version's bits, whichever lane it is. The
+ * values straddle the short paths' bounds (|x| <= 86 for exp, |x log2(e)| <= 125 for the fast
+ * one) and the first subnormal results. */
+static void
+test_vec_exp_mixed(void)
+{
+  const float odd[] = {NAN,     -NAN,   INFINITY, -INFINITY, -1000.0f, -110.0f, -100.0f,
+                       -88.0f,  -87.4f, -87.0f,   -86.71f,   -86.6f,   -86.0f,  86.0f,
+                       86.6f,   87.0f,  88.0f,    88.72f,    88.73f,   89.0f,   1e30f};
+  /* NaNs whose low payload bits, were they added to an exponent field, would make a number */
+  const uint32_t nan_bits[] = {0x7fc00001u, 0xffc001ffu, 0x7f800101u, 0x7fffffffu};
+  const float plain[] = {0.0f, -1.0f, 2.5f, -40.0f, 30.0f, -85.9f, 85.9f, 1e-20f};
+  for (guint k = 0; k < G_N_ELEMENTS(odd) + G_N_ELEMENTS(nan_bits); k++)
+    for (int at = 0; at < TS_VEC; at++) {
+      const float o = k < G_N_ELEMENTS(odd) ? odd[k] : ts_cpu_bits_f32(nan_bits[k - G_N_ELEMENTS(odd)]);
+      float xs[TS_VEC];
+      for (int l = 0; l < TS_VEC; l++)
+        xs[l] = l == at ? o : plain[(l + k) % G_N_ELEMENTS(plain)];
+      const ts_vf x = ts_vf_load_f32(xs);
+      const ts_vf y = ts_vf_exp(x), yf = ts_vf_exp_fast(x);
+      for (int l = 0; l < TS_VEC; l++) {
+        const float ys = ts_exp_f32(xs[l]), yfs = ts_exp_fast_f32(xs[l]);
+        if (isnan(ys)) {
+          g_assert_true(isnan(y[l]) && isnan(yf[l]));
+          continue;
+        }
+        g_assert_cmpmem(&ys, 4, &((const float *)&y)[l], 4);
+        g_assert_cmpmem(&yfs, 4, &((const float *)&yf)[l], 4);
+      }
+    }
+}
+
 /* exp(x - m) with m folded into the reduction (softmax's exps): as accurate as exp_fast for
  * every m, large logits included (past 2^24 the low part of m log2(e) is subtracted instead of
  * scaling the polynomial: 1e8 and beyond), vector and scalar bit-identical, and -Inf logits
@@ -1009,6 +1043,7 @@ main(int argc, char **argv)
   g_test_add_func("/cpu-prims/vec/exp", test_vec_exp);
   g_test_add_func("/cpu-prims/vec/exp-fast", test_vec_exp_fast);
   g_test_add_func("/cpu-prims/vec/exp-fast-sub", test_vec_exp_fast_sub);
+  g_test_add_func("/cpu-prims/vec/exp-mixed", test_vec_exp_mixed);
   g_test_add_func("/cpu-prims/vec/key-max", test_vec_key_max);
   g_test_add_func("/cpu-prims/alloc", test_alloc);
   g_test_add_func("/cpu-prims/example/default", test_example_default);
