@@ -849,11 +849,13 @@ test_vec_exp_fast(void)
  * normal float: underflow, overflow, Inf, NaN) and the others are not: the whole vector takes
  * the long path and every lane keeps the scalar version's bits, whichever lane it is. The
  * values straddle the short paths' bounds (|x| <= 86 for exp, |x log2(e)| <= 125 for the fast
- * one) and the first subnormal results. */
+ * one), the first subnormal results, and the last nonzero ones next to the lanes the long path
+ * sets to +0 without computing them (x < -104, x log2(e) < -152). */
 static void
 test_vec_exp_mixed(void)
 {
-  const float odd[] = {NAN,     -NAN,   INFINITY, -INFINITY, -1000.0f, -110.0f, -100.0f,
+  const float odd[] = {NAN,     -NAN,   INFINITY, -INFINITY, -1000.0f, -110.0f, -105.0f,
+                       -104.0f, -103.9f, -103.5f,  -103.0f,  -100.0f,
                        -88.0f,  -87.4f, -87.0f,   -86.71f,   -86.6f,   -86.0f,  86.0f,
                        86.6f,   87.0f,  88.0f,    88.72f,    88.73f,   89.0f,   1e30f};
   /* NaNs whose low payload bits, were they added to an exponent field, would make a number */
@@ -900,6 +902,18 @@ test_vec_exp_fast_sub(void)
       for (int l = 0; l < TS_VEC; l++) {
         double ref = exp((double)xs[l] - (double)m);
         max_rel = fmax(max_rel, fabs((double)y[l] - ref) / ref);
+        float ys = ts_exp_fast_sub_f32(xs[l], m);
+        g_assert_cmpmem(&ys, 4, &((float *)&y)[l], 4);
+      }
+    }
+    /* the last nonzero results and the lanes the long path sets to +0 (t < -152) without
+     * computing them, with this m's scale of the polynomial: bit-identical only */
+    for (int64_t i = 0; i < 4096; i += TS_VEC) {
+      float xs[TS_VEC];
+      for (int l = 0; l < TS_VEC; l++)
+        xs[l] = m - 108.0f + (float)(8.0 * (double)(i + l) / 4096.0);
+      ts_vf y = ts_vf_exp_fast_sub(ts_vf_load_f32(xs), m);
+      for (int l = 0; l < TS_VEC; l++) {
         float ys = ts_exp_fast_sub_f32(xs[l], m);
         g_assert_cmpmem(&ys, 4, &((float *)&y)[l], 4);
       }
