@@ -713,6 +713,14 @@ test_vec_lane_pairs(void)
       in[TS_VEC + pattern - 1] = -0x1.fffffcp-127f;
     check_store2(in, 2 * TS_VEC);
   }
+  /* one NaN among numbers, in each position of the pair (the even vector's lanes, then the
+   * odd one's), with a payload that a rounding increment would carry into the sign: each half
+   * must take the NaN's rounding when only the other half holds it */
+  for (int at = 0; at < 2 * TS_VEC; at++) {
+    for (int l = 0; l < 2 * TS_VEC; l++)
+      in[l] = l == at ? ts_cpu_bits_f32(0xffffffffu) : 1.0f + 0x1p-9f * (float)l;
+    check_store2(in, 2 * TS_VEC);
+  }
   g_free(x);
   g_free(b);
 }
