@@ -1639,11 +1639,21 @@ ts_vf_scale_normal_(ts_vf p, ts_vi ni)
 {
   return (ts_vf)((ts_vi)p + (ni << 23));
 }
+
+/* The long path's argument, for a vector beyond the short path: the lanes below `zero_below`,
+ * whose result rounds to +0 (-Inf among them, as masked logits are), are marked in *zero and
+ * taken as 0, since the scale's underflow to 0 costs a microcode assist (on a Zen 3 core a
+ * vector of them took 26 cycles instead of 10); the rest clamped to [lo, hi]. */
+static inline ts_vf
+ts_vf_exp_long_arg_(ts_vf x, float zero_below, float lo, float hi, ts_vi *zero)
+{
+  *zero = (ts_vi)(x < zero_below);
+  return ts_vf_clamp_((ts_vf)((ts_vi)x & ~*zero), lo, hi);
+}
 #else
 #define TS_EXP_SHORT_ 0
 #endif
 
-/* Lane-wise ts_exp_f32 (same constants, same operation order: results are bit-identical). */
 /* p * 2^n for the exps below (n integral, as a float; ni the same as an integer). */
 static inline ts_vf
 ts_vf_exp_scale_(ts_vf p, ts_vf n, ts_vi ni)
@@ -1696,6 +1706,7 @@ ts_vf_exp_poly_(ts_vf r)
   return p * r + 1.0f;
 }
 
+/* Lane-wise ts_exp_f32 (same constants, same operation order: results are bit-identical). */
 static inline ts_vf
 ts_vf_exp(ts_vf x)
 {
@@ -1703,17 +1714,13 @@ ts_vf_exp(ts_vf x)
   ts_vi ni;
 #if TS_EXP_SHORT_
   /* |x| <= 86: |n| <= 124 and exp(r) within [0.7, 1.42], so p * 2^n is normal and the clamp
-   * changes nothing. Otherwise the lanes whose exp rounds to +0 (x < -104: below 2^-150 by 3%,
-   * far beyond the polynomial's error), -Inf included as masked logits are, take 0 as their
-   * input and +0 as their result: the scale's underflow to 0 costs a microcode assist (on a Zen 3
-   * core a vector of them took 26 cycles instead of 10). The reduction and the polynomial are
-   * shared by both paths: a copy in each crowded the registers and slowed the short one. */
+   * changes nothing. Otherwise x < -104 rounds to +0 (below 2^-150 by 3%, far beyond the
+   * polynomial's error). The reduction and the polynomial are shared by both paths: a copy in
+   * each crowded the registers and slowed the short one. */
   const int beyond = ts_vf_beyond_(x, 86.0f);
   ts_vi zero = {0};
-  if (__builtin_expect(beyond, 0)) {
-    zero = (ts_vi)(x < -104.0f);
-    x = ts_vf_clamp_((ts_vf)((ts_vi)x & ~zero), TS_EXP_LO, TS_EXP_HI);
-  }
+  if (__builtin_expect(beyond, 0))
+    x = ts_vf_exp_long_arg_(x, -104.0f, TS_EXP_LO, TS_EXP_HI, &zero);
   const ts_vf p = ts_vf_exp_poly_(ts_vf_exp_reduce_(x, &n, &ni));
   if (__builtin_expect(!beyond, 1))
     return ts_vf_scale_normal_(p, ni);
@@ -1769,14 +1776,12 @@ ts_vf_exp2_fast_(ts_vf t, TsExp2Poly_ q)
   ts_vi ni;
 #if TS_EXP_SHORT_
   /* |t| <= 125: floor(t) within [-125, 125] and c 2^f within [1/2, 4) (c, q's q0, is within
-   * [1/2, 2]), so the result is normal and the clamp changes nothing. Otherwise lanes with
-   * t < -152 (c 2^t < 2^-150: +0), -Inf included, are taken as 0 as in ts_vf_exp. */
+   * [1/2, 2]), so the result is normal and the clamp changes nothing. Otherwise t < -152
+   * rounds to +0 (c 2^t < 2^-150). */
   const int beyond = ts_vf_beyond_(t, 125.0f);
   ts_vi zero = {0};
-  if (__builtin_expect(beyond, 0)) {
-    zero = (ts_vi)(t < -152.0f);
-    t = ts_vf_clamp_((ts_vf)((ts_vi)t & ~zero), TS_EXP2_LO, TS_EXP2_HI);
-  }
+  if (__builtin_expect(beyond, 0))
+    t = ts_vf_exp_long_arg_(t, -152.0f, TS_EXP2_LO, TS_EXP2_HI, &zero);
   f = ts_vf_floor_frac_(t, &n, &ni);
   const ts_vf p = TS_EXP2_POLY_(q, f);
   if (__builtin_expect(!beyond, 1))
