@@ -308,7 +308,7 @@ ts_exp_f32(float x)
 
 /* exp for results that are rounded to a 16-bit float (bf16: 2^-8 relative, f16: 2^-11), where
  * exp bounds the kernel (softmax's math("fast")): 2^t with t = x log2(e), n = floor(t),
- * 2^(t - n) by a degree-4 polynomial fitted for relative error on [0, 1) with p(0) = 1 (3.0e-6
+ * 2^(t - n) by a degree-4 polynomial fitted for relative error on [0, 1] with p(0) = 1 (3.0e-6
  * with float coefficients), then scaled by 2^n. t is a float, not split Cody-Waite style: its
  * rounding and log2(e)'s cost under 6e-6 more for |x| <= 88, so the whole is measured within
  * 1e-5 of exp (tests/test-cpu-prims.c), a fiftieth of f16's half ulp, with half the
@@ -353,15 +353,31 @@ ts_exp_split_(float m, float *ml)
   return mh;
 }
 
-/* t - n for n = floor(t), rounded down as vreduceps rounds it: for t < 0 the difference can
- * need more bits than a float in [0, 1) has (t = -2^-30: 1 - 2^-30). The error of the
+/* How f = t - floor(t) is rounded where it is not exact: for t in (-1, 0) the difference can
+ * need more bits than a float has (t = -2^-30: 1 - 2^-30). With AVX-512DQ the vector exp takes
+ * f from one vreduceps, which rounds it down, and every other width and the scalar code round
+ * it down too (a fix-up of four operations), so that all give the same bits. Elsewhere f is
+ * the plain difference, rounded to nearest, at every width: the fix-up was a fifth of the
+ * fast exp's operations, and a 4096^2 16-bit softmax with math("fast") on one Zen 3 core ran
+ * 1.2x faster without it. The two roundings differ by one ulp of f, in a few t of (-0.5, 0),
+ * far below the polynomial's error; a kernel gives the same bits at every width on a machine,
+ * not the same bits on machines with and without AVX-512DQ. */
+#ifdef __AVX512DQ__
+#define TS_EXP2_FRAC_DOWN_ 1
+#else
+#define TS_EXP2_FRAC_DOWN_ 0
+#endif
+
+/* t - n for n = floor(t), rounded as TS_EXP2_FRAC_DOWN_ says. Rounded down: the error of the
  * rounded difference is exact (Fast2Sum: |n| >= |t| there; for t >= 0 there is none). */
 static inline float
 ts_exp2_frac_(float t, float n)
 {
   float f = t - n;
+#if TS_EXP2_FRAC_DOWN_
   if (t - (f + n) < 0.0f)
     f = ts_cpu_bits_f32(ts_cpu_f32_bits(f) - 1u);
+#endif
   return f;
 }
 
@@ -1731,10 +1747,10 @@ ts_vf_exp(ts_vf x)
 #endif
 }
 
-/* floor(t) as a float (*n) and an integer (*ni), and t - floor(t) rounded down as
- * ts_exp2_frac_ rounds it. floor(t): one vroundps where there is one (on a Zen 1 core the fast
- * exp went from 0.59 to 0.69 G/s at 8 lanes, 0.51 to 0.65 at 4), else rounded to nearest and
- * one less where that went up. */
+/* floor(t) as a float (*n) and an integer (*ni), and t - floor(t) rounded as ts_exp2_frac_
+ * rounds it. floor(t): one vroundps where there is one (on a Zen 1 core the fast exp went from
+ * 0.59 to 0.69 G/s at 8 lanes, 0.51 to 0.65 at 4), else rounded to nearest and one less where
+ * that went up. */
 static inline ts_vf
 ts_vf_floor_frac_(ts_vf t, ts_vf *n, ts_vi *ni)
 {
@@ -1754,7 +1770,11 @@ ts_vf_floor_frac_(ts_vf t, ts_vf *n, ts_vi *ni)
   *ni += up;
 #endif
   const ts_vf f = t - *n;
+#if TS_EXP2_FRAC_DOWN_
   return (ts_vf)((ts_vi)f + (ts_vi)(t - (f + *n) < 0.0f));
+#else
+  return f;
+#endif
 }
 
 /* ts_exp2_fast_ lane by lane (the same bits, see ts_exp_fast_f32). */
@@ -1775,9 +1795,9 @@ ts_vf_exp2_fast_(ts_vf t, TsExp2Poly_ q)
   ts_vf n, f;
   ts_vi ni;
 #if TS_EXP_SHORT_
-  /* |t| <= 125: floor(t) within [-125, 125] and c 2^f within [1/2, 4) (c, q's q0, is within
-   * [1/2, 2]), so the result is normal and the clamp changes nothing. Otherwise t < -152
-   * rounds to +0 (c 2^t < 2^-150). */
+  /* |t| <= 125: floor(t) within [-125, 125] and c 2^f within [1/2, 4] (c, q's q0, is within
+   * [1/2, 2]; f rounded to nearest can be 1), so the result is normal and the clamp changes
+   * nothing. Otherwise t < -152 rounds to +0 (c 2^t < 2^-150). */
   const int beyond = ts_vf_beyond_(t, 125.0f);
   ts_vi zero = {0};
   if (__builtin_expect(beyond, 0))
