@@ -420,6 +420,27 @@ ts_sched_space_index_of(const TsSchedSpace *space, const TsSchedPoint *point, gu
   return TRUE;
 }
 
+TsSchedPoint *
+ts_sched_space_complete(const TsSchedSpace *space, const TsSchedPoint *point, GError **error)
+{
+  g_return_val_if_fail(space != NULL && point != NULL, NULL);
+  g_autoptr(TsSchedPoint) full = ts_sched_point_copy(point);
+  for (guint i = 0; i < space->knobs->len; i++) {
+    const TsKnob *k = g_ptr_array_index(space->knobs, i);
+    if (ts__sched_point_lookup(point, k->name))
+      continue;
+    if (k->values->len != 1) {
+      g_autofree char *text = ts_sched_point_to_string(point);
+      g_set_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_NOT_POINT,
+                  "schedule: point %s lacks knob '%s', which the space gives %u values", text,
+                  k->name, k->values->len);
+      return NULL;
+    }
+    ts__sched_point_append(full, k->name, g_array_index(k->values, TsSchedValue, 0));
+  }
+  return g_steal_pointer(&full);
+}
+
 static gboolean
 plan_check(TsSchedPlan *plan, const TsSchedPoint *point, gboolean *valid, GError **error)
 {

@@ -139,6 +139,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TsSchedChecker, ts_sched_checker_free)
 /* Index of point in the space (inverse of point_at); FALSE if a value is not in the space. */
 gboolean ts_sched_space_index_of(const TsSchedSpace *space, const TsSchedPoint *point,
                                  guint64 *index);
+/* A copy of point in which each knob it lacks that the space fixes to one value takes that
+ * value: a schedule stored before the knob existed, read in a space where the knob can only be
+ * its default (an op's new knob defaults to what its kernels did before). NULL, with
+ * TS_SCHED_ERROR_NOT_POINT naming the knob, when a knob it lacks has several values. */
+TsSchedPoint *ts_sched_space_complete(const TsSchedSpace *space, const TsSchedPoint *point,
+                                      GError **error);
 
 /* Lazy enumeration of the valid points in index order. The iterator copies the space and
  * resolves env names when created, so neither need outlive it; a compile error (unknown name,

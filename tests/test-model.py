@@ -175,6 +175,28 @@ p = tt("strategies", "compare", "gemm", "--shape", "M=8,N=8,K=8", "--db", DB)
 ok(p.returncode == 2 and "has no trials of gemm M=8,N=8,K=8" in p.stderr,
    "comparing a workload the cache lacks: exit 2 naming it")
 
+# A cache written before the dot and walk knobs existed: its schedules lack them, and are read at
+# the one value the space gives each; a space offering several walks cannot guess theirs.
+OLD_DB = os.path.join(TMP, "before-knobs.db")
+con = sqlite3.connect(DB)
+con.execute("VACUUM INTO ?", (OLD_DB,))
+con.close()
+con = sqlite3.connect(OLD_DB)
+con.execute("UPDATE trial SET schedule = replace(replace(schedule, '.dot(\"fma\")', ''),"
+            " '.walk(\"panels\")', '')")
+con.commit()
+n_old = con.execute("SELECT count(*) FROM trial WHERE schedule LIKE '%walk%'").fetchone()[0]
+con.close()
+ok(n_old == 0, "the copied cache's schedules lack walk and dot")
+p = tt("strategies", "compare", "gemm", "--shape", SHAPES[0], "--backend", "cpu", "--space",
+       SPACE, "--db", OLD_DB, "--budget", "16", "--repeats", "1")
+ok(p.returncode == 0 and "16 recorded of 16 configurations, 16 valid" in p.stdout,
+   "schedules stored before a knob existed replay at its one value in the space")
+p = tt("strategies", "compare", "gemm", "--shape", SHAPES[0], "--backend", "cpu", "--space",
+       SPACE + '.walk(["panels", "tiles"])', "--db", OLD_DB, "--budget", "4", "--repeats", "1")
+ok(p.returncode == 2 and "none of the 16 stored trials" in p.stderr and "'walk'" in p.stderr,
+   "where the space gives the missing knob several values: exit 2 naming it (%s)" % p.stderr[-300:])
+
 # ---- a stored model that ranks worse than the analytic estimate ----
 set_taus(2, 0.1, 0.9)
 p = tt("tune", "gemm", "--shape", "M=72,N=64,K=64", "--backend", "cpu", "--space", SPACE,

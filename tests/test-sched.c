@@ -825,6 +825,41 @@ test_point_api(void)
   g_assert_false(ts_sched_point_equal(p, NULL));
 }
 
+/* A schedule stored before a knob existed, read in a space that fixes the knob to one value */
+static void
+test_complete_point(void)
+{
+  g_autoptr(TsSchedSpace) s = parse_ok("block(m=[64,128]).vector(8).walk(\"panels\")");
+  g_autoptr(TsSchedPoint) old = point_ok("block(m=128)");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsSchedPoint) full = ts_sched_space_complete(s, old, &error);
+  g_assert_no_error(error);
+  g_autofree char *text = ts_sched_point_to_string(full);
+  g_assert_cmpstr(text, ==, "block(m=128).vector(8).walk(\"panels\")");
+  guint64 idx = 0;
+  g_assert_false(ts_sched_space_index_of(s, old, &idx));
+  g_assert_true(ts_sched_space_index_of(s, full, &idx));
+  g_assert_cmpuint(idx, ==, 1);
+  /* the point itself is not changed, and a complete point comes back equal */
+  g_autofree char *old_text = ts_sched_point_to_string(old);
+  g_assert_cmpstr(old_text, ==, "block(m=128)");
+  g_autoptr(TsSchedPoint) again = ts_sched_space_complete(s, full, &error);
+  g_assert_no_error(error);
+  g_assert_true(ts_sched_point_equal(again, full));
+  /* a value outside the space stays (index_of rejects it), a knob the space lacks stays */
+  g_autoptr(TsSchedPoint) extra = point_ok("block(m=96).unroll(4)");
+  g_autoptr(TsSchedPoint) extra_full = ts_sched_space_complete(s, extra, &error);
+  g_assert_no_error(error);
+  g_autofree char *extra_text = ts_sched_point_to_string(extra_full);
+  g_assert_cmpstr(extra_text, ==, "block(m=96).vector(8).unroll(4).walk(\"panels\")");
+  g_assert_false(ts_sched_space_index_of(s, extra_full, &idx));
+  /* a knob of several values cannot be guessed */
+  g_autoptr(TsSchedPoint) no_block = point_ok("vector(8)");
+  g_assert_null(ts_sched_space_complete(s, no_block, &error));
+  g_assert_error(error, TS_SCHED_ERROR, TS_SCHED_ERROR_NOT_POINT);
+  g_assert_nonnull(strstr(error->message, "'BM'"));
+}
+
 static void
 test_check_point(void)
 {
@@ -1112,6 +1147,7 @@ main(int argc, char **argv)
   g_test_add_func("/sched/parse-robustness", test_parse_robustness);
   g_test_add_func("/sched/empty-space", test_empty_space);
   g_test_add_func("/sched/check-point", test_check_point);
+  g_test_add_func("/sched/complete-point", test_complete_point);
   g_test_add_func("/sched/inheritance", test_inheritance);
   g_test_add_func("/sched/set-knob-and-constraint", test_set_knob_and_constraint);
   g_test_add_func("/sched/names-released", test_names_released);

@@ -94,13 +94,26 @@ compare_cached(const char *op, TtArgs *a)
                                                   k->toolchain_id, TS_DB_ORDER_INSERTION, &error);
   if (trials == NULL)
     return tt_fail(tt_error_code(error), error);
+  /* A trial stored before a knob existed is read at the knob's one value in the space */
   guint outside = 0;
+  g_autoptr(GError) first_outside = NULL;
   for (guint i = 0; i < trials->len; i++) {
     const TsDbTrial *t = trials->pdata[i];
-    g_autoptr(TsSchedPoint) p = ts_sched_point_parse(t->schedule, NULL);
+    g_autoptr(GError) why = NULL;
+    g_autoptr(TsSchedPoint) parsed = ts_sched_point_parse(t->schedule, &why);
+    g_autoptr(TsSchedPoint) p = parsed ? ts_sched_space_complete(space, parsed, &why) : NULL;
     if (p == NULL || !ts_tune_replay_add(replay, p, replay_status(t->status),
-                                         t->median_ns * 1e-9, trial_cost_ms(t), NULL))
+                                         t->median_ns * 1e-9, trial_cost_ms(t), &why)) {
       outside++;
+      if (first_outside == NULL)
+        first_outside = g_steal_pointer(&why);
+    }
+  }
+  if (outside == trials->len && first_outside) {
+    g_printerr("tessera-tune: none of the %u stored trials of %s is a point of the space %s; "
+               "the first: %s\n",
+               trials->len, what, a->space ? "given by --space" : "of the op", first_outside->message);
+    return TT_EXIT_USAGE;
   }
 
   g_autofree char *peaks = ts_db_get_device_peaks(db, k->device_id, NULL);

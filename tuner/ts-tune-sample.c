@@ -28,10 +28,15 @@ ts__tune_point_digits(const TsSchedSpace *space, const TsSchedPoint *point, guin
     for (i = 0; i < np; i++)
       if (strcmp(ts_sched_point_knob_name(point, i), name) == 0)
         break;
-    if (i == np)
-      return FALSE;
-    TsSchedValue v = ts_sched_point_knob_value(point, i);
     guint nv = ts_sched_space_n_values(space, k), j;
+    if (i == np) {
+      /* a point stored before the knob existed: at the knob's one value (ts_sched_space_complete) */
+      if (nv != 1)
+        return FALSE;
+      digits[k] = 0;
+      continue;
+    }
+    TsSchedValue v = ts_sched_point_knob_value(point, i);
     for (j = 0; j < nv; j++)
       if (value_equal(v, ts_sched_space_value(space, k, j)))
         break;
