@@ -939,6 +939,13 @@ test_vec_exp_fast_sub(void)
   g_assert_cmpfloat(max_rel, <=, 1e-5);
 }
 
+/* A 16-bit float's bits as an integer that orders them as the floats, -0 below +0 */
+static int32_t
+key16(uint16_t h)
+{
+  return (h & 0x8000) ? -(int32_t)(h & 0x7fff) - 1 : (int32_t)h;
+}
+
 /* Maxes of f16 and bf16 vectors on their bits equal the maxes of the floats they hold: random
  * bit patterns (every sign, subnormals, zeros, infinities; NaNs left out), from the dtype's -Inf
  * as softmax starts. */
@@ -974,6 +981,31 @@ test_vec_key_max(void)
     const uint16_t neg[2] = {(uint16_t)(bf ? 0xbf80 : 0xbc00), 0xc000};
     g_assert_cmpuint(ts_vk_hmax_bits(ts_vk_max(ts_vk_splat(neg[0]), ts_vk_splat(neg[1]))), ==,
                      neg[0]); /* -1 above -2 */
+    /* Bit for bit, NaNs and signed zeros included, against a max over keys that order the bits
+     * as the floats (-0 below +0, NaNs beyond the infinities), from -Inf: rows of mixed signs,
+     * of negatives only (the other half of the bookkeeping), of zeros of both signs, of
+     * infinities and NaNs. */
+    for (guint32 trial = 0; trial < 40000; trial++) {
+      const guint mode = trial % 4;
+      ts_vk k = ts_vk_splat(neg_inf);
+      int32_t want = key16(neg_inf);
+      for (guint v = 0; v < 1 + trial % 3; v++) {
+        uint16_t h[TS_VEC];
+        for (int l = 0; l < TS_VEC; l++) {
+          uint16_t x = (uint16_t)g_random_int();
+          if (mode == 1)
+            x |= 0x8000;
+          else if (mode == 2 && g_random_int_range(0, 4) == 0)
+            x = g_random_boolean() ? 0x8000 : 0;
+          else if (mode == 3)
+            x = (uint16_t)((x & 0x8003) | exp_mask);
+          h[l] = x;
+          want = MAX(want, key16(x));
+        }
+        k = ts_vk_max(k, ts_vk_load(h));
+      }
+      g_assert_cmpint(key16(ts_vk_hmax_bits(k)), ==, want);
+    }
   }
 }
 
