@@ -329,7 +329,8 @@ test_model_follows_ranking_until_trained(void)
   while (ts_sched_iter_next(it, &p, &error) && p) {
     TsCostEstimate e;
     g_assert_true(ts_cost_analytic(target, p, NULL, &e, &error));
-    g_hash_table_insert(est, g_strdup(ts_sched_point_hash(p)), g_memdup2(&e.time_s, sizeof(double)));
+    g_hash_table_insert(est, g_strdup(ts_sched_point_hash(p)),
+                        g_memdup2(&e.time_s, sizeof(double)));
     ts_sched_point_free(p);
   }
   g_assert_no_error(error);
@@ -872,7 +873,8 @@ main(int argc, char **argv)
   g_test_add_func("/strategy/determinism", test_determinism);
   g_test_add_func("/strategy/model-unranked", test_model_unranked);
   g_test_add_func("/strategy/seeds", test_seeds);
-  g_test_add_func("/strategy/model-follows-ranking", test_model_follows_ranking_until_trained);
+  g_test_add_func("/strategy/model-follows-ranking",
+                  test_model_follows_ranking_until_trained);
   g_test_add_func("/strategy/seeds-older-knobs", test_seeds_older_knobs);
   g_test_add_func("/strategy/failures", test_failures);
   g_test_add_func("/strategy/resume", test_resume);

@@ -112,7 +112,8 @@ compare_cached(const char *op, TtArgs *a)
   if (outside == trials->len && first_outside) {
     g_printerr("tessera-tune: none of the %u stored trials of %s is a point of the space %s; "
                "the first: %s\n",
-               trials->len, what, a->space ? "given by --space" : "of the op", first_outside->message);
+               trials->len, what, a->space ? "given by --space" : "of the op",
+               first_outside->message);
     return TT_EXIT_USAGE;
   }
 

@@ -30,7 +30,7 @@ ts__tune_point_digits(const TsSchedSpace *space, const TsSchedPoint *point, guin
         break;
     guint nv = ts_sched_space_n_values(space, k), j;
     if (i == np) {
-      /* a point stored before the knob existed: at the knob's one value (ts_sched_space_complete) */
+      /* a point stored before the knob existed: at its one value (ts_sched_space_complete) */
       if (nv != 1)
         return FALSE;
       digits[k] = 0;
