@@ -604,7 +604,7 @@ model_propose(gpointer state, guint n, TsTuneSeenFunc seen, gpointer seen_data, 
      * an exploration pick, spread out. */
     if (m->n_seeded < SEED_FIRST && (pick = next_seed(m)) != NULL) {
       m->n_seeded++;
-    } else if ((m->flat && !m->trained) || (m->trained && g_rand_double(m->rng) < EPSILON)) {
+    } else if (m->trained ? g_rand_double(m->rng) < EPSILON : m->flat) {
       pick = spread_pick(m);
     } else {
       for (guint k = 0; k < m->pool->len; k++) {

@@ -1531,11 +1531,11 @@ ts_vf_hmax(ts_vf v)
  * conversion was a tenth of that pass on a Zen 4 core). As signed integers the bits of values
  * with the sign bit clear order as the floats do, NaNs above +Inf; those with it set order in
  * reverse: -0 is the least integer and the largest of them as a float, negative NaNs the
- * greatest integers. So a ts_vk keeps two
- * integers a lane: the max of the bits (hi), which is the largest value when any has its sign
- * bit clear, and their min (lo), which is the largest value when none has. One integer max and
- * one min a vector, with no ordered key made of each value first (three operations more: with
- * them the next row's max was 8 of a bf16 skew softmax's ~60 operations per 16 values). The
+ * greatest integers. So a ts_vk keeps two integers a lane: the max of the bits (hi), which is
+ * the largest value when any has its sign bit clear, and their min (lo), which is the largest
+ * value when none has. One integer max and one min a vector, with no ordered key made of each
+ * value first (three operations more: with them the next row's max was 8 of a bf16 skew
+ * softmax's ~60 operations per 16 values). The
  * result is what a max over keys ordered as the floats (-0 below +0, NaNs beyond the
  * infinities) gives: a negative NaN never wins over the -Inf a max starts from. */
 typedef int16_t ts_vh_ __attribute__((vector_size(TS_VEC * sizeof(int16_t))));
