@@ -222,22 +222,30 @@ test_counters(void)
   g_atomic_int_set(&go, 0);
   GThread *other = g_thread_new("spin", spin, NULL);
   gint64 proc0 = process_cpu_ns();
+  gint64 wall0 = g_get_monotonic_time();
   ts_prof_counters_begin(c);
   g_atomic_int_set(&go, 1);
   double mine = (double)GPOINTER_TO_SIZE(spin(NULL));
   double theirs = (double)GPOINTER_TO_SIZE(g_thread_join(other));
   ts_prof_counters_end(c);
+  double wall = 1e3 * (double)(g_get_monotonic_time() - wall0);
   double process = (double)(process_cpu_ns() - proc0);
   double clock = 0;
   if (ts_prof_counters_get(c, "task_clock_ns", &clock)) {
-    g_test_message("task clock %.1f ms; the threads got %.1f + %.1f ms, the process %.1f ms",
-                   clock / 1e6, mine / 1e6, theirs / 1e6, process / 1e6);
+    g_test_message("task clock %.1f ms; the threads got %.1f + %.1f ms, the process %.1f ms, "
+                   "in %.1f ms of wall time",
+                   clock / 1e6, mine / 1e6, theirs / 1e6, process / 1e6, wall / 1e6);
     g_assert_cmpfloat(clock, >, 0.9 * (mine + theirs));
     /* The upper bound is the whole process's CPU time over a window that brackets the counting
      * one: the spinning thread's start-up and exit, and any other thread the process has (the
      * sanitizers' among them), are counted too and cost more than the 5 ms once allowed here
-     * on a loaded CI machine. */
-    g_assert_cmpfloat(clock, <, 1.05 * process + 1e6);
+     * on a loaded CI machine. On a virtual machine the task clock also counts the time the host
+     * took a vCPU away from a running thread, which the scheduler's CPU time leaves out (a
+     * loaded CI guest once showed 113 ms against 99 ms); neither spinning thread can lose more
+     * than the wall time it did not get, so that much more is allowed. Counting each thread
+     * twice still fails whenever the threads got most of the window. */
+    double stolen = MAX(0.0, 2 * wall - mine - theirs);
+    g_assert_cmpfloat(clock, <, 1.05 * process + stolen + 1e6);
   } else {
     g_test_message("software counters refused here");
   }
