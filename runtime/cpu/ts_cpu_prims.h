@@ -1418,14 +1418,15 @@ ts_vf_load2_bf16(const void *p, ts_vf *e, ts_vf *o)
 static inline ts_vu
 ts_vu_bf16_pair_(ts_vu re, ts_vu ro)
 {
+  const ts_vu even = re >> 16;
 #if defined(__AVX512BW__) && TS_VEC == 16
-  return (ts_vu)_mm512_mask_blend_epi16(0xaaaaaaaau, (__m512i)(re >> 16), (__m512i)ro);
+  return (ts_vu)_mm512_mask_blend_epi16(0xaaaaaaaau, (__m512i)even, (__m512i)ro);
 #elif defined(__AVX2__) && TS_VEC == 8
-  return (ts_vu)_mm256_blend_epi16((__m256i)(re >> 16), (__m256i)ro, 0xaa);
+  return (ts_vu)_mm256_blend_epi16((__m256i)even, (__m256i)ro, 0xaa);
 #elif defined(__SSE4_1__) && TS_VEC == 4
-  return (ts_vu)_mm_blend_epi16((__m128i)(re >> 16), (__m128i)ro, 0xaa);
+  return (ts_vu)_mm_blend_epi16((__m128i)even, (__m128i)ro, 0xaa);
 #else
-  return (re >> 16) | (ro & 0xffff0000u);
+  return even | (ro & 0xffff0000u);
 #endif
 }
 
@@ -1552,9 +1553,9 @@ ts_vf_hmax(ts_vf v)
  * the largest value when any has its sign bit clear, and their min (lo), which is the largest
  * value when none has. One integer max and one min a vector, with no ordered key made of each
  * value first (three operations more: with them the next row's max was 8 of a bf16 skew
- * softmax's ~60 operations per 16 values). The
- * result is what a max over keys ordered as the floats (-0 below +0, NaNs beyond the
- * infinities) gives: a negative NaN never wins over the -Inf a max starts from. */
+ * softmax's ~60 operations per 16 values). The result is what a max over keys ordered as the
+ * floats (-0 below +0, NaNs beyond the infinities) gives: a negative NaN never wins over the
+ * -Inf a max starts from. */
 typedef int16_t ts_vh_ __attribute__((vector_size(TS_VEC * sizeof(int16_t))));
 typedef struct {
   ts_vh_ hi, lo;
