@@ -369,15 +369,16 @@ gemm_cpu(const TsCostTarget *t, const TsSchedPoint *p, TsCostWork *w)
   w->balance = balance(tasks, T);
   w->work_flops = cdiv(M, MR) * MR * cdiv(N, NR) * NR * K * 2;
   /* Ports: two FMAs and two loads a clock; a k step does MR*NR/V FMAs and NR/V + MR loads
-   * (broadcasts of A). Latency: 4-cycle FMAs on two ports need 8 independent accumulators, 10
-   * with the loop's own instructions in between. Registers: the accumulators, the NR/V vectors
-   * of B and the broadcast must fit the 16 vector registers (32 with AVX-512), or the kernel
-   * spills: measured here at 0.67-0.73x its neighbours (8x16, 4x16/4 and 8x8/4 against 6x16,
-   * 4x8/4 and 6x8/4 on AVX2). */
+   * (broadcasts of A). Latency: 4-cycle FMAs on two ports need 8 independent accumulators
+   * (one Zen 3 core, in L1: 4, 6 and 8 accumulators ran at 0.51, 0.74 and 0.97-1.0 of the
+   * peak, 4x8, 6x8 and 4x16 at 8 lanes). Registers: the accumulators, the NR/V vectors of B
+   * and the broadcast must fit the 16 vector registers (32 with AVX-512), or the kernel spills:
+   * measured here at 0.67-0.73x its neighbours (8x16, 4x16/4 and 8x8/4 against 6x16, 4x8/4
+   * and 6x8/4 on AVX2). */
   double acc = MR * NR / V, loads = NR / V + MR;
   double vregs = t->device.vector_bits >= 512 ? 32 : 16;
   w->accumulators = acc;
-  w->compute_eff = MIN(MIN(1, acc / loads), MIN(1, acc / 10)) * cpu_vector_eff(t, V) *
+  w->compute_eff = MIN(MIN(1, acc / loads), MIN(1, acc / 8)) * cpu_vector_eff(t, V) *
                    (acc + NR / V + 1 > vregs ? 0.7 : 1);
   double e = 4; /* packed panels are f32 whatever the storage, but for the dot products' */
   const char *dot = ts_sched_point_get_str(p, "dot", "fma");

@@ -1,0 +1,256 @@
+/* prims_ukr.c — benchmark (not a test) of the f32 GEMM micro-kernels alone: every MR x NR tile
+ * at every vector width the gemm space offers on this machine, timed in L1 (packed panels of kc
+ * steps, the C tile accumulated in place) against the core's FMA peak measured in the same run,
+ * beside the analytic cost model's compute efficiency for the same tile (costmodel/, the
+ * micro-kernel's port balance, latency cover, spills and vector share).
+ *
+ * The kernels are compiled at run time exactly as the runtime compiles generated code ($CC or
+ * cc, -O3 -march=native -fPIC -shared -std=gnu17 -ffp-contract=fast, ts_cpu_prims.h from the
+ * source tree) and dlopen'ed. Rounds alternate the kernels and the peak loop; each keeps its
+ * fastest round, timed on the thread's CPU clock so that time the VM's host takes away from the
+ * core is not counted.
+ *
+ *   prims-ukr                        every tile of the space, kc 128, 200 rounds
+ *   prims-ukr --shapes 4x16/8,6x16/8 --kc 256
+ */
+#include "config.h"
+
+#include "ts-cost.h"
+
+#include <dlfcn.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+typedef void (*Ukr)(int64_t kc, const float *restrict Ap, const float *restrict Bp,
+                    float *restrict C, int64_t ldc, int accumulate, int64_t mr, int64_t nr);
+typedef float (*Peak)(int64_t iters);
+
+typedef struct {
+  int mr, nr, v;
+  Ukr fn;
+  double best_s, model;
+} Tile;
+
+/* The widest vector and the register file the space's constraints use (simd_floats,
+ * vector_registers). */
+static int
+simd_floats(void)
+{
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    return 16;
+  return __builtin_cpu_supports("avx") ? 8 : 4;
+}
+
+/* The gemm space's f32 FMA tiles: MR < 16, NR a multiple of V, MR*NR/V accumulators within the
+ * vector registers. */
+static GArray *
+space_tiles(int widest)
+{
+  static const int mrs[] = {4, 6, 8, 12, 14}, nrs[] = {8, 16, 24, 32, 48}, vs[] = {4, 8, 16};
+  int vregs = widest >= 16 ? 32 : 16;
+  GArray *tiles = g_array_new(FALSE, TRUE, sizeof(Tile));
+  for (guint vi = 0; vi < G_N_ELEMENTS(vs); vi++)
+    for (guint mi = 0; mi < G_N_ELEMENTS(mrs); mi++)
+      for (guint ni = 0; ni < G_N_ELEMENTS(nrs); ni++) {
+        Tile t = {.mr = mrs[mi], .nr = nrs[ni], .v = vs[vi]};
+        if (t.v <= widest && t.nr % t.v == 0 && t.mr * t.nr / t.v <= vregs)
+          g_array_append_val(tiles, t);
+      }
+  return tiles;
+}
+
+static GArray *
+parse_tiles(const char *text, int widest, GError **error)
+{
+  GArray *tiles = g_array_new(FALSE, TRUE, sizeof(Tile));
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  for (guint i = 0; parts[i]; i++) {
+    Tile t = {0};
+    char tail = 0;
+    if (sscanf(parts[i], "%dx%d/%d%c", &t.mr, &t.nr, &t.v, &tail) != 3 || t.mr <= 0 ||
+        t.nr <= 0 || (t.v != 4 && t.v != 8 && t.v != 16) || t.nr % t.v != 0 || t.v > widest) {
+      g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                  "--shapes: '%s' is not MRxNR/V with V 4, 8 or 16 (at most %d here) dividing NR",
+                  parts[i], widest);
+      g_array_unref(tiles);
+      return NULL;
+    }
+    g_array_append_val(tiles, t);
+  }
+  return tiles;
+}
+
+/* One source: each tile's micro-kernel, and the FMA peak, twelve independent chains of the
+ * widest vector (enough to cover the FMA's latency on any current x86 core). */
+static char *
+kernels_source(GArray *tiles, int widest)
+{
+  GString *s = g_string_new("#define TS_UKR_LINKAGE\n#include \"ts_cpu_prims.h\"\n");
+  for (guint i = 0; i < tiles->len; i++) {
+    Tile *t = &g_array_index(tiles, Tile, i);
+    g_string_append_printf(s, "TS_DEFINE_UKR_F32(bench_ukr_%u, %d, %d, %d, 8);\n", i, t->mr,
+                           t->nr, t->v);
+  }
+  g_string_append_printf(s,
+    "typedef float pv_ __attribute__((vector_size(%d)));\n"
+    "float bench_peak(int64_t iters);\n"
+    "float bench_peak(int64_t iters) {\n"
+    "  pv_ a[12], b = -(pv_){0} + 1.0000001f, c = -(pv_){0} + 1e-7f;\n"
+    "  for (int j = 0; j < 12; j++) a[j] = -(pv_){0} + (float)j;\n"
+    "  for (int64_t i = 0; i < iters; i++)\n"
+    "    _Pragma(\"GCC unroll 12\") for (int j = 0; j < 12; j++) a[j] = a[j] * b + c;\n"
+    "  float s = 0;\n"
+    "  for (int j = 0; j < 12; j++) for (int l = 0; l < %d; l++) s += a[j][l];\n"
+    "  return s;\n"
+    "}\n", widest * 4, widest);
+  return g_string_free(s, FALSE);
+}
+
+static void *
+compile(const char *dir, const char *source, GError **error)
+{
+  g_autofree char *src = g_build_filename(dir, "ukr.c", NULL);
+  g_autofree char *so = g_build_filename(dir, "ukr.so", NULL);
+  if (!g_file_set_contents(src, source, -1, error))
+    return NULL;
+  const char *cc = g_getenv("CC") ? g_getenv("CC") : "cc";
+  const char *argv[] = {cc, "-O3", "-march=native", "-fPIC", "-shared", "-std=gnu17",
+                        "-ffp-contract=fast", "-I" TS_SOURCE_DIR "/runtime/cpu", src, "-o", so,
+                        NULL};
+  int status = 0;
+  g_autofree char *err = NULL;
+  gboolean built = g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL,
+                                &err, &status, error);
+  g_unlink(src);
+  if (built && !g_spawn_check_wait_status(status, error)) {
+    g_prefix_error(error, "%s: %s\n", cc, err ? err : "");
+    built = FALSE;
+  }
+  void *h = built ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (built && h == NULL)
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "dlopen %s: %s", so, dlerror());
+  g_unlink(so);
+  return h;
+}
+
+static double
+thread_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The cost model's compute efficiency of the tile: a gemm 1024^3 f32 point on one thread of a
+ * CPU with this machine's vector width, nominal figures (no ceilings measured). */
+static double
+model_efficiency(const Tile *t, int widest)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=1024,N=1024,K=1024", "f32", &error);
+  if (inst == NULL)
+    return NAN;
+  TsDeviceInfo dev = {.backend = "cpu", .name = "this CPU", .compute_units = 1,
+                      .l1_bytes = 32 << 10, .l2_bytes = 512 << 10, .l3_bytes = 32 << 20,
+                      .vector_bits = widest * 32};
+  g_autoptr(TsCostTarget) target = ts_cost_target_new(inst, "cpu", &dev, NULL);
+  g_autofree char *text = g_strdup_printf("block(m=%d,n=%d,k=256).micro(m=%d,n=%d).vector(%d)"
+                                          ".unroll(8).threads(1)",
+                                          t->mr * 12, t->nr * 8, t->mr, t->nr, t->v);
+  g_autoptr(TsSchedPoint) p = ts_sched_point_parse(text, &error);
+  TsCostEstimate est;
+  if (p == NULL || !ts_cost_analytic(target, p, NULL, &est, &error))
+    return NAN;
+  return est.compute_efficiency;
+}
+
+int
+main(int argc, char **argv)
+{
+  int kc = 128, rounds = 200;
+  g_autofree char *shapes = NULL;
+  GOptionEntry entries[] = {
+    {"shapes", 0, 0, G_OPTION_ARG_STRING, &shapes, "Tiles MRxNR/V, e.g. 4x16/8,6x16/8 (default: the gemm space's)", "LIST"},
+    {"kc", 0, 0, G_OPTION_ARG_INT, &kc, "k steps a call (default 128: the panels stay in L1)", "K"},
+    {"rounds", 0, 0, G_OPTION_ARG_INT, &rounds, "Alternating rounds (default 200)", "R"},
+    {NULL}};
+  g_autoptr(GOptionContext) ctx = g_option_context_new("- GEMM micro-kernels against the FMA peak");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_autoptr(GError) error = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error) || kc < 1 || kc > 4096 || rounds < 1) {
+    g_printerr("prims-ukr: %s\n", error ? error->message : "--kc takes 1..4096, --rounds >= 1");
+    return 2;
+  }
+  int widest = simd_floats();
+  g_autoptr(GArray) tiles = shapes ? parse_tiles(shapes, widest, &error) : space_tiles(widest);
+  if (tiles == NULL) {
+    g_printerr("prims-ukr: %s\n", error->message);
+    return 2;
+  }
+  g_autofree char *dir = g_dir_make_tmp("prims-ukr-XXXXXX", &error);
+  g_autofree char *source = dir ? kernels_source(tiles, widest) : NULL;
+  void *h = dir ? compile(dir, source, &error) : NULL;
+  if (dir)
+    g_rmdir(dir);
+  if (h == NULL) {
+    g_printerr("prims-ukr: %s\n", error->message);
+    return 1;
+  }
+  Peak peak = (Peak)dlsym(h, "bench_peak");
+  for (guint i = 0; i < tiles->len; i++) {
+    Tile *t = &g_array_index(tiles, Tile, i);
+    g_autofree char *name = g_strdup_printf("bench_ukr_%u", i);
+    t->fn = (Ukr)dlsym(h, name);
+    t->best_s = G_MAXDOUBLE;
+    t->model = model_efficiency(t, widest);
+  }
+  /* Panels for the largest tile, 64-byte aligned, in L1 with the C tile. */
+  float *ap = g_aligned_alloc0((size_t)16 * kc, sizeof(float), 64);
+  float *bp = g_aligned_alloc0((size_t)48 * kc, sizeof(float), 64);
+  float c[16 * 48];
+  for (int i = 0; i < 16 * kc; i++)
+    ap[i] = 1e-3f * (float)(i % 7);
+  for (int i = 0; i < 48 * kc; i++)
+    bp[i] = 1e-3f * (float)(i % 5);
+  memset(c, 0, sizeof c);
+  const int calls = 200;
+  const int64_t peak_iters = 20000;
+  double peak_best = G_MAXDOUBLE;
+  volatile float sink = 0;
+  for (int r = 0; r < rounds; r++) {
+    double t0 = thread_s();
+    sink += peak(peak_iters);
+    peak_best = MIN(peak_best, thread_s() - t0);
+    for (guint i = 0; i < tiles->len; i++) {
+      Tile *t = &g_array_index(tiles, Tile, i);
+      t0 = thread_s();
+      for (int k = 0; k < calls; k++)
+        t->fn(kc, ap, bp, c, t->nr, 1, t->mr, t->nr);
+      t->best_s = MIN(t->best_s, thread_s() - t0);
+    }
+  }
+  double peak_gf = 12.0 * widest * 2 * (double)peak_iters / peak_best / 1e9;
+  printf("# prims-ukr: f32 GEMM micro-kernels in L1 (kc %d, %d calls a round, best of %d rounds, "
+         "thread CPU time)\n", kc, calls, rounds);
+  printf("# FMA peak of one core, %d-float vectors: %.1f GFLOP/s; compiler %s\n", widest,
+         peak_gf, g_getenv("CC") ? g_getenv("CC") : "cc");
+  printf("# model: the analytic cost model's compute efficiency for the tile (nominal figures)\n");
+  printf("  tile     acc   GFLOP/s  of peak  model\n");
+  for (guint i = 0; i < tiles->len; i++) {
+    Tile *t = &g_array_index(tiles, Tile, i);
+    double gf = 2.0 * t->mr * t->nr * kc * calls / t->best_s / 1e9;
+    g_autofree char *name = g_strdup_printf("%dx%d/%d", t->mr, t->nr, t->v);
+    printf("  %-8s %3d  %8.1f  %7.2f  %5.2f\n", name, t->mr * t->nr / t->v, gf, gf / peak_gf,
+           t->model);
+  }
+  g_aligned_free(ap);
+  g_aligned_free(bp);
+  (void)sink;
+  return 0;
+}
