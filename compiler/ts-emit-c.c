@@ -544,6 +544,26 @@ emit_reduce_pair(Emitter *e, const TsTileNode *n, gboolean is_max, const char *v
   line(e, "}");
 }
 
+/* A loop of the reduction taking `width` vectors a step (4, 2 or 1), vector k into accumulator
+ * k; where the views pair, two vectors are one lane pair. */
+static void
+emit_reduce_loop(Emitter *e, const TsTileNode *n, gboolean is_max, const char *vexpr,
+                 gboolean paired, int width)
+{
+  static const char *const cols[] = {"j", "j + TS_VEC", "j + 2 * TS_VEC", "j + 3 * TS_VEC"};
+  g_autofree char *step = width == 1 ? g_strdup("TS_VEC") : g_strdup_printf("%d * TS_VEC", width);
+  line(e, "for (; j + %s <= (%s); j += %s) {", step, n->hi, step);
+  e->depth++;
+  for (int k = 0; k < width; k += paired ? 2 : 1) {
+    if (paired)
+      emit_reduce_pair(e, n, is_max, vexpr, k, cols[k]);
+    else
+      emit_reduce_vector(e, n, is_max, vexpr, k, cols[k]);
+  }
+  e->depth--;
+  line(e, "}");
+}
+
 static void emit_reduce_tail(Emitter *e, const TsTileNode *n, gboolean is_max,
                              const char *sexpr);
 
@@ -603,39 +623,13 @@ emit_reduce(Emitter *e, const TsTileNode *n)
                : "ts_vf acc0 = ts_vf_splat(%s), acc1 = acc0;", init);
   line(e, "int64_t j = 0;");
   if (four) {
-    line(e, "for (; j + 4 * TS_VEC <= (%s); j += 4 * TS_VEC) {", n->hi);
-    e->depth++;
-    if (paired) {
-      emit_reduce_pair(e, n, is_max, vexpr, 0, "j");
-      emit_reduce_pair(e, n, is_max, vexpr, 2, "j + 2 * TS_VEC");
-    } else {
-      const char *cols[] = {"j", "j + TS_VEC", "j + 2 * TS_VEC", "j + 3 * TS_VEC"};
-      for (int a = 0; a < 4; a++)
-        emit_reduce_vector(e, n, is_max, vexpr, a, cols[a]);
-    }
-    e->depth--;
-    line(e, "}");
+    emit_reduce_loop(e, n, is_max, vexpr, paired, 4);
     line(e, is_max ? "acc0 = ts_vf_max(acc0, acc2);" : "acc0 = acc0 + acc2;");
     line(e, is_max ? "acc1 = ts_vf_max(acc1, acc3);" : "acc1 = acc1 + acc3;");
   }
-  line(e, "for (; j + 2 * TS_VEC <= (%s); j += 2 * TS_VEC) {", n->hi);
-  e->depth++;
-  if (paired) {
-    emit_reduce_pair(e, n, is_max, vexpr, 0, "j");
-  } else {
-    emit_reduce_vector(e, n, is_max, vexpr, 0, "j");
-    emit_reduce_vector(e, n, is_max, vexpr, 1, "j + TS_VEC");
-  }
-  e->depth--;
-  line(e, "}");
-  if (!paired) {
-    line(e, "for (; j + TS_VEC <= (%s); j += TS_VEC) {", n->hi);
-    e->depth++;
-    emit_view_loads(e, n, n->expr, NULL, TRUE);
-    line(e, is_max ? "acc0 = ts_vf_max(acc0, %s);" : "acc0 = acc0 + (%s);", vexpr);
-    e->depth--;
-    line(e, "}");
-  }
+  emit_reduce_loop(e, n, is_max, vexpr, paired, 2);
+  if (!paired)
+    emit_reduce_loop(e, n, is_max, vexpr, paired, 1);
   emit_reduce_fold(e, is_max);
   emit_reduce_tail(e, n, is_max, sexpr);
 }

@@ -513,24 +513,19 @@ ts_ukr_store_edge_(const float *t, int64_t NR, float *restrict C, int64_t ldc, i
 #define TS_UKR_PIN_(V_, v) TS_UKR_PIN_CAT_(TS_UKR_PIN_V, V_)(v)
 #define TS_UKR_PIN_NONE_(v) ((void)0)
 #if defined(__x86_64__) || defined(__i386__)
-#define TS_UKR_PIN_REG_(v) __asm__("" : "+v"(v))
+#define TS_UKR_PIN_V4(v) __asm__("" : "+v"(v))
 #else
-#define TS_UKR_PIN_REG_(v) TS_UKR_PIN_NONE_(v)
-#endif
-#if defined(__SSE__)
-#define TS_UKR_PIN_V4(v) TS_UKR_PIN_REG_(v)
-#else
-#define TS_UKR_PIN_V4(v) TS_UKR_PIN_NONE_(v)
+#define TS_UKR_PIN_V4 TS_UKR_PIN_NONE_
 #endif
 #if defined(__AVX__)
-#define TS_UKR_PIN_V8(v) TS_UKR_PIN_REG_(v)
+#define TS_UKR_PIN_V8 TS_UKR_PIN_V4
 #else
-#define TS_UKR_PIN_V8(v) TS_UKR_PIN_NONE_(v)
+#define TS_UKR_PIN_V8 TS_UKR_PIN_NONE_
 #endif
 #if defined(__AVX512F__)
-#define TS_UKR_PIN_V16(v) TS_UKR_PIN_REG_(v)
+#define TS_UKR_PIN_V16 TS_UKR_PIN_V4
 #else
-#define TS_UKR_PIN_V16(v) TS_UKR_PIN_NONE_(v)
+#define TS_UKR_PIN_V16 TS_UKR_PIN_NONE_
 #endif
 
 #define TS_UKR_STEP_(MR_, NR_, V_, vt_, acc_, Ap_, Bp_)                                           \
