@@ -179,7 +179,7 @@ main(int argc, char **argv)
     {"shapes", 0, 0, G_OPTION_ARG_STRING, &shapes, "Tiles MRxNR/V, e.g. 4x16/8,6x16/8 (default: the gemm space's)", "LIST"},
     {"kc", 0, 0, G_OPTION_ARG_INT, &kc, "k steps a call (default 128: the panels stay in L1)", "K"},
     {"rounds", 0, 0, G_OPTION_ARG_INT, &rounds, "Alternating rounds (default 200)", "R"},
-    {NULL}};
+    G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) ctx = g_option_context_new("- GEMM micro-kernels against the FMA peak");
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_autoptr(GError) error = NULL;
