@@ -15,7 +15,9 @@
  */
 #include "config.h"
 
+#include "ts-backend.h"
 #include "ts-cost.h"
+#include "ts-op.h"
 
 #include <dlfcn.h>
 #include <glib.h>
@@ -36,33 +38,40 @@ typedef struct {
   double best_s, model;
 } Tile;
 
-/* The widest vector and the register file the space's constraints use (simd_floats,
- * vector_registers). */
 static int
-simd_floats(void)
+tile_cmp(gconstpointer a, gconstpointer b)
 {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
-    return 16;
-  return __builtin_cpu_supports("avx") ? 8 : 4;
+  const Tile *x = a, *y = b;
+  return x->v != y->v ? x->v - y->v : x->mr != y->mr ? x->mr - y->mr : x->nr - y->nr;
 }
 
-/* The gemm space's f32 FMA tiles: MR < 16, NR a multiple of V, MR*NR/V accumulators within the
- * vector registers. */
+/* The f32 FMA tiles (MR, NR, V) of the gemm space's valid points on this device: the op's own
+ * space and constraints (vector <= simd_floats, the accumulators within vector_registers). */
 static GArray *
-space_tiles(int widest)
+space_tiles(const TsOpInstance *inst, const TsDeviceInfo *device, GError **error)
 {
-  static const int mrs[] = {4, 6, 8, 12, 14}, nrs[] = {8, 16, 24, 32, 48}, vs[] = {4, 8, 16};
-  int vregs = widest >= 16 ? 32 : 16;
-  GArray *tiles = g_array_new(FALSE, TRUE, sizeof(Tile));
-  for (guint vi = 0; vi < G_N_ELEMENTS(vs); vi++)
-    for (guint mi = 0; mi < G_N_ELEMENTS(mrs); mi++)
-      for (guint ni = 0; ni < G_N_ELEMENTS(nrs); ni++) {
-        Tile t = {.mr = mrs[mi], .nr = nrs[ni], .v = vs[vi]};
-        if (t.v <= widest && t.nr % t.v == 0 && t.mr * t.nr / t.v <= vregs)
-          g_array_append_val(tiles, t);
-      }
-  return tiles;
+  g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, error);
+  if (space == NULL)
+    return NULL;
+  g_autoptr(TsSchedEnv) env = ts_op_instance_env(inst, device);
+  g_autoptr(TsSchedIter) it = ts_sched_iter_new(space, env);
+  g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GArray) tiles = g_array_new(FALSE, TRUE, sizeof(Tile));
+  TsSchedPoint *p = NULL;
+  while (ts_sched_iter_next(it, &p, error)) {
+    g_autoptr(TsSchedPoint) point = p;
+    if (g_strcmp0(ts_sched_point_get_str(point, "dot", "fma"), "fma") != 0)
+      continue;
+    Tile t = {.mr = (int)ts_sched_point_get_int(point, "MR", 0),
+              .nr = (int)ts_sched_point_get_int(point, "NR", 0),
+              .v = (int)ts_sched_point_get_int(point, "vector", 0)};
+    if (g_hash_table_add(seen, g_strdup_printf("%d %d %d", t.mr, t.nr, t.v)))
+      g_array_append_val(tiles, t);
+  }
+  if (error && *error)
+    return NULL;
+  g_array_sort(tiles, tile_cmp);
+  return g_steal_pointer(&tiles);
 }
 
 static GArray *
@@ -147,19 +156,13 @@ thread_s(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The cost model's compute efficiency of the tile: a gemm 1024^3 f32 point on one thread of a
- * CPU with this machine's vector width, nominal figures (no ceilings measured). */
+/* The cost model's compute efficiency of the tile: the gemm point on one thread of this CPU,
+ * nominal figures (no ceilings measured). */
 static double
-model_efficiency(const Tile *t, int widest)
+model_efficiency(const TsOpInstance *inst, const TsDeviceInfo *device, const Tile *t)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(TsOpInstance) inst = ts_op_instance_new("gemm", "M=1024,N=1024,K=1024", "f32", &error);
-  if (inst == NULL)
-    return NAN;
-  TsDeviceInfo dev = {.backend = "cpu", .name = "this CPU", .compute_units = 1,
-                      .l1_bytes = 32 << 10, .l2_bytes = 512 << 10, .l3_bytes = 32 << 20,
-                      .vector_bits = widest * 32};
-  g_autoptr(TsCostTarget) target = ts_cost_target_new(inst, "cpu", &dev, NULL);
+  g_autoptr(TsCostTarget) target = ts_cost_target_new(inst, "cpu", device, NULL);
   g_autofree char *text = g_strdup_printf("block(m=%d,n=%d,k=256).micro(m=%d,n=%d).vector(%d)"
                                           ".unroll(8).threads(1)",
                                           t->mr * 12, t->nr * 8, t->mr, t->nr, t->v);
@@ -187,8 +190,17 @@ main(int argc, char **argv)
     g_printerr("prims-ukr: %s\n", error ? error->message : "--kc takes 1..4096, --rounds >= 1");
     return 2;
   }
-  int widest = simd_floats();
-  g_autoptr(GArray) tiles = shapes ? parse_tiles(shapes, widest, &error) : space_tiles(widest);
+  g_autoptr(TsBackend) backend = ts_backend_open("cpu", &error);
+  g_autoptr(TsOpInstance) inst =
+    backend ? ts_op_instance_new("gemm", "M=1024,N=1024,K=1024", "f32", &error) : NULL;
+  if (inst == NULL) {
+    g_printerr("prims-ukr: %s\n", error->message);
+    return 1;
+  }
+  const TsDeviceInfo *device = ts_backend_describe(backend);
+  int widest = MAX(device->vector_bits, 128) / 32;
+  g_autoptr(GArray) tiles =
+    shapes ? parse_tiles(shapes, widest, &error) : space_tiles(inst, device, &error);
   if (tiles == NULL) {
     g_printerr("prims-ukr: %s\n", error->message);
     return 2;
@@ -208,7 +220,7 @@ main(int argc, char **argv)
     g_autofree char *name = g_strdup_printf("bench_ukr_%u", i);
     t->fn = (Ukr)dlsym(h, name);
     t->best_s = G_MAXDOUBLE;
-    t->model = model_efficiency(t, widest);
+    t->model = model_efficiency(inst, device, t);
   }
   /* Panels for the largest tile, 64-byte aligned, in L1 with the C tile. */
   float *ap = g_aligned_alloc0((size_t)16 * kc, sizeof(float), 64);

@@ -17,8 +17,9 @@
 #include "ts_cpu_prims.h"
 
 #include <glib.h>
-#include <glib/gstdio.h>
 #include <math.h>
+
+#include "test-util.h"
 
 /* ---- the example driver, three configurations ---------------------------------------------- */
 
@@ -1131,9 +1132,7 @@ test_ukr_b_in_registers(void)
   g_test_message("%u FMAs, %u with a memory operand", fmas, from_memory);
   g_assert_cmpuint(fmas, >=, 64); /* 8 accumulators, the k loop unrolled 8 times */
   g_assert_cmpuint(from_memory * 4, <, fmas);
-  g_unlink(src);
-  g_unlink(out);
-  g_rmdir(dir);
+  ts_test_remove_tree(dir);
 }
 #endif
 
