@@ -6,7 +6,7 @@
  *   non-temporal 16-byte stores, since our kernels may stream their output too; on as many
  *   threads as our kernel (--threads), since one core alone cannot draw all of the memory's
  *   bandwidth;
- * - PyTorch CPU's op (bench/torch_rows.py, run by --python, default $TS_BENCH_PYTHON or
+ * - PyTorch CPU's op (bench/torch_ops.py, run by --python, default $TS_BENCH_PYTHON or
  *   python3), skipped with the reason where PyTorch cannot be imported.
  *
  *   build/bench/cpu_rows [--shape M=4096,N=4096] [--ops softmax_safe,..] [--dtypes f32,bf16,f16]
@@ -34,6 +34,7 @@
 #endif
 
 #include "bench-pick.h"
+#include "bench-torch.h"
 #include "ts-numerics.h"
 #include "ts-op.h"
 #include "ts-tune-stats.h"
@@ -107,78 +108,12 @@ copy_sample(const void *src, void *dst, gsize bytes, guint n, gboolean stream, g
   return ts_stats_median(s, n);
 }
 
-/* PyTorch's op in a helper process that times `calls` calls when asked. */
-typedef struct {
-  GSubprocess *proc;
-  GDataInputStream *out;
-  char *what; /* "ready" line: the form and PyTorch build chosen, or why it was skipped */
-} TorchAnchor;
-
-static void
-torch_anchor_clear(TorchAnchor *t)
-{
-  if (t->proc) {
-    g_output_stream_close(g_subprocess_get_stdin_pipe(t->proc), NULL, NULL);
-    g_subprocess_wait(t->proc, NULL, NULL);
-  }
-  g_clear_object(&t->out);
-  g_clear_object(&t->proc);
-  g_clear_pointer(&t->what, g_free);
-}
-
-/* Starts the helper; FALSE (t->what saying why) where it cannot give an anchor. */
-static gboolean
-torch_anchor_start(TorchAnchor *t, const char *python, const char *op, const char *dtype,
-                   gint64 m, gint64 n, gint threads)
-{
-  g_autofree char *script = g_build_filename(TS_BENCH_SRCDIR, "torch_rows.py", NULL);
-  g_autofree char *ms = g_strdup_printf("%" G_GINT64_FORMAT, m);
-  g_autofree char *ns = g_strdup_printf("%" G_GINT64_FORMAT, n);
-  g_autofree char *ts = g_strdup_printf("%d", threads);
-  g_autoptr(GError) error = NULL;
-  t->proc = g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,
-                             python, script, "--op", op, "--dtype", dtype, "--m", ms, "--n", ns,
-                             "--threads", ts, NULL);
-  if (t->proc == NULL) {
-    t->what = g_strdup_printf("%s could not be started: %s", python, error->message);
-    return FALSE;
-  }
-  t->out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(t->proc));
-  char *line = g_data_input_stream_read_line(t->out, NULL, NULL, &error);
-  if (line == NULL || !g_str_has_prefix(line, "ready ")) {
-    char *why = line && g_str_has_prefix(line, "skip ")
-                    ? g_strdup(line + 5)
-                    : g_strdup_printf("%s %s said nothing usable (%s)", python, script,
-                                      line ? line : error ? error->message : "no output");
-    g_free(line);
-    torch_anchor_clear(t);
-    t->what = why;
-    return FALSE;
-  }
-  t->what = g_strdup(line + 6);
-  g_free(line);
-  return TRUE;
-}
-
-/* The median ns of `calls` calls, or NAN where the helper has gone. */
-static double
-torch_anchor_sample(TorchAnchor *t, guint calls)
-{
-  g_autofree char *req = g_strdup_printf("%u\n", calls);
-  GOutputStream *in = g_subprocess_get_stdin_pipe(t->proc);
-  if (!g_output_stream_write_all(in, req, strlen(req), NULL, NULL, NULL) ||
-      !g_output_stream_flush(in, NULL, NULL))
-    return NAN;
-  g_autofree char *line = g_data_input_stream_read_line(t->out, NULL, NULL, NULL);
-  return line ? g_ascii_strtod(line, NULL) : NAN;
-}
-
 /* Rounds of `calls` launches each, ours, the --versus point's (alt, if any), the copy's and
  * PyTorch's, after one warm-up round. */
 static gboolean
 interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
            const TsSchedPoint *alt, gsize bytes, gint threads, guint rounds, guint calls,
-           double *ours_ns, double *alt_ns, double *copy_ns, TorchAnchor *torch,
+           double *ours_ns, double *alt_ns, double *copy_ns, BenchTorch *torch,
            double *torch_ns, GError **error)
 {
   g_autoptr(TsModule) module = NULL, alt_module = NULL;
@@ -210,7 +145,7 @@ interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
     }
     copy_ns[r] = MIN(copy_sample(x, y, bytes, calls, FALSE, threads),
                      copy_sample(x, y, bytes, calls, TRUE, threads));
-    torch_ns[r] = torch->proc ? torch_anchor_sample(torch, calls) : NAN;
+    torch_ns[r] = torch->proc ? bench_torch_sample(torch, calls) : NAN;
   }
   return ok;
 }
@@ -252,7 +187,7 @@ main(int argc, char **argv)
     return 2;
   }
   if (python == NULL)
-    python = g_strdup(g_getenv("TS_BENCH_PYTHON") ? g_getenv("TS_BENCH_PYTHON") : "python3");
+    python = g_strdup(bench_torch_default_python());
   g_autoptr(TsBackend) backend = ts_backend_open("cpu", &error);
   if (backend == NULL) {
     g_printerr("cpu_rows: %s\n", error->message);
@@ -317,18 +252,18 @@ main(int argc, char **argv)
       const TsShape *sh = ts_op_instance_shape(inst);
       const gint64 M = ts_shape_get(sh, "M"), N = ts_shape_get(sh, "N");
       const double bytes = 2.0 * M * N * (ts_dtype_bits(ts_op_instance_dtype(inst)->storage) / 8);
-      TorchAnchor torch = {0};
+      BenchTorch torch = {0};
       if (no_torch)
         torch.what = g_strdup("left out (--no-torch)");
       else
-        torch_anchor_start(&torch, python, ov[oi], dv[di], M, N, threads);
+        bench_torch_start(&torch, python, ov[oi], dv[di], shape, threads);
       g_print("# %s %s: PyTorch anchor%s %s\n", ov[oi], dv[di], torch.proc ? ":" : " skipped:",
               torch.what);
       double ours[64], altv[64], copy[64], tor[64], ratio[64], tratio[64], aratio[64];
       gboolean ok = winner != NULL && interleave(inst, backend, winner, alt, (gsize)(bytes / 2),
                                                  copy_threads, (guint)rounds, calls, ours, altv,
                                                  copy, &torch, tor, &error);
-      torch_anchor_clear(&torch);
+      bench_torch_clear(&torch);
       if (!ok) {
         g_printerr("cpu_rows: %s\n", error->message);
         return 3;

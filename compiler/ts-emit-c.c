@@ -493,6 +493,15 @@ emit_mma(Emitter *e, const TsTileNode *n)
            NR, V);
       return;
     }
+    if (n->ints[4] > 0) { /* A read in place, its row stride a constant of the kernel */
+      name = g_strdup_printf("ts_ukr_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "_v%" G_GINT64_FORMAT
+                             "_u%" G_GINT64_FORMAT "_ra%" G_GINT64_FORMAT, MR, NR, V, U,
+                             n->ints[4]);
+      define = g_strdup_printf("TS_DEFINE_UKR_F32_RA(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                               ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                               ")", name, MR, NR, V, U, n->ints[4]);
+      break;
+    }
     name = g_strdup_printf("ts_ukr_%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "_v%" G_GINT64_FORMAT
                            "_u%" G_GINT64_FORMAT, MR, NR, V, U);
     define = g_strdup_printf("TS_DEFINE_UKR_F32(%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT

@@ -322,6 +322,13 @@ ts_tile_mma(TsTileNode *parent, gint64 mr, gint64 nr, gint64 vector, gint64 unro
   return n;
 }
 
+void
+ts_tile_mma_set_a_rows(TsTileNode *mma, gint64 lda)
+{
+  g_return_if_fail(mma->op == TS_TILE_MMA && lda > 0);
+  mma->ints[4] = lda;
+}
+
 static void
 node_add_views(TsTileNode *n)
 {
@@ -634,6 +641,8 @@ print_node(GString *out, const TsTileNode *n, int depth)
                            n->ints[1], n->ints[2], n->ints[3]);
     if (g_strcmp0(arg(n, 5), "0") != 0 && g_strcmp0(arg(n, 5), "1") != 0)
       g_string_append_printf(out, " accumulate_if=(%s)", arg(n, 5));
+    if (n->ints[4] > 0)
+      g_string_append_printf(out, " a_rows(ld=%" G_GINT64_FORMAT ")", n->ints[4]);
     if (ts_tile_get_dot(n) != TS_TILE_DOT_FMA)
       g_string_append_printf(out, " dot=%s", dot_name(ts_tile_get_dot(n)));
     break;

@@ -128,7 +128,8 @@ struct _TsTileNode {
   TsForKind for_kind;
   TsDtype dtype;  /* LET scalar type (f32 or int via TS_DTYPE_INT32 meaning int64 index) */
   gint64 ints[6]; /* op-specific constants: PACK {operand(0=A,1=B), panel}, MMA {MR, NR, V,
-                     unroll}, PARALLEL {threads}; PACK/MMA: ints[5] the TsTileDot */
+                     unroll, A's row stride when read in place (0: packed)}, PARALLEL
+                     {threads}; PACK/MMA: ints[5] the TsTileDot */
   GPtrArray *args;     /* char*: op-specific operands (PACK: src, rows, cols, ld, dst;
                           MMA: C, ldc, A, B, kc, accumulate, mr, nr) */
   GPtrArray *views;    /* TsTileView*: REDUCE/MAP/SOFTMAX inputs */
@@ -205,6 +206,9 @@ TsTileNode *ts_tile_mma(TsTileNode *parent, gint64 mr, gint64 nr, gint64 vector,
                         const char *c, const char *ldc, const char *a, const char *b,
                         const char *kc, const char *accumulate, const char *mr_valid,
                         const char *nr_valid);
+/* The mma reads A in place, a row-major f32 matrix with row stride lda (a constant), instead
+ * of packed MR-row panels; all MR rows of a micro-tile must be readable. */
+void ts_tile_mma_set_a_rows(TsTileNode *mma, gint64 lda);
 TsTileNode *ts_tile_reduce(TsTileNode *parent, const char *var, const char *op,
                            const char *expr, const char *n);
 TsTileNode *ts_tile_softmax_online(TsTileNode *parent, const char *m, const char *l,

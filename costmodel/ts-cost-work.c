@@ -353,6 +353,17 @@ gemm_cpu_tiles(const TsCostTarget *t, TsCostWork *w, double a_bytes, double b_by
   w->launch_s = 3e-6 + (T > 1 ? 8e-6 + 2 * 1e-6 : 0);
 }
 
+/* The f32 FMA micro-kernel's accumulators and share of the roof (gemm_cpu says why). */
+static void
+cpu_ukr(const TsCostTarget *t, TsCostWork *w, double MR, double NR, double V)
+{
+  double acc = MR * NR / V, loads = NR / V + MR;
+  double vregs = t->device.vector_bits >= 512 ? 32 : 16;
+  w->accumulators = acc;
+  w->compute_eff = MIN(MIN(1, acc / loads), MIN(1, acc / 8)) * cpu_vector_eff(t, V) *
+                   (acc + NR / V + 1 > vregs ? 0.7 : 1);
+}
+
 /* BLIS-style: the team packs a BK x BN block of B (meant for L3), each thread a BM x BK block
  * of A (L2), and the MR x NR micro-kernel streams BK x NR panels of B (L1). */
 static void
@@ -375,11 +386,7 @@ gemm_cpu(const TsCostTarget *t, const TsSchedPoint *p, TsCostWork *w)
    * and the broadcast must fit the 16 vector registers (32 with AVX-512), or the kernel spills:
    * measured here at 0.67-0.73x its neighbours (8x16, 4x16/4 and 8x8/4 against 6x16, 4x8/4
    * and 6x8/4 on AVX2). */
-  double acc = MR * NR / V, loads = NR / V + MR;
-  double vregs = t->device.vector_bits >= 512 ? 32 : 16;
-  w->accumulators = acc;
-  w->compute_eff = MIN(MIN(1, acc / loads), MIN(1, acc / 8)) * cpu_vector_eff(t, V) *
-                   (acc + NR / V + 1 > vregs ? 0.7 : 1);
+  cpu_ukr(t, w, MR, NR, V);
   double e = 4; /* packed panels are f32 whatever the storage, but for the dot products' */
   const char *dot = ts_sched_point_get_str(p, "dot", "fma");
   if (g_strcmp0(dot, "amx") == 0) {
@@ -463,23 +470,51 @@ rows_cpu(const TsCostTarget *t, TsCostWork *w, const TsOpRowWork *rw)
   w->launch_s = 3e-6 + (T > 1 ? 8e-6 : 0) + w->units / T * 0.1e-6;
 }
 
-/* A task of BM query rows of one head reads all of K and V (causal: up to its diagonal). */
+/* The online softmax per score, in exps of the kernels' exp_fast (or exp, f32) at the point's
+ * width: its exp and the max, sum and store passes around it (Zen 3, one core, 4 x 1024^2 x 64
+ * bf16: the kernel less its softmax ran 2.0-2.5 ms faster at every key tile of 32 to 128, about
+ * 2 exps a score at 4.06 G exp_fast/s), and per row and key tile the reductions' ends and the
+ * branch. */
+#define ATTN_EXPS_PER_SCORE 2.0
+#define ATTN_EXPS_PER_ROW_TILE 8.0
+
+/* A task is BM query rows of one head (a worker packs each head's K and V once, as f32 panels,
+ * and keeps them in its cache: 2 S D floats): per key tile of BN keys, S = Q K^T and O += P V
+ * on the micro-kernel (the causal op's key tiles up to the task's last row, the diagonal one
+ * whole; micro-tiles padded to MR x NR), and the online softmax between them. Its exps' time
+ * counts as FLOPs at the micro-kernel's efficiency. */
 static void
 attn_cpu(const TsCostTarget *t, TsCostWork *w)
 {
-  double B = dim(t, "B"), H = dim(t, "H"), S = dim(t, "S"), D = dim(t, "D"), e = t->elem_bytes;
-  double BM = w->tile_m, T = w->threads;
+  double S = dim(t, "S"), D = dim(t, "D"), heads = dim(t, "B") * dim(t, "H");
+  double BM = MIN(w->tile_m, S), BN = w->tile_n, MR = w->micro_m, NR = w->micro_n,
+         V = w->vector, T = w->threads;
   gboolean causal = strstr(t->op, "causal") != NULL;
-  w->units = B * H * cdiv(S, BM);
+  double n_qt = cdiv(S, BM);
+  w->units = heads * n_qt;
   w->workers = T;
   w->cores_used = MIN(MIN(T, MAX(t->device.compute_units, 1)), w->units);
   w->balance = balance(w->units, T);
-  w->work_flops = w->flops;
-  w->accumulators = BM;
-  w->compute_eff = cpu_vector_eff(t, w->vector) * 0.6 * MIN(1, BM / 4);
-  double keys = causal ? S / 2 : S;
-  w->cache_bytes = w->units * 2 * keys * D * e;
-  const char *lvl = cpu_level(t, 2 * S * D * e);
+  double gemm = 0, scores = 0, row_tiles = 0, kv_keys = 0;
+  for (double q = 0; q < n_qt; q++) {
+    double mc = MIN(BM, S - q * BM), keys = causal ? q * BM + mc : S;
+    double rows = cdiv(mc, MR) * MR, full = floor(keys / BN);
+    double cols = full * cdiv(BN, NR) * NR + cdiv(keys - full * BN, NR) * NR;
+    gemm += 2 * rows * cols * D + 2 * rows * cdiv(D, NR) * NR * keys;
+    scores += mc * keys;
+    row_tiles += mc * cdiv(keys, BN);
+    kv_keys += keys;
+  }
+  cpu_ukr(t, w, MR, NR, V);
+  gboolean wide = ts_op_instance_dtype(t->inst)->storage == TS_DTYPE_F32;
+  double exp_rate = ts__cost_roof(t, wide ? "exp" : "exp_fast", TRUE, NULL) *
+                    row_vector_eff(t, V, !wide);
+  double roof = ts__cost_roof(t, t->compute_roof, TRUE, NULL);
+  double exps = ATTN_EXPS_PER_SCORE * scores + ATTN_EXPS_PER_ROW_TILE * row_tiles;
+  w->work_flops = heads * (gemm + exps * roof * w->compute_eff / MAX(exp_rate, 1));
+  /* Each task streams its keys' K and V panels (f32) from where a head's fit. */
+  w->cache_bytes = heads * kv_keys * 2 * D * 4;
+  const char *lvl = cpu_level(t, 2 * S * D * 4);
   w->cache_s = cpu_stream_s(t, lvl, w->cache_bytes, w->cores_used);
   w->dram_bytes = ts_op_instance_bytes(t->inst) + (strcmp(lvl, "dram") == 0 ? w->cache_bytes : 0);
   w->overlap = 0.8;
@@ -536,7 +571,8 @@ ts__cost_work(const TsCostTarget *t, const TsSchedPoint *p, const TsModuleResour
       return FALSE;
     if (gemm && !isnan(w->micro_m) && !isnan(w->micro_n) && !isnan(w->vector))
       gemm_cpu(t, p, w);
-    else if (attn && !isnan(w->tile_m))
+    else if (attn && !isnan(w->tile_m) && !isnan(w->tile_n) && !isnan(w->micro_m) &&
+             !isnan(w->micro_n) && !isnan(w->vector))
       attn_cpu(t, w);
     else if (rows && (!isnan(w->tile_m) || !isnan(w->tile_n)))
       rows_cpu(t, w, &rw);

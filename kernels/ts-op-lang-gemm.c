@@ -379,7 +379,6 @@ nominal_env(TsDtype dt, gboolean cuda)
   ts_sched_env_set(env, "N", 4096);
   ts_sched_env_set(env, "K", 4096);
   if (!cuda) {
-    ts_sched_env_set(env, "vector_registers", 16);
     ts_sched_env_set(env, "bf16_dot", 0);
     ts_sched_env_set(env, "amx_bf16", 0);
   }

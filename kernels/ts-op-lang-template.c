@@ -98,6 +98,7 @@ ts__lang_nominal_env(TsDtype dt, gboolean cuda)
   } else {
     /* The default point runs on any x86-64 with AVX2; the tuner finds what the machine has. */
     ts_sched_env_set(env, "simd_floats", 8);
+    ts_sched_env_set(env, "vector_registers", 16);
   }
   return env;
 }

@@ -51,14 +51,14 @@ const TsProfCeiling *ts_prof_ceilings_nth(const TsProfCeilings *ceilings, guint 
 const char *ts_prof_ceilings_backend(const TsProfCeilings *ceilings);
 const char *ts_prof_ceilings_toolchain(const TsProfCeilings *ceilings);
 /* What a device's ceilings are measured with, and stale without: the backend's compiler and
- * the kernel generators' version ("gcc 12.2.0 tessera-kgen-5"), since the CPU's rates time the
+ * the kernel generators' version ("gcc 12.2.0 tessera-kgen-6"), since the CPU's rates time the
  * generators' own primitives (a faster exp in ts_cpu_prims.h is a new version). */
 char *ts_prof_toolchain_of(const TsDeviceInfo *device);
 /* How they were measured, one line for people; "" when unknown. */
 const char *ts_prof_ceilings_method(const TsProfCeilings *ceilings);
 void ts_prof_ceilings_set_method(TsProfCeilings *ceilings, const char *method);
 
-/* {"version": 3, "backend": "cpu", "toolchain": "gcc 12.2.0 tessera-kgen-5", "method": "...",
+/* {"version": 3, "backend": "cpu", "toolchain": "gcc 12.2.0 tessera-kgen-6", "method": "...",
  *  "compute": {"f32": {"gflops": 812.5, "per_core": 101.3}, ...},
  *  "memory": {"dram": {"gbps": 18.2, "per_core": 9.1}, "l1": {...}, ...},
  *  "rates": {"exp": {"gops": 1.1, "per_core": 0.56}, ...}} */

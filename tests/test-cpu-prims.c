@@ -230,6 +230,64 @@ test_ukr_shapes(void)
   g_rand_free(rng);
 }
 
+/* A read in place (TS_DEFINE_UKR_F32_RA): row-major with a constant row stride, as attention's
+ * P V takes its probabilities. The kernel reads all MR rows: the rows past mr hold NaN here, and
+ * the valid rows of C must not see them. */
+TS_DEFINE_UKR_F32_RA(ukr_ra_6x16_v8, 6, 16, 8, 4, 70);
+TS_DEFINE_UKR_F32_RA(ukr_ra_4x24_v8, 4, 24, 8, 3, 33);
+TS_DEFINE_UKR_F32_RA(ukr_ra_8x8_v4, 8, 8, 4, 2, 17);
+
+static void
+test_ukr_a_rows(void)
+{
+  static const struct {
+    const char *name;
+    UkrFn fn;
+    int64_t mr, nr, lda;
+  } ras[] = {
+    {"ukr_ra_6x16_v8", ukr_ra_6x16_v8, 6, 16, 70},
+    {"ukr_ra_4x24_v8", ukr_ra_4x24_v8, 4, 24, 33},
+    {"ukr_ra_8x8_v4", ukr_ra_8x8_v4, 8, 8, 17},
+  };
+  GRand *rng = g_rand_new_with_seed(2);
+  for (guint u = 0; u < G_N_ELEMENTS(ras); u++) {
+    const int64_t kcs[] = {1, 7, 16};
+    for (guint ki = 0; ki < G_N_ELEMENTS(kcs); ki++) {
+      const int64_t kc = kcs[ki], lda = ras[u].lda, ldb = ras[u].nr, ldc = ras[u].nr + 3;
+      const int64_t mrs[] = {ras[u].mr, ras[u].mr - 1, 1}, nrs[] = {ras[u].nr, ras[u].nr - 5};
+      for (guint mi = 0; mi < G_N_ELEMENTS(mrs); mi++)
+        for (guint ni = 0; ni < G_N_ELEMENTS(nrs); ni++) {
+          const int64_t mr = mrs[mi], nr = nrs[ni];
+          float *a = g_new(float, ras[u].mr * lda), *bp = ts_cpu_alloc(sizeof(float) * (size_t)(ldb * kc));
+          float *c = g_new(float, ras[u].mr * ldc), *c0 = g_new(float, ras[u].mr * ldc);
+          fill_random(a, (size_t)(mr * lda), rng);
+          for (int64_t i = mr * lda; i < ras[u].mr * lda; i++)
+            a[i] = NAN;
+          fill_random(bp, (size_t)(ldb * kc), rng);
+          for (int acc = 0; acc <= 1; acc++) {
+            fill_random(c0, (size_t)(ras[u].mr * ldc), rng);
+            memcpy(c, c0, sizeof(float) * (size_t)(ras[u].mr * ldc));
+            ras[u].fn(kc, a, bp, c, ldc, acc, mr, nr);
+            g_autofree char *what =
+              g_strdup_printf("%s kc=%" G_GINT64_FORMAT " mr=%" G_GINT64_FORMAT
+                              " nr=%" G_GINT64_FORMAT " acc=%d", ras[u].name, kc, mr, nr, acc);
+            check_gemm(c, ldc, acc ? c0 : NULL, a, lda, bp, ldb, mr, nr, kc, what);
+            /* nothing outside the mr x nr corner is written */
+            for (int64_t i = 0; i < ras[u].mr; i++)
+              for (int64_t j = 0; j < ldc; j++)
+                if (i >= mr || j >= nr)
+                  g_assert_cmpfloat(c[i * ldc + j], ==, c0[i * ldc + j]);
+          }
+          g_free(a);
+          g_free(c);
+          g_free(c0);
+          ts_cpu_free(bp);
+        }
+    }
+  }
+  g_rand_free(rng);
+}
+
 /* ---- the bf16 dot-product micro-kernel (vdpbf16ps) ------------------------------------------------ */
 
 /* Pair packing: element (i, k) of A lands at pair k/2, slot k&1 of row i; odd K, short rows and
@@ -1144,6 +1202,7 @@ main(int argc, char **argv)
 #if TS_TEST_VEC == 8 && defined(__x86_64__)
   g_test_add_func("/cpu-prims/ukr/b-in-registers", test_ukr_b_in_registers);
 #endif
+  g_test_add_func("/cpu-prims/ukr/a-rows", test_ukr_a_rows);
   g_test_add_func("/cpu-prims/pack", test_pack);
   g_test_add_func("/cpu-prims/bf16dot/pack", test_bf16dot_pack);
   g_test_add_func("/cpu-prims/bf16dot/ukr", test_bf16dot_ukr);

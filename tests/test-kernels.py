@@ -660,15 +660,15 @@ ATTN = os.path.join(SRC, "examples", "flash_attention.tsk")
 p = tt("lower", "--kernel", ATTN, "--shape", "B=1,H=2,S=100,D_h=64", "--stage", "all")
 ok(p.returncode == 0 and re.search(r"^graph kernel:flash_attention@[0-9a-f]{8}\(B=1, H=2, S=100, D=64\)",
                                    p.stdout, re.M)
-   and re.search(r"^space: block\(m=\[64,128\]\)\.vector\(\[4,8,16\]\)\.threads", p.stdout, re.M)
+   and re.search(r"^space: block\(m=\[64,128\], n=\[64,128\]\)\.micro\(", p.stdout, re.M)
    and 'let nk: index = S' in p.stdout,
-   "flash_attention.tsk on the CPU: D_h binds the template's D, its BM, every key (%s)"
+   "flash_attention.tsk on the CPU: D_h binds the template's D, its BM and BN, every key (%s)"
    % p.stderr.strip())
 p = tt("lower", "--kernel", ATTN, "flash_attention+causal", "--shape", "B=1,H=2,S=100,D_h=64",
        "--stage", "all")
 ok(p.returncode == 0 and re.search(r"^graph kernel:flash_attention\+causal@[0-9a-f]{8}", p.stdout, re.M)
-   and re.search(r"let nk: index = \(?r % S\)? \+ 1", p.stdout),
-   "with +causal the kernel is another op whose rows stop at the diagonal (%s)" % p.stderr.strip())
+   and re.search(r"let nk: index = q0 \+ mc", p.stdout),
+   "with +causal the kernel is another op whose key loop stops at the diagonal (%s)" % p.stderr.strip())
 p = tt("lower", "--kernel", ATTN, "flash_attention+causal", "--shape", "B=4,H=16,S=4096,D_h=128",
        "--backend", "cuda", "--stage", "all")
 ok(p.returncode == 0 and re.search(r"^space: block\(m=\[64,128\], n=\[64,128\]\)\.warps\(\[4,8\]\)"
@@ -698,7 +698,7 @@ ok(r.get("status") == "ok" and r["workload"].startswith("kernel:flash_attention@
    "a flag true by default masks without +causal, and the op's name needs no flag (%s)"
    % (r or p.stderr))
 p = tt("lower", "--kernel", plain, "--shape", "B=1,H=2,S=50,D_h=16", "--stage", "tile")
-ok(p.returncode == 0 and re.search(r"let nk: index = \(?r % S\)? \+ 1", p.stdout),
+ok(p.returncode == 0 and re.search(r"let nk: index = q0 \+ mc", p.stdout),
    "... and lowers through the causal template (%s)" % p.stderr.strip())
 # Any four dim names: the product's factors, the sequence and the head dim, bound by position.
 named = os.path.join(TMP, "attn_named.tsk")

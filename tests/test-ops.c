@@ -468,9 +468,12 @@ test_timer_sibling(void)
 
 /* ==== flash_attention (host side: workloads, reference, sampled verification) ==== */
 
+/* Every edge: a partial last query tile of fewer rows than a micro-tile (37 = 32 + 5), a key
+ * tile longer than the sequence (48), D=24 not a multiple of NR=16, 4- and 8-float vectors. */
+#define ATTN_TEST_SPACE "block(m=[32], n=[16,48]).micro(m=[6], n=[8,16]).vector([4,8]).threads([1,2])"
 static const OpCase attn_cases[] = {
-  {"flash_attention", "B=1,H=2,S=37,D=24", "block(m=[1,8]).vector([4,8]).threads([1,2])"},
-  {"flash_attention_causal", "B=2,H=1,S=37,D=24", "block(m=[1,8]).vector([4,8]).threads([1,2])"},
+  {"flash_attention", "B=1,H=2,S=37,D=24", ATTN_TEST_SPACE},
+  {"flash_attention_causal", "B=2,H=1,S=37,D=24", ATTN_TEST_SPACE},
 };
 
 static void
@@ -517,6 +520,38 @@ test_attention_workloads(void)
   g_clear_error(&error);
   g_assert_null(ts_op_instance_new("flash_attention", "B=1,H=1,S=4,D=8,causal=0", "bf16", &error));
   g_assert_nonnull(error);
+}
+
+/* The CPU kernel is FlashAttention's loop on the GEMM micro-kernels: a worker packs a head's K
+ * and V once (reuse keyed by the head), P V reads P where the softmax leaves it (a_rows), and
+ * a point whose key tile is not whole K panels is refused, naming the knobs. */
+static void
+test_attention_cpu_lowering(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsOpInstance) inst = ts_op_instance_new("flash_attention_causal", "B=2,H=3,S=100,D=64",
+                                                    "bf16", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsSchedPoint) p = ts_sched_point_parse(
+    "block(m=48,n=64).micro(m=6,n=16).vector(8).threads(2)", &error);
+  g_assert_no_error(error);
+  g_autoptr(TsTileKernel) k = ts_op_lower(inst, "cpu", p, &error);
+  g_assert_no_error(error);
+  g_autofree char *ir = ts_tile_kernel_to_string(k);
+  g_assert_nonnull(strstr(ir, "tile.pack_bt(K + hb, ld=D, rows=D, cols=S) -> Kp  panel(NR=16) "
+                              "reuse_key=(bh)"));
+  g_assert_nonnull(strstr(ir, "a_rows(ld=64)"));
+  g_autofree char *entry = NULL;
+  g_autofree char *src = ts_op_emit(inst, "cpu", p, &entry, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(src, "TS_DEFINE_UKR_F32_RA(ts_ukr_6x16_v8_u4_ra64, 6, 16, 8, 4, 64);"));
+  g_assert_nonnull(strstr(src, "ts_ukr_6x16_v8_u4_ra64(nc, St + ir * BN,"));
+
+  g_autoptr(TsSchedPoint) split = ts_sched_point_parse(
+    "block(m=48,n=40).micro(m=6,n=16).vector(8).threads(2)", &error);
+  g_assert_no_error(error);
+  g_assert_null(ts_op_lower(inst, "cpu", split, &error));
+  assert_error_mentions(error, TS_OP_ERROR_SCHEDULE, "BN a multiple of NR (got NR=16, vector=8, BN=40)");
 }
 
 static void
@@ -2263,9 +2298,10 @@ test_attention_sampled_trial(void)
   g_assert_cmpstr(ts_trial_status_name(ok->status), ==, "ok");
   g_assert_cmpfloat(ok->rel_error, <=, ok->tolerance);
 
-  const char *loop = "for (int64_t r = r0; r < (min(r0 + BM, B * H * S)); r += 1) {";
+  /* The store of a tile's row i. */
+  const char *loop = "const float r = 1.0f / Ls[i];";
   g_assert_nonnull(strstr(src, loop));
-  g_autofree char *skip_row = g_strconcat(loop, " if (r == 1) continue;", NULL);
+  g_autofree char *skip_row = g_strconcat("if (q0 + i == 1) continue; ", loop, NULL);
   g_autofree char *bad = replace_all(src, loop, skip_row);
   g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, bad, entry, &opt, &error);
   g_assert_no_error(error);
@@ -2497,6 +2533,7 @@ main(int argc, char **argv)
   g_test_add_func("/ops/gemm/fp8-cuda-space", test_gemm_fp8_cuda_space);
   g_test_add_func("/ops/gemm/tma-lowering", test_gemm_tma_lowering);
   g_test_add_func("/ops/attention/workloads", test_attention_workloads);
+  g_test_add_func("/ops/attention/cpu-lowering", test_attention_cpu_lowering);
   g_test_add_func("/ops/attention/cuda-lowering", test_attention_cuda_lowering);
   g_test_add_func("/ops/attention/reference", test_attention_reference);
   g_test_add_func("/ops/attention/sampled-rows", test_attention_sampled_rows);

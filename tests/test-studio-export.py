@@ -211,8 +211,8 @@ aw = rows("SELECT id, op FROM workload WHERE op LIKE 'kernel:flash_attention+cau
 ok(len(aw) == 1 and export("lowering", "alow.svg", "--workload", str(aw[0][0])).returncode == 0,
    "export the lowering of the causal kernel's best trial, without its file (%s)" % aw)
 atext_svg = " ".join(t.text or "" for t in svg("alow.svg").iter(SVGNS + "text"))
-ok(aw[0][1] in atext_svg and "tile.softmax_online" in atext_svg,
-   "its stages: the op with its flag, the template's online softmax")
+ok(aw[0][1] in atext_svg and "tile.mma" in atext_svg and "tile.pack_bt" in atext_svg,
+   "its stages: the op with its flag, the template's products of Q and K^T and of P and V")
 
 # ---- PNG, dark ----
 p = export("roofline", "roof.png", "--width", "640", "--height", "400", "--dark")

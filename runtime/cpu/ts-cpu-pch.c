@@ -207,7 +207,8 @@ ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why)
 static const char *
 ukr_macro(const char *line)
 {
-  static const char *const macros[] = {"TS_DEFINE_UKR_F32(", "TS_DEFINE_UKR_BF16DOT("};
+  static const char *const macros[] = {"TS_DEFINE_UKR_F32(", "TS_DEFINE_UKR_F32_RA(",
+                                       "TS_DEFINE_UKR_BF16DOT("};
   for (gsize i = 0; i < G_N_ELEMENTS(macros); i++)
     if (g_str_has_prefix(line, macros[i]))
       return macros[i];

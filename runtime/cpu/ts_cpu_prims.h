@@ -82,7 +82,10 @@ ts_scratch_size_(void *p)
   return *(size_t *)((char *)p - 64);
 }
 
-static inline void *
+/* Not inlined: a kernel allocates a handful of buffers, and each inlined copy of these loops
+ * over the slots cost compile time (a flash attention candidate: 7 allocations, about a fifth
+ * of its object code). */
+__attribute__((noinline, unused)) static void *
 ts_cpu_alloc(size_t bytes)
 {
   size_t n = bytes == 0 ? 64 : (bytes + 63) & ~(size_t)63; /* aligned_alloc wants a multiple */
@@ -103,7 +106,7 @@ ts_cpu_alloc(size_t bytes)
   return block + 64;
 }
 
-static inline void
+__attribute__((noinline, unused)) static void
 ts_cpu_free(void *p)
 {
   if (p == NULL)
@@ -528,7 +531,8 @@ ts_ukr_store_edge_(const float *t, int64_t NR, float *restrict C, int64_t ldc, i
 #define TS_UKR_PIN_V16 TS_UKR_PIN_NONE_
 #endif
 
-#define TS_UKR_STEP_(MR_, NR_, V_, vt_, acc_, Ap_, Bp_)                                           \
+/* A k step: row i of the A column at Ap_[i * ars_] (1 in a packed panel). */
+#define TS_UKR_STEP_(MR_, NR_, V_, vt_, acc_, Ap_, ars_, Bp_)                                    \
   do {                                                                                         \
     vt_ b_[(NR_) / (V_)];                                                                      \
     _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / (V_); j_++) b_[j_] =                 \
@@ -537,18 +541,14 @@ ts_ukr_store_edge_(const float *t, int64_t NR, float *restrict C, int64_t ldc, i
       _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / (V_); j_++) TS_UKR_PIN_(V_, b_[j_]); \
     _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                                \
     {                                                                                          \
-      vt_ a_ = -(vt_){0} + (Ap_)[i_]; /* -0 + x == x: folds to a broadcast */                                                           \
+      vt_ a_ = -(vt_){0} + (Ap_)[i_ * (ars_)]; /* -0 + x == x: folds to a broadcast */          \
       _Pragma("GCC unroll 8") for (int j_ = 0; j_ < (NR_) / (V_); j_++) acc_[i_][j_] +=        \
           a_ * b_[j_];                                                                         \
     }                                                                                          \
   } while (0)
 
-#define TS_DEFINE_UKR_F32(name, MR_, NR_, V_, UNROLL_)                                           \
-  _Static_assert((NR_) % (V_) == 0, #name ": NR must be a multiple of V");                   \
-  _Static_assert((MR_) > 0 && (UNROLL_) > 0, #name ": MR and UNROLL must be positive");      \
-  TS_UKR_LINKAGE void name(int64_t kc, const float *restrict Ap, const float *restrict Bp,     \
-                           float *restrict C, int64_t ldc, int accumulate, int64_t mr,         \
-                           int64_t nr)                                                         \
+/* The micro-kernel's body: A's row i at k is Ap[i * ars_ + k * acs_]. */
+#define TS_UKR_F32_BODY_(MR_, NR_, V_, UNROLL_, ars_, acs_)                                     \
   {                                                                                            \
     typedef float vt_ __attribute__((vector_size((V_) * sizeof(float))));                      \
     typedef float vtu_ __attribute__((vector_size((V_) * sizeof(float)), aligned(4)));          \
@@ -568,10 +568,11 @@ ts_ukr_store_edge_(const float *t, int64_t NR, float *restrict C, int64_t ldc, i
     int64_t k_ = 0;                                                                            \
     for (; k_ + (UNROLL_) <= kc; k_ += (UNROLL_)) {                                            \
       _Pragma("GCC unroll 16") for (int u_ = 0; u_ < (UNROLL_); u_++)                          \
-          TS_UKR_STEP_(MR_, NR_, V_, vt_, acc_, Ap + (k_ + u_) * (MR_), Bp + (k_ + u_) * (NR_)); \
+          TS_UKR_STEP_(MR_, NR_, V_, vt_, acc_, Ap + (k_ + u_) * (acs_), ars_,                 \
+                       Bp + (k_ + u_) * (NR_));                                                \
     }                                                                                          \
     for (; k_ < kc; k_++)                                                                      \
-      TS_UKR_STEP_(MR_, NR_, V_, vt_, acc_, Ap + k_ * (MR_), Bp + k_ * (NR_));                 \
+      TS_UKR_STEP_(MR_, NR_, V_, vt_, acc_, Ap + k_ * (acs_), ars_, Bp + k_ * (NR_));         \
     if (mr == (MR_) && nr == (NR_)) {                                                          \
       _Pragma("GCC unroll 16") for (int i_ = 0; i_ < (MR_); i_++)                              \
       {                                                                                        \
@@ -586,7 +587,31 @@ ts_ukr_store_edge_(const float *t, int64_t NR, float *restrict C, int64_t ldc, i
       memcpy(t_, acc_, sizeof t_);                                                             \
       ts_ukr_store_edge_(t_, (NR_), C, ldc, accumulate, mr, nr);                               \
     }                                                                                          \
-  }                                                                                            \
+  }
+
+#define TS_UKR_F32_ASSERTS_(name, MR_, NR_, V_, UNROLL_)                                       \
+  _Static_assert((NR_) % (V_) == 0, #name ": NR must be a multiple of V");                   \
+  _Static_assert((MR_) > 0 && (UNROLL_) > 0, #name ": MR and UNROLL must be positive")
+
+#define TS_DEFINE_UKR_F32(name, MR_, NR_, V_, UNROLL_)                                           \
+  TS_UKR_F32_ASSERTS_(name, MR_, NR_, V_, UNROLL_);                                            \
+  TS_UKR_LINKAGE void name(int64_t kc, const float *restrict Ap, const float *restrict Bp,     \
+                           float *restrict C, int64_t ldc, int accumulate, int64_t mr,         \
+                           int64_t nr)                                                         \
+  TS_UKR_F32_BODY_(MR_, NR_, V_, UNROLL_, 1, (MR_))                                            \
+  _Static_assert(1, "swallow the semicolon")
+
+/* The same with A read in place: a row-major f32 matrix whose row stride LDA_ is a constant
+ * (attention's probabilities, row by row as the softmax leaves them), not a packed panel. All
+ * MR rows are read, the results of those past mr dropped. */
+#define TS_DECLARE_UKR_F32_RA(name, MR_, NR_, V_, UNROLL_, LDA_)                                 \
+  TS_DECLARE_UKR_F32(name, MR_, NR_, V_, UNROLL_)
+#define TS_DEFINE_UKR_F32_RA(name, MR_, NR_, V_, UNROLL_, LDA_)                                  \
+  TS_UKR_F32_ASSERTS_(name, MR_, NR_, V_, UNROLL_);                                            \
+  TS_UKR_LINKAGE void name(int64_t kc, const float *restrict Ap, const float *restrict Bp,     \
+                           float *restrict C, int64_t ldc, int accumulate, int64_t mr,         \
+                           int64_t nr)                                                         \
+  TS_UKR_F32_BODY_(MR_, NR_, V_, UNROLL_, (LDA_), 1)                                           \
   _Static_assert(1, "swallow the semicolon")
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1085,6 +1110,20 @@ TS_DEFINE_PACK_BLOCKS_(bf16, uint16_t);
 TS_DEFINE_PACK_BLOCKS_(f16, uint16_t);
 TS_DEFINE_PACK_BLOCKS_(e4m3, uint8_t);
 TS_DEFINE_PACK_BLOCKS_(e5m2, uint8_t);
+
+/* A K-major B block ([N, K], row stride ldb) packs as an A block does: each of its rows is a
+ * column of the panels, NR rows to a panel. Attention's Q K^T takes K so, its rows the keys. */
+#define TS_DEFINE_PACK_BT_BLOCK_(SUFFIX, T)                                                    \
+  static inline void ts_pack_bt_block_##SUFFIX(const T *B, int64_t ldb, int64_t kc, int64_t nc, \
+                                               int64_t NR, float *restrict Bp)                 \
+  {                                                                                            \
+    ts_pack_a_block_##SUFFIX(B, ldb, nc, kc, NR, Bp);                                          \
+  }                                                                                            \
+  _Static_assert(1, "swallow the semicolon")
+
+TS_DEFINE_PACK_BT_BLOCK_(f32, float);
+TS_DEFINE_PACK_BT_BLOCK_(bf16, uint16_t);
+TS_DEFINE_PACK_BT_BLOCK_(f16, uint16_t);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Output conversion                                                                            */
@@ -1943,6 +1982,12 @@ ts_vf_exp_fast_sub(ts_vf x, float m)
   X(ts_pack_b_block_e4m3, (const uint8_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,      \
                            float *restrict p), (b, ld, kc, nc, nr, p))                           \
   X(ts_pack_b_block_e5m2, (const uint8_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,      \
+                           float *restrict p), (b, ld, kc, nc, nr, p))                           \
+  X(ts_pack_bt_block_f32, (const float *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,        \
+                           float *restrict p), (b, ld, kc, nc, nr, p))                           \
+  X(ts_pack_bt_block_bf16, (const uint16_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,    \
+                            float *restrict p), (b, ld, kc, nc, nr, p))                          \
+  X(ts_pack_bt_block_f16, (const uint16_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,     \
                            float *restrict p), (b, ld, kc, nc, nr, p))                           \
   X(ts_pack_bt_block_e4m3, (const uint8_t *b, int64_t ld, int64_t kc, int64_t nc, int64_t nr,     \
                             float *restrict p), (b, ld, kc, nc, nr, p))                          \

@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""torch_rows.py — PyTorch CPU's row ops, timed on request: the anchor bench/cpu_rows runs
-beside our kernels (benchmark only; the product never uses PyTorch).
+"""torch_ops.py — PyTorch CPU's counterparts of our ops, timed on request: the anchor
+bench/cpu_rows and bench/cpu_attention run beside our kernels (benchmark only; the product never
+uses PyTorch).
 
-    python3 bench/torch_rows.py --op softmax_safe --dtype bf16 --m 4096 --n 4096 --threads 1
+    python3 bench/torch_ops.py --op softmax_safe --dtype bf16 --shape M=4096,N=4096 --threads 1
+    python3 bench/torch_ops.py --op flash_attention_causal --dtype bf16 \
+        --shape B=1,H=8,S=1024,D=64
 
 Prints one line, "ready <what was chosen>", or "skip <why>" and exits. Then, for each line K
 read from stdin, runs the op K times and prints the median wall time of one call in
-nanoseconds. cpu_rows alternates these requests with its own rounds, so both see the machine
-at the same moments.
+nanoseconds. The benchmark alternates these requests with its own rounds, so both see the
+machine at the same moments.
 
 PyTorch at its best: where an op has an out= form (softmax, layernorm), both it and the
 allocating call are timed during warm-up and the faster is kept (a fresh 32-64 MiB output a
-call costs page faults that a framework's caller may avoid). Inputs are those cpu_rows uses:
-X uniform in the op's range, gamma and beta near 1 and 0."""
+call costs page faults that a framework's caller may avoid). Inputs are those our ops use: X
+uniform in the op's range, gamma and beta near 1 and 0; attention's Q and K uniform in [-2, 2],
+V in [-1, 1], [B*H, S, D] as [B, H, S, D], through F.scaled_dot_product_attention (its fused
+CPU flash-attention kernel)."""
 import argparse
 import statistics
 import sys
@@ -23,8 +28,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--op", required=True)
     ap.add_argument("--dtype", required=True)
-    ap.add_argument("--m", type=int, required=True)
-    ap.add_argument("--n", type=int, required=True)
+    ap.add_argument("--shape", required=True, help="our dims, e.g. M=4096,N=4096")
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
     try:
@@ -38,14 +42,24 @@ def main():
         print(f"skip no PyTorch dtype for {a.dtype}", flush=True)
         return 0
     torch.set_num_threads(a.threads)
-    M, N = a.m, a.n
+    dims = {k: int(v) for k, v in (kv.split("=") for kv in a.shape.split(","))}
+    aten = torch.ops.aten
+    F = torch.nn.functional
+    if a.op.startswith("flash_attention"):
+        B, H, S, D = dims["B"], dims["H"], dims["S"], dims["D"]
+        q = torch.empty(B, H, S, D, dtype=dt).uniform_(-2.0, 2.0)
+        k = torch.empty(B, H, S, D, dtype=dt).uniform_(-2.0, 2.0)
+        v = torch.empty(B, H, S, D, dtype=dt).uniform_(-1.0, 1.0)
+        causal = a.op == "flash_attention_causal"
+        forms = {"F.scaled_dot_product_attention":
+                     lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)}
+        return run(torch, a, forms)
+    M, N = dims["M"], dims["N"]
     lo, hi = (-4.0, 4.0) if a.op == "softmax_safe" else (-1.0, 3.0) if a.op == "layernorm_safe" else (-1.0, 1.0)
     x = torch.empty(M, N, dtype=dt).uniform_(lo, hi)
     y = torch.empty_like(x)
     g = torch.empty(N, dtype=dt).uniform_(0.5, 1.5)
     b = torch.empty(N, dtype=dt).uniform_(-0.5, 0.5)
-    aten = torch.ops.aten
-    F = torch.nn.functional
     if a.op == "softmax_safe":
         forms = {"torch.softmax": lambda: torch.softmax(x, -1),
                  "aten._softmax.out": lambda: aten._softmax.out(x, -1, False, out=y)}
@@ -60,7 +74,11 @@ def main():
     else:
         print(f"skip no PyTorch counterpart of {a.op}", flush=True)
         return 0
+    return run(torch, a, forms)
 
+
+def run(torch, a, forms):
+    """Warms up every form, keeps the fastest, says "ready" and serves the timing requests."""
     def sample(f, k):
         s = []
         for _ in range(k):

@@ -1,0 +1,26 @@
+/* bench-torch.h — PyTorch CPU as a benchmark's anchor: bench/torch_ops.py in a helper process
+ * that times `calls` calls of the op whenever asked, so that the benchmark can alternate its own
+ * rounds with PyTorch's and both see the machine at the same moments. cpu_rows and
+ * cpu_attention share it. */
+#pragma once
+
+#include <gio/gio.h>
+
+typedef struct {
+  GSubprocess *proc;
+  GDataInputStream *out;
+  char *what; /* the "ready" line: the form and PyTorch build chosen, or why it was skipped */
+} BenchTorch;
+
+/* Starts the helper for op on shape (our dims, "M=4096,N=4096") in dtype on `threads` threads;
+ * FALSE, with t->what saying why, where it cannot give an anchor. */
+gboolean bench_torch_start(BenchTorch *t, const char *python, const char *op, const char *dtype,
+                           const char *shape, gint threads);
+
+/* The median ns of `calls` calls, or NAN where the helper has gone. */
+double bench_torch_sample(BenchTorch *t, guint calls);
+
+void bench_torch_clear(BenchTorch *t);
+
+/* --python's default: $TS_BENCH_PYTHON, else python3. */
+const char *bench_torch_default_python(void);
