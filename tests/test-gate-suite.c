@@ -365,11 +365,13 @@ test_bench_suite(void)
   g_assert_no_error(error);
   g_assert_cmpstr(suite->name, ==, "gate");
   g_assert_cmpstr(suite->backend, ==, "cpu");
-  g_assert_cmpuint(suite->workloads->len, ==, 5);
-  static const char *const ops[] = {"gemm", "gemm", "softmax_safe", "layernorm_safe", "saxpy"};
+  static const char *const ops[] = {"gemm",  "gemm",  "softmax_safe", "layernorm_safe",
+                                    "saxpy", "flash_attention_causal"};
+  g_assert_cmpuint(suite->workloads->len, ==, G_N_ELEMENTS(ops));
   for (guint i = 0; i < G_N_ELEMENTS(ops); i++)
     g_assert_cmpstr(workload(suite, i)->op, ==, ops[i]);
   g_assert_cmpstr(workload(suite, 1)->dtype, ==, "bf16 @accum(f32)");
+  g_assert_cmpstr(workload(suite, 5)->dtype, ==, "bf16 @accum(f32)");
 }
 
 /* ---- verdicts ---- */
