@@ -51,6 +51,14 @@ bench_sweep(TsOpInstance *inst, TsBackend *backend, TsSchedSpace *space, gint64 
   return g_steal_pointer(&all);
 }
 
+guint
+bench_round_calls(const GArray *candidates)
+{
+  if (candidates == NULL || candidates->len == 0)
+    return 3;
+  return CLAMP(g_array_index(candidates, BenchCandidate, 0).samples, 3, 15);
+}
+
 gboolean
 bench_point_matches(const TsSchedPoint *point, const TsSchedPoint *only)
 {

@@ -21,6 +21,10 @@ typedef struct {
 GArray *bench_sweep(TsOpInstance *inst, TsBackend *backend, TsSchedSpace *space, gint64 threads,
                     const TsRunOptions *options, const char *who, GError **error);
 
+/* Launches a round for the finals and the anchors' rounds: about as many as the fastest
+ * candidate's sweep run took, 3 to 15 (3 without candidates). */
+guint bench_round_calls(const GArray *candidates);
+
 /* Whether every knob `only` sets (NULL: none) has the same value in point. */
 gboolean bench_point_matches(const TsSchedPoint *point, const TsSchedPoint *only);
 

@@ -182,10 +182,7 @@ main(int argc, char **argv)
       ts_run_options_init(&opt);
       opt.target_ms = 400;
       g_autoptr(GArray) cands = bench_sweep(inst, backend, space, -1, &opt, "cpu_gemm", &error);
-      /* About as many calls a round as the fastest point's sweep run took, at least 3. */
-      guint calls = cands && cands->len
-                        ? MAX(3, MIN(g_array_index(cands, BenchCandidate, 0).samples, 15))
-                        : 3;
+      guint calls = bench_round_calls(cands);
       g_autofree char *best_pt =
           cands ? bench_final_pick(inst, backend, cands, NULL, calls, &error) : NULL;
       if (error) {

@@ -227,10 +227,7 @@ main(int argc, char **argv)
       opt.target_ms = 200;
       g_autoptr(GArray) cands =
           space ? bench_sweep(inst, backend, space, threads, &opt, "cpu_rows", &error) : NULL;
-      /* About as many calls a round as the fastest point's sweep run took, at least 3. */
-      guint calls = cands && cands->len
-                        ? MAX(3, MIN(g_array_index(cands, BenchCandidate, 0).samples, 15))
-                        : 3;
+      guint calls = bench_round_calls(cands);
       g_autofree char *best_pt = NULL, *alt_pt = NULL;
       if (cands && (best_pt = bench_final_pick(inst, backend, cands, NULL, calls, &error)) &&
           only)

@@ -472,8 +472,8 @@ rows_cpu(const TsCostTarget *t, TsCostWork *w, const TsOpRowWork *rw)
 
 /* The online softmax per score, in exps of the kernels' exp_fast (or exp, f32) at the point's
  * width: its exp and the max, sum and store passes around it (Zen 3, one core, 4 x 1024^2 x 64
- * bf16: the kernel less its softmax ran 2.0-2.5 ms faster at every key tile of 32 to 128, about
- * 2 exps a score at 4.06 G exp_fast/s), and per row and key tile the reductions' ends and the
+ * bf16: the kernel less its softmax ran 1.5-2.6 ms faster at key tiles of 32, 64 and 128, 2.1
+ * on average, 2 exps a score at 4.06 G exp_fast/s), and per row and key tile the reductions' ends and the
  * branch. */
 #define ATTN_EXPS_PER_SCORE 2.0
 #define ATTN_EXPS_PER_ROW_TILE 8.0

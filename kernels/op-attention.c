@@ -703,10 +703,10 @@ attn_lower_cuda(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKerne
   "block(m=128,n=64).warps(8).stages(2).mma(\"sync\").schedule(\"coop\").persistent(0)"             \
   ".epilogue(\"direct\")"
 
-/* The micro-tiles are gemm's (MR * NR / vector accumulators within the registers); a key
- * tile is whole K panels. */
+/* The micro-tiles are gemm's (MR * NR / vector accumulators within the registers: 12 and 14
+ * rows for AVX-512's 32, or for 8-wide columns on AVX2); a key tile is whole K panels. */
 #define ATTN_CPU_SPACE                                                                         \
-  "block(m=[32,48,64,96,128], n=[32,48,64,96,128]).micro(m=[4,6,8], n=[8,16,24,32])"           \
+  "block(m=[32,48,64,96,128], n=[32,48,64,96,128]).micro(m=[4,6,8,12,14], n=[8,16,24,32])"     \
   ".vector([4,8,16]).threads([1,2])"                                                           \
   ".where(NR % vector == 0, vector <= simd_floats, BN % NR == 0,"                              \
   " MR * NR / vector <= vector_registers)"
