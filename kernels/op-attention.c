@@ -178,7 +178,9 @@ attn_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   ts_tile_node_add_view(init, "l0", "Ls", "0");
   init = ts_tile_map(qt, "o0", "0.0f", "mc * D");
   ts_tile_node_add_view(init, "o0", "Ot", "0");
-  /* The rows of P past the tile's last, up to its last micro-tile's, are read as zeros. */
+  /* The rows of P past the tile's last, up to its last micro-tile's, are read (their results
+   * dropped): zeros, rather than whatever the buffer held, which may be denormals, slow on
+   * some cores. */
   init = ts_tile_map(qt, "s0", "0.0f", "((mc + MR - 1) / MR * MR - mc) * BN");
   ts_tile_node_add_view(init, "s0", "St", "mc * BN");
 
