@@ -481,7 +481,9 @@ rows_cpu(const TsCostTarget *t, TsCostWork *w, const TsOpRowWork *rw)
 /* A task is BM query rows of one head (a worker packs each head's K and V once, as f32 panels,
  * and keeps them in its cache: 2 S D floats): per key tile of BN keys, S = Q K^T and O += P V
  * on the micro-kernel (the causal op's key tiles up to the task's last row, the diagonal one
- * whole; micro-tiles padded to MR x NR), and the online softmax between them. Its exps' time
+ * counted whole, though the kernel skips its Q K^T micro-tiles past every row's diagonal: 2-3%
+ * of a causal kernel at 96 x 96; micro-tiles padded to MR x NR), and the online softmax between
+ * them. Its exps' time
  * counts as FLOPs at the micro-kernel's efficiency. */
 static void
 attn_cpu(const TsCostTarget *t, TsCostWork *w)
