@@ -51,14 +51,6 @@ bench_sweep(TsOpInstance *inst, TsBackend *backend, TsSchedSpace *space, gint64 
   return g_steal_pointer(&all);
 }
 
-guint
-bench_round_calls(const GArray *candidates)
-{
-  if (candidates == NULL || candidates->len == 0)
-    return 3;
-  return CLAMP(g_array_index(candidates, BenchCandidate, 0).samples, 3, 15);
-}
-
 gboolean
 bench_point_matches(const TsSchedPoint *point, const TsSchedPoint *only)
 {
@@ -141,4 +133,21 @@ bench_final_pick(TsOpInstance *inst, TsBackend *backend, GArray *candidates,
     g_clear_pointer(&modules[i - 1], ts_module_free);
   }
   return result;
+}
+
+char *
+bench_best_point(TsOpInstance *inst, TsBackend *backend, TsSchedSpace *space, gint64 threads,
+                 double target_ms, const char *who, guint *calls, GArray **candidates,
+                 GError **error)
+{
+  TsRunOptions opt;
+  ts_run_options_init(&opt);
+  opt.target_ms = target_ms;
+  g_autoptr(GArray) cands = bench_sweep(inst, backend, space, threads, &opt, who, error);
+  *calls = cands && cands->len ? CLAMP(g_array_index(cands, BenchCandidate, 0).samples, 3, 15)
+                               : 3;
+  char *best = cands ? bench_final_pick(inst, backend, cands, NULL, *calls, error) : NULL;
+  if (candidates)
+    *candidates = g_steal_pointer(&cands);
+  return best;
 }

@@ -21,10 +21,6 @@ typedef struct {
 GArray *bench_sweep(TsOpInstance *inst, TsBackend *backend, TsSchedSpace *space, gint64 threads,
                     const TsRunOptions *options, const char *who, GError **error);
 
-/* Launches a round for the finals and the anchors' rounds: about as many as the fastest
- * candidate's sweep run took, 3 to 15 (3 without candidates). */
-guint bench_round_calls(const GArray *candidates);
-
 /* Whether every knob `only` sets (NULL: none) has the same value in point. */
 gboolean bench_point_matches(const TsSchedPoint *point, const TsSchedPoint *only);
 
@@ -43,3 +39,11 @@ TsOpTimer *bench_point_timer(TsOpInstance *inst, TsBackend *backend, const TsSch
 #define BENCH_FINAL_ROUNDS 3
 char *bench_final_pick(TsOpInstance *inst, TsBackend *backend, GArray *candidates,
                        const TsSchedPoint *only, guint calls, GError **error);
+
+/* Both in one: the sweep of space (bench_sweep, each point timed to about target_ms) and the
+ * finals over all of it. *calls: the launches a round the finals took, about as many as the
+ * fastest candidate's sweep run, 3 to 15; the benchmark's own rounds use it too. *candidates
+ * (if not NULL): the sweep's, for more finals. NULL with error unset when no point verified. */
+char *bench_best_point(TsOpInstance *inst, TsBackend *backend, TsSchedSpace *space,
+                       gint64 threads, double target_ms, const char *who, guint *calls,
+                       GArray **candidates, GError **error);

@@ -148,14 +148,9 @@ main(int argc, char **argv)
         g_printerr("cpu_attention: %s\n", error->message);
         return 2;
       }
-      TsRunOptions opt;
-      ts_run_options_init(&opt);
-      opt.target_ms = 200;
-      g_autoptr(GArray) cands = bench_sweep(inst, backend, space, threads, &opt, "cpu_attention",
-                                            &error);
-      guint calls = bench_round_calls(cands);
-      g_autofree char *best_pt =
-        cands ? bench_final_pick(inst, backend, cands, NULL, calls, &error) : NULL;
+      guint calls;
+      g_autofree char *best_pt = bench_best_point(inst, backend, space, threads, 200,
+                                                  "cpu_attention", &calls, NULL, &error);
       if (error) {
         g_printerr("cpu_attention: %s\n", error->message);
         return 3;

@@ -178,13 +178,9 @@ main(int argc, char **argv)
         g_printerr("cpu_gemm: %s\n", error->message);
         return 2;
       }
-      TsRunOptions opt;
-      ts_run_options_init(&opt);
-      opt.target_ms = 400;
-      g_autoptr(GArray) cands = bench_sweep(inst, backend, space, -1, &opt, "cpu_gemm", &error);
-      guint calls = bench_round_calls(cands);
+      guint calls;
       g_autofree char *best_pt =
-          cands ? bench_final_pick(inst, backend, cands, NULL, calls, &error) : NULL;
+        bench_best_point(inst, backend, space, -1, 400, "cpu_gemm", &calls, NULL, &error);
       if (error) {
         g_printerr("cpu_gemm: %s\n", error->message);
         return 3;

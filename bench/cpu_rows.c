@@ -222,16 +222,14 @@ main(int argc, char **argv)
         return 2;
       }
       g_autoptr(TsSchedSpace) space = ts_op_instance_space(inst, "cpu", NULL, &error);
-      TsRunOptions opt;
-      ts_run_options_init(&opt);
-      opt.target_ms = 200;
-      g_autoptr(GArray) cands =
-          space ? bench_sweep(inst, backend, space, threads, &opt, "cpu_rows", &error) : NULL;
-      guint calls = bench_round_calls(cands);
-      g_autofree char *best_pt = NULL, *alt_pt = NULL;
-      if (cands && (best_pt = bench_final_pick(inst, backend, cands, NULL, calls, &error)) &&
-          only)
-        alt_pt = bench_final_pick(inst, backend, cands, only, calls, &error);
+      guint calls = 3;
+      g_autoptr(GArray) cands = NULL;
+      g_autofree char *best_pt =
+        space ? bench_best_point(inst, backend, space, threads, 200, "cpu_rows", &calls, &cands,
+                                 &error)
+              : NULL;
+      g_autofree char *alt_pt =
+        best_pt && only ? bench_final_pick(inst, backend, cands, only, calls, &error) : NULL;
       if (error) {
         g_printerr("cpu_rows: %s\n", error->message);
         return 3;

@@ -480,10 +480,13 @@ ts_exp_fast_sub_f32(float x, float m)
 #endif
 #define TS_UKR_SHARED_ __attribute__((visibility("hidden")))
 
+/* The f32 micro-kernels' parameters, packed or _RA. */
+#define TS_UKR_F32_PARAMS_                                                                     \
+  (int64_t kc, const float *restrict Ap, const float *restrict Bp, float *restrict C,           \
+   int64_t ldc, int accumulate, int64_t mr, int64_t nr)
+
 #define TS_DECLARE_UKR_F32(name, MR_, NR_, V_, UNROLL_)                                          \
-  TS_UKR_SHARED_ void name(int64_t kc, const float *restrict Ap, const float *restrict Bp,     \
-                           float *restrict C, int64_t ldc, int accumulate, int64_t mr,         \
-                           int64_t nr)
+  TS_UKR_SHARED_ void name TS_UKR_F32_PARAMS_
 
 #ifndef TS_UKR_PREFETCH_C
 #define TS_UKR_PREFETCH_C 1 /* touch the C tile's lines before the k loop so the stores hit */
@@ -595,9 +598,7 @@ ts_ukr_store_edge_(const float *t, int64_t NR, float *restrict C, int64_t ldc, i
 
 #define TS_DEFINE_UKR_F32(name, MR_, NR_, V_, UNROLL_)                                           \
   TS_UKR_F32_ASSERTS_(name, MR_, NR_, V_, UNROLL_);                                            \
-  TS_UKR_LINKAGE void name(int64_t kc, const float *restrict Ap, const float *restrict Bp,     \
-                           float *restrict C, int64_t ldc, int accumulate, int64_t mr,         \
-                           int64_t nr)                                                         \
+  TS_UKR_LINKAGE void name TS_UKR_F32_PARAMS_                                                  \
   TS_UKR_F32_BODY_(MR_, NR_, V_, UNROLL_, 1, (MR_))                                            \
   _Static_assert(1, "swallow the semicolon")
 
@@ -608,9 +609,7 @@ ts_ukr_store_edge_(const float *t, int64_t NR, float *restrict C, int64_t ldc, i
   TS_DECLARE_UKR_F32(name, MR_, NR_, V_, UNROLL_)
 #define TS_DEFINE_UKR_F32_RA(name, MR_, NR_, V_, UNROLL_, LDA_)                                  \
   TS_UKR_F32_ASSERTS_(name, MR_, NR_, V_, UNROLL_);                                            \
-  TS_UKR_LINKAGE void name(int64_t kc, const float *restrict Ap, const float *restrict Bp,     \
-                           float *restrict C, int64_t ldc, int accumulate, int64_t mr,         \
-                           int64_t nr)                                                         \
+  TS_UKR_LINKAGE void name TS_UKR_F32_PARAMS_                                                  \
   TS_UKR_F32_BODY_(MR_, NR_, V_, UNROLL_, (LDA_), 1)                                           \
   _Static_assert(1, "swallow the semicolon")
 
