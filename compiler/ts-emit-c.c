@@ -573,6 +573,16 @@ emit_reduce_loop(Emitter *e, const TsTileNode *n, gboolean is_max, const char *v
   line(e, "}");
 }
 
+/* Opens the scalar loop over the columns a vector loop left (fewer than two vectors' worth),
+ * kept scalar by TS_SCALAR_TAIL_ (ts_cpu_prims.h says what vectorizing it cost). */
+static void
+emit_scalar_tail(Emitter *e, const TsTileNode *n)
+{
+  line(e, "for (; j < (%s); j++) {", n->hi);
+  e->depth++;
+  line(e, "TS_SCALAR_TAIL_(j);");
+}
+
 static void emit_reduce_tail(Emitter *e, const TsTileNode *n, gboolean is_max,
                              const char *sexpr);
 
@@ -647,8 +657,7 @@ emit_reduce(Emitter *e, const TsTileNode *n)
 static void
 emit_reduce_tail(Emitter *e, const TsTileNode *n, gboolean is_max, const char *sexpr)
 {
-  line(e, "for (; j < (%s); j++) {", n->hi);
-  e->depth++;
+  emit_scalar_tail(e, n);
   emit_view_loads(e, n, n->expr, NULL, FALSE);
   line(e, is_max ? "acc = fmaxf(acc, %s);" : "acc += %s;", sexpr);
   e->depth--;
@@ -684,8 +693,7 @@ emit_softmax_online(Emitter *e, const TsTileNode *n)
   line(e, "float ms = ts_vf_hmax(mv), ls = 0.0f;");
   line(e, "if (j > 0)");
   line(e, "  ls = ts_vf_hsum(lv * ts_vf_exp(mv - ms));");
-  line(e, "for (; j < (%s); j++) {", n->hi);
-  e->depth++;
+  emit_scalar_tail(e, n);
   emit_view_loads(e, n, n->expr, NULL, FALSE);
   line(e, "const float v = %s;", sexpr);
   line(e, "const float mn = fmaxf(ms, v), mf = fmaxf(mn, -0x1.fffffep+127f);");
@@ -874,8 +882,7 @@ emit_map(Emitter *e, const TsTileNode *n)
                : "float ts_car%u_s = ts_vf_hsum(ts_car%u_0 + ts_car%u_1);",
            c, c, c);
   }
-  line(e, "for (; j < (%s); j++) {", n->hi);
-  e->depth++;
+  emit_scalar_tail(e, n);
   emit_view_loads(e, n, all, NULL, FALSE);
   line(e, "const float ts_v_ = %s;", sexpr);
   if (n->var)

@@ -22,7 +22,7 @@ G_BEGIN_DECLS
 
 /* Version of the kernel generators (lowerings + emitters + primitive libraries): part of every
  * schedule-cache key, bumped whenever generated code for the same point can change speed. */
-#define TS_OP_EMIT_VERSION "tessera-kgen-6"
+#define TS_OP_EMIT_VERSION "tessera-kgen-7"
 
 #define TS_OP_ERROR (ts_op_error_quark())
 GQuark ts_op_error_quark(void);
