@@ -480,11 +480,10 @@ rows_cpu(const TsCostTarget *t, TsCostWork *w, const TsOpRowWork *rw)
 
 /* A task is BM query rows of one head (a worker packs each head's K and V once, as f32 panels,
  * and keeps them in its cache: 2 S D floats): per key tile of BN keys, S = Q K^T and O += P V
- * on the micro-kernel (the causal op's key tiles up to the task's last row, the diagonal one
- * counted whole, though the kernel skips its Q K^T micro-tiles past every row's diagonal: 2-3%
- * of a causal kernel at 96 x 96; micro-tiles padded to MR x NR), and the online softmax between
- * them. Its exps' time
- * counts as FLOPs at the micro-kernel's efficiency. */
+ * on the micro-kernel, micro-tiles padded to MR x NR, and the online softmax between them. The
+ * causal op's micro-row of MR queries takes the keys up to its last row's diagonal in both
+ * products (the kernel's skips: Q K^T micro-tiles past it, P V's keys past it), and a row's
+ * softmax its own keys. The exps' time counts as FLOPs at the micro-kernel's efficiency. */
 static void
 attn_cpu(const TsCostTarget *t, TsCostWork *w)
 {
@@ -499,11 +498,13 @@ attn_cpu(const TsCostTarget *t, TsCostWork *w)
   w->balance = balance(w->units, T);
   double gemm = 0, scores = 0, row_tiles = 0, kv_keys = 0;
   for (double q = 0; q < n_qt; q++) {
-    double mc = MIN(BM, S - q * BM), keys = causal ? q * BM + mc : S;
-    double rows = cdiv(mc, MR) * MR, full = floor(keys / BN);
-    double cols = full * cdiv(BN, NR) * NR + cdiv(keys - full * BN, NR) * NR;
-    gemm += 2 * rows * cols * D + 2 * rows * cdiv(D, NR) * NR * keys;
-    scores += mc * keys;
+    double q0 = q * BM, mc = MIN(BM, S - q0), keys = causal ? q0 + mc : S;
+    /* BN is a multiple of NR: only the last key tile's last micro-tile is partial. */
+    for (double ir = 0; ir < mc; ir += MR) {
+      double need = causal ? MIN(keys, q0 + ir + MR) : keys;
+      gemm += 2 * MR * cdiv(need, NR) * NR * D + 2 * MR * cdiv(D, NR) * NR * need;
+    }
+    scores += causal ? mc * q0 + mc * (mc + 1) / 2 : mc * keys;
     row_tiles += mc * cdiv(keys, BN);
     kv_keys += keys;
   }

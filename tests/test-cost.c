@@ -595,6 +595,66 @@ check_space(const char *op, const char *shape, const char *dtype, const char *ba
   g_assert_cmpuint(n, >, 0);
 }
 
+/* The CPU attention's products as the kernel runs them, micro-tile by micro-tile: the causal
+ * op's Q K^T micro-tiles up to each micro-row's last diagonal, its P V keys likewise. */
+static double
+attention_cpu_product_flops(gboolean causal, double S, double D, double BM, double BN, double MR,
+                            double NR)
+{
+  double f = 0;
+  for (double q0 = 0; q0 < S; q0 += BM) {
+    double mc = MIN(BM, S - q0), nk = causal ? q0 + mc : S;
+    for (double kt = 0; kt < nk; kt += BN) {
+      double nc = MIN(BN, nk - kt);
+      for (double ir = 0; ir < mc; ir += MR) {
+        for (double jr = 0; jr < nc; jr += NR)
+          if (!causal || kt + jr < q0 + ir + MR)
+            f += 2 * MR * NR * D;
+        if (!causal || kt < q0 + ir + MR)
+          f += 2 * MR * ceil(D / NR) * NR * (causal ? MIN(nc, q0 + ir + MR - kt) : nc);
+      }
+    }
+  }
+  return f;
+}
+
+static double
+knob(const TsSchedPoint *p, const char *name)
+{
+  return (double)ts_sched_point_get_int(p, name, 0);
+}
+
+/* The analytic work of CPU attention is what the kernel computes: its exps made free (a rate
+ * beyond any), the work beyond the op's FLOPs (work.pad_waste) is the padded products'. */
+static void
+test_cpu_attention_work(void)
+{
+  g_autoptr(TsProfCeilings) c = cpu_ceilings();
+  ts_prof_ceilings_set(c, "exp_fast", TS_PROF_RATE, 1e12, 1e12);
+  const char *pts[] = {"block(m=96,n=96).micro(m=6,n=16).vector(8).threads(2)",
+                       "block(m=64,n=128).micro(m=4,n=16).vector(8).threads(1)",
+                       "block(m=48,n=32).micro(m=14,n=8).vector(8).threads(2)"};
+  for (int causal = 0; causal < 2; causal++) {
+    const char *op = causal ? "flash_attention_causal" : "flash_attention";
+    const double heads = 2;
+    g_autoptr(TsOpInstance) inst = instance(op, "B=1,H=2,S=300,D=40", "bf16");
+    g_autoptr(TsCostTarget) t = ts_cost_target_new(inst, "cpu", &cpu_dev, c);
+    int pad = feature_index(t, "work.pad_waste");
+    g_assert_cmpint(pad, >=, 0);
+    g_autofree float *f = g_new(float, ts_cost_n_features(t));
+    for (guint i = 0; i < G_N_ELEMENTS(pts); i++) {
+      g_autoptr(TsSchedPoint) p = point(pts[i]);
+      ts_cost_features(t, p, NULL, f);
+      double want = heads *
+                    attention_cpu_product_flops(causal, 300, 40, knob(p, "BM"), knob(p, "BN"),
+                                                knob(p, "MR"), knob(p, "NR")) /
+                    ts_op_instance_flops(inst);
+      g_test_message("%s %s: work / flops %.4f, the kernel's %.4f", op, pts[i], f[pad] + 1, want);
+      g_assert_cmpfloat(fabs((f[pad] + 1) / want - 1), <, 1e-3);
+    }
+  }
+}
+
 static void
 test_whole_spaces(void)
 {
@@ -628,6 +688,7 @@ main(int argc, char **argv)
   g_test_add_func("/cost/analytic/waves", test_wave_quantization);
   g_test_add_func("/cost/analytic/resources-bounds", test_resources_and_bounds);
   g_test_add_func("/cost/analytic/whole-spaces", test_whole_spaces);
+  g_test_add_func("/cost/analytic/cpu-attention-work", test_cpu_attention_work);
   g_test_add_func("/cost/analytic/kernel-gemm", test_kernel_gemm);
   g_test_add_func("/cost/analytic/kernel-rows", test_kernel_rows);
   g_test_add_func("/cost/analytic/vector-roofs", test_vector_roofs);

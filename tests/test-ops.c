@@ -547,7 +547,9 @@ test_attention_cpu_lowering(void)
   g_autofree char *src = ts_op_emit(inst, "cpu", p, &entry, &error);
   g_assert_no_error(error);
   g_assert_nonnull(strstr(src, "TS_DEFINE_UKR_F32_RA(ts_ukr_6x16_v8_u4_ra64, 6, 16, 8, 4, 64);"));
-  g_assert_nonnull(strstr(src, "ts_ukr_6x16_v8_u4_ra64(nc, St + ir * BN,"));
+  /* P V on the causal diagonal: a micro-tile's keys up to its last row's, none past them. */
+  g_assert_nonnull(strstr(src, "if (kt < q0 + ir + MR) {"));
+  g_assert_nonnull(strstr(src, "ts_ukr_6x16_v8_u4_ra64(min(nc, q0 + ir + MR - kt), St + ir * BN,"));
 
   g_autoptr(TsSchedPoint) split = ts_sched_point_parse(
     "block(m=48,n=40).micro(m=6,n=16).vector(8).threads(2)", &error);
