@@ -84,10 +84,12 @@ case "$cmd" in
     # (Without the 'cuda' suite: compiling every GPU kernel again proves nothing new about our
     # memory safety — test-cuda exercises the same NVRTC path under the sanitizers. Without
     # 'gpu-kit': it bundles release-style binaries for a GPU machine, which sanitized ones are
-    # not.)
+    # not. Without 'gate': the project's perf gate times the same kernels as above, alone on the
+    # machine for 25 s; the perfgate binary's every path runs under the sanitizers in the e2e
+    # test 'perfgate'.)
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       timed "tests (gcc, ASan+UBSan)" meson test -C build-asan --print-errorlogs \
-        --no-suite cuda --no-suite gpu-kit
+        --no-suite cuda --no-suite gpu-kit --no-suite gate
     # Built by clang 14 with ASan and UBSan (its sanitizers and warnings are not gcc's), plus
     # libFuzzer: the unit tests and the fuzz suite (each harness in tests/fuzz/ briefly, seeded
     # from the test data and with inputs nested past every depth limit). The end-to-end tests,
