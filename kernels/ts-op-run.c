@@ -298,6 +298,7 @@ new_result(TsOpInstance *inst, TsModule *module)
   r->tolerance = tolerance_of(inst);
   r->cache_hit = ts_module_from_cache(module);
   r->compile_ms = ts_module_compile_ms(module);
+  r->compile_cpu_ms = ts_module_compile_cpu_ms(module);
   r->artifact = g_strdup(ts_module_hash(module));
   r->resources = *ts_module_resources(module);
   return r;

@@ -212,6 +212,7 @@ typedef struct {
   double thread_cpu_ns, process_cpu_ns; /* medians of cpu_samples; 0 without them */
   double gflops, gbps; /* from the median */
   double compile_ms;
+  double compile_cpu_ms; /* ts_module_compile_cpu_ms; 0 when from cache */
   gboolean cache_hit;
   char *artifact;    /* module hash */
   TsModuleResources resources; /* registers, shared memory, spills (GPU); -1 when unknown */

@@ -38,6 +38,7 @@ struct _TsModule {
   char *entry;
   char *log;         /* compiler warnings, never NULL once returned */
   double compile_ms; /* 0 on a cache hit */
+  double compile_cpu_ms; /* the compiling thread's CPU and its compiler processes'; 0 likewise */
   gboolean from_cache;
   TsModuleResources resources; /* load() fills it: ts__module_resources_init(), then what
                                   the target knows */

@@ -130,6 +130,9 @@ gboolean ts_module_from_cache(const TsModule *module); /* TRUE when no compile h
 const char *ts_module_hash(const TsModule *module);    /* cache key, hex */
 const char *ts_module_log(const TsModule *module);     /* compiler warnings / link log, or "" */
 double ts_module_compile_ms(const TsModule *module);   /* 0 when from cache */
+/* CPU time of the compile: the compiling thread's and its compiler processes' (0 when from
+ * cache). Unlike compile_ms it does not grow when other work shares the cores. */
+double ts_module_compile_cpu_ms(const TsModule *module);
 const char *ts_module_entry(const TsModule *module);   /* the entry symbol it was loaded with */
 const TsModuleResources *ts_module_resources(const TsModule *module);
 

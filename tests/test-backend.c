@@ -11,7 +11,9 @@
 
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct {
@@ -95,12 +97,36 @@ run_saxpy(Fixture *f, TsModule *module)
   ts_backend_buffer_free(f->backend, bufs[1]);
 }
 
+static double
+children_cpu_ms(void)
+{
+  struct rusage ru;
+  g_assert_cmpint(getrusage(RUSAGE_CHILDREN, &ru), ==, 0);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
 static void
 test_compile_launch(Fixture *f, gconstpointer data)
 {
+  /* The compile's CPU time is its compiler processes' (the process's children meanwhile: this
+   * thread compiles alone) and at most the thread's own besides. */
+  double children0 = children_cpu_ms(), self0 = g_get_monotonic_time() / 1e3;
+  struct timespec t0;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
   g_autoptr(TsModule) module = compile_ok(f, saxpy_src, "ts_kernel");
+  struct timespec t1;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+  double children = children_cpu_ms() - children0, wall = g_get_monotonic_time() / 1e3 - self0;
+  double thread = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  double cpu = ts_module_compile_cpu_ms(module);
+  g_test_message("compile: %.1f ms wall, %.1f ms CPU (children %.1f, thread %.1f)", wall, cpu,
+                 children, thread);
   g_assert_false(ts_module_from_cache(module));
   g_assert_cmpfloat(ts_module_compile_ms(module), >, 0.0);
+  g_assert_cmpfloat(children, >, 0.0);
+  g_assert_cmpfloat(cpu, >=, children - 1.0);
+  g_assert_cmpfloat(cpu, <=, children + thread + 1.0);
   g_assert_cmpuint(strlen(ts_module_hash(module)), ==, 64);
   g_assert_nonnull(ts_module_log(module));
   run_saxpy(f, module);
@@ -146,6 +172,7 @@ test_cache_hit(Fixture *f, gconstpointer data)
   g_assert_false(ts_module_from_cache(first));
   g_assert_true(ts_module_from_cache(second));
   g_assert_cmpfloat(ts_module_compile_ms(second), ==, 0.0);
+  g_assert_cmpfloat(ts_module_compile_cpu_ms(second), ==, 0.0);
   g_assert_cmpstr(ts_module_log(second), ==, "");
   g_assert_cmpstr(ts_module_hash(first), ==, ts_module_hash(second));
   run_saxpy(f, second);

@@ -128,6 +128,7 @@ result_to_json(const TsTrialResult *r, const char *refused, TsTrace *trace, gboo
     NUM("tolerance", r->tolerance);
     STR("verification", r->verification);
     NUM("compile_ms", r->compile_ms);
+    NUM("compile_cpu_ms", r->compile_cpu_ms);
     NUM("cache_hit", r->cache_hit);
     const TsModuleResources *res = &r->resources;
     NUM("registers", res->registers);
@@ -625,6 +626,7 @@ parse_result(const char *line, TsTrace *trace, gboolean *exiting, GError **error
   r->verification =
     g_strdup(json_object_get_string_member_with_default(o, "verification", NULL));
   r->compile_ms = json_object_get_double_member_with_default(o, "compile_ms", 0);
+  r->compile_cpu_ms = json_object_get_double_member_with_default(o, "compile_cpu_ms", 0);
   r->host = g_strdup(json_object_get_string_member_with_default(o, "host", NULL));
   r->cache_hit = json_object_get_double_member_with_default(o, "cache_hit", 0) != 0;
   TsModuleResources *res = &r->resources;

@@ -183,7 +183,7 @@ typedef struct {
   char *source;
   char *entry;
   char *compile_error; /* compiler diagnostics, or the emit error */
-  double compile_ms;
+  double compile_ms, compile_cpu_ms;
   gboolean infra_failed; /* the machinery failed (I/O), not the candidate */
   TsTrialResult *result; /* measured ahead by farm_measure, or NULL */
 } Candidate;
@@ -229,6 +229,7 @@ compile_one(gpointer data, gpointer user_data)
     return;
   }
   c->compile_ms = ts_module_compile_ms(m);
+  c->compile_cpu_ms = ts_module_compile_cpu_ms(m);
 }
 
 static void
@@ -439,6 +440,8 @@ trial_metrics_json(TsOpInstance *inst, TsBackend *backend, const TsProfCeilings 
   if (r->cpu_samples && r->cpu_samples->len > 0)
     g_string_append_printf(j, ", \"thread_cpu_ns\": %.6g, \"process_cpu_ns\": %.6g",
                            r->thread_cpu_ns, r->process_cpu_ns);
+  if (r->compile_cpu_ms > 0)
+    g_string_append_printf(j, ", \"compile_cpu_ms\": %.6g", r->compile_cpu_ms);
   append_verification(j, r);
   const TsModuleResources *res = &r->resources;
   const struct { const char *name; gint v; } f[] = {
@@ -540,6 +543,8 @@ measure_trial(Loop *l, Candidate *c, GError **error)
   if (r == NULL && !measure_point(l, c->point, &r, error))
     return FALSE;
   /* Compiled by the tuner, or (a farm's candidate) by the worker that measured it. */
+  if (c->compile_ms > 0)
+    r->compile_cpu_ms = c->compile_cpu_ms;
   return store(l, c->point, r, NULL, c->compile_ms > 0 ? c->compile_ms : r->compile_ms, error);
 }
 
