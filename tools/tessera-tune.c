@@ -456,11 +456,11 @@ print_result_json(const TsOpInstance *inst, const TsSchedPoint *point, const TsT
           "\"median_ns\": %.1f, \"min_ns\": %.1f, "
           "\"max_ns\": %.1f, \"samples\": %u, \"gflops\": %.4f, \"gbps\": %.4f, "
           "\"thread_cpu_ns\": %.1f, \"process_cpu_ns\": %.1f, "
-          "\"compile_ms\": %.1f, \"message\": \"%s\"}\n",
+          "\"compile_ms\": %.1f, \"compile_cpu_ms\": %.1f, \"message\": \"%s\"}\n",
           w, p, ts_sched_point_hash(point), ts_trial_status_name(r->status),
           isfinite(r->rel_error) ? r->rel_error : -1.0, r->tolerance, v, r->median_ns, r->min_ns,
           r->max_ns, r->samples_ns->len, r->gflops, r->gbps, r->thread_cpu_ns, r->process_cpu_ns,
-          r->compile_ms, msg);
+          r->compile_ms, r->compile_cpu_ms, msg);
 }
 
 static int
@@ -517,14 +517,17 @@ cmd_run(int argc, char **argv)
     g_print("status    %s\n", ts_trial_status_name(r->status));
     if (r->verification)
       g_print("verified  %s\n", r->verification);
+    g_autofree char *compiled =
+      r->cache_hit ? g_strdup("artifact cache hit")
+                   : g_strdup_printf("compiled in %.0f ms, %.0f ms of CPU", r->compile_ms,
+                                     r->compile_cpu_ms);
     if (r->status == TS_TRIAL_OK)
       g_print("error     %.3g (bound %.0e)\n"
               "time      median %.3f ms  (min %.3f, max %.3f, %u samples)\n"
               "rate      %.2f GFLOP/s  %.2f GB/s\n"
               "compile   %s\n",
               r->rel_error, r->tolerance, r->median_ns / 1e6, r->min_ns / 1e6, r->max_ns / 1e6,
-              r->samples_ns->len, r->gflops, r->gbps,
-              r->cache_hit ? "artifact cache hit" : "compiled");
+              r->samples_ns->len, r->gflops, r->gbps, compiled);
     if (r->status == TS_TRIAL_OK && r->cpu_samples && r->cpu_samples->len > 0)
       g_print("cpu       median %.3f ms on the calling thread, %.3f ms process (%.2fx the wall "
               "time)\n",
