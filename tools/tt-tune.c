@@ -52,9 +52,7 @@ on_progress(const TsTuneProgress *p, gpointer data)
   }
 }
 
-/* A host kernel's CPU time over its wall time (median process CPU clock over the median
- * sample): about its thread count on a quiet machine; NaN for device kernels and trials stored
- * before CPU time was measured. */
+/* A number from the trial's metrics, NaN where it has none. */
 static double
 metric(const TsDbTrial *t, const char *name)
 {
@@ -69,6 +67,9 @@ metric(const TsDbTrial *t, const char *name)
   return json_object_get_double_member(o, name);
 }
 
+/* A host kernel's CPU time over its wall time (median process CPU clock over the median
+ * sample): about its thread count on a quiet machine; NaN for device kernels and trials stored
+ * before CPU time was measured. */
 static double
 cpu_per_wall(const TsDbTrial *t)
 {
