@@ -151,3 +151,32 @@ bench_best_point(TsOpInstance *inst, TsBackend *backend, TsSchedSpace *space, gi
     *candidates = g_steal_pointer(&cands);
   return best;
 }
+
+guint
+bench_ratio(const double *num, const double *den, guint n, double *median, double *lo,
+            double *hi)
+{
+  g_autofree double *ratio = g_new(double, MAX(n, 1));
+  guint k = 0;
+  for (guint r = 0; r < n; r++)
+    if (!isnan(num[r]) && !isnan(den[r]))
+      ratio[k++] = num[r] / den[r];
+  if (k == 0)
+    return 0;
+  *lo = *hi = ratio[0];
+  for (guint i = 1; i < k; i++) {
+    *lo = MIN(*lo, ratio[i]);
+    *hi = MAX(*hi, ratio[i]);
+  }
+  *median = ts_stats_median(ratio, k);
+  return k;
+}
+
+char *
+bench_ratio_text(const double *num, const double *den, guint n)
+{
+  double median, lo, hi;
+  if (bench_ratio(num, den, n, &median, &lo, &hi) == 0)
+    return NULL;
+  return g_strdup_printf("%.2f [%.2f, %.2f]", median, lo, hi);
+}

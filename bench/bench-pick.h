@@ -1,7 +1,8 @@
 /* bench-pick.h — how the CPU benchmarks choose "our best point" of a space, so that a ratio
  * against an anchor is ours at its best and not at a lucky or unlucky moment: a sweep times
  * every point once (ts_op_run), then the few fastest are timed again in interleaved rounds on
- * shared buffers and the best of those wins. cpu_gemm and cpu_rows share it. */
+ * shared buffers and the best of those wins; and the median and range of the ratios to an anchor.
+ * cpu_gemm, cpu_rows and cpu_attention share it. */
 #pragma once
 
 #include <glib.h>
@@ -47,3 +48,13 @@ char *bench_final_pick(TsOpInstance *inst, TsBackend *backend, GArray *candidate
 char *bench_best_point(TsOpInstance *inst, TsBackend *backend, TsSchedSpace *space,
                        gint64 threads, double target_ms, const char *who, guint *calls,
                        GArray **candidates, GError **error);
+
+/* The ratios num[r] / den[r] of n rounds (an anchor's time over ours: our speed over the
+ * anchor's), over the rounds where both are numbers (a PyTorch helper that went away leaves
+ * NaN): their median and range. Returns how many rounds counted; 0 leaves the outputs alone. */
+guint bench_ratio(const double *num, const double *den, guint n, double *median, double *lo,
+                  double *hi);
+
+/* The same as the benchmarks print it, "median [lowest, highest]", or NULL where no round
+ * counted. */
+char *bench_ratio_text(const double *num, const double *den, guint n);

@@ -16,9 +16,9 @@ bench_torch_clear(BenchTorch *t)
   g_clear_pointer(&t->what, g_free);
 }
 
-gboolean
-bench_torch_start(BenchTorch *t, const char *python, const char *op, const char *dtype,
-                  const char *shape, gint threads)
+static gboolean
+start(BenchTorch *t, const char *python, const char *op, const char *dtype, const char *shape,
+      gint threads)
 {
   g_autofree char *script = g_build_filename(TS_BENCH_SRCDIR, "torch_ops.py", NULL);
   g_autofree char *ts = g_strdup_printf("%d", threads);
@@ -45,6 +45,19 @@ bench_torch_start(BenchTorch *t, const char *python, const char *op, const char 
   t->what = g_strdup(line + 6);
   g_free(line);
   return TRUE;
+}
+
+gboolean
+bench_torch_start(BenchTorch *t, const char *python, const char *op, const char *dtype,
+                  const char *shape, gint threads)
+{
+  gboolean ok = FALSE;
+  if (python == NULL)
+    t->what = g_strdup("left out (--no-torch)");
+  else
+    ok = start(t, python, op, dtype, shape, threads);
+  g_print("# %s %s: PyTorch anchor%s %s\n", op, dtype, ok ? ":" : " skipped:", t->what);
+  return ok;
 }
 
 double

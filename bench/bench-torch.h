@@ -12,8 +12,9 @@ typedef struct {
   char *what; /* the "ready" line: the form and PyTorch build chosen, or why it was skipped */
 } BenchTorch;
 
-/* Starts the helper for op on shape (our dims, "M=4096,N=4096") in dtype on `threads` threads;
- * FALSE, with t->what saying why, where it cannot give an anchor. */
+/* Starts the helper for op on shape (our dims, "M=4096,N=4096") in dtype on `threads` threads
+ * (python NULL: the anchor left out, as --no-torch asks) and prints the benchmark's line that
+ * says which anchor it is; FALSE, with t->what saying why, where it cannot give one. */
 gboolean bench_torch_start(BenchTorch *t, const char *python, const char *op, const char *dtype,
                            const char *shape, gint threads);
 

@@ -51,22 +51,14 @@ static void
 report(const char *op, const char *dtype, double flops, const double *ours, const double *tor,
        guint rounds, const char *point)
 {
-  double ratio[64], tv[64], lo = INFINITY, hi = 0;
+  double tv[64];
   guint nt = 0;
-  for (guint r = 0; r < rounds; r++) {
-    if (isnan(tor[r]))
-      continue;
-    tv[nt] = tor[r];
-    ratio[nt] = tor[r] / ours[r];
-    lo = MIN(lo, ratio[nt]);
-    hi = MAX(hi, ratio[nt]);
-    nt++;
-  }
-  g_autofree char *torch_rate = NULL, *vs = NULL;
-  if (nt > 0) {
-    torch_rate = g_strdup_printf("%.1f", flops / ts_stats_median(tv, nt));
-    vs = g_strdup_printf("%.2f [%.2f, %.2f]", ts_stats_median(ratio, nt), lo, hi);
-  }
+  for (guint r = 0; r < rounds; r++)
+    if (!isnan(tor[r]))
+      tv[nt++] = tor[r];
+  g_autofree char *torch_rate = nt > 0 ? g_strdup_printf("%.1f", flops / ts_stats_median(tv, nt))
+                                       : NULL;
+  g_autofree char *vs = bench_ratio_text(tor, ours, rounds);
   g_print("%-22s %-5s %12.1f %12s %18s  %s\n", op, dtype, flops / ts_stats_median(ours, rounds),
           torch_rate ? torch_rate : "-", vs ? vs : "-", point);
 }
@@ -161,12 +153,7 @@ main(int argc, char **argv)
       }
       g_autoptr(TsSchedPoint) winner = ts_sched_point_parse(best_pt, &error);
       BenchTorch torch = {0};
-      if (no_torch)
-        torch.what = g_strdup("left out (--no-torch)");
-      else
-        bench_torch_start(&torch, python, ov[oi], dv[di], shape, threads);
-      g_print("# %s %s: PyTorch anchor%s %s\n", ov[oi], dv[di], torch.proc ? ":" : " skipped:",
-              torch.what);
+      bench_torch_start(&torch, no_torch ? NULL : python, ov[oi], dv[di], shape, threads);
       double ours[64], tor[64];
       gboolean ok = winner != NULL && interleave(inst, backend, winner, (guint)rounds, calls,
                                                  ours, &torch, tor, &error);

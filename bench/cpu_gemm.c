@@ -203,18 +203,12 @@ main(int argc, char **argv)
         g_print("%6" G_GINT64_FORMAT " %3d %10.1f %10s %6s %13s  %-44s %s\n", n, t, flops / mo,
                 "-", "-", "-", "(no anchor for this dtype)", best_pt);
       for (guint ai = 0; ai < anchors->len; ai++) {
-        double ratio[64], *an = theirs + ai * rounds;
-        for (gint r = 0; r < rounds; r++)
-          ratio[r] = an[r] / ours[r];
-        double lo = ratio[0], hi = ratio[0];
-        for (gint r = 1; r < rounds; r++) {
-          lo = MIN(lo, ratio[r]);
-          hi = MAX(hi, ratio[r]);
-        }
+        double *an = theirs + ai * rounds, median = NAN, lo = NAN, hi = NAN;
+        bench_ratio(an, ours, (guint)rounds, &median, &lo, &hi);
         g_autofree char *range = g_strdup_printf("[%.2f, %.2f]", lo, hi);
         g_print("%6" G_GINT64_FORMAT " %3d %10.1f %10.1f %6.2f %13s  %-44s %s\n", n, t,
-                flops / mo, flops / ts_stats_median(an, rounds), ts_stats_median(ratio, rounds),
-                range, gemm_anchor_name(g_ptr_array_index(anchors, ai)), best_pt);
+                flops / mo, flops / ts_stats_median(an, rounds), median, range,
+                gemm_anchor_name(g_ptr_array_index(anchors, ai)), best_pt);
       }
     }
   }

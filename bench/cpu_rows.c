@@ -248,13 +248,8 @@ main(int argc, char **argv)
       const gint64 M = ts_shape_get(sh, "M"), N = ts_shape_get(sh, "N");
       const double bytes = 2.0 * M * N * (ts_dtype_bits(ts_op_instance_dtype(inst)->storage) / 8);
       BenchTorch torch = {0};
-      if (no_torch)
-        torch.what = g_strdup("left out (--no-torch)");
-      else
-        bench_torch_start(&torch, python, ov[oi], dv[di], shape, threads);
-      g_print("# %s %s: PyTorch anchor%s %s\n", ov[oi], dv[di], torch.proc ? ":" : " skipped:",
-              torch.what);
-      double ours[64], altv[64], copy[64], tor[64], ratio[64], tratio[64], aratio[64];
+      bench_torch_start(&torch, no_torch ? NULL : python, ov[oi], dv[di], shape, threads);
+      double ours[64], altv[64], copy[64], tor[64];
       gboolean ok = winner != NULL && interleave(inst, backend, winner, alt, (gsize)(bytes / 2),
                                                  copy_threads, (guint)rounds, calls, ours, altv,
                                                  copy, &torch, tor, &error);
@@ -263,41 +258,22 @@ main(int argc, char **argv)
         g_printerr("cpu_rows: %s\n", error->message);
         return 3;
       }
-      double lo = INFINITY, hi = 0, tlo = INFINITY, thi = 0, alo = INFINITY, ahi = 0;
-      guint nt = 0;
-      for (gint r = 0; r < rounds; r++) {
-        ratio[r] = copy[r] / ours[r];
-        aratio[r] = alt ? altv[r] / ours[r] : NAN;
-        alo = MIN(alo, aratio[r]);
-        ahi = MAX(ahi, aratio[r]);
-        lo = MIN(lo, ratio[r]);
-        hi = MAX(hi, ratio[r]);
-        if (!isnan(tor[r])) {
-          tratio[nt] = tor[r] / ours[r];
-          tlo = MIN(tlo, tratio[nt]);
-          thi = MAX(thi, tratio[nt]);
-          nt++;
-        }
-      }
       double mo = ts_stats_median(ours, rounds), mc = ts_stats_median(copy, rounds);
-      g_autofree char *vs_copy = g_strdup_printf("%.2f [%.2f, %.2f]", ts_stats_median(ratio, rounds),
-                                                 lo, hi);
-      g_autofree char *torch_gbs = NULL, *vs_torch = NULL;
-      if (nt > 0) {
+      g_autofree char *vs_copy = bench_ratio_text(copy, ours, (guint)rounds);
+      g_autofree char *vs_torch = bench_ratio_text(tor, ours, (guint)rounds);
+      g_autofree char *torch_gbs = NULL;
+      if (vs_torch) {
         double tv[64];
         guint k = 0;
         for (gint r = 0; r < rounds; r++)
           if (!isnan(tor[r]))
             tv[k++] = tor[r];
         torch_gbs = g_strdup_printf("%.2f", bytes / ts_stats_median(tv, k));
-        vs_torch = g_strdup_printf("%.2f [%.2f, %.2f]", ts_stats_median(tratio, nt), tlo, thi);
       }
       g_autofree char *vs_alt = NULL;
       if (versus) {
-        g_autofree char *a = alt ? g_strdup_printf("%.2f [%.2f, %.2f]",
-                                                   ts_stats_median(aratio, rounds), alo, ahi)
-                                 : g_strdup("-");
-        vs_alt = g_strdup_printf(" %18s", a);
+        g_autofree char *a = alt ? bench_ratio_text(altv, ours, (guint)rounds) : NULL;
+        vs_alt = g_strdup_printf(" %18s", a ? a : "-");
       }
       g_print("%-15s %-5s %9.2f %9.2f %18s %9s %18s%s  %s\n", ov[oi], dv[di], bytes / mo,
               bytes / mc, vs_copy, torch_gbs ? torch_gbs : "-", vs_torch ? vs_torch : "-",
