@@ -54,12 +54,7 @@ run_one(TsBackend *be, const Workload *w, guint rounds, guint samples)
   g_autoptr(TsOpInstance) inst = ts_op_instance_new(w->op, w->shape, w->dtype, &error);
   g_autoptr(TsSchedPoint) point =
     inst ? ts_op_instance_complete_point(inst, ts_backend_name(be), NULL, &error) : NULL;
-  g_autofree char *entry = NULL;
-  g_autofree char *src = point ? ts_op_emit(inst, ts_backend_name(be), point, &entry, &error)
-                               : NULL;
-  TsSource s = {.lang = strcmp(ts_backend_name(be), "cuda") == 0 ? TS_LANG_CUDA : TS_LANG_C,
-                .text = src, .entry = entry};
-  g_autoptr(TsModule) m = src ? ts_backend_compile(be, &s, &error) : NULL;
+  g_autoptr(TsModule) m = point ? ts_op_compile(inst, be, point, &error) : NULL;
   TsRunOptions opt;
   ts_run_options_init(&opt);
   g_autoptr(TsTrialResult) vr = NULL;

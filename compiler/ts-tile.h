@@ -160,6 +160,10 @@ typedef struct {
   GPtrArray *int_params;  /* char*: dims in ABI order ("M", "N", "K") */
   GPtrArray *float_params; /* char*: ("alpha", "eps") */
   GPtrArray *defines;     /* char*: "NAME=VALUE" schedule constants, printed as a header */
+  /* char*: "NAME=VALUE" schedule constants the kernel reads at run time, the ints after
+   * int_params in this order (a C target's block sizes: one compiled kernel then serves every
+   * point that differs only in them) */
+  GPtrArray *launch_consts;
   GPtrArray *tensor_maps; /* TsTileTensorMap* */
   TsTileNode *body;       /* TS_TILE_BLOCK */
 } TsTileKernel;
@@ -172,6 +176,10 @@ void ts_tile_kernel_add_param(TsTileKernel *kernel, const char *name, TsDtype dt
 void ts_tile_kernel_add_int_param(TsTileKernel *kernel, const char *name);
 void ts_tile_kernel_add_float_param(TsTileKernel *kernel, const char *name);
 void ts_tile_kernel_define(TsTileKernel *kernel, const char *name, gint64 value);
+/* A constant like a define's that the kernel reads at run time (see launch_consts). */
+void ts_tile_kernel_launch_const(TsTileKernel *kernel, const char *name, gint64 value);
+/* "BM=72, BN=4032, BK=384": the launch constants' values, or NULL when there are none. */
+char *ts_tile_kernel_launch_text(const TsTileKernel *kernel);
 void ts_tile_kernel_add_tensor_map(TsTileKernel *kernel, const char *name, const char *buffer,
                                    const char *inner, const char *outer, gint64 box_inner,
                                    gint64 box_outer, gint64 swizzle);

@@ -96,6 +96,7 @@ ts_db_gate_result_free(TsDbGateResult *result)
   g_free(result->artifact_hash);
   g_clear_pointer(&result->artifact, g_bytes_unref);
   g_free(result->entry);
+  g_free(result->launch_ints);
   g_free(result->backend);
   g_clear_pointer(&result->base_samples_ns, g_array_unref);
   g_free(result->verdict);
@@ -224,8 +225,8 @@ static const char SQL_GATE_ARTIFACT_ADD[] =
 static const char SQL_GATE_RESULT_ADD[] =
     "INSERT INTO gate_result (run_id, name, workload_id, schedule, status, error, samples,"
     " median_ns, artifact_hash, base_samples, base_median_ns, change, p_value, threshold,"
-    " verdict, remeasured, note)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+    " verdict, remeasured, note, launch_ints)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
 
 static gboolean
 result_valid(TsDb *db, const TsDbGateResult *r, GError **error)
@@ -249,6 +250,11 @@ result_valid(TsDb *db, const TsDbGateResult *r, GError **error)
     return fail_with(db, TS_DB_ERROR_INVALID, error,
                      "gate result %s: artifact %s needs its entry symbol and backend", r->name,
                      r->artifact_hash);
+  if (r->launch_ints &&
+      (!*r->launch_ints || r->launch_ints[strspn(r->launch_ints, "0123456789,-")] != '\0'))
+    return fail_with(db, TS_DB_ERROR_INVALID, error,
+                     "gate result %s: launch ints '%s' are not comma-separated integers",
+                     r->name, r->launch_ints);
   if (r->artifact) {
     /* The hash is how a later check finds the binary and proves it is the one measured. */
     g_autofree char *actual = g_compute_checksum_for_bytes(G_CHECKSUM_SHA256, r->artifact);
@@ -321,6 +327,7 @@ result_insert_tx(TsDb *db, const TsDbGateResult *r, gint64 *result_id, GError **
   sqlite3_bind_text(stmt, 15, r->verdict, -1, SQLITE_STATIC);
   sqlite3_bind_int64(stmt, 16, r->remeasured);
   sqlite3_bind_text(stmt, 17, r->note, -1, SQLITE_STATIC);
+  sqlite3_bind_text(stmt, 18, r->launch_ints, -1, SQLITE_STATIC);
   int rc = sqlite3_step(stmt);
   if (rc == SQLITE_CONSTRAINT_UNIQUE)
     return fail_with(db, TS_DB_ERROR_INVALID, error,
@@ -511,7 +518,7 @@ static const char SQL_GATE_RESULTS[] =
     "SELECT r.id, r.run_id, r.name, r.workload_id, r.schedule, r.status, r.error, r.samples,"
     " r.median_ns, r.artifact_hash, a.entry, a.backend, r.base_samples, r.base_median_ns,"
     " r.change, r.p_value, r.threshold, r.verdict, r.remeasured, r.note,"
-    " CASE WHEN ?2 THEN a.bytes END"
+    " CASE WHEN ?2 THEN a.bytes END, r.launch_ints"
     " FROM gate_result r LEFT JOIN gate_artifact a ON a.hash = r.artifact_hash"
     " WHERE r.run_id = ?1 ORDER BY r.id";
 static const char SQL_GATE_ARTIFACT_GET[] =
@@ -550,6 +557,7 @@ result_from_row(sqlite3_stmt *stmt)
   r->note = ts__db_column_text(stmt, 19);
   if (sqlite3_column_type(stmt, 20) != SQLITE_NULL)
     r->artifact = column_bytes(stmt, 20);
+  r->launch_ints = ts__db_column_text(stmt, 21);
   return r;
 }
 

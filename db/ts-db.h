@@ -427,6 +427,8 @@ typedef struct {
                               asked (ts_db_gate_list_results with_artifacts) */
   char *entry;             /* the artifact's entry symbol */
   char *backend;           /* the backend that built it ("cpu") */
+  char *launch_ints;       /* what its launches pass after the dims, comma-separated
+                              (ts_module_bind_ints), or NULL: none */
   /* check only (NULL / NAN for baselines): */
   GArray *base_samples_ns; /* double: the baseline kernel measured in this run, or NULL */
   double base_median_ns;

@@ -238,8 +238,35 @@ serve_current(State *st, JsonObject *o, JsonBuilder *b, GError **error)
     g_autofree char *b64 = g_base64_encode(data, len);
     add_string(b, "artifact", b64);
     add_string(b, "entry", ts_module_entry(st->cur_module));
+    guint n = 0;
+    const gint64 *ints = ts_module_bound_ints(st->cur_module, &n);
+    if (n > 0) {
+      g_autoptr(GString) text = g_string_new(NULL);
+      for (guint i = 0; i < n; i++)
+        g_string_append_printf(text, "%s%" G_GINT64_FORMAT, i ? "," : "", ints[i]);
+      add_string(b, "launch_ints", text->str);
+    }
   }
   return TRUE;
+}
+
+/* The integers a stored binary's launches pass after the dims ("144,4080,256"; NULL: none). */
+static gboolean
+bind_ints(TsModule *module, const char *text, GError **error)
+{
+  if (text == NULL)
+    return TRUE;
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  g_autoptr(GArray) ints = g_array_new(FALSE, FALSE, sizeof(gint64));
+  for (guint i = 0; parts[i] != NULL; i++) {
+    gint64 v = 0;
+    if (!g_ascii_string_to_signed(parts[i], 10, G_MININT64, G_MAXINT64, &v, error)) {
+      g_prefix_error(error, "the baseline's launch ints '%s': ", text);
+      return FALSE;
+    }
+    g_array_append_val(ints, v);
+  }
+  return ts_module_bind_ints(module, (const gint64 *)(gpointer)ints->data, ints->len, error);
 }
 
 static gboolean
@@ -264,6 +291,8 @@ serve_baseline(State *st, JsonObject *o, JsonBuilder *b, GError **error)
   g_autoptr(GError) err = NULL;
   g_autoptr(TsMeasureLock) turn = take_turn(st, TS_MEASURE_LOCK_SHARED);
   st->base_module = ts_backend_load_artifact(st->backend, bytes, entry, &err);
+  if (st->base_module != NULL && !bind_ints(st->base_module, get_str(o, "launch_ints"), &err))
+    g_clear_pointer(&st->base_module, ts_module_free);
   if (st->base_module == NULL) {
     g_autofree char *note =
       g_strdup_printf("baseline kernel binary cannot run here (%s)", err->message);

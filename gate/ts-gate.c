@@ -254,7 +254,8 @@ set_num(JsonBuilder *b, const char *key, double value)
  * kernel did (does not compile, is wrong, crashes or hangs). *artifact gets its binary. */
 static gboolean
 prepare_current(Ctx *c, const TsGateWorkload *wl, Workload *w, double slowdown,
-                GBytes **artifact, char **entry, char **failure, GError **error)
+                GBytes **artifact, char **entry, char **launch_ints, char **failure,
+                GError **error)
 {
   g_autoptr(JsonBuilder) b = request("current");
   set_str(b, "op", wl->op);
@@ -294,6 +295,7 @@ prepare_current(Ctx *c, const TsGateWorkload *wl, Workload *w, double slowdown,
     guchar *data = g_base64_decode(b64, &len);
     *artifact = g_bytes_new_take(data, len);
     *entry = g_strdup(json_object_get_string_member_with_default(o, "entry", ""));
+    *launch_ints = g_strdup(json_object_get_string_member_with_default(o, "launch_ints", NULL));
   }
   return TRUE;
 }
@@ -357,7 +359,8 @@ measure(Ctx *c, gboolean ab, TsGateResult *r, char **failure, GError **error)
 
 static gboolean
 store_result(Ctx *c, gint64 run_id, gboolean check, const TsGateResult *r, gint64 workload_id,
-             GBytes *artifact, const char *entry, const char *failure, GError **error)
+             GBytes *artifact, const char *entry, const char *launch_ints, const char *failure,
+             GError **error)
 {
   g_autoptr(TsDbGateResult) d = ts_db_gate_result_new();
   d->run_id = run_id;
@@ -381,6 +384,7 @@ store_result(Ctx *c, gint64 run_id, gboolean check, const TsGateResult *r, gint6
     d->artifact = g_bytes_ref(artifact);
     d->artifact_hash = g_compute_checksum_for_bytes(G_CHECKSUM_SHA256, artifact);
     d->entry = g_strdup(entry);
+    d->launch_ints = g_strdup(launch_ints);
     d->backend = g_strdup(ts_backend_name(c->backend));
   }
   if (r->base_ns) {
@@ -448,9 +452,10 @@ ts_gate_baseline(TsDb *db, TsBackend *backend, const TsGateSuite *suite,
     r->schedule = g_strdup(w->schedule);
     r->threshold = ts_gate_workload_threshold(suite, wl);
     g_autoptr(GBytes) artifact = NULL;
-    g_autofree char *entry = NULL, *failure = NULL;
+    g_autofree char *entry = NULL, *launch_ints = NULL, *failure = NULL;
     double slowdown = options->inject_only == NULL ? options->inject_slowdown : 0;
-    if (!prepare_current(&c, wl, w, slowdown, &artifact, &entry, &failure, error))
+    if (!prepare_current(&c, wl, w, slowdown, &artifact, &entry, &launch_ints, &failure,
+                         error))
       goto fail;
     if (failure == NULL && !measure(&c, FALSE, r, &failure, error) && failure == NULL)
       goto fail;
@@ -462,7 +467,8 @@ ts_gate_baseline(TsDb *db, TsBackend *backend, const TsGateSuite *suite,
     } else {
       r->cur_median_ns = array_median(r->cur_ns);
     }
-    if (!store_result(&c, run_id, FALSE, r, w->workload_id, artifact, entry, failure, error))
+    if (!store_result(&c, run_id, FALSE, r, w->workload_id, artifact, entry, launch_ints,
+                      failure, error))
       goto fail;
   }
   if (!ts_db_gate_end(db, run_id, "done", NULL, error))
@@ -528,6 +534,8 @@ load_baseline(Ctx *c, const TsDbGateResult *base, TsGateResult *r, gboolean *cur
   g_autofree char *b64 = g_base64_encode(data, len);
   set_str(b, "artifact", b64);
   set_str(b, "entry", entry);
+  if (base->launch_ints != NULL)
+    set_str(b, "launch_ints", base->launch_ints);
   g_autofree char *died = NULL;
   g_autoptr(JsonNode) root = ask(c, b, c->opt->timeout_s, &died, error);
   if (root == NULL && died == NULL)
@@ -574,8 +582,8 @@ check_one(Ctx *c, const TsGateWorkload *wl, Workload *w, GPtrArray *stored, gint
                       ? c->opt->inject_slowdown
                       : 0;
   g_autoptr(GBytes) artifact = NULL;
-  g_autofree char *entry = NULL, *failure = NULL;
-  if (!prepare_current(c, wl, w, slowdown, &artifact, &entry, &failure, error))
+  g_autofree char *entry = NULL, *launch_ints = NULL, *failure = NULL;
+  if (!prepare_current(c, wl, w, slowdown, &artifact, &entry, &launch_ints, &failure, error))
     return NULL;
 
   const TsDbGateResult *base = find_named(stored, wl->name);
@@ -604,7 +612,7 @@ check_one(Ctx *c, const TsGateWorkload *wl, Workload *w, GPtrArray *stored, gint
       return NULL;
     }
     /* The baseline took the child down with the current kernel in it: load that again. */
-    if (current_lost && !prepare_current(c, wl, w, slowdown, NULL, NULL, &failure, error))
+    if (current_lost && !prepare_current(c, wl, w, slowdown, NULL, NULL, NULL, &failure, error))
       return NULL;
     if (failure == NULL && !measure_check(c, r->ab, base, r, &failure, error) && failure == NULL)
       return NULL;
@@ -642,7 +650,8 @@ check_one(Ctx *c, const TsGateWorkload *wl, Workload *w, GPtrArray *stored, gint
     g_clear_pointer(&artifact, g_bytes_unref);
   }
   if (run_id &&
-      !store_result(c, run_id, TRUE, r, w->workload_id, artifact, entry, failure, error))
+      !store_result(c, run_id, TRUE, r, w->workload_id, artifact, entry, launch_ints, failure,
+                    error))
     return NULL;
   return g_steal_pointer(&r);
 }

@@ -73,9 +73,17 @@ ts_studio_lower(const TsStudioWorkload *workload, const char *schedule, GError *
     return g_steal_pointer(&l);
   }
   l->tile = ts_tile_kernel_to_string(kernel);
-  /* Exactly the source the tuner compiles for this point, banner included. */
-  l->target = ts_op_emit(inst, backend, point, NULL, &local);
-  if (l->target == NULL)
+  /* Exactly the source the tuner compiles for this point, banner included, and the values
+   * the C source reads at run time (CUDA compiles them in): two points that differ only in
+   * them have one source. */
+  g_autofree char *src = ts_op_emit(inst, backend, point, NULL, NULL, &local);
+  g_autofree char *consts = strcmp(backend, "cuda") != 0 ? ts_tile_kernel_launch_text(kernel) : NULL;
+  if (src == NULL)
     l->target = g_strdup(local->message);
+  else if (consts != NULL)
+    l->target = g_strdup_printf("%s\n/* launched with %s (the ints after the dims) */\n", src,
+                                consts);
+  else
+    l->target = g_steal_pointer(&src);
   return g_steal_pointer(&l);
 }

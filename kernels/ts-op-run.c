@@ -471,7 +471,7 @@ note_turn(TsTrialResult *r, const TsMeasureLock *turn)
 
 TsTrialResult *
 ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, const char *entry,
-                 const TsRunOptions *options, GError **error)
+                 const GArray *launch_ints, const TsRunOptions *options, GError **error)
 {
   TsRunOptions defaults;
   options = options_or_defaults(options, &defaults);
@@ -488,6 +488,10 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
   ts_nvtx_push("tessera: compile");
   g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &cerr);
   ts_nvtx_pop();
+  if (module != NULL && launch_ints != NULL &&
+      !ts_module_bind_ints(module, (const gint64 *)(gpointer)launch_ints->data, launch_ints->len,
+                           error))
+    return NULL;
   if (module == NULL) {
     if (!g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE) &&
         !g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD)) {
@@ -573,11 +577,16 @@ ts_op_compile(const TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *
               GError **error)
 {
   g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(inst, ts_backend_name(backend), point, &entry, error);
+  g_autoptr(GArray) ints = NULL;
+  g_autofree char *src = ts_op_emit(inst, ts_backend_name(backend), point, &entry, &ints, error);
   if (src == NULL)
     return NULL;
   TsSource source = {.lang = ts_backend_source_lang(backend), .text = src, .entry = entry};
-  return ts_backend_compile(backend, &source, error);
+  g_autoptr(TsModule) module = ts_backend_compile(backend, &source, error);
+  if (module == NULL ||
+      !ts_module_bind_ints(module, (const gint64 *)(gpointer)ints->data, ints->len, error))
+    return NULL;
+  return g_steal_pointer(&module);
 }
 
 TsTrialResult *
@@ -585,8 +594,9 @@ ts_op_run(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
           const TsRunOptions *options, GError **error)
 {
   g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(inst, ts_backend_name(backend), point, &entry, error);
+  g_autoptr(GArray) ints = NULL;
+  g_autofree char *src = ts_op_emit(inst, ts_backend_name(backend), point, &entry, &ints, error);
   if (src == NULL)
     return NULL;
-  return ts_op_run_source(inst, backend, src, entry, options, error);
+  return ts_op_run_source(inst, backend, src, entry, ints, options, error);
 }

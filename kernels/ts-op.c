@@ -716,13 +716,40 @@ ts_op_lower(const TsOpInstance *inst, const char *backend, const TsSchedPoint *p
   return g_steal_pointer(&kernel);
 }
 
+/* The point less the knobs its C kernel reads at run time: all that its source depends on
+ * besides the op and dtype (not the shape either: dims are run-time ints). */
+static TsSchedPoint *
+compiled_knobs(const TsSchedPoint *point, const TsTileKernel *kernel, GString *runtime)
+{
+  TsSchedPoint *c = ts_sched_point_new();
+  for (guint i = 0; i < ts_sched_point_n_knobs(point); i++) {
+    const char *knob = ts_sched_point_knob_name(point, i);
+    gboolean at_launch = FALSE;
+    for (guint j = 0; j < kernel->launch_consts->len && !at_launch; j++) {
+      const char *lc = g_ptr_array_index(kernel->launch_consts, j);
+      at_launch = g_str_has_prefix(lc, knob) && lc[strlen(knob)] == '=';
+    }
+    if (at_launch) {
+      g_string_append_printf(runtime, "%s%s", runtime->len ? ", " : "", knob);
+      continue;
+    }
+    TsSchedValue v = ts_sched_point_knob_value(point, i);
+    if (v.kind == TS_SCHED_STR)
+      ts_sched_point_set_str(c, knob, v.s);
+    else
+      ts_sched_point_set_int(c, knob, v.i);
+  }
+  return c;
+}
+
 char *
 ts_op_emit(const TsOpInstance *inst, const char *be, const TsSchedPoint *point, char **entry,
-           GError **error)
+           GArray **launch_ints, GError **error)
 {
   g_autofree char *name = kernel_name(inst, point);
   g_autofree char *sym = g_strconcat("ts_", name, NULL);
   char *src = NULL;
+  g_autoptr(GArray) ints = g_array_new(FALSE, FALSE, sizeof(gint64));
   if (inst->op->emit_cpu_source != NULL) {
     if (space_for(inst->op, be, error) == NULL)
       return NULL;
@@ -735,10 +762,33 @@ ts_op_emit(const TsOpInstance *inst, const char *be, const TsSchedPoint *point, 
     g_autofree char *what = ts_op_instance_describe(inst);
     g_autofree char *banner = g_strdup_printf("Tessera %s: %s\n * schedule %s",
                                               TS_OP_EMIT_VERSION, what, pt);
-    src = g_strcmp0(be, "cuda") == 0 ? ts_emit_cuda(kernel, sym, banner, error)
-                                     : ts_emit_c(kernel, sym, banner, error);
+    const gboolean cuda = g_strcmp0(be, "cuda") == 0;
+    if (!cuda && kernel->launch_consts->len > 0) {
+      /* One source for all the points it serves: named and described by the knobs it
+       * compiles in, whatever the shape. */
+      g_autoptr(GString) runtime = g_string_new(NULL);
+      g_autoptr(TsSchedPoint) fixed = compiled_knobs(point, kernel, runtime);
+      g_free(name);
+      name = kernel_name(inst, fixed);
+      g_free(sym);
+      sym = g_strconcat("ts_", name, NULL);
+      g_autofree char *fixed_text = ts_sched_point_to_string(fixed);
+      g_autofree char *dt = ts_dtype_policy_to_string(&inst->dtype);
+      g_free(banner);
+      banner = g_strdup_printf("Tessera %s: %s %s\n * schedule %s; %s at run time",
+                               TS_OP_EMIT_VERSION, ts_op_name(inst->op), dt, fixed_text,
+                               runtime->str);
+      for (guint i = 0; i < kernel->launch_consts->len; i++) {
+        const char *lc = strchr(g_ptr_array_index(kernel->launch_consts, i), '=');
+        gint64 v = g_ascii_strtoll(lc + 1, NULL, 10);
+        g_array_append_val(ints, v);
+      }
+    }
+    src = cuda ? ts_emit_cuda(kernel, sym, banner, error) : ts_emit_c(kernel, sym, banner, error);
   }
   if (src && entry)
     *entry = g_steal_pointer(&sym);
+  if (src && launch_ints)
+    *launch_ints = g_steal_pointer(&ints);
   return src;
 }

@@ -148,9 +148,13 @@ char *ts_op_instance_prune_reason(const TsOpInstance *inst, const TsSchedPoint *
 TsGraph *ts_op_instance_graph(const TsOpInstance *inst);
 TsTileKernel *ts_op_lower(const TsOpInstance *inst, const char *backend,
                           const TsSchedPoint *point, GError **error);
-/* Target source for a complete point; the entry symbol is written to *entry. */
+/* Target source for a complete point; the entry symbol is written to *entry (optional), and
+ * to *launch_ints (optional; gint64, maybe empty) the values of the kernel's launch constants,
+ * which a launch passes after the op's dims (ts_module_bind_ints): the C target's GEMM reads
+ * its block sizes so, and every point that differs only in them has the same source, one
+ * compile. */
 char *ts_op_emit(const TsOpInstance *inst, const char *backend, const TsSchedPoint *point,
-                 char **entry, GError **error);
+                 char **entry, GArray **launch_ints, GError **error);
 /* The point's kernel for `backend`: emitted in its language and compiled (through the artifact
  * cache). A compile error is a TS_BACKEND_ERROR_COMPILE. */
 TsModule *ts_op_compile(const TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point,
@@ -241,7 +245,8 @@ TsTrialResult *ts_op_run(TsOpInstance *inst, TsBackend *backend, const TsSchedPo
 /* The same with source the caller supplies (test hooks: a deliberately wrong kernel, or code
  * that does not compile). */
 TsTrialResult *ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source,
-                                const char *entry, const TsRunOptions *options, GError **error);
+                                const char *entry, const GArray *launch_ints,
+                                const TsRunOptions *options, GError **error);
 
 /* ---- repeated timing of one compiled kernel (the perf gate's A/B rounds) ----
  *

@@ -40,6 +40,7 @@ struct _TsModule {
   double compile_ms; /* 0 on a cache hit */
   double compile_cpu_ms; /* the compiling thread's CPU and its compiler processes'; 0 likewise */
   gboolean from_cache;
+  GArray *bound_ints; /* gint64: appended to every launch's ints (ts_module_bind_ints), or NULL */
   TsModuleResources resources; /* load() fills it: ts__module_resources_init(), then what
                                   the target knows */
 };

@@ -441,6 +441,7 @@ ts_module_free(TsModule *module)
   g_clear_pointer(&module->path, g_free);
   g_clear_pointer(&module->entry, g_free);
   g_clear_pointer(&module->log, g_free);
+  g_clear_pointer(&module->bound_ints, g_array_unref);
   module->backend->klass->module_free(module);
 }
 
@@ -449,6 +450,33 @@ ts_module_from_cache(const TsModule *module)
 {
   g_return_val_if_fail(module != NULL, FALSE);
   return module->from_cache;
+}
+
+gboolean
+ts_module_bind_ints(TsModule *module, const gint64 *ints, guint n, GError **error)
+{
+  g_return_val_if_fail(module != NULL && (ints != NULL || n == 0), FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  if (n > TS_LAUNCH_MAX_INTS / 2) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH,
+                "%u integers bound to module %s: at most %d", n, module->entry,
+                TS_LAUNCH_MAX_INTS / 2);
+    return FALSE;
+  }
+  g_clear_pointer(&module->bound_ints, g_array_unref);
+  if (n > 0) {
+    module->bound_ints = g_array_sized_new(FALSE, FALSE, sizeof(gint64), n);
+    g_array_append_vals(module->bound_ints, ints, n);
+  }
+  return TRUE;
+}
+
+const gint64 *
+ts_module_bound_ints(const TsModule *module, guint *n)
+{
+  g_return_val_if_fail(module != NULL && n != NULL, NULL);
+  *n = module->bound_ints ? module->bound_ints->len : 0;
+  return *n ? (const gint64 *)(gpointer)module->bound_ints->data : NULL;
 }
 
 const char *
@@ -609,8 +637,36 @@ ts_backend_download(TsBackend *backend, void *dst, const TsBuffer *src, gsize by
 
 /* Launch descriptions come from generated code and the tuner, so their mistakes are errors the
  * caller can report, not assertions. */
-static gboolean
-check_launch(TsBackend *backend, const TsLaunch *launch, GError **error)
+/* A launch as the module's entry sees it: the caller's ints, then the module's bound ones. */
+typedef struct {
+  TsLaunch launch;
+  gint64 ints[TS_LAUNCH_MAX_INTS];
+} BoundLaunch;
+
+static const TsLaunch *
+bind_launch(const TsModule *module, const TsLaunch *launch, BoundLaunch *b, GError **error)
+{
+  guint n = module->bound_ints ? module->bound_ints->len : 0;
+  if (n == 0)
+    return launch;
+  if (launch->n_ints + n > TS_LAUNCH_MAX_INTS) {
+    g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH,
+                "launch: %u ints and the module's %u bound ones are more than %d",
+                launch->n_ints, n, TS_LAUNCH_MAX_INTS);
+    return NULL;
+  }
+  b->launch = *launch;
+  if (launch->n_ints > 0)
+    memcpy(b->ints, launch->ints, launch->n_ints * sizeof(gint64));
+  memcpy(b->ints + launch->n_ints, module->bound_ints->data, n * sizeof(gint64));
+  b->launch.ints = b->ints;
+  b->launch.n_ints = launch->n_ints + n;
+  return &b->launch;
+}
+
+static const TsLaunch *
+check_launch(TsBackend *backend, const TsModule *module, const TsLaunch *launch, BoundLaunch *b,
+             GError **error)
 {
   if ((launch->n_buffers > 0 && launch->buffers == NULL) ||
       (launch->n_ints > 0 && launch->ints == NULL) ||
@@ -619,21 +675,21 @@ check_launch(TsBackend *backend, const TsLaunch *launch, GError **error)
                 "launch: a count is non-zero but its array is NULL (buffers %u, ints %u, "
                 "floats %u)",
                 launch->n_buffers, launch->n_ints, launch->n_floats);
-    return FALSE;
+    return NULL;
   }
   for (guint i = 0; i < launch->n_buffers; i++) {
     if (launch->buffers[i] == NULL) {
       g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH,
                   "launch: buffer %u is NULL", i);
-      return FALSE;
+      return NULL;
     }
     if (launch->buffers[i]->backend != backend) {
       g_set_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH,
                   "launch: buffer %u belongs to another backend", i);
-      return FALSE;
+      return NULL;
     }
   }
-  return TRUE;
+  return bind_launch(module, launch, b, error);
 }
 
 gboolean
@@ -642,7 +698,8 @@ ts_backend_launch(TsBackend *backend, TsModule *module, const TsLaunch *launch, 
   g_return_val_if_fail(backend != NULL && module != NULL && launch != NULL, FALSE);
   g_return_val_if_fail(module->backend == backend, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  if (!check_launch(backend, launch, error))
+  BoundLaunch b;
+  if ((launch = check_launch(backend, module, launch, &b, error)) == NULL)
     return FALSE;
   return backend->klass->launch(backend, module, launch, error);
 }
@@ -655,7 +712,8 @@ ts_backend_time(TsBackend *backend, TsModule *module, const TsLaunch *launch, gu
   g_return_val_if_fail(module->backend == backend, FALSE);
   g_return_val_if_fail(samples_ns != NULL || n_samples == 0, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  if (!check_launch(backend, launch, error))
+  BoundLaunch b;
+  if ((launch = check_launch(backend, module, launch, &b, error)) == NULL)
     return FALSE;
   return backend->klass->time(backend, module, launch, n_warmup, n_samples, samples_ns, error);
 }
@@ -678,7 +736,8 @@ ts_backend_time_cpu(TsBackend *backend, TsModule *module, const TsLaunch *launch
   g_return_val_if_fail(module->backend == backend, FALSE);
   g_return_val_if_fail(samples_ns != NULL || n_samples == 0, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  if (!check_launch(backend, launch, error))
+  BoundLaunch b;
+  if ((launch = check_launch(backend, module, launch, &b, error)) == NULL)
     return FALSE;
   return backend->klass->time_cpu(backend, module, launch, n_warmup, n_samples, samples_ns, cpu,
                                   error);
@@ -758,7 +817,9 @@ ts_backend_collect_metrics(TsBackend *backend, TsModule *module, const TsLaunch 
   g_return_val_if_fail(module->backend == backend, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
   /* A backend without counters says so before anything about the launch. */
-  if (backend->klass->collect_metrics != NULL && !check_launch(backend, launch, error))
+  BoundLaunch b;
+  if (backend->klass->collect_metrics != NULL &&
+      (launch = check_launch(backend, module, launch, &b, error)) == NULL)
     return FALSE;
   OneLaunch one = {backend, module, launch};
   return ts_backend_collect_metrics_with(backend, metrics, launch_once, &one, values_out,

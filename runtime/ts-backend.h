@@ -78,6 +78,9 @@ typedef struct _TsBackend TsBackend;
 typedef struct _TsModule TsModule;
 typedef struct _TsBuffer TsBuffer;
 
+/* The most ints a launch passes (its own and the module's bound ones together). */
+#define TS_LAUNCH_MAX_INTS 32
+
 typedef struct {
   TsBuffer *const *buffers;
   guint n_buffers;
@@ -133,7 +136,13 @@ double ts_module_compile_ms(const TsModule *module);   /* 0 when from cache */
 /* CPU time of the compile: the compiling thread's and its compiler processes' (0 when from
  * cache). Unlike compile_ms it does not grow when other work shares the cores. */
 double ts_module_compile_cpu_ms(const TsModule *module);
-const char *ts_module_entry(const TsModule *module);   /* the entry symbol it was loaded with */
+const char *ts_module_entry(const TsModule *module);
+/* Integers appended to the ints of every launch of the module: the values a schedule point
+ * gives its kernel's launch constants (block sizes the kernel reads at run time, so that one
+ * compiled kernel serves every point that differs only in them; ts_op_compile binds them).
+ * Copied; n = 0 unbinds. More than TS_LAUNCH_MAX_INTS / 2 is TS_BACKEND_ERROR_LAUNCH. */
+gboolean ts_module_bind_ints(TsModule *module, const gint64 *ints, guint n, GError **error);
+const gint64 *ts_module_bound_ints(const TsModule *module, guint *n); /* NULL when none */   /* the entry symbol it was loaded with */
 const TsModuleResources *ts_module_resources(const TsModule *module);
 
 /* The module's artifact (the .so or .cubin it was loaded from), exactly as built: what the perf

@@ -156,6 +156,57 @@ test_compile_error(Fixture *f, gconstpointer data)
   g_assert_nonnull(strstr(error->message, "src.c:2"));
 }
 
+/* Ints bound to a module follow the launch's own in every launch, timed ones too: two modules
+ * of one artifact, bound to different values, each run with their own. */
+static void
+test_bound_ints(Fixture *f, gconstpointer data)
+{
+  enum { N = 64 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TsModule) three = compile_ok(f, saxpy_src, "ts_kernel");
+  g_autoptr(TsModule) five = compile_ok(f, saxpy_src, "ts_kernel");
+  g_assert_cmpstr(ts_module_hash(three), ==, ts_module_hash(five));
+  const gint64 b3 = 3, b5 = 5;
+  g_assert_true(ts_module_bind_ints(three, &b3, 1, &error));
+  g_assert_true(ts_module_bind_ints(five, &b5, 1, &error));
+  guint n = 0;
+  g_assert_cmpint(ts_module_bound_ints(three, &n)[0], ==, 3);
+  g_assert_cmpuint(n, ==, 1);
+  float in[N], out[N];
+  for (int i = 0; i < N; i++)
+    in[i] = (float)i;
+  TsBuffer *bufs[2] = {ts_backend_alloc(f->backend, sizeof in, &error),
+                       ts_backend_alloc(f->backend, sizeof out, &error)};
+  g_assert_no_error(error);
+  g_assert_true(ts_backend_upload(f->backend, bufs[0], in, sizeof in, &error));
+  const gint64 ints[1] = {N};
+  const double floats[1] = {2.0};
+  TsLaunch launch = {.buffers = bufs, .n_buffers = 2, .ints = ints, .n_ints = 1,
+                     .floats = floats, .n_floats = 1};
+  TsModule *mods[] = {three, five, three};
+  for (guint m = 0; m < G_N_ELEMENTS(mods); m++) {
+    double ns = 0;
+    g_assert_true(m == 1 ? ts_backend_time(f->backend, mods[m], &launch, 0, 1, &ns, &error)
+                         : ts_backend_launch(f->backend, mods[m], &launch, &error));
+    g_assert_no_error(error);
+    g_assert_true(ts_backend_download(f->backend, out, bufs[1], sizeof out, &error));
+    for (int i = 0; i < N; i++)
+      g_assert_cmpfloat(out[i], ==, 2.0f * (float)i + (m == 1 ? 5.0f : 3.0f));
+  }
+  /* Unbound, the kernel would read past the launch's ints: a caller's limit says so first. */
+  gint64 many[TS_LAUNCH_MAX_INTS] = {0};
+  g_assert_false(ts_module_bind_ints(three, many, TS_LAUNCH_MAX_INTS, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH);
+  g_clear_error(&error);
+  launch.ints = many;
+  launch.n_ints = TS_LAUNCH_MAX_INTS;
+  g_assert_false(ts_backend_launch(f->backend, five, &launch, &error));
+  g_assert_error(error, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LAUNCH);
+  g_assert_nonnull(strstr(error->message, "bound"));
+  ts_backend_buffer_free(f->backend, bufs[0]);
+  ts_backend_buffer_free(f->backend, bufs[1]);
+}
+
 static void
 test_warnings_logged(Fixture *f, gconstpointer data)
 {
@@ -1287,6 +1338,7 @@ main(int argc, char **argv)
   g_test_add(path, Fixture, NULL, fixture_set_up, fn, fixture_tear_down)
   ADD("/backend/cpu/compile-launch", test_compile_launch);
   ADD("/backend/cpu/compile-error", test_compile_error);
+  ADD("/backend/cpu/bound-ints", test_bound_ints);
   ADD("/backend/cpu/warnings-logged", test_warnings_logged);
   ADD("/backend/cpu/cache-hit", test_cache_hit);
   ADD("/backend/cpu/changed-source", test_changed_source);

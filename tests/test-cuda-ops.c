@@ -73,7 +73,7 @@ compile_point(gpointer data, gpointer user_data)
   g_autoptr(GError) error = NULL;
   g_autofree char *entry = NULL;
   g_autofree char *source = ts_op_emit(p->inst, ts_backend_name(backend), p->point, &entry,
-                                       &error);
+                                       NULL, &error);
   if (source != NULL) {
     TsSource src = {.lang = g_str_equal(ts_backend_name(backend), "cuda") ? TS_LANG_CUDA
                                                                            : TS_LANG_C,

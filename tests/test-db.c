@@ -1518,7 +1518,7 @@ make_v2(const char *path)
 static void
 test_gate_migrate_v2(Fx *fx, gconstpointer data)
 {
-  g_assert_cmpint(ts_db_schema_version(), ==, 8);
+  g_assert_cmpint(ts_db_schema_version(), ==, 9);
   gint64 a = add(fx->db, fx->w, fx->d, fx->t, "block(m=64)", TS_DB_TRIAL_OK, 300, NULL);
   g_assert_true(ts_db_set_best(fx->db, fx->w, fx->d, fx->t, a, NULL));
   g_clear_pointer(&fx->db, ts_db_close);

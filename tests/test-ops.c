@@ -97,6 +97,9 @@ replace_all(const char *s, const char *from, const char *to)
 
 /* The emitted source of a point (the default completing `partial`) for a workload (tests then
  * break it on purpose). */
+/* The launch constants of the last source point_source_dt emitted. */
+static GArray *source_ints;
+
 static char *
 point_source_dt(const char *op, const char *shape, const char *dtype, const char *partial,
                 TsOpInstance **inst, char **entry)
@@ -108,7 +111,8 @@ point_source_dt(const char *op, const char *shape, const char *dtype, const char
   g_assert_no_error(error);
   g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(*inst, "cpu", user, &error);
   g_assert_no_error(error);
-  char *src = ts_op_emit(*inst, "cpu", point, entry, &error);
+  g_clear_pointer(&source_ints, g_array_unref);
+  char *src = ts_op_emit(*inst, "cpu", point, entry, &source_ints, &error);
   g_assert_no_error(error);
   return src;
 }
@@ -139,7 +143,7 @@ test_wrong_kernel_caught(void)
   g_autofree char *wrong = replace_all(src, "alpha * x + y", "alpha * x - y");
   TsRunOptions opt;
   quick_options(&opt);
-  g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, wrong, entry, &opt, &error);
+  g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, wrong, entry, source_ints, &opt, &error);
   g_assert_no_error(error);
   g_assert_cmpint(r->status, ==, TS_TRIAL_WRONG_RESULT);
   g_assert_cmpfloat(r->rel_error, >, 0.1);
@@ -159,7 +163,7 @@ test_unwritten_output_caught(void)
   g_assert_cmpstr(bad, !=, src);
   TsRunOptions opt;
   quick_options(&opt);
-  g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, bad, entry, &opt, &error);
+  g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, bad, entry, source_ints, &opt, &error);
   g_assert_no_error(error);
   g_assert_cmpint(r->status, ==, TS_TRIAL_WRONG_RESULT);
   g_assert_nonnull(strstr(r->message, "16 of 256 output elements are NaN"));
@@ -174,7 +178,7 @@ test_compile_error_reported(void)
   const char *src = "#include <stdint.h>\n"
                     "void ts_broken(void *const *b, const int64_t *i, const double *f)\n"
                     "{ int x = undeclared_tessera_name + ; }\n";
-  g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, src, "ts_broken", NULL, &error);
+  g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, src, "ts_broken", NULL, NULL, &error);
   g_assert_no_error(error);
   g_assert_cmpint(r->status, ==, TS_TRIAL_COMPILE_ERROR);
   g_assert_nonnull(strstr(r->message, "error"));
@@ -272,6 +276,7 @@ test_counts(void)
     }
 }
 
+/* src (or a variant of it) bound to the launch constants of the source last emitted. */
 static TsModule *
 compile_source(const char *src, const char *entry)
 {
@@ -280,6 +285,8 @@ compile_source(const char *src, const char *entry)
   TsModule *module = ts_backend_compile(backend, &source, &error);
   g_assert_no_error(error);
   g_assert_nonnull(module);
+  g_assert_true(ts_module_bind_ints(module, (const gint64 *)(gpointer)source_ints->data,
+                                    source_ints->len, &error));
   return module;
 }
 
@@ -544,7 +551,7 @@ test_attention_cpu_lowering(void)
                               "reuse_key=(bh)"));
   g_assert_nonnull(strstr(ir, "a_rows(ld=64)"));
   g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(inst, "cpu", p, &entry, &error);
+  g_autofree char *src = ts_op_emit(inst, "cpu", p, &entry, NULL, &error);
   g_assert_no_error(error);
   g_assert_nonnull(strstr(src, "TS_DEFINE_UKR_F32_RA(ts_ukr_6x16_v8_u4_ra64, 6, 16, 8, 4, 64);"));
   /* P V on the causal diagonal: a micro-tile's keys up to its last row's, none past them. */
@@ -657,7 +664,7 @@ test_attention_cuda_lowering(void)
     while (ts_sched_iter_next(it, &p, &error)) {
       g_autoptr(TsSchedPoint) point = p;
       g_autofree char *entry = NULL;
-      g_autofree char *src = ts_op_emit(inst, "cuda", point, &entry, &error);
+      g_autofree char *src = ts_op_emit(inst, "cuda", point, &entry, NULL, &error);
       g_assert_no_error(error);
       const gboolean wg = g_strcmp0(ts_sched_point_get_str(point, "mma", NULL), "wgmma") == 0;
       wgmma += wg;
@@ -729,7 +736,7 @@ test_gemm_fp8_cuda_space(void)
       g_assert_cmpint(ts_sched_point_get_int(point, "BK", 0), ==, 128);
       if (n % 16 != 1)
         continue; /* the source of a sample of them */
-      g_autofree char *src = ts_op_emit(inst, "cuda", point, NULL, &error);
+      g_autofree char *src = ts_op_emit(inst, "cuda", point, NULL, NULL, &error);
       g_assert_no_error(error);
       g_assert_nonnull(strstr(src, "ts_wgmma_tile<ts_e4m3, BM, BN, BK, WGS"));
       g_assert_nonnull(strstr(src, "ts_tma_load_tile"));
@@ -828,7 +835,7 @@ test_gemm_wgmma_space(void)
         tma += is_tma;
       }
       if (a == 0) {
-        g_autofree char *src = ts_op_emit(inst, "cuda", point, NULL, &error);
+        g_autofree char *src = ts_op_emit(inst, "cuda", point, NULL, NULL, &error);
         g_assert_no_error(error);
         g_assert_nonnull(strstr(src, "ts_wgmma_tile<"));
         g_assert_null(strstr(src, "ts_mma_tile<"));
@@ -1231,6 +1238,53 @@ test_cpu_gemm_fp8(void)
   }
 }
 
+/* Points that differ only in their blocks (and shapes) have one C source, one entry, and
+ * their blocks as launch ints; each runs right with its own. A micro-tile is compiled in. */
+static void
+test_cpu_launch_consts(void)
+{
+  const struct {
+    const char *op, *shape, *point;
+  } pts[] = {
+    {"gemm", "M=40,N=33,K=70", "block(m=24, n=32, k=16).micro(m=6, n=16).threads(1)"},
+    {"gemm", "M=40,N=33,K=70", "block(m=12, n=64, k=64).micro(m=6, n=16).threads(1)"},
+    {"gemm", "M=17,N=50,K=9", "block(m=36, n=16, k=8).micro(m=6, n=16).threads(1)"},
+    {"gemm", "M=40,N=33,K=70", "block(m=24, n=32, k=16).micro(m=4, n=16).threads(1)"},
+    {"flash_attention", "B=1,H=2,S=40,D=16", "block(m=32, n=32).micro(m=4, n=16).threads(1)"},
+    {"flash_attention", "B=1,H=2,S=40,D=16", "block(m=48, n=32).micro(m=4, n=16).threads(1)"},
+  };
+  const gint64 want[][3] = {{24, 32, 16}, {12, 64, 64}, {36, 16, 8}, {24, 32, 16}, {32}, {48}};
+  g_autofree char *first_src = NULL, *first_entry = NULL, *attn_src = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(pts); i++) {
+    g_autoptr(TsOpInstance) inst = NULL;
+    g_autofree char *entry = NULL;
+    g_autofree char *src = point_source(pts[i].op, pts[i].shape, pts[i].point, &inst, &entry);
+    const gboolean gemm = i < 4;
+    g_assert_cmpuint(source_ints->len, ==, gemm ? 3 : 1);
+    for (guint j = 0; j < source_ints->len; j++)
+      g_assert_cmpint(g_array_index(source_ints, gint64, j), ==, want[i][j]);
+    g_assert_nonnull(strstr(src, gemm ? "const int64_t BK = ints[5]; /* launch constant */"
+                                      : "const int64_t BM = ints[4]; /* launch constant */"));
+    g_assert_null(strstr(src, gemm ? "#define BM" : "#define BM "));
+    if (i == 0) {
+      first_src = g_strdup(src);
+      first_entry = g_strdup(entry);
+    } else if (i < 3) {
+      g_assert_cmpstr(src, ==, first_src);
+      g_assert_cmpstr(entry, ==, first_entry);
+    } else if (i == 3) {
+      g_assert_cmpstr(src, !=, first_src);
+      g_assert_cmpstr(entry, !=, first_entry);
+    } else if (i == 4) {
+      attn_src = g_strdup(src);
+    } else {
+      g_assert_cmpstr(src, ==, attn_src);
+    }
+    g_autoptr(TsModule) module = compile_source(src, entry);
+    g_autoptr(TsOpTimer) t = timer_ok(inst, module);
+  }
+}
+
 /* A kernel that leaves out the scales, applies one twice, decodes e4m3 as e5m2 or reads B as
  * [K, N] writes finite values of the right shape: only the reference catches it. */
 static void
@@ -1242,7 +1296,7 @@ test_cpu_gemm_fp8_wrong_caught(void)
   g_autofree char *src = point_source_dt("gemm", "M=40,N=33,K=70", "fp8_e4m3", NULL, &inst, &entry);
   TsRunOptions opt;
   quick_options(&opt);
-  g_autoptr(TsTrialResult) ok = ts_op_run_source(inst, backend, src, entry, &opt, &error);
+  g_autoptr(TsTrialResult) ok = ts_op_run_source(inst, backend, src, entry, source_ints, &opt, &error);
   g_assert_no_error(error);
   g_assert_cmpint(ok->status, ==, TS_TRIAL_OK);
   g_assert_nonnull(strstr(src, "(float)(scale_a * scale_b)"));
@@ -1255,7 +1309,7 @@ test_cpu_gemm_fp8_wrong_caught(void)
                       "ts_pack_b_block_e4m3(B + pc * N + jc + jp * NR, N,"};
   for (guint i = 0; i < G_N_ELEMENTS(from); i++) {
     g_autofree char *wrong = replace_all(src, from[i], to[i]);
-    g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, wrong, entry, &opt, &error);
+    g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, wrong, entry, source_ints, &opt, &error);
     g_assert_no_error(error);
     if (r->status != TS_TRIAL_WRONG_RESULT)
       g_error("fp8 plant %u (%s -> %s) was not caught: %s", i, from[i], to[i],
@@ -2079,7 +2133,7 @@ test_gemm_tma_lowering(void)
   g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cuda", user, &error);
   g_assert_no_error(error);
   g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(inst, "cuda", point, &entry, &error);
+  g_autofree char *src = ts_op_emit(inst, "cuda", point, &entry, NULL, &error);
   g_assert_no_error(error);
   /* buffers A B C; ints M N K: map 0 = A, rows of K (int 2), M rows (int 0), box 64 x 128;
    * map 1 = B, rows of N (int 1), K rows (int 2), box 64 x 64; 128-byte swizzle, 2 bytes. */
@@ -2292,12 +2346,13 @@ test_attention_sampled_trial(void)
   g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cpu", NULL, &error);
   g_assert_no_error(error);
   g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(inst, "cpu", point, &entry, &error);
+  g_clear_pointer(&source_ints, g_array_unref);
+  g_autofree char *src = ts_op_emit(inst, "cpu", point, &entry, &source_ints, &error);
   g_assert_no_error(error);
   TsRunOptions opt;
   quick_options(&opt);
   opt.max_samples = 1;
-  g_autoptr(TsTrialResult) ok = ts_op_run_source(inst, backend, src, entry, &opt, &error);
+  g_autoptr(TsTrialResult) ok = ts_op_run_source(inst, backend, src, entry, source_ints, &opt, &error);
   g_assert_no_error(error);
   g_assert_cmpstr(ts_trial_status_name(ok->status), ==, "ok");
   g_assert_cmpfloat(ok->rel_error, <=, ok->tolerance);
@@ -2307,7 +2362,7 @@ test_attention_sampled_trial(void)
   g_assert_nonnull(strstr(src, loop));
   g_autofree char *skip_row = g_strconcat("if (q0 + i == 1) continue; ", loop, NULL);
   g_autofree char *bad = replace_all(src, loop, skip_row);
-  g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, bad, entry, &opt, &error);
+  g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, bad, entry, source_ints, &opt, &error);
   g_assert_no_error(error);
   g_assert_cmpint(r->status, ==, TS_TRIAL_WRONG_RESULT);
   g_assert_nonnull(strstr(r->message, "NaN/Inf"));
@@ -2418,7 +2473,7 @@ test_gemm_sampled_trial(void)
   g_assert_cmpuint(unchecked, <, n);
   g_assert_cmpuint(checked, <, n);
 
-  g_autoptr(TsTrialResult) ok = ts_op_run_source(inst, backend, src, entry, &opt, &error);
+  g_autoptr(TsTrialResult) ok = ts_op_run_source(inst, backend, src, entry, source_ints, &opt, &error);
   g_assert_no_error(error);
   g_assert_cmpstr(ts_trial_status_name(ok->status), ==, "ok");
   g_assert_cmpstr(ok->verification, ==, how);
@@ -2439,7 +2494,7 @@ test_gemm_sampled_trial(void)
                                              plants[i].at_checked ? checked : unchecked,
                                              plants[i].value);
     g_autofree char *bad = patch_output(src, entry, patch);
-    g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, bad, entry, &opt, &error);
+    g_autoptr(TsTrialResult) r = ts_op_run_source(inst, backend, bad, entry, source_ints, &opt, &error);
     g_assert_no_error(error);
     if (r->status != plants[i].status)
       g_error("planting %s: %s (%s)", patch, ts_trial_status_name(r->status), r->message);
@@ -2469,7 +2524,7 @@ test_knob_string_in_comment(void)
   g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cuda", user, &error);
   g_assert_no_error(error);
   g_autofree char *entry = NULL;
-  g_autofree char *src = ts_op_emit(inst, "cuda", point, &entry, &error);
+  g_autofree char *src = ts_op_emit(inst, "cuda", point, &entry, NULL, &error);
   g_assert_no_error(error);
   const char *end = strstr(src, "*/");
   const char *injected = strstr(src, "int injected_code;");
@@ -2517,6 +2572,7 @@ main(int argc, char **argv)
     g_test_add_data_func(path, &attn_cases[i], test_space_runs);
   }
   g_test_add_func("/ops/cpu/spaces-follow-simd", test_cpu_spaces_follow_simd);
+  g_test_add_func("/ops/cpu/launch-consts", test_cpu_launch_consts);
   g_test_add_func("/ops/cpu/softmax-passes", test_cpu_softmax_passes);
   g_test_add_func("/ops/cpu/rows-stream", test_cpu_rows_stream);
   g_test_add_func("/ops/cpu/rows-pipeline", test_cpu_rows_pipeline);

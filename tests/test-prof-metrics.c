@@ -466,7 +466,7 @@ test_gpu_metrics(void)
   g_autoptr(TsSchedPoint) point = ts_op_instance_complete_point(inst, "cuda", NULL, &error);
   g_assert_no_error(error);
   g_autofree char *entry = NULL;
-  g_autofree char *text = ts_op_emit(inst, "cuda", point, &entry, &error);
+  g_autofree char *text = ts_op_emit(inst, "cuda", point, &entry, NULL, &error);
   g_assert_no_error(error);
   TsSource src = {TS_LANG_CUDA, text, entry};
   g_autoptr(TsModule) module = ts_backend_compile(b, &src, &error);

@@ -271,7 +271,8 @@ test_selection(void)
   g_assert_true(g_str_has_prefix(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_GRAPH),
                                  "graph gemm"));
   g_assert_nonnull(
-      strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET), "#define BM 72"));
+      strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET),
+             "/* launched with BM=72, "));
   /* Named by its id, as the plots' tooltips, exports and the CLI name it. */
   g_autofree char *head = g_strdup_printf("Trial %" G_GINT64_FORMAT " · ", trial_ids[4]);
   g_assert_true(g_str_has_prefix(ts_studio_lowering_pane_get_title(pane), head));
@@ -303,7 +304,8 @@ test_selection(void)
                                          trial_ids[0], trial_ids[2]);
   g_assert_cmpstr(ts_studio_lowering_pane_get_title(pane), ==, of3);
   g_assert_nonnull(
-      strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET), "#define BM 96"));
+      strstr(ts_studio_lowering_pane_get_stage(pane, TS_STUDIO_STAGE_TARGET),
+             "/* launched with BM=96, "));
 
   /* A brush over the whole roofline: every plotted trial is selected in the list, and drawn
    * selected in the other plots. */

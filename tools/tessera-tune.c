@@ -433,10 +433,15 @@ cmd_lower(int argc, char **argv)
     }
     if (all || strcmp(stage, "target") == 0) {
       /* Exactly the source the tuner compiles for this point, banner included. */
-      g_autofree char *src = ts_op_emit(inst, backend_name, point, NULL, &error);
+      g_autofree char *src = ts_op_emit(inst, backend_name, point, NULL, NULL, &error);
       if (src == NULL)
         return tt_fail(TT_EXIT_USAGE, error);
       print_stage(strcmp(backend_name, "cuda") == 0 ? "target (CUDA C)" : "target (C)", src);
+      /* The values the C source reads at run time: what a launch of this point passes after
+       * the dims (CUDA compiles them in). */
+      g_autofree char *consts = ts_tile_kernel_launch_text(kernel);
+      if (strcmp(backend_name, "cuda") != 0 && consts != NULL)
+        g_print("launched with %s (the ints after the dims)\n", consts);
     }
   }
   return TT_EXIT_OK;

@@ -115,7 +115,7 @@ run_job(gpointer data, gpointer user)
   g_autoptr(GError) error = NULL;
   g_autofree char *entry = NULL;
   g_autoptr(TsTileKernel) kernel = ts_op_lower(c->inst, "cuda", j->point, &error);
-  g_autofree char *src = kernel ? ts_op_emit(c->inst, "cuda", j->point, &entry, &error) : NULL;
+  g_autofree char *src = kernel ? ts_op_emit(c->inst, "cuda", j->point, &entry, NULL, &error) : NULL;
   if (src == NULL) {
     j->error = g_strdup(error->message);
     return;

@@ -205,7 +205,7 @@ static gboolean
 emit_one(Candidate *c)
 {
   g_autoptr(GError) error = NULL;
-  c->source = ts_op_emit(c->cfg->inst, ts_backend_name(c->cfg->backend), c->point, &c->entry,
+  c->source = ts_op_emit(c->cfg->inst, ts_backend_name(c->cfg->backend), c->point, &c->entry, NULL,
                          &error);
   if (c->source == NULL)
     c->compile_error = g_strdup(error->message);
@@ -217,8 +217,6 @@ compile_one(gpointer data, gpointer user_data)
 {
   Candidate *c = data;
   g_autoptr(GError) error = NULL;
-  if (!emit_one(c))
-    return;
   TsSource src = {.lang = ts_backend_source_lang(c->cfg->backend), .text = c->source, .entry = c->entry};
   /* Filling the artifact cache is the point; the worker loads the module itself. */
   g_autoptr(TsModule) m = ts_backend_compile(c->cfg->backend, &src, &error);
@@ -246,8 +244,14 @@ compile_batch(const TsTuneConfig *cfg, GPtrArray *cands, guint threads)
   g_autoptr(TsMeasureLock) turn =
     ts_measure_lock_acquire(TS_MEASURE_LOCK_HOST, TS_MEASURE_LOCK_SHARED, what, NULL, NULL);
   GThreadPool *pool = g_thread_pool_new(compile_one, NULL, (int)MAX(threads, 1), TRUE, NULL);
-  for (guint i = 0; i < cands->len; i++)
-    g_thread_pool_push(pool, g_ptr_array_index(cands, i), NULL);
+  /* Points that differ only in what their kernel reads at run time (a CPU GEMM's blocks) have
+   * one source: compiled once, the others then find it in the artifact cache. */
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < cands->len; i++) {
+    Candidate *c = g_ptr_array_index(cands, i);
+    if (emit_one(c) && g_hash_table_add(seen, c->source))
+      g_thread_pool_push(pool, c, NULL);
+  }
   g_thread_pool_free(pool, FALSE, TRUE);
   g_clear_pointer(&turn, ts_measure_lock_release);
   if (cfg->trace)

@@ -37,7 +37,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_assert((point == NULL) == (perr != NULL));
     if (point == NULL)
       continue;
-    g_autofree char *src = ts_op_emit(inst, backends[b], point, NULL, &perr);
+    g_autofree char *src = ts_op_emit(inst, backends[b], point, NULL, NULL, &perr);
     g_assert((src == NULL) == (perr != NULL));
   }
   gsize n = 0;
