@@ -1062,6 +1062,7 @@ gate_result(gint64 run, const char *name, gint64 w, double median, const char *h
   if (bytes) {
     r->artifact = g_bytes_ref(bytes);
     r->entry = g_strdup("ts_gemm_entry");
+    r->launch_ints = g_strdup("72,4032,256");
     r->backend = g_strdup("cpu");
   }
   return r;
@@ -1195,6 +1196,7 @@ test_gate_roundtrip(Fx *fx, gconstpointer data)
     g_assert_cmpfloat(ra->median_ns, ==, 1000);
     g_assert_cmpstr(ra->artifact_hash, ==, hash);
     g_assert_cmpstr(rc->entry, ==, "ts_gemm_entry");
+    g_assert_cmpstr(ra->launch_ints, ==, "72,4032,256");
     g_assert_cmpstr(rc->backend, ==, "cpu");
     if (with) {
       g_assert_true(g_bytes_equal(ra->artifact, so));
@@ -1416,6 +1418,13 @@ test_gate_invalid(Fx *fx, gconstpointer data)
   bad->artifact_hash = g_strdup("NOT-HEX");
   g_assert_false(ts_db_gate_add_result(fx->db, bad, NULL, &error));
   assert_gate_error(&error, TS_DB_ERROR_INVALID, "NOT-HEX", fx->path);
+  g_clear_pointer(&bad->artifact_hash, g_free);
+  g_clear_pointer(&bad->artifact, g_bytes_unref);
+  bad->launch_ints = g_strdup("72,40x");
+  g_assert_false(ts_db_gate_add_result(fx->db, bad, NULL, &error));
+  assert_gate_error(&error, TS_DB_ERROR_INVALID, "72,40x", fx->path);
+  g_clear_pointer(&bad->launch_ints, g_free);
+  bad->artifact = g_bytes_ref(so);
   /* Bytes stored under a hash that is not theirs could never be trusted later. */
   g_free(bad->artifact_hash);
   bad->artifact_hash = g_strdup("cccc");

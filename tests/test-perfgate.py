@@ -119,10 +119,16 @@ rows = sqlite3.connect(DB).execute(
     "WHERE run_id = 1 ORDER BY id").fetchall()
 ok(rows == [("gemm", "ok", 1, 1), ("fault", "ok", 1, 1)],
    "baseline: samples and kernel binaries stored per workload")
+ints = sqlite3.connect(DB).execute(
+    "SELECT launch_ints FROM gate_result WHERE run_id = 1 AND name = 'gemm'").fetchone()[0]
+ok(ints is not None and len(ints.split(",")) == 3 and all(v.isdigit() for v in ints.split(",")),
+   "baseline: the CPU gemm binary's block sizes stored with it (%s)" % ints)
 
 md, xml = os.path.join(TMP, "pass.md"), os.path.join(TMP, "pass.xml")
 p = gate("check", "--suite", SUITE, "--db", DB, "--markdown", md, "--junit", xml, expect=0)
 ok(p.returncode == 0, "an unchanged build passes (exit 0)")
+ok("baseline kernel binary" not in p.stdout + open(md).read(),
+   "the stored binaries ran side by side with the current ones, launched as stored")
 ok("gemm" in p.stdout and "fault" in p.stdout and "pass" in p.stdout.lower(),
    "the table lists every workload with its verdict")
 ts, cases = junit(xml)
