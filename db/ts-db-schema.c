@@ -216,8 +216,7 @@ static const char *const migrations[] = {
 
     /* 9: the integers a gate result's kernel binary is launched with after the op's dims (a
      * CPU GEMM's block sizes, read at run time: one binary serves several schedules). */
-    "ALTER TABLE gate_result ADD COLUMN launch_ints TEXT;"
-    "PRAGMA user_version = 9;",
+    "ALTER TABLE gate_result ADD COLUMN launch_ints TEXT; PRAGMA user_version = 9;",
 };
 
 int
