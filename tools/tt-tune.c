@@ -113,13 +113,16 @@ print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top
    * artifact cache): what bounds a tune's rate when kernels run in microseconds. */
   g_autoptr(GArray) cms = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) cpu_ms = g_array_new(FALSE, FALSE, sizeof(double));
+  double cpu_sum = 0;
   for (guint i = 0; i < trials->len; i++) {
     const TsDbTrial *t = g_ptr_array_index(trials, i);
     if (t->compile_ms > 0)
       g_array_append_val(cms, t->compile_ms);
     double cpu = metric(t, "compile_cpu_ms");
-    if (t->compile_ms > 0 && cpu > 0)
+    if (t->compile_ms > 0 && cpu > 0) {
       g_array_append_val(cpu_ms, cpu);
+      cpu_sum += cpu;
+    }
   }
   /* Wall time is what bounds the tune; CPU time is the compile's own cost, which the wall
    * time overstates where compiles share the cores with each other. */
@@ -128,10 +131,17 @@ print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top
                                       ts_stats_median((double *)cpu_ms->data, cpu_ms->len),
                                       cpu_ms->len)
                     : g_strdup("");
+  /* ... and spread over every trial: what compiling cost the tune, candidates that shared a
+   * source (or found it cached) included. */
+  g_autofree char *spread =
+    cpu_ms->len > 0 && trials->len > cpu_ms->len
+      ? g_strdup_printf("; %.0f ms of compile CPU a trial over all %u", cpu_sum / trials->len,
+                        trials->len)
+      : g_strdup("");
   if (cms->len > 0)
     g_print("compile: median %.0f ms a candidate%s, over the %u compiled (others came from the "
-            "artifact cache)\n",
-            ts_stats_median((double *)cms->data, cms->len), cpu_text, cms->len);
+            "artifact cache)%s\n",
+            ts_stats_median((double *)cms->data, cms->len), cpu_text, cms->len, spread);
   /* The roofline bound: min(compute roof, intensity x DRAM bandwidth), from measured ceilings. */
   const TsProfCeiling *peak = ts_prof_ceilings_get(c, roof.compute ? roof.compute : "f32");
   const TsProfCeiling *dram = ts_prof_ceilings_get(c, "dram");
