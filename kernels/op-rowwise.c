@@ -27,12 +27,13 @@ check_knobs(const char *op, gint64 block, gint64 v, gint64 t, GError **error)
   return TRUE;
 }
 
-/* The team of a row op: BM and VEC defined, and the parallel region its threads run, where
- * per-thread buffers are allocated. */
+/* The team of a row op: BM (read at run time: it only bounds the loop over a work item's rows,
+ * so the points that differ in it share one compiled kernel) and VEC, and the parallel region
+ * its threads run, where per-thread buffers are allocated. */
 static TsTileNode *
 row_team(TsTileKernel *k, const TsSchedPoint *point)
 {
-  ts_tile_kernel_define(k, "BM", KNOB("BM"));
+  ts_tile_kernel_launch_const(k, "BM", KNOB("BM"));
   ts_tile_kernel_define(k, "VEC", KNOB("vector"));
   return ts_tile_parallel(k->body, KNOB("threads"));
 }
@@ -200,7 +201,7 @@ row_tiles(TsTileKernel *k, const TsSchedPoint *point, const RowParam *params, gu
     g_autofree char *w = g_strdup_printf("%sw", params[p].buffer);
     ts_tile_alloc_row(par, k, w, "TN", "one f32 column tile");
   }
-  ts_tile_alloc(par, k, "ST", TS_MEM_REGISTER, TS_DTYPE_F32, "2 * BM", TRUE,
+  ts_tile_alloc(par, k, "ST", TS_MEM_SHARED, TS_DTYPE_F32, "2 * BM", TRUE,
                 "statistics per row");
   TsTileNode *i0 = row_items_in(par);
   ts_tile_let(i0, "iend", TS_DTYPE_INT32, "min(i0 + BM, M)");

@@ -1245,40 +1245,46 @@ test_cpu_launch_consts(void)
 {
   const struct {
     const char *op, *shape, *point;
+    guint group; /* points of a group share a source; the next group's differs */
+    gint64 want[3];
+    guint n;
   } pts[] = {
-    {"gemm", "M=40,N=33,K=70", "block(m=24, n=32, k=16).micro(m=6, n=16).threads(1)"},
-    {"gemm", "M=40,N=33,K=70", "block(m=12, n=64, k=64).micro(m=6, n=16).threads(1)"},
-    {"gemm", "M=17,N=50,K=9", "block(m=36, n=16, k=8).micro(m=6, n=16).threads(1)"},
-    {"gemm", "M=40,N=33,K=70", "block(m=24, n=32, k=16).micro(m=4, n=16).threads(1)"},
-    {"flash_attention", "B=1,H=2,S=40,D=16", "block(m=32, n=32).micro(m=4, n=16).threads(1)"},
-    {"flash_attention", "B=1,H=2,S=40,D=16", "block(m=48, n=32).micro(m=4, n=16).threads(1)"},
+    {"gemm", "M=40,N=33,K=70", "block(m=24, n=32, k=16).micro(m=6, n=16).threads(1)", 0,
+     {24, 32, 16}, 3},
+    {"gemm", "M=40,N=33,K=70", "block(m=12, n=64, k=64).micro(m=6, n=16).threads(1)", 0,
+     {12, 64, 64}, 3},
+    {"gemm", "M=17,N=50,K=9", "block(m=36, n=16, k=8).micro(m=6, n=16).threads(1)", 0,
+     {36, 16, 8}, 3},
+    {"gemm", "M=40,N=33,K=70", "block(m=24, n=32, k=16).micro(m=4, n=16).threads(1)", 1,
+     {24, 32, 16}, 3},
+    {"flash_attention", "B=1,H=2,S=40,D=16", "block(m=32, n=32).micro(m=4, n=16).threads(1)", 2,
+     {32}, 1},
+    {"flash_attention", "B=1,H=2,S=40,D=16", "block(m=48, n=32).micro(m=4, n=16).threads(1)", 2,
+     {48}, 1},
+    {"layernorm_safe", "M=37,N=50", "block(m=4).threads(1).apply(\"tile\").pipeline(\"none\")", 3,
+     {4}, 1},
+    {"layernorm_safe", "M=37,N=50", "block(m=16).threads(1).apply(\"tile\").pipeline(\"none\")", 3,
+     {16}, 1},
   };
-  const gint64 want[][3] = {{24, 32, 16}, {12, 64, 64}, {36, 16, 8}, {24, 32, 16}, {32}, {48}};
-  g_autofree char *first_src = NULL, *first_entry = NULL, *attn_src = NULL;
+  g_autofree char *group_src = NULL, *group_entry = NULL;
   for (guint i = 0; i < G_N_ELEMENTS(pts); i++) {
     g_autoptr(TsOpInstance) inst = NULL;
     g_autofree char *entry = NULL;
     g_autofree char *src = point_source(pts[i].op, pts[i].shape, pts[i].point, &inst, &entry);
-    const gboolean gemm = i < 4;
-    g_assert_cmpuint(source_ints->len, ==, gemm ? 3 : 1);
-    for (guint j = 0; j < source_ints->len; j++)
-      g_assert_cmpint(g_array_index(source_ints, gint64, j), ==, want[i][j]);
-    g_assert_nonnull(strstr(src, gemm ? "const int64_t BK = ints[5]; /* launch constant */"
-                                      : "const int64_t BM = ints[4]; /* launch constant */"));
-    g_assert_null(strstr(src, gemm ? "#define BM" : "#define BM "));
-    if (i == 0) {
-      first_src = g_strdup(src);
-      first_entry = g_strdup(entry);
-    } else if (i < 3) {
-      g_assert_cmpstr(src, ==, first_src);
-      g_assert_cmpstr(entry, ==, first_entry);
-    } else if (i == 3) {
-      g_assert_cmpstr(src, !=, first_src);
-      g_assert_cmpstr(entry, !=, first_entry);
-    } else if (i == 4) {
-      attn_src = g_strdup(src);
+    g_assert_cmpuint(source_ints->len, ==, pts[i].n);
+    for (guint j = 0; j < pts[i].n; j++)
+      g_assert_cmpint(g_array_index(source_ints, gint64, j), ==, pts[i].want[j]);
+    g_assert_nonnull(strstr(src, "const int64_t BM = ints["));
+    g_assert_null(strstr(src, "#define BM "));
+    if (i > 0 && pts[i].group == pts[i - 1].group) {
+      g_assert_cmpstr(src, ==, group_src);
+      g_assert_cmpstr(entry, ==, group_entry);
     } else {
-      g_assert_cmpstr(src, ==, attn_src);
+      g_assert_true(group_src == NULL || strcmp(src, group_src) != 0);
+      g_free(group_src);
+      g_free(group_entry);
+      group_src = g_strdup(src);
+      group_entry = g_strdup(entry);
     }
     g_autoptr(TsModule) module = compile_source(src, entry);
     ts_op_timer_free(timer_ok(inst, module));
