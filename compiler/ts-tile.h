@@ -176,7 +176,8 @@ void ts_tile_kernel_add_param(TsTileKernel *kernel, const char *name, TsDtype dt
 void ts_tile_kernel_add_int_param(TsTileKernel *kernel, const char *name);
 void ts_tile_kernel_add_float_param(TsTileKernel *kernel, const char *name);
 void ts_tile_kernel_define(TsTileKernel *kernel, const char *name, gint64 value);
-/* A constant like a define's that the kernel reads at run time (see launch_consts). */
+/* A constant like a define's that the kernel reads at run time (see launch_consts), named as
+ * the schedule knob it holds: ts_op_emit names and heads the source by the point's other knobs. */
 void ts_tile_kernel_launch_const(TsTileKernel *kernel, const char *name, gint64 value);
 /* "BM=72, BN=4032, BK=384": the launch constants' values, or NULL when there are none. */
 char *ts_tile_kernel_launch_text(const TsTileKernel *kernel);

@@ -635,8 +635,6 @@ ts_backend_download(TsBackend *backend, void *dst, const TsBuffer *src, gsize by
 /* ------------------------------------------------------------------------------------------ */
 /* Launch and time */
 
-/* Launch descriptions come from generated code and the tuner, so their mistakes are errors the
- * caller can report, not assertions. */
 /* A launch as the module's entry sees it: the caller's ints, then the module's bound ones. */
 typedef struct {
   TsLaunch launch;
@@ -664,6 +662,8 @@ bind_launch(const TsModule *module, const TsLaunch *launch, BoundLaunch *b, GErr
   return &b->launch;
 }
 
+/* Launch descriptions come from generated code and the tuner, so their mistakes are errors the
+ * caller can report, not assertions. The launch to run, the module's bound ints appended. */
 static const TsLaunch *
 check_launch(TsBackend *backend, const TsModule *module, const TsLaunch *launch, BoundLaunch *b,
              GError **error)
