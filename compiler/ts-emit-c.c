@@ -1083,11 +1083,9 @@ ts_emit_c(const TsTileKernel *kernel, const char *entry, const char *banner, GEr
     line(&e, "const int64_t %s = ints[%u];", (char *)g_ptr_array_index(kernel->int_params, i), i);
   /* The launch constants' values are not in the text: every point that differs only in them
    * compiles to the same source, one artifact. */
-  for (guint i = 0; i < kernel->launch_consts->len; i++) {
-    g_auto(GStrv) kv = g_strsplit(g_ptr_array_index(kernel->launch_consts, i), "=", 2);
-    line(&e, "const int64_t %s = ints[%u]; /* launch constant */", kv[0],
-         kernel->int_params->len + i);
-  }
+  for (guint i = 0; i < kernel->launch_names->len; i++)
+    line(&e, "const int64_t %s = ints[%u]; /* launch constant */",
+         (char *)g_ptr_array_index(kernel->launch_names, i), kernel->int_params->len + i);
   for (guint i = 0; i < kernel->float_params->len; i++)
     line(&e, "const float %s = (float)floats[%u];",
          (char *)g_ptr_array_index(kernel->float_params, i), i);

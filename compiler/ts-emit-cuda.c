@@ -411,14 +411,16 @@ ts_emit_cuda(const TsTileKernel *kernel, const char *entry, const char *banner, 
   g_string_append(src, "#include \"ts_cuda_prims.cuh\"\n\n");
   g_string_append(src, "#define min(a, b) ((a) < (b) ? (a) : (b))\n"
                        "#define max(a, b) ((a) > (b) ? (a) : (b))\n");
+  for (guint i = 0; i < kernel->defines->len; i++) {
+    g_auto(GStrv) kv = g_strsplit(g_ptr_array_index(kernel->defines, i), "=", 2);
+    g_string_append_printf(src, "static constexpr long long %s = %s;\n", kv[0], kv[1]);
+  }
   /* Launch constants are compiled in like defines: a GPU kernel's tile sizes shape its
    * registers and shared memory. */
-  const GPtrArray *consts[] = {kernel->defines, kernel->launch_consts};
-  for (guint c = 0; c < G_N_ELEMENTS(consts); c++)
-    for (guint i = 0; i < consts[c]->len; i++) {
-      g_auto(GStrv) kv = g_strsplit(g_ptr_array_index(consts[c], i), "=", 2);
-      g_string_append_printf(src, "static constexpr long long %s = %s;\n", kv[0], kv[1]);
-    }
+  for (guint i = 0; i < kernel->launch_names->len; i++)
+    g_string_append_printf(src, "static constexpr long long %s = %" G_GINT64_FORMAT ";\n",
+                           (char *)g_ptr_array_index(kernel->launch_names, i),
+                           g_array_index(kernel->launch_values, gint64, i));
   g_string_append_printf(src, "static constexpr long long TS_SMEM_BYTES = %" G_GINT64_FORMAT ";\n",
                          grid->ints[4]);
   g_string_append_printf(src,

@@ -72,7 +72,8 @@ ts_tile_kernel_new(const char *name, const char *op, const TsDtypePolicy *dtype)
   k->int_params = g_ptr_array_new_with_free_func(g_free);
   k->float_params = g_ptr_array_new_with_free_func(g_free);
   k->defines = g_ptr_array_new_with_free_func(g_free);
-  k->launch_consts = g_ptr_array_new_with_free_func(g_free);
+  k->launch_names = g_ptr_array_new_with_free_func(g_free);
+  k->launch_values = g_array_new(FALSE, FALSE, sizeof(gint64));
   k->tensor_maps = g_ptr_array_new_with_free_func((GDestroyNotify)tensor_map_free);
   k->body = ts_tile_block_new();
   return k;
@@ -89,7 +90,8 @@ ts_tile_kernel_free(TsTileKernel *kernel)
   g_ptr_array_unref(kernel->int_params);
   g_ptr_array_unref(kernel->float_params);
   g_ptr_array_unref(kernel->defines);
-  g_ptr_array_unref(kernel->launch_consts);
+  g_ptr_array_unref(kernel->launch_names);
+  g_array_unref(kernel->launch_values);
   g_ptr_array_unref(kernel->tensor_maps);
   ts_tile_node_free(kernel->body);
   g_free(kernel);
@@ -123,18 +125,20 @@ ts_tile_kernel_define(TsTileKernel *kernel, const char *name, gint64 value)
 void
 ts_tile_kernel_launch_const(TsTileKernel *kernel, const char *name, gint64 value)
 {
-  g_ptr_array_add(kernel->launch_consts, g_strdup_printf("%s=%" G_GINT64_FORMAT, name, value));
+  g_ptr_array_add(kernel->launch_names, g_strdup(name));
+  g_array_append_val(kernel->launch_values, value);
 }
 
 char *
 ts_tile_kernel_launch_text(const TsTileKernel *kernel)
 {
-  if (kernel->launch_consts->len == 0)
+  if (kernel->launch_names->len == 0)
     return NULL;
   GString *text = g_string_new(NULL);
-  for (guint i = 0; i < kernel->launch_consts->len; i++)
-    g_string_append_printf(text, "%s%s", i ? ", " : "",
-                           (char *)g_ptr_array_index(kernel->launch_consts, i));
+  for (guint i = 0; i < kernel->launch_names->len; i++)
+    g_string_append_printf(text, "%s%s=%" G_GINT64_FORMAT, i ? ", " : "",
+                           (char *)g_ptr_array_index(kernel->launch_names, i),
+                           g_array_index(kernel->launch_values, gint64, i));
   return g_string_free(text, FALSE);
 }
 
@@ -744,9 +748,10 @@ ts_tile_kernel_to_string(const TsTileKernel *kernel)
   g_string_append_printf(out, "tile.kernel %s  # op %s, %s\n", kernel->name, kernel->op, dt);
   for (guint i = 0; i < kernel->defines->len; i++)
     g_string_append_printf(out, "  const %s\n", (char *)g_ptr_array_index(kernel->defines, i));
-  for (guint i = 0; i < kernel->launch_consts->len; i++)
-    g_string_append_printf(out, "  launch const %s\n",
-                           (char *)g_ptr_array_index(kernel->launch_consts, i));
+  for (guint i = 0; i < kernel->launch_names->len; i++)
+    g_string_append_printf(out, "  launch const %s=%" G_GINT64_FORMAT "\n",
+                           (char *)g_ptr_array_index(kernel->launch_names, i),
+                           g_array_index(kernel->launch_values, gint64, i));
   for (guint i = 0; i < kernel->params->len; i++) {
     const TsTileBuffer *b = g_ptr_array_index(kernel->params, i);
     g_string_append_printf(out, "  param %s: global %s[%s]\n", b->name, ts_dtype_name(b->dtype),

@@ -160,10 +160,11 @@ typedef struct {
   GPtrArray *int_params;  /* char*: dims in ABI order ("M", "N", "K") */
   GPtrArray *float_params; /* char*: ("alpha", "eps") */
   GPtrArray *defines;     /* char*: "NAME=VALUE" schedule constants, printed as a header */
-  /* char*: "NAME=VALUE" schedule constants the kernel reads at run time, the ints after
-   * int_params in this order (a C target's block sizes: one compiled kernel then serves every
-   * point that differs only in them) */
-  GPtrArray *launch_consts;
+  /* Schedule constants the kernel reads at run time, the ints after int_params in this order
+   * (a C target's block sizes: one compiled kernel then serves every point that differs only
+   * in them): their names (char*) and values (gint64) */
+  GPtrArray *launch_names;
+  GArray *launch_values;
   GPtrArray *tensor_maps; /* TsTileTensorMap* */
   TsTileNode *body;       /* TS_TILE_BLOCK */
 } TsTileKernel;
@@ -176,7 +177,7 @@ void ts_tile_kernel_add_param(TsTileKernel *kernel, const char *name, TsDtype dt
 void ts_tile_kernel_add_int_param(TsTileKernel *kernel, const char *name);
 void ts_tile_kernel_add_float_param(TsTileKernel *kernel, const char *name);
 void ts_tile_kernel_define(TsTileKernel *kernel, const char *name, gint64 value);
-/* A constant like a define's that the kernel reads at run time (see launch_consts), named as
+/* A constant like a define's that the kernel reads at run time (see launch_names), named as
  * the schedule knob it holds: ts_op_emit names and heads the source by the point's other knobs. */
 void ts_tile_kernel_launch_const(TsTileKernel *kernel, const char *name, gint64 value);
 /* "BM=72, BN=4032, BK=384": the launch constants' values, or NULL when there are none. */

@@ -469,6 +469,14 @@ note_turn(TsTrialResult *r, const TsMeasureLock *turn)
                            : g_strdup_printf("not measured alone: %s", note);
 }
 
+/* The point's launch constants (ts_op_emit; NULL: none) bound to its module. */
+static gboolean
+bind_launch_ints(TsModule *module, const GArray *ints, GError **error)
+{
+  return ints == NULL ||
+         ts_module_bind_ints(module, (const gint64 *)(gconstpointer)ints->data, ints->len, error);
+}
+
 TsTrialResult *
 ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, const char *entry,
                  const GArray *launch_ints, const TsRunOptions *options, GError **error)
@@ -488,10 +496,6 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
   ts_nvtx_push("tessera: compile");
   g_autoptr(TsModule) module = ts_backend_compile(backend, &src, &cerr);
   ts_nvtx_pop();
-  if (module != NULL && launch_ints != NULL &&
-      !ts_module_bind_ints(module, (const gint64 *)(gpointer)launch_ints->data, launch_ints->len,
-                           error))
-    return NULL;
   if (module == NULL) {
     if (!g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_COMPILE) &&
         !g_error_matches(cerr, TS_BACKEND_ERROR, TS_BACKEND_ERROR_LOAD)) {
@@ -505,6 +509,8 @@ ts_op_run_source(TsOpInstance *inst, TsBackend *backend, const char *source, con
     r->message = g_strdup(cerr->message);
     return g_steal_pointer(&r);
   }
+  if (!bind_launch_ints(module, launch_ints, error))
+    return NULL;
 
   g_autoptr(TsTrialResult) r = NULL;
   ts_nvtx_push("tessera: verify");
@@ -583,8 +589,7 @@ ts_op_compile(const TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *
     return NULL;
   TsSource source = {.lang = ts_backend_source_lang(backend), .text = src, .entry = entry};
   g_autoptr(TsModule) module = ts_backend_compile(backend, &source, error);
-  if (module == NULL ||
-      !ts_module_bind_ints(module, (const gint64 *)(gpointer)ints->data, ints->len, error))
+  if (module == NULL || !bind_launch_ints(module, ints, error))
     return NULL;
   return g_steal_pointer(&module);
 }

@@ -724,12 +724,7 @@ compiled_knobs(const TsSchedPoint *point, const TsTileKernel *kernel, GString *r
   TsSchedPoint *c = ts_sched_point_new();
   for (guint i = 0; i < ts_sched_point_n_knobs(point); i++) {
     const char *knob = ts_sched_point_knob_name(point, i);
-    gboolean at_launch = FALSE;
-    for (guint j = 0; j < kernel->launch_consts->len && !at_launch; j++) {
-      const char *lc = g_ptr_array_index(kernel->launch_consts, j);
-      at_launch = g_str_has_prefix(lc, knob) && lc[strlen(knob)] == '=';
-    }
-    if (at_launch) {
+    if (g_ptr_array_find_with_equal_func(kernel->launch_names, knob, g_str_equal, NULL)) {
       g_string_append_printf(runtime, "%s%s", runtime->len ? ", " : "", knob);
       continue;
     }
@@ -749,7 +744,7 @@ ts_op_emit(const TsOpInstance *inst, const char *be, const TsSchedPoint *point, 
   g_autofree char *name = kernel_name(inst, point);
   g_autofree char *sym = g_strconcat("ts_", name, NULL);
   char *src = NULL;
-  g_autoptr(GArray) ints = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_autoptr(GArray) ints = NULL;
   if (inst->op->emit_cpu_source != NULL) {
     if (space_for(inst->op, be, error) == NULL)
       return NULL;
@@ -763,7 +758,7 @@ ts_op_emit(const TsOpInstance *inst, const char *be, const TsSchedPoint *point, 
     g_autofree char *banner = g_strdup_printf("Tessera %s: %s\n * schedule %s",
                                               TS_OP_EMIT_VERSION, what, pt);
     const gboolean cuda = g_strcmp0(be, "cuda") == 0;
-    if (!cuda && kernel->launch_consts->len > 0) {
+    if (!cuda && kernel->launch_names->len > 0) {
       /* One source for all the points it serves: named and described by the knobs it
        * compiles in, whatever the shape. */
       g_autoptr(GString) runtime = g_string_new(NULL);
@@ -778,17 +773,13 @@ ts_op_emit(const TsOpInstance *inst, const char *be, const TsSchedPoint *point, 
       banner = g_strdup_printf("Tessera %s: %s %s\n * schedule %s; %s at run time",
                                TS_OP_EMIT_VERSION, ts_op_name(inst->op), dt, fixed_text,
                                runtime->str);
-      for (guint i = 0; i < kernel->launch_consts->len; i++) {
-        const char *lc = strchr(g_ptr_array_index(kernel->launch_consts, i), '=');
-        gint64 v = g_ascii_strtoll(lc + 1, NULL, 10);
-        g_array_append_val(ints, v);
-      }
+      ints = g_array_copy(kernel->launch_values);
     }
     src = cuda ? ts_emit_cuda(kernel, sym, banner, error) : ts_emit_c(kernel, sym, banner, error);
   }
   if (src && entry)
     *entry = g_steal_pointer(&sym);
   if (src && launch_ints)
-    *launch_ints = g_steal_pointer(&ints);
+    *launch_ints = ints ? g_steal_pointer(&ints) : g_array_new(FALSE, FALSE, sizeof(gint64));
   return src;
 }
