@@ -14,7 +14,10 @@
  *
  * OpenBLAS reads OPENBLAS_CORETYPE when it loads, and an environment may force an older kernel
  * than the machine's (Haswell on AVX-512) with it: the bench then starts itself again without
- * it, so the anchor is OpenBLAS at its best; --keep-coretype measures the forced kernel. */
+ * it, so the anchor is OpenBLAS at its best; --keep-coretype measures the forced kernel. Where
+ * OpenBLAS itself detects a kernel narrower than the machine's vectors (a release that does not
+ * know the CPU model falls back to SSE3), the bench starts again with the newest kernel the
+ * machine runs forced, and says so in its header. */
 #include <glib.h>
 #include <math.h>
 #include <stdio.h>
@@ -78,12 +81,15 @@ interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, GP
   return ok;
 }
 
+/* Set, to the kernel OpenBLAS detected, when the bench forced a better one itself. */
+#define DETECTED_ENV "TS_CPU_GEMM_OPENBLAS_DETECTED"
+
 /* OPENBLAS_CORETYPE is read when OpenBLAS loads: drop it and start again. */
 static void
 reexec_without_coretype(char **argv)
 {
   const char *forced = g_getenv("OPENBLAS_CORETYPE");
-  if (forced == NULL)
+  if (forced == NULL || g_getenv(DETECTED_ENV) != NULL)
     return;
   g_printerr("cpu_gemm: OPENBLAS_CORETYPE=%s forces OpenBLAS's kernel; running again without it "
              "(--keep-coretype measures the forced one)\n", forced);
@@ -91,6 +97,19 @@ reexec_without_coretype(char **argv)
   g_unsetenv("OPENBLAS_L2_SIZE");
   execv("/proc/self/exe", argv);
   g_printerr("cpu_gemm: could not start again (%s); the forced kernel stays\n", g_strerror(errno));
+}
+
+/* OpenBLAS detected a kernel narrower than this machine's vectors: start again with `better`. */
+static void
+reexec_with_better_core(char **argv, const char *better)
+{
+  g_printerr("cpu_gemm: OpenBLAS detected its %s kernel, narrower than this CPU's vectors; "
+             "running again with OPENBLAS_CORETYPE=%s\n", gemm_anchors_openblas_core(), better);
+  g_setenv(DETECTED_ENV, gemm_anchors_openblas_core(), TRUE);
+  g_setenv("OPENBLAS_CORETYPE", better, TRUE);
+  execv("/proc/self/exe", argv);
+  g_printerr("cpu_gemm: could not start again (%s); the detected kernel stays\n",
+             g_strerror(errno));
 }
 
 int
@@ -136,10 +155,17 @@ main(int argc, char **argv)
     return 3;
   }
   const TsDeviceInfo *dev = ts_backend_describe(backend);
+  const char *better = gemm_anchors_openblas_better_core(dev->arch, dev->vector_bits);
+  if (!keep_coretype && !bf16 && better && g_getenv(DETECTED_ENV) == NULL)
+    reexec_with_better_core(args, better);
   g_print("# cpu_gemm: Tessera %s GEMM (best of a sweep) vs the anchors below%s%s\n",
           bf16 ? "bf16 (f32 accumulation, bf16 C)" : "f32",
           g_getenv("OPENBLAS_CORETYPE") ? "; OpenBLAS forced by OPENBLAS_CORETYPE=" : "",
           g_getenv("OPENBLAS_CORETYPE") ? g_getenv("OPENBLAS_CORETYPE") : "");
+  if (g_getenv(DETECTED_ENV))
+    g_print("# OpenBLAS detected its %s kernel on this CPU (a release that does not know the "
+            "model falls back to it); the anchor is its %s kernel, the newest this CPU runs\n",
+            g_getenv(DETECTED_ENV), gemm_anchors_openblas_core());
   if (gemm_anchors_missing())
     g_print("# not built in (install to compare): %s\n", gemm_anchors_missing());
   g_print("# device: %s (%s), %u cores; toolchain %s\n", dev->name, dev->arch, dev->compute_units,

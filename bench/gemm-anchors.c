@@ -192,6 +192,47 @@ gemm_anchor_call(GemmAnchor *anchor)
 }
 
 const char *
+gemm_anchors_openblas_core(void)
+{
+#ifdef TS_HAVE_OPENBLAS
+  return openblas_get_corename();
+#else
+  return NULL;
+#endif
+}
+
+/* OpenBLAS's x86-64 kernels by the widest vectors they use (names as openblas_get_corename()
+ * and OPENBLAS_CORETYPE spell them); a kernel not listed is taken as 128-bit. */
+static guint
+openblas_core_bits(const char *core)
+{
+  static const char *const k512[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+  static const char *const k256[] = {"Haswell", "Zen", "Excavator", "Sandybridge",
+                                     "Bulldozer", "Piledriver", "Steamroller"};
+  for (guint i = 0; i < G_N_ELEMENTS(k512); i++)
+    if (g_ascii_strcasecmp(core, k512[i]) == 0)
+      return 512;
+  for (guint i = 0; i < G_N_ELEMENTS(k256); i++)
+    if (g_ascii_strcasecmp(core, k256[i]) == 0)
+      return 256;
+  return 128;
+}
+
+const char *
+gemm_anchors_openblas_better_core(const char *host_arch, guint vector_bits)
+{
+  const char *core = gemm_anchors_openblas_core();
+  if (core == NULL || host_arch == NULL || !g_str_has_prefix(host_arch, "x86_64") ||
+      openblas_core_bits(core) >= vector_bits)
+    return NULL;
+  if (vector_bits >= 512)
+    return strstr(host_arch, "+avx512bf16") ? "Cooperlake" : "SkylakeX";
+  if (vector_bits >= 256 && strstr(host_arch, "+fma"))
+    return "Haswell";
+  return NULL;
+}
+
+const char *
 gemm_anchors_missing(void)
 {
 #if !defined(TS_HAVE_OPENBLAS) && !defined(TS_HAVE_ONEDNN)

@@ -19,3 +19,11 @@ const char *gemm_anchor_name(const GemmAnchor *anchor);
 double gemm_anchor_call(GemmAnchor *anchor);
 /* Anchors this build lacks, with the package that adds them, for the report's header. */
 const char *gemm_anchors_missing(void);
+/* The OpenBLAS kernel that serves this CPU better than the one OpenBLAS detected, or NULL.
+ * A release that does not know a CPU model falls back to its Prescott (SSE3) kernel: 0.3.21 on
+ * an Emerald Rapids (family 6, model 207) runs 4-wide SSE beside 16-wide AVX-512, a fifth of
+ * its own AVX-512 kernel's speed. `host_arch` is the backend's ISA string ("x86_64+avx2+...")
+ * and `vector_bits` its widest float register; the answer is an OPENBLAS_CORETYPE name. */
+const char *gemm_anchors_openblas_better_core(const char *host_arch, guint vector_bits);
+/* The kernel OpenBLAS runs now ("Cooperlake"), NULL without OpenBLAS. */
+const char *gemm_anchors_openblas_core(void);
