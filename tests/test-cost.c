@@ -500,6 +500,37 @@ test_vector_roofs(void)
   g_assert_cmpfloat(fabs(v4.compute_s / v8.compute_s - 0.8 / 0.6), <, 1e-9);
 }
 
+/* A bf16 GEMM's dot("bf16") points (vdpbf16ps) compute at the rate the device measured for
+ * that instruction against its f32 FMAs: twice on a Zen 4 core, half on an Emerald Rapids one,
+ * where the dot("fma") points on widened panels must come out faster; unmeasured, as the FMAs. */
+static void
+test_cpu_gemm_bf16_engines(void)
+{
+  const TsDeviceInfo avx512 = {
+    .backend = "cpu", .name = "test avx512", .arch = "x86_64+avx2+fma+avx512f+avx512bf16",
+    .compute_units = 2, .memory_bytes = 24ull << 30, .l1_bytes = 48 << 10,
+    .l2_bytes = 2048 << 10, .l3_bytes = 32 << 20, .vector_bits = 512, .toolchain = "gcc 12.2.0"};
+  g_autoptr(TsOpInstance) g = instance("gemm", "M=1024,N=1024,K=1024", "bf16");
+  const char *fma = "block(m=168,n=2016,k=256).micro(m=14,n=32).vector(16).unroll(4)"
+                    ".threads(1).dot(\"fma\")";
+  const char *dot = "block(m=168,n=2016,k=256).micro(m=14,n=32).vector(16).unroll(4)"
+                    ".threads(1).dot(\"bf16\")";
+  const double ratios[] = {0, 0.48, 2.0}; /* bf16_dot over f32; 0: not measured */
+  for (guint i = 0; i < G_N_ELEMENTS(ratios); i++) {
+    g_autoptr(TsProfCeilings) c = cpu_ceilings();
+    if (ratios[i] > 0)
+      ts_prof_ceilings_set(c, "bf16_dot", TS_PROF_COMPUTE, 181.0 * ratios[i], 93.9 * ratios[i]);
+    g_autoptr(TsCostTarget) t = ts_cost_target_new(g, "cpu", &avx512, c);
+    TsCostEstimate ef, ed;
+    estimate(t, fma, &ef);
+    estimate(t, dot, &ed);
+    g_assert_cmpfloat(fabs(ef.compute_s / ed.compute_s - (ratios[i] > 0 ? ratios[i] : 1)), <,
+                      1e-9);
+    if (ratios[i] > 0 && ratios[i] < 1)
+      g_assert_cmpfloat(ef.time_s, <, ed.time_s);
+  }
+}
+
 /* A CPU's exps take the time the device's measured exp rates say: each exp an element more
  * adds rows x cols over the rate of the cores (one core's rate, times the cores used), the
  * fast polynomial its own rate (slower here, as on Zen 1), and without measured rates the
@@ -693,5 +724,6 @@ main(int argc, char **argv)
   g_test_add_func("/cost/analytic/kernel-rows", test_kernel_rows);
   g_test_add_func("/cost/analytic/vector-roofs", test_vector_roofs);
   g_test_add_func("/cost/analytic/exp-rates", test_exp_rates);
+  g_test_add_func("/cost/analytic/cpu-gemm-bf16-engines", test_cpu_gemm_bf16_engines);
   return g_test_run();
 }

@@ -337,13 +337,15 @@ test_roofline(void)
   g_assert_cmpstr(ts_prof_compute_roof("cuda", "bf16", FALSE), ==, "f32");
   g_assert_cmpstr(ts_prof_compute_roof("cpu", "bf16", TRUE), ==, "bf16_amx");
   g_assert_cmpstr(ts_prof_compute_roof("cpu", "bf16", FALSE), ==, "f32");
-  /* Where the machine has no AMX roof, the roofline holds the bf16 GEMM to vdpbf16ps's, else
-   * to f32's. */
+  /* The roofline holds a CPU's bf16 GEMM to the fastest of its engines measured: AMX tiles,
+   * vdpbf16ps, f32 FMAs on widened panels. */
   g_assert_true(ts_prof_roofline(c, "bf16_amx", 1e12, 1e9, 1, &r));
-  g_assert_cmpstr(r.compute, ==,
-                  ts_prof_ceilings_get(c, "bf16_amx")   ? "bf16_amx"
-                  : ts_prof_ceilings_get(c, "bf16_dot") ? "bf16_dot"
-                                                        : "f32");
+  const char *fastest = "f32";
+  for (const char *const *e = (const char *const[]){"bf16_dot", "bf16_amx", NULL}; *e; e++)
+    if (ts_prof_ceilings_get(c, *e) &&
+        ts_prof_ceilings_get(c, *e)->value > ts_prof_ceilings_get(c, fastest)->value)
+      fastest = *e;
+  g_assert_cmpstr(r.compute, ==, fastest);
   g_autoptr(TsProfCeilings) dot = ts_prof_ceilings_new("cpu", "");
   ts_prof_ceilings_set(dot, "f32", TS_PROF_COMPUTE, 100, 50);
   ts_prof_ceilings_set(dot, "bf16_dot", TS_PROF_COMPUTE, 200, 100);
@@ -351,6 +353,15 @@ test_roofline(void)
   g_assert_true(ts_prof_roofline(dot, "bf16_amx", 1e12, 1e9, 1, &r));
   g_assert_cmpstr(r.compute, ==, "bf16_dot");
   g_assert_cmpfloat(r.bound_gflops, ==, 200);
+  /* A core whose vdpbf16ps is slower than its FMAs (Emerald Rapids: 80 against 166 GFLOP/s)
+   * keeps the f32 roof: its tuned bf16 GEMM runs on FMAs. */
+  ts_prof_ceilings_set(dot, "bf16_dot", TS_PROF_COMPUTE, 80, 40);
+  g_assert_true(ts_prof_roofline(dot, "bf16_amx", 1e12, 1e9, 1, &r));
+  g_assert_cmpstr(r.compute, ==, "f32");
+  g_assert_cmpfloat(r.bound_gflops, ==, 100);
+  ts_prof_ceilings_set(dot, "bf16_amx", TS_PROF_COMPUTE, 2000, 1000);
+  g_assert_true(ts_prof_roofline(dot, "bf16_amx", 1e12, 1e9, 1, &r));
+  g_assert_cmpstr(r.compute, ==, "bf16_amx");
   g_assert_cmpstr(ts_prof_compute_roof("cpu", "f64", TRUE), ==, "f64");
 }
 
