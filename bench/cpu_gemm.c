@@ -84,6 +84,16 @@ interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, GP
 /* Set, to the kernel OpenBLAS detected, when the bench forced a better one itself. */
 #define DETECTED_ENV "TS_CPU_GEMM_OPENBLAS_DETECTED"
 
+/* Start this bench again with the environment as now set; `kernel` names OpenBLAS's kernel
+ * that stays where that fails ("forced", "detected"). */
+static void
+restart(char **argv, const char *kernel)
+{
+  execv("/proc/self/exe", argv);
+  g_printerr("cpu_gemm: could not start again (%s); the %s kernel stays\n", g_strerror(errno),
+             kernel);
+}
+
 /* OPENBLAS_CORETYPE is read when OpenBLAS loads: drop it and start again. */
 static void
 reexec_without_coretype(char **argv)
@@ -95,8 +105,7 @@ reexec_without_coretype(char **argv)
              "(--keep-coretype measures the forced one)\n", forced);
   g_unsetenv("OPENBLAS_CORETYPE");
   g_unsetenv("OPENBLAS_L2_SIZE");
-  execv("/proc/self/exe", argv);
-  g_printerr("cpu_gemm: could not start again (%s); the forced kernel stays\n", g_strerror(errno));
+  restart(argv, "forced");
 }
 
 /* OpenBLAS detected a kernel narrower than this machine's vectors: start again with `better`. */
@@ -107,9 +116,7 @@ reexec_with_better_core(char **argv, const char *better)
              "running again with OPENBLAS_CORETYPE=%s\n", gemm_anchors_openblas_core(), better);
   g_setenv(DETECTED_ENV, gemm_anchors_openblas_core(), TRUE);
   g_setenv("OPENBLAS_CORETYPE", better, TRUE);
-  execv("/proc/self/exe", argv);
-  g_printerr("cpu_gemm: could not start again (%s); the detected kernel stays\n",
-             g_strerror(errno));
+  restart(argv, "detected");
 }
 
 int
@@ -155,9 +162,11 @@ main(int argc, char **argv)
     return 3;
   }
   const TsDeviceInfo *dev = ts_backend_describe(backend);
-  const char *better = gemm_anchors_openblas_better_core(dev->arch, dev->vector_bits);
-  if (!keep_coretype && !bf16 && better && g_getenv(DETECTED_ENV) == NULL)
-    reexec_with_better_core(args, better);
+  if (!keep_coretype && !bf16 && g_getenv(DETECTED_ENV) == NULL) {
+    const char *better = gemm_anchors_openblas_better_core(dev->arch, dev->vector_bits);
+    if (better)
+      reexec_with_better_core(args, better);
+  }
   g_print("# cpu_gemm: Tessera %s GEMM (best of a sweep) vs the anchors below%s%s\n",
           bf16 ? "bf16 (f32 accumulation, bf16 C)" : "f32",
           g_getenv("OPENBLAS_CORETYPE") ? "; OpenBLAS forced by OPENBLAS_CORETYPE=" : "",

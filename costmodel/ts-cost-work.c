@@ -253,6 +253,17 @@ rows_cuda(const TsCostTarget *t, const TsModuleResources *res, TsCostWork *w,
 
 /* ---- CPU ---- */
 
+/* One core's measured roof `num` over its measured `den` ("exp_x4" over "exp", "bf16_dot" over
+ * "f32"), or `unmeasured` where the device's ceilings lack either. */
+static double
+measured_ratio(const TsCostTarget *t, const char *num, const char *den, double unmeasured)
+{
+  gboolean have_num = FALSE, have_den = FALSE;
+  double n = ts__cost_roof(t, num, TRUE, &have_num);
+  double d = ts__cost_roof(t, den, TRUE, &have_den);
+  return have_num && have_den && d > 0 ? n / d : unmeasured;
+}
+
 /* A vector of V floats' share of the f32 roof: V over the lanes, or where the ceilings have it
  * the measured roof of V-lane FMAs over the widest's (a core that splits its widest vectors in
  * halves, as Zen 1 and Zen 4, multiplies as fast on narrower ones). */
@@ -289,21 +300,8 @@ row_vector_eff(const TsCostTarget *t, double V, gboolean fast)
   const char *widest = fast ? "exp_fast" : "exp";
   char name[32];
   g_snprintf(name, sizeof name, "%s_x%.0f", widest, V);
-  gboolean measured = FALSE, wide_measured = FALSE;
-  double narrow = ts__cost_roof(t, name, TRUE, &measured);
-  double wide = ts__cost_roof(t, widest, TRUE, &wide_measured);
-  return measured && wide_measured && wide > 0 ? MIN(1, narrow / wide) : cpu_vector_eff(t, V);
-}
-
-/* A CPU engine's measured FLOP/s on one core over its f32 FMAs' (bf16_dot: vdpbf16ps), or
- * `unmeasured` where the device's ceilings lack either. */
-static double
-engine_over_fma(const TsCostTarget *t, const char *engine, double unmeasured)
-{
-  gboolean have_engine = FALSE, have_fma = FALSE;
-  double rate = ts__cost_roof(t, engine, TRUE, &have_engine);
-  double fma = ts__cost_roof(t, "f32", TRUE, &have_fma);
-  return have_engine && have_fma && fma > 0 ? rate / fma : unmeasured;
+  double share = measured_ratio(t, name, widest, NAN);
+  return isnan(share) ? cpu_vector_eff(t, V) : MIN(1, share);
 }
 
 /* Bytes streamed from the level where a working set of `set` bytes lives, per core. */
@@ -406,13 +404,13 @@ gemm_cpu(const TsCostTarget *t, const TsSchedPoint *p, TsCostWork *w)
      * ~0.2); a k step loads MR/16 + NR/16 tiles for (MR/16)(NR/16) products. */
     double tm = MR / 16, tn = NR / 16;
     w->accumulators = tm * tn;
-    w->compute_eff = engine_over_fma(t, "bf16_amx", 16) * MIN(1, tm * tn / (tm + tn));
+    w->compute_eff = measured_ratio(t, "bf16_amx", "f32", 16) * MIN(1, tm * tn / (tm + tn));
     e = 2;
   } else if (g_strcmp0(dot, "bf16") == 0) {
     /* vdpbf16ps: twice the FMA's products an instruction, at a rate that differs by core:
      * measured 2.0x the f32 FMAs' FLOP/s on a Zen 4 core, 0.48x on an Emerald Rapids one (where
      * the f32 FMAs on widened panels win, and the model must not send the search the other way). */
-    w->compute_eff *= engine_over_fma(t, "bf16_dot", 1);
+    w->compute_eff *= measured_ratio(t, "bf16_dot", "f32", 1);
     e = 2;
   }
   double a_bytes = M * K * e * cdiv(N, BN) * cdiv(BN, NR); /* Ap read once per NR column */
