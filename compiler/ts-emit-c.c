@@ -424,13 +424,19 @@ emit_pack(Emitter *e, const TsTileNode *n)
   /* dot("bf16") packs K-pairs, dot("amx") 32-deep tile steps; FMAs take panels widened to
    * f32 from the source's dtype. */
   TsTileDot dot = ts_tile_get_dot(n);
-  line(e, "ts_pack_%s_block_%s(%s, %s, %s, %s, %" G_GINT64_FORMAT ", %s);",
+  /* The panel's width by name where the kernel reads it at run time (Tile IR's panel(MR) for
+   * A, panel(NR) for B): then nothing in the loops depends on the micro-tile. */
+  const char *width = n->ints[0] == 0 ? "MR" : "NR";
+  g_autofree char *panel =
+    g_ptr_array_find_with_equal_func(e->kernel->launch_names, width, g_str_equal, NULL)
+      ? g_strdup(width)
+      : g_strdup_printf("%" G_GINT64_FORMAT, n->ints[1]);
+  line(e, "ts_pack_%s_block_%s(%s, %s, %s, %s, %s, %s);",
        n->ints[0] == 0 ? "a" : n->ints[0] == 1 ? "b" : "bt",
        dot == TS_TILE_DOT_AMX    ? "amx"
        : dot == TS_TILE_DOT_BF16 ? "bf16x2"
                                  : suffix_of(e, arg(n, 0)),
-       arg(n, 0),
-       arg(n, 1), arg(n, 2), arg(n, 3), n->ints[1], arg(n, 4));
+       arg(n, 0), arg(n, 1), arg(n, 2), arg(n, 3), panel, arg(n, 4));
   if (n->var) {
     line(e, "%s_tag = (%s);", arg(n, 4), n->var);
     e->depth--;

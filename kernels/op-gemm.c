@@ -209,12 +209,15 @@ gemm_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKernel
   }
   /* The cache blocks only bound loops and size buffers: read at run time (no slower, measured:
    * bf16 1024^3 at 144 x 4080 x 256, Zen 3, one thread), so a tune compiles one kernel per
-   * micro-kernel shape and the points that differ in their blocks reuse it. */
+   * micro-kernel shape and the points that differ in their blocks reuse it. So is the
+   * micro-tile's shape, outside the micro-kernel (which has it compiled in): the loops around
+   * it are then one text for every micro-kernel, which the CPU backend compiles once and links
+   * with each (runtime/cpu/ts-cpu-pch.c). */
   ts_tile_kernel_launch_const(k, "BM", BM);
   ts_tile_kernel_launch_const(k, "BN", BN);
   ts_tile_kernel_launch_const(k, "BK", BK);
-  ts_tile_kernel_define(k, "MR", MR);
-  ts_tile_kernel_define(k, "NR", NR);
+  ts_tile_kernel_launch_const(k, "MR", MR);
+  ts_tile_kernel_launch_const(k, "NR", NR);
   ts_tile_kernel_define(k, "VEC", V);
 
   /* dot("bf16"): panels of bf16 K-pairs for vdpbf16ps instead of panels widened to f32; the

@@ -1045,9 +1045,11 @@ find_gch(const char *cache_dir)
 {
   g_autoptr(GDir) d = g_dir_open(cache_dir, 0, NULL);
   const char *name;
-  while (d != NULL && (name = g_dir_read_name(d)) != NULL)
-    if (g_str_has_prefix(name, "pch-"))
-      return g_build_filename(cache_dir, name, "ts_cpu_prims_v8.h.gch", NULL);
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *gch = g_build_filename(cache_dir, name, "ts_cpu_prims_v8.h.gch", NULL);
+    if (g_str_has_prefix(name, "pch-") && g_file_test(gch, G_FILE_TEST_EXISTS))
+      return g_steal_pointer(&gch);
+  }
   return NULL;
 }
 
@@ -1148,9 +1150,9 @@ run_ukr(Fixture *f, TsModule *module, int extra)
     ts_backend_buffer_free(f->backend, bufs[i]);
 }
 
-/* How many micro-kernel objects a cache holds; *one (may be NULL): the last one found. */
+/* How many objects named prefix* a cache holds; *one (may be NULL): the last one found. */
 static guint
-find_ukrs(const char *cache_dir, char **one)
+find_objects(const char *cache_dir, const char *prefix, char **one)
 {
   guint n = 0;
   g_autoptr(GDir) d = g_dir_open(cache_dir, 0, NULL);
@@ -1162,7 +1164,7 @@ find_ukrs(const char *cache_dir, char **one)
     g_autoptr(GDir) e = g_dir_open(sub, 0, NULL);
     const char *obj;
     while (e != NULL && (obj = g_dir_read_name(e)) != NULL)
-      if (g_str_has_prefix(obj, "ukr-") && g_str_has_suffix(obj, ".o")) {
+      if (g_str_has_prefix(obj, prefix) && g_str_has_suffix(obj, ".o")) {
         n++;
         if (one != NULL) {
           g_free(*one);
@@ -1171,6 +1173,12 @@ find_ukrs(const char *cache_dir, char **one)
       }
   }
   return n;
+}
+
+static guint
+find_ukrs(const char *cache_dir, char **one)
+{
+  return find_objects(cache_dir, "ukr-", one);
 }
 
 /* With GCC a kernel's micro-kernel is compiled once into the cache and linked into every
@@ -1238,6 +1246,72 @@ test_ukr_cache(Fixture *f, gconstpointer data)
   g_assert_true(g_file_test(obj, G_FILE_TEST_IS_REGULAR));
 }
 
+/* A kernel of the 6x16 micro-kernel at unroll %d, under the entry %s: the loops around the
+ * micro-kernel (here a call) do not depend on either. */
+static const char driver_src_fmt[] =
+  KERNEL_PRELUDE
+  "TS_DEFINE_UKR_F32(ts_ukr_6x16_v8_u%d, 6, 16, 8, %d);\n"
+  "void %s(void *const *bufs, const int64_t *ints, const double *floats) {\n"
+  "  ts_ukr_6x16_v8_u%d(ints[0], bufs[0], bufs[1], bufs[2], 16, 0, 6, 16);\n"
+  "}\n";
+
+static TsModule *
+compile_driver(Fixture *f, int banner, int unroll, const char *entry)
+{
+  g_autofree char *src =
+    g_strdup_printf(driver_src_fmt, banner, unroll, unroll, entry, unroll);
+  TsModule *m = compile_ok(f, src, entry);
+  run_ukr(f, m, 0);
+  return m;
+}
+
+/* With GCC the code around a kernel's micro-kernels (its driver) is compiled once for every
+ * kernel that differs from it only in those, in its entry's name and its leading comment, and
+ * each such kernel is its micro-kernel's and the driver's objects linked: the right results
+ * from each, one driver object. A damaged driver object costs a compile of the whole source,
+ * then is built again. */
+static void
+test_driver_share(Fixture *f, gconstpointer data)
+{
+  const TsDeviceInfo *dev = ts_backend_describe(f->backend);
+  g_autoptr(TsModule) m0 = compile_driver(f, 0, 4, "ts_kernel_a");
+  if (!g_str_has_prefix(dev->toolchain, "gcc ")) {
+    g_assert_cmpuint(find_objects(f->cache_dir, "drv-", NULL), ==, 0);
+    g_test_skip("the compiler is not GCC: no precompiled primitives");
+    return;
+  }
+  g_autofree char *drv = NULL;
+  g_assert_cmpuint(find_objects(f->cache_dir, "drv-", &drv), ==, 1);
+  /* The driver and its f32 micro-kernel need none of the intrinsics: nothing precompiled. */
+  g_autofree char *gch = find_gch(f->cache_dir);
+  g_assert_null(gch);
+  GStatBuf st0, st1;
+  g_assert_cmpint(g_stat(drv, &st0), ==, 0);
+  /* Another micro-kernel, entry and comment: the same driver, both kernels loaded at once. */
+  g_autoptr(TsModule) m1 = compile_driver(f, 1, 8, "ts_kernel_b");
+  g_assert_cmpuint(find_ukrs(f->cache_dir, NULL), ==, 2);
+  g_assert_cmpuint(find_objects(f->cache_dir, "drv-", NULL), ==, 1);
+  g_assert_cmpint(g_stat(drv, &st1), ==, 0);
+  g_assert_cmpint(st1.st_ino, ==, st0.st_ino);
+  run_ukr(f, m0, 0);
+  run_ukr(f, m1, 0);
+  /* Other code around the micro-kernel: a driver of its own. */
+  g_autofree char *other = g_strdup_printf(ukr_src_fmt, 2, 2);
+  {
+    g_autoptr(TsModule) m = compile_ok(f, other, "ts_kernel");
+    run_ukr(f, m, 2);
+  }
+  g_assert_cmpuint(find_objects(f->cache_dir, "drv-", NULL), ==, 2);
+
+  /* A damaged driver object: the kernel is compiled whole, and the object goes. */
+  g_assert_true(g_file_set_contents(drv, "not an object", -1, NULL));
+  g_assert_cmpint(g_chmod(drv, 0644), ==, 0);
+  ts_module_free(compile_driver(f, 3, 4, "ts_kernel_c"));
+  g_assert_false(g_file_test(drv, G_FILE_TEST_EXISTS));
+  ts_module_free(compile_driver(f, 4, 4, "ts_kernel_d"));
+  g_assert_true(g_file_test(drv, G_FILE_TEST_IS_REGULAR));
+}
+
 /* A kernel that packs an A block of bf16 into f32 panels of 6 rows and writes the panels back
  * as bf16: what a GEMM calls besides its micro-kernel. */
 static const char outline_src_fmt[] =
@@ -1285,18 +1359,11 @@ run_outline(Fixture *f, TsModule *module)
 static gboolean
 has_outline(const char *cache_dir)
 {
-  g_autoptr(GDir) d = g_dir_open(cache_dir, 0, NULL);
-  const char *name;
-  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *obj = g_build_filename(cache_dir, name, "outline-v8.o", NULL);
-    if (g_str_has_prefix(name, "pch-") && g_file_test(obj, G_FILE_TEST_IS_REGULAR))
-      return TRUE;
-  }
-  return FALSE;
+  return find_objects(cache_dir, "outline-", NULL) > 0;
 }
 
 /* With GCC the packing and conversions a kernel calls come from one object built once
- * (outline-v8.o), with the same results as inline (TS_CPU_OUTLINE=0). */
+ * (outline-*.o), with the same results as inline (TS_CPU_OUTLINE=0). */
 static void
 test_outline(Fixture *f, gconstpointer data)
 {
@@ -1364,6 +1431,7 @@ main(int argc, char **argv)
   ADD("/backend/cpu/pch", test_pch);
   ADD("/backend/cpu/ukr-cache", test_ukr_cache);
   ADD("/backend/cpu/outline", test_outline);
+  ADD("/backend/cpu/driver-share", test_driver_share);
 #undef ADD
   g_test_add_func("/backend/registry", test_registry);
   g_test_add_func("/backend/x86-family-model", test_x86_family_model);

@@ -1239,24 +1239,26 @@ test_cpu_gemm_fp8(void)
 }
 
 /* Points that differ only in their blocks (and shapes) have one C source, one entry, and
- * their blocks as launch ints; each runs right with its own. A micro-tile is compiled in. */
+ * their blocks as launch ints; each runs right with its own. A GEMM's micro-tile shape is a
+ * launch int too, compiled into its micro-kernel only: another micro-tile is another source
+ * (its micro-kernel's line) under the same entry. */
 static void
 test_cpu_launch_consts(void)
 {
   const struct {
     const char *op, *shape, *point;
     guint group; /* points of a group share a source; the next group's differs */
-    gint64 want[3];
+    gint64 want[5];
     guint n;
   } pts[] = {
     {"gemm", "M=40,N=33,K=70", "block(m=24, n=32, k=16).micro(m=6, n=16).threads(1)", 0,
-     {24, 32, 16}, 3},
+     {24, 32, 16, 6, 16}, 5},
     {"gemm", "M=40,N=33,K=70", "block(m=12, n=64, k=64).micro(m=6, n=16).threads(1)", 0,
-     {12, 64, 64}, 3},
+     {12, 64, 64, 6, 16}, 5},
     {"gemm", "M=17,N=50,K=9", "block(m=36, n=16, k=8).micro(m=6, n=16).threads(1)", 0,
-     {36, 16, 8}, 3},
+     {36, 16, 8, 6, 16}, 5},
     {"gemm", "M=40,N=33,K=70", "block(m=24, n=32, k=16).micro(m=4, n=16).threads(1)", 1,
-     {24, 32, 16}, 3},
+     {24, 32, 16, 4, 16}, 5},
     {"flash_attention", "B=1,H=2,S=40,D=16", "block(m=32, n=32).micro(m=4, n=16).threads(1)", 2,
      {32}, 1},
     {"flash_attention", "B=1,H=2,S=40,D=16", "block(m=48, n=32).micro(m=4, n=16).threads(1)", 2,
@@ -1276,6 +1278,8 @@ test_cpu_launch_consts(void)
       g_assert_cmpint(g_array_index(source_ints, gint64, j), ==, pts[i].want[j]);
     g_assert_nonnull(strstr(src, "const int64_t BM = ints["));
     g_assert_null(strstr(src, "#define BM "));
+    if (pts[i].group == 1) /* the first group's entry: its loops are the same */
+      g_assert_cmpstr(entry, ==, group_entry);
     if (i > 0 && pts[i].group == pts[i - 1].group) {
       g_assert_cmpstr(src, ==, group_src);
       g_assert_cmpstr(entry, ==, group_entry);

@@ -121,8 +121,8 @@ ok(rows == [("gemm", "ok", 1, 1), ("fault", "ok", 1, 1)],
    "baseline: samples and kernel binaries stored per workload")
 ints = sqlite3.connect(DB).execute(
     "SELECT launch_ints FROM gate_result WHERE run_id = 1 AND name = 'gemm'").fetchone()[0]
-ok(ints is not None and len(ints.split(",")) == 3 and all(v.isdigit() for v in ints.split(",")),
-   "baseline: the CPU gemm binary's block sizes stored with it (%s)" % ints)
+ok(ints is not None and len(ints.split(",")) == 5 and all(v.isdigit() for v in ints.split(",")),
+   "baseline: the CPU gemm binary's block and micro-tile sizes stored with it (%s)" % ints)
 
 md, xml = os.path.join(TMP, "pass.md"), os.path.join(TMP, "pass.xml")
 p = gate("check", "--suite", SUITE, "--db", DB, "--markdown", md, "--junit", xml, expect=0)

@@ -381,12 +381,14 @@ write_file(const char *dir, const char *name, const void *data, gsize len, GErro
   return FALSE;
 }
 
-/* cc FLAGS [-include PCH] -I workdir -o out_path src.c [objects]: the text as src.c. */
+/* cc FLAGS [-include PCH] -I workdir -o out_path [src.c] [objects] [link_args]: the text as
+ * src.c; without one, a link of the objects. */
 static gboolean
 run_cc(TsCpuBackend *self, const char *workdir, const char *text, const char *pch_header,
-       GPtrArray *objects, const char *out_path, char **log, GError **error)
+       GPtrArray *objects, GPtrArray *link_args, const char *out_path, char **log,
+       GError **error)
 {
-  if (!write_file(workdir, "src.c", text, strlen(text), error))
+  if (text != NULL && !write_file(workdir, "src.c", text, strlen(text), error))
     return FALSE;
   g_autofree char *include = g_strconcat("-I", workdir, NULL);
   g_autoptr(GPtrArray) argv = g_ptr_array_new();
@@ -402,9 +404,12 @@ run_cc(TsCpuBackend *self, const char *workdir, const char *text, const char *pc
   g_ptr_array_add(argv, include);
   g_ptr_array_add(argv, "-o");
   g_ptr_array_add(argv, (gpointer)out_path);
-  g_ptr_array_add(argv, "src.c");
+  if (text != NULL)
+    g_ptr_array_add(argv, "src.c");
   for (guint i = 0; objects != NULL && i < objects->len; i++)
     g_ptr_array_add(argv, g_ptr_array_index(objects, i));
+  for (guint i = 0; link_args != NULL && i < link_args->len; i++)
+    g_ptr_array_add(argv, g_ptr_array_index(link_args, i));
   g_ptr_array_add(argv, NULL);
 
   /* LC_ALL=C: diagnostics in English with ASCII quotes, so the tuner and the DB can classify
@@ -444,8 +449,6 @@ cpu_compile(TsBackend *backend, const TsSource *source, const char *workdir,
   if (!write_file(workdir, PRIMS_NAME, prims, prims_len, error))
     return FALSE;
 
-  /* The primitives precompiled, where the compiler and the source allow it: the same code,
-   * in about two thirds of the time. Without one the source includes the header as ever. */
   TsCpuPchSpec pch = {
       .cc_argv = (const char *const *)self->cc_argv,
       .version_line = self->version_line,
@@ -456,21 +459,28 @@ cpu_compile(TsBackend *backend, const TsSource *source, const char *workdir,
       .cache_dir = ts_backend_get_cache_dir(backend),
   };
   int vec = ts__cpu_pch_source_vec(source->text);
-  g_autofree char *pch_header = vec > 0 ? ts__cpu_pch_header(&pch, vec, NULL) : NULL;
-  /* And its micro-kernels compiled once for all the kernels that use them. */
+  /* Its micro-kernels compiled once for all the kernels that use them, its driver once for all
+   * that differ only in those: a kernel is then at most a micro-kernel and a link. */
   g_autoptr(GPtrArray) objects = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) link_args = g_ptr_array_new_with_free_func(g_free);
   g_autofree char *driver =
-    pch_header ? ts__cpu_ukr_split(&pch, pch_header, vec, source->text, objects, NULL) : NULL;
-  if (driver == NULL)
-    return run_cc(self, workdir, source->text, pch_header, NULL, out_path, log, error);
-  g_autoptr(GError) split_error = NULL;
-  if (run_cc(self, workdir, driver, pch_header, objects, out_path, log, &split_error))
-    return TRUE;
-  /* The source whole decides: its error is the one to report, and if it builds, a cached
-   * micro-kernel was at fault (damaged in storage): gone, it is built again when next used. */
-  if (!run_cc(self, workdir, source->text, pch_header, NULL, out_path, log, error))
+    vec > 0 ? ts__cpu_ukr_split(&pch, vec, source->text, source->entry, objects, link_args, NULL)
+            : NULL;
+  char *driver_obj = driver ? ts__cpu_driver_object(&pch, vec, driver, NULL) : NULL;
+  if (driver_obj != NULL) {
+    g_ptr_array_add(objects, driver_obj);
+    g_autoptr(GError) link_error = NULL;
+    if (run_cc(self, workdir, NULL, NULL, objects, link_args, out_path, log, &link_error))
+      return TRUE;
+  }
+  /* Else the source whole, with the primitives precompiled where the compiler and the source
+   * allow it (the same code, in about two thirds of the time). It decides: its error is the
+   * one to report, and if it builds after a failed link, a cached object was at fault (damaged
+   * in storage): gone, it is built again when next used. */
+  g_autofree char *pch_header = vec > 0 ? ts__cpu_pch_header(&pch, vec, NULL) : NULL;
+  if (!run_cc(self, workdir, source->text, pch_header, NULL, NULL, out_path, log, error))
     return FALSE;
-  for (guint i = 0; i < objects->len; i++)
+  for (guint i = 0; driver_obj != NULL && i < objects->len; i++)
     g_unlink(g_ptr_array_index(objects, i));
   return TRUE;
 }

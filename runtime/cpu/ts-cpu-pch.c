@@ -142,13 +142,6 @@ build_pch(gconstpointer data, char **why)
   const TsCpuPchSpec *spec = job->spec;
   const char *dir = job->dir, *header = job->header;
   int vec = job->vec;
-  if (g_mkdir_with_parents(dir, 0700) != 0) {
-    *why = g_strdup_printf("cannot create '%s': %s", dir, g_strerror(errno));
-    return FALSE;
-  }
-  gsize len = 0;
-  const char *prims = g_bytes_get_data(spec->prims, &len);
-  g_autofree char *prims_path = g_build_filename(dir, PRIMS_NAME, NULL);
   g_autofree char *wrapper = g_strdup_printf(
       "/* Tessera's CPU backend: the primitive library at TS_VEC %d, precompiled beside this\n"
       " * file and passed with -include (see runtime/cpu/ts-cpu-pch.c). */\n"
@@ -156,8 +149,7 @@ build_pch(gconstpointer data, char **why)
       "#include \"" PRIMS_NAME "\"\n",
       vec, vec);
   g_autoptr(GError) local = NULL;
-  if (!g_file_set_contents(prims_path, prims, (gssize)len, &local) ||
-      !g_file_set_contents(header, wrapper, -1, &local)) {
+  if (!g_file_set_contents(header, wrapper, -1, &local)) {
     *why = g_strdup(local->message);
     return FALSE;
   }
@@ -168,107 +160,197 @@ build_pch(gconstpointer data, char **why)
                     why);
 }
 
-char *
-ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why)
+static gboolean
+write_prims(gconstpointer data, char **why)
 {
-  g_autofree char *reason = NULL;
-  const char *off = g_getenv("TS_CPU_PCH");
-  if (off != NULL && strcmp(off, "0") == 0)
-    reason = g_strdup("TS_CPU_PCH=0");
-  else if (!spec->is_gcc)
-    reason = g_strdup("the compiler is not GCC");
+  const BuildJob *job = data;
+  gsize len = 0;
+  const char *prims = g_bytes_get_data(job->spec->prims, &len);
+  g_autoptr(GError) local = NULL;
+  if (g_mkdir_with_parents(job->dir, 0700) != 0) {
+    *why = g_strdup_printf("cannot create '%s': %s", job->dir, g_strerror(errno));
+    return FALSE;
+  }
+  if (!g_file_set_contents(job->obj, prims, (gssize)len, &local)) {
+    *why = g_strdup(local->message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* The directory of the objects built for spec's compiler, flags and primitives, the
+ * primitives' text in it (what they include), or NULL (*why). */
+static char *
+prims_dir(const TsCpuPchSpec *spec, int vec, char **why)
+{
+  const char *reason = NULL;
+  if (!spec->is_gcc)
+    reason = "the compiler is not GCC";
   else if (spec->cache_dir == NULL)
-    reason = g_strdup("no artifact cache");
+    reason = "no artifact cache";
   else if (vec != 4 && vec != 8 && vec != 16)
-    reason = g_strdup("the source does not include the primitives the usual way");
+    reason = "the source does not include the primitives the usual way";
   if (reason != NULL) {
     if (why)
-      *why = g_steal_pointer(&reason);
+      *why = g_strdup(reason);
     return NULL;
   }
   g_autofree char *hash = spec_hash(spec);
   g_autofree char *sub = g_strconcat("pch-", hash, NULL);
-  g_autofree char *dir = g_build_filename(spec->cache_dir, sub, NULL);
+  char *dir = g_build_filename(spec->cache_dir, sub, NULL);
+  g_autofree char *prims_path = g_build_filename(dir, PRIMS_NAME, NULL);
+  BuildJob job = {.spec = spec, .dir = dir, .obj = prims_path};
+  if (!build_once(prims_path, ours(prims_path), write_prims, &job, why)) {
+    g_free(dir);
+    return NULL;
+  }
+  return dir;
+}
+
+char *
+ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why)
+{
+  const char *off = g_getenv("TS_CPU_PCH");
+  if (off != NULL && strcmp(off, "0") == 0) {
+    if (why)
+      *why = g_strdup("TS_CPU_PCH=0");
+    return NULL;
+  }
+  g_autofree char *dir = prims_dir(spec, vec, why);
+  if (dir == NULL)
+    return NULL;
   g_autofree char *name = g_strdup_printf("ts_cpu_prims_v%d.h", vec);
   char *header = g_build_filename(dir, name, NULL);
   g_autofree char *gch = g_strconcat(header, ".gch", NULL);
-  g_autofree char *prims_path = g_build_filename(dir, PRIMS_NAME, NULL);
-
   BuildJob job = {.spec = spec, .dir = dir, .header = header, .vec = vec};
-  if (!build_once(gch, ours(gch) && ours(header) && ours(prims_path), build_pch, &job, why)) {
+  if (!build_once(gch, ours(gch) && ours(header), build_pch, &job, why)) {
     g_free(header);
     return NULL;
   }
   return header;
 }
 
-/* The lines of a generated source that instantiate a micro-kernel another unit may define.
- * AMX's stay: its tile state is per unit. */
-static const char *
+/* The lines of a generated source that instantiate a micro-kernel another unit may define,
+ * and how a driver declares one under a slot name. AMX's stay: its tile state is per unit. */
+typedef struct {
+  const char *define, *declare_slot;
+  gboolean light; /* compiles without the intrinsics headers (TS_CPU_LIGHT) */
+} UkrMacro;
+
+static const UkrMacro *
 ukr_macro(const char *line)
 {
-  static const char *const macros[] = {"TS_DEFINE_UKR_F32(", "TS_DEFINE_UKR_F32_RA(",
-                                       "TS_DEFINE_UKR_BF16DOT("};
+  static const UkrMacro macros[] = {
+    {"TS_DEFINE_UKR_F32(", "TS_DECLARE_UKR_F32_SLOT", TRUE},
+    {"TS_DEFINE_UKR_F32_RA(", "TS_DECLARE_UKR_F32_SLOT", TRUE},
+    {"TS_DEFINE_UKR_BF16DOT(", "TS_DECLARE_UKR_BF16DOT_SLOT", FALSE},
+  };
   for (gsize i = 0; i < G_N_ELEMENTS(macros); i++)
-    if (g_str_has_prefix(line, macros[i]))
-      return macros[i];
+    if (g_str_has_prefix(line, macros[i].define))
+      return &macros[i];
   return NULL;
 }
 
-/* An object shared by every kernel that uses it: job->line, a micro-kernel's TS_DEFINE_UKR_
- * line or the out-of-line prims' definitions, compiled with the precompiled header. */
+/* An object shared by every kernel that uses it: job->line, its whole text, compiled with the
+ * precompiled header job->header, or without one (NULL). */
 static gboolean
-build_ukr(gconstpointer data, char **why)
+build_object(gconstpointer data, char **why)
 {
   const BuildJob *job = data;
-  g_autofree char *text = g_strdup_printf(
-      "/* Tessera's CPU backend: code shared by every kernel that uses it (see\n"
-      " * runtime/cpu/ts-cpu-pch.c). */\n"
-      "#define TS_VEC %d\n#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
-      "#include \"" PRIMS_NAME "\"\n#undef TS_UKR_LINKAGE\n#define TS_UKR_LINKAGE TS_UKR_SHARED_\n"
-      "%s\n",
-      job->vec, job->line);
   g_autofree char *src = g_strdup_printf("%s.%d.c", job->obj, (int)getpid());
   g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", job->obj, (int)getpid());
   g_autoptr(GError) local = NULL;
-  if (!g_file_set_contents(src, text, -1, &local)) {
+  if (!g_file_set_contents(src, job->line, -1, &local)) {
     *why = g_strdup(local->message);
     return FALSE;
   }
   g_autofree char *include = g_strconcat("-I", job->dir, NULL);
-  const char *tail[] = {"-c", "-Winvalid-pch", "-include", job->header, include, "-o", tmp, src};
-  gboolean ok = compile_to(job->spec, job->dir, tail, G_N_ELEMENTS(tail), tmp, job->obj,
-                           "build a shared object of the kernels", why);
+  const char *tail[] = {"-Winvalid-pch", "-include", job->header, "-c", include, "-o", tmp, src};
+  const gsize skip = job->header == NULL ? 3 : 0;
+  gboolean ok = compile_to(job->spec, job->dir, tail + skip, G_N_ELEMENTS(tail) - skip, tmp,
+                           job->obj, "build an object shared by kernels", why);
   g_unlink(src);
   return ok;
 }
 
-/* The names in ts_cpu_prims.h's TS_OUTLINE_LIST_ (its `  X(NAME, ` lines). */
+/* The object `prefix`-<hash of text>.o in dir, text compiled there once (build_object) for
+ * every kernel that uses it; NULL (*why) if it cannot be built. */
+static char *
+shared_object(const TsCpuPchSpec *spec, const char *dir, const char *header, const char *prefix,
+              const char *text, char **why)
+{
+  g_autofree char *hash = g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
+  g_autofree char *name = g_strdup_printf("%s-%.16s.o", prefix, hash);
+  char *obj = g_build_filename(dir, name, NULL);
+  BuildJob job = {.spec = spec, .dir = dir, .header = header, .line = text, .obj = obj};
+  if (!build_once(obj, ours(obj), build_object, &job, why)) {
+    g_free(obj);
+    return NULL;
+  }
+  return obj;
+}
+
+/* What an object of code from the primitives compiles: `body` after them at TS_VEC vec, in
+ * the light form (TS_CPU_LIGHT: no intrinsics headers) if asked, the shared linkage for
+ * micro-kernels. */
+static char *
+prims_unit(int vec, gboolean light, const char *body)
+{
+  return g_strdup_printf(
+      "/* Tessera's CPU backend: code shared by every kernel that uses it (see\n"
+      " * runtime/cpu/ts-cpu-pch.c). */\n"
+      "%s#define TS_VEC %d\n#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
+      "#include \"" PRIMS_NAME "\"\n#undef TS_UKR_LINKAGE\n#define TS_UKR_LINKAGE TS_UKR_SHARED_\n"
+      "%s\n",
+      light ? "#define TS_CPU_LIGHT\n" : "", vec, body);
+}
+
+/* The entries of ts_cpu_prims.h's TS_OUTLINE_LIST_, `X(NAME, (params), (args))` each: NAME ->
+ * the entry with X as TS_OUTLINE_DEFINE_, what defines NAME's out-of-line version. In the
+ * list's order. */
 static GPtrArray *
-outline_names(const TsCpuPchSpec *spec)
+outline_entries(const TsCpuPchSpec *spec, GHashTable *defs)
 {
   GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
   gsize size = 0;
   const char *text = g_bytes_get_data(spec->prims, &size);
   g_autofree char *copy = g_strndup(text, size);
-  g_auto(GStrv) lines = g_strsplit(copy, "\n", -1);
-  for (guint i = 0; lines[i] != NULL; i++) {
-    if (!g_str_has_prefix(lines[i], "  X(ts_"))
+  const char *list = strstr(copy, "#define TS_OUTLINE_LIST_(X)");
+  if (list == NULL)
+    return names;
+  g_autoptr(GString) body = g_string_new(NULL);
+  const char *line = strchr(list, '\n');
+  while (line != NULL && line > list && line[-1] == '\\') {
+    const char *next = strchr(line + 1, '\n');
+    gsize len = next ? (gsize)(next - line - 1) : strlen(line + 1);
+    g_string_append_len(body, line + 1, (gssize)len);
+    if (body->len > 0 && body->str[body->len - 1] == '\\')
+      g_string_truncate(body, body->len - 1);
+    line = next;
+  }
+  g_auto(GStrv) parts = g_strsplit(body->str, " X(", -1);
+  for (guint i = 0; parts[i] != NULL; i++) {
+    const char *entry = g_strstrip(parts[i]);
+    if (g_str_has_prefix(entry, "X("))
+      entry += 2;
+    gsize len = strspn(entry, "abcdefghijklmnopqrstuvwxyz0123456789_");
+    if (len == 0 || entry[len] != ',')
       continue;
-    const char *name = lines[i] + 4;
-    gsize len = strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_");
-    if (name[len] == ',')
-      g_ptr_array_add(names, g_strndup(name, len));
+    char *name = g_strndup(entry, len);
+    g_ptr_array_add(names, name);
+    g_hash_table_insert(defs, g_strdup(name), g_strconcat("TS_OUTLINE_DEFINE_(", entry, NULL));
   }
   return names;
 }
 
 /* The packing and conversion functions the source calls, renamed to their out-of-line
- * versions (the object outline-v<vec>.o) by #defines after its #include of the primitives;
- * nothing when it calls none, or the object could not be built (the calls stay inline). */
+ * versions by #defines after its #include of the primitives, and compiled once into an object
+ * of those (an outline- object per set and TS_VEC); nothing when it calls none, or the object
+ * could not be built (the calls stay inline). Appends the names renamed, and their _ol_
+ * versions, to `renamed`. */
 static void
-outline_split(const TsCpuPchSpec *spec, const char *dir, const char *pch_header, int vec,
-              GPtrArray *lines, GPtrArray *objects)
+outline_split(const TsCpuPchSpec *spec, const char *dir, int vec, GPtrArray *lines,
+              GPtrArray *objects, GHashTable *renamed)
 {
   const char *off = g_getenv("TS_CPU_OUTLINE");
   if (off != NULL && strcmp(off, "0") == 0)
@@ -278,35 +360,85 @@ outline_split(const TsCpuPchSpec *spec, const char *dir, const char *pch_header,
     at++;
   if (at == lines->len)
     return;
-  g_autoptr(GPtrArray) names = outline_names(spec);
+  g_autoptr(GHashTable) defs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GPtrArray) names = outline_entries(spec, defs);
   g_autoptr(GPtrArray) defines = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GString) body = g_string_new(NULL);
   for (guint n = 0; n < names->len; n++) {
     const char *name = g_ptr_array_index(names, n);
     g_autofree char *call = g_strconcat(name, "(", NULL);
     for (guint i = at + 1; i < lines->len; i++)
       if (strstr(g_ptr_array_index(lines, i), call) != NULL) {
         g_ptr_array_add(defines, g_strdup_printf("#define %s %s_ol_", name, name));
+        g_string_append_printf(body, "%s\n", (char *)g_hash_table_lookup(defs, name));
         break;
       }
   }
   if (defines->len == 0)
     return;
-  g_autofree char *name = g_strdup_printf("outline-v%d.o", vec);
-  char *obj = g_build_filename(dir, name, NULL);
-  BuildJob job = {.spec = spec, .dir = dir, .header = pch_header,
-                  .line = "TS_OUTLINE_LIST_(TS_OUTLINE_DEFINE_)", .obj = obj, .vec = vec};
-  if (!build_once(obj, ours(obj), build_ukr, &job, NULL)) {
-    g_free(obj);
+  /* The intrinsics parsed for this one object: a precompiled header costs more to build. */
+  g_autofree char *text = prims_unit(vec, FALSE, body->str);
+  char *obj = shared_object(spec, dir, NULL, "outline", text, NULL);
+  if (obj == NULL)
     return;
-  }
   g_ptr_array_add(objects, obj);
-  for (guint d = 0; d < defines->len; d++)
-    g_ptr_array_insert(lines, (gint)(at + 1 + d), g_strdup(g_ptr_array_index(defines, d)));
+  for (guint d = 0; d < defines->len; d++) {
+    const char *define = g_ptr_array_index(defines, d);
+    g_ptr_array_insert(lines, (gint)(at + 1 + d), g_strdup(define));
+    g_auto(GStrv) words = g_strsplit(define, " ", -1);
+    g_hash_table_add(renamed, g_strdup(words[1]));
+    g_hash_table_add(renamed, g_strdup(words[2]));
+  }
+}
+
+/* Every whole-word `name` in lines[from...] replaced by `to`. */
+static void
+rename_word(GPtrArray *lines, guint from, const char *name, const char *to)
+{
+  g_autofree char *quoted = g_regex_escape_string(name, -1);
+  g_autofree char *pattern = g_strconcat("\\b", quoted, "\\b", NULL);
+  g_autoptr(GRegex) re = g_regex_new(pattern, G_REGEX_OPTIMIZE, 0, NULL);
+  for (guint i = from; i < lines->len; i++) {
+    char *line = g_ptr_array_index(lines, i);
+    if (strstr(line, name) == NULL)
+      continue;
+    g_ptr_array_index(lines, i) = g_regex_replace_literal(re, line, -1, 0, to, 0, NULL);
+    g_free(line);
+  }
+}
+
+/* Whether the driver needs nothing of the primitives but what their light form declares
+ * (TS_CPU_LIGHT: scratch, the micro-kernels' slots, the out-of-line functions in `renamed`):
+ * then it compiles without the intrinsics headers, in a third of the time. */
+static gboolean
+driver_is_light(GPtrArray *lines, GHashTable *renamed)
+{
+  static const char *const light[] = {"ts_cpu_alloc", "ts_cpu_free", "TS_DECLARE_UKR_F32_SLOT",
+                                      "TS_DECLARE_UKR_BF16DOT_SLOT", TS_CPU_DRIVER_ENTRY};
+  g_autoptr(GRegex) re = g_regex_new("\\b(ts|TS)_\\w*", G_REGEX_OPTIMIZE, 0, NULL);
+  gboolean after = FALSE; /* the #include of the primitives and the lines before it are known */
+  for (guint i = 0; i < lines->len; i++) {
+    const char *line = g_ptr_array_index(lines, i);
+    if (!after) {
+      after = strcmp(line, "#include \"" PRIMS_NAME "\"") == 0;
+      continue;
+    }
+    g_autoptr(GMatchInfo) m = NULL;
+    for (g_regex_match(re, line, 0, &m); g_match_info_matches(m); g_match_info_next(m, NULL)) {
+      g_autofree char *word = g_match_info_fetch(m, 0);
+      gboolean ok = g_str_has_prefix(word, "ts_ukr_slot") || g_hash_table_contains(renamed, word);
+      for (gsize k = 0; !ok && k < G_N_ELEMENTS(light); k++)
+        ok = strcmp(word, light[k]) == 0;
+      if (!ok)
+        return FALSE;
+    }
+  }
+  return after;
 }
 
 char *
-ts__cpu_ukr_split(const TsCpuPchSpec *spec, const char *pch_header, int vec, const char *source,
-                  GPtrArray *objects, char **why)
+ts__cpu_ukr_split(const TsCpuPchSpec *spec, int vec, const char *source, const char *entry,
+                  GPtrArray *objects, GPtrArray *link_args, char **why)
 {
   const char *off = g_getenv("TS_CPU_UKR_CACHE");
   if (off != NULL && strcmp(off, "0") == 0) {
@@ -314,39 +446,70 @@ ts__cpu_ukr_split(const TsCpuPchSpec *spec, const char *pch_header, int vec, con
       *why = g_strdup("TS_CPU_UKR_CACHE=0");
     return NULL;
   }
-  g_autofree char *dir = g_path_get_dirname(pch_header);
+  g_autofree char *dir = prims_dir(spec, vec, why);
+  if (dir == NULL)
+    return NULL;
   g_auto(GStrv) split = g_strsplit(source, "\n", -1);
   g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
-  for (guint i = 0; split[i] != NULL; i++)
-    g_ptr_array_add(lines, g_steal_pointer(&split[i]));
-  guint n_before = objects->len;
+  /* The leading comment (what the kernel is, its schedule) changes no code: without it the
+   * kernels of one driver share its text. */
+  guint first = 0;
+  if (split[0] != NULL && g_str_has_prefix(split[0], "/*")) {
+    while (split[first] != NULL && strstr(split[first], "*/") == NULL)
+      first++;
+    first = split[first] != NULL ? first + 1 : 0;
+  }
+  for (guint i = first; split[i] != NULL; i++)
+    g_ptr_array_add(lines, g_strdup(split[i]));
+  guint n_before = objects->len, n_args = link_args->len, slots = 0;
   for (guint i = 0; i < lines->len; i++) {
     const char *line = g_ptr_array_index(lines, i);
-    const char *macro = ukr_macro(line);
+    const UkrMacro *macro = ukr_macro(line);
     if (macro == NULL)
       continue;
-    g_autofree char *key = g_strdup_printf("%d %s", vec, line);
-    g_autofree char *hash = g_compute_checksum_for_string(G_CHECKSUM_SHA256, key, -1);
-    g_autofree char *name = g_strdup_printf("ukr-%.16s.o", hash);
-    char *obj = g_build_filename(dir, name, NULL);
-    g_ptr_array_add(objects, obj);
-    BuildJob job = {
-        .spec = spec, .dir = dir, .header = pch_header, .line = line, .obj = obj, .vec = vec};
-    if (!build_once(obj, ours(obj), build_ukr, &job, why)) {
+    const char *name = line + strlen(macro->define);
+    g_autofree char *ukr = g_strndup(name, strcspn(name, ", )"));
+    /* Intrinsics (the bf16 dot product's) come precompiled where they can. */
+    g_autofree char *header = macro->light ? NULL : ts__cpu_pch_header(spec, vec, NULL);
+    g_autofree char *text = prims_unit(vec, macro->light, line);
+    char *obj = shared_object(spec, dir, header, "ukr", text, why);
+    if (obj == NULL) {
       g_ptr_array_remove_range(objects, n_before, objects->len - n_before);
+      g_ptr_array_remove_range(link_args, n_args, link_args->len - n_args);
       return NULL;
     }
-    char *decl = g_strconcat("TS_DECLARE_UKR_", line + strlen("TS_DEFINE_UKR_"), NULL);
+    g_ptr_array_add(objects, obj);
+    /* Called under a slot name, mapped to this micro-kernel when the kernel is linked. */
+    g_autofree char *slot = g_strdup_printf("ts_ukr_slot%u_", slots++);
+    g_ptr_array_add(link_args, g_strdup_printf("-Wl,--defsym=%s=%s", slot, ukr));
     g_free(g_ptr_array_index(lines, i));
-    g_ptr_array_index(lines, i) = decl;
+    g_ptr_array_index(lines, i) = g_strdup_printf("%s(%s);", macro->declare_slot, slot);
+    rename_word(lines, i + 1, ukr, slot);
   }
   /* An outline that cannot be built leaves the calls inline: the micro-kernels still help. */
-  outline_split(spec, dir, pch_header, vec, lines, objects);
+  g_autoptr(GHashTable) renamed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  outline_split(spec, dir, vec, lines, objects, renamed);
   if (objects->len == n_before) {
     if (why)
       *why = g_strdup("the source instantiates no micro-kernel and calls no packing");
     return NULL;
   }
+  rename_word(lines, 0, entry, TS_CPU_DRIVER_ENTRY);
+  g_ptr_array_add(link_args, g_strdup_printf("-Wl,--defsym=%s=" TS_CPU_DRIVER_ENTRY, entry));
+  if (driver_is_light(lines, renamed))
+    g_ptr_array_insert(lines, 0, g_strdup("#define TS_CPU_LIGHT"));
   g_ptr_array_add(lines, NULL);
   return g_strjoinv("\n", (char **)lines->pdata);
+}
+
+char *
+ts__cpu_driver_object(const TsCpuPchSpec *spec, int vec, const char *driver, char **why)
+{
+  g_autofree char *dir = prims_dir(spec, vec, why);
+  if (dir == NULL)
+    return NULL;
+  g_autofree char *header = g_str_has_prefix(driver, "#define TS_CPU_LIGHT\n")
+                              ? NULL
+                              : ts__cpu_pch_header(spec, vec, NULL);
+  return shared_object(spec, dir, header, "drv", driver, why);
 }

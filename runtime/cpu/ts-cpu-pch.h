@@ -29,15 +29,33 @@ int ts__cpu_pch_source_vec(const char *source);
  * *why (may be NULL) then says why, and the caller compiles without one. */
 char *ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why);
 
+/* The name a driver's entry is compiled under (ts__cpu_ukr_split); the link gives it the
+ * kernel's. */
+#define TS_CPU_DRIVER_ENTRY "ts_kernel_entry_"
+
 /* A generated source's micro-kernels (its top-level TS_DEFINE_UKR_F32 and _BF16DOT lines),
- * each compiled once into an object beside pch_header and shared by every kernel after: a
+ * each compiled once into an object in the artifact cache and shared by every kernel after: a
  * tune's candidates differ in their loops and blocks far more often than in their micro-tile,
  * and the micro-kernel was a third of a GEMM candidate's compile. Likewise the packing and
  * output conversions it calls (ts_cpu_prims.h's TS_OUTLINE_LIST_; TS_CPU_OUTLINE=0 leaves them
- * inline): one object per TS_VEC, the calls renamed to it by #defines after the source's
- * #include of the primitives. Returns the source so changed and appends the objects' paths to
- * objects; NULL when the split is off (TS_CPU_UKR_CACHE=0), the source has neither or a
- * micro-kernel failed to build (*why, may be NULL, says which), and the caller compiles the
- * source whole. */
-char *ts__cpu_ukr_split(const TsCpuPchSpec *spec, const char *pch_header, int vec,
-                        const char *source, GPtrArray *objects, char **why);
+ * inline): one object per set of them and TS_VEC, the calls renamed to it by #defines after
+ * the source's #include of the primitives. The f32 micro-kernels compile without the
+ * intrinsics headers (TS_CPU_LIGHT), the bf16 ones with the precompiled header where there is
+ * one.
+ *
+ * Returns the rest, the driver, in a form that is the same text for every kernel that differs
+ * only in its micro-kernels and its entry's name: the micro-kernels declared and called as
+ * slots (ts_ukr_slot0_, ...), the entry named TS_CPU_DRIVER_ENTRY, the leading comment gone,
+ * and `#define TS_CPU_LIGHT` first where it needs nothing more of the primitives. Appends the
+ * objects' paths to objects and to link_args the linker arguments that map the slots and the
+ * entry back (-Wl,--defsym=...). NULL when the split is off (TS_CPU_UKR_CACHE=0, not GCC, no
+ * artifact cache), the source has neither or a micro-kernel failed to build (*why, may be
+ * NULL, says which), and the caller compiles the source whole. */
+char *ts__cpu_ukr_split(const TsCpuPchSpec *spec, int vec, const char *source, const char *entry,
+                        GPtrArray *objects, GPtrArray *link_args, char **why);
+
+/* The driver compiled once into an object in the artifact cache, shared by every kernel whose
+ * driver is the same text: a GEMM reads its blocks and micro-tile at run time, so a tune's
+ * candidates of one vector width, thread count and dot product share one, and one that brings
+ * no new micro-kernel is only linked. The object's path, or NULL (*why, may be NULL). */
+char *ts__cpu_driver_object(const TsCpuPchSpec *spec, int vec, const char *driver, char **why);

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(TS_CPU_LIGHT)
 #include <immintrin.h>
 #endif
 
@@ -129,6 +129,13 @@ ts_scratch_release_(void)
       free((char *)p - 64);
   }
 }
+
+/* TS_CPU_LIGHT: only scratch, the f32 micro-kernels (TS_DEFINE_UKR_F32*), the micro-kernels'
+ * declarations and the out-of-line functions', without the intrinsics headers none of those
+ * use: what the CPU backend compiles a GEMM's driver and its f32 micro-kernels with, each an
+ * object of its own (runtime/cpu/ts-cpu-pch.c), where parsing the rest was a fifth of the
+ * compile. */
+#ifndef TS_CPU_LIGHT
 
 /* ------------------------------------------------------------------------------------------ */
 /* Scalar dtype conversions (names prefixed ts_cpu_ so they never clash with the host library's */
@@ -449,6 +456,8 @@ ts_exp_fast_sub_f32(float x, float m)
   return ts_exp_fast_sub_row_f32(x, ts_exp_sub_row(m));
 }
 
+#endif /* TS_CPU_LIGHT */
+
 /* ------------------------------------------------------------------------------------------ */
 /* GEMM micro-kernel                                                                            */
 /* ------------------------------------------------------------------------------------------ */
@@ -485,15 +494,24 @@ ts_exp_fast_sub_f32(float x, float m)
   (int64_t kc, const float *restrict Ap, const float *restrict Bp, float *restrict C,           \
    int64_t ldc, int accumulate, int64_t mr, int64_t nr)
 
-#define TS_DECLARE_UKR_F32(name, MR_, NR_, V_, UNROLL_)                                          \
-  TS_UKR_SHARED_ void name TS_UKR_F32_PARAMS_
+#define TS_DECLARE_UKR_F32(name, MR_, NR_, V_, UNROLL_) TS_DECLARE_UKR_F32_SLOT(name)
+/* The declaration alone, without the tile: the CPU backend's shared drivers call their
+ * micro-kernels under slot names (runtime/cpu/ts-cpu-pch.c), whatever the tile. */
+#define TS_DECLARE_UKR_F32_SLOT(name) TS_UKR_SHARED_ void name TS_UKR_F32_PARAMS_
+/* The bf16 dot-product micro-kernels' (TS_DEFINE_UKR_BF16DOT, below) over K-pair panels. */
+#define TS_DECLARE_UKR_BF16DOT_SLOT(name)                                                       \
+  TS_UKR_SHARED_ void name(int64_t kc, const uint16_t *restrict Ap2,                          \
+                           const uint16_t *restrict Bp2, float *restrict C, int64_t ldc,       \
+                           int accumulate, int64_t mr, int64_t nr)
 
 #ifndef TS_UKR_PREFETCH_C
 #define TS_UKR_PREFETCH_C 1 /* touch the C tile's lines before the k loop so the stores hit */
 #endif
 
-/* A partial tile's edge: the mr x nr corner of the full tile t (row stride NR) into C. */
-static inline void
+/* A partial tile's edge: the mr x nr corner of the full tile t (row stride NR) into C. A call
+ * of its own, compiled small: inlined into each micro-kernel, specialized to its tile and
+ * vectorized, it was a sixth of a micro-kernel's compile, for a path a few tiles a row take. */
+__attribute__((noinline, cold, unused)) static void
 ts_ukr_store_edge_(const float *t, int64_t NR, float *restrict C, int64_t ldc, int accumulate,
                    int64_t mr, int64_t nr)
 {
@@ -613,6 +631,7 @@ ts_ukr_store_edge_(const float *t, int64_t NR, float *restrict C, int64_t ldc, i
   TS_UKR_F32_BODY_(MR_, NR_, V_, UNROLL_, (LDA_), 1)                                           \
   _Static_assert(1, "swallow the semicolon")
 
+#ifndef TS_CPU_LIGHT
 /* ------------------------------------------------------------------------------------------ */
 /* bf16 GEMM on the dot-product instruction (AVX512_BF16: vdpbf16ps)                            */
 /* ------------------------------------------------------------------------------------------ */
@@ -718,10 +737,7 @@ ts_pack_b_block_bf16x2(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nc, i
     }                                                                                          \
   } while (0)
 
-#define TS_DECLARE_UKR_BF16DOT(name, MR_, NR_, UNROLL_)                                         \
-  TS_UKR_SHARED_ void name(int64_t kc, const uint16_t *restrict Ap2,                          \
-                           const uint16_t *restrict Bp2, float *restrict C, int64_t ldc,       \
-                           int accumulate, int64_t mr, int64_t nr)
+#define TS_DECLARE_UKR_BF16DOT(name, MR_, NR_, UNROLL_) TS_DECLARE_UKR_BF16DOT_SLOT(name)
 
 #define TS_DEFINE_UKR_BF16DOT(name, MR_, NR_, UNROLL_)                                           \
   _Static_assert((NR_) % 16 == 0, #name ": NR must be a multiple of 16");                    \
@@ -1957,6 +1973,8 @@ ts_vf_exp_fast_sub(ts_vf x, float m)
 {
   return ts_vf_exp_fast_sub_row(x, ts_exp_sub_row(m));
 }
+
+#endif /* TS_CPU_LIGHT */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Out-of-line packing and output conversion                                                  */
