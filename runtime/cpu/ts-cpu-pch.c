@@ -1,4 +1,4 @@
-/* ts-cpu-pch.c — precompiled primitive headers for the CPU backend (see ts-cpu-pch.h). */
+/* ts-cpu-pch.c — what the CPU backend compiles once and shares (see ts-cpu-pch.h). */
 #include "ts-cpu-pch.h"
 
 #include <errno.h>
@@ -207,16 +207,22 @@ prims_dir(const TsCpuPchSpec *spec, int vec, char **why)
   return dir;
 }
 
+/* Whether the environment variable `var` is "0" (*why, may be NULL, then says so). */
+static gboolean
+switched_off(const char *var, char **why)
+{
+  const char *value = g_getenv(var);
+  if (value == NULL || strcmp(value, "0") != 0)
+    return FALSE;
+  if (why)
+    *why = g_strconcat(var, "=0", NULL);
+  return TRUE;
+}
+
 char *
 ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why)
 {
-  const char *off = g_getenv("TS_CPU_PCH");
-  if (off != NULL && strcmp(off, "0") == 0) {
-    if (why)
-      *why = g_strdup("TS_CPU_PCH=0");
-    return NULL;
-  }
-  g_autofree char *dir = prims_dir(spec, vec, why);
+  g_autofree char *dir = switched_off("TS_CPU_PCH", why) ? NULL : prims_dir(spec, vec, why);
   if (dir == NULL)
     return NULL;
   g_autofree char *name = g_strdup_printf("ts_cpu_prims_v%d.h", vec);
@@ -343,6 +349,12 @@ outline_entries(const TsCpuPchSpec *spec, GHashTable *defs)
   return names;
 }
 
+static gboolean
+includes_prims(const char *line)
+{
+  return strcmp(line, "#include \"" PRIMS_NAME "\"") == 0;
+}
+
 /* The packing and conversion functions the source calls, renamed to their out-of-line
  * versions by #defines after its #include of the primitives, and compiled once into an object
  * of those (an outline- object per set and TS_VEC); nothing when it calls none, or the object
@@ -352,11 +364,10 @@ static void
 outline_split(const TsCpuPchSpec *spec, const char *dir, int vec, GPtrArray *lines,
               GPtrArray *objects, GHashTable *renamed)
 {
-  const char *off = g_getenv("TS_CPU_OUTLINE");
-  if (off != NULL && strcmp(off, "0") == 0)
+  if (switched_off("TS_CPU_OUTLINE", NULL))
     return;
   guint at = 0;
-  while (at < lines->len && strcmp(g_ptr_array_index(lines, at), "#include \"" PRIMS_NAME "\"") != 0)
+  while (at < lines->len && !includes_prims(g_ptr_array_index(lines, at)))
     at++;
   if (at == lines->len)
     return;
@@ -420,7 +431,7 @@ driver_is_light(GPtrArray *lines, GHashTable *renamed)
   for (guint i = 0; i < lines->len; i++) {
     const char *line = g_ptr_array_index(lines, i);
     if (!after) {
-      after = strcmp(line, "#include \"" PRIMS_NAME "\"") == 0;
+      after = includes_prims(line);
       continue;
     }
     g_autoptr(GMatchInfo) m = NULL;
@@ -440,13 +451,8 @@ char *
 ts__cpu_ukr_split(const TsCpuPchSpec *spec, int vec, const char *source, const char *entry,
                   GPtrArray *objects, GPtrArray *link_args, char **why)
 {
-  const char *off = g_getenv("TS_CPU_UKR_CACHE");
-  if (off != NULL && strcmp(off, "0") == 0) {
-    if (why)
-      *why = g_strdup("TS_CPU_UKR_CACHE=0");
-    return NULL;
-  }
-  g_autofree char *dir = prims_dir(spec, vec, why);
+  g_autofree char *dir =
+    switched_off("TS_CPU_UKR_CACHE", why) ? NULL : prims_dir(spec, vec, why);
   if (dir == NULL)
     return NULL;
   g_auto(GStrv) split = g_strsplit(source, "\n", -1);

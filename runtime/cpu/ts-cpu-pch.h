@@ -1,9 +1,12 @@
-/* ts-cpu-pch.h — precompiled primitive headers for the CPU backend (private).
+/* ts-cpu-pch.h — what the CPU backend compiles once and shares between kernels (private).
  *
  * Most of a candidate's compile time used to go to parsing ts_cpu_prims.h and the intrinsics
- * headers it pulls in (immintrin.h alone is ~40% of it). GCC can load a header it parsed once
- * (a .gch beside it) when it is included before any C token; the backend passes it with
- * -include, so the generated source stays the same and so does the code (checked by tests). */
+ * headers it pulls in (immintrin.h alone is ~40% of it), then to code that is the same in many
+ * candidates. GCC can load a header it parsed once (a .gch beside it) when it is included
+ * before any C token; the backend passes it with -include, so the generated source stays the
+ * same and so does the code (checked by tests). And a source's micro-kernels, packing and
+ * driver are compiled once each into objects under the artifact cache (one directory per
+ * compiler, flags and header), a kernel being those linked. */
 #pragma once
 
 #include <glib.h>
