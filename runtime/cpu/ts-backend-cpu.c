@@ -463,12 +463,9 @@ cpu_compile(TsBackend *backend, const TsSource *source, const char *workdir,
    * that differ only in those: a kernel is then at most a micro-kernel and a link. */
   g_autoptr(GPtrArray) objects = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) link_args = g_ptr_array_new_with_free_func(g_free);
-  g_autofree char *driver =
-    vec > 0 ? ts__cpu_ukr_split(&pch, vec, source->text, source->entry, objects, link_args, NULL)
-            : NULL;
-  char *driver_obj = driver ? ts__cpu_driver_object(&pch, vec, driver, NULL) : NULL;
-  if (driver_obj != NULL) {
-    g_ptr_array_add(objects, driver_obj);
+  const gboolean split =
+    vec > 0 && ts__cpu_split(&pch, vec, source->text, source->entry, objects, link_args, NULL);
+  if (split) {
     g_autoptr(GError) link_error = NULL;
     if (run_cc(self, workdir, NULL, NULL, objects, link_args, out_path, log, &link_error))
       return TRUE;
@@ -480,7 +477,7 @@ cpu_compile(TsBackend *backend, const TsSource *source, const char *workdir,
   g_autofree char *pch_header = vec > 0 ? ts__cpu_pch_header(&pch, vec, NULL) : NULL;
   if (!run_cc(self, workdir, source->text, pch_header, NULL, NULL, out_path, log, error))
     return FALSE;
-  for (guint i = 0; driver_obj != NULL && i < objects->len; i++)
+  for (guint i = 0; split && i < objects->len; i++)
     g_unlink(g_ptr_array_index(objects, i));
   return TRUE;
 }

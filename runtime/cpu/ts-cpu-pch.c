@@ -447,14 +447,14 @@ driver_is_light(GPtrArray *lines, GHashTable *renamed)
   return after;
 }
 
-char *
-ts__cpu_ukr_split(const TsCpuPchSpec *spec, int vec, const char *source, const char *entry,
-                  GPtrArray *objects, GPtrArray *link_args, char **why)
+gboolean
+ts__cpu_split(const TsCpuPchSpec *spec, int vec, const char *source, const char *entry,
+              GPtrArray *objects, GPtrArray *link_args, char **why)
 {
   g_autofree char *dir =
     switched_off("TS_CPU_UKR_CACHE", why) ? NULL : prims_dir(spec, vec, why);
   if (dir == NULL)
-    return NULL;
+    return FALSE;
   g_auto(GStrv) split = g_strsplit(source, "\n", -1);
   g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
   /* The leading comment (what the kernel is, its schedule) changes no code: without it the
@@ -468,6 +468,7 @@ ts__cpu_ukr_split(const TsCpuPchSpec *spec, int vec, const char *source, const c
   for (guint i = first; split[i] != NULL; i++)
     g_ptr_array_add(lines, g_strdup(split[i]));
   guint n_before = objects->len, n_args = link_args->len, slots = 0;
+  gboolean ok = TRUE;
   for (guint i = 0; i < lines->len; i++) {
     const char *line = g_ptr_array_index(lines, i);
     const UkrMacro *macro = ukr_macro(line);
@@ -480,9 +481,8 @@ ts__cpu_ukr_split(const TsCpuPchSpec *spec, int vec, const char *source, const c
     g_autofree char *text = prims_unit(vec, macro->light, line);
     char *obj = shared_object(spec, dir, header, "ukr", text, why);
     if (obj == NULL) {
-      g_ptr_array_remove_range(objects, n_before, objects->len - n_before);
-      g_ptr_array_remove_range(link_args, n_args, link_args->len - n_args);
-      return NULL;
+      ok = FALSE;
+      break;
     }
     g_ptr_array_add(objects, obj);
     /* Called under a slot name, mapped to this micro-kernel when the kernel is linked. */
@@ -494,28 +494,30 @@ ts__cpu_ukr_split(const TsCpuPchSpec *spec, int vec, const char *source, const c
   }
   /* An outline that cannot be built leaves the calls inline: the micro-kernels still help. */
   g_autoptr(GHashTable) renamed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  outline_split(spec, dir, vec, lines, objects, renamed);
-  if (objects->len == n_before) {
+  if (ok)
+    outline_split(spec, dir, vec, lines, objects, renamed);
+  if (ok && objects->len == n_before) {
     if (why)
       *why = g_strdup("the source instantiates no micro-kernel and calls no packing");
-    return NULL;
+    ok = FALSE;
   }
-  rename_word(lines, 0, entry, TS_CPU_DRIVER_ENTRY);
-  g_ptr_array_add(link_args, g_strdup_printf("-Wl,--defsym=%s=" TS_CPU_DRIVER_ENTRY, entry));
-  if (driver_is_light(lines, renamed))
-    g_ptr_array_insert(lines, 0, g_strdup("#define TS_CPU_LIGHT"));
-  g_ptr_array_add(lines, NULL);
-  return g_strjoinv("\n", (char **)lines->pdata);
-}
-
-char *
-ts__cpu_driver_object(const TsCpuPchSpec *spec, int vec, const char *driver, char **why)
-{
-  g_autofree char *dir = prims_dir(spec, vec, why);
-  if (dir == NULL)
-    return NULL;
-  g_autofree char *header = g_str_has_prefix(driver, "#define TS_CPU_LIGHT\n")
-                              ? NULL
-                              : ts__cpu_pch_header(spec, vec, NULL);
-  return shared_object(spec, dir, header, "drv", driver, why);
+  if (ok) {
+    rename_word(lines, 0, entry, TS_CPU_DRIVER_ENTRY);
+    g_ptr_array_add(link_args, g_strdup_printf("-Wl,--defsym=%s=" TS_CPU_DRIVER_ENTRY, entry));
+    const gboolean light = driver_is_light(lines, renamed);
+    if (light)
+      g_ptr_array_insert(lines, 0, g_strdup("#define TS_CPU_LIGHT"));
+    g_ptr_array_add(lines, NULL);
+    g_autofree char *driver = g_strjoinv("\n", (char **)lines->pdata);
+    g_autofree char *header = light ? NULL : ts__cpu_pch_header(spec, vec, NULL);
+    char *obj = shared_object(spec, dir, header, "drv", driver, why);
+    ok = obj != NULL;
+    if (ok)
+      g_ptr_array_add(objects, obj);
+  }
+  if (!ok) {
+    g_ptr_array_remove_range(objects, n_before, objects->len - n_before);
+    g_ptr_array_remove_range(link_args, n_args, link_args->len - n_args);
+  }
+  return ok;
 }

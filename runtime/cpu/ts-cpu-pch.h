@@ -32,33 +32,29 @@ int ts__cpu_pch_source_vec(const char *source);
  * *why (may be NULL) then says why, and the caller compiles without one. */
 char *ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why);
 
-/* The name a driver's entry is compiled under (ts__cpu_ukr_split); the link gives it the
+/* The name a driver's entry is compiled under (ts__cpu_split); the link gives it the
  * kernel's. */
 #define TS_CPU_DRIVER_ENTRY "ts_kernel_entry_"
 
-/* A generated source's micro-kernels (its top-level TS_DEFINE_UKR_F32 and _BF16DOT lines),
- * each compiled once into an object in the artifact cache and shared by every kernel after: a
- * tune's candidates differ in their loops and blocks far more often than in their micro-tile,
- * and the micro-kernel was a third of a GEMM candidate's compile. Likewise the packing and
- * output conversions it calls (ts_cpu_prims.h's TS_OUTLINE_LIST_; TS_CPU_OUTLINE=0 leaves them
- * inline): one object per set of them and TS_VEC, the calls renamed to it by #defines after
- * the source's #include of the primitives. The f32 micro-kernels compile without the
- * intrinsics headers (TS_CPU_LIGHT), the bf16 ones with the precompiled header where there is
- * one.
- *
- * Returns the rest, the driver, in a form that is the same text for every kernel that differs
- * only in its micro-kernels and its entry's name: the micro-kernels declared and called as
- * slots (ts_ukr_slot0_, ...), the entry named TS_CPU_DRIVER_ENTRY, the leading comment gone,
- * and `#define TS_CPU_LIGHT` first where it needs nothing more of the primitives. Appends the
- * objects' paths to objects and to link_args the linker arguments that map the slots and the
- * entry back (-Wl,--defsym=...). NULL when the split is off (TS_CPU_UKR_CACHE=0, not GCC, no
- * artifact cache), the source has neither or a micro-kernel failed to build (*why, may be
- * NULL, says which), and the caller compiles the source whole. */
-char *ts__cpu_ukr_split(const TsCpuPchSpec *spec, int vec, const char *source, const char *entry,
-                        GPtrArray *objects, GPtrArray *link_args, char **why);
-
-/* The driver compiled once into an object in the artifact cache, shared by every kernel whose
- * driver is the same text: a GEMM reads its blocks and micro-tile at run time, so a tune's
- * candidates of one vector width, thread count and dot product share one, and one that brings
- * no new micro-kernel is only linked. The object's path, or NULL (*why, may be NULL). */
-char *ts__cpu_driver_object(const TsCpuPchSpec *spec, int vec, const char *driver, char **why);
+/* A generated source as objects to link, each compiled once into the artifact cache and
+ * shared by every kernel after:
+ * - its micro-kernels (its top-level TS_DEFINE_UKR_F32 and _BF16DOT lines): a tune's
+ *   candidates differ in their loops and blocks far more often than in their micro-tile;
+ * - the packing and output conversions it calls (ts_cpu_prims.h's TS_OUTLINE_LIST_;
+ *   TS_CPU_OUTLINE=0 leaves them inline): one object per set of them and TS_VEC, the calls
+ *   renamed to it by #defines after the source's #include of the primitives;
+ * - the rest, its driver, in a form that is the same text for every kernel that differs only
+ *   in its micro-kernels and its entry's name: the micro-kernels declared and called as slots
+ *   (ts_ukr_slot0_, ...), the entry named TS_CPU_DRIVER_ENTRY, the leading comment gone. A GEMM
+ *   reads its blocks and micro-tile at run time, so a tune's candidates of one vector width,
+ *   thread count and dot product share one, and one that brings no new micro-kernel is only
+ *   linked.
+ * The f32 micro-kernels, and drivers that need nothing more of the primitives, compile without
+ * the intrinsics headers (TS_CPU_LIGHT); the rest with the precompiled header where there is
+ * one. Appends the objects' paths to objects and to link_args the linker arguments that map
+ * the slots and the entry back (-Wl,--defsym=...), and returns TRUE. FALSE, nothing appended,
+ * when the split is off (TS_CPU_UKR_CACHE=0, not GCC, no artifact cache), the source has
+ * neither micro-kernel nor packing, or an object failed to build (*why, may be NULL, says
+ * which): the caller compiles the source whole. */
+gboolean ts__cpu_split(const TsCpuPchSpec *spec, int vec, const char *source, const char *entry,
+                       GPtrArray *objects, GPtrArray *link_args, char **why);
