@@ -10,11 +10,16 @@
  * fastest round, timed on the thread's CPU clock so that time the VM's host takes away from the
  * core is not counted.
  *
+ * Where the runtime assembles its 16-lane micro-kernels instead (runtime/cpu/ts-cpu-asm.c: GCC,
+ * AVX-512F), each such tile is timed twice in the same rounds, compiled from C and assembled,
+ * and the ratio printed.
+ *
  *   prims-ukr                        every tile of the space, kc 128, 200 rounds
  *   prims-ukr --shapes 4x16/8,6x16/8 --kc 256
  */
 #include "config.h"
 
+#include "runtime/cpu/ts-cpu-asm.h"
 #include "ts-backend.h"
 #include "ts-cost.h"
 #include "ts-op.h"
@@ -34,8 +39,8 @@ typedef float (*Peak)(int64_t iters);
 
 typedef struct {
   int mr, nr, v;
-  Ukr fn;
-  double best_s, model;
+  Ukr fn, asm_fn; /* asm_fn: the assembled one, where there is one */
+  double best_s, asm_best_s, model;
 } Tile;
 
 static int
@@ -98,13 +103,26 @@ parse_tiles(const char *text, int widest, GError **error)
 /* One source: each tile's micro-kernel, and the FMA peak, twelve independent chains of the
  * widest vector (enough to cover the FMA's latency on any current x86 core). */
 static char *
-kernels_source(GArray *tiles, int widest)
+kernels_source(GArray *tiles, int widest, GString *as)
 {
   GString *s = g_string_new("#define TS_UKR_LINKAGE\n#include \"ts_cpu_prims.h\"\n");
   for (guint i = 0; i < tiles->len; i++) {
     Tile *t = &g_array_index(tiles, Tile, i);
     g_string_append_printf(s, "TS_DEFINE_UKR_F32(bench_ukr_%u, %d, %d, %d, 8);\n", i, t->mr,
                            t->nr, t->v);
+    /* The assembled twin is hidden as the runtime's are: called through an exported C
+     * function (a tail jump). */
+    g_autofree char *name = g_strdup_printf("bench_asm_%u_", i);
+    g_autofree char *text =
+      ts__cpu_asm_usable(FALSE) ? ts__cpu_asm_ukr_f32(name, t->mr, t->nr, t->v, 8) : NULL;
+    if (text == NULL)
+      continue;
+    g_string_append(as, text);
+    g_string_append_printf(s,
+                           "TS_DECLARE_UKR_F32_SLOT(%s);\n"
+                           "void bench_asm_%u TS_UKR_F32_PARAMS_ {\n"
+                           "  %s(kc, Ap, Bp, C, ldc, accumulate, mr, nr);\n}\n",
+                           name, i, name);
   }
   g_string_append_printf(s,
     "typedef float pv_ __attribute__((vector_size(%d)));\n"
@@ -122,21 +140,24 @@ kernels_source(GArray *tiles, int widest)
 }
 
 static void *
-compile(const char *dir, const char *source, GError **error)
+compile(const char *dir, const char *source, const char *as, GError **error)
 {
   g_autofree char *src = g_build_filename(dir, "ukr.c", NULL);
+  g_autofree char *asm_src = g_build_filename(dir, "ukr-asm.s", NULL);
   g_autofree char *so = g_build_filename(dir, "ukr.so", NULL);
-  if (!g_file_set_contents(src, source, -1, error))
+  if (!g_file_set_contents(src, source, -1, error) ||
+      !g_file_set_contents(asm_src, as, -1, error))
     return NULL;
   const char *cc = g_getenv("CC") ? g_getenv("CC") : "cc";
   const char *argv[] = {cc, "-O3", "-march=native", "-fPIC", "-shared", "-std=gnu17",
-                        "-ffp-contract=fast", "-I" TS_SOURCE_DIR "/runtime/cpu", src, "-o", so,
-                        NULL};
+                        "-ffp-contract=fast", "-I" TS_SOURCE_DIR "/runtime/cpu", src, asm_src, "-o",
+                        so, NULL};
   int status = 0;
   g_autofree char *err = NULL;
   gboolean built = g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL,
                                 &err, &status, error);
   g_unlink(src);
+  g_unlink(asm_src);
   if (built && !g_spawn_check_wait_status(status, error)) {
     g_prefix_error(error, "%s: %s\n", cc, err ? err : "");
     built = FALSE;
@@ -206,8 +227,9 @@ main(int argc, char **argv)
     return 2;
   }
   g_autofree char *dir = g_dir_make_tmp("prims-ukr-XXXXXX", &error);
-  g_autofree char *source = dir ? kernels_source(tiles, widest) : NULL;
-  void *h = dir ? compile(dir, source, &error) : NULL;
+  g_autoptr(GString) as = g_string_new(NULL);
+  g_autofree char *source = dir ? kernels_source(tiles, widest, as) : NULL;
+  void *h = dir ? compile(dir, source, as->str, &error) : NULL;
   if (dir)
     g_rmdir(dir);
   if (h == NULL) {
@@ -219,7 +241,9 @@ main(int argc, char **argv)
     Tile *t = &g_array_index(tiles, Tile, i);
     g_autofree char *name = g_strdup_printf("bench_ukr_%u", i);
     t->fn = (Ukr)dlsym(h, name);
-    t->best_s = G_MAXDOUBLE;
+    g_autofree char *asm_name = g_strdup_printf("bench_asm_%u", i);
+    t->asm_fn = (Ukr)dlsym(h, asm_name);
+    t->best_s = t->asm_best_s = G_MAXDOUBLE;
     t->model = model_efficiency(inst, device, t);
   }
   /* Panels for the largest tile, 64-byte aligned, in L1 with the C tile. */
@@ -245,6 +269,12 @@ main(int argc, char **argv)
       for (int k = 0; k < calls; k++)
         t->fn(kc, ap, bp, c, t->nr, 1, t->mr, t->nr);
       t->best_s = MIN(t->best_s, thread_s() - t0);
+      if (t->asm_fn == NULL)
+        continue;
+      t0 = thread_s();
+      for (int k = 0; k < calls; k++)
+        t->asm_fn(kc, ap, bp, c, t->nr, 1, t->mr, t->nr);
+      t->asm_best_s = MIN(t->asm_best_s, thread_s() - t0);
     }
   }
   double peak_gf = 12.0 * widest * 2 * (double)peak_iters / peak_best / 1e9;
@@ -253,13 +283,16 @@ main(int argc, char **argv)
   printf("# FMA peak of one core, %d-float vectors: %.1f GFLOP/s; compiler %s\n", widest,
          peak_gf, g_getenv("CC") ? g_getenv("CC") : "cc");
   printf("# model: the analytic cost model's compute efficiency for the tile (nominal figures)\n");
-  printf("  tile     acc   GFLOP/s  of peak  model\n");
+  printf("# asm: the same tile assembled as the runtime does (runtime/cpu/ts-cpu-asm.c), "
+         "GFLOP/s and its ratio to C's\n");
+  printf("  tile     acc   GFLOP/s  of peak  model      asm  asm/C\n");
   for (guint i = 0; i < tiles->len; i++) {
     Tile *t = &g_array_index(tiles, Tile, i);
     double gf = 2.0 * t->mr * t->nr * kc * calls / t->best_s / 1e9;
     g_autofree char *name = g_strdup_printf("%dx%d/%d", t->mr, t->nr, t->v);
-    printf("  %-8s %3d  %8.1f  %7.2f  %5.2f\n", name, t->mr * t->nr / t->v, gf, gf / peak_gf,
-           t->model);
+    double asm_gf = t->asm_fn ? 2.0 * t->mr * t->nr * kc * calls / t->asm_best_s / 1e9 : NAN;
+    printf("  %-8s %3d  %8.1f  %7.2f  %5.2f  %7.1f  %5.2f\n", name, t->mr * t->nr / t->v, gf,
+           gf / peak_gf, t->model, asm_gf, asm_gf / gf);
   }
   g_aligned_free(ap);
   g_aligned_free(bp);

@@ -10,6 +10,7 @@
 #include "ts-backend-private.h"
 
 #include <glib/gstdio.h>
+#include <math.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
@@ -1312,6 +1313,168 @@ test_driver_share(Fixture *f, gconstpointer data)
   g_assert_true(g_file_test(drv, G_FILE_TEST_IS_REGULAR));
 }
 
+/* A kernel of one micro-kernel at TS_VEC 16 called with what the launch says: kc, ldc,
+ * accumulate, mr, nr. The macro's line is the first %s, the entry the second. */
+static const char asm_src_fmt[] =
+  "/* Tessera-like kernel %d */\n"
+  "#include <stdint.h>\n"
+  "#include <string.h>\n"
+  "#define TS_VEC 16\n"
+  "#include \"ts_cpu_prims.h\"\n"
+  "%s\n"
+  "void %s(void *const *bufs, const int64_t *ints, const double *floats) {\n"
+  "  ts_ukr_t(ints[0], bufs[0], bufs[1], bufs[2], ints[1], (int)ints[2], ints[3], ints[4]);\n"
+  "}\n";
+
+/* C (rows x ldc floats, in and out) after one call of the micro-kernel in m. */
+static void
+launch_ukr(Fixture *f, TsModule *m, const void *a, gsize a_size, const void *b, gsize b_size,
+           float *c, gsize c_size, const gint64 ints[5])
+{
+  g_autoptr(GError) error = NULL;
+  const gsize sizes[3] = {a_size, b_size, c_size};
+  const void *host[3] = {a, b, c};
+  TsBuffer *bufs[3];
+  for (int i = 0; i < 3; i++) {
+    bufs[i] = ts_backend_alloc(f->backend, sizes[i], &error);
+    g_assert_no_error(error);
+    g_assert_true(ts_backend_upload(f->backend, bufs[i], host[i], sizes[i], &error));
+  }
+  TsLaunch launch = {.buffers = bufs, .n_buffers = 3, .ints = (gint64 *)ints, .n_ints = 5};
+  g_assert_true(ts_backend_launch(f->backend, m, &launch, &error));
+  g_assert_true(ts_backend_download(f->backend, c, bufs[2], c_size, &error));
+  g_assert_no_error(error);
+  for (int i = 0; i < 3; i++)
+    ts_backend_buffer_free(f->backend, bufs[i]);
+}
+
+/* n 4-byte elements in [-1, 1]: f32, or (bf16) pairs of bf16, the top halves of two. */
+static void
+random_panel(GRand *r, float *dst, int n, gboolean bf16)
+{
+  for (int i = 0; i < n; i++) {
+    dst[i] = (float)g_rand_double_range(r, -1, 1);
+    if (bf16) {
+      const float hi = (float)g_rand_double_range(r, -1, 1);
+      guint32 lo_bits, hi_bits;
+      memcpy(&lo_bits, &dst[i], 4);
+      memcpy(&hi_bits, &hi, 4);
+      lo_bits = (lo_bits >> 16) | (hi_bits & 0xffff0000u);
+      memcpy(&dst[i], &lo_bits, 4);
+    }
+  }
+}
+
+/* One call of an MR x NR micro-kernel on random panels: f32 (ref NULL) against the same sums
+ * in C, one fmaf per k in k's order; bf16 dot product against the module ref (the C macro)
+ * on the same input. The same bits, and C untouched outside the mr x nr corner. */
+static void
+run_asm_case(Fixture *f, TsModule *m, TsModule *ref, int MR, int NR, int kc, int mr, int nr,
+             int accumulate)
+{
+  const int ldc = NR + 3, rows = MR + 1;
+  const int steps = MAX(ref ? (kc + 1) / 2 : kc, 1); /* 4-byte elements a row or column */
+  g_autofree float *a = g_new(float, (gsize)steps * MR);
+  g_autofree float *b = g_new(float, (gsize)steps * NR);
+  g_autofree float *c = g_new(float, (gsize)rows * ldc);
+  g_autofree float *want = g_new(float, (gsize)rows * ldc);
+  GRand *r = g_rand_new_with_seed((guint32)(kc * 131 + mr * 17 + nr + accumulate));
+  random_panel(r, a, steps * MR, ref != NULL);
+  random_panel(r, b, steps * NR, ref != NULL);
+  for (int i = 0; i < rows * ldc; i++)
+    want[i] = c[i] = (float)g_rand_double_range(r, -4, 4);
+  g_rand_free(r);
+  const gsize a_size = (gsize)steps * MR * 4, b_size = (gsize)steps * NR * 4,
+              c_size = (gsize)rows * ldc * 4;
+  const gint64 ints[5] = {kc, ldc, accumulate, mr, nr};
+  if (ref != NULL) { /* any bits are two bf16 */
+    launch_ukr(f, ref, a, a_size, b, b_size, want, c_size, ints);
+  } else {
+    for (int i = 0; i < mr; i++)
+      for (int j = 0; j < nr; j++) {
+        float acc = 0.0f;
+        for (int k = 0; k < kc; k++)
+          acc = fmaf(a[k * MR + i], b[k * NR + j], acc);
+        want[i * ldc + j] = accumulate ? want[i * ldc + j] + acc : acc;
+      }
+  }
+  launch_ukr(f, m, a, a_size, b, b_size, c, c_size, ints);
+  for (int i = 0; i < rows * ldc; i++)
+    if (memcmp(&c[i], &want[i], 4) != 0)
+      g_error("%s %dx%d kc %d mr %d nr %d accumulate %d: C[%d][%d] = %a, want %a",
+              ref ? "bf16dot" : "f32", MR, NR, kc, mr, nr, accumulate, i / ldc, i % ldc, c[i],
+              want[i]);
+}
+
+/* Every edge, depth and accumulation of an MR x NR micro-kernel at `unroll`: f32, or with
+ * bf16dot the bf16 dot product's against the same compiled from C (TS_CPU_ASM=0). */
+static void
+check_asm_tile(Fixture *f, gboolean bf16dot, int MR, int NR, int unroll)
+{
+  g_autofree char *line =
+    bf16dot ? g_strdup_printf("TS_DEFINE_UKR_BF16DOT(ts_ukr_t, %d, %d, %d);", MR, NR, unroll)
+            : g_strdup_printf("TS_DEFINE_UKR_F32(ts_ukr_t, %d, %d, 16, %d);", MR, NR, unroll);
+  const int id = MR * 1000 + NR;
+  g_autofree char *src = g_strdup_printf(asm_src_fmt, id, line, "ts_kernel");
+  g_autoptr(TsModule) m = compile_ok(f, src, "ts_kernel");
+  TsModule *ref = NULL;
+  if (bf16dot) { /* another entry: another source to the artifact cache */
+    g_autofree char *ref_src = g_strdup_printf(asm_src_fmt, id, line, "ts_ref");
+    g_setenv("TS_CPU_ASM", "0", TRUE);
+    ref = compile_ok(f, ref_src, "ts_ref");
+    g_unsetenv("TS_CPU_ASM");
+  }
+  /* Depths (in elements) that leave every remainder of the unroll, pairs odd and even. */
+  const int kcs[] = {0, 1, 2 * unroll - 1, unroll, 2 * unroll, 6 * unroll + 3, 37};
+  const int edges[][2] = {{MR, NR}, {MR - 1, NR}, {MR, NR - 5}, {1, 1}, {MR - 1, 3}};
+  for (gsize k = 0; k < G_N_ELEMENTS(kcs); k++)
+    for (gsize e = 0; e < G_N_ELEMENTS(edges); e++)
+      for (int accumulate = 0; accumulate < 2; accumulate++)
+        if (edges[e][0] > 0)
+          run_asm_case(f, m, ref, MR, NR, kcs[k], edges[e][0], edges[e][1], accumulate);
+  if (ref != NULL)
+    ts_module_free(ref);
+}
+
+/* With GCC on an AVX-512 machine the 16-lane f32 micro-kernels, and with AVX512_BF16 the bf16
+ * dot-product ones, are assembled from the text ts-cpu-asm.c writes: f32 gives the same bits
+ * as C's fmaf in k's order, bf16 the same as the C macro's vdpbf16ps, on full and partial
+ * tiles, with and without accumulation, for one and several vectors a row, the largest tiles
+ * that fit and unrolls that leave a remainder. A tile that would spill, and TS_CPU_ASM=0, take
+ * the C macro: the same results, no assembled object. */
+static void
+test_asm_ukr(Fixture *f, gconstpointer data)
+{
+  const TsDeviceInfo *dev = ts_backend_describe(f->backend);
+  const gboolean gcc = g_str_has_prefix(dev->toolchain, "gcc ");
+  __builtin_cpu_init();
+  const gboolean avx512 = __builtin_cpu_supports("avx512f");
+  const gboolean bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+  const int tiles[][4] = {{0, 14, 32, 8}, {0, 6, 16, 1}, {0, 8, 48, 3}, {0, 31, 16, 2},
+                          {1, 14, 32, 4}, {1, 6, 16, 1}, {1, 8, 48, 3}};
+  guint n_asm = 0;
+  for (gsize t = 0; t < G_N_ELEMENTS(tiles); t++) {
+    if (tiles[t][0] && !bf16)
+      continue;
+    check_asm_tile(f, tiles[t][0], tiles[t][1], tiles[t][2], tiles[t][3]);
+    n_asm += gcc && avx512;
+    g_assert_cmpuint(find_objects(f->cache_dir, "asm-", NULL), ==, n_asm);
+  }
+  const guint n_ukr = find_ukrs(f->cache_dir, NULL);
+  check_asm_tile(f, FALSE, 16, 32, 4); /* 32 accumulators + 2 B vectors: C */
+  g_setenv("TS_CPU_ASM", "0", TRUE);
+  check_asm_tile(f, FALSE, 14, 32, 4);
+  g_unsetenv("TS_CPU_ASM");
+  g_assert_cmpuint(find_objects(f->cache_dir, "asm-", NULL), ==, n_asm);
+  g_assert_cmpuint(find_ukrs(f->cache_dir, NULL), ==, gcc ? n_ukr + 2 : 0);
+  if (!gcc)
+    g_test_skip("the compiler is not GCC: every micro-kernel compiled from C");
+  else if (!avx512)
+    g_test_skip("no AVX-512F here: every micro-kernel compiled from C");
+  else if (!bf16)
+    g_test_skip("no AVX512_BF16 here: the bf16 dot-product micro-kernels were not tried");
+}
+
 /* A kernel that packs an A block of bf16 into f32 panels of 6 rows and writes the panels back
  * as bf16: what a GEMM calls besides its micro-kernel. */
 static const char outline_src_fmt[] =
@@ -1432,6 +1595,7 @@ main(int argc, char **argv)
   ADD("/backend/cpu/ukr-cache", test_ukr_cache);
   ADD("/backend/cpu/outline", test_outline);
   ADD("/backend/cpu/driver-share", test_driver_share);
+  ADD("/backend/cpu/asm-ukr", test_asm_ukr);
 #undef ADD
   g_test_add_func("/backend/registry", test_registry);
   g_test_add_func("/backend/x86-family-model", test_x86_family_model);

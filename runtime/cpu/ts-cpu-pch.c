@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "ts-backend-private.h"
+#include "ts-cpu-asm.h"
 
 #define PRIMS_NAME "ts_cpu_prims.h"
 
@@ -132,6 +133,7 @@ build_once(const char *key, gboolean ready, gboolean (*build)(gconstpointer data
 typedef struct {
   const TsCpuPchSpec *spec;
   const char *dir, *header, *line, *obj;
+  const char *ext; /* the source's suffix: ".c" unless set */
   int vec;
 } BuildJob;
 
@@ -241,20 +243,47 @@ ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why)
 typedef struct {
   const char *define, *declare_slot;
   gboolean light; /* compiles without the intrinsics headers (TS_CPU_LIGHT) */
+  int as;         /* may be assembled instead (ts-cpu-asm.h): 1 f32 (TS_DEFINE_UKR_F32),
+                   * 2 bf16 dot product; 0 not */
 } UkrMacro;
 
 static const UkrMacro *
 ukr_macro(const char *line)
 {
   static const UkrMacro macros[] = {
-    {"TS_DEFINE_UKR_F32(", "TS_DECLARE_UKR_F32_SLOT", TRUE},
-    {"TS_DEFINE_UKR_F32_RA(", "TS_DECLARE_UKR_F32_SLOT", TRUE},
-    {"TS_DEFINE_UKR_BF16DOT(", "TS_DECLARE_UKR_BF16DOT_SLOT", FALSE},
+    {"TS_DEFINE_UKR_F32(", "TS_DECLARE_UKR_F32_SLOT", TRUE, 1},
+    {"TS_DEFINE_UKR_F32_RA(", "TS_DECLARE_UKR_F32_SLOT", TRUE, 0},
+    {"TS_DEFINE_UKR_BF16DOT(", "TS_DECLARE_UKR_BF16DOT_SLOT", FALSE, 2},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(macros); i++)
     if (g_str_has_prefix(line, macros[i].define))
       return &macros[i];
   return NULL;
+}
+
+/* The assembly of a micro-kernel's line, `args` what follows the macro's name (f32: `NAME, MR,
+ * NR, V, UNROLL);`, bf16 dot product: `NAME, MR, NR, UNROLL);`), or NULL where the C macro
+ * must compile it: assembly off or unusable here, or a tile it does not write. */
+static char *
+ukr_asm(const UkrMacro *macro, const char *args)
+{
+  if (macro->as == 0 || !ts__cpu_asm_usable(macro->as == 2))
+    return NULL;
+  const guint n = macro->as == 1 ? 4 : 3;
+  g_auto(GStrv) f = g_strsplit_set(args, ",)", -1);
+  if (g_strv_length(f) != n + 2)
+    return NULL;
+  int v[4];
+  for (guint i = 0; i < n; i++) {
+    char *end = NULL;
+    gint64 x = g_ascii_strtoll(f[i + 1], &end, 10);
+    if (end == f[i + 1] || *g_strstrip(end) != '\0' || x <= 0 || x > 1024)
+      return NULL;
+    v[i] = (int)x;
+  }
+  const char *name = g_strstrip(f[0]);
+  return macro->as == 1 ? ts__cpu_asm_ukr_f32(name, v[0], v[1], v[2], v[3])
+                        : ts__cpu_asm_ukr_bf16dot(name, v[0], v[1], v[2]);
 }
 
 /* An object shared by every kernel that uses it: job->line, its whole text, compiled with the
@@ -263,7 +292,8 @@ static gboolean
 build_object(gconstpointer data, char **why)
 {
   const BuildJob *job = data;
-  g_autofree char *src = g_strdup_printf("%s.%d.c", job->obj, (int)getpid());
+  g_autofree char *src =
+    g_strdup_printf("%s.%d%s", job->obj, (int)getpid(), job->ext ? job->ext : ".c");
   g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", job->obj, (int)getpid());
   g_autoptr(GError) local = NULL;
   if (!g_file_set_contents(src, job->line, -1, &local)) {
@@ -279,8 +309,9 @@ build_object(gconstpointer data, char **why)
   return ok;
 }
 
-/* The object `prefix`-<hash of text>.o in dir, text compiled there once (build_object) for
- * every kernel that uses it; NULL (*why) if it cannot be built. */
+/* The object `prefix`-<hash of text>.o in dir, text (C, or assembly if prefix is "asm")
+ * compiled there once (build_object) for every kernel that uses it; NULL (*why) if it cannot
+ * be built. */
 static char *
 shared_object(const TsCpuPchSpec *spec, const char *dir, const char *header, const char *prefix,
               const char *text, char **why)
@@ -288,7 +319,8 @@ shared_object(const TsCpuPchSpec *spec, const char *dir, const char *header, con
   g_autofree char *hash = g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
   g_autofree char *name = g_strdup_printf("%s-%.16s.o", prefix, hash);
   char *obj = g_build_filename(dir, name, NULL);
-  BuildJob job = {.spec = spec, .dir = dir, .header = header, .line = text, .obj = obj};
+  BuildJob job = {.spec = spec, .dir = dir, .header = header, .line = text, .obj = obj,
+                  .ext = strcmp(prefix, "asm") == 0 ? ".s" : ".c"};
   if (!build_once(obj, ours(obj), build_object, &job, why)) {
     g_free(obj);
     return NULL;
@@ -476,10 +508,15 @@ ts__cpu_split(const TsCpuPchSpec *spec, int vec, const char *source, const char 
       continue;
     const char *name = line + strlen(macro->define);
     g_autofree char *ukr = g_strndup(name, strcspn(name, ", )"));
-    /* Intrinsics (the bf16 dot product's) come precompiled where they can. */
-    g_autofree char *header = macro->light ? NULL : ts__cpu_pch_header(spec, vec, NULL);
-    g_autofree char *text = prims_unit(vec, macro->light, line);
-    char *obj = shared_object(spec, dir, header, "ukr", text, why);
+    /* Assembly where it applies; where it will not assemble, the C macro after all, its
+     * intrinsics (the bf16 dot product's) precompiled where they can be. */
+    g_autofree char *as = ukr_asm(macro, name);
+    char *obj = as ? shared_object(spec, dir, NULL, "asm", as, NULL) : NULL;
+    if (obj == NULL) {
+      g_autofree char *header = macro->light ? NULL : ts__cpu_pch_header(spec, vec, NULL);
+      g_autofree char *text = prims_unit(vec, macro->light, line);
+      obj = shared_object(spec, dir, header, "ukr", text, why);
+    }
     if (obj == NULL) {
       ok = FALSE;
       break;

@@ -39,7 +39,9 @@ char *ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why);
 /* A generated source as objects to link, each compiled once into the artifact cache and
  * shared by every kernel after:
  * - its micro-kernels (its top-level TS_DEFINE_UKR_F32 and _BF16DOT lines): a tune's
- *   candidates differ in their loops and blocks far more often than in their micro-tile;
+ *   candidates differ in their loops and blocks far more often than in their micro-tile; the
+ *   16-lane f32 and the bf16 dot-product ones assembled from ts-cpu-asm.c's text where that
+ *   applies (asm-*.o);
  * - the packing and output conversions it calls (ts_cpu_prims.h's TS_OUTLINE_LIST_;
  *   TS_CPU_OUTLINE=0 leaves them inline): one object per set of them and TS_VEC, the calls
  *   renamed to it by #defines after the source's #include of the primitives;

@@ -1,0 +1,27 @@
+/* ts-cpu-asm.h — micro-kernels the CPU backend writes as assembly (private).
+ *
+ * A candidate's f32 micro-kernel was most of its compile (0.11-0.23 s of GCC -O3 for a few
+ * hundred unrolled FMAs, measured on an AVX-512 Xeon), though the code is always the same
+ * shape: zero the accumulators, per k load B's vectors, broadcast each A element and FMA,
+ * store (the bf16 dot-product ones likewise, on vdpbf16ps). Written out as assembly it
+ * assembles in a few milliseconds, which is how JIT BLAS libraries (libxsmm, oneDNN) build
+ * theirs. The C macros in ts_cpu_prims.h stay the reference: the same instructions on the
+ * same sums in the same order, so the results are the same bits (tests/test-backend.c checks
+ * both on edges, accumulation and odd unrolls). */
+#pragma once
+
+#include <glib.h>
+
+/* Whether this process may use assembly micro-kernels, f32 or (bf16dot) bf16 dot-product ones:
+ * an x86-64 host with AVX-512F, and AVX512_BF16 for the latter (the kernels run where they
+ * are compiled), and TS_CPU_ASM not "0". */
+gboolean ts__cpu_asm_usable(gboolean bf16dot);
+
+/* The GNU assembler text (AT&T, x86-64 System V) of TS_DEFINE_UKR_F32(name, mr, nr, vec,
+ * unroll) with the shared linkage (global, hidden), for vec 16 (AVX-512F) where the
+ * accumulators, B's vectors and a broadcast fit the 32 vector registers; NULL otherwise
+ * (the C macro then compiles it). */
+char *ts__cpu_asm_ukr_f32(const char *name, int mr, int nr, int vec, int unroll);
+
+/* The same for TS_DEFINE_UKR_BF16DOT(name, mr, nr, unroll): vdpbf16ps over K-pair panels. */
+char *ts__cpu_asm_ukr_bf16dot(const char *name, int mr, int nr, int unroll);
