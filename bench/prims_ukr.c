@@ -10,9 +10,9 @@
  * fastest round, timed on the thread's CPU clock so that time the VM's host takes away from the
  * core is not counted.
  *
- * Where the runtime assembles its 16-lane micro-kernels instead (runtime/cpu/ts-cpu-asm.c: GCC,
- * AVX-512F), each such tile is timed twice in the same rounds, compiled from C and assembled,
- * and the ratio printed.
+ * Where the runtime assembles a micro-kernel instead (runtime/cpu/ts-cpu-asm.c: GCC, AVX with
+ * FMA, AVX-512F for 16 lanes), the tile is timed twice in the same rounds, compiled from C and
+ * assembled, and the ratio printed.
  *
  *   prims-ukr                        every tile of the space, kc 128, 200 rounds
  *   prims-ukr --shapes 4x16/8,6x16/8 --kc 256
@@ -113,8 +113,7 @@ kernels_source(GArray *tiles, int widest, GString *as)
     /* The assembled twin is hidden as the runtime's are: called through an exported C
      * function (a tail jump). */
     g_autofree char *name = g_strdup_printf("bench_asm_%u_", i);
-    g_autofree char *text =
-      ts__cpu_asm_usable(FALSE) ? ts__cpu_asm_ukr_f32(name, t->mr, t->nr, t->v, 8) : NULL;
+    g_autofree char *text = ts__cpu_asm_ukr_f32(name, t->mr, t->nr, t->v, 8);
     if (text == NULL)
       continue;
     g_string_append(as, text);

@@ -1176,10 +1176,11 @@ find_objects(const char *cache_dir, const char *prefix, char **one)
   return n;
 }
 
+/* Micro-kernel objects, compiled from C or assembled (where the host runs ts-cpu-asm.c's). */
 static guint
 find_ukrs(const char *cache_dir, char **one)
 {
-  return find_objects(cache_dir, "ukr-", one);
+  return find_objects(cache_dir, "ukr-", one) + find_objects(cache_dir, "asm-", one);
 }
 
 /* With GCC a kernel's micro-kernel is compiled once into the cache and linked into every
@@ -1406,15 +1407,16 @@ run_asm_case(Fixture *f, TsModule *m, TsModule *ref, int MR, int NR, int kc, int
               want[i]);
 }
 
-/* Every edge, depth and accumulation of an MR x NR micro-kernel at `unroll`: f32, or with
- * bf16dot the bf16 dot product's against the same compiled from C (TS_CPU_ASM=0). */
+/* Every edge, depth and accumulation of an MR x NR micro-kernel of V lanes at `unroll`: f32,
+ * or with bf16dot (V 16) the bf16 dot product's against the same compiled from C
+ * (TS_CPU_ASM=0). */
 static void
-check_asm_tile(Fixture *f, gboolean bf16dot, int MR, int NR, int unroll)
+check_asm_tile(Fixture *f, gboolean bf16dot, int MR, int NR, int V, int unroll)
 {
   g_autofree char *line =
     bf16dot ? g_strdup_printf("TS_DEFINE_UKR_BF16DOT(ts_ukr_t, %d, %d, %d);", MR, NR, unroll)
-            : g_strdup_printf("TS_DEFINE_UKR_F32(ts_ukr_t, %d, %d, 16, %d);", MR, NR, unroll);
-  const int id = MR * 1000 + NR;
+            : g_strdup_printf("TS_DEFINE_UKR_F32(ts_ukr_t, %d, %d, %d, %d);", MR, NR, V, unroll);
+  const int id = (MR * 1000 + NR) * 100 + V;
   g_autofree char *src = g_strdup_printf(asm_src_fmt, id, line, "ts_kernel");
   g_autoptr(TsModule) m = compile_ok(f, src, "ts_kernel");
   TsModule *ref = NULL;
@@ -1426,7 +1428,7 @@ check_asm_tile(Fixture *f, gboolean bf16dot, int MR, int NR, int unroll)
   }
   /* Depths (in elements) that leave every remainder of the unroll, pairs odd and even. */
   const int kcs[] = {0, 1, 2 * unroll - 1, unroll, 2 * unroll, 6 * unroll + 3, 37};
-  const int edges[][2] = {{MR, NR}, {MR - 1, NR}, {MR, NR - 5}, {1, 1}, {MR - 1, 3}};
+  const int edges[][2] = {{MR, NR}, {MR - 1, NR}, {MR, NR / 2 + 1}, {1, 1}, {MR - 1, 3}};
   for (gsize k = 0; k < G_N_ELEMENTS(kcs); k++)
     for (gsize e = 0; e < G_N_ELEMENTS(edges); e++)
       for (int accumulate = 0; accumulate < 2; accumulate++)
@@ -1436,43 +1438,53 @@ check_asm_tile(Fixture *f, gboolean bf16dot, int MR, int NR, int unroll)
     ts_module_free(ref);
 }
 
-/* With GCC on an AVX-512 machine the 16-lane f32 micro-kernels, and with AVX512_BF16 the bf16
- * dot-product ones, are assembled from the text ts-cpu-asm.c writes: f32 gives the same bits
- * as C's fmaf in k's order, bf16 the same as the C macro's vdpbf16ps, on full and partial
- * tiles, with and without accumulation, for one and several vectors a row, the largest tiles
- * that fit and unrolls that leave a remainder. A tile that would spill, and TS_CPU_ASM=0, take
- * the C macro: the same results, no assembled object. */
+/* With GCC the f32 micro-kernels (16 lanes on AVX-512F, 8 and 4 on AVX with FMA) and the bf16
+ * dot-product ones (AVX512_BF16) are assembled from the text ts-cpu-asm.c writes where the
+ * host runs it: f32 gives the same bits as C's fmaf in k's order, bf16 the same as the C
+ * macro's vdpbf16ps, on full and partial tiles, with and without accumulation, for one and
+ * several vectors a row, the largest tiles that fit and unrolls that leave a remainder. A tile
+ * that would spill, and TS_CPU_ASM=0, take the C macro: the same results, no assembled
+ * object. */
 static void
 test_asm_ukr(Fixture *f, gconstpointer data)
 {
   const TsDeviceInfo *dev = ts_backend_describe(f->backend);
   const gboolean gcc = g_str_has_prefix(dev->toolchain, "gcc ");
   __builtin_cpu_init();
-  const gboolean avx512 = __builtin_cpu_supports("avx512f");
-  const gboolean bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
-  const int tiles[][4] = {{0, 14, 32, 8}, {0, 6, 16, 1}, {0, 8, 48, 3}, {0, 31, 16, 2},
-                          {1, 14, 32, 4}, {1, 6, 16, 1}, {1, 8, 48, 3}};
-  guint n_asm = 0;
+  const gboolean avx512 = __builtin_cpu_supports("avx512f"),
+                 bf16 = avx512 && __builtin_cpu_supports("avx512bf16"),
+                 vl = avx512 && __builtin_cpu_supports("avx512vl"),
+                 fma = __builtin_cpu_supports("avx") && __builtin_cpu_supports("fma");
+  /* bf16dot, MR, NR, V, unroll, and whether it needs 32 vector registers */
+  const int tiles[][6] = {{0, 14, 32, 16, 8, 1}, {0, 6, 16, 16, 1, 1}, {0, 8, 48, 16, 3, 1},
+                          {0, 31, 16, 16, 2, 1}, {0, 6, 16, 8, 4, 0},  {0, 14, 16, 8, 3, 1},
+                          {0, 12, 8, 8, 1, 0},   {0, 4, 8, 4, 2, 0},   {0, 14, 4, 4, 1, 0},
+                          {1, 14, 32, 16, 4, 1}, {1, 6, 16, 16, 1, 1}, {1, 8, 48, 16, 3, 1}};
+  guint n_asm = 0, n_c = 0; /* micro-kernel objects: assembled, compiled (references too) */
   for (gsize t = 0; t < G_N_ELEMENTS(tiles); t++) {
-    if (tiles[t][0] && !bf16)
-      continue;
-    check_asm_tile(f, tiles[t][0], tiles[t][1], tiles[t][2], tiles[t][3]);
-    n_asm += gcc && avx512;
+    const int *x = tiles[t];
+    const gboolean runs = x[3] == 16 ? avx512 && (!x[0] || bf16) : fma && (!x[5] || vl);
+    if (x[0] && !bf16)
+      continue; /* no C macro to compare with either */
+    check_asm_tile(f, x[0], x[1], x[2], x[3], x[4]);
+    n_asm += gcc && runs;
+    n_c += gcc && (!runs || x[0]);
     g_assert_cmpuint(find_objects(f->cache_dir, "asm-", NULL), ==, n_asm);
   }
-  const guint n_ukr = find_ukrs(f->cache_dir, NULL);
-  check_asm_tile(f, FALSE, 16, 32, 4); /* 32 accumulators + 2 B vectors: C */
+  const guint n_ukr = find_objects(f->cache_dir, "ukr-", NULL);
+  check_asm_tile(f, FALSE, 16, 32, 16, 4); /* 32 accumulators + 2 B vectors: C */
+  check_asm_tile(f, FALSE, 8, 32, 8, 4);   /* 32 + 4 ymm */
   g_setenv("TS_CPU_ASM", "0", TRUE);
-  check_asm_tile(f, FALSE, 14, 32, 4);
+  check_asm_tile(f, FALSE, 14, 32, 16, 4);
   g_unsetenv("TS_CPU_ASM");
   g_assert_cmpuint(find_objects(f->cache_dir, "asm-", NULL), ==, n_asm);
-  g_assert_cmpuint(find_ukrs(f->cache_dir, NULL), ==, gcc ? n_ukr + 2 : 0);
+  g_assert_cmpuint(n_ukr, ==, n_c);
+  g_assert_cmpuint(find_objects(f->cache_dir, "ukr-", NULL), ==, gcc ? n_ukr + 3 : 0);
   if (!gcc)
     g_test_skip("the compiler is not GCC: every micro-kernel compiled from C");
-  else if (!avx512)
-    g_test_skip("no AVX-512F here: every micro-kernel compiled from C");
-  else if (!bf16)
-    g_test_skip("no AVX512_BF16 here: the bf16 dot-product micro-kernels were not tried");
+  else if (!fma || !bf16)
+    g_test_skip("no AVX with FMA, AVX-512F or AVX512_BF16 here: those micro-kernels were "
+                "compiled from C");
 }
 
 /* A kernel that packs an A block of bf16 into f32 panels of 6 rows and writes the panels back

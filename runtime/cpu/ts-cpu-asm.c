@@ -4,9 +4,9 @@
 #include <stdarg.h>
 #include <string.h>
 
-#define VREGS 32 /* zmm0-31 */
+/* What the host has (bits), probed once. */
+enum { HAS_AVX512F = 1, HAS_AVX512BF16 = 2, HAS_FMA = 4, HAS_AVX512VL = 8 };
 
-/* Bits of what the host has: 1 AVX-512F, 2 AVX512_BF16 too. */
 static guint
 host_features(void)
 {
@@ -15,22 +15,21 @@ host_features(void)
     gsize has = 0;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-      has |= 1u | (__builtin_cpu_supports("avx512bf16") ? 2u : 0u);
+    has |= __builtin_cpu_supports("avx512f") ? HAS_AVX512F : 0;
+    has |= __builtin_cpu_supports("avx512bf16") ? HAS_AVX512BF16 : 0;
+    has |= __builtin_cpu_supports("avx") && __builtin_cpu_supports("fma") ? HAS_FMA : 0;
+    has |= __builtin_cpu_supports("avx512vl") ? HAS_AVX512VL : 0;
 #endif
     g_once_init_leave(&features, has | 0x100u); /* never 0: g_once's "not yet" */
   }
   return (guint)features & 0xffu;
 }
 
-gboolean
-ts__cpu_asm_usable(gboolean bf16dot)
+static gboolean
+switched_off(void)
 {
   const char *off = g_getenv("TS_CPU_ASM");
-  if (off != NULL && strcmp(off, "0") == 0)
-    return FALSE;
-  const guint need = bf16dot ? 3u : 1u;
-  return (host_features() & need) == need;
+  return off != NULL && strcmp(off, "0") == 0;
 }
 
 G_GNUC_PRINTF(2, 3)
@@ -45,25 +44,44 @@ op(GString *s, const char *fmt, ...)
   va_end(ap);
 }
 
-/* One k step at byte offsets a_off into the A panel (%rsi) and b_off into B's (%rdx): B's nb
- * vectors into registers, then per row of A one 32-bit broadcast and nb multiply-adds `madd`
- * (vfmadd231ps: acc += a * b, one rounding, as the C macro's TS_UKR_STEP_; vdpbf16ps: a pair
- * of bf16 products, as _BF16DOT's). With one vector a row the broadcast is the instruction's
- * own memory operand. */
+/* A micro-kernel being written: MR x NR of vec-lane vectors, nb of them a row of the tile. */
+typedef struct {
+  GString *s;
+  const char *vr;   /* the vector registers' name: zmm, ymm or xmm */
+  const char *madd; /* vfmadd231ps or vdpbf16ps */
+  int mr, nr, vec, vbytes, nb, unroll;
+  gboolean mem_bcast; /* one vector a row, with EVEX: the broadcast is the FMA's operand */
+} Ukr;
+
+/* Registers 16-31 exist only with EVEX (AVX-512; VL for ymm and xmm), where the VEX xor is
+ * not encodable. */
 static void
-step(GString *s, const char *madd, int mr, int nb, int a_off, int b_off)
+zero(const Ukr *u, int r)
 {
-  const int breg = mr * nb, tmp = breg + nb;
-  for (int j = 0; j < nb; j++)
-    op(s, "vmovups %d(%%rdx), %%zmm%d", b_off + 64 * j, breg + j);
-  for (int i = 0; i < mr; i++) {
-    if (nb == 1) {
-      op(s, "%s %d(%%rsi){1to16}, %%zmm%d, %%zmm%d", madd, a_off + 4 * i, breg, i);
+  op(u->s, "%s %%%s%d, %%%s%d, %%%s%d", u->vec == 16 || r >= 16 ? "vpxord" : "vxorps", u->vr,
+     r, u->vr, r, u->vr, r);
+}
+
+/* One k step at byte offsets a_off into the A panel (%rsi) and b_off into B's (%rdx): B's nb
+ * vectors into registers, then per row of A one 32-bit broadcast and nb multiply-adds
+ * (vfmadd231ps: acc += a * b, one rounding, as the C macro's TS_UKR_STEP_; vdpbf16ps: a pair
+ * of bf16 products, as _BF16DOT's). */
+static void
+step(const Ukr *u, int a_off, int b_off)
+{
+  const int breg = u->mr * u->nb, tmp = breg + u->nb;
+  for (int j = 0; j < u->nb; j++)
+    op(u->s, "vmovups %d(%%rdx), %%%s%d", b_off + u->vbytes * j, u->vr, breg + j);
+  for (int i = 0; i < u->mr; i++) {
+    if (u->mem_bcast) {
+      op(u->s, "%s %d(%%rsi){1to%d}, %%%s%d, %%%s%d", u->madd, a_off + 4 * i, u->vec, u->vr,
+         breg, u->vr, i);
       continue;
     }
-    op(s, "vbroadcastss %d(%%rsi), %%zmm%d", a_off + 4 * i, tmp);
-    for (int j = 0; j < nb; j++)
-      op(s, "%s %%zmm%d, %%zmm%d, %%zmm%d", madd, breg + j, tmp, i * nb + j);
+    op(u->s, "vbroadcastss %d(%%rsi), %%%s%d", a_off + 4 * i, u->vr, tmp);
+    for (int j = 0; j < u->nb; j++)
+      op(u->s, "%s %%%s%d, %%%s%d, %%%s%d", u->madd, u->vr, breg + j, u->vr, tmp, u->vr,
+         i * u->nb + j);
   }
 }
 
@@ -79,27 +97,55 @@ symbol_ok(const char *name)
 }
 
 /* The micro-kernel `macro` (its arguments in the comment) over steps of 4-byte A elements and
- * 16-lane B vectors: an f32 each, or a K pair of bf16 (bf16dot, kc then counts elements and
- * its steps are TS_KPAIRS(kc)). Arguments (System V): %rdi kc, %rsi Ap, %rdx Bp, %rcx C, %r8
- * ldc, %r9d accumulate, then mr and nr on the stack. C is row-major with stride ldc. */
+ * vec-lane B vectors: an f32 each, or a K pair of bf16 (bf16dot: 16 lanes, kc counts
+ * elements and its steps are TS_KPAIRS(kc)), where the host runs it: 16 lanes on AVX-512F
+ * (and AVX512_BF16 for bf16dot), 8 and 4 on AVX with FMA (as -march=native compiles the C:
+ * one FMA, one rounding), the accumulators, B's vectors and a broadcast in the 32 vector
+ * registers of AVX-512 (VL for 8 and 4 lanes), else 16. Arguments (System V): %rdi kc, %rsi
+ * Ap, %rdx Bp, %rcx C, %r8 ldc, %r9d accumulate, then mr and nr on the stack. C is row-major
+ * with stride ldc. */
 static char *
-ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, int unroll)
+ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, int vec,
+         int unroll)
 {
-  if (mr <= 0 || nr <= 0 || nr % 16 != 0 || unroll <= 0 || unroll > 64 || !symbol_ok(name))
+  const guint has = host_features();
+  if (switched_off() || mr <= 0 || nr <= 0 || unroll <= 0 || unroll > 64 || !symbol_ok(name))
     return NULL;
-  const int nb = nr / 16, acc = mr * nb;
-  if (acc + nb + (nb > 1) > VREGS)
+  gboolean runs;
+  int vregs = 16;
+  switch (vec) {
+  case 16:
+    runs = (has & HAS_AVX512F) && (!bf16dot || (has & HAS_AVX512BF16));
+    vregs = 32;
+    break;
+  case 8:
+  case 4:
+    runs = !bf16dot && (has & HAS_FMA);
+    vregs = has & HAS_AVX512VL ? 32 : 16;
+    break;
+  default:
+    runs = FALSE;
+  }
+  if (!runs || nr % vec != 0)
+    return NULL;
+  const int nb = nr / vec, acc = mr * nb;
+  const gboolean mem_bcast = nb == 1 && vregs == 32;
+  if (acc + nb + !mem_bcast > vregs)
     return NULL; /* would spill: GCC places the spills */
   const int a_step = 4 * mr, b_step = 4 * nr;
-  const char *madd = bf16dot ? "vdpbf16ps" : "vfmadd231ps";
   GString *s = g_string_new(NULL);
+  const Ukr u = {.s = s,
+                 .vr = vec == 16 ? "zmm" : vec == 8 ? "ymm" : "xmm",
+                 .madd = bf16dot ? "vdpbf16ps" : "vfmadd231ps",
+                 .mr = mr, .nr = nr, .vec = vec, .vbytes = 4 * vec, .nb = nb,
+                 .unroll = unroll, .mem_bcast = mem_bcast};
   g_string_append_printf(s,
-                         "# Tessera CPU backend: %s in AVX-512 (runtime/cpu/ts-cpu-asm.c)\n"
+                         "# Tessera CPU backend: %s (runtime/cpu/ts-cpu-asm.c)\n"
                          "\t.text\n\t.p2align 5\n\t.globl %s\n\t.hidden %s\n"
                          "\t.type %s, @function\n%s:\n\t.cfi_startproc\n",
                          macro, name, name, name, name);
   for (int r = 0; r < acc; r++)
-    op(s, "vpxord %%zmm%d, %%zmm%d, %%zmm%d", r, r, r);
+    zero(&u, r);
   if (bf16dot) { /* kc elements -> (kc + 1) / 2 pairs (no steps for kc <= 0 either way) */
     op(s, "incq %%rdi");
     op(s, "sarq $1, %%rdi");
@@ -122,8 +168,8 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
   op(s, "cmpq $%d, %%rdi", unroll);
   op(s, "jl .Lrest_%s", name);
   g_string_append_printf(s, "\t.p2align 4\n.Lmain_%s:\n", name);
-  for (int u = 0; u < unroll; u++)
-    step(s, madd, mr, nb, u * a_step, u * b_step);
+  for (int k = 0; k < unroll; k++)
+    step(&u, k * a_step, k * b_step);
   op(s, "addq $%d, %%rsi", unroll * a_step);
   op(s, "addq $%d, %%rdx", unroll * b_step);
   op(s, "subq $%d, %%rdi", unroll);
@@ -133,7 +179,7 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
   op(s, "testq %%rdi, %%rdi");
   op(s, "jle .Lstore_%s", name);
   g_string_append_printf(s, ".Lone_%s:\n", name);
-  step(s, madd, mr, nb, 0, 0);
+  step(&u, 0, 0);
   op(s, "addq $%d, %%rsi", a_step);
   op(s, "addq $%d, %%rdx", b_step);
   op(s, "decq %%rdi");
@@ -151,7 +197,8 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
   op(s, "movq %%rcx, %%rax");
   for (int i = 0; i < mr; i++) {
     for (int j = 0; j < nb; j++)
-      op(s, "vaddps %d(%%rax), %%zmm%d, %%zmm%d", 64 * j, i * nb + j, i * nb + j);
+      op(s, "vaddps %d(%%rax), %%%s%d, %%%s%d", u.vbytes * j, u.vr, i * nb + j, u.vr,
+         i * nb + j);
     if (i + 1 < mr)
       op(s, "addq %%r8, %%rax");
   }
@@ -159,7 +206,7 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
   op(s, "movq %%rcx, %%rax");
   for (int i = 0; i < mr; i++) {
     for (int j = 0; j < nb; j++)
-      op(s, "vmovups %%zmm%d, %d(%%rax)", i * nb + j, 64 * j);
+      op(s, "vmovups %%%s%d, %d(%%rax)", u.vr, i * nb + j, u.vbytes * j);
     if (i + 1 < mr)
       op(s, "addq %%r8, %%rax");
   }
@@ -177,7 +224,7 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
   op(s, "andq $-64, %%rsp");
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nb; j++)
-      op(s, "vmovaps %%zmm%d, %d(%%rsp)", i * nb + j, i * b_step + 64 * j);
+      op(s, "vmovaps %%%s%d, %d(%%rsp)", u.vr, i * nb + j, i * b_step + u.vbytes * j);
   op(s, "movq %%rsp, %%rsi");
   op(s, "xorl %%eax, %%eax");
   g_string_append_printf(s, ".Lerow_%s:\n", name);
@@ -214,11 +261,9 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
 char *
 ts__cpu_asm_ukr_f32(const char *name, int mr, int nr, int vec, int unroll)
 {
-  if (vec != 16)
-    return NULL;
   g_autofree char *macro =
     g_strdup_printf("TS_DEFINE_UKR_F32(%s, %d, %d, %d, %d)", name, mr, nr, vec, unroll);
-  return ukr_text(macro, FALSE, name, mr, nr, unroll);
+  return ukr_text(macro, FALSE, name, mr, nr, vec, unroll);
 }
 
 char *
@@ -226,5 +271,5 @@ ts__cpu_asm_ukr_bf16dot(const char *name, int mr, int nr, int unroll)
 {
   g_autofree char *macro =
     g_strdup_printf("TS_DEFINE_UKR_BF16DOT(%s, %d, %d, %d)", name, mr, nr, unroll);
-  return ukr_text(macro, TRUE, name, mr, nr, unroll);
+  return ukr_text(macro, TRUE, name, mr, nr, 16, unroll);
 }

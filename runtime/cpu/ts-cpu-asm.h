@@ -12,16 +12,13 @@
 
 #include <glib.h>
 
-/* Whether this process may use assembly micro-kernels, f32 or (bf16dot) bf16 dot-product ones:
- * an x86-64 host with AVX-512F, and AVX512_BF16 for the latter (the kernels run where they
- * are compiled), and TS_CPU_ASM not "0". */
-gboolean ts__cpu_asm_usable(gboolean bf16dot);
-
 /* The GNU assembler text (AT&T, x86-64 System V) of TS_DEFINE_UKR_F32(name, mr, nr, vec,
- * unroll) with the shared linkage (global, hidden), for vec 16 (AVX-512F) where the
- * accumulators, B's vectors and a broadcast fit the 32 vector registers; NULL otherwise
- * (the C macro then compiles it). */
+ * unroll) with the shared linkage (global, hidden), where the host runs it (the kernels run
+ * where they are compiled): vec 16 on AVX-512F, 8 and 4 on AVX with FMA; and where the
+ * accumulators, B's vectors and a broadcast fit the vector registers (32 with AVX-512, else
+ * 16). NULL otherwise, or with TS_CPU_ASM=0: the C macro then compiles it. */
 char *ts__cpu_asm_ukr_f32(const char *name, int mr, int nr, int vec, int unroll);
 
-/* The same for TS_DEFINE_UKR_BF16DOT(name, mr, nr, unroll): vdpbf16ps over K-pair panels. */
+/* The same for TS_DEFINE_UKR_BF16DOT(name, mr, nr, unroll), vdpbf16ps over K-pair panels
+ * (AVX512_BF16). */
 char *ts__cpu_asm_ukr_bf16dot(const char *name, int mr, int nr, int unroll);

@@ -263,11 +263,11 @@ ukr_macro(const char *line)
 
 /* The assembly of a micro-kernel's line, `args` what follows the macro's name (f32: `NAME, MR,
  * NR, V, UNROLL);`, bf16 dot product: `NAME, MR, NR, UNROLL);`), or NULL where the C macro
- * must compile it: assembly off or unusable here, or a tile it does not write. */
+ * must compile it: assembly off, not for this host, or a tile it does not write. */
 static char *
 ukr_asm(const UkrMacro *macro, const char *args)
 {
-  if (macro->as == 0 || !ts__cpu_asm_usable(macro->as == 2))
+  if (macro->as == 0)
     return NULL;
   const guint n = macro->as == 1 ? 4 : 3;
   g_auto(GStrv) f = g_strsplit_set(args, ",)", -1);
