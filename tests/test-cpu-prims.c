@@ -391,11 +391,12 @@ test_bf16dot_ukr(void)
 
 /* ---- packing ----------------------------------------------------------------------------------- */
 
+/* A and B blocks packed in f32, bf16 and f16 against the matrices, and a ragged panel alone
+ * against the block's. */
 static void
-test_pack(void)
+check_pack(GRand *rng, int64_t M, int64_t K, int64_t N, int64_t MR, int64_t NR)
 {
-  GRand *rng = g_rand_new_with_seed(2);
-  const int64_t M = 11, K = 13, N = 19, MR = 6, NR = 8, lda = K + 3, ldb = N + 2;
+  const int64_t lda = K + 3, ldb = N + 2;
   float *a = g_new(float, M * lda), *b = g_new(float, K * ldb);
   uint16_t *a16 = g_new(uint16_t, M * lda), *b16 = g_new(uint16_t, K * ldb);
   fill_random(a, (size_t)(M * lda), rng);
@@ -457,6 +458,23 @@ test_pack(void)
     g_free(ea);
     g_free(eb);
   }
+  g_free(a);
+  g_free(b);
+  g_free(a16);
+  g_free(b16);
+  ts_cpu_free(ap);
+  ts_cpu_free(bp);
+}
+
+static void
+test_pack(void)
+{
+  GRand *rng = g_rand_new_with_seed(2);
+  check_pack(rng, 11, 13, 19, 6, 8);
+  /* A panels of up to 16 rows take 16 steps at a time where AVX-512 transposes them: every
+   * row count, whole and ragged panels, a remainder of steps */
+  for (int64_t mr = 1; mr <= 17; mr++)
+    check_pack(rng, mr > 1 ? 2 * mr - 1 : 2, 16 * 3 + 5, 9, mr, 8);
   /* the f16 A packer's 256-column chunking */
   {
     const int64_t kc = 600, mr = 3;
@@ -471,12 +489,6 @@ test_pack(void)
     g_free(h);
     ts_cpu_free(p);
   }
-  g_free(a);
-  g_free(b);
-  g_free(a16);
-  g_free(b16);
-  ts_cpu_free(ap);
-  ts_cpu_free(bp);
   g_rand_free(rng);
 }
 

@@ -956,14 +956,15 @@ ts_amx_end(void)
  * mr_valid..MR-1 zero. Reading MR rows side by side keeps MR sequential streams, which the
  * hardware prefetchers follow (MR <= 16 streams). The element conversion is the only thing that
  * differs between dtypes, so one macro writes all three. */
-#define TS_PACK_A_PANEL_BODY_(LOAD)                                                            \
+/* Steps k0 .. kc - 1 of an A panel, element by element. */
+#define TS_PACK_A_PANEL_BODY_(LOAD, k0)                                                        \
   do {                                                                                         \
     if (mr_valid == MR) {                                                                      \
-      for (int64_t k = 0; k < kc; k++)                                                         \
+      for (int64_t k = (k0); k < kc; k++)                                                      \
         for (int64_t i = 0; i < MR; i++)                                                       \
           Ap[k * MR + i] = LOAD(A[i * lda + k]);                                               \
     } else {                                                                                   \
-      for (int64_t k = 0; k < kc; k++) {                                                       \
+      for (int64_t k = (k0); k < kc; k++) {                                                    \
         for (int64_t i = 0; i < mr_valid; i++)                                                 \
           Ap[k * MR + i] = LOAD(A[i * lda + k]);                                               \
         for (int64_t i = mr_valid; i < MR; i++)                                                \
@@ -974,18 +975,86 @@ ts_amx_end(void)
 
 #define TS_LOAD_F32_(x) (x)
 
+#if defined(__AVX512F__)
+/* r[k] <- column k of the 16 x 16 matrix whose rows are r[0..15]: four rounds of 16 shuffles
+ * (pairs of lanes, of pairs, of 128-bit quarters, of halves). */
+static inline void
+ts_transpose16_ps_(__m512 r[16])
+{
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; i++) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+    }
+  for (int i = 0; i < 8; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+
+static inline __m512
+ts_load16_f32_(const float *p)
+{
+  return _mm512_loadu_ps(p);
+}
+
+static inline __m512
+ts_load16_bf16_(const uint16_t *p)
+{
+  __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+/* An A panel of MR <= 16 rows 16 steps at a time: each row's 16 values loaded as one vector
+ * (LOAD16 widens them to f32), the 16 x 16 block transposed in registers, its columns stored
+ * MR lanes each. Element by element the panel is a strided gather, 7.6% of an f32 512^3 GEMM
+ * on one thread of an Emerald Rapids core (perf), against 0.5% for B's contiguous panels. Sets
+ * k0 to the steps done (0 if MR > 16). */
+#define TS_PACK_A_PANEL_X16_(LOAD16, k0)                                                       \
+  do {                                                                                         \
+    if (MR > 16)                                                                               \
+      break;                                                                                   \
+    const __mmask16 m_ = (__mmask16)((1u << MR) - 1u);                                         \
+    for (; (k0) + 16 <= kc; (k0) += 16) {                                                      \
+      __m512 r_[16];                                                                           \
+      for (int i_ = 0; i_ < 16; i_++)                                                          \
+        r_[i_] = i_ < mr_valid ? LOAD16(A + i_ * lda + (k0)) : _mm512_setzero_ps();            \
+      ts_transpose16_ps_(r_);                                                                  \
+      for (int t_ = 0; t_ < 16; t_++)                                                          \
+        _mm512_mask_storeu_ps(Ap + ((k0) + t_) * MR, m_, r_[t_]);                              \
+    }                                                                                          \
+  } while (0)
+#else
+#define TS_PACK_A_PANEL_X16_(LOAD16, k0) ((void)0)
+#endif
+
 static inline void
 ts_pack_a_panel_f32(const float *A, int64_t lda, int64_t mr_valid, int64_t kc, int64_t MR,
                     float *restrict Ap)
 {
-  TS_PACK_A_PANEL_BODY_(TS_LOAD_F32_);
+  int64_t k0 = 0;
+  TS_PACK_A_PANEL_X16_(ts_load16_f32_, k0);
+  TS_PACK_A_PANEL_BODY_(TS_LOAD_F32_, k0);
 }
 
 static inline void
 ts_pack_a_panel_bf16(const uint16_t *A, int64_t lda, int64_t mr_valid, int64_t kc, int64_t MR,
                      float *restrict Ap)
 {
-  TS_PACK_A_PANEL_BODY_(ts_cpu_bf16_to_f32);
+  int64_t k0 = 0;
+  TS_PACK_A_PANEL_X16_(ts_load16_bf16_, k0);
+  TS_PACK_A_PANEL_BODY_(ts_cpu_bf16_to_f32, k0);
 }
 
 /* f16 -> f32 row by row: F16C converts 8 contiguous values per instruction, the scattered
@@ -1022,7 +1091,7 @@ ts_pack_a_panel_f16(const uint16_t *A, int64_t lda, int64_t mr_valid, int64_t kc
     }
   }
 #else
-  TS_PACK_A_PANEL_BODY_(ts_cpu_f16_to_f32);
+  TS_PACK_A_PANEL_BODY_(ts_cpu_f16_to_f32, 0);
 #endif
 }
 
@@ -1068,7 +1137,7 @@ ts_pack_b_panel_f16(const uint16_t *B, int64_t ldb, int64_t kc, int64_t nr_valid
   static inline void ts_pack_a_panel_##SUFFIX(const uint8_t *A, int64_t lda, int64_t mr_valid, \
                                               int64_t kc, int64_t MR, float *restrict Ap)      \
   {                                                                                            \
-    TS_PACK_A_PANEL_BODY_(ts_cpu_##SUFFIX##_to_f32);                                           \
+    TS_PACK_A_PANEL_BODY_(ts_cpu_##SUFFIX##_to_f32, 0);                                        \
   }                                                                                            \
   static inline void ts_pack_b_panel_##SUFFIX(const uint8_t *B, int64_t ldb, int64_t kc,       \
                                               int64_t nr_valid, int64_t NR, float *restrict Bp) \
