@@ -1487,6 +1487,42 @@ test_asm_ukr(Fixture *f, gconstpointer data)
                 "compiled from C");
 }
 
+/* How many directories of shared objects (pch-*) a cache holds. */
+static guint
+count_object_dirs(const char *cache_dir)
+{
+  guint n = 0;
+  g_autoptr(GDir) d = g_dir_open(cache_dir, 0, NULL);
+  const char *name;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL)
+    n += g_str_has_prefix(name, "pch-");
+  return n;
+}
+
+/* Objects compiled with -march=native are their host's: a host with another CPU model or
+ * arch string sharing the cache (a home directory on NFS) builds and links its own, in a
+ * directory of its own, and gets the right results. */
+static void
+test_objects_per_host(Fixture *f, gconstpointer data)
+{
+  const TsDeviceInfo *dev = ts_backend_describe(f->backend);
+  ts_module_free(compile_driver(f, 0, 4, "ts_kernel_a"));
+  if (!g_str_has_prefix(dev->toolchain, "gcc ")) {
+    g_assert_cmpuint(count_object_dirs(f->cache_dir), ==, 0);
+    g_test_skip("the compiler is not GCC: no shared objects");
+    return;
+  }
+  g_assert_cmpuint(count_object_dirs(f->cache_dir), ==, 1);
+  char *arch = f->backend->info.arch;
+  f->backend->info.arch = g_strconcat(arch, "+another", NULL);
+  ts_module_free(compile_driver(f, 0, 4, "ts_kernel_a"));
+  g_assert_cmpuint(count_object_dirs(f->cache_dir), ==, 2);
+  g_free(f->backend->info.arch);
+  f->backend->info.arch = arch;
+  ts_module_free(compile_driver(f, 0, 4, "ts_kernel_a"));
+  g_assert_cmpuint(count_object_dirs(f->cache_dir), ==, 2);
+}
+
 /* A kernel that packs an A block of bf16 into f32 panels of 6 rows and writes the panels back
  * as bf16: what a GEMM calls besides its micro-kernel. */
 static const char outline_src_fmt[] =
@@ -1608,6 +1644,7 @@ main(int argc, char **argv)
   ADD("/backend/cpu/outline", test_outline);
   ADD("/backend/cpu/driver-share", test_driver_share);
   ADD("/backend/cpu/asm-ukr", test_asm_ukr);
+  ADD("/backend/cpu/objects-per-host", test_objects_per_host);
 #undef ADD
   g_test_add_func("/backend/registry", test_registry);
   g_test_add_func("/backend/x86-family-model", test_x86_family_model);

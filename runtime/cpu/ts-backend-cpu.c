@@ -452,6 +452,8 @@ cpu_compile(TsBackend *backend, const TsSource *source, const char *workdir,
   TsCpuPchSpec pch = {
       .cc_argv = (const char *const *)self->cc_argv,
       .version_line = self->version_line,
+      .host_name = backend->info.name,
+      .host_arch = backend->info.arch,
       .is_gcc = self->is_gcc,
       .flags = cc_flags,
       .n_flags = G_N_ELEMENTS(cc_flags),

@@ -53,6 +53,8 @@ spec_hash(const TsCpuPchSpec *spec)
   for (const char *const *a = spec->cc_argv; *a != NULL; a++)
     ts__checksum_field(c, *a, -1);
   ts__checksum_field(c, spec->version_line ? spec->version_line : "", -1);
+  ts__checksum_field(c, spec->host_name ? spec->host_name : "", -1);
+  ts__checksum_field(c, spec->host_arch ? spec->host_arch : "", -1);
   for (gsize i = 0; i < spec->n_flags; i++)
     ts__checksum_field(c, spec->flags[i], -1);
   gsize len = 0;

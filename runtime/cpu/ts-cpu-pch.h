@@ -14,6 +14,8 @@
 typedef struct {
   const char *const *cc_argv; /* the compiler as the backend runs it */
   const char *version_line;   /* its `--version` first line */
+  const char *host_name;      /* the host's CPU model and arch string: code compiled with */
+  const char *host_arch;      /* -march=native is the host's, even in a shared cache */
   gboolean is_gcc;            /* .gch lookup is GCC's; other compilers get no PCH */
   const char *const *flags;   /* the backend's fixed flags (-shared is dropped here) */
   gsize n_flags;
