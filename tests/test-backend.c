@@ -1407,18 +1407,19 @@ run_asm_case(Fixture *f, TsModule *m, TsModule *ref, int MR, int NR, int kc, int
               want[i]);
 }
 
-/* Every edge, depth and accumulation of an MR x NR micro-kernel of V lanes at `unroll`: f32,
- * or with bf16dot (V 16) the bf16 dot product's against the same compiled from C
- * (TS_CPU_ASM=0). */
+/* Every edge, depth and accumulation of an MR x NR micro-kernel of V lanes at `unroll`, called
+ * from `entry`: f32, or with bf16dot (V 16) the bf16 dot product's against the same compiled
+ * from C (TS_CPU_ASM=0). */
 static void
-check_asm_tile(Fixture *f, gboolean bf16dot, int MR, int NR, int V, int unroll)
+check_asm_tile(Fixture *f, const char *entry, gboolean bf16dot, int MR, int NR, int V,
+               int unroll)
 {
   g_autofree char *line =
     bf16dot ? g_strdup_printf("TS_DEFINE_UKR_BF16DOT(ts_ukr_t, %d, %d, %d);", MR, NR, unroll)
             : g_strdup_printf("TS_DEFINE_UKR_F32(ts_ukr_t, %d, %d, %d, %d);", MR, NR, V, unroll);
   const int id = (MR * 1000 + NR) * 100 + V;
-  g_autofree char *src = g_strdup_printf(asm_src_fmt, id, line, "ts_kernel");
-  g_autoptr(TsModule) m = compile_ok(f, src, "ts_kernel");
+  g_autofree char *src = g_strdup_printf(asm_src_fmt, id, line, entry);
+  g_autoptr(TsModule) m = compile_ok(f, src, entry);
   TsModule *ref = NULL;
   if (bf16dot) { /* another entry: another source to the artifact cache */
     g_autofree char *ref_src = g_strdup_printf(asm_src_fmt, id, line, "ts_ref");
@@ -1466,16 +1467,25 @@ test_asm_ukr(Fixture *f, gconstpointer data)
     const gboolean runs = x[3] == 16 ? avx512 && (!x[0] || bf16) : fma && (!x[5] || vl);
     if (x[0] && !bf16)
       continue; /* no C macro to compare with either */
-    check_asm_tile(f, x[0], x[1], x[2], x[3], x[4]);
+    check_asm_tile(f, "ts_kernel", x[0], x[1], x[2], x[3], x[4]);
     n_asm += gcc && runs;
     n_c += gcc && (!runs || x[0]);
     g_assert_cmpuint(find_objects(f->cache_dir, "asm-", NULL), ==, n_asm);
   }
+  /* What an AVX2 machine gets, here too (TS_CPU_ASM=avx2): 16 registers, so a one-vector row
+   * broadcasts into one instead of from memory (new text, where AVX512VL did that). */
+  g_setenv("TS_CPU_ASM", "avx2", TRUE);
+  for (gsize t = 0; t < G_N_ELEMENTS(tiles); t++)
+    if (tiles[t][3] != 16 && !tiles[t][5])
+      check_asm_tile(f, "ts_avx2", FALSE, tiles[t][1], tiles[t][2], tiles[t][3], tiles[t][4]);
+  g_unsetenv("TS_CPU_ASM");
+  n_asm += gcc && fma && vl ? 2 : 0;
+  g_assert_cmpuint(find_objects(f->cache_dir, "asm-", NULL), ==, n_asm);
   const guint n_ukr = find_objects(f->cache_dir, "ukr-", NULL);
-  check_asm_tile(f, FALSE, 16, 32, 16, 4); /* 32 accumulators + 2 B vectors: C */
-  check_asm_tile(f, FALSE, 8, 32, 8, 4);   /* 32 + 4 ymm */
+  check_asm_tile(f, "ts_kernel", FALSE, 16, 32, 16, 4); /* 32 accumulators + 2 B vectors: C */
+  check_asm_tile(f, "ts_kernel", FALSE, 8, 32, 8, 4);   /* 32 + 4 ymm */
   g_setenv("TS_CPU_ASM", "0", TRUE);
-  check_asm_tile(f, FALSE, 14, 32, 16, 4);
+  check_asm_tile(f, "ts_kernel", FALSE, 14, 32, 16, 4);
   g_unsetenv("TS_CPU_ASM");
   g_assert_cmpuint(find_objects(f->cache_dir, "asm-", NULL), ==, n_asm);
   g_assert_cmpuint(n_ukr, ==, n_c);

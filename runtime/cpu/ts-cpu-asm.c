@@ -1,4 +1,4 @@
-/* ts-cpu-asm.c — f32 micro-kernels as x86-64 assembly (see ts-cpu-asm.h). */
+/* ts-cpu-asm.c — GEMM micro-kernels as x86-64 assembly (see ts-cpu-asm.h). */
 #include "ts-cpu-asm.h"
 
 #include <stdarg.h>
@@ -25,11 +25,17 @@ host_features(void)
   return (guint)features & 0xffu;
 }
 
-static gboolean
-switched_off(void)
+/* What TS_CPU_ASM lets the host use: nothing for "0"; for "avx2" only what an AVX2 machine
+ * has (the 16-register forms, for tests on an AVX-512 machine); else all of it. */
+static guint
+usable_features(void)
 {
-  const char *off = g_getenv("TS_CPU_ASM");
-  return off != NULL && strcmp(off, "0") == 0;
+  const char *how = g_getenv("TS_CPU_ASM");
+  if (how != NULL && strcmp(how, "0") == 0)
+    return 0;
+  if (how != NULL && strcmp(how, "avx2") == 0)
+    return host_features() & HAS_FMA;
+  return host_features();
 }
 
 G_GNUC_PRINTF(2, 3)
@@ -44,12 +50,12 @@ op(GString *s, const char *fmt, ...)
   va_end(ap);
 }
 
-/* A micro-kernel being written: MR x NR of vec-lane vectors, nb of them a row of the tile. */
+/* A micro-kernel being written: mr rows of nb vectors of vec lanes (vbytes bytes). */
 typedef struct {
   GString *s;
   const char *vr;   /* the vector registers' name: zmm, ymm or xmm */
   const char *madd; /* vfmadd231ps or vdpbf16ps */
-  int mr, nr, vec, vbytes, nb, unroll;
+  int mr, vec, vbytes, nb;
   gboolean mem_bcast; /* one vector a row, with EVEX: the broadcast is the FMA's operand */
 } Ukr;
 
@@ -108,8 +114,8 @@ static char *
 ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, int vec,
          int unroll)
 {
-  const guint has = host_features();
-  if (switched_off() || mr <= 0 || nr <= 0 || unroll <= 0 || unroll > 64 || !symbol_ok(name))
+  const guint has = usable_features();
+  if (mr <= 0 || nr <= 0 || unroll <= 0 || unroll > 64 || !symbol_ok(name))
     return NULL;
   gboolean runs;
   int vregs = 16;
@@ -137,8 +143,8 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
   const Ukr u = {.s = s,
                  .vr = vec == 16 ? "zmm" : vec == 8 ? "ymm" : "xmm",
                  .madd = bf16dot ? "vdpbf16ps" : "vfmadd231ps",
-                 .mr = mr, .nr = nr, .vec = vec, .vbytes = 4 * vec, .nb = nb,
-                 .unroll = unroll, .mem_bcast = mem_bcast};
+                 .mr = mr, .vec = vec, .vbytes = 4 * vec, .nb = nb,
+                 .mem_bcast = mem_bcast};
   g_string_append_printf(s,
                          "# Tessera CPU backend: %s (runtime/cpu/ts-cpu-asm.c)\n"
                          "\t.text\n\t.p2align 5\n\t.globl %s\n\t.hidden %s\n"

@@ -16,7 +16,8 @@
  * unroll) with the shared linkage (global, hidden), where the host runs it (the kernels run
  * where they are compiled): vec 16 on AVX-512F, 8 and 4 on AVX with FMA; and where the
  * accumulators, B's vectors and a broadcast fit the vector registers (32 with AVX-512, else
- * 16). NULL otherwise, or with TS_CPU_ASM=0: the C macro then compiles it. */
+ * 16). NULL otherwise, or with TS_CPU_ASM=0: the C macro then compiles it (TS_CPU_ASM=avx2
+ * writes what an AVX2 machine would get: tests run that form on AVX-512 machines too). */
 char *ts__cpu_asm_ukr_f32(const char *name, int mr, int nr, int vec, int unroll);
 
 /* The same for TS_DEFINE_UKR_BF16DOT(name, mr, nr, unroll), vdpbf16ps over K-pair panels

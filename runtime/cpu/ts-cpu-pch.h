@@ -6,7 +6,7 @@
  * before any C token; the backend passes it with -include, so the generated source stays the
  * same and so does the code (checked by tests). And a source's micro-kernels, packing and
  * driver are compiled once each into objects under the artifact cache (one directory per
- * compiler, flags and header), a kernel being those linked. */
+ * compiler, flags, header and host), a kernel being those linked. */
 #pragma once
 
 #include <glib.h>
@@ -29,9 +29,9 @@ typedef struct {
 int ts__cpu_pch_source_vec(const char *source);
 
 /* The absolute path to pass as `-include` for TS_VEC = vec: a wrapper header with its .gch
- * next to it, built on first use under spec->cache_dir/pch-<hash of compiler, flags and
- * header>. NULL when precompiled headers are off (TS_CPU_PCH=0, not GCC) or the build failed;
- * *why (may be NULL) then says why, and the caller compiles without one. */
+ * next to it, built on first use under spec->cache_dir/pch-<hash of compiler, flags, header
+ * and host>. NULL when precompiled headers are off (TS_CPU_PCH=0, not GCC) or the build
+ * failed; *why (may be NULL) then says why, and the caller compiles without one. */
 char *ts__cpu_pch_header(const TsCpuPchSpec *spec, int vec, char **why);
 
 /* The name a driver's entry is compiled under (ts__cpu_split); the link gives it the
