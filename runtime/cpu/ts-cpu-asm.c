@@ -50,12 +50,13 @@ op(GString *s, const char *fmt, ...)
   va_end(ap);
 }
 
-/* A micro-kernel being written: mr rows of nb vectors of vec lanes (vbytes bytes). */
+/* A micro-kernel being written: mr x nr, rows of nb vectors of vec lanes (vbytes bytes). */
 typedef struct {
   GString *s;
+  const char *name; /* its symbol, which its labels end with */
   const char *vr;   /* the vector registers' name: zmm, ymm or xmm */
   const char *madd; /* vfmadd231ps or vdpbf16ps */
-  int mr, vec, vbytes, nb;
+  int mr, nr, vec, vbytes, nb;
   gboolean mem_bcast; /* one vector a row, with EVEX: the broadcast is the FMA's operand */
 } Ukr;
 
@@ -89,6 +90,26 @@ step(const Ukr *u, int a_off, int b_off)
       op(u->s, "%s %%%s%d, %%%s%d, %%%s%d", u->madd, u->vr, breg + j, u->vr, tmp, u->vr,
          i * u->nb + j);
   }
+}
+
+/* To .L<label>_<name> unless the call's mr and nr (on the stack, before any push) are the
+ * tile's: a partial tile. */
+static void
+unless_full(const Ukr *u, const char *label)
+{
+  op(u->s, "cmpq $%d, 8(%%rsp)", u->mr);
+  op(u->s, "jne .L%s_%s", label, u->name);
+  op(u->s, "cmpq $%d, 16(%%rsp)", u->nr);
+  op(u->s, "jne .L%s_%s", label, u->name);
+}
+
+/* The panels' pointers past `steps` k steps, and the steps left counted down. */
+static void
+advance(const Ukr *u, int steps)
+{
+  op(u->s, "addq $%d, %%rsi", steps * 4 * u->mr);
+  op(u->s, "addq $%d, %%rdx", steps * 4 * u->nr);
+  op(u->s, "subq $%d, %%rdi", steps);
 }
 
 static gboolean
@@ -141,9 +162,10 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
   const int a_step = 4 * mr, b_step = 4 * nr;
   GString *s = g_string_new(NULL);
   const Ukr u = {.s = s,
+                 .name = name,
                  .vr = vec == 16 ? "zmm" : vec == 8 ? "ymm" : "xmm",
                  .madd = bf16dot ? "vdpbf16ps" : "vfmadd231ps",
-                 .mr = mr, .vec = vec, .vbytes = 4 * vec, .nb = nb,
+                 .mr = mr, .nr = nr, .vec = vec, .vbytes = 4 * vec, .nb = nb,
                  .mem_bcast = mem_bcast};
   g_string_append_printf(s,
                          "# Tessera CPU backend: %s (runtime/cpu/ts-cpu-asm.c)\n"
@@ -159,10 +181,7 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
   op(s, "shlq $2, %%r8"); /* ldc in bytes */
   /* A full tile touches its C lines for writing before the k loop, so the stores hit
    * (TS_UKR_PREFETCH_C). */
-  op(s, "cmpq $%d, 8(%%rsp)", mr);
-  op(s, "jne .Lk_%s", name);
-  op(s, "cmpq $%d, 16(%%rsp)", nr);
-  op(s, "jne .Lk_%s", name);
+  unless_full(&u, "k");
   op(s, "movq %%rcx, %%rax");
   for (int i = 0; i < mr; i++) {
     op(s, "prefetchw (%%rax)");
@@ -176,9 +195,7 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
   g_string_append_printf(s, "\t.p2align 4\n.Lmain_%s:\n", name);
   for (int k = 0; k < unroll; k++)
     step(&u, k * a_step, k * b_step);
-  op(s, "addq $%d, %%rsi", unroll * a_step);
-  op(s, "addq $%d, %%rdx", unroll * b_step);
-  op(s, "subq $%d, %%rdi", unroll);
+  advance(&u, unroll);
   op(s, "cmpq $%d, %%rdi", unroll);
   op(s, "jge .Lmain_%s", name);
   g_string_append_printf(s, ".Lrest_%s:\n", name);
@@ -186,17 +203,10 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
   op(s, "jle .Lstore_%s", name);
   g_string_append_printf(s, ".Lone_%s:\n", name);
   step(&u, 0, 0);
-  op(s, "addq $%d, %%rsi", a_step);
-  op(s, "addq $%d, %%rdx", b_step);
-  op(s, "decq %%rdi");
+  advance(&u, 1);
   op(s, "jnz .Lone_%s", name);
   g_string_append_printf(s, ".Lstore_%s:\n", name);
-  op(s, "movq 8(%%rsp), %%r10"); /* mr */
-  op(s, "movq 16(%%rsp), %%r11"); /* nr */
-  op(s, "cmpq $%d, %%r10", mr);
-  op(s, "jne .Ledge_%s", name);
-  op(s, "cmpq $%d, %%r11", nr);
-  op(s, "jne .Ledge_%s", name);
+  unless_full(&u, "edge");
   /* The full tile: C = accumulate ? C + acc : acc, row by row. */
   op(s, "testl %%r9d, %%r9d");
   op(s, "jz .Lput_%s", name);
@@ -221,6 +231,8 @@ ukr_text(const char *macro, gboolean bf16dot, const char *name, int mr, int nr, 
   /* A partial tile (mr < MR or nr < NR, a few a row of tiles): the accumulators to an
    * aligned buffer on the stack, then its mr x nr corner into C element by element. */
   g_string_append_printf(s, ".Ledge_%s:\n", name);
+  op(s, "movq 8(%%rsp), %%r10"); /* mr */
+  op(s, "movq 16(%%rsp), %%r11"); /* nr */
   op(s, "pushq %%rbp");
   op(s, ".cfi_def_cfa_offset 16");
   op(s, ".cfi_offset %%rbp, -16");
