@@ -253,15 +253,17 @@ ok(stopped, "a worker whose tuner is killed mid-candidate stops too (worker %s)"
 
 # 3. kill -9 mid-run, then a re-run: integrity, nothing lost, nothing measured twice.
 db3 = os.path.join(TMP, "kill.db")
-BIG = ("block(m=[12,24,36], n=[32,64], k=[8,16]).micro(m=[4,6], n=[8,16]).vector([8])"
-       ".unroll([1,2]).threads([1])")
+# Enough points that the run is still going when it is killed: with micro-kernels assembled
+# in milliseconds, the 96 points this space had took under half a second.
+BIG = ("block(m=[12,24,36], n=[32,64], k=[8,16,24,32]).micro(m=[4,6], n=[8,16]).vector([8])"
+       ".unroll([1,2,4,8]).threads([1])")
 proc = subprocess.Popen([TT, "tune", *GEMM, "--space", BIG, "--strategy", "random",
-                         "--budget", "200", "--db", db3], env=ENV, stdout=subprocess.PIPE,
+                         "--budget", "400", "--db", db3], env=ENV, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True)
 deadline = time.time() + 120
 stored_before = 0
 while time.time() < deadline:
-    time.sleep(0.5)
+    time.sleep(0.05)
     if os.path.exists(db3):
         try:
             stored_before = db_rows(db3, "SELECT count(*) FROM trial")[0][0]
