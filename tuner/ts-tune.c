@@ -349,9 +349,17 @@ remeasure_incumbent(Loop *l, TsDbTrial **best, const TsDbTrial *challenger, GErr
     return TRUE; /* not a point of this generator: nothing to re-measure */
   l->sum->n_remeasured++;
   g_autoptr(GArray) kept = NULL;
+  /* Each set in a range of its own inside the challenger's: a profiled tune's timeline then
+   * shows where the incumbent's new samples came from, and its trial ranges hold only their
+   * own launches. */
+  g_autofree char *range =
+    g_strdup_printf("re-measure trial %" G_GINT64_FORMAT ": %s", b->id, b->schedule);
   for (int i = 0; i < REMEASURE_TRIES && spread > NOISY_SPREAD; i++) {
     g_autoptr(TsTrialResult) r = NULL;
-    if (!measure_point(l, point, &r, error))
+    ts_nvtx_push(range);
+    gboolean measured = measure_point(l, point, &r, error);
+    ts_nvtx_pop();
+    if (!measured)
       return FALSE;
     if (r->status != TS_TRIAL_OK || r->samples_ns->len == 0)
       break; /* it failed now: the stored trial keeps what it had */
