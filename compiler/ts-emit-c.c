@@ -317,21 +317,27 @@ view_touched(const TsTileNode *n, const TsTileView *v, const char *expr)
 /* A loop over bf16 rows runs on lane pairs (ts_vf_load2_bf16): every view it touches is bf16
  * or a thread-private f32 row, and one is bf16. A private row is then read and written as the
  * pairs themselves, the even lanes at j and the odd ones at j + TS_VEC, so every loop over it
- * must pair, or none: the order each loop uses is recorded, and a mix is refused. */
+ * must pair, or none: the order each loop uses is recorded, and a mix is refused.
+ * A map over f16 rows pairs too, two consecutive vectors a step (ts_vf_load2_f16), for its
+ * stores: one store of both vectors' halves, a whole 32-byte (ymm) or 64-byte (zmm) line
+ * written where two half-width streaming stores were (a vector(8) f16 layernorm on Zen 3,
+ * 1.07-1.14x). Its pairs are the values in order, so a private row keeps its order; a
+ * reduction gains nothing from them and keeps its one-vector steps. */
 static gboolean
 paired_lanes(Emitter *e, const TsTileNode *n, const char *expr)
 {
-  gboolean any = FALSE, all = TRUE;
+  gboolean bf16 = FALSE, f16 = FALSE, all = TRUE;
   for (guint i = 0; i < n->views->len; i++) {
     const TsTileView *v = g_ptr_array_index(n->views, i);
     const TsTileBuffer *b = view_touched(n, v, expr) ? buffer_of(e, v->buffer) : NULL;
     if (b == NULL)
       continue;
-    any |= b->dtype == TS_DTYPE_BF16;
-    all &= b->dtype == TS_DTYPE_BF16 || private_row(b);
+    bf16 |= b->dtype == TS_DTYPE_BF16;
+    f16 |= b->dtype == TS_DTYPE_F16;
+    all &= b->dtype == TS_DTYPE_BF16 || b->dtype == TS_DTYPE_F16 || private_row(b);
   }
-  gboolean paired = any && all;
-  gpointer want = GINT_TO_POINTER(paired ? 1 : 2);
+  const gboolean paired = all && (bf16 ? !f16 : f16 && n->op == TS_TILE_MAP);
+  gpointer want = GINT_TO_POINTER(paired && bf16 ? 1 : 2);
   for (guint i = 0; i < n->views->len; i++) {
     const TsTileView *v = g_ptr_array_index(n->views, i);
     const TsTileBuffer *b = view_touched(n, v, expr) ? buffer_of(e, v->buffer) : NULL;
@@ -366,8 +372,8 @@ emit_view_loads2_at(Emitter *e, const TsTileNode *n, const char *expr, const cha
       continue;
     }
     line(e, "ts_vf %s_e_, %s_o_;", v->name, v->name);
-    line(e, "ts_vf_load2_bf16(%s + (%s) + %s, &%s_e_, &%s_o_);", v->buffer, v->offset, col,
-         v->name, v->name);
+    line(e, "ts_vf_load2_%s(%s + (%s) + %s, &%s_e_, &%s_o_);", suffix_of(e, v->buffer),
+         v->buffer, v->offset, col, v->name, v->name);
   }
 }
 
@@ -731,7 +737,8 @@ emit_map_store(Emitter *e, const TsTileView *dst, gboolean stream, gboolean vect
     line(e, "ts_vf_%s_f32(%s + (%s) + j, %s);", how, dst->buffer, dst->offset, val);
     line(e, "ts_vf_%s_f32(%s + (%s) + j + TS_VEC, %s);", how, dst->buffer, dst->offset, val2);
   } else {
-    line(e, "ts_vf_%s2_bf16(%s + (%s) + j, %s, %s);", how, dst->buffer, dst->offset, val, val2);
+    line(e, "ts_vf_%s2_%s(%s + (%s) + j, %s, %s);", how, sfx, dst->buffer, dst->offset, val,
+         val2);
   }
 }
 

@@ -757,6 +757,46 @@ check_store2(const float *in, size_t n)
   ts_cpu_free(out);
 }
 
+/* f16 vector pairs: ts_vf_load2_f16 gives 2 * TS_VEC values in order as two vectors, and
+ * ts_vf_store2_f16 / ts_vf_stream2_f16 write them back in order in one store, rounded as
+ * ts_cpu_f32_to_f16 rounds (every conversion input), aligned and one element off. */
+static void
+test_vec_f16_pairs(void)
+{
+  size_t n;
+  float *x = conversion_inputs(&n);
+  uint16_t *h = ts_cpu_alloc(sizeof(uint16_t) * (n + 1));
+  uint16_t *out = ts_cpu_alloc(sizeof(uint16_t) * (2 * TS_VEC + 1));
+  for (size_t i = 0; i < n; i++)
+    h[1 + i] = ts_cpu_f32_to_f16(x[i]);
+  for (size_t i = 0; i + 2 * TS_VEC <= n; i += 2 * TS_VEC) {
+    ts_vf e, o;
+    ts_vf_load2_f16(h + 1 + i, &e, &o);
+    for (int l = 0; l < 2 * TS_VEC; l++) {
+      const float want = ts_cpu_f16_to_f32(h[1 + i + (size_t)l]);
+      const float got = l < TS_VEC ? e[l] : o[l - TS_VEC];
+      g_assert_cmpmem(&got, 4, &want, 4);
+    }
+    ts_vf a, b;
+    memcpy(&a, x + i, sizeof a);
+    memcpy(&b, x + i + TS_VEC, sizeof b);
+    for (int stream = 0; stream < 2; stream++) {
+      uint16_t *dst = out + (stream ? 0 : 1);
+      memset(out, 0, sizeof(uint16_t) * (2 * TS_VEC + 1));
+      if (stream)
+        ts_vf_stream2_f16(dst, a, b);
+      else
+        ts_vf_store2_f16(dst, a, b);
+      ts_stream_fence();
+      for (size_t l = 0; l < 2 * TS_VEC; l++)
+        g_assert_cmphex(dst[l], ==, ts_cpu_f32_to_f16(x[i + l]));
+    }
+  }
+  ts_cpu_free(out);
+  ts_cpu_free(h);
+  g_free(x);
+}
+
 static void
 test_vec_lane_pairs(void)
 {
@@ -1224,6 +1264,7 @@ main(int argc, char **argv)
   g_test_add_func("/cpu-prims/convert/store", test_store_convert);
   g_test_add_func("/cpu-prims/vec/load-store", test_vec_load_store);
   g_test_add_func("/cpu-prims/vec/lane-pairs", test_vec_lane_pairs);
+  g_test_add_func("/cpu-prims/vec/f16-pairs", test_vec_f16_pairs);
   g_test_add_func("/cpu-prims/vec/reduce", test_vec_reduce);
   g_test_add_func("/cpu-prims/vec/exp", test_vec_exp);
   g_test_add_func("/cpu-prims/vec/exp-fast", test_vec_exp_fast);

