@@ -321,7 +321,7 @@ view_touched(const TsTileNode *n, const TsTileView *v, const char *expr)
  * A map over f16 rows pairs too, two consecutive vectors a step (ts_vf_load2_f16), for its
  * stores: one store of both vectors' halves, a whole 32-byte (ymm) or 64-byte (zmm) line
  * written where two half-width streaming stores were (a vector(8) f16 layernorm on Zen 3,
- * 1.07-1.14x). Its pairs are the values in order, so a private row keeps its order; a
+ * 1.03-1.14x). Its pairs are the values in order, so a private row keeps its order; a
  * reduction gains nothing from them and keeps its one-vector steps. */
 static gboolean
 paired_lanes(Emitter *e, const TsTileNode *n, const char *expr)

@@ -1563,7 +1563,7 @@ ts_vf_stream_f16(void *p, ts_vf v)
 /* f16 in vector pairs: ts_vf_load2_f16 reads 2 * TS_VEC values at p as two f32 vectors, *e
  * the first TS_VEC and *o the next; ts_vf_store2_f16 and ts_vf_stream2_f16 write both back in
  * one store. A streaming store then fills a whole ymm (zmm) where two half-width ones did:
- * the last pass of a vector(8) f16 layernorm from memory, 1.07-1.14x on Zen 3. */
+ * the last pass of a vector(8) f16 layernorm from memory, 1.03-1.14x on Zen 3. */
 static inline void
 ts_vf_load2_f16(const void *p, ts_vf *e, ts_vf *o)
 {
