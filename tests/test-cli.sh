@@ -55,7 +55,8 @@ expect 0 'carry m = reduce_max\(xn\) and y = wp \* rp \(stream\)  with x = X\[i 
 expect 0 'ts_vf_stream2_bf16\(Y \+ \(\(i - 1\) \* N\) \+ j, ts_de_, ts_do_\);' -- lower softmax_safe --shape M=8,N=64 --dtype bf16 --schedule 'softmax("stored").store("stream").pipeline("skew")' --stage target
 expect 2 "violates the constraint 'pipeline != \"skew\" \|\| softmax == \"stored\"'" -- lower softmax_safe --shape M=8,N=64 --schedule 'softmax("max_first").pipeline("skew")' --stage tile
 expect 2 'pipeline\("skew"\) is not one of "none", "next"' -- lower layernorm_safe --shape M=8,N=64 --schedule 'pipeline("skew")' --stage tile
-expect 0 'ts_vf_stream_f16\(Y \+ \(i \* N\) \+ j, ts_v_\);' -- lower rmsnorm_safe --shape M=8,N=64 --dtype f16 --schedule 'store("stream")' --stage target
+# (an f16 map steps by vector pairs, both stored at once: ts_vf_stream2_f16)
+expect 0 'ts_vf_stream2_f16\(Y \+ \(i \* N\) \+ j, ts_ve_, ts_vo_\);' -- lower rmsnorm_safe --shape M=8,N=64 --dtype f16 --schedule 'store("stream")' --stage target
 expect 0 '^    ts_stream_fence\(\);' -- lower rmsnorm_safe --shape M=8,N=64 --dtype f16 --schedule 'store("stream")' --stage target
 expect 2 'store\("nt"\) is not one of "cached", "stream"' -- lower layernorm_safe --shape M=8,N=64 --schedule 'store("nt")' --stage tile
 expect 0 'prefetch=\(X \+ min\(i \+ 1, M - 1\) \* N\)' -- lower layernorm_safe --shape M=8,N=64 --schedule 'pipeline("none")' --stage tile
