@@ -208,9 +208,8 @@ ok(all(r["name"] == "trial %d: %s" % (t[0], t[1]) for r, t in zip(tranges, trial
 
 def remeasures_of(events, tid=None):
     """The ranges of an incumbent's re-measurements (of trial tid, or of any)."""
-    head = "re-measure trial " if tid is None else "re-measure trial %d: " % tid
-    return [e for e in events if e["cat"] == "range" and e["name"].startswith(head) and
-            (tid is not None or re.match(r"re-measure trial \d+: ", e["name"]))]
+    head = r"re-measure trial %s: " % (r"\d+" if tid is None else tid)
+    return [e for e in events if e["cat"] == "range" and re.match(head, e["name"])]
 
 
 def held_by(events, r):
