@@ -148,6 +148,9 @@ rewrite_float_expr(const char *expr, gboolean vector)
     {"exp_fast_sub", "ts_vf_exp_fast_sub", "ts_exp_fast_sub_f32"},
     /* the same with m's constants made ahead of the loop (hoist_row_consts) */
     {"exp_fast_sub_row", "ts_vf_exp_fast_sub_row", "ts_exp_fast_sub_row_f32"},
+    /* exp_fast_sub for softmax's f16 output: m the row's max, results below 2^-100 as 2^-100 */
+    {"exp_fast_sub_h", "ts_vf_exp_fast_sub_h", "ts_exp_fast_sub_h_f32"},
+    {"exp_fast_sub_row_h", "ts_vf_exp_fast_sub_row_h", "ts_exp_fast_sub_row_h_f32"},
     {"sqrt", "ts_vf_sqrt", "sqrtf"},
     {"max", "ts_vf_max", "fmaxf"},
     /* a value with no view in it, where a vector is wanted (an argument of max) */
@@ -206,7 +209,8 @@ call_end(const char *open, const char **comma)
 /* exp_fast_sub(a, m) where m is the same for every column (it names none of the node's views):
  * m's constants (TsExpSub) are declared once, ahead of the loop, and the call becomes
  * exp_fast_sub_row(a, ts_esK_). Made in the loop, they cost as much as the exp (the compiler
- * does not hoist the branches of the exp they need). Returns expr rewritten. */
+ * does not hoist the branches of the exp they need). exp_fast_sub_h the same way, into
+ * exp_fast_sub_row_h. Returns expr rewritten. */
 static char *
 hoist_row_consts(Emitter *e, const TsTileNode *n, const char *expr)
 {
@@ -215,6 +219,8 @@ hoist_row_consts(Emitter *e, const TsTileNode *n, const char *expr)
   const char *p = expr;
   for (const char *hit = strstr(p, fn); hit; hit = strstr(p, fn)) {
     const char *open = hit + strlen(fn);
+    const gboolean h = g_str_has_prefix(open, "_h(");
+    open += h ? 2 : 0;
     const char *comma, *end = NULL;
     gboolean word = hit == expr || !(g_ascii_isalnum(hit[-1]) || hit[-1] == '_');
     if (word && *open == '(')
@@ -233,7 +239,7 @@ hoist_row_consts(Emitter *e, const TsTileNode *n, const char *expr)
     guint k = e->row_consts++;
     line(e, "const TsExpSub ts_es%u_ = ts_exp_sub_row(%s);", k, m);
     g_string_append_len(out, p, hit - p);
-    g_string_append_printf(out, "exp_fast_sub_row(%s, ts_es%u_)", inner, k);
+    g_string_append_printf(out, "exp_fast_sub_row%s(%s, ts_es%u_)", h ? "_h" : "", inner, k);
     p = end + 1;
   }
   g_string_append(out, p);

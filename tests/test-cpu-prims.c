@@ -1051,6 +1051,46 @@ test_vec_exp_fast_sub(void)
   g_assert_cmpfloat(max_rel, <=, 1e-5);
 }
 
+/* exp(x - m) for softmax into f16 (exp_fast_sub_h): the same bits as exp_fast_sub wherever
+ * that is at least 2^-99 (t >= -100 with room), below it a normal float no larger than 2^-97
+ * whose f16 after the softmax's scale (1 / a sum >= 1, here 1 and 2^-16) is the same 0;
+ * -Inf logits the same, NaN kept, vector and scalar bit-identical. */
+static void
+test_vec_exp_fast_sub_h(void)
+{
+  const float ms[] = {0.0f, 1.5f, -3.25f, 100.0f, -1000.0f, 65504.0f, -65504.0f, 123456.0f, 1e8f};
+  const float scales[] = {1.0f, 0x1p-16f};
+  for (guint k = 0; k < G_N_ELEMENTS(ms); k++) {
+    const float m = ms[k];
+    const int64_t steps = 1 << 15;
+    for (int64_t i = 0; i < steps; i += TS_VEC) {
+      float xs[TS_VEC];
+      for (int l = 0; l < TS_VEC; l++) /* x - m from -130 to 0 */
+        xs[l] = m - 130.0f + (float)(130.0 * (double)(i + l + 1) / (double)steps);
+      if (i == 0)
+        xs[0] = -INFINITY;
+      const ts_vf y = ts_vf_exp_fast_sub_h(ts_vf_load_f32(xs), m);
+      for (int l = 0; l < TS_VEC; l++) {
+        const float yv = ((const float *)&y)[l], ys = ts_exp_fast_sub_h_f32(xs[l], m);
+        g_assert_cmpmem(&ys, 4, &yv, 4);
+        const float exact = ts_exp_fast_sub_f32(xs[l], m);
+        if (exact >= 0x1p-99f) {
+          g_assert_cmpmem(&exact, 4, &yv, 4);
+          continue;
+        }
+        g_assert_cmpfloat(yv, >=, FLT_MIN);
+        g_assert_cmpfloat(yv, <=, 0x1p-97f);
+        for (guint j = 0; j < G_N_ELEMENTS(scales); j++)
+          g_assert_cmpuint(ts_cpu_f32_to_f16(yv * scales[j]), ==,
+                           ts_cpu_f32_to_f16(exact * scales[j]));
+      }
+    }
+    g_assert_cmpfloat(fabsf(ts_exp_fast_sub_h_f32(m, m) - 1.0f), <=, 4e-6f);
+    g_assert_true(isnan(ts_vf_exp_fast_sub_h(ts_vf_splat(NAN), m)[TS_VEC - 1]));
+    g_assert_true(isnan(ts_exp_fast_sub_h_f32(NAN, m)));
+  }
+}
+
 /* A 16-bit float's bits as an integer that orders them as the floats, -0 below +0 */
 static int32_t
 key16(uint16_t h)
@@ -1269,6 +1309,7 @@ main(int argc, char **argv)
   g_test_add_func("/cpu-prims/vec/exp", test_vec_exp);
   g_test_add_func("/cpu-prims/vec/exp-fast", test_vec_exp_fast);
   g_test_add_func("/cpu-prims/vec/exp-fast-sub", test_vec_exp_fast_sub);
+  g_test_add_func("/cpu-prims/vec/exp-fast-sub-h", test_vec_exp_fast_sub_h);
   g_test_add_func("/cpu-prims/vec/exp-mixed", test_vec_exp_mixed);
   g_test_add_func("/cpu-prims/vec/key-max", test_vec_key_max);
   g_test_add_func("/cpu-prims/alloc", test_alloc);

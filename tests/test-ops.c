@@ -1826,7 +1826,8 @@ test_cpu_softmax_skew(void)
  * subnormals, of huge values (bf16 past 2^24, where the fast exp subtracts the low part of
  * m log2(e)), and with the max in the scalar tail, against softmax in double: masked entries
  * exactly 0, the rest within the dtype's rounding. Every pipeline, both exps where the dtype
- * has two; 16-bit rows take their maxes on the bits (ts_vk_*). The online form once gave NaN
+ * has two (f16's fast one skips its range check: exp_fast_sub_h); 16-bit rows take their maxes
+ * on the bits (ts_vk_*). The online form once gave NaN
  * for a vector of lanes that had seen only masks. */
 static void
 test_cpu_softmax_special(void)
@@ -2112,6 +2113,10 @@ test_emit_row_consts(void)
   TsTileNode *mp = ts_tile_map(par, "y", "exp_fast_sub(x, m) + exp_fast_sub(x, x) + l", "N");
   ts_tile_node_add_view(mp, "x", "X", "0");
   ts_tile_node_add_view(mp, "y", "Y", "0");
+  /* softmax into f16's variant the same way, into exp_fast_sub_row_h */
+  TsTileNode *mh = ts_tile_map(par, "y", "exp_fast_sub_h(x, m) * l", "N");
+  ts_tile_node_add_view(mh, "x", "X", "0");
+  ts_tile_node_add_view(mh, "y", "Y", "0");
   g_autofree char *src = ts_emit_c(k, "rows", NULL, &error);
   g_assert_no_error(error);
   g_assert_nonnull(strstr(src, "const TsExpSub ts_es0_ = ts_exp_sub_row(m);"));
@@ -2123,7 +2128,10 @@ test_emit_row_consts(void)
       strstr(src, "ts_vf_exp_fast_sub_row(x, ts_es2_) + ts_vf_exp_fast_sub(x, x) + l"));
   g_assert_nonnull(
       strstr(src, "ts_exp_fast_sub_row_f32(x, ts_es2_) + ts_exp_fast_sub_f32(x, x) + l"));
-  g_assert_null(strstr(src, "ts_es3_"));
+  g_assert_nonnull(strstr(src, "const TsExpSub ts_es3_ = ts_exp_sub_row(m);"));
+  g_assert_nonnull(strstr(src, "ts_vf_exp_fast_sub_row_h(x, ts_es3_) * l"));
+  g_assert_nonnull(strstr(src, "ts_exp_fast_sub_row_h_f32(x, ts_es3_) * l"));
+  g_assert_null(strstr(src, "ts_es4_"));
   /* the declaration comes before the loop that uses it */
   const char *decl = strstr(src, "ts_es2_ = ");
   const char *loop = strstr(decl, "for (");

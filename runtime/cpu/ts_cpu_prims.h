@@ -456,6 +456,37 @@ ts_exp_fast_sub_f32(float x, float m)
   return ts_exp_fast_sub_row_f32(x, ts_exp_sub_row(m));
 }
 
+/* exp(x - m) for a softmax whose output is f16: m is the row's max (x - m <= 86 is required)
+ * and the result is multiplied by 1 / (the row's sum of these exps, which is at least 1) before
+ * it is rounded to f16. Then t = (x - m) log2(e) can be taken no lower than -100 (exp(x - m)
+ * read as about 2^-100 where it is smaller, -Inf logits included): f16 rounds any result below
+ * 2^-25 to 0, so the output's bits do not change, and the row's sum grows by at most N 2^-100.
+ * In return the vector version has no branch on the range of t (on a Zen 3 core the check
+ * and its branch were a tenth of the exp), and results stay normal floats, so no product of
+ * them meets a subnormal. NaN stays NaN; the same bits as ts_exp_fast_sub_row_f32 for
+ * t >= -100. */
+#define TS_EXP_H_LO_ -100.0f
+
+static inline float
+ts_exp_fast_sub_row_h_f32(float x, TsExpSub s)
+{
+#ifdef __FMA__
+  float t = __builtin_fmaf(x, TS_EXP_LOG2E, s.nmh) - s.sub;
+  const TsExp2Poly_ q = s.q;
+#else
+  float t = (x - s.m) * TS_EXP_LOG2E;
+  const TsExp2Poly_ q = ts_exp2_poly_(1.0f);
+#endif
+  t = TS_EXP_H_LO_ > t ? TS_EXP_H_LO_ : t;
+  return ts_exp2_fast_(t, q);
+}
+
+static inline float
+ts_exp_fast_sub_h_f32(float x, float m)
+{
+  return ts_exp_fast_sub_row_h_f32(x, ts_exp_sub_row(m));
+}
+
 #endif /* TS_CPU_LIGHT */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -2064,23 +2095,33 @@ ts_vf_exp_fast(ts_vf x)
   return ts_vf_exp2_fast_(x * TS_EXP_LOG2E, ts_exp2_poly_(1.0f));
 }
 
+#ifdef __FMA__
+/* x log2(e) + nmh with one rounding, as the scalar exps' fmaf */
+static inline ts_vf
+ts_vf_fma_row_(ts_vf x, float nmh)
+{
+  ts_vf t;
+#if defined(__AVX512F__) && TS_VEC == 16
+  t = (ts_vf)_mm512_fmadd_ps((__m512)x, _mm512_set1_ps(TS_EXP_LOG2E), _mm512_set1_ps(nmh));
+#elif TS_VEC == 8
+  t = (ts_vf)_mm256_fmadd_ps((__m256)x, _mm256_set1_ps(TS_EXP_LOG2E), _mm256_set1_ps(nmh));
+#elif TS_VEC == 4
+  t = (ts_vf)_mm_fmadd_ps((__m128)x, _mm_set1_ps(TS_EXP_LOG2E), _mm_set1_ps(nmh));
+#else /* 16 lanes without AVX-512 */
+  for (int i = 0; i < TS_VEC; i++)
+    t[i] = __builtin_fmaf(x[i], TS_EXP_LOG2E, nmh);
+#endif
+  return t;
+}
+#endif
+
 /* ts_exp_fast_sub_row_f32 lane by lane: exp(x - m) for the m of s. The branch is the same for
  * every vector of a row. */
 static inline ts_vf
 ts_vf_exp_fast_sub_row(ts_vf x, TsExpSub s)
 {
 #ifdef __FMA__
-  ts_vf t;
-#if defined(__AVX512F__) && TS_VEC == 16
-  t = (ts_vf)_mm512_fmadd_ps((__m512)x, _mm512_set1_ps(TS_EXP_LOG2E), _mm512_set1_ps(s.nmh));
-#elif TS_VEC == 8
-  t = (ts_vf)_mm256_fmadd_ps((__m256)x, _mm256_set1_ps(TS_EXP_LOG2E), _mm256_set1_ps(s.nmh));
-#elif TS_VEC == 4
-  t = (ts_vf)_mm_fmadd_ps((__m128)x, _mm_set1_ps(TS_EXP_LOG2E), _mm_set1_ps(s.nmh));
-#else /* 16 lanes without AVX-512 */
-  for (int i = 0; i < TS_VEC; i++)
-    t[i] = __builtin_fmaf(x[i], TS_EXP_LOG2E, s.nmh);
-#endif
+  const ts_vf t = ts_vf_fma_row_(x, s.nmh);
   if (__builtin_expect(s.sub == 0.0f, 1))
     return ts_vf_exp2_fast_(t, s.q);
   return ts_vf_exp2_fast_(t - s.sub, s.q);
@@ -2094,6 +2135,42 @@ static inline ts_vf
 ts_vf_exp_fast_sub(ts_vf x, float m)
 {
   return ts_vf_exp_fast_sub_row(x, ts_exp_sub_row(m));
+}
+
+/* c * 2^t for t in [-100, 125] (NaN too), where TS_EXP_SHORT_'s path needs no check */
+static inline ts_vf
+ts_vf_exp2_fast_h_(ts_vf t, TsExp2Poly_ q)
+{
+  t = ts_vf_max(ts_vf_splat(TS_EXP_H_LO_), t); /* MAXPS keeps a NaN t */
+#if TS_EXP_SHORT_
+  ts_vf n;
+  ts_vi ni;
+  const ts_vf f = ts_vf_floor_frac_(t, &n, &ni);
+  return ts_vf_scale_normal_(TS_EXP2_POLY_(q, f), ni);
+#else
+  return ts_vf_exp2_fast_(t, q);
+#endif
+}
+
+/* ts_exp_fast_sub_row_h_f32 lane by lane (softmax into f16). The branch is the same for every
+ * vector of a row, as in ts_vf_exp_fast_sub_row. */
+static inline ts_vf
+ts_vf_exp_fast_sub_row_h(ts_vf x, TsExpSub s)
+{
+#ifdef __FMA__
+  const ts_vf t = ts_vf_fma_row_(x, s.nmh);
+  if (__builtin_expect(s.sub == 0.0f, 1))
+    return ts_vf_exp2_fast_h_(t, s.q);
+  return ts_vf_exp2_fast_h_(t - s.sub, s.q);
+#else
+  return ts_vf_exp2_fast_h_((x - s.m) * TS_EXP_LOG2E, ts_exp2_poly_(1.0f));
+#endif
+}
+
+static inline ts_vf
+ts_vf_exp_fast_sub_h(ts_vf x, float m)
+{
+  return ts_vf_exp_fast_sub_row_h(x, ts_exp_sub_row(m));
 }
 
 #endif /* TS_CPU_LIGHT */
