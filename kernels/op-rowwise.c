@@ -886,7 +886,7 @@ softmax_lower_cpu(const TsOpInstance *inst, const TsSchedPoint *point, TsTileKer
     return FALSE;
   }
   /* into f16, the fast exp may read results below 2^-100 as 2^-100 and skip its range check
-   * (ts_exp_fast_sub_row_h_f32): 1.05-1.07x on a Zen 3 core, 1.54x with causal masks, same
+   * (ts_exp_fast_sub_row_h_f32): 1.06-1.12x on a Zen 3 core, 1.5x with causal masks, same
    * output bits (docs/DESIGN.md) */
   const gboolean into_f16 = ts_op_instance_dtype(inst)->storage == TS_DTYPE_F16;
   const char *e_xm = g_strcmp0(math, "fast") != 0 ? "exp(x - m)"
