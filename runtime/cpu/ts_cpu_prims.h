@@ -457,8 +457,8 @@ ts_exp_fast_sub_f32(float x, float m)
 }
 
 /* exp(x - m) for a softmax whose output is f16: m is the row's max (x - m <= 86 is required)
- * and the result is multiplied by 1 / (the row's sum of these exps, which is at least 1) before
- * it is rounded to f16. Then t = (x - m) log2(e) can be taken no lower than -100 (exp(x - m)
+ * and the result is multiplied by 1 / (the row's sum of these exps, 1 or more within the
+ * polynomial's error: exp(0) is among them) before it is rounded to f16. Then t = (x - m) log2(e) can be taken no lower than -100 (exp(x - m)
  * read as about 2^-100 where it is smaller, -Inf logits included): f16 rounds any result below
  * 2^-25 to 0, so the output's bits do not change, and the row's sum grows by at most N 2^-100.
  * In return the vector version has no branch on the range of t (on a Zen 3 core the check
@@ -2115,19 +2115,31 @@ ts_vf_fma_row_(ts_vf x, float nmh)
 }
 #endif
 
-/* ts_exp_fast_sub_row_f32 lane by lane: exp(x - m) for the m of s. The branch is the same for
- * every vector of a row. */
+/* exp(x - m) = c 2^t for the m of s: t lane by lane as ts_exp_fast_sub_row_f32 takes it, and
+ * in *q the coefficients for it. The branch is the same for every vector of a row (and keeps
+ * the subtraction, rarely needed, out of the exp's dependency chain). */
 static inline ts_vf
-ts_vf_exp_fast_sub_row(ts_vf x, TsExpSub s)
+ts_vf_exp_sub_arg_(ts_vf x, TsExpSub s, TsExp2Poly_ *q)
 {
 #ifdef __FMA__
   const ts_vf t = ts_vf_fma_row_(x, s.nmh);
+  *q = s.q;
   if (__builtin_expect(s.sub == 0.0f, 1))
-    return ts_vf_exp2_fast_(t, s.q);
-  return ts_vf_exp2_fast_(t - s.sub, s.q);
+    return t;
+  return t - s.sub;
 #else
-  return ts_vf_exp2_fast_((x - s.m) * TS_EXP_LOG2E, ts_exp2_poly_(1.0f));
+  *q = ts_exp2_poly_(1.0f);
+  return (x - s.m) * TS_EXP_LOG2E;
 #endif
+}
+
+/* ts_exp_fast_sub_row_f32 lane by lane: exp(x - m) for the m of s. */
+static inline ts_vf
+ts_vf_exp_fast_sub_row(ts_vf x, TsExpSub s)
+{
+  TsExp2Poly_ q;
+  const ts_vf t = ts_vf_exp_sub_arg_(x, s, &q);
+  return ts_vf_exp2_fast_(t, q);
 }
 
 /* ts_exp_fast_sub_f32 lane by lane; generated code calls ts_vf_exp_fast_sub_row */
@@ -2152,19 +2164,13 @@ ts_vf_exp2_fast_h_(ts_vf t, TsExp2Poly_ q)
 #endif
 }
 
-/* ts_exp_fast_sub_row_h_f32 lane by lane (softmax into f16). The branch is the same for every
- * vector of a row, as in ts_vf_exp_fast_sub_row. */
+/* ts_exp_fast_sub_row_h_f32 lane by lane (softmax into f16) */
 static inline ts_vf
 ts_vf_exp_fast_sub_row_h(ts_vf x, TsExpSub s)
 {
-#ifdef __FMA__
-  const ts_vf t = ts_vf_fma_row_(x, s.nmh);
-  if (__builtin_expect(s.sub == 0.0f, 1))
-    return ts_vf_exp2_fast_h_(t, s.q);
-  return ts_vf_exp2_fast_h_(t - s.sub, s.q);
-#else
-  return ts_vf_exp2_fast_h_((x - s.m) * TS_EXP_LOG2E, ts_exp2_poly_(1.0f));
-#endif
+  TsExp2Poly_ q;
+  const ts_vf t = ts_vf_exp_sub_arg_(x, s, &q);
+  return ts_vf_exp2_fast_h_(t, q);
 }
 
 static inline ts_vf
