@@ -1053,7 +1053,8 @@ test_vec_exp_fast_sub(void)
 
 /* exp(x - m) for softmax into f16 (exp_fast_sub_h): the same bits as exp_fast_sub wherever
  * that is at least 2^-99 (t >= -100 with room), below it a normal float no larger than 2^-97
- * whose f16 after the softmax's scale (1 / a sum >= 1, here 1 and 2^-16) is the same 0;
+ * whose f16 after the softmax's scale (1 / a sum of about 1 or more: here 1 and 2^-16) is the
+ * same 0;
  * -Inf logits the same, NaN kept, vector and scalar bit-identical. */
 static void
 test_vec_exp_fast_sub_h(void)
