@@ -440,14 +440,25 @@ ts_exp_sub_row(float m)
   return s;
 }
 
+/* exp(x - m) = c 2^t for the m of s: t, and in *q the coefficients for it */
+static inline float
+ts_exp_sub_arg_f32_(float x, TsExpSub s, TsExp2Poly_ *q)
+{
+#ifdef __FMA__
+  *q = s.q;
+  return __builtin_fmaf(x, TS_EXP_LOG2E, s.nmh) - s.sub;
+#else
+  *q = ts_exp2_poly_(1.0f);
+  return (x - s.m) * TS_EXP_LOG2E;
+#endif
+}
+
 static inline float
 ts_exp_fast_sub_row_f32(float x, TsExpSub s)
 {
-#ifdef __FMA__
-  return ts_exp2_fast_(__builtin_fmaf(x, TS_EXP_LOG2E, s.nmh) - s.sub, s.q);
-#else
-  return ts_exp2_fast_((x - s.m) * TS_EXP_LOG2E, ts_exp2_poly_(1.0f));
-#endif
+  TsExp2Poly_ q;
+  const float t = ts_exp_sub_arg_f32_(x, s, &q);
+  return ts_exp2_fast_(t, q);
 }
 
 static inline float
@@ -458,9 +469,10 @@ ts_exp_fast_sub_f32(float x, float m)
 
 /* exp(x - m) for a softmax whose output is f16: m is the row's max (x - m <= 86 is required)
  * and the result is multiplied by 1 / (the row's sum of these exps, 1 or more within the
- * polynomial's error: exp(0) is among them) before it is rounded to f16. Then t = (x - m) log2(e) can be taken no lower than -100 (exp(x - m)
- * read as about 2^-100 where it is smaller, -Inf logits included): f16 rounds any result below
- * 2^-25 to 0, so the output's bits do not change, and the row's sum grows by at most N 2^-100.
+ * polynomial's error: exp(0) is among them) before it is rounded to f16. Then t = (x - m)
+ * log2(e) can be taken no lower than -100 (exp(x - m) read as about 2^-100 where it is
+ * smaller, -Inf logits included): f16 rounds any result below 2^-25 to 0, so the output's bits
+ * do not change, and the row's sum grows by at most N 2^-100.
  * In return the vector version has no branch on the range of t (on a Zen 3 core the check
  * and its branch were a tenth of the exp), and results stay normal floats, so no product of
  * them meets a subnormal. NaN stays NaN; the same bits as ts_exp_fast_sub_row_f32 for
@@ -470,15 +482,9 @@ ts_exp_fast_sub_f32(float x, float m)
 static inline float
 ts_exp_fast_sub_row_h_f32(float x, TsExpSub s)
 {
-#ifdef __FMA__
-  float t = __builtin_fmaf(x, TS_EXP_LOG2E, s.nmh) - s.sub;
-  const TsExp2Poly_ q = s.q;
-#else
-  float t = (x - s.m) * TS_EXP_LOG2E;
-  const TsExp2Poly_ q = ts_exp2_poly_(1.0f);
-#endif
-  t = TS_EXP_H_LO_ > t ? TS_EXP_H_LO_ : t;
-  return ts_exp2_fast_(t, q);
+  TsExp2Poly_ q;
+  const float t = ts_exp_sub_arg_f32_(x, s, &q);
+  return ts_exp2_fast_(TS_EXP_H_LO_ > t ? TS_EXP_H_LO_ : t, q);
 }
 
 static inline float
