@@ -31,10 +31,12 @@ bench_sweep(TsOpInstance *inst, TsBackend *backend, TsSchedSpace *space, gint64 
   g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(BenchCandidate));
   g_array_set_clear_func(all, candidate_clear);
   TsSchedPoint *p = NULL;
+  guint points = 0;
   while (ts_sched_iter_next(it, &p, error)) {
     g_autoptr(TsSchedPoint) point = p;
     if (threads >= 0 && ts_sched_point_get_int(point, "threads", 1) != threads)
       continue;
+    points++;
     g_autoptr(TsTrialResult) r = ts_op_run(inst, backend, point, options, error);
     if (r == NULL)
       return NULL;
@@ -47,6 +49,12 @@ bench_sweep(TsOpInstance *inst, TsBackend *backend, TsSchedSpace *space, gint64 
   }
   if (error && *error)
     return NULL;
+  /* Said in the results, not only on stderr: a row of "no point verified" would otherwise read
+   * as candidates that all failed. */
+  if (points == 0)
+    g_print("# %s: no point of the sweep space runs on this device (%s): its constraints, such "
+            "as vector <= simd_floats, leave none\n",
+            who, ts_backend_describe(backend)->name);
   g_array_sort(all, candidate_cmp);
   return g_steal_pointer(&all);
 }

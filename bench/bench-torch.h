@@ -1,7 +1,7 @@
 /* bench-torch.h — PyTorch CPU as a benchmark's anchor: bench/torch_ops.py in a helper process
  * that times `calls` calls of the op whenever asked, so that the benchmark can alternate its own
- * rounds with PyTorch's and both see the machine at the same moments. cpu_rows and
- * cpu_attention share it. */
+ * rounds with PyTorch's and both see the machine at the same moments. cpu_rows, cpu_attention
+ * and cpu_gemm share it. */
 #pragma once
 
 #include <gio/gio.h>
@@ -22,6 +22,11 @@ gboolean bench_torch_start(BenchTorch *t, const char *python, const char *op, co
 double bench_torch_sample(BenchTorch *t, guint calls);
 
 void bench_torch_clear(BenchTorch *t);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(BenchTorch, bench_torch_clear)
+
+/* A short name for a results row: "PyTorch 2.15.0 torch.matmul" from the helper's "ready"
+ * line ("torch.matmul, PyTorch 2.15.0 (AVX2), 1 thread(s)"). */
+char *bench_torch_anchor_name(const BenchTorch *t);
 
 /* --python's default: $TS_BENCH_PYTHON, else python3. */
 const char *bench_torch_default_python(void);

@@ -1,10 +1,14 @@
 /* cpu_gemm — benchmark (not a test): our best GEMM, found by a small sweep over its schedule
  * space through the whole spine (lower → emit C → cc → verify → time), against the libraries
  * users compare with, on the same inputs, measured side by side in one run: OpenBLAS sgemm (f32)
- * and oneDNN's matmul (f32 and bf16), each on the kernel it picks for this machine.
+ * and oneDNN's matmul (f32 and bf16), each on the kernel it picks for this machine, and PyTorch
+ * CPU's matmul (bench/torch_ops.py, run by --python, default $TS_BENCH_PYTHON or python3;
+ * skipped with the reason where PyTorch cannot be imported): the bf16 anchor where the system's
+ * oneDNN has no bf16 matmul for the CPU (oneDNN 2.6 wants AVX-512 for it).
  *
  *   build/bench/cpu_gemm [--dtype f32|bf16] [--sizes 512,1024,2048] [--threads 1,2]
  *                        [--space '...'] [--rounds 9] [--keep-coretype]
+ *                        [--python PATH] [--no-torch]
  *
  * The sweep times every point once and its fastest few again side by side, the best of those
  * being our point (bench-pick.h); then it and each anchor alternate in rounds (a few calls of
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "bench-pick.h"
+#include "bench-torch.h"
 #include "gemm-anchors.h"
 #include "ts-numerics.h"
 #include "ts-op.h"
@@ -33,25 +38,30 @@
 
 /* The sweeps. f32: the register tiles that fit AVX2's 16 registers, cache blocks around the
  * L2 (KC*MC*4 bytes of packed A) and the L3; with AVX-512, 14x32 on 16-float vectors (28 of
- * the 32 zmm registers). bf16: the best f32-FMA tile on widened panels, vdpbf16ps on K-pair
- * panels (AVX512_BF16) and 32x32 AMX tiles (AMX-BF16); K blocks up to the whole K of 2048,
- * for the reason and measurements given at the gemm op's cpu_space (op-gemm.c). Points the
- * machine cannot run are left out by the op's space. */
+ * the 32 zmm registers). bf16: the f32-FMA tiles on widened panels (AVX2's 6x16, AVX-512's
+ * 14x32), vdpbf16ps on K-pair panels (AVX512_BF16) and 32x32 AMX tiles (AMX-BF16); K blocks
+ * up to the whole K of 2048, for the reason and measurements given at the gemm op's cpu_space
+ * (op-gemm.c). Points the machine cannot run are left out by the op's space, so each sweep
+ * keeps an AVX2 tile: without one a machine lacking AVX-512 had no bf16 point to time. */
 static const char *F32_SPACE =
   "block(m=[72,84,144,168], n=[2016,4032], k=[256,384,512,1024,2048]).micro(m=[6,14], n=[16,32])"
   ".vector([8,16]).unroll([4,8]).where(vector == 8 && MR == 6 && NR == 16 && BM % 72 == 0"
   " || vector == 16 && MR == 14 && NR == 32 && BM % 84 == 0 && unroll == 4)";
 static const char *BF16_SPACE =
-  "block(m=[84,96,112,168,192], n=[2016,4032], k=[256,512,1024,2048]).micro(m=[8,14,32], n=[32])"
-  ".vector([16]).unroll([4]).dot([\"fma\",\"bf16\",\"amx\"])"
-  ".where(dot == \"amx\" && MR == 32 && BM % 96 == 0"
-  " || dot != \"amx\" && (MR == 14 && BM % 14 == 0 || MR == 8 && dot == \"bf16\" && BM == 112))";
+  "block(m=[72,84,96,112,144,168,192], n=[2016,4032], k=[256,512,1024,2048])"
+  ".micro(m=[6,8,14,32], n=[16,32]).vector([8,16]).unroll([4,8]).dot([\"fma\",\"bf16\",\"amx\"])"
+  ".where(vector == 8 && MR == 6 && NR == 16 && BM % 72 == 0 && dot == \"fma\""
+  " || vector == 16 && NR == 32 && unroll == 4 && (dot == \"amx\" && MR == 32 && BM % 96 == 0"
+  " || dot != \"amx\" && (MR == 14 && BM % 14 == 0 || MR == 8 && dot == \"bf16\" && BM == 112)))";
 
 /* Rounds of `calls` launches each, ours then each anchor's, after one warm-up round of all:
- * each side's median time per round in ours_ns[r] and anchor_ns[a * rounds + r]. */
+ * each side's median time per round in ours_ns[r] and anchor_ns[a * rounds + r], PyTorch's
+ * (where torch has a helper running; it warmed itself up) in anchor_ns[anchors->len * rounds
+ * + r]. */
 static gboolean
 interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, GPtrArray *anchors,
-           guint rounds, guint calls, double *ours_ns, double *anchor_ns, GError **error)
+           BenchTorch *torch, guint rounds, guint calls, double *ours_ns, double *anchor_ns,
+           GError **error)
 {
   g_autoptr(TsModule) module = ts_op_compile(inst, backend, point, error);
   if (module == NULL)
@@ -77,6 +87,8 @@ interleave(TsOpInstance *inst, TsBackend *backend, const TsSchedPoint *point, GP
         s[c] = gemm_anchor_call(g_ptr_array_index(anchors, a));
       anchor_ns[a * rounds + r] = ts_stats_median(s, calls);
     }
+    if (torch->proc)
+      anchor_ns[anchors->len * rounds + r] = bench_torch_sample(torch, calls);
   }
   return ok;
 }
@@ -127,7 +139,8 @@ main(int argc, char **argv)
   g_autofree char *dtype = g_strdup("f32");
   g_autofree char *space_text = NULL;
   gint rounds = 9;
-  gboolean keep_coretype = FALSE;
+  gboolean keep_coretype = FALSE, no_torch = FALSE;
+  g_autofree char *python = NULL;
   GOptionEntry entries[] = {
     {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype, "f32 or bf16 (f32 accumulation; default f32)",
      "DTYPE"},
@@ -137,6 +150,9 @@ main(int argc, char **argv)
     {"space", 0, 0, G_OPTION_ARG_STRING, &space_text, "Sweep space (threads added)", "SPACE"},
     {"keep-coretype", 0, 0, G_OPTION_ARG_NONE, &keep_coretype,
      "Keep OPENBLAS_CORETYPE from the environment (measure the kernel it forces)", NULL},
+    {"python", 0, 0, G_OPTION_ARG_FILENAME, &python,
+     "Python with PyTorch for the PyTorch anchor (default $TS_BENCH_PYTHON, else python3)", "PATH"},
+    {"no-torch", 0, 0, G_OPTION_ARG_NONE, &no_torch, "Leave out the PyTorch anchor", NULL},
     G_OPTION_ENTRY_NULL,
   };
   g_autofree char **args = g_memdup2(argv, sizeof(char *) * (gsize)(argc + 1));
@@ -152,6 +168,8 @@ main(int argc, char **argv)
     return 2;
   }
   const gboolean bf16 = g_strcmp0(dtype, "bf16") == 0;
+  if (python == NULL)
+    python = g_strdup(bench_torch_default_python());
   if (!keep_coretype)
     reexec_without_coretype(args);
   if (space_text == NULL)
@@ -226,24 +244,35 @@ main(int argc, char **argv)
       }
       g_autoptr(TsSchedPoint) winner = ts_sched_point_parse(best_pt, &error);
       g_autoptr(GPtrArray) anchors = gemm_anchors_new(dtype, n, t, a, b);
+      g_auto(BenchTorch) torch = {0};
+      bench_torch_start(&torch, no_torch ? NULL : python, "gemm", dtype, shape, t);
+      const guint n_anchors = anchors->len + (torch.proc ? 1 : 0);
       g_autofree double *ours = g_new(double, rounds);
-      g_autofree double *theirs = g_new(double, (gsize)rounds * MAX(anchors->len, 1));
-      if (winner == NULL || !interleave(inst, backend, winner, anchors, (guint)rounds, calls,
-                                        ours, theirs, &error)) {
+      g_autofree double *theirs = g_new(double, (gsize)rounds * MAX(n_anchors, 1));
+      if (winner == NULL || !interleave(inst, backend, winner, anchors, &torch, (guint)rounds,
+                                        calls, ours, theirs, &error)) {
         g_printerr("cpu_gemm: %s\n", error->message);
         return 3;
       }
       double flops = 2.0 * n * n * n, mo = ts_stats_median(ours, rounds);
-      if (anchors->len == 0)
+      if (n_anchors == 0)
         g_print("%6" G_GINT64_FORMAT " %3d %10.1f %10s %6s %13s  %-44s %s\n", n, t, flops / mo,
                 "-", "-", "-", "(no anchor for this dtype)", best_pt);
-      for (guint ai = 0; ai < anchors->len; ai++) {
+      for (guint ai = 0; ai < n_anchors; ai++) {
         double *an = theirs + ai * rounds, median = NAN, lo = NAN, hi = NAN;
-        bench_ratio(an, ours, (guint)rounds, &median, &lo, &hi);
+        double kept[64];
+        guint k = 0;
+        for (gint r = 0; r < rounds; r++)
+          if (!isnan(an[r]))
+            kept[k++] = an[r];
+        if (bench_ratio(an, ours, (guint)rounds, &median, &lo, &hi) == 0)
+          continue; /* the PyTorch helper gave no time: its header line says why it went */
         g_autofree char *range = g_strdup_printf("[%.2f, %.2f]", lo, hi);
+        g_autofree char *name = ai < anchors->len
+                                  ? g_strdup(gemm_anchor_name(g_ptr_array_index(anchors, ai)))
+                                  : bench_torch_anchor_name(&torch);
         g_print("%6" G_GINT64_FORMAT " %3d %10.1f %10.1f %6.2f %13s  %-44s %s\n", n, t,
-                flops / mo, flops / ts_stats_median(an, rounds), median, range,
-                gemm_anchor_name(g_ptr_array_index(anchors, ai)), best_pt);
+                flops / mo, flops / ts_stats_median(kept, k), median, range, name, best_pt);
       }
     }
   }

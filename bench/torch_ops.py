@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """torch_ops.py — PyTorch CPU's counterparts of our ops, timed on request: the anchor
-bench/cpu_rows and bench/cpu_attention run beside our kernels (benchmark only; the product never
-uses PyTorch).
+bench/cpu_rows, bench/cpu_attention and bench/cpu_gemm run beside our kernels (benchmark only;
+the product never uses PyTorch).
 
     python3 bench/torch_ops.py --op softmax_safe --dtype bf16 --shape M=4096,N=4096 --threads 1
     python3 bench/torch_ops.py --op flash_attention_causal --dtype bf16 \
@@ -17,7 +17,10 @@ allocating call are timed during warm-up and the faster is kept (a fresh 32-64 M
 call costs page faults that a framework's caller may avoid). Inputs are those our ops use: X
 uniform in the op's range, gamma and beta near 1 and 0; attention's Q and K uniform in [-2, 2],
 V in [-1, 1], [B*H, S, D] as [B, H, S, D], through F.scaled_dot_product_attention (its fused
-CPU flash-attention kernel)."""
+CPU flash-attention kernel); gemm's A and B uniform in [-1, 1], C in their dtype (a bf16 matmul
+accumulates in f32 and rounds C to bf16, as ours), through torch.matmul or torch.mm's out=
+form, whichever is faster (oneDNN, MKL or PyTorch's own kernels, as PyTorch dispatches), or,
+in 16 bits, the f32 matmul of the inputs widened, C rounded from it: the same product."""
 import argparse
 import statistics
 import sys
@@ -53,6 +56,20 @@ def main():
         causal = a.op == "flash_attention_causal"
         forms = {"F.scaled_dot_product_attention":
                      lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)}
+        return run(torch, a, forms)
+    if a.op == "gemm":
+        M, N, K = dims["M"], dims["N"], dims["K"]
+        x = torch.empty(M, K, dtype=dt).uniform_(-1.0, 1.0)
+        w = torch.empty(K, N, dtype=dt).uniform_(-1.0, 1.0)
+        c = torch.empty(M, N, dtype=dt)
+        forms = {"torch.matmul": lambda: torch.matmul(x, w),
+                 "torch.mm out=": lambda: torch.mm(x, w, out=c)}
+        if dt != torch.float32:
+            # The same product (f32 accumulation, C rounded once) through the f32 GEMM, the
+            # widening included: where the CPU has no 16-bit dot product PyTorch's own 16-bit
+            # matmul may be far slower than this.
+            forms["widened f32 matmul"] = \
+                lambda: torch.matmul(x.float(), w.float()).to(dt)
         return run(torch, a, forms)
     M, N = dims["M"], dims["N"]
     lo, hi = (-4.0, 4.0) if a.op == "softmax_safe" else (-1.0, 3.0) if a.op == "layernorm_safe" else (-1.0, 1.0)
