@@ -180,6 +180,26 @@ ok(len(roofs) == 16 and all(
     abs(r["fraction"] - r["gflops"] / r["bound_gflops"]) < 1e-9 for r in roofs),
    "every verified trial has roofline coordinates against the device's ceilings")
 ok(db_rows(db1, "SELECT peaks FROM device")[0][0] is not None, "the ceilings are stored")
+# Ceilings below what the kernels ran (as all-core peaks timed beside other work read) are
+# called too low under the table; ceilings above them are not.
+for f32_peak, said in ((1e-6, True), (1e9, False)):
+    dbp = os.path.join(TMP, "peaks-%g.db" % f32_peak)
+    shutil.copyfile(db1, dbp)
+    planted = json.loads(json.dumps(peaks))
+    planted["compute"]["f32"] = {"gflops": f32_peak, "per_core": f32_peak}
+    planted["memory"]["dram"] = {"gbps": 1e9, "per_core": 1e9}  # compute bound, whatever the size
+    con = sqlite3.connect(dbp)
+    con.execute("UPDATE device SET peaks = ? WHERE backend = 'cpu'", (json.dumps(planted), ))
+    con.commit()
+    con.close()
+    p = tt("tune", *GEMM, "--space", SPACE, "--strategy", "exhaustive", "--db", dbp, check=0)
+    note = re.search(r"^% roof above 100: (\d+) of these candidates ran faster than the stored "
+                     r"ceilings allow \(up to \d+%\), so the ceilings are too low.*"
+                     r"`tessera-tune devices --measure`", p.stdout, re.M)
+    ok(p.returncode == 0 and (note is not None) == said and
+       (not said or int(note.group(1)) == len(re.findall(r"^[ *] +\d+  ok ", p.stdout, re.M))),
+       "candidates faster than the stored f32 peak: the table says the ceilings are too low"
+       if said else "candidates under the stored peaks: the table says nothing of them")
 
 # 2. Faulty candidates are recorded with the right status and the tune completes.
 db2 = os.path.join(TMP, "faults.db")

@@ -76,6 +76,10 @@ cpu_per_wall(const TsDbTrial *t)
   return t->median_ns > 0 ? metric(t, "process_cpu_ns") / t->median_ns : NAN;
 }
 
+/* A candidate's fraction of its roof past which the roof, not the candidate, is wrong: the
+ * peaks are the best of a few ~20 ms runs, so a kernel may beat them by a little. */
+#define ROOF_SLACK 1.05
+
 static void
 print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top,
             const TsProfCeilings *c, gint64 best_id)
@@ -86,6 +90,8 @@ print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top
   g_print("\n %4s  %-13s %11s %11s %10s %7s %10s%s  %s\n", "rank", "status", "median ms",
           "GFLOP/s", "GB/s", "% roof", "compile ms", host ? "  cpu/wall" : "", "schedule");
   TsProfRoofline roof = {0};
+  double top_fraction = 0;
+  guint above = 0;
   for (guint i = 0; i < MIN(top, trials->len); i++) {
     const TsDbTrial *t = g_ptr_array_index(trials, i);
     const char mark = t->id == best_id ? '*' : ' '; /* the cache's best, as `show` marks it */
@@ -97,13 +103,16 @@ print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top
                            : isfinite(cw) ? g_strdup_printf("  %8.2f", cw)
                                           : g_strdup_printf("  %8s", "-");
     if (t->status == TS_DB_TRIAL_OK &&
-        ts_prof_roofline(c, roof_name, flops, bytes, t->median_ns * 1e-9, &roof))
+        ts_prof_roofline(c, roof_name, flops, bytes, t->median_ns * 1e-9, &roof)) {
+      top_fraction = MAX(top_fraction, roof.fraction);
+      above += roof.fraction > ROOF_SLACK;
       g_print("%c%4u  %-13s %11.4f %11.2f %10.2f %6.1f%% %10s%s  %s\n", mark, i + 1,
               ts_db_trial_status_name(t->status), t->median_ns / 1e6, flops / t->median_ns,
               bytes / t->median_ns, 100.0 * roof.fraction, cms, cpu, t->schedule);
-    else
+    } else {
       g_print("%c%4u  %-13s %11s %11s %10s %7s %10s%s  %s\n", mark, i + 1,
               ts_db_trial_status_name(t->status), "-", "-", "-", "-", cms, cpu, t->schedule);
+    }
   }
   if (host)
     g_print("cpu/wall: the process's CPU time over the kernel's wall time, medians: about its "
@@ -150,6 +159,15 @@ print_table(GPtrArray *trials, TsOpInstance *inst, TsBackend *backend, guint top
             "%s peak %.1f GFLOP/s, DRAM %.1f GB/s)\n",
             roof.bound_gflops, roof.intensity, strcmp(roof.bound, "dram") ? "compute" : "memory",
             peak->name, peak->value, dram->value);
+  /* A kernel cannot beat the roof it is held to: one that did proves the stored ceiling low
+   * (all-core peaks timed while other work held a core read as little more than one core's:
+   * on a 2-core Zen 3, 111.6 GFLOP/s where the GEMM then ran 131). */
+  if (above > 0)
+    g_print("%% roof above 100: %u of these candidates ran faster than the stored ceilings allow "
+            "(up to %.0f%%), so the ceilings are too low: measured while other work held cores, "
+            "or on other hardware; `tessera-tune devices --measure` on a quiet machine measures "
+            "them again\n",
+            above, 100.0 * top_fraction);
 }
 
 static void
