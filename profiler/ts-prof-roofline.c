@@ -83,6 +83,28 @@ ts_prof_ceilings_get(const TsProfCeilings *c, const char *name)
   return NULL;
 }
 
+char *
+ts_prof_ceilings_scaling_note(const TsProfCeilings *c, guint cores)
+{
+  if (cores < 2)
+    return NULL;
+  g_autoptr(GString) low = g_string_new(NULL);
+  for (guint i = 0; i < c->roofs->len; i++) {
+    const TsProfCeiling *r = &g_array_index(c->roofs, TsProfCeiling, i);
+    if (r->kind != TS_PROF_COMPUTE || r->per_core <= 0 || r->value >= 0.6 * cores * r->per_core)
+      continue;
+    g_string_append_printf(low, "%s%s %.1f GFLOP/s, %.2fx one core's %.1f", low->len ? "; " : "",
+                           r->name, r->value, r->value / r->per_core, r->per_core);
+  }
+  if (low->len == 0)
+    return NULL;
+  return g_strdup_printf("the all-core FMA peaks scale poorly on %u cores (%s): other work held "
+                         "cores while they were timed, or the cores share their FMA units (SMT "
+                         "siblings); the roofs of multi-threaded kernels are then too low. "
+                         "`tessera-tune devices --measure` on a quiet machine measures again",
+                         cores, low->str);
+}
+
 guint
 ts_prof_ceilings_count(const TsProfCeilings *c)
 {

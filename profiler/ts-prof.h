@@ -58,6 +58,12 @@ char *ts_prof_toolchain_of(const TsDeviceInfo *device);
 const char *ts_prof_ceilings_method(const TsProfCeilings *ceilings);
 void ts_prof_ceilings_set_method(TsProfCeilings *ceilings, const char *method);
 
+/* A note for people where the CPU's all-core FMA peaks scale with the cores much worse than
+ * FMA units do (below 3/5 of `cores` times one core's): other work held cores while they were
+ * timed, or the cores are SMT siblings sharing their units; roofs of multi-threaded kernels are
+ * then too low. NULL where every compute roof scales, or one core or none was measured. */
+char *ts_prof_ceilings_scaling_note(const TsProfCeilings *ceilings, guint cores);
+
 /* {"version": 3, "backend": "cpu", "toolchain": "gcc 12.2.0 tessera-kgen-6", "method": "...",
  *  "compute": {"f32": {"gflops": 812.5, "per_core": 101.3}, ...},
  *  "memory": {"dram": {"gbps": 18.2, "per_core": 9.1}, "l1": {...}, ...},

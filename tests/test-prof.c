@@ -101,6 +101,42 @@ check_cpu_ceilings(const TsProfCeilings *c, const TsDeviceInfo *d)
   g_assert_nonnull(strstr(method, "exp"));
 }
 
+/* All-core FMA peaks far below cores x one core's are called out; memory roofs, which need
+ * not scale, and a GPU's (no per-core figure) are not. */
+static void
+test_scaling_note(void)
+{
+  g_autoptr(TsProfCeilings) c = ts_prof_ceilings_new("cpu", "gcc test");
+  ts_prof_ceilings_set(c, "f32", TS_PROF_COMPUTE, 199.6, 102.4);
+  ts_prof_ceilings_set(c, "f64", TS_PROF_COMPUTE, 100.6, 51.1);
+  ts_prof_ceilings_set(c, "dram", TS_PROF_MEMORY, 21.0, 21.1);
+  ts_prof_ceilings_set(c, "exp", TS_PROF_RATE, 3.2, 3.4);
+  g_assert_null(ts_prof_ceilings_scaling_note(c, 2));
+  ts_prof_ceilings_set(c, "f32", TS_PROF_COMPUTE, 111.6, 101.8); /* a core held by a fuzzer */
+  g_autofree char *note = ts_prof_ceilings_scaling_note(c, 2);
+  g_assert_nonnull(note);
+  g_test_message("%s", note);
+  g_assert_nonnull(strstr(note, "scale poorly on 2 cores (f32 111.6 GFLOP/s, 1.10x one core's "
+                                "101.8): other work held cores"));
+  g_assert_null(strstr(note, "f64"));
+  g_assert_nonnull(strstr(note, "tessera-tune devices --measure"));
+  g_assert_null(ts_prof_ceilings_scaling_note(c, 1));
+  /* 3/5 of linear scaling is the line: 4 cores at 2.5x one core's pass, at 2.3x do not (nor
+   * f64's 1.97x) */
+  ts_prof_ceilings_set(c, "f32", TS_PROF_COMPUTE, 250, 100);
+  g_autofree char *f64_only = ts_prof_ceilings_scaling_note(c, 4);
+  g_assert_nonnull(f64_only);
+  g_assert_nonnull(strstr(f64_only, "on 4 cores (f64 100.6 GFLOP/s, 1.97x one core's 51.1)"));
+  ts_prof_ceilings_set(c, "f32", TS_PROF_COMPUTE, 230, 100);
+  g_autofree char *four = ts_prof_ceilings_scaling_note(c, 4);
+  g_assert_nonnull(four);
+  g_assert_nonnull(strstr(four, "on 4 cores (f32 230.0 GFLOP/s, 2.30x one core's 100.0; f64 "
+                                "100.6 GFLOP/s, 1.97x one core's 51.1)"));
+  g_autoptr(TsProfCeilings) gpu = ts_prof_ceilings_new("cuda", "nvrtc test");
+  ts_prof_ceilings_set(gpu, "bf16_tensor", TS_PROF_COMPUTE, 700000, 0);
+  g_assert_null(ts_prof_ceilings_scaling_note(gpu, 132));
+}
+
 /* The screen leaves out what no machine can produce, and says why. */
 static void
 test_screen(void)
@@ -371,6 +407,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/prof/ceilings", test_measure_and_store);
   g_test_add_func("/prof/ceilings-screen", test_screen);
+  g_test_add_func("/prof/ceilings-scaling-note", test_scaling_note);
   g_test_add_func("/prof/ceilings-json-errors", test_json_errors);
   g_test_add_func("/prof/roofline", test_roofline);
   return g_test_run();

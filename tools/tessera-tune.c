@@ -590,7 +590,14 @@ tt_ceilings(TsDb *db, TsBackend *backend, gint64 device_id, gboolean remeasure, 
   /* Say so before the microbenchmarks run: they take seconds, on a machine better left quiet. */
   if (!quiet)
     g_print("measuring the device ceilings (FMA peaks, memory bandwidths, exp rates)...\n");
-  return ts_prof_ceilings_ensure(db, device_id, backend, TRUE, NULL, error);
+  TsProfCeilings *c = ts_prof_ceilings_ensure(db, device_id, backend, TRUE, NULL, error);
+  g_autofree char *note =
+    c && ts_backend_runs_on_host(backend)
+      ? ts_prof_ceilings_scaling_note(c, ts_backend_describe(backend)->compute_units)
+      : NULL;
+  if (note)
+    g_printerr("tessera-tune: note: %s\n", note);
+  return c;
 }
 
 static void
