@@ -180,6 +180,17 @@ bench_ratio(const double *num, const double *den, guint n, double *median, doubl
   return k;
 }
 
+double
+bench_median_finite(const double *v, guint n)
+{
+  g_autofree double *kept = g_new(double, MAX(n, 1));
+  guint k = 0;
+  for (guint i = 0; i < n; i++)
+    if (!isnan(v[i]))
+      kept[k++] = v[i];
+  return k > 0 ? ts_stats_median(kept, k) : NAN;
+}
+
 char *
 bench_ratio_text(const double *num, const double *den, guint n)
 {

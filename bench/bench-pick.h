@@ -58,3 +58,6 @@ guint bench_ratio(const double *num, const double *den, guint n, double *median,
 /* The same as the benchmarks print it, "median [lowest, highest]", or NULL where no round
  * counted. */
 char *bench_ratio_text(const double *num, const double *den, guint n);
+/* The median of v's values that are not NaN (rounds a helper process gave no time for); NaN
+ * when there is none. */
+double bench_median_finite(const double *v, guint n);

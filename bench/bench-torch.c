@@ -78,10 +78,8 @@ bench_torch_anchor_name(const BenchTorch *t)
   g_auto(GStrv) parts = g_strsplit(t->what ? t->what : "", ", ", 3);
   const char *form = parts[0] ? parts[0] : "";
   const char *build = parts[0] && parts[1] ? parts[1] : "PyTorch";
-  g_autofree char *version = g_strdup(build);
-  char *space = strchr(version, ' ');
-  if (space && strchr(space + 1, ' '))
-    *strchr(space + 1, ' ') = '\0'; /* "PyTorch 2.15.0+cu132 (AVX2)" -> "PyTorch 2.15.0+cu132" */
+  /* "PyTorch 2.15.0+cu132 (AVX2)": the build without its capability */
+  g_autofree char *version = g_strchomp(g_strndup(build, strcspn(build, "(")));
   return g_strdup_printf("%s %s", version, form);
 }
 

@@ -260,11 +260,6 @@ main(int argc, char **argv)
                 "-", "-", "-", "(no anchor for this dtype)", best_pt);
       for (guint ai = 0; ai < n_anchors; ai++) {
         double *an = theirs + ai * rounds, median = NAN, lo = NAN, hi = NAN;
-        double kept[64];
-        guint k = 0;
-        for (gint r = 0; r < rounds; r++)
-          if (!isnan(an[r]))
-            kept[k++] = an[r];
         if (bench_ratio(an, ours, (guint)rounds, &median, &lo, &hi) == 0)
           continue; /* the PyTorch helper gave no time: its header line says why it went */
         g_autofree char *range = g_strdup_printf("[%.2f, %.2f]", lo, hi);
@@ -272,7 +267,7 @@ main(int argc, char **argv)
                                   ? g_strdup(gemm_anchor_name(g_ptr_array_index(anchors, ai)))
                                   : bench_torch_anchor_name(&torch);
         g_print("%6" G_GINT64_FORMAT " %3d %10.1f %10.1f %6.2f %13s  %-44s %s\n", n, t,
-                flops / mo, flops / ts_stats_median(kept, k), median, range, name, best_pt);
+                flops / mo, flops / bench_median_finite(an, (guint)rounds), median, range, name, best_pt);
       }
     }
   }

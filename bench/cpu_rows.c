@@ -262,14 +262,8 @@ main(int argc, char **argv)
       g_autofree char *vs_copy = bench_ratio_text(copy, ours, (guint)rounds);
       g_autofree char *vs_torch = bench_ratio_text(tor, ours, (guint)rounds);
       g_autofree char *torch_gbs = NULL;
-      if (vs_torch) {
-        double tv[64];
-        guint k = 0;
-        for (gint r = 0; r < rounds; r++)
-          if (!isnan(tor[r]))
-            tv[k++] = tor[r];
-        torch_gbs = g_strdup_printf("%.2f", bytes / ts_stats_median(tv, k));
-      }
+      if (vs_torch)
+        torch_gbs = g_strdup_printf("%.2f", bytes / bench_median_finite(tor, (guint)rounds));
       g_autofree char *vs_alt = NULL;
       if (versus) {
         g_autofree char *a = alt ? bench_ratio_text(altv, ours, (guint)rounds) : NULL;
